@@ -1,0 +1,235 @@
+/*
+ * loom.h - the application API of loom, a vendor-neutral activity profiler.
+ *
+ * A program (or a framework) uses this header to mark what its threads do
+ * (ranges, framework ops, instants, counters, iterations) and to control
+ * recording sessions: prepare a session for a list of device types, start it,
+ * stop it, and save the resulting trace.  Device activity comes from backends
+ * (see loom/plugin.h); the application never talks to them directly.
+ *
+ * Conventions:
+ *  - Control calls return a loom_status; LOOM_OK is 0.  loom_strerror() names
+ *    a status and loom_last_error() gives the details of the calling thread's
+ *    last failure.
+ *  - Instrumentation calls (loom_range_push, loom_instant, ...) return nothing,
+ *    never fail visibly and cost one predictable branch when no session records.
+ *  - Structs the caller fills start with struct_size; set it with
+ *    sizeof(the struct) so that newer libraries can read older callers.
+ */
+#ifndef LOOM_LOOM_H
+#define LOOM_LOOM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(LOOM_BUILDING_LIBRARY)
+#define LOOM_EXTERN __attribute__((visibility("default")))
+#else
+#define LOOM_EXTERN
+#endif
+
+/* ---- version ------------------------------------------------------------ */
+#define LOOM_VERSION_MAJOR 0
+#define LOOM_VERSION_MINOR 1
+#define LOOM_VERSION_PATCH 0
+#define LOOM_VERSION_HEX \
+  ((LOOM_VERSION_MAJOR << 16) | (LOOM_VERSION_MINOR << 8) | LOOM_VERSION_PATCH)
+
+/* Run-time version of the library, as LOOM_VERSION_HEX and as "0.1.0". */
+LOOM_EXTERN unsigned loom_version(void);
+LOOM_EXTERN const char *loom_version_string(void);
+
+/* ---- errors ------------------------------------------------------------- */
+/* Numbers never change; retired values keep their slot. */
+typedef enum loom_status {
+  LOOM_OK = 0,
+  LOOM_EINVAL = 1,       /* an argument or configuration value is invalid */
+  LOOM_ENOMEM = 2,       /* out of memory */
+  LOOM_ESTATE = 3,       /* the call is not valid in the current state */
+  LOOM_EABI = 4,         /* ABI version mismatch (plug-ins) */
+  LOOM_ENOTFOUND = 5,    /* no such backend, file, key or device */
+  LOOM_EIO = 6,          /* reading or writing a file failed */
+  LOOM_EBACKEND = 7,     /* a backend reported a failure */
+  LOOM_EUNSUPPORTED = 8, /* not supported (output format, operation) */
+  LOOM_EBUSY = 9,        /* another session is already recording */
+  LOOM_EFORMAT = 10      /* malformed input (trace file, plug-in) */
+} loom_status;
+
+/* Short English description of a status ("invalid argument"). Never NULL. */
+LOOM_EXTERN const char *loom_strerror(loom_status status);
+
+/* Details of the calling thread's most recent failed control call, or "" if
+ * none.  The string is owned by loom and valid until the thread's next call. */
+LOOM_EXTERN const char *loom_last_error(void);
+
+/* ---- record kinds ------------------------------------------------------- */
+/* The vendor-neutral record kinds every backend emits.  Values are stable. */
+typedef enum loom_kind {
+  LOOM_KIND_KERNEL = 0,     /* device compute work */
+  LOOM_KIND_MEMCPY = 1,     /* device copy (host<->device, device<->device) */
+  LOOM_KIND_MEMSET = 2,     /* device fill */
+  LOOM_KIND_RUNTIME = 3,    /* host call into a device runtime */
+  LOOM_KIND_DRIVER = 4,     /* host call into a device driver API */
+  LOOM_KIND_SYNC = 5,       /* synchronisation (waits on streams, events) */
+  LOOM_KIND_USER_RANGE = 6, /* user annotation range */
+  LOOM_KIND_CPU_OP = 7,     /* framework operator */
+  LOOM_KIND_INSTANT = 8,    /* point event */
+  LOOM_KIND_COUNTER = 9,    /* sampled value */
+  LOOM_KIND_COLLECTIVE = 10,/* communication collective */
+  LOOM_KIND_OVERHEAD = 11,  /* profiler overhead */
+  LOOM_KIND_MARKER = 12,    /* session markers (iterations, drops, warnings) */
+  LOOM_KIND_COUNT_ = 13
+} loom_kind;
+
+#define LOOM_KIND_BIT(k) (1u << (k))
+#define LOOM_KINDS_ALL ((1u << LOOM_KIND_COUNT_) - 1u)
+
+/* Name of a kind ("kernel", "memcpy", ...) or NULL when out of range. */
+LOOM_EXTERN const char *loom_kind_name(loom_kind kind);
+
+/* ---- library state ------------------------------------------------------ */
+/* Initialises loom: registers built-in backends and loads the plug-ins named
+ * by LOOM_PLUGINS (paths separated by ':') and LOOM_PLUGIN_PATH (folders
+ * scanned for libloom-*.so).  Idempotent and thread-safe; every other call
+ * initialises on demand, so calling it is optional.  A plug-in that fails to
+ * load is a warning, not a failure. */
+LOOM_EXTERN loom_status loom_init(void);
+
+/* Backend states reported by loom_backends_list(). */
+typedef enum loom_backend_state {
+  LOOM_BACKEND_REGISTERED = 0, /* registered, never probed (lazy) */
+  LOOM_BACKEND_AVAILABLE = 1,  /* probe succeeded */
+  LOOM_BACKEND_UNAVAILABLE = 2 /* probe or start failed; see reason */
+} loom_backend_state;
+
+typedef struct loom_backend_info {
+  size_t struct_size;         /* set by the caller: sizeof(loom_backend_info) */
+  const char *name;           /* backend name, e.g. "sim" */
+  const char *device_type;    /* "cpu", "opencl", "cuda", "xpu", vendor string */
+  const char *origin;         /* "built-in" or the path of the plug-in */
+  uint32_t kinds;             /* LOOM_KIND_BIT mask it can produce */
+  loom_backend_state state;
+  const char *reason;         /* why it is unavailable, or "" */
+} loom_backend_info;
+
+/* Calls fn once per registered backend, in registration order, with a
+ * snapshot that is valid during the call only.  Returns the number of
+ * backends.  Does not probe anything. */
+typedef void (*loom_backend_visit_fn)(const loom_backend_info *info, void *user);
+LOOM_EXTERN size_t loom_backends_list(loom_backend_visit_fn fn, void *user);
+
+/* ---- sessions ----------------------------------------------------------- */
+typedef struct loom_session loom_session;
+typedef struct loom_trace loom_trace;
+
+typedef struct loom_session_config {
+  size_t struct_size;   /* sizeof(loom_session_config) */
+  /* Comma-separated device types, e.g. "cpu,opencl".  NULL or "" means "cpu".
+   * "cpu" is the host recording (annotations); every other type selects the
+   * backends registered for it.  "all" selects every registered backend. */
+  const char *devices;
+  /* LOOM_KIND_BIT mask of the record kinds wanted; 0 means all. */
+  uint32_t kinds;
+  /* Options as "key=value" pairs separated by ',' or ';'.  Keys are looked up
+   * by backends through the host's config service; unknown keys are kept.
+   * Keys read by the core: buffer_size (bytes per thread chunk),
+   * memory_cap (bytes for host records, 0 = unbounded).  Each key may also
+   * come from the environment as LOOM_<KEY> (upper case, '.' -> '_'). */
+  const char *options;
+  /* Optional trace name written in the trace (traceName). */
+  const char *name;
+} loom_session_config;
+
+/* Prepares a session.  Fails with LOOM_EINVAL (and a message in
+ * loom_last_error) on a malformed option string.  Requested device types with
+ * no working backend are not an error: they become warnings on stderr and in
+ * the trace.  Backends are probed and configured here. */
+LOOM_EXTERN loom_status loom_session_create(const loom_session_config *cfg,
+                                            loom_session **out);
+
+/* Starts recording.  Only one session records at a time: LOOM_EBUSY if
+ * another one does.  A backend whose start fails is a warning and is left out;
+ * the rest records. */
+LOOM_EXTERN loom_status loom_session_start(loom_session *s);
+
+/* Stops recording, collects every backend's records, processes them (clock
+ * conversion, window filtering, flows, external ids, projections) and returns
+ * the trace in *out (owned by the caller, release with loom_trace_free).  The
+ * session can be destroyed afterwards. */
+LOOM_EXTERN loom_status loom_session_stop(loom_session *s, loom_trace **out);
+
+/* Destroys a session; stops it first (discarding the trace) if it records. */
+LOOM_EXTERN void loom_session_destroy(loom_session *s);
+
+/* Number of warnings so far in the session and the i-th one (NULL past end). */
+LOOM_EXTERN size_t loom_session_warning_count(const loom_session *s);
+LOOM_EXTERN const char *loom_session_warning(const loom_session *s, size_t i);
+
+/* ---- traces ------------------------------------------------------------- */
+/* Writes the trace to path; the format is chosen by the extension (".json":
+ * Chrome trace JSON in Kineto's conventions).  The file is written to a
+ * temporary name in the same folder and renamed, so no partial file is left
+ * on failure (LOOM_EIO with the reason in loom_last_error). */
+LOOM_EXTERN loom_status loom_trace_save(const loom_trace *t, const char *path);
+
+typedef struct loom_trace_summary {
+  size_t struct_size;     /* sizeof(loom_trace_summary) */
+  uint64_t events;        /* slices, instants and counter samples */
+  uint64_t flows;         /* host call -> device work links */
+  uint64_t devices;       /* devices described by backends */
+  uint64_t dropped;       /* records lost (buffer caps, backends) */
+  uint64_t warnings;      /* warnings and errors reported */
+  int64_t start_ns, end_ns; /* session window, Unix epoch ns */
+} loom_trace_summary;
+
+/* Fills *sum with counts over the trace.  sum->struct_size must be set. */
+LOOM_EXTERN loom_status loom_trace_summarize(const loom_trace *t,
+                                             loom_trace_summary *sum);
+LOOM_EXTERN void loom_trace_free(loom_trace *t);
+
+/* ---- instrumentation ---------------------------------------------------- */
+/* Names passed as const char * must stay valid until the session that
+ * recorded them is stopped (string literals always are).  Use the *_str
+ * variants for temporary strings (they intern, which costs a lookup) or
+ * intern once with loom_string_id and use the *_id variants. */
+typedef uint32_t loom_string_id;
+
+/* Interns s and returns its id (never 0 for a valid string; 0 on failure). */
+LOOM_EXTERN loom_string_id loom_string_id_of(const char *s);
+
+/* Nested ranges on the calling thread (user annotations). */
+LOOM_EXTERN void loom_range_push(const char *name);
+LOOM_EXTERN void loom_range_push_id(loom_string_id name);
+LOOM_EXTERN void loom_range_push_str(const char *name);
+LOOM_EXTERN void loom_range_pop(void);
+
+/* Ranges with an explicit id; begin and end may happen on different threads
+ * and need not nest (written as asynchronous slices). */
+LOOM_EXTERN void loom_range_begin(uint64_t id, const char *name);
+LOOM_EXTERN void loom_range_end(uint64_t id);
+
+/* Framework operators: the op's id becomes the "External id" of every
+ * runtime call made inside it and of the device work those calls launch. */
+LOOM_EXTERN void loom_op_begin(const char *name, uint64_t external_id);
+LOOM_EXTERN void loom_op_begin_id(loom_string_id name, uint64_t external_id);
+LOOM_EXTERN void loom_op_end(void);
+
+/* The external id of the innermost framework op open on the calling thread,
+ * or 0 when none is open or no session records. */
+LOOM_EXTERN uint64_t loom_op_current(void);
+
+LOOM_EXTERN void loom_instant(const char *name);
+LOOM_EXTERN void loom_counter(const char *name, double value);
+
+/* Marks the end of an iteration and the start of the next one (written as
+ * "ProfilerStep#N" ranges on the calling thread). */
+LOOM_EXTERN void loom_step(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOOM_LOOM_H */

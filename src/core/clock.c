@@ -1,0 +1,133 @@
+/*
+ * clock.c - clock domains and their conversion to one session timeline.
+ *
+ * The timeline is Unix epoch nanoseconds.  For each standard domain the core
+ * takes (domain, CLOCK_REALTIME) pairs at session start and at stop; a
+ * timestamp is mapped linearly through the two pairs, so a rate difference
+ * (drift) between the domain and real time is interpolated, not ignored.
+ * Device clocks are described by sync points (device ts, host ts in a
+ * standard domain) that backends provide; between points the map is
+ * piecewise linear, outside it extends the nearest segment.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#include "core.h"
+
+static uint64_t ts_of(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t read_tsc(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  return ts_of(CLOCK_MONOTONIC_RAW);
+#endif
+}
+
+uint64_t loom__clock_now(loom_clock_domain d) {
+  switch (d) {
+  case LOOM_CLOCK_MONOTONIC: return ts_of(CLOCK_MONOTONIC);
+  case LOOM_CLOCK_MONOTONIC_RAW: return ts_of(CLOCK_MONOTONIC_RAW);
+  case LOOM_CLOCK_REALTIME: return ts_of(CLOCK_REALTIME);
+  case LOOM_CLOCK_TSC: return read_tsc();
+  default: return 0;
+  }
+}
+
+/* Real time read on both sides of the domain read; the tightest of a few
+ * tries wins, and the midpoint is taken as the matching real time. */
+static loom__clock_pair take_pair(loom_clock_domain d) {
+  loom__clock_pair best = {0, 0};
+  uint64_t best_gap = UINT64_MAX;
+  for (int i = 0; i < 5; i++) {
+    uint64_t r0 = ts_of(CLOCK_REALTIME);
+    uint64_t x = loom__clock_now(d);
+    uint64_t r1 = ts_of(CLOCK_REALTIME);
+    if (r1 - r0 < best_gap) {
+      best_gap = r1 - r0;
+      best.dom = x;
+      best.real = (int64_t)(r0 + (r1 - r0) / 2);
+    }
+  }
+  return best;
+}
+
+static double tsc_rate(void) {
+  static _Atomic double rate; /* ns per tick, measured once */
+  double r = atomic_load_explicit(&rate, memory_order_relaxed);
+  if (r > 0) return r;
+  uint64_t m0 = ts_of(CLOCK_MONOTONIC_RAW), t0 = read_tsc();
+  struct timespec nap = {0, 2000000};
+  nanosleep(&nap, NULL);
+  uint64_t m1 = ts_of(CLOCK_MONOTONIC_RAW), t1 = read_tsc();
+  r = t1 > t0 ? (double)(m1 - m0) / (double)(t1 - t0) : 1.0;
+  atomic_store_explicit(&rate, r, memory_order_relaxed);
+  return r;
+}
+
+void loom__timeline_begin(loom__timeline *tl) {
+  memset(tl, 0, sizeof *tl);
+  tl->tsc_ns_per_tick = tsc_rate();
+  for (int d = 0; d < 4; d++) tl->start[d] = take_pair((loom_clock_domain)d);
+}
+
+void loom__timeline_end(loom__timeline *tl) {
+  for (int d = 0; d < 4; d++) tl->stop[d] = take_pair((loom_clock_domain)d);
+  tl->have_stop = 1;
+}
+
+int64_t loom__timeline_convert(const loom__timeline *tl, loom_clock_domain d,
+                               uint64_t ts) {
+  if (d == LOOM_CLOCK_REALTIME) return (int64_t)ts;
+  if ((unsigned)d > LOOM_CLOCK_TSC) return (int64_t)ts;
+  const loom__clock_pair *a = &tl->start[d], *b = &tl->stop[d];
+  double slope = d == LOOM_CLOCK_TSC ? tl->tsc_ns_per_tick : 1.0;
+  /* Pairs closer than 1 ms would make a noisy slope: keep the nominal one. */
+  if (tl->have_stop && b->real - a->real > 1000000 && b->dom > a->dom)
+    slope = (double)(b->real - a->real) / (double)(b->dom - a->dom);
+  double delta = (double)(int64_t)(ts - a->dom);
+  return a->real + (int64_t)(delta * slope + (delta >= 0 ? 0.5 : -0.5));
+}
+
+static int cmp_sync(const void *pa, const void *pb) {
+  const loom__sync *a = pa, *b = pb;
+  return a->dev < b->dev ? -1 : a->dev > b->dev;
+}
+
+void loom__clock_finalize(const loom__timeline *tl, loom__clock *c) {
+  if (c->domain != LOOM_CLOCK_DEVICE) return;
+  qsort(c->sync, c->nsync, sizeof *c->sync, cmp_sync);
+  for (size_t i = 0; i < c->nsync; i++)
+    c->sync[i].epoch = loom__timeline_convert(tl, c->sync[i].host_domain,
+                                              c->sync[i].host_ts);
+}
+
+int64_t loom__clock_convert(const loom__timeline *tl, loom__clock *c,
+                            uint64_t ts) {
+  if (c->domain != LOOM_CLOCK_DEVICE)
+    return loom__timeline_convert(tl, c->domain, ts);
+  if (c->nsync == 0) return (int64_t)ts; /* reported by the session */
+  const loom__sync *s = c->sync;
+  if (c->nsync == 1) return s[0].epoch + (int64_t)(ts - s[0].dev);
+  /* Binary search for the segment [i, i+1] holding ts (clamped). */
+  size_t lo = 0, hi = c->nsync - 1;
+  while (hi - lo > 1) {
+    size_t mid = (lo + hi) / 2;
+    if (s[mid].dev <= ts) lo = mid;
+    else hi = mid;
+  }
+  const loom__sync *a = &s[lo], *b = &s[hi];
+  if (b->dev == a->dev) return a->epoch + (int64_t)(ts - a->dev);
+  double slope = (double)(b->epoch - a->epoch) / (double)(b->dev - a->dev);
+  double delta = (double)(int64_t)(ts - a->dev);
+  return a->epoch + (int64_t)(delta * slope + (delta >= 0 ? 0.5 : -0.5));
+}

@@ -1,0 +1,430 @@
+/*
+ * collect.c - turns what a stopped session holds (host thread buffers,
+ * backends' records, devices, resources, clocks, warnings) into a trace:
+ * every timestamp converted to the session timeline, ranges matched, tracks
+ * named, losses reported; then the common processing of trace/process.c.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "record/record.h"
+
+/* Resolves host record names (pointers or interner ids) to trace strings,
+ * caching by pointer so a literal is hashed once per trace. */
+typedef struct namer {
+  loom_trace *t;
+  loom__map cache;
+} namer;
+
+static uint32_t name_of(namer *nm, uint64_t name, uint16_t flags) {
+  uint64_t key = (flags & LOOM__HR_F_ID) ? (name | (1ull << 63)) : name;
+  if (!key) return 0;
+  uint64_t *hit = loom__map_get(&nm->cache, key);
+  if (hit) return (uint32_t)*hit;
+  const char *s = (flags & LOOM__HR_F_ID) ? loom__intern_get((uint32_t)name)
+                                          : (const char *)(uintptr_t)name;
+  uint32_t id = loom__trace_str(nm->t, s ? s : "");
+  loom__map_put(&nm->cache, key, id);
+  return id;
+}
+
+static void thread_label(char *buf, size_t n, pid_t tid, const char *name) {
+  snprintf(buf, n, "thread %d (%s)", (int)tid, name && *name ? name : "unnamed");
+}
+
+/* Reads the current name of a live thread of this process. */
+static void live_thread_name(pid_t tid, char *buf, size_t n) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
+  FILE *f = fopen(path, "r");
+  buf[0] = 0;
+  if (!f) return;
+  if (fgets(buf, (int)n, f)) buf[strcspn(buf, "\n")] = 0;
+  fclose(f);
+}
+
+typedef struct open_range {
+  int64_t ts;
+  uint32_t name;
+  uint64_t ext;
+} open_range;
+
+typedef struct async_mark {
+  int64_t ts;
+  uint64_t id;
+  uint32_t name, track;
+  int is_end;
+} async_mark;
+
+typedef struct host_ctx {
+  loom_session *s;
+  loom_trace *t;
+  namer nm;
+  loom_clock_domain dom;
+  int64_t pid;
+  uint32_t c_user, c_op, c_instant, c_marker, c_counter;
+  async_mark *marks;
+  size_t nmarks, cap_marks;
+  uint64_t unmatched;
+} host_ctx;
+
+static int add_range(host_ctx *h, uint32_t track, uint8_t kind, uint32_t cat,
+                     const open_range *r, int64_t end, int unclosed) {
+  loom__ev e = {.ts = r->ts, .dur = end - r->ts, .external_id = r->ext,
+                .name = r->name, .cat = cat, .track = track, .kind = kind,
+                .ph = LOOM__PH_COMPLETE,
+                .flags = unclosed ? LOOM__EV_UNCLOSED : 0};
+  if (e.dur < 0) e.dur = 0;
+  if (loom__trace_add_ev(h->t, &e)) return -1;
+  return unclosed ? loom__trace_add_arg_int(h->t, "unclosed", 1) : 0;
+}
+
+static int add_point(host_ctx *h, uint32_t track, uint8_t kind, uint8_t ph,
+                     uint32_t cat, uint32_t name, int64_t ts) {
+  loom__ev e = {.ts = ts, .name = name, .cat = cat, .track = track,
+                .kind = kind, .ph = ph};
+  return loom__trace_add_ev(h->t, &e);
+}
+
+static int pop_into(host_ctx *h, open_range *stk, size_t *n, uint32_t track,
+                    uint8_t kind, uint32_t cat, int64_t end) {
+  if (!*n) {
+    h->unmatched++;
+    return 0;
+  }
+  --*n;
+  return add_range(h, track, kind, cat, &stk[*n], end, 0);
+}
+
+/* Converts one thread's records into events. */
+static int host_thread(host_ctx *h, loom__tbuf *tb) {
+  loom_trace *t = h->t;
+  char name[64], label[128];
+  if (atomic_load(&tb->exited)) snprintf(name, sizeof name, "%s", tb->name);
+  else live_thread_name(tb->tid, name, sizeof name);
+  thread_label(label, sizeof label, tb->tid, name);
+  uint32_t track;
+  if (loom__trace_track(t, h->pid, tb->tid, label, LOOM_DEVICE_HOST, &track)) return -1;
+  open_range *ranges = NULL, *ops = NULL;
+  size_t nr = 0, cr = 0, no = 0, co = 0;
+  open_range step = {0, 0, 0};
+  int step_open = 0, rc = 0;
+  loom__hrec *stop = atomic_load_explicit(&tb->pos, memory_order_acquire);
+  for (loom__chunk *c = tb->head; c && rc == 0; c = c->next) {
+    loom__hrec *end = c->recs + c->cap;
+    if (stop >= c->recs && stop <= end) end = stop;
+    for (loom__hrec *r = c->recs; r < end && rc == 0; r++) {
+      int64_t ts = loom__timeline_convert(&h->s->tl, h->dom, r->ts);
+      open_range o = {ts, 0, 0};
+      switch (r->type) {
+      case LOOM__HR_PUSH:
+        o.name = name_of(&h->nm, r->name, r->flags);
+        rc = LOOM__PUSH(ranges, nr, cr, o);
+        break;
+      case LOOM__HR_POP:
+        rc = pop_into(h, ranges, &nr, track, LOOM_KIND_USER_RANGE, h->c_user, ts);
+        break;
+      case LOOM__HR_OP_BEGIN:
+        o.name = name_of(&h->nm, r->name, r->flags);
+        o.ext = r->a;
+        rc = LOOM__PUSH(ops, no, co, o);
+        break;
+      case LOOM__HR_OP_END:
+        rc = pop_into(h, ops, &no, track, LOOM_KIND_CPU_OP, h->c_op, ts);
+        break;
+      case LOOM__HR_INSTANT:
+        rc = add_point(h, track, LOOM_KIND_INSTANT, LOOM__PH_INSTANT, h->c_instant,
+                       name_of(&h->nm, r->name, r->flags), ts);
+        break;
+      case LOOM__HR_COUNTER: {
+        uint32_t nmid = name_of(&h->nm, r->name, r->flags);
+        rc = add_point(h, track, LOOM_KIND_COUNTER, LOOM__PH_COUNTER, h->c_counter, nmid, ts);
+        loom__targ a = {.key = nmid, .type = LOOM_ARG_DOUBLE};
+        memcpy(&a.v.d, &r->a, sizeof a.v.d);
+        if (rc == 0) rc = loom__trace_add_arg(t, &a);
+        break;
+      }
+      case LOOM__HR_STEP: {
+        if (step_open) rc = add_range(h, track, LOOM_KIND_USER_RANGE, h->c_user, &step, ts, 0);
+        char sn[48];
+        snprintf(sn, sizeof sn, "ProfilerStep#%llu", (unsigned long long)r->a);
+        step = (open_range){ts, loom__trace_str(t, sn), 0};
+        step_open = 1;
+        break;
+      }
+      case LOOM__HR_BEGIN:
+      case LOOM__HR_END: {
+        async_mark m = {ts, r->a, r->type == LOOM__HR_BEGIN ? name_of(&h->nm, r->name, r->flags) : 0,
+                        track, r->type == LOOM__HR_END};
+        rc = LOOM__PUSH(h->marks, h->nmarks, h->cap_marks, m);
+        break;
+      }
+      default:
+        break;
+      }
+    }
+  }
+  /* Ranges still open at stop end there, flagged. */
+  while (rc == 0 && nr) rc = add_range(h, track, LOOM_KIND_USER_RANGE, h->c_user, &ranges[--nr], t->end_ns, 1);
+  while (rc == 0 && no) rc = add_range(h, track, LOOM_KIND_CPU_OP, h->c_op, &ops[--no], t->end_ns, 1);
+  if (rc == 0 && step_open) rc = add_range(h, track, LOOM_KIND_USER_RANGE, h->c_user, &step, t->end_ns, 1);
+  uint64_t dropped = atomic_load(&tb->dropped);
+  if (rc == 0 && dropped) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "loom: %llu records dropped (memory cap)", (unsigned long long)dropped);
+    rc = add_point(h, track, LOOM_KIND_MARKER, LOOM__PH_INSTANT, h->c_marker,
+                   loom__trace_str(t, msg), t->end_ns);
+    if (rc == 0) rc = loom__trace_add_arg_int(t, "dropped", (int64_t)dropped);
+    t->dropped += dropped;
+    loom__session_warn(h->s, "thread %d: %llu host records dropped: the memory "
+                       "cap (memory_cap) was reached", (int)tb->tid,
+                       (unsigned long long)dropped);
+  }
+  free(ranges);
+  free(ops);
+  return rc;
+}
+
+static int cmp_mark(const void *pa, const void *pb) {
+  const async_mark *a = pa, *b = pb;
+  if (a->id != b->id) return a->id < b->id ? -1 : 1;
+  if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+  return a->is_end - b->is_end;
+}
+
+/* Matches begin/end pairs by id (they may be on different threads). */
+static int host_async(host_ctx *h) {
+  qsort(h->marks, h->nmarks, sizeof *h->marks, cmp_mark);
+  int rc = 0;
+  for (size_t i = 0; i < h->nmarks && rc == 0; i++) {
+    async_mark *b = &h->marks[i];
+    if (b->is_end) {
+      h->unmatched++;
+      continue;
+    }
+    int64_t end = h->t->end_ns;
+    int closed = i + 1 < h->nmarks && h->marks[i + 1].id == b->id && h->marks[i + 1].is_end;
+    if (closed) end = h->marks[++i].ts;
+    loom__ev e = {.ts = b->ts, .dur = end - b->ts, .correlation = b->id,
+                  .name = b->name, .cat = h->c_user, .track = b->track,
+                  .kind = LOOM_KIND_USER_RANGE, .ph = LOOM__PH_ASYNC,
+                  .flags = closed ? 0 : LOOM__EV_UNCLOSED};
+    rc = loom__trace_add_ev(h->t, &e);
+    if (rc == 0 && !closed) rc = loom__trace_add_arg_int(h->t, "unclosed", 1);
+  }
+  return rc;
+}
+
+static int collect_host(loom_session *s, loom_trace *t, int64_t pid) {
+  host_ctx h = {.s = s, .t = t, .nm = {t, {0}}, .dom = loom__hostrec_domain(), .pid = pid};
+  h.c_user = loom__trace_str(t, "user_annotation");
+  h.c_op = loom__trace_str(t, "cpu_op");
+  h.c_instant = loom__trace_str(t, "cpu_instant_event");
+  h.c_marker = loom__trace_str(t, "marker");
+  h.c_counter = loom__trace_str(t, "counter");
+  size_t n;
+  loom__tbuf **th = loom__hostrec_threads(&n);
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) rc = host_thread(&h, th[i]);
+  if (rc == 0) rc = host_async(&h);
+  if (h.unmatched)
+    loom__session_warn(s, "%llu range ends without a matching begin were ignored",
+                       (unsigned long long)h.unmatched);
+  free(th);
+  free(h.marks);
+  loom__map_free(&h.nm.cache);
+  loom__hostrec_release();
+  return rc;
+}
+
+/* ---- backend records ----------------------------------------------------- */
+static const char *default_cat(const loom_backend *b, const loom__drec *d,
+                               char *buf, size_t n) {
+  int host = d->device == LOOM_DEVICE_HOST;
+  switch (d->kind) {
+  case LOOM_KIND_KERNEL: return "kernel";
+  case LOOM_KIND_MEMCPY: return "gpu_memcpy";
+  case LOOM_KIND_MEMSET: return "gpu_memset";
+  case LOOM_KIND_RUNTIME:
+    if (b->ops.runtime_category) return b->ops.runtime_category;
+    snprintf(buf, n, "%s_runtime", b->ops.device_type);
+    return buf;
+  case LOOM_KIND_DRIVER:
+    if (b->ops.driver_category) return b->ops.driver_category;
+    snprintf(buf, n, "%s_driver", b->ops.device_type);
+    return buf;
+  case LOOM_KIND_SYNC:
+    snprintf(buf, n, "%s_sync", b->ops.device_type);
+    return buf;
+  case LOOM_KIND_USER_RANGE: return host ? "user_annotation" : "gpu_user_annotation";
+  case LOOM_KIND_CPU_OP: return "cpu_op";
+  case LOOM_KIND_INSTANT: return "cpu_instant_event";
+  case LOOM_KIND_COUNTER: return "counter";
+  case LOOM_KIND_COLLECTIVE: return "collective_comm";
+  case LOOM_KIND_OVERHEAD: return "overhead";
+  default: return "marker";
+  }
+}
+
+static int copy_targs(loom_trace *t, const loom__targ *a, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    loom__targ x = a[i];
+    x.key = loom__trace_str(t, loom__intern_get(a[i].key));
+    if (x.type == LOOM_ARG_STRING) x.v.s = loom__trace_str(t, loom__intern_get(a[i].v.s));
+    if (loom__trace_add_arg(t, &x)) return -1;
+  }
+  return 0;
+}
+
+typedef struct bk_stats {
+  uint64_t bad_ref, outside, negative;
+} bk_stats;
+
+static int backend_record(loom_session *s, loom_trace *t, loom_backend *b,
+                          const loom__drec *d, int64_t pid, bk_stats *st) {
+  loom__bsess *bs = b->bs;
+  if (!d->clock || d->clock > bs->nclocks) {
+    st->bad_ref++;
+    return 0;
+  }
+  int host = d->device == LOOM_DEVICE_HOST;
+  uint32_t track;
+  char label[128], tname[64];
+  if (host) {
+    live_thread_name((pid_t)d->resource, tname, sizeof tname);
+    thread_label(label, sizeof label, (pid_t)d->resource, tname);
+    if (loom__trace_track(t, pid, d->resource, label, LOOM_DEVICE_HOST, &track)) return -1;
+  } else {
+    if (d->device >= s->ndevs || s->devs[d->device].b != b) {
+      st->bad_ref++;
+      return 0;
+    }
+    int64_t tid = 0;
+    const char *rname = "default queue";
+    if (d->resource < s->nres && s->res[d->resource].device == d->device) {
+      tid = s->res[d->resource].native_id ? (int64_t)s->res[d->resource].native_id
+                                          : (int64_t)d->resource + 1;
+      rname = s->res[d->resource].name;
+    }
+    if (!*rname) {
+      snprintf(label, sizeof label, "stream %lld", (long long)tid);
+      rname = label;
+    }
+    if (loom__trace_track(t, d->device, tid, rname, d->device, &track)) return -1;
+  }
+  loom__clock *c = &bs->clocks[d->clock - 1];
+  int64_t ts = loom__clock_convert(&s->tl, c, d->start);
+  int64_t te = loom__clock_convert(&s->tl, c, d->end);
+  if (te < ts) {
+    st->negative++;
+    te = ts;
+  }
+  if (te < t->start_ns || ts > t->end_ns) {
+    st->outside++;
+    return 0;
+  }
+  char buf[96];
+  const char *cat = d->cat ? loom__intern_get(d->cat) : default_cat(b, d, buf, sizeof buf);
+  uint8_t ph = d->kind == LOOM_KIND_INSTANT || d->kind == LOOM_KIND_MARKER ? LOOM__PH_INSTANT
+             : d->kind == LOOM_KIND_COUNTER ? LOOM__PH_COUNTER : LOOM__PH_COMPLETE;
+  loom__ev e = {.ts = ts, .dur = ph == LOOM__PH_COMPLETE ? te - ts : 0,
+                .correlation = d->corr, .external_id = d->ext,
+                .name = loom__trace_str(t, loom__intern_get(d->name)),
+                .cat = loom__trace_str(t, cat), .track = track, .kind = (uint8_t)d->kind,
+                .ph = ph, .src = bs->src};
+  if (loom__trace_add_ev(t, &e)) return -1;
+  if (!host) {
+    if (loom__trace_add_arg_int(t, "device", d->device) ||
+        loom__trace_add_arg_int(t, "stream", t->tracks[track].tid))
+      return -1;
+  }
+  return copy_targs(t, bs->args + d->args_off, d->nargs);
+}
+
+static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, int64_t pid) {
+  loom__bsess *bs = b->bs;
+  for (size_t i = 0; i < bs->nclocks; i++) {
+    loom__clock_finalize(&s->tl, &bs->clocks[i]);
+    if (bs->clocks[i].domain == LOOM_CLOCK_DEVICE && !bs->clocks[i].nsync)
+      loom__session_warn(s, "backend '%s': device clock '%s' has no sync points; "
+                         "its times are taken as epoch ns", b->ops.name,
+                         bs->clocks[i].name);
+  }
+  bk_stats st = {0, 0, 0};
+  for (size_t i = 0; i < bs->nrecs; i++)
+    if (backend_record(s, t, b, &bs->recs[i], pid, &st)) return -1;
+  if (st.bad_ref)
+    loom__session_warn(s, "backend '%s': %llu records named an unknown clock or "
+                       "device and were dropped", b->ops.name, (unsigned long long)st.bad_ref);
+  if (st.negative)
+    loom__session_warn(s, "backend '%s': %llu records ended before they started "
+                       "(kept with zero duration)", b->ops.name, (unsigned long long)st.negative);
+  if (st.outside)
+    loom__log(LOOM_SEV_INFO, "backend '%s': %llu records outside the session window",
+              b->ops.name, (unsigned long long)st.outside);
+  if (bs->lost) {
+    t->dropped += bs->lost;
+    loom__session_warn(s, "backend '%s' lost %llu records: %s", b->ops.name,
+                       (unsigned long long)bs->lost,
+                       bs->lost_reason ? bs->lost_reason : "no reason given");
+  }
+  return 0;
+}
+
+static int add_devices(loom_session *s, loom_trace *t) {
+  for (size_t i = 0; i < s->ndevs; i++) {
+    const loom__sdev *d = &s->devs[i];
+    char pname[128];
+    snprintf(pname, sizeof pname, "%s %zu", d->b->ops.device_type, i);
+    if (loom__trace_add_proc(t, (int64_t)i, pname, d->name, (int32_t)(i + 1))) return -1;
+    loom__dev dv = {(int64_t)i, loom__trace_str(t, d->name), loom__trace_str(t, d->vendor),
+                    loom__trace_str(t, d->type), loom__trace_str(t, d->b->ops.device_type),
+                    loom__trace_str(t, d->b->ops.name), (uint32_t)t->nargs, 0};
+    /* Device properties are stored after the events' args: they are
+     * addressed by offset, like event args. */
+    for (size_t k = 0; k < d->nprops; k++) {
+      loom__targ x = d->props[k];
+      x.key = loom__trace_str(t, loom__intern_get(x.key));
+      if (x.type == LOOM_ARG_STRING) x.v.s = loom__trace_str(t, loom__intern_get(x.v.s));
+      if (LOOM__PUSH(t->args, t->nargs, t->cap_args, x)) return -1;
+      dv.nargs++;
+    }
+    if (LOOM__PUSH(t->devs, t->ndevs, t->cap_devs, dv)) return -1;
+  }
+  return 0;
+}
+
+loom_status loom__session_collect(loom_session *s, loom_trace **out) {
+  loom_trace *t = loom__trace_new();
+  if (!t) return loom__fail(LOOM_ENOMEM, "out of memory building the trace");
+  t->start_ns = s->tl.start[LOOM_CLOCK_REALTIME].real;
+  t->end_ns = s->tl.stop[LOOM_CLOCK_REALTIME].real;
+  t->trace_name = loom__trace_str(t, s->name);
+  int64_t pid = getpid();
+  char comm[64];
+  live_thread_name((pid_t)pid, comm, sizeof comm);
+  int rc = loom__trace_add_proc(t, pid, comm[0] ? comm : "host", "CPU", 0);
+  if (rc == 0 && s->host) rc = collect_host(s, t, pid);
+  if (rc == 0) rc = add_devices(s, t);
+  for (size_t i = 0; i < s->nbk && rc == 0; i++) rc = collect_backend(s, t, s->bk[i], pid);
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  if (rc == 0)
+    rc = loom__trace_add_meta(t, "loom_version", loom_version_string()) ||
+         loom__trace_add_meta(t, "host_name", host);
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i < s->nwarnings && rc == 0; i++)
+    rc = loom__trace_add_warning(t, s->warnings[i]);
+  pthread_mutex_unlock(&s->mu);
+  if (rc == 0) rc = loom__trace_process(t);
+  if (rc != 0) {
+    loom_trace_free(t);
+    return loom__fail(LOOM_ENOMEM, "out of memory building the trace");
+  }
+  *out = t;
+  return LOOM_OK;
+}

@@ -1,0 +1,195 @@
+/*
+ * core.h - internal interfaces of the core: errors and logging, clocks,
+ * options, the backend registry, plug-in loading and sessions.
+ */
+#ifndef LOOM_CORE_H
+#define LOOM_CORE_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "loom/loom.h"
+#include "loom/plugin.h"
+#include "util/util.h"
+
+/* ---- errors and log ------------------------------------------------------ */
+/* Sets the thread's last error message and returns status. */
+loom_status loom__fail(loom_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void loom__clear_error(void);
+
+/* Log levels follow loom_severity; LOOM_LOG=debug|info|warning|error|quiet
+ * sets the threshold for stderr (default: warning). */
+void loom__log(loom_severity sev, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void loom__vlog(loom_severity sev, const char *fmt, va_list ap);
+
+/* A warning that is not tied to a session (plug-in loading, registration):
+ * printed now and kept for the next session's trace, so none is lost. */
+void loom__warn_pending(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Moves pending warnings to the caller (array of heap strings). */
+char **loom__take_pending(size_t *n);
+
+/* ---- clocks ------------------------------------------------------------- */
+uint64_t loom__clock_now(loom_clock_domain d);
+
+/* A pair of readings (domain, realtime) taken as close together as possible. */
+typedef struct loom__clock_pair {
+  uint64_t dom;
+  int64_t real;
+} loom__clock_pair;
+
+/* Map from every standard domain to epoch ns, from pairs taken at session
+ * start and stop; before stop the slope of the domain's nominal rate is
+ * used. */
+typedef struct loom__timeline {
+  loom__clock_pair start[4], stop[4];
+  int have_stop;
+  double tsc_ns_per_tick; /* nominal rate measured at init */
+} loom__timeline;
+
+void loom__timeline_begin(loom__timeline *tl);
+void loom__timeline_end(loom__timeline *tl);
+int64_t loom__timeline_convert(const loom__timeline *tl, loom_clock_domain d,
+                               uint64_t ts);
+
+/* A backend's declared clock. */
+typedef struct loom__sync {
+  uint64_t dev;
+  int64_t epoch; /* converted when the point is added */
+  loom_clock_domain host_domain;
+  uint64_t host_ts;
+} loom__sync;
+
+typedef struct loom__clock {
+  loom_clock_domain domain;
+  char *name;
+  loom__sync *sync;
+  size_t nsync, cap_sync;
+} loom__clock;
+
+/* Converts ts of a declared clock to epoch ns; for device clocks the sync
+ * points (re-converted with the final timeline) are interpolated. */
+int64_t loom__clock_convert(const loom__timeline *tl, loom__clock *c,
+                            uint64_t ts);
+/* Sorts a device clock's sync points and converts them (after stop). */
+void loom__clock_finalize(const loom__timeline *tl, loom__clock *c);
+
+/* ---- options ------------------------------------------------------------ */
+typedef struct loom__opts {
+  char **keys, **vals;
+  size_t n, cap;
+} loom__opts;
+
+/* Parses "k=v,k=v" (',' or ';').  LOOM_EINVAL with a message naming the
+ * offending item on bad syntax. */
+loom_status loom__opts_parse(loom__opts *o, const char *s);
+void loom__opts_free(loom__opts *o);
+/* Value of key: session option first, then environment LOOM_<KEY>. */
+const char *loom__opts_get(const loom__opts *o, const char *key);
+/* Parses a size with optional k/m/g suffix; -1 when malformed. */
+int loom__parse_size(const char *s, uint64_t *out);
+
+/* ---- backends ----------------------------------------------------------- */
+struct loom_session;
+struct loom__bsess;
+
+struct loom_backend {
+  loom_backend_ops ops;      /* copy, zero-extended to our size */
+  const loom_backend_ops *registered; /* the caller's table (identity) */
+  char *origin;
+  size_t index;              /* registration order */
+  void *state;
+  loom_backend_state st;
+  char reason[256];
+  pthread_mutex_t mu;        /* guards bs against emit racing teardown */
+  struct loom__bsess *bs;    /* per-session data while in a session */
+};
+
+/* Calls loom_init once; every public entry point does. */
+void loom__ensure_init(void);
+/* Snapshot of the registry: array (caller frees) of backends. */
+loom_backend **loom__registry_snapshot(size_t *n);
+loom_status loom__backend_register(const loom_backend_ops *ops,
+                                   const char *origin);
+/* Loads one plug-in file (path) and runs its entry point. */
+loom_status loom__plugin_load(const char *path);
+/* Loads LOOM_PLUGINS and LOOM_PLUGIN_PATH. */
+void loom__plugins_from_env(void);
+const loom_host *loom__host(void);
+
+/* ---- host recording hooks used by the session --------------------------- */
+/* Backends with push/pop_external slots during the current session. */
+void loom__set_external_hooks(loom_backend **b, size_t n);
+
+#endif
+
+/* ---- per-session data ---------------------------------------------------- */
+#include "trace/trace.h"
+
+/* A backend record as stored until processing; strings are interner ids. */
+typedef struct loom__drec {
+  uint64_t start, end, corr, ext;
+  uint32_t name, cat;
+  uint32_t clock, device, resource;
+  uint32_t args_off;
+  uint16_t nargs, kind;
+} loom__drec;
+
+/* A backend's part of a session; guarded by its loom_backend.mu. */
+typedef struct loom__bsess {
+  struct loom_session *s;
+  uint16_t src;     /* producer number in the trace */
+  int started;
+  int closed;       /* after flush: emit is refused and counted lost */
+  uint32_t kinds;
+  loom__drec *recs;
+  size_t nrecs, cap_recs;
+  loom__targ *args;
+  size_t nargs, cap_args;
+  loom__clock *clocks; /* index = loom_clock - 1 */
+  size_t nclocks, cap_clocks;
+  uint64_t lost;
+  char *lost_reason;
+} loom__bsess;
+
+typedef struct loom__sdev {
+  loom_backend *b;
+  char *name, *vendor, *type;
+  loom__targ *props; /* strings as interner ids */
+  size_t nprops;
+} loom__sdev;
+
+typedef struct loom__sres {
+  uint32_t device;
+  char *name;
+  uint64_t native_id;
+} loom__sres;
+
+enum { LOOM__S_CREATED, LOOM__S_RECORDING, LOOM__S_STOPPED };
+
+struct loom_session {
+  int state;
+  loom__opts opts;
+  uint32_t kinds;
+  char *name;
+  int host;                 /* host annotations recorded */
+  uint64_t chunk_bytes, cap_bytes;
+  loom_backend **bk;        /* backends taking part */
+  size_t nbk, cap_bk;
+  pthread_mutex_t mu;       /* warnings, devices, resources */
+  char **warnings;
+  size_t nwarnings, cap_warnings;
+  loom__sdev *devs;
+  size_t ndevs, cap_devs;
+  loom__sres *res;
+  size_t nres, cap_res;
+  loom__timeline tl;
+};
+
+/* Adds a warning to the session (and prints it). */
+void loom__session_warn(struct loom_session *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Builds the trace of a stopped session (collect.c). */
+loom_status loom__session_collect(struct loom_session *s, loom_trace **out);

@@ -1,0 +1,266 @@
+/*
+ * host.c - the services table (loom_host) handed to backends, and
+ * loom_host_get for plug-ins that find loom already loaded.
+ *
+ * Every service takes the backend handle; per-session data hangs off
+ * b->bs, guarded by b->mu so that a record emitted from a runtime's callback
+ * thread never races the session's teardown.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "record/record.h"
+
+static loom_status svc_register(const loom_backend_ops *ops, const char *origin) {
+  return loom__backend_register(ops, origin);
+}
+
+static loom_status svc_clock_declare(loom_backend *b, loom_clock_domain d,
+                                     const char *name, loom_clock *out) {
+  if (!b || !out || (unsigned)d > LOOM_CLOCK_DEVICE) return LOOM_EINVAL;
+  loom_status st = LOOM_OK;
+  pthread_mutex_lock(&b->mu);
+  loom__bsess *bs = b->bs;
+  loom__clock c = {d, loom__strdup(name ? name : ""), NULL, 0, 0};
+  if (!bs) st = LOOM_ESTATE;
+  else if (LOOM__PUSH(bs->clocks, bs->nclocks, bs->cap_clocks, c) != 0) st = LOOM_ENOMEM;
+  else *out = (loom_clock)bs->nclocks;
+  if (st != LOOM_OK) free(c.name);
+  pthread_mutex_unlock(&b->mu);
+  return st;
+}
+
+static uint64_t svc_clock_now(loom_clock_domain d) { return loom__clock_now(d); }
+
+static loom_status svc_clock_sync(loom_backend *b, loom_clock clk, uint64_t dev,
+                                  loom_clock_domain hd, uint64_t host_ts) {
+  if (!b || hd >= LOOM_CLOCK_DEVICE) return LOOM_EINVAL;
+  loom_status st = LOOM_OK;
+  pthread_mutex_lock(&b->mu);
+  loom__bsess *bs = b->bs;
+  if (!bs) st = LOOM_ESTATE;
+  else if (clk == 0 || clk > bs->nclocks || bs->clocks[clk - 1].domain != LOOM_CLOCK_DEVICE)
+    st = LOOM_EINVAL;
+  else {
+    loom__clock *c = &bs->clocks[clk - 1];
+    loom__sync sp = {dev, loom__timeline_convert(&bs->s->tl, hd, host_ts), hd, host_ts};
+    if (LOOM__PUSH(c->sync, c->nsync, c->cap_sync, sp) != 0) st = LOOM_ENOMEM;
+  }
+  pthread_mutex_unlock(&b->mu);
+  return st;
+}
+
+static int64_t svc_to_epoch(loom_backend *b, loom_clock clk, uint64_t ts) {
+  int64_t r = (int64_t)ts;
+  pthread_mutex_lock(&b->mu);
+  loom__bsess *bs = b->bs;
+  if (bs && clk && clk <= bs->nclocks) {
+    loom__clock *c = &bs->clocks[clk - 1];
+    loom__clock_finalize(&bs->s->tl, c);
+    r = loom__clock_convert(&bs->s->tl, c, ts);
+  }
+  pthread_mutex_unlock(&b->mu);
+  return r;
+}
+
+static loom_string_id svc_intern(loom_backend *b, const char *s, size_t len) {
+  (void)b;
+  return loom__intern(s, len);
+}
+
+/* Copies args into dst (strings interned). */
+static int copy_args(loom__targ **dst, size_t *n, size_t *cap,
+                     const loom_arg *args, size_t nargs) {
+  for (size_t i = 0; i < nargs; i++) {
+    loom__targ a = {.key = loom__intern(args[i].key ? args[i].key : "?", SIZE_MAX),
+                    .type = (uint8_t)args[i].type};
+    switch (args[i].type) {
+    case LOOM_ARG_INT: a.v.i = args[i].v.i; break;
+    case LOOM_ARG_UINT: a.v.u = args[i].v.u; break;
+    case LOOM_ARG_DOUBLE: a.v.d = args[i].v.d; break;
+    case LOOM_ARG_STRING: a.v.s = loom__intern(args[i].v.s ? args[i].v.s : "", SIZE_MAX); break;
+    default: continue;
+    }
+    if (LOOM__PUSH(*dst, *n, *cap, a) != 0) return -1;
+  }
+  return 0;
+}
+
+static loom_status svc_device_add(loom_backend *b, const loom_device_info *info,
+                                  uint32_t *out) {
+  if (!b || !info || !out || info->struct_size < offsetof(loom_device_info, props))
+    return LOOM_EINVAL;
+  pthread_mutex_lock(&b->mu);
+  struct loom_session *s = b->bs ? b->bs->s : NULL;
+  pthread_mutex_unlock(&b->mu);
+  if (!s) return LOOM_ESTATE;
+  loom__sdev d = {b, loom__strdup(info->name ? info->name : "device"),
+                  loom__strdup(info->vendor ? info->vendor : ""),
+                  loom__strdup(info->type ? info->type : ""), NULL, 0};
+  size_t cap = 0;
+  const loom_arg *props = info->struct_size >= sizeof *info ? info->props : NULL;
+  loom_status st = LOOM_OK;
+  pthread_mutex_lock(&s->mu);
+  if (!d.name || !d.vendor || !d.type ||
+      copy_args(&d.props, &d.nprops, &cap, props, props ? info->nprops : 0) ||
+      LOOM__PUSH(s->devs, s->ndevs, s->cap_devs, d) != 0) {
+    free(d.name);
+    free(d.vendor);
+    free(d.type);
+    free(d.props);
+    st = LOOM_ENOMEM;
+  } else {
+    *out = (uint32_t)(s->ndevs - 1);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return st;
+}
+
+static loom_status svc_resource_add(loom_backend *b, uint32_t device,
+                                    const char *name, uint64_t native_id,
+                                    uint32_t *out) {
+  if (!b || !out) return LOOM_EINVAL;
+  pthread_mutex_lock(&b->mu);
+  struct loom_session *s = b->bs ? b->bs->s : NULL;
+  pthread_mutex_unlock(&b->mu);
+  if (!s) return LOOM_ESTATE;
+  loom_status st = LOOM_OK;
+  pthread_mutex_lock(&s->mu);
+  if (device >= s->ndevs || s->devs[device].b != b) {
+    st = LOOM_EINVAL;
+  } else {
+    loom__sres r = {device, loom__strdup(name ? name : ""), native_id};
+    if (!r.name || LOOM__PUSH(s->res, s->nres, s->cap_res, r) != 0) {
+      free(r.name);
+      st = LOOM_ENOMEM;
+    } else {
+      *out = (uint32_t)(s->nres - 1);
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  return st;
+}
+
+static void lost_locked(loom__bsess *bs, uint64_t n, const char *reason) {
+  bs->lost += n;
+  if (reason && !bs->lost_reason) bs->lost_reason = loom__strdup(reason);
+}
+
+static loom_status svc_emit(loom_backend *b, const loom_record *r) {
+  if (!b || !r || r->struct_size < offsetof(loom_record, category)) return LOOM_EINVAL;
+  if (r->kind >= LOOM_KIND_COUNT_) return LOOM_EINVAL;
+  loom_status st = LOOM_OK;
+  pthread_mutex_lock(&b->mu);
+  loom__bsess *bs = b->bs;
+  if (!bs) {
+    st = LOOM_ESTATE;
+  } else if (bs->closed) {
+    lost_locked(bs, 1, "records emitted after the backend was flushed");
+    st = LOOM_ESTATE;
+  } else if (bs->kinds & LOOM_KIND_BIT(r->kind)) {
+    const char *cat = r->struct_size >= offsetof(loom_record, args) ? r->category : NULL;
+    const loom_arg *args = r->struct_size >= sizeof *r ? r->args : NULL;
+    loom__drec d = {r->start, r->end, r->correlation, r->external_id, r->name,
+                    cat ? loom__intern(cat, SIZE_MAX) : 0, r->clock, r->device,
+                    r->resource, (uint32_t)bs->nargs, 0, r->kind};
+    if (d.device == LOOM_DEVICE_HOST && !d.resource) d.resource = loom__tid();
+    size_t before = bs->nargs;
+    if (copy_args(&bs->args, &bs->nargs, &bs->cap_args, args, args ? r->nargs : 0) ||
+        LOOM__PUSH(bs->recs, bs->nrecs, bs->cap_recs, d) != 0) {
+      bs->nargs = before;
+      lost_locked(bs, 1, "out of memory");
+      st = LOOM_ENOMEM;
+    } else {
+      bs->recs[bs->nrecs - 1].nargs = (uint16_t)(bs->nargs - before);
+    }
+  }
+  pthread_mutex_unlock(&b->mu);
+  return st;
+}
+
+static void svc_count_lost(loom_backend *b, uint64_t n, const char *reason) {
+  if (!b) return;
+  pthread_mutex_lock(&b->mu);
+  if (b->bs) lost_locked(b->bs, n, reason);
+  pthread_mutex_unlock(&b->mu);
+  if (!b->bs)
+    loom__warn_pending("backend '%s' lost %llu records outside a session: %s",
+                       b->ops.name, (unsigned long long)n, reason ? reason : "");
+}
+
+static void svc_vreport(loom_backend *b, loom_severity sev, const char *fmt,
+                        va_list ap) {
+  char msg[1024];
+  vsnprintf(msg, sizeof msg, fmt ? fmt : "", ap);
+  const char *name = b ? b->ops.name : "?";
+  if (sev < LOOM_SEV_WARNING) {
+    loom__log(sev, "backend '%s': %s", name, msg);
+    return;
+  }
+  struct loom_session *s = NULL;
+  if (b) {
+    pthread_mutex_lock(&b->mu);
+    s = b->bs ? b->bs->s : NULL;
+    pthread_mutex_unlock(&b->mu);
+  }
+  const char *lvl = sev == LOOM_SEV_ERROR ? "error" : "warning";
+  if (s) loom__session_warn(s, "backend '%s' %s: %s", name, lvl, msg);
+  else loom__warn_pending("backend '%s' %s: %s", name, lvl, msg);
+}
+
+static void svc_report(loom_backend *b, loom_severity sev, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  svc_vreport(b, sev, fmt, ap);
+  va_end(ap);
+}
+
+static const char *svc_config_get(loom_backend *b, const char *key) {
+  const loom__opts *o = NULL;
+  if (b) {
+    pthread_mutex_lock(&b->mu);
+    if (b->bs) o = &b->bs->s->opts;
+    pthread_mutex_unlock(&b->mu);
+  }
+  return loom__opts_get(o, key);
+}
+
+static uint64_t svc_external_current(void) { return loom_op_current(); }
+static uint32_t svc_thread_id(void) { return loom__tid(); }
+static void *svc_state(loom_backend *b) { return b ? b->state : NULL; }
+
+static const loom_host host_table = {
+    .struct_size = sizeof(loom_host),
+    .abi_major = LOOM_ABI_MAJOR,
+    .abi_minor = LOOM_ABI_MINOR,
+    .backend_register = svc_register,
+    .clock_declare = svc_clock_declare,
+    .clock_sync = svc_clock_sync,
+    .clock_now = svc_clock_now,
+    .clock_to_epoch_ns = svc_to_epoch,
+    .intern = svc_intern,
+    .device_add = svc_device_add,
+    .resource_add = svc_resource_add,
+    .emit = svc_emit,
+    .count_lost = svc_count_lost,
+    .report = svc_report,
+    .vreport = svc_vreport,
+    .config_get = svc_config_get,
+    .external_id_current = svc_external_current,
+    .thread_id = svc_thread_id,
+    .state = svc_state,
+};
+
+const loom_host *loom__host(void) { return &host_table; }
+
+LOOM_EXTERN const loom_host *loom_host_get(uint16_t abi_major) {
+  if (abi_major != LOOM_ABI_MAJOR) {
+    loom__warn_pending("a plug-in asked for loom ABI %u, this loom speaks ABI %d.%d; "
+                       "it was not attached", (unsigned)abi_major, LOOM_ABI_MAJOR,
+                       LOOM_ABI_MINOR);
+    return NULL;
+  }
+  return &host_table;
+}

@@ -1,0 +1,229 @@
+/*
+ * registry.c - the list of registered backends and plug-in loading.
+ *
+ * Registration is valid at any time and from any thread, also before
+ * loom_init and while a session records (the backend joins the next
+ * session).  Entries are never removed: a plug-in's code stays loaded until
+ * the process exits, so a table pointer stays valid.  Only the registry and
+ * the session look at backends; nothing else in the core knows their names.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static loom_backend **reg;
+static size_t nreg, cap_reg;
+/* Set while the loader runs a plug-in, so registrations name their file. */
+static __thread const char *loading_origin;
+
+/* Smallest table we accept: everything up to and including destroy. */
+#define OPS_MIN_SIZE (offsetof(loom_backend_ops, destroy) + sizeof(void (*)(void)))
+
+static char *origin_of(const loom_backend_ops *ops, const char *origin) {
+  if (origin) return loom__strdup(origin);
+  if (loading_origin) return loom__strdup(loading_origin);
+  Dl_info info;
+  if (dladdr(ops, &info) && info.dli_fname) {
+    void *self = dlsym(RTLD_DEFAULT, LOOM_HOST_GET_SYMBOL);
+    Dl_info me;
+    if (!(self && dladdr(self, &me) && me.dli_fname &&
+          !strcmp(me.dli_fname, info.dli_fname)))
+      return loom__strdup(info.dli_fname);
+  }
+  return loom__strdup("built-in");
+}
+
+loom_status loom__backend_register(const loom_backend_ops *ops,
+                                   const char *origin) {
+  if (!ops) {
+    loom__warn_pending("backend registration with a NULL table refused");
+    return loom__fail(LOOM_EINVAL, "NULL backend table");
+  }
+  char *org = origin_of(ops, origin);
+  const char *where = org ? org : "?";
+  if (ops->struct_size < OPS_MIN_SIZE || ops->abi_major != LOOM_ABI_MAJOR) {
+    const char *nm = ops->struct_size >= OPS_MIN_SIZE && ops->name ? ops->name : "?";
+    loom__warn_pending("backend '%s' from %s refused: built for loom ABI %u.%u "
+                       "(table of %u bytes), this loom speaks ABI %d.%d; rebuild "
+                       "the backend against this loom's headers",
+                       nm, where, (unsigned)ops->abi_major, (unsigned)ops->abi_minor,
+                       (unsigned)ops->struct_size, LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
+    free(org);
+    return loom__fail(LOOM_EABI, "backend ABI %u.%u does not match loom ABI %d.%d",
+                      (unsigned)ops->abi_major, (unsigned)ops->abi_minor,
+                      LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
+  }
+  if (!ops->name || !ops->device_type || !*ops->name || !*ops->device_type ||
+      !ops->start || !ops->stop) {
+    loom__warn_pending("backend from %s refused: it needs a name, a device type, "
+                       "start and stop", where);
+    free(org);
+    return loom__fail(LOOM_EINVAL, "incomplete backend table");
+  }
+  pthread_mutex_lock(&reg_mu);
+  for (size_t i = 0; i < nreg; i++) {
+    if (reg[i]->registered == ops) {
+      pthread_mutex_unlock(&reg_mu);
+      free(org);
+      return LOOM_OK;
+    }
+    if (!strcmp(reg[i]->ops.name, ops->name)) {
+      pthread_mutex_unlock(&reg_mu);
+      loom__warn_pending("backend '%s' from %s refused: a backend of that name "
+                         "is already registered from %s", ops->name, where,
+                         reg[i]->origin);
+      free(org);
+      return loom__fail(LOOM_EINVAL, "duplicate backend name '%s'", ops->name);
+    }
+  }
+  loom_backend *b = calloc(1, sizeof *b);
+  if (b) {
+    size_t n = ops->struct_size < sizeof b->ops ? ops->struct_size : sizeof b->ops;
+    memcpy(&b->ops, ops, n);
+    b->ops.struct_size = (uint32_t)n;
+    b->registered = ops;
+    b->origin = org;
+    b->st = LOOM_BACKEND_REGISTERED;
+    pthread_mutex_init(&b->mu, NULL);
+    if (ops->state_size) b->state = calloc(1, ops->state_size);
+  }
+  if (!b || !org || (ops->state_size && !b->state) ||
+      LOOM__PUSH(reg, nreg, cap_reg, b) != 0) {
+    pthread_mutex_unlock(&reg_mu);
+    if (b) free(b->state);
+    free(b);
+    free(org);
+    loom__warn_pending("backend '%s': out of memory while registering", ops->name);
+    return loom__fail(LOOM_ENOMEM, "out of memory");
+  }
+  b->index = nreg - 1;
+  pthread_mutex_unlock(&reg_mu);
+  loom__log(LOOM_SEV_INFO, "registered backend '%s' (%s) from %s", b->ops.name,
+            b->ops.device_type, b->origin);
+  return LOOM_OK;
+}
+
+loom_backend **loom__registry_snapshot(size_t *n) {
+  pthread_mutex_lock(&reg_mu);
+  loom_backend **copy = malloc((nreg ? nreg : 1) * sizeof *copy);
+  *n = copy ? nreg : 0;
+  if (copy && nreg) memcpy(copy, reg, nreg * sizeof *copy);
+  pthread_mutex_unlock(&reg_mu);
+  return copy;
+}
+
+size_t loom_backends_list(loom_backend_visit_fn fn, void *user) {
+  loom__ensure_init();
+  size_t n;
+  loom_backend **all = loom__registry_snapshot(&n);
+  for (size_t i = 0; fn && i < n; i++) {
+    loom_backend *b = all[i];
+    loom_backend_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    pthread_mutex_lock(&b->mu);
+    char reason[sizeof b->reason];
+    memcpy(reason, b->reason, sizeof reason);
+    info.state = b->st;
+    pthread_mutex_unlock(&b->mu);
+    info.name = b->ops.name;
+    info.device_type = b->ops.device_type;
+    info.origin = b->origin;
+    info.kinds = b->ops.kinds;
+    info.reason = reason;
+    fn(&info, user);
+  }
+  free(all);
+  return n;
+}
+
+/* ---- plug-ins ------------------------------------------------------------ */
+loom_status loom__plugin_load(const char *path) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *why = dlerror();
+    loom__warn_pending("cannot load plug-in %s: %s", path, why ? why : "unknown error");
+    return loom__fail(LOOM_ENOTFOUND, "cannot load plug-in %s", path);
+  }
+  loom_plugin_entry_fn entry =
+      (loom_plugin_entry_fn)(uintptr_t)dlsym(h, LOOM_PLUGIN_ENTRY_SYMBOL);
+  if (!entry) {
+    loom__warn_pending("%s is not a loom plug-in: it does not export %s", path,
+                       LOOM_PLUGIN_ENTRY_SYMBOL);
+    return loom__fail(LOOM_EFORMAT, "%s exports no %s", path, LOOM_PLUGIN_ENTRY_SYMBOL);
+  }
+  const char *prev = loading_origin;
+  loading_origin = path;
+  loom_status st = entry(loom__host());
+  loading_origin = prev;
+  if (st != LOOM_OK)
+    loom__warn_pending("plug-in %s failed to initialise: %s", path, loom_strerror(st));
+  return st;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void scan_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) {
+    loom__warn_pending("LOOM_PLUGIN_PATH: cannot open folder %s", dir);
+    return;
+  }
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len > 11 && !strncmp(e->d_name, "libloom-", 8) &&
+        !strcmp(e->d_name + len - 3, ".so")) {
+      char *p = loom__asprintf("%s/%s", dir, e->d_name);
+      if (p && LOOM__PUSH(names, n, cap, p) != 0) free(p);
+    }
+  }
+  closedir(d);
+  qsort(names, n, sizeof *names, cmp_str);
+  for (size_t i = 0; i < n; i++) {
+    loom__plugin_load(names[i]);
+    free(names[i]);
+  }
+  free(names);
+}
+
+static void for_each_item(const char *list, void (*fn)(const char *)) {
+  if (!list) return;
+  char *copy = loom__strdup(list), *save = NULL;
+  for (char *p = copy ? strtok_r(copy, ":", &save) : NULL; p;
+       p = strtok_r(NULL, ":", &save))
+    if (*p) fn(p);
+  free(copy);
+}
+
+static void load_one(const char *path) { loom__plugin_load(path); }
+
+void loom__plugins_from_env(void) {
+  for_each_item(getenv("LOOM_PLUGINS"), load_one);
+  for_each_item(getenv("LOOM_PLUGIN_PATH"), scan_dir);
+}
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+void loom__register_builtins(void); /* generated: builtins.c */
+
+static void do_init(void) {
+  loom__register_builtins();
+  loom__plugins_from_env();
+}
+
+void loom__ensure_init(void) { pthread_once(&init_once, do_init); }
+
+loom_status loom_init(void) {
+  loom__ensure_init();
+  return LOOM_OK;
+}

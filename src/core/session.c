@@ -1,0 +1,346 @@
+/*
+ * session.c - the session state machine: create (select, probe and configure
+ * backends) -> start -> stop (stop, flush, collect, process) -> destroy.
+ *
+ * Only one session exists at a time.  A device type nobody can serve, a probe,
+ * configure or start that fails: each is a warning on stderr and in the
+ * trace, and the session records everything else.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "record/record.h"
+
+static atomic_int session_active;
+
+void loom__session_warn(struct loom_session *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = loom__vasprintf(fmt, ap);
+  va_end(ap);
+  if (!msg) return;
+  loom__log(LOOM_SEV_WARNING, "%s", msg);
+  pthread_mutex_lock(&s->mu);
+  if (LOOM__PUSH(s->warnings, s->nwarnings, s->cap_warnings, msg) != 0) free(msg);
+  pthread_mutex_unlock(&s->mu);
+}
+
+size_t loom_session_warning_count(const loom_session *s) {
+  if (!s) return 0;
+  pthread_mutex_lock((pthread_mutex_t *)&s->mu);
+  size_t n = s->nwarnings;
+  pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
+  return n;
+}
+
+const char *loom_session_warning(const loom_session *s, size_t i) {
+  if (!s) return NULL;
+  pthread_mutex_lock((pthread_mutex_t *)&s->mu);
+  const char *w = i < s->nwarnings ? s->warnings[i] : NULL;
+  pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
+  return w;
+}
+
+static void set_state(loom_backend *b, loom_backend_state st, const char *why) {
+  pthread_mutex_lock(&b->mu);
+  b->st = st;
+  snprintf(b->reason, sizeof b->reason, "%s", why ? why : "");
+  pthread_mutex_unlock(&b->mu);
+}
+
+/* Attaches per-session data to b. */
+static int join(loom_session *s, loom_backend *b) {
+  loom__bsess *bs = calloc(1, sizeof *bs);
+  if (!bs) return -1;
+  bs->s = s;
+  bs->kinds = s->kinds;
+  bs->src = (uint16_t)(s->nbk + 1);
+  if (LOOM__PUSH(s->bk, s->nbk, s->cap_bk, b) != 0) {
+    free(bs);
+    return -1;
+  }
+  pthread_mutex_lock(&b->mu);
+  b->bs = bs;
+  pthread_mutex_unlock(&b->mu);
+  return 0;
+}
+
+/* Detaches and frees b's per-session data (after destroy). */
+static void leave(loom_backend *b) {
+  pthread_mutex_lock(&b->mu);
+  loom__bsess *bs = b->bs;
+  b->bs = NULL;
+  pthread_mutex_unlock(&b->mu);
+  if (!bs) return;
+  for (size_t i = 0; i < bs->nclocks; i++) {
+    free(bs->clocks[i].name);
+    free(bs->clocks[i].sync);
+  }
+  free(bs->clocks);
+  free(bs->recs);
+  free(bs->args);
+  free(bs->lost_reason);
+  free(bs);
+}
+
+/* Removes b from the session (failed configure or start). */
+static void drop_backend(loom_session *s, size_t i) {
+  loom_backend *b = s->bk[i];
+  if (b->ops.destroy) b->ops.destroy(b);
+  leave(b);
+  memmove(&s->bk[i], &s->bk[i + 1], (s->nbk - i - 1) * sizeof *s->bk);
+  s->nbk--;
+}
+
+static int probe(loom_session *s, loom_backend *b, const char *dev) {
+  if (b->st == LOOM_BACKEND_AVAILABLE) return 1;
+  char why[256] = "";
+  loom_status st = b->ops.probe ? b->ops.probe(b, why, sizeof why) : LOOM_OK;
+  why[sizeof why - 1] = 0;
+  if (st == LOOM_OK) {
+    set_state(b, LOOM_BACKEND_AVAILABLE, "");
+    return 1;
+  }
+  if (!why[0]) snprintf(why, sizeof why, "probe failed: %s", loom_strerror(st));
+  set_state(b, LOOM_BACKEND_UNAVAILABLE, why);
+  loom__session_warn(s, "device '%s': backend '%s' is unavailable: %s", dev,
+                     b->ops.name, why);
+  return 0;
+}
+
+static int in_session(const loom_session *s, const loom_backend *b) {
+  for (size_t i = 0; i < s->nbk; i++)
+    if (s->bk[i] == b) return 1;
+  return 0;
+}
+
+/* Selects the backends for one requested device type. */
+static loom_status select_device(loom_session *s, const char *dev,
+                                 loom_backend **all, size_t nall) {
+  int is_all = !strcmp(dev, "all"), found = 0, usable = 0;
+  if (!strcmp(dev, "cpu")) {
+    s->host = 1;
+    found = 1;
+    usable = 1;
+  }
+  for (size_t i = 0; i < nall; i++) {
+    loom_backend *b = all[i];
+    if (!is_all && strcmp(b->ops.device_type, dev)) continue;
+    found = 1;
+    if (in_session(s, b)) {
+      usable = 1;
+      continue;
+    }
+    if (!probe(s, b, is_all ? b->ops.device_type : dev)) continue;
+    if (join(s, b) != 0) return loom__fail(LOOM_ENOMEM, "out of memory");
+    loom_status st = b->ops.configure ? b->ops.configure(b, s->kinds) : LOOM_OK;
+    if (st != LOOM_OK) {
+      loom__session_warn(s, "device '%s': backend '%s' failed to configure: %s",
+                         dev, b->ops.name, loom_strerror(st));
+      set_state(b, LOOM_BACKEND_UNAVAILABLE, "configure failed");
+      drop_backend(s, s->nbk - 1);
+      continue;
+    }
+    usable = 1;
+  }
+  if (is_all) s->host = 1;
+  if (!found)
+    loom__session_warn(s, "device '%s' requested but no backend for it is "
+                       "registered; it is not recorded (built-in backends are "
+                       "listed by 'loom backends'; plug-ins load from "
+                       "LOOM_PLUGINS or LOOM_PLUGIN_PATH)", dev);
+  else if (!usable)
+    loom__session_warn(s, "device '%s' is not recorded: no backend for it works", dev);
+  return LOOM_OK;
+}
+
+static loom_status parse_devices(loom_session *s, const char *list) {
+  size_t nall;
+  loom_backend **all = loom__registry_snapshot(&nall);
+  if (!all) return loom__fail(LOOM_ENOMEM, "out of memory");
+  const char *p = (list && *list) ? list : "cpu";
+  loom_status st = LOOM_OK;
+  while (*p && st == LOOM_OK) {
+    size_t len = strcspn(p, ",");
+    char dev[64];
+    size_t j = 0;
+    for (size_t i = 0; i < len; i++)
+      if (!isspace((unsigned char)p[i]) && j + 1 < sizeof dev)
+        dev[j++] = (char)tolower((unsigned char)p[i]);
+    dev[j] = 0;
+    if (len >= sizeof dev) {
+      st = loom__fail(LOOM_EINVAL, "device type '%.*s' is too long", (int)len, p);
+    } else if (j) {
+      st = select_device(s, dev, all, nall);
+    }
+    p += len;
+    if (*p) p++;
+  }
+  free(all);
+  return st;
+}
+
+static loom_status read_sizes(loom_session *s) {
+  const char *v;
+  s->chunk_bytes = 256 * 1024;
+  if ((v = loom__opts_get(&s->opts, "buffer_size")) &&
+      (loom__parse_size(v, &s->chunk_bytes) || s->chunk_bytes < 1024))
+    return loom__fail(LOOM_EINVAL, "option buffer_size='%s': expected a size of "
+                      "at least 1024 bytes (suffix k, m or g allowed)", v);
+  if ((v = loom__opts_get(&s->opts, "memory_cap")) && loom__parse_size(v, &s->cap_bytes))
+    return loom__fail(LOOM_EINVAL, "option memory_cap='%s': expected a size "
+                      "(suffix k, m or g allowed)", v);
+  return LOOM_OK;
+}
+
+loom_status loom_session_create(const loom_session_config *cfg, loom_session **out) {
+  loom__clear_error();
+  if (!out) return loom__fail(LOOM_EINVAL, "loom_session_create: out is NULL");
+  *out = NULL;
+  if (cfg && cfg->struct_size < offsetof(loom_session_config, options))
+    return loom__fail(LOOM_EINVAL, "loom_session_create: struct_size %zu too small",
+                      cfg->struct_size);
+  loom__ensure_init();
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&session_active, &expected, 1))
+    return loom__fail(LOOM_EBUSY, "another loom session exists; destroy it first");
+  loom_session *s = calloc(1, sizeof *s);
+  if (!s) {
+    atomic_store(&session_active, 0);
+    return loom__fail(LOOM_ENOMEM, "out of memory");
+  }
+  pthread_mutex_init(&s->mu, NULL);
+  size_t sz = cfg ? cfg->struct_size : 0;
+  const char *opts = cfg && sz >= offsetof(loom_session_config, name) ? cfg->options : NULL;
+  const char *name = cfg && sz >= sizeof *cfg ? cfg->name : NULL;
+  s->kinds = cfg && cfg->kinds ? cfg->kinds & LOOM_KINDS_ALL : LOOM_KINDS_ALL;
+  s->kinds |= LOOM_KIND_BIT(LOOM_KIND_MARKER);
+  loom_status st = loom__opts_parse(&s->opts, opts);
+  if (st == LOOM_OK) st = read_sizes(s);
+  if (st == LOOM_OK) {
+    s->name = loom__strdup(name ? name : "loom");
+    size_t np;
+    char **pend = loom__take_pending(&np);
+    for (size_t i = 0; i < np; i++) {
+      pthread_mutex_lock(&s->mu);
+      if (LOOM__PUSH(s->warnings, s->nwarnings, s->cap_warnings, pend[i]) != 0)
+        free(pend[i]);
+      pthread_mutex_unlock(&s->mu);
+    }
+    free(pend);
+    st = parse_devices(s, cfg ? cfg->devices : NULL);
+  }
+  if (st != LOOM_OK) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", loom_last_error());
+    loom_session_destroy(s);
+    return loom__fail(st, "%s", msg);
+  }
+  *out = s;
+  return LOOM_OK;
+}
+
+loom_status loom_session_start(loom_session *s) {
+  loom__clear_error();
+  if (!s) return loom__fail(LOOM_EINVAL, "loom_session_start: NULL session");
+  if (s->state != LOOM__S_CREATED)
+    return loom__fail(LOOM_ESTATE, "loom_session_start: session already started");
+  loom__timeline_begin(&s->tl);
+  if (s->host) loom__hostrec_start(s->chunk_bytes, s->cap_bytes);
+  for (size_t i = 0; i < s->nbk;) {
+    loom_backend *b = s->bk[i];
+    loom_status st = b->ops.start(b);
+    if (st != LOOM_OK) {
+      loom__session_warn(s, "device '%s': backend '%s' failed to start (%s); "
+                         "recording goes on without it", b->ops.device_type,
+                         b->ops.name, loom_strerror(st));
+      set_state(b, LOOM_BACKEND_UNAVAILABLE, "start failed");
+      drop_backend(s, i);
+      continue;
+    }
+    pthread_mutex_lock(&b->mu);
+    b->bs->started = 1;
+    pthread_mutex_unlock(&b->mu);
+    i++;
+  }
+  loom__ext_hook hooks[LOOM__MAX_HOOKS];
+  size_t nh = 0;
+  for (size_t i = 0; i < s->nbk && nh < LOOM__MAX_HOOKS; i++) {
+    loom_backend *b = s->bk[i];
+    if (b->ops.struct_size < offsetof(loom_backend_ops, pop_external) + sizeof(void *))
+      continue;
+    if (b->ops.push_external && b->ops.pop_external)
+      hooks[nh++] = (loom__ext_hook){b->ops.push_external, b->ops.pop_external, b};
+  }
+  loom__hostrec_set_hooks(hooks, nh);
+  s->state = LOOM__S_RECORDING;
+  return LOOM_OK;
+}
+
+/* Stops and flushes every backend; afterwards no record is accepted. */
+static void stop_all(loom_session *s) {
+  loom__hostrec_set_hooks(NULL, 0);
+  for (size_t i = 0; i < s->nbk; i++) {
+    loom_backend *b = s->bk[i];
+    loom_status st = b->ops.stop(b);
+    if (st != LOOM_OK)
+      loom__session_warn(s, "backend '%s' failed to stop: %s", b->ops.name,
+                         loom_strerror(st));
+  }
+  if (s->host) loom__hostrec_stop();
+  loom__timeline_end(&s->tl);
+  for (size_t i = 0; i < s->nbk; i++) {
+    loom_backend *b = s->bk[i];
+    loom_status st = b->ops.flush ? b->ops.flush(b) : LOOM_OK;
+    if (st != LOOM_OK)
+      loom__session_warn(s, "backend '%s' failed to flush: %s; records it still "
+                         "held are lost", b->ops.name, loom_strerror(st));
+    pthread_mutex_lock(&b->mu);
+    b->bs->closed = 1;
+    pthread_mutex_unlock(&b->mu);
+  }
+}
+
+loom_status loom_session_stop(loom_session *s, loom_trace **out) {
+  loom__clear_error();
+  if (out) *out = NULL;
+  if (!s) return loom__fail(LOOM_EINVAL, "loom_session_stop: NULL session");
+  if (s->state != LOOM__S_RECORDING)
+    return loom__fail(LOOM_ESTATE, "loom_session_stop: session is not recording");
+  stop_all(s);
+  s->state = LOOM__S_STOPPED;
+  loom_trace *t = NULL;
+  loom_status st = loom__session_collect(s, &t);
+  if (st == LOOM_OK && out) *out = t;
+  else loom_trace_free(t);
+  return st;
+}
+
+void loom_session_destroy(loom_session *s) {
+  if (!s) return;
+  if (s->state == LOOM__S_RECORDING) {
+    stop_all(s);
+    if (s->host) loom__hostrec_release();
+  }
+  while (s->nbk) drop_backend(s, s->nbk - 1);
+  free(s->bk);
+  for (size_t i = 0; i < s->nwarnings; i++) free(s->warnings[i]);
+  free(s->warnings);
+  for (size_t i = 0; i < s->ndevs; i++) {
+    free(s->devs[i].name);
+    free(s->devs[i].vendor);
+    free(s->devs[i].type);
+    free(s->devs[i].props);
+  }
+  free(s->devs);
+  for (size_t i = 0; i < s->nres; i++) free(s->res[i].name);
+  free(s->res);
+  loom__opts_free(&s->opts);
+  free(s->name);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+  atomic_store(&session_active, 0);
+}

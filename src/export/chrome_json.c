@@ -1,0 +1,246 @@
+/*
+ * chrome_json.c - the Chrome trace JSON writer, in Kineto's conventions
+ * (docs/kineto-format.md in the shared facts): a top-level object with
+ * schemaVersion, deviceProperties, metadata, baseTimeNanoseconds and
+ * traceEvents; complete events with microsecond times carrying three decimals
+ * (exact ns); flows as "s"/"f" pairs with "bp":"e"; processes and threads
+ * named by "M" events.  Output is compact and written atomically.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "export/outfile.h"
+#include "trace/trace.h"
+
+/* Kineto floors the base time to a coarse boundary; 2^44 ns (~4.9 h) keeps
+ * "ts" values small and exact in a double (ns fraction preserved). */
+#define BASE_MASK ((1ll << 44) - 1)
+
+typedef struct jw {
+  loom__out *o;
+  const loom_trace *t;
+  int64_t base;
+} jw;
+
+static void jstr(jw *w, uint32_t id) {
+  loom__json_str(w->o, loom__trace_cstr(w->t, id), loom__strtab_len(&w->t->strs, id));
+}
+
+static void jcstr(jw *w, const char *s) { loom__json_str(w->o, s, strlen(s)); }
+
+static void jint(jw *w, int64_t v) {
+  char *d = loom__out_reserve(w->o, 24);
+  w->o->len += loom__fmt_i64(d, v);
+}
+
+static void jdouble(jw *w, double v) {
+  char *d = loom__out_reserve(w->o, 40);
+  if (v != v || v == 1.0 / 0.0 || v == -1.0 / 0.0) {
+    memcpy(d, "null", 4); /* JSON has no NaN or infinity */
+    w->o->len += 4;
+    return;
+  }
+  int n = snprintf(d, 40, "%.17g", v);
+  w->o->len += (size_t)n;
+}
+
+static void jarg_value(jw *w, const loom__targ *a) {
+  switch (a->type) {
+  case LOOM_ARG_INT: jint(w, a->v.i); break;
+  case LOOM_ARG_UINT: {
+    char *d = loom__out_reserve(w->o, 24);
+    w->o->len += loom__fmt_u64(d, a->v.u);
+    break;
+  }
+  case LOOM_ARG_DOUBLE: jdouble(w, a->v.d); break;
+  default: jstr(w, a->v.s); break;
+  }
+}
+
+static void jargs(jw *w, const loom__targ *a, size_t n, int first) {
+  for (size_t i = 0; i < n; i++) {
+    if (!first) loom__out_lit(w->o, ",");
+    first = 0;
+    jstr(w, a[i].key);
+    loom__out_lit(w->o, ":");
+    jarg_value(w, &a[i]);
+  }
+}
+
+static void pid_tid(jw *w, const loom__track *k) {
+  loom__out_lit(w->o, ",\"pid\":");
+  jint(w, k->pid);
+  loom__out_lit(w->o, ",\"tid\":");
+  jint(w, k->tid);
+}
+
+static void ts_field(jw *w, const char *key, size_t klen, int64_t ns) {
+  loom__out_mem(w->o, key, klen);
+  char *d = loom__out_reserve(w->o, 32);
+  w->o->len += loom__fmt_us(d, ns);
+}
+
+static void event(jw *w, const loom__ev *e) {
+  const loom__track *k = &w->t->tracks[e->track];
+  int async = e->ph == LOOM__PH_ASYNC;
+  for (int pass = 0; pass < (async ? 2 : 1); pass++) {
+    char ph = async ? (pass ? 'e' : 'b') : (char)e->ph;
+    char head[] = "{\"ph\":\"X\",\"cat\":";
+    head[7] = ph;
+    loom__out_mem(w->o, head, sizeof head - 1);
+    jstr(w, e->cat);
+    loom__out_lit(w->o, ",\"name\":");
+    jstr(w, e->name);
+    pid_tid(w, k);
+    ts_field(w, ",\"ts\":", 6, e->ts - w->base + (pass ? e->dur : 0));
+    if (e->ph == LOOM__PH_COMPLETE) ts_field(w, ",\"dur\":", 7, e->dur);
+    if (e->ph == LOOM__PH_INSTANT) loom__out_lit(w->o, ",\"s\":\"t\"");
+    if (async) {
+      loom__out_lit(w->o, ",\"id\":");
+      jint(w, (int64_t)e->correlation);
+    }
+    if (pass == 1) {
+      loom__out_lit(w->o, "},\n");
+      continue;
+    }
+    loom__out_lit(w->o, ",\"args\":{");
+    int first = 1;
+    if (e->external_id) {
+      loom__out_lit(w->o, "\"External id\":");
+      jint(w, (int64_t)e->external_id);
+      first = 0;
+    }
+    if (e->correlation && !async) {
+      if (!first) loom__out_lit(w->o, ",");
+      loom__out_lit(w->o, "\"correlation\":");
+      jint(w, (int64_t)e->correlation);
+      first = 0;
+    }
+    jargs(w, w->t->args + e->args_off, e->nargs, first);
+    loom__out_lit(w->o, "}},\n");
+  }
+}
+
+static void flow_end(jw *w, char ph, const loom__flow *f, const loom__ev *e) {
+  char head[] = "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":";
+  head[7] = ph;
+  loom__out_mem(w->o, head, sizeof head - 1);
+  jint(w, (int64_t)f->id);
+  pid_tid(w, &w->t->tracks[e->track]);
+  ts_field(w, ",\"ts\":", 6, e->ts - w->base);
+  if (ph == 'f') loom__out_lit(w->o, ",\"bp\":\"e\"");
+  loom__out_lit(w->o, "},\n");
+}
+
+static void meta_event(jw *w, const char *what, int64_t pid, int64_t tid,
+                       int has_tid, const char *key, uint32_t sval, int64_t ival,
+                       int is_str) {
+  loom__out_lit(w->o, "{\"ph\":\"M\",\"name\":");
+  jcstr(w, what);
+  loom__out_lit(w->o, ",\"pid\":");
+  jint(w, pid);
+  loom__out_lit(w->o, ",\"tid\":");
+  jint(w, has_tid ? tid : 0);
+  loom__out_lit(w->o, ",\"ts\":0,\"args\":{");
+  jcstr(w, key);
+  loom__out_lit(w->o, ":");
+  if (is_str) jstr(w, sval);
+  else jint(w, ival);
+  loom__out_lit(w->o, "}},\n");
+}
+
+static void device_props(jw *w) {
+  const loom_trace *t = w->t;
+  loom__out_lit(w->o, "\"deviceProperties\":[");
+  for (size_t i = 0; i < t->ndevs; i++) {
+    const loom__dev *d = &t->devs[i];
+    if (i) loom__out_lit(w->o, ",");
+    loom__out_lit(w->o, "{\"id\":");
+    jint(w, d->pid);
+    loom__out_lit(w->o, ",\"name\":");
+    jstr(w, d->name);
+    loom__out_lit(w->o, ",\"vendor\":");
+    jstr(w, d->vendor);
+    loom__out_lit(w->o, ",\"type\":");
+    jstr(w, d->type);
+    loom__out_lit(w->o, ",\"deviceType\":");
+    jstr(w, d->device_type);
+    loom__out_lit(w->o, ",\"backend\":");
+    jstr(w, d->backend);
+    jargs(w, t->args + d->args_off, d->nargs, 0);
+    loom__out_lit(w->o, "}");
+  }
+  loom__out_lit(w->o, "],\n");
+}
+
+static void header(jw *w) {
+  const loom_trace *t = w->t;
+  loom__out_lit(w->o, "{\"schemaVersion\":1,\n");
+  device_props(w);
+  for (size_t i = 0; i < t->nmeta; i++) {
+    jstr(w, t->meta[i].key);
+    loom__out_lit(w->o, ":");
+    jstr(w, t->meta[i].value);
+    loom__out_lit(w->o, ",\n");
+  }
+  loom__out_lit(w->o, "\"loom_dropped\":");
+  jint(w, (int64_t)t->dropped);
+  loom__out_lit(w->o, ",\n\"loom_warnings\":[");
+  for (size_t i = 0; i < t->nwarnings; i++) {
+    if (i) loom__out_lit(w->o, ",\n");
+    jstr(w, t->warnings[i]);
+  }
+  loom__out_lit(w->o, "],\n\"displayTimeUnit\":\"ms\",\n\"baseTimeNanoseconds\":");
+  jint(w, w->base);
+  loom__out_lit(w->o, ",\n\"traceEvents\":[\n");
+}
+
+static void metadata_events(jw *w) {
+  const loom_trace *t = w->t;
+  for (size_t i = 0; i < t->nprocs; i++) {
+    const loom__proc *p = &t->procs[i];
+    meta_event(w, "process_name", p->pid, 0, 0, "name", p->name, 0, 1);
+    if (p->labels) meta_event(w, "process_labels", p->pid, 0, 0, "labels", p->labels, 0, 1);
+    meta_event(w, "process_sort_index", p->pid, 0, 0, "sort_index", 0, p->sort, 0);
+  }
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const loom__track *k = &t->tracks[i];
+    if (k->name) meta_event(w, "thread_name", k->pid, k->tid, 1, "name", k->name, 0, 1);
+    meta_event(w, "thread_sort_index", k->pid, k->tid, 1, "sort_index", 0, k->sort, 0);
+  }
+}
+
+loom_status loom__write_chrome_json(const loom_trace *t, const char *path) {
+  loom__out o;
+  loom_status st = loom__out_open(&o, path);
+  if (st != LOOM_OK) return st;
+  jw w = {&o, t, t->start_ns & ~BASE_MASK};
+  header(&w);
+  metadata_events(&w);
+  for (size_t i = 0; i < t->nev; i++) event(&w, &t->ev[i]);
+  for (size_t i = 0; i < t->nflows; i++) {
+    flow_end(&w, 's', &t->flows[i], &t->ev[t->flows[i].from]);
+    flow_end(&w, 'f', &t->flows[i], &t->ev[t->flows[i].to]);
+  }
+  /* Kineto closes the event list with a global instant marking the end of
+   * the recording window. */
+  loom__out_lit(&o, "{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"marker\",\"name\":\"Record Window End\",\"pid\":");
+  jint(&w, t->nprocs ? t->procs[0].pid : 0);
+  loom__out_lit(&o, ",\"tid\":0,\"ts\":");
+  char *d = loom__out_reserve(&o, 32);
+  o.len += loom__fmt_us(d, t->end_ns - w.base);
+  loom__out_lit(&o, "}\n],\n\"traceName\":");
+  jstr(&w, t->trace_name);
+  loom__out_lit(&o, "}\n");
+  return loom__out_commit(&o);
+}
+
+loom_status loom_trace_save(const loom_trace *t, const char *path) {
+  loom__clear_error();
+  if (!t || !path) return loom__fail(LOOM_EINVAL, "loom_trace_save: NULL trace or path");
+  size_t n = strlen(path);
+  if (n >= 5 && !strcmp(path + n - 5, ".json")) return loom__write_chrome_json(t, path);
+  return loom__fail(LOOM_EUNSUPPORTED, "cannot save %s: unknown extension "
+                    "(supported: .json)", path);
+}

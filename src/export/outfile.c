@@ -1,0 +1,161 @@
+/*
+ * outfile.c - implementation of the atomic buffered output (outfile.h) and
+ * the JSON string escaper shared by the writers.
+ */
+#define _GNU_SOURCE
+#include "outfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/core.h"
+
+#define OUT_BUF (1u << 20)
+
+loom_status loom__out_open(loom__out *o, const char *path) {
+  memset(o, 0, sizeof *o);
+  o->fd = -1;
+  if (!path || !*path) return loom__fail(LOOM_EINVAL, "no output path given");
+  o->path = loom__strdup(path);
+  o->tmp = loom__asprintf("%s.tmp.XXXXXX", path);
+  o->buf = malloc(OUT_BUF);
+  if (!o->path || !o->tmp || !o->buf) {
+    loom__out_abort(o);
+    return loom__fail(LOOM_ENOMEM, "out of memory opening %s", path);
+  }
+  o->cap = OUT_BUF;
+  o->fd = mkostemp(o->tmp, O_CLOEXEC);
+  if (o->fd < 0) {
+    int e = errno;
+    free(o->tmp);
+    o->tmp = NULL;
+    loom__out_abort(o);
+    return loom__fail(LOOM_EIO, "cannot write %s: %s", path, strerror(e));
+  }
+  fchmod(o->fd, 0644);
+  return LOOM_OK;
+}
+
+void loom__out_flush(loom__out *o) {
+  size_t off = 0;
+  while (off < o->len && !o->failed) {
+    ssize_t w = write(o->fd, o->buf + off, o->len - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      o->failed = w < 0 ? errno : ENOSPC;
+      break;
+    }
+    off += (size_t)w;
+  }
+  o->len = 0;
+}
+
+static void out_free(loom__out *o) {
+  free(o->buf);
+  free(o->path);
+  free(o->tmp);
+  o->buf = o->path = o->tmp = NULL;
+}
+
+void loom__out_abort(loom__out *o) {
+  if (o->fd >= 0) close(o->fd);
+  o->fd = -1;
+  if (o->tmp) unlink(o->tmp);
+  out_free(o);
+}
+
+loom_status loom__out_commit(loom__out *o) {
+  loom__out_flush(o);
+  if (!o->failed && close(o->fd) != 0) o->failed = errno;
+  else if (o->failed) close(o->fd);
+  o->fd = -1;
+  if (!o->failed && rename(o->tmp, o->path) != 0) o->failed = errno;
+  if (o->failed) {
+    int e = o->failed;
+    char *path = o->path;
+    o->path = NULL;
+    unlink(o->tmp);
+    out_free(o);
+    loom_status st = loom__fail(LOOM_EIO, "cannot write %s: %s (nothing was left "
+                                "behind; the trace can be saved elsewhere)",
+                                path, strerror(e));
+    free(path);
+    return st;
+  }
+  out_free(o);
+  return LOOM_OK;
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  size_t len;
+  unsigned min;
+  if (c < 0xC2) return 0;
+  if (c < 0xE0) { len = 2; min = 0x80; }
+  else if (c < 0xF0) { len = 3; min = 0x800; }
+  else if (c < 0xF5) { len = 4; min = 0x10000; }
+  else return 0;
+  if (len > n) return 0;
+  unsigned cp = c & (0x3F >> (len - 1));
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return len;
+}
+
+void loom__json_str(loom__out *o, const char *str, size_t len) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char *s = (const unsigned char *)str;
+  loom__out_lit(o, "\"");
+  size_t i = 0;
+  while (i < len) {
+    size_t run = i;
+    while (run < len && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' && s[run] != '\\')
+      run++;
+    if (run > i) loom__out_mem(o, s + i, run - i);
+    i = run;
+    if (i >= len) break;
+    unsigned c = s[i];
+    char *d = loom__out_reserve(o, 8);
+    if (c == '"' || c == '\\') {
+      d[0] = '\\';
+      d[1] = (char)c;
+      o->len += 2;
+      i++;
+    } else if (c < 0x20) {
+      d[0] = '\\';
+      switch (c) {
+      case '\n': d[1] = 'n'; o->len += 2; break;
+      case '\t': d[1] = 't'; o->len += 2; break;
+      case '\r': d[1] = 'r'; o->len += 2; break;
+      case '\b': d[1] = 'b'; o->len += 2; break;
+      case '\f': d[1] = 'f'; o->len += 2; break;
+      default:
+        memcpy(d + 1, "u00", 3);
+        d[4] = hex[c >> 4];
+        d[5] = hex[c & 15];
+        o->len += 6;
+      }
+      i++;
+    } else {
+      size_t k = utf8_seq(s + i, len - i);
+      if (k) {
+        memcpy(d, s + i, k);
+        o->len += k;
+        i += k;
+      } else {
+        memcpy(d, "\\ufffd", 6);
+        o->len += 6;
+        i++;
+      }
+    }
+  }
+  loom__out_lit(o, "\"");
+}

@@ -1,0 +1,324 @@
+/*
+ * hostrec.c - per-thread host record buffers and the instrumentation calls
+ * of loom.h (range push/pop, begin/end, framework ops, instants, counters,
+ * steps).
+ *
+ * Each thread owns a loom__tbuf, created at its first record and linked into
+ * a process-wide list.  Records go into fixed-size chunks; the owner publishes
+ * its write position with a release store and the session reads it with an
+ * acquire load after stop, so no lock is taken while recording.  A thread
+ * that exits keeps its buffer (marked exited) until the session collected it.
+ * Buffers are reset lazily by their owner when it sees a new session epoch.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
+
+#include "record.h"
+#include "util/util.h"
+
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* ---- shared state -------------------------------------------------------- */
+static atomic_int rec_on;            /* the one branch of an idle call */
+static atomic_uint epoch;            /* session number */
+static atomic_uint_fast64_t bytes_used;
+static uint64_t chunk_bytes = 256 * 1024, cap_bytes;
+static atomic_uint_fast64_t step_no;
+
+static pthread_mutex_t list_mu = PTHREAD_MUTEX_INITIALIZER;
+static loom__tbuf *threads;
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static loom__ext_hook hooks[LOOM__MAX_HOOKS];
+static atomic_int nhooks;
+
+/* ---- per-thread state ---------------------------------------------------- */
+static TLS loom__tbuf *tls_buf;
+static TLS int tls_dead;   /* the thread is exiting: record nothing more */
+static TLS uint32_t tls_tid;
+#define OP_STACK 64
+static TLS uint64_t op_stack[OP_STACK];
+static TLS uint32_t op_depth;
+
+/* ---- clock ----------------------------------------------------------------- */
+static int use_tsc = -1;
+
+static int tsc_invariant(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a, b, c, d;
+  if (getenv("LOOM_NO_TSC")) return 0;
+  if (__get_cpuid(0x80000007, &a, &b, &c, &d)) return (d >> 8) & 1;
+#endif
+  return 0;
+}
+
+loom_clock_domain loom__hostrec_domain(void) {
+  if (use_tsc < 0) use_tsc = tsc_invariant();
+  return use_tsc ? LOOM_CLOCK_TSC : LOOM_CLOCK_MONOTONIC;
+}
+
+static inline uint64_t now(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (LOOM__LIKELY(use_tsc > 0)) return __rdtsc();
+#endif
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint32_t loom__tid(void) {
+  if (LOOM__UNLIKELY(!tls_tid)) tls_tid = (uint32_t)syscall(SYS_gettid);
+  return tls_tid;
+}
+
+/* ---- buffers ------------------------------------------------------------- */
+static void thread_exit(void *p) {
+  loom__tbuf *t = p;
+  pthread_getname_np(pthread_self(), t->name, sizeof t->name);
+  atomic_store_explicit(&t->exited, 1, memory_order_release);
+  tls_buf = NULL;
+  tls_dead = 1;
+}
+
+static void make_key(void) { pthread_key_create(&exit_key, thread_exit); }
+
+static void free_chunks(loom__tbuf *t) {
+  for (loom__chunk *c = t->head, *nx; c; c = nx) {
+    nx = c->next;
+    atomic_fetch_sub(&bytes_used, sizeof *c + c->cap * sizeof(loom__hrec));
+    free(c);
+  }
+  t->head = t->tail = NULL;
+  atomic_store_explicit(&t->pos, NULL, memory_order_relaxed);
+  t->end = NULL;
+}
+
+/* Slow path: the thread has no buffer for this session yet. */
+static loom__tbuf *acquire(void) {
+  if (tls_dead) return NULL;
+  loom__tbuf *t = tls_buf;
+  if (!t) {
+    t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->tid = (pid_t)loom__tid();
+    pthread_getname_np(pthread_self(), t->name, sizeof t->name);
+    pthread_once(&key_once, make_key);
+    pthread_setspecific(exit_key, t);
+    pthread_mutex_lock(&list_mu);
+    t->next = threads;
+    threads = t;
+    pthread_mutex_unlock(&list_mu);
+    tls_buf = t;
+  } else {
+    free_chunks(t);
+  }
+  t->epoch = atomic_load_explicit(&epoch, memory_order_relaxed);
+  atomic_store_explicit(&t->dropped, 0, memory_order_relaxed);
+  op_depth = 0;
+  return t;
+}
+
+/* Slow path: the current chunk is full (or there is none). */
+static loom__hrec *grow(loom__tbuf *t) {
+  size_t n = chunk_bytes / sizeof(loom__hrec);
+  if (n < 16) n = 16;
+  size_t bytes = sizeof(loom__chunk) + n * sizeof(loom__hrec);
+  uint64_t used = atomic_fetch_add(&bytes_used, bytes) + bytes;
+  loom__chunk *c = NULL;
+  if (!cap_bytes || used <= cap_bytes) c = malloc(bytes);
+  if (!c) {
+    atomic_fetch_sub(&bytes_used, bytes);
+    atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+    return NULL;
+  }
+  c->next = NULL;
+  c->cap = n;
+  if (t->tail) t->tail->next = c;
+  else t->head = c;
+  t->tail = c;
+  t->end = c->recs + n;
+  return c->recs;
+}
+
+static inline loom__hrec *reserve(loom__tbuf **tp) {
+  loom__tbuf *t = tls_buf;
+  if (LOOM__UNLIKELY(!t || t->epoch != atomic_load_explicit(&epoch, memory_order_relaxed))) {
+    t = acquire();
+    if (!t) return NULL;
+  }
+  loom__hrec *r = atomic_load_explicit(&t->pos, memory_order_relaxed);
+  if (LOOM__UNLIKELY(r == t->end)) {
+    r = grow(t);
+    if (!r) return NULL;
+  }
+  *tp = t;
+  return r;
+}
+
+static inline void put(uint16_t type, uint16_t flags, uint64_t name, uint64_t a) {
+  loom__tbuf *t;
+  loom__hrec *r = reserve(&t);
+  if (!r) return;
+  r->ts = now();
+  r->name = name;
+  r->a = a;
+  r->type = type;
+  r->flags = flags;
+  r->spare = 0;
+  atomic_store_explicit(&t->pos, r + 1, memory_order_release);
+}
+
+#define IDLE() LOOM__UNLIKELY(!atomic_load_explicit(&rec_on, memory_order_relaxed))
+
+/* ---- session control ------------------------------------------------------- */
+void loom__hostrec_start(uint64_t chunk, uint64_t cap) {
+  loom__hostrec_release();
+  loom__hostrec_domain();
+  chunk_bytes = chunk ? chunk : 256 * 1024;
+  cap_bytes = cap;
+  atomic_store(&step_no, 0);
+  atomic_fetch_add(&epoch, 1);
+  atomic_store(&rec_on, 1);
+}
+
+void loom__hostrec_stop(void) { atomic_store(&rec_on, 0); }
+
+loom__tbuf **loom__hostrec_threads(size_t *n) {
+  unsigned ep = atomic_load(&epoch);
+  pthread_mutex_lock(&list_mu);
+  size_t cnt = 0, cap = 0;
+  loom__tbuf **arr = NULL;
+  for (loom__tbuf *t = threads; t; t = t->next)
+    if (t->epoch == ep && LOOM__PUSH(arr, cnt, cap, t) != 0) break;
+  pthread_mutex_unlock(&list_mu);
+  *n = cnt;
+  return arr;
+}
+
+void loom__hostrec_release(void) {
+  pthread_mutex_lock(&list_mu);
+  for (loom__tbuf **pp = &threads; *pp;) {
+    loom__tbuf *t = *pp;
+    if (atomic_load_explicit(&t->exited, memory_order_acquire)) {
+      *pp = t->next;
+      free_chunks(t);
+      free(t);
+    } else {
+      pp = &t->next;
+    }
+  }
+  pthread_mutex_unlock(&list_mu);
+}
+
+void loom__hostrec_set_hooks(const loom__ext_hook *h, size_t n) {
+  atomic_store(&nhooks, 0);
+  if (n > LOOM__MAX_HOOKS) n = LOOM__MAX_HOOKS;
+  for (size_t i = 0; i < n; i++) hooks[i] = h[i];
+  atomic_store(&nhooks, (int)n);
+}
+
+/* A forked child must not write (or later save) the parent's records: it
+ * starts with recording off and forgets the parent's buffers. */
+static void fork_child(void) {
+  atomic_store(&rec_on, 0);
+  atomic_fetch_add(&epoch, 1);
+  threads = NULL;
+  pthread_mutex_init(&list_mu, NULL);
+  tls_buf = NULL;
+  atomic_store(&bytes_used, 0);
+  atomic_store(&nhooks, 0);
+}
+
+__attribute__((constructor)) static void hostrec_init(void) {
+  pthread_atfork(NULL, NULL, fork_child);
+}
+
+/* ---- the instrumentation API -------------------------------------------- */
+void loom_range_push(const char *name) {
+  if (IDLE()) return;
+  put(LOOM__HR_PUSH, 0, (uint64_t)(uintptr_t)name, 0);
+}
+
+void loom_range_push_id(loom_string_id name) {
+  if (IDLE()) return;
+  put(LOOM__HR_PUSH, LOOM__HR_F_ID, name, 0);
+}
+
+void loom_range_push_str(const char *name) {
+  if (IDLE()) return;
+  put(LOOM__HR_PUSH, LOOM__HR_F_ID, loom__intern(name, SIZE_MAX), 0);
+}
+
+void loom_range_pop(void) {
+  if (IDLE()) return;
+  put(LOOM__HR_POP, 0, 0, 0);
+}
+
+void loom_range_begin(uint64_t id, const char *name) {
+  if (IDLE()) return;
+  put(LOOM__HR_BEGIN, 0, (uint64_t)(uintptr_t)name, id);
+}
+
+void loom_range_end(uint64_t id) {
+  if (IDLE()) return;
+  put(LOOM__HR_END, 0, 0, id);
+}
+
+static inline void op_begin(uint16_t flags, uint64_t name, uint64_t ext) {
+  put(LOOM__HR_OP_BEGIN, flags, name, ext);
+  if (op_depth < OP_STACK) op_stack[op_depth] = ext;
+  op_depth++;
+  int n = atomic_load_explicit(&nhooks, memory_order_acquire);
+  for (int i = 0; i < n; i++) hooks[i].push(hooks[i].b, ext);
+}
+
+void loom_op_begin(const char *name, uint64_t ext) {
+  if (IDLE()) return;
+  op_begin(0, (uint64_t)(uintptr_t)name, ext);
+}
+
+void loom_op_begin_id(loom_string_id name, uint64_t ext) {
+  if (IDLE()) return;
+  op_begin(LOOM__HR_F_ID, name, ext);
+}
+
+void loom_op_end(void) {
+  if (IDLE()) return;
+  put(LOOM__HR_OP_END, 0, 0, 0);
+  if (op_depth) op_depth--;
+  int n = atomic_load_explicit(&nhooks, memory_order_acquire);
+  for (int i = 0; i < n; i++) hooks[i].pop(hooks[i].b);
+}
+
+uint64_t loom_op_current(void) {
+  if (IDLE() || !op_depth || !tls_buf ||
+      tls_buf->epoch != atomic_load_explicit(&epoch, memory_order_relaxed))
+    return 0;
+  return op_depth <= OP_STACK ? op_stack[op_depth - 1] : 0;
+}
+
+void loom_instant(const char *name) {
+  if (IDLE()) return;
+  put(LOOM__HR_INSTANT, 0, (uint64_t)(uintptr_t)name, 0);
+}
+
+void loom_counter(const char *name, double value) {
+  if (IDLE()) return;
+  uint64_t bits;
+  memcpy(&bits, &value, sizeof bits);
+  put(LOOM__HR_COUNTER, 0, (uint64_t)(uintptr_t)name, bits);
+}
+
+void loom_step(void) {
+  if (IDLE()) return;
+  put(LOOM__HR_STEP, 0, 0, atomic_fetch_add(&step_no, 1));
+}

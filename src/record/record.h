@@ -1,0 +1,91 @@
+/*
+ * record.h - the recording layer: the process-wide string interner and the
+ * per-thread host record buffers behind the instrumentation calls of loom.h.
+ *
+ * Hot path contract: when no session records, an instrumentation call costs
+ * one predictable branch on loom__rec_on.  When one does, a call writes one
+ * fixed-size record into the calling thread's current chunk: no lock, no
+ * allocation after the thread's first chunk (unless the chunk fills), no
+ * system call.  The session collects the chunks after stop.
+ */
+#ifndef LOOM_RECORD_H
+#define LOOM_RECORD_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "loom/plugin.h"
+
+/* ---- interner (thread-safe; strings live until the process exits) ------- */
+uint32_t loom__intern(const char *s, size_t len);
+const char *loom__intern_get(uint32_t id);
+
+/* ---- host records ------------------------------------------------------- */
+enum {
+  LOOM__HR_PUSH = 1,     /* name; a: 0 */
+  LOOM__HR_POP = 2,
+  LOOM__HR_BEGIN = 3,    /* name; a: range id */
+  LOOM__HR_END = 4,      /* a: range id */
+  LOOM__HR_INSTANT = 5,  /* name */
+  LOOM__HR_COUNTER = 6,  /* name; a: double bits */
+  LOOM__HR_OP_BEGIN = 7, /* name; a: external id */
+  LOOM__HR_OP_END = 8,
+  LOOM__HR_STEP = 9      /* a: step number */
+};
+#define LOOM__HR_F_ID 1u /* name holds an interned id, not a pointer */
+
+typedef struct loom__hrec {
+  uint64_t ts;   /* host clock ticks (loom__hostrec_domain) */
+  uint64_t name; /* const char * or interned id (LOOM__HR_F_ID) */
+  uint64_t a;
+  uint16_t type;
+  uint16_t flags;
+  uint32_t spare;
+} loom__hrec;
+
+typedef struct loom__chunk {
+  struct loom__chunk *next;
+  size_t cap;
+  loom__hrec recs[];
+} loom__chunk;
+
+typedef struct loom__tbuf {
+  _Atomic(loom__hrec *) pos; /* next free slot; published with release */
+  loom__hrec *end;           /* end of the current chunk */
+  loom__chunk *head, *tail;  /* chunks of this session, in order */
+  uint32_t epoch;            /* session the chunks belong to */
+  _Atomic uint64_t dropped;  /* records lost to the memory cap */
+  pid_t tid;
+  _Atomic int exited;
+  char name[32];             /* thread name at first use / exit */
+  struct loom__tbuf *next;   /* process-wide list */
+} loom__tbuf;
+
+/* Which clock host records use. */
+loom_clock_domain loom__hostrec_domain(void);
+
+/* Enables recording for a new session.  chunk_bytes: size of each chunk;
+ * cap_bytes: total bytes of chunks across threads (0 = unbounded). */
+void loom__hostrec_start(uint64_t chunk_bytes, uint64_t cap_bytes);
+/* Disables recording. */
+void loom__hostrec_stop(void);
+/* Snapshot of the buffers holding records of the last session (caller frees
+ * the array).  Valid until loom__hostrec_release. */
+loom__tbuf **loom__hostrec_threads(size_t *n);
+/* Frees the buffers of threads that exited. */
+void loom__hostrec_release(void);
+
+/* Backends to tell about framework ops (their push/pop_external slots). */
+typedef struct loom__ext_hook {
+  void (*push)(loom_backend *b, uint64_t external_id);
+  void (*pop)(loom_backend *b);
+  loom_backend *b;
+} loom__ext_hook;
+#define LOOM__MAX_HOOKS 16
+void loom__hostrec_set_hooks(const loom__ext_hook *hooks, size_t n);
+
+/* The calling thread's OS id, cached. */
+uint32_t loom__tid(void);
+
+#endif

@@ -1,0 +1,109 @@
+/*
+ * trace.c - building, summarising and releasing the trace model.
+ */
+#include "trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+loom_trace *loom__trace_new(void) {
+  loom_trace *t = calloc(1, sizeof *t);
+  if (t) loom__strtab_init(&t->strs);
+  return t;
+}
+
+void loom_trace_free(loom_trace *t) {
+  if (!t) return;
+  loom__strtab_free(&t->strs);
+  free(t->ev);
+  free(t->args);
+  free(t->flows);
+  free(t->procs);
+  free(t->tracks);
+  free(t->devs);
+  free(t->meta);
+  free(t->warnings);
+  free(t);
+}
+
+int loom__trace_add_proc(loom_trace *t, int64_t pid, const char *name,
+                         const char *labels, int32_t sort) {
+  for (size_t i = 0; i < t->nprocs; i++)
+    if (t->procs[i].pid == pid) return 0;
+  loom__proc p = {pid, loom__trace_str(t, name), loom__trace_str(t, labels),
+                  sort};
+  return LOOM__PUSH(t->procs, t->nprocs, t->cap_procs, p);
+}
+
+int loom__trace_track(loom_trace *t, int64_t pid, int64_t tid,
+                      const char *name, uint32_t device, uint32_t *out) {
+  for (size_t i = t->ntracks; i-- > 0;) {
+    if (t->tracks[i].pid == pid && t->tracks[i].tid == tid) {
+      if (name && !t->tracks[i].name) t->tracks[i].name = loom__trace_str(t, name);
+      *out = (uint32_t)i;
+      return 0;
+    }
+  }
+  loom__track k = {pid, tid, loom__trace_str(t, name), device,
+                   (int32_t)t->ntracks};
+  if (LOOM__PUSH(t->tracks, t->ntracks, t->cap_tracks, k) != 0) return -1;
+  *out = (uint32_t)(t->ntracks - 1);
+  return 0;
+}
+
+int loom__trace_add_ev(loom_trace *t, const loom__ev *ev) {
+  loom__ev e = *ev;
+  e.args_off = (uint32_t)t->nargs;
+  e.nargs = 0;
+  return LOOM__PUSH(t->ev, t->nev, t->cap_ev, e);
+}
+
+int loom__trace_add_arg(loom_trace *t, const loom__targ *a) {
+  if (!t->nev || t->ev[t->nev - 1].nargs == UINT16_MAX) return -1;
+  if (LOOM__PUSH(t->args, t->nargs, t->cap_args, *a) != 0) return -1;
+  t->ev[t->nev - 1].nargs++;
+  return 0;
+}
+
+int loom__trace_add_arg_int(loom_trace *t, const char *key, int64_t v) {
+  loom__targ a = {.key = loom__trace_str(t, key), .type = LOOM_ARG_INT};
+  a.v.i = v;
+  return loom__trace_add_arg(t, &a);
+}
+
+int loom__trace_add_arg_str(loom_trace *t, const char *key, const char *v) {
+  loom__targ a = {.key = loom__trace_str(t, key), .type = LOOM_ARG_STRING};
+  a.v.s = loom__trace_str(t, v);
+  return loom__trace_add_arg(t, &a);
+}
+
+int loom__trace_add_meta(loom_trace *t, const char *key, const char *value) {
+  loom__kv kv = {loom__trace_str(t, key), loom__trace_str(t, value)};
+  return LOOM__PUSH(t->meta, t->nmeta, t->cap_meta, kv);
+}
+
+int loom__trace_add_warning(loom_trace *t, const char *msg) {
+  uint32_t id = loom__trace_str(t, msg);
+  return LOOM__PUSH(t->warnings, t->nwarnings, t->cap_warnings, id);
+}
+
+loom_status loom_trace_summarize(const loom_trace *t, loom_trace_summary *sum) {
+  if (!t || !sum || sum->struct_size < sizeof(size_t))
+    return loom__fail(LOOM_EINVAL, "loom_trace_summarize: NULL trace or summary");
+  loom_trace_summary s;
+  memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  s.events = t->nev;
+  s.flows = t->nflows;
+  s.devices = t->ndevs;
+  s.dropped = t->dropped;
+  s.warnings = t->nwarnings;
+  s.start_ns = t->start_ns;
+  s.end_ns = t->end_ns;
+  size_t n = sum->struct_size < sizeof s ? sum->struct_size : sizeof s;
+  memcpy(sum, &s, n);
+  sum->struct_size = n;
+  return LOOM_OK;
+}

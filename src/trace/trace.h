@@ -1,0 +1,158 @@
+/*
+ * trace.h - the trace model: what a stopped session (or a trace file read
+ * back) holds, independent of where the records came from.
+ *
+ * A trace is a set of processes (the host process and one per device), tracks
+ * (host threads and device queues), events on those tracks, flows between
+ * events, device descriptions, warnings and metadata.  All strings live in
+ * the trace's own string table.  Times are Unix epoch nanoseconds.
+ *
+ * The model knows nothing about backends or clocks: the session fills it with
+ * already converted times and lets loom__trace_process() derive what is
+ * common to every backend (external ids, flows, range projections).
+ */
+#ifndef LOOM_TRACE_H
+#define LOOM_TRACE_H
+
+#include <stdint.h>
+
+#include "loom/loom.h"
+#include "loom/plugin.h"
+#include "util/util.h"
+
+/* Event phases, as in the Chrome trace format. */
+enum {
+  LOOM__PH_COMPLETE = 'X',
+  LOOM__PH_INSTANT = 'i',
+  LOOM__PH_COUNTER = 'C',
+  LOOM__PH_ASYNC = 'b' /* async range with id in `correlation`; dur known */
+};
+
+enum {
+  LOOM__EV_UNCLOSED = 1u << 0, /* range still open at stop, closed there */
+  LOOM__EV_PROJECTED = 1u << 1 /* range projected onto a device queue */
+};
+
+typedef struct loom__ev {
+  int64_t ts;            /* epoch ns */
+  int64_t dur;           /* ns (0 for instants and counters) */
+  uint64_t correlation;  /* runtime call <-> device work (async: range id) */
+  uint64_t external_id;  /* framework op, 0 = none */
+  uint32_t name, cat;    /* string ids */
+  uint32_t track;        /* index into tracks */
+  uint32_t args_off;     /* first argument in the trace's args */
+  uint16_t nargs;
+  uint8_t kind;          /* loom_kind */
+  uint8_t ph;            /* LOOM__PH_* */
+  uint16_t src;          /* producer: 0 host recorder, i+1 = backend i */
+  uint16_t flags;        /* LOOM__EV_* */
+} loom__ev;
+
+typedef struct loom__targ {
+  uint32_t key;
+  uint8_t type; /* loom_arg_type */
+  union {
+    int64_t i;
+    uint64_t u;
+    double d;
+    uint32_t s; /* string id */
+  } v;
+} loom__targ;
+
+typedef struct loom__flow {
+  uint32_t from, to; /* event indices */
+  uint64_t id;       /* unique in the trace */
+} loom__flow;
+
+typedef struct loom__proc {
+  int64_t pid;
+  uint32_t name;
+  uint32_t labels;
+  int32_t sort;
+} loom__proc;
+
+typedef struct loom__track {
+  int64_t pid, tid;
+  uint32_t name;
+  uint32_t device;    /* LOOM_DEVICE_HOST or device index */
+  int32_t sort;
+} loom__track;
+
+typedef struct loom__dev {
+  int64_t pid;         /* the device's process id in the trace */
+  uint32_t name, vendor, type, device_type, backend;
+  uint32_t args_off, nargs;
+} loom__dev;
+
+typedef struct loom__kv {
+  uint32_t key, value; /* string ids */
+} loom__kv;
+
+struct loom_trace {
+  loom__strtab strs;
+  loom__ev *ev;
+  size_t nev, cap_ev;
+  loom__targ *args;
+  size_t nargs, cap_args;
+  loom__flow *flows;
+  size_t nflows, cap_flows;
+  loom__proc *procs;
+  size_t nprocs, cap_procs;
+  loom__track *tracks;
+  size_t ntracks, cap_tracks;
+  loom__dev *devs;
+  size_t ndevs, cap_devs;
+  loom__kv *meta;
+  size_t nmeta, cap_meta;
+  uint32_t *warnings; /* string ids */
+  size_t nwarnings, cap_warnings;
+  uint64_t dropped;
+  int64_t start_ns, end_ns;
+  uint32_t trace_name;
+};
+
+loom_trace *loom__trace_new(void);
+
+static inline uint32_t loom__trace_str(loom_trace *t, const char *s) {
+  return s ? loom__strtab_intern(&t->strs, s, __builtin_strlen(s)) : 0;
+}
+static inline const char *loom__trace_cstr(const loom_trace *t, uint32_t id) {
+  return loom__strtab_get(&t->strs, id);
+}
+
+/* Each adder returns 0 or -1 when out of memory. */
+int loom__trace_add_proc(loom_trace *t, int64_t pid, const char *name,
+                         const char *labels, int32_t sort);
+/* Adds (or finds) the track (pid, tid); its index goes to *out. */
+int loom__trace_track(loom_trace *t, int64_t pid, int64_t tid,
+                      const char *name, uint32_t device, uint32_t *out);
+/* Appends an event; *out (may be NULL) gets a pointer valid until the next
+ * add.  Arguments follow with loom__trace_add_arg (they attach to the last
+ * event). */
+int loom__trace_add_ev(loom_trace *t, const loom__ev *ev);
+int loom__trace_add_arg(loom_trace *t, const loom__targ *a);
+int loom__trace_add_arg_int(loom_trace *t, const char *key, int64_t v);
+int loom__trace_add_arg_str(loom_trace *t, const char *key, const char *v);
+int loom__trace_add_meta(loom_trace *t, const char *key, const char *value);
+int loom__trace_add_warning(loom_trace *t, const char *msg);
+
+/* Common processing after collection, for every producer alike:
+ *  1. sorts events by track, start, longer first (parents before children);
+ *  2. gives host runtime/driver calls without an external id the id of the
+ *     innermost framework op (cpu_op) enclosing them on their thread;
+ *  3. links each device event to the host runtime/driver call of the same
+ *     producer with the same correlation id (a flow), and copies the call's
+ *     external id onto the device event when it has none;
+ *  4. projects every user range onto each device queue that ran work launched
+ *     inside it, as "gpu_user_annotation" ranges spanning that work.
+ * Returns 0 or -1 when out of memory. */
+int loom__trace_process(loom_trace *t);
+
+/* Sorts events by start time (stable for equal starts: longer first) and
+ * renumbers flows accordingly. */
+int loom__trace_sort_by_time(loom_trace *t);
+
+/* Writes Chrome trace JSON (Kineto conventions) to path, atomically. */
+loom_status loom__write_chrome_json(const loom_trace *t, const char *path);
+
+#endif

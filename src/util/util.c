@@ -1,0 +1,200 @@
+/*
+ * util.c - implementation of the containers in util.h.
+ */
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int loom__grow(void **base, size_t *cap, size_t need, size_t esz) {
+  if (need <= *cap) return 0;
+  size_t ncap = *cap ? *cap : 16;
+  while (ncap < need) {
+    if (ncap > SIZE_MAX / 2 / esz) return -1;
+    ncap *= 2;
+  }
+  void *p = realloc(*base, ncap * esz);
+  if (!p) return -1;
+  *base = p;
+  *cap = ncap;
+  return 0;
+}
+
+char *loom__strndup(const char *s, size_t n) {
+  char *d = malloc(n + 1);
+  if (!d) return NULL;
+  memcpy(d, s, n);
+  d[n] = 0;
+  return d;
+}
+
+char *loom__strdup(const char *s) { return s ? loom__strndup(s, strlen(s)) : NULL; }
+
+char *loom__vasprintf(const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) return NULL;
+  char *s = malloc((size_t)n + 1);
+  if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
+  return s;
+}
+
+char *loom__asprintf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = loom__vasprintf(fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+uint64_t loom__hash_bytes(const void *p, size_t n) {
+  /* FNV-1a, finished with a mixer so low bits are usable as a slot index. */
+  const unsigned char *s = p;
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ULL;
+  return loom__hash_u64(h);
+}
+
+/* ---- string table ------------------------------------------------------- */
+#define ARENA_BLOCK (64 * 1024)
+
+struct block { struct block *next; };
+
+void loom__strtab_init(loom__strtab *t) { memset(t, 0, sizeof *t); }
+
+void loom__strtab_free(loom__strtab *t) {
+  struct block *b = t->blocks;
+  while (b) {
+    struct block *nx = b->next;
+    free(b);
+    b = nx;
+  }
+  free(t->strs);
+  free(t->lens);
+  free(t->slots);
+  memset(t, 0, sizeof *t);
+}
+
+static char *arena_copy(loom__strtab *t, const char *s, size_t len) {
+  size_t need = len + 1;
+  if (need > t->arena_left) {
+    size_t bsz = need > ARENA_BLOCK / 4 ? need : ARENA_BLOCK;
+    struct block *b = malloc(sizeof(struct block) + bsz);
+    if (!b) return NULL;
+    b->next = t->blocks;
+    t->blocks = b;
+    t->arena = (char *)(b + 1);
+    t->arena_left = bsz;
+    if (bsz == need) t->arena_left = need; /* dedicated block */
+  }
+  char *d = t->arena;
+  memcpy(d, s, len);
+  d[len] = 0;
+  t->arena += need;
+  t->arena_left -= need;
+  return d;
+}
+
+static int rehash(loom__strtab *t, size_t nslots) {
+  uint32_t *slots = calloc(nslots, sizeof *slots);
+  if (!slots) return -1;
+  for (size_t id = 1; id < t->n; id++) {
+    size_t i = loom__hash_bytes(t->strs[id], t->lens[id]) & (nslots - 1);
+    while (slots[i]) i = (i + 1) & (nslots - 1);
+    slots[i] = (uint32_t)id;
+  }
+  free(t->slots);
+  t->slots = slots;
+  t->nslots = nslots;
+  return 0;
+}
+
+uint32_t loom__strtab_find(const loom__strtab *t, const char *s, size_t len) {
+  if (!t->nslots) return 0;
+  size_t i = loom__hash_bytes(s, len) & (t->nslots - 1);
+  for (;;) {
+    uint32_t id = t->slots[i];
+    if (!id) return 0;
+    if (t->lens[id] == len && memcmp(t->strs[id], s, len) == 0) return id;
+    i = (i + 1) & (t->nslots - 1);
+  }
+}
+
+uint32_t loom__strtab_intern(loom__strtab *t, const char *s, size_t len) {
+  if (len > UINT32_MAX - 1) return 0;
+  uint32_t id = loom__strtab_find(t, s, len);
+  if (id) return id;
+  if (t->n == 0) t->n = 1; /* slot 0 is "no string" */
+  if ((t->n + 1) * 2 > t->nslots &&
+      rehash(t, t->nslots ? t->nslots * 2 : 64) != 0)
+    return 0;
+  size_t cap_s = t->cap, cap_l = t->cap;
+  if (loom__grow((void **)&t->strs, &cap_s, t->n + 1, sizeof *t->strs) != 0 ||
+      loom__grow((void **)&t->lens, &cap_l, t->n + 1, sizeof *t->lens) != 0)
+    return 0;
+  t->cap = cap_s < cap_l ? cap_s : cap_l;
+  char *d = arena_copy(t, s, len);
+  if (!d) return 0;
+  id = (uint32_t)t->n++;
+  t->strs[id] = d;
+  t->lens[id] = (uint32_t)len;
+  size_t i = loom__hash_bytes(s, len) & (t->nslots - 1);
+  while (t->slots[i]) i = (i + 1) & (t->nslots - 1);
+  t->slots[i] = id;
+  return id;
+}
+
+/* ---- u64 map -------------------------------------------------------------- */
+void loom__map_free(loom__map *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+static int map_resize(loom__map *m, size_t ncap) {
+  uint64_t *k = calloc(ncap, sizeof *k), *v = calloc(ncap, sizeof *v);
+  if (!k || !v) {
+    free(k);
+    free(v);
+    return -1;
+  }
+  for (size_t i = 0; i < m->cap; i++) {
+    if (!m->keys[i]) continue;
+    size_t j = loom__hash_u64(m->keys[i]) & (ncap - 1);
+    while (k[j]) j = (j + 1) & (ncap - 1);
+    k[j] = m->keys[i];
+    v[j] = m->vals[i];
+  }
+  free(m->keys);
+  free(m->vals);
+  m->keys = k;
+  m->vals = v;
+  m->cap = ncap;
+  return 0;
+}
+
+int loom__map_put(loom__map *m, uint64_t key, uint64_t val) {
+  if ((m->n + 1) * 2 > m->cap && map_resize(m, m->cap ? m->cap * 2 : 64) != 0)
+    return -1;
+  size_t j = loom__hash_u64(key) & (m->cap - 1);
+  while (m->keys[j] && m->keys[j] != key) j = (j + 1) & (m->cap - 1);
+  if (!m->keys[j]) {
+    m->keys[j] = key;
+    m->n++;
+  }
+  m->vals[j] = val;
+  return 0;
+}
+
+uint64_t *loom__map_get(const loom__map *m, uint64_t key) {
+  if (!m->cap) return NULL;
+  size_t j = loom__hash_u64(key) & (m->cap - 1);
+  while (m->keys[j]) {
+    if (m->keys[j] == key) return &m->vals[j];
+    j = (j + 1) & (m->cap - 1);
+  }
+  return NULL;
+}

@@ -1,0 +1,82 @@
+/*
+ * util.h - small containers shared by every layer of the core: a growable
+ * array, a string table with stable pointers, and a u64 -> u64 hash map.
+ * None of them locks; callers serialise access.
+ */
+#ifndef LOOM_UTIL_H
+#define LOOM_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LOOM__UNUSED(x) ((void)(x))
+#define LOOM__LIKELY(x) __builtin_expect(!!(x), 1)
+#define LOOM__UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Grows *base (element size esz) so that it holds at least need elements;
+ * *cap is updated.  Returns 0, or -1 on allocation failure (unchanged). */
+int loom__grow(void **base, size_t *cap, size_t need, size_t esz);
+
+/* Appends one element to a vector declared as T *p; size_t n, cap. */
+#define LOOM__PUSH(p, n, cap, val)                                         \
+  (((n) < (cap) || loom__grow((void **)&(p), &(cap), (n) + 1,            \
+                              sizeof(*(p))) == 0)                        \
+       ? ((p)[(n)++] = (val), 0)                                         \
+       : -1)
+
+char *loom__strdup(const char *s);
+char *loom__strndup(const char *s, size_t n);
+/* Formats into a new heap string; NULL on failure. */
+char *loom__vasprintf(const char *fmt, va_list ap);
+char *loom__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+uint64_t loom__hash_bytes(const void *p, size_t n);
+static inline uint64_t loom__hash_u64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+/* ---- string table: id 0 is "no string"; ids are dense from 1 ------------ */
+typedef struct loom__strtab {
+  char **strs;      /* id -> string (index 0 unused) */
+  uint32_t *lens;
+  size_t n, cap;    /* n counts slot 0 */
+  uint32_t *slots;  /* open addressing: id or 0 */
+  size_t nslots;
+  char *arena;      /* current arena block */
+  size_t arena_left;
+  void *blocks;     /* list of arena blocks */
+} loom__strtab;
+
+void loom__strtab_init(loom__strtab *t);
+void loom__strtab_free(loom__strtab *t);
+/* Returns the id of s[0..len), adding it; 0 on allocation failure. */
+uint32_t loom__strtab_intern(loom__strtab *t, const char *s, size_t len);
+/* Returns the id of s if present, else 0. */
+uint32_t loom__strtab_find(const loom__strtab *t, const char *s, size_t len);
+static inline const char *loom__strtab_get(const loom__strtab *t, uint32_t id) {
+  return (id && id < t->n) ? t->strs[id] : "";
+}
+static inline size_t loom__strtab_len(const loom__strtab *t, uint32_t id) {
+  return (id && id < t->n) ? t->lens[id] : 0;
+}
+
+/* ---- u64 -> u64 map (key 0 is reserved) ---------------------------------- */
+typedef struct loom__map {
+  uint64_t *keys;
+  uint64_t *vals;
+  size_t n, cap; /* cap is a power of two or 0 */
+} loom__map;
+
+void loom__map_free(loom__map *m);
+/* Sets key -> val.  Returns 0, -1 on allocation failure. */
+int loom__map_put(loom__map *m, uint64_t key, uint64_t val);
+/* Returns a pointer to the value of key or NULL. */
+uint64_t *loom__map_get(const loom__map *m, uint64_t key);
+
+#endif
