@@ -191,6 +191,36 @@ LOOM_EXTERN loom_status loom_trace_summarize(const loom_trace *t,
                                              loom_trace_summary *sum);
 LOOM_EXTERN void loom_trace_free(loom_trace *t);
 
+/* A read-only view of one event of a trace; strings are owned by the trace. */
+typedef struct loom_event_view {
+  size_t struct_size;       /* sizeof(loom_event_view), set by the caller */
+  const char *name;
+  const char *category;     /* Kineto category: "kernel", "cpu_op", ... */
+  loom_kind kind;
+  char phase;               /* 'X' range, 'i' instant, 'C' counter, 'b' async */
+  int64_t start_ns;         /* Unix epoch ns */
+  int64_t dur_ns;
+  int64_t pid, tid;         /* process/device and thread/queue in the trace */
+  uint64_t correlation;     /* (async ranges: their id) */
+  uint64_t external_id;
+  uint32_t device;          /* device index, or UINT32_MAX for host events */
+  unsigned unclosed : 1;    /* range was still open at stop */
+  unsigned projected : 1;   /* user range projected onto a device queue */
+} loom_event_view;
+
+/* Number of events, and event i (LOOM_EINVAL past the end).  Events are
+ * ordered by track, then start time. */
+LOOM_EXTERN size_t loom_trace_event_count(const loom_trace *t);
+LOOM_EXTERN loom_status loom_trace_event(const loom_trace *t, size_t i,
+                                         loom_event_view *out);
+/* Flows (host call -> device work) as pairs of event indices. */
+LOOM_EXTERN size_t loom_trace_flow_count(const loom_trace *t);
+LOOM_EXTERN loom_status loom_trace_flow(const loom_trace *t, size_t i,
+                                        size_t *from, size_t *to);
+/* Warnings recorded in the trace (NULL past the end). */
+LOOM_EXTERN size_t loom_trace_warning_count(const loom_trace *t);
+LOOM_EXTERN const char *loom_trace_warning(const loom_trace *t, size_t i);
+
 /* ---- instrumentation ---------------------------------------------------- */
 /* Names passed as const char * must stay valid until the session that
  * recorded them is stopped (string literals always are).  Use the *_str

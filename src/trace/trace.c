@@ -107,3 +107,44 @@ loom_status loom_trace_summarize(const loom_trace *t, loom_trace_summary *sum) {
   sum->struct_size = n;
   return LOOM_OK;
 }
+
+size_t loom_trace_event_count(const loom_trace *t) { return t ? t->nev : 0; }
+
+loom_status loom_trace_event(const loom_trace *t, size_t i, loom_event_view *out) {
+  if (!t || !out || i >= t->nev || out->struct_size < sizeof *out)
+    return loom__fail(LOOM_EINVAL, "loom_trace_event: bad trace, index or view");
+  const loom__ev *e = &t->ev[i];
+  const loom__track *k = &t->tracks[e->track];
+  memset(out, 0, sizeof *out);
+  out->struct_size = sizeof *out;
+  out->name = loom__trace_cstr(t, e->name);
+  out->category = loom__trace_cstr(t, e->cat);
+  out->kind = (loom_kind)e->kind;
+  out->phase = (char)e->ph;
+  out->start_ns = e->ts;
+  out->dur_ns = e->dur;
+  out->pid = k->pid;
+  out->tid = k->tid;
+  out->correlation = e->correlation;
+  out->external_id = e->external_id;
+  out->device = k->device;
+  out->unclosed = (e->flags & LOOM__EV_UNCLOSED) != 0;
+  out->projected = (e->flags & LOOM__EV_PROJECTED) != 0;
+  return LOOM_OK;
+}
+
+size_t loom_trace_flow_count(const loom_trace *t) { return t ? t->nflows : 0; }
+
+loom_status loom_trace_flow(const loom_trace *t, size_t i, size_t *from, size_t *to) {
+  if (!t || i >= t->nflows || !from || !to)
+    return loom__fail(LOOM_EINVAL, "loom_trace_flow: bad trace or index");
+  *from = t->flows[i].from;
+  *to = t->flows[i].to;
+  return LOOM_OK;
+}
+
+size_t loom_trace_warning_count(const loom_trace *t) { return t ? t->nwarnings : 0; }
+
+const char *loom_trace_warning(const loom_trace *t, size_t i) {
+  return t && i < t->nwarnings ? loom__trace_cstr(t, t->warnings[i]) : NULL;
+}

@@ -1,0 +1,157 @@
+/*
+ * test_plugins.c - how backends arrive: LOOM_PLUGINS, LOOM_PLUGIN_PATH,
+ * broken plug-ins (wrong ABI, no entry point, missing file), registration
+ * before init, from another thread while a session records (joins the next
+ * session), and from a library dlopen()ed after a session started.
+ * usage: test_plugins env|path|bad|late (ctest sets the environment).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static const char *mode;
+
+typedef struct found { const loom_backend_info *dummy; char origin[512]; int n, future; } found;
+static void visit(const loom_backend_info *b, void *user) {
+  found *f = user;
+  if (!strcmp(b->name, "sim")) snprintf(f->origin, sizeof f->origin, "%s", b->origin);
+  if (!strcmp(b->name, "future")) f->future = 1;
+  f->n++;
+}
+
+static loom_trace *record_sim(const char *devices, int launch_fake) {
+  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = devices};
+  loom_session *s = NULL;
+  assert_int_equal(loom_session_create(&cfg, &s), LOOM_OK);
+  assert_int_equal(loom_session_start(s), LOOM_OK);
+  void *h = dlopen(SIM_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
+  if (h) {
+    uint64_t (*launch)(int, const char *, uint64_t, uint32_t, uint32_t) =
+        (uint64_t(*)(int, const char *, uint64_t, uint32_t, uint32_t))dlsym(h, "simrt_launch");
+    launch(0, "k", 1000, 1, 1);
+  }
+  if (launch_fake) fake_launch(0, 0, "late_kernel", 1000);
+  loom_trace *t = NULL;
+  assert_int_equal(loom_session_stop(s, &t), LOOM_OK);
+  loom_session_destroy(s);
+  return t;
+}
+
+static size_t kernels(const loom_trace *t, const char *name) {
+  size_t n = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    if (v.kind == LOOM_KIND_KERNEL && (!name || !strcmp(v.name, name))) n++;
+  }
+  return n;
+}
+
+static int warned(const loom_trace *t, const char *a, const char *b) {
+  for (size_t i = 0; i < loom_trace_warning_count(t); i++)
+    if (strstr(loom_trace_warning(t, i), a) && (!b || strstr(loom_trace_warning(t, i), b)))
+      return 1;
+  return 0;
+}
+
+static void test_env(void **state) {
+  (void)state;
+  assert_int_equal(loom_init(), LOOM_OK);
+  found f = {0};
+  loom_backends_list(visit, &f);
+  if (!strcmp(mode, "env")) assert_string_equal(f.origin, SIM_PLUGIN);
+  else assert_memory_equal(f.origin, PLUGIN_DIR, strlen(PLUGIN_DIR));
+  loom_trace *t = record_sim("cpu,sim", 0);
+  assert_int_equal(kernels(t, "k"), 1);
+  assert_int_equal(loom_trace_warning_count(t), 0);
+  loom_trace_free(t);
+}
+
+static void test_bad(void **state) {
+  (void)state;
+  assert_int_equal(loom_init(), LOOM_OK); /* broken plug-ins do not fail init */
+  found f = {0};
+  loom_backends_list(visit, &f);
+  assert_false(f.future);
+  loom_trace *t = record_sim("cpu,future", 0);
+  assert_true(warned(t, "backend 'future'", "refused: built for loom ABI 99.0"));
+  assert_true(warned(t, "libloom-noentry.so is not a loom plug-in", "loom_plugin_entry"));
+  assert_true(warned(t, "cannot load plug-in /nonexistent/libloom-x.so", NULL));
+  assert_true(warned(t, "device 'future' requested", NULL));
+  char path[256];
+  tmp_path(path, sizeof path, ".json");
+  assert_int_equal(loom_trace_save(t, path), LOOM_OK);
+  char *json = read_file(path, NULL);
+  assert_non_null(strstr(json, "refused: built for loom ABI 99.0"));
+  free(json);
+  unlink(path);
+  loom_trace_free(t);
+}
+
+static void *register_late(void *arg) {
+  (void)arg;
+  assert_int_equal(fake_register(0, "late", "late", 0), LOOM_OK);
+  return NULL;
+}
+
+/* Registered by a constructor, before main and before loom_init. */
+__attribute__((constructor)) static void early(void) {
+  if (fake_register(1, "early", "early", 0) != LOOM_OK) abort();
+}
+
+static void test_late(void **state) {
+  (void)state;
+  loom_trace *t = record_sim("cpu,early", 0);
+  fake_calls c = fake_get_calls(1);
+  assert_int_equal(c.start, 1); /* the early backend took part */
+  loom_trace_free(t);
+
+  /* A session records; a backend arrives from another thread and a device
+   * extension is dlopen()ed: neither joins this session. */
+  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu,sim,late"};
+  loom_session *s = NULL;
+  assert_int_equal(loom_session_create(&cfg, &s), LOOM_OK);
+  assert_int_equal(loom_session_warning_count(s), 2);
+  assert_int_equal(loom_session_start(s), LOOM_OK);
+  pthread_t th;
+  pthread_create(&th, NULL, register_late, NULL);
+  pthread_join(th, NULL);
+  void *h = dlopen(SIM_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  assert_non_null(h);
+  uint64_t (*launch)(int, const char *, uint64_t, uint32_t, uint32_t) =
+      (uint64_t(*)(int, const char *, uint64_t, uint32_t, uint32_t))dlsym(h, "simrt_launch");
+  launch(0, "k", 1000, 1, 1);
+  fake_launch(0, 0, "late_kernel", 1000);
+  assert_int_equal(loom_session_stop(s, &t), LOOM_OK);
+  loom_session_destroy(s);
+  assert_int_equal(kernels(t, NULL), 0);
+  loom_trace_free(t);
+
+  /* The next session has both. */
+  found f = {0};
+  loom_backends_list(visit, &f);
+  assert_string_equal(f.origin, SIM_PLUGIN); /* found by dladdr */
+  t = record_sim("cpu,sim,late", 1);
+  assert_int_equal(kernels(t, "k"), 1);
+  assert_int_equal(kernels(t, "late_kernel"), 1);
+  assert_int_equal(loom_trace_warning_count(t), 0);
+  loom_trace_free(t);
+}
+
+int main(int argc, char **argv) {
+  mode = argc > 1 ? argv[1] : "late";
+  struct CMUnitTest tests[1];
+  if (!strcmp(mode, "env") || !strcmp(mode, "path"))
+    tests[0] = (struct CMUnitTest)cmocka_unit_test(test_env);
+  else if (!strcmp(mode, "bad"))
+    tests[0] = (struct CMUnitTest)cmocka_unit_test(test_bad);
+  else
+    tests[0] = (struct CMUnitTest)cmocka_unit_test(test_late);
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,352 @@
+/*
+ * test_session.c - sessions over several backends: missing devices, failing
+ * backends, two backends on one timeline with flows, device clock
+ * conversion, external ids, range projection, and the written trace checked
+ * by trace_processor.  Runs with LOOM_PLUGINS naming libloom-sim.so.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "simrt.h"
+
+static uint64_t (*sim_launch)(int, const char *, uint64_t, uint32_t, uint32_t);
+static uint64_t (*sim_memcpy)(int, enum simrt_copy, size_t);
+
+static void load_sim(void) {
+  void *h = dlopen(SIM_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
+  assert_non_null(h); /* LOOM_PLUGINS loaded it */
+  sim_launch = (uint64_t(*)(int, const char *, uint64_t, uint32_t, uint32_t))dlsym(h, "simrt_launch");
+  sim_memcpy = (uint64_t(*)(int, enum simrt_copy, size_t))dlsym(h, "simrt_memcpy");
+  assert_non_null(sim_launch);
+}
+
+static loom_session *start(const char *devices, const char *options) {
+  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = devices,
+                             .options = options, .name = "test"};
+  loom_session *s = NULL;
+  assert_int_equal(loom_session_create(&cfg, &s), LOOM_OK);
+  assert_int_equal(loom_session_start(s), LOOM_OK);
+  return s;
+}
+
+static loom_trace *finish(loom_session *s) {
+  loom_trace *t = NULL;
+  assert_int_equal(loom_session_stop(s, &t), LOOM_OK);
+  loom_session_destroy(s);
+  assert_non_null(t);
+  return t;
+}
+
+static size_t count(const loom_trace *t, const char *cat, const char *name) {
+  size_t n = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    if ((!cat || !strcmp(v.category, cat)) && (!name || !strcmp(v.name, name))) n++;
+  }
+  return n;
+}
+
+/* The k-th event (in trace order) with this category and name. */
+static loom_event_view find(const loom_trace *t, const char *cat, const char *name, int k) {
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    if ((!cat || !strcmp(v.category, cat)) && (!name || !strcmp(v.name, name)) && k-- == 0)
+      return v;
+  }
+  fail_msg("no event %s/%s", cat ? cat : "*", name ? name : "*");
+  loom_event_view none = {0};
+  return none;
+}
+
+static int has_warning(const loom_trace *t, const char *a, const char *b) {
+  for (size_t i = 0; i < loom_trace_warning_count(t); i++) {
+    const char *w = loom_trace_warning(t, i);
+    if (strstr(w, a) && (!b || strstr(w, b))) return 1;
+  }
+  return 0;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static void test_version_and_errors(void **state) {
+  (void)state;
+  assert_int_equal(loom_version(), LOOM_VERSION_HEX);
+  assert_string_equal(loom_version_string(), "0.1.0");
+  for (int st = LOOM_OK; st <= LOOM_EFORMAT; st++)
+    assert_string_not_equal(loom_strerror((loom_status)st), "unknown status");
+  assert_string_equal(loom_strerror((loom_status)999), "unknown status");
+  assert_string_equal(loom_kind_name(LOOM_KIND_KERNEL), "kernel");
+  assert_null(loom_kind_name(LOOM_KIND_COUNT_));
+}
+
+static void test_bad_options(void **state) {
+  (void)state;
+  loom_session *s = NULL;
+  loom_session_config cfg = {.struct_size = sizeof cfg, .options = "buffer_size=lots"};
+  assert_int_equal(loom_session_create(&cfg, &s), LOOM_EINVAL);
+  assert_null(s);
+  assert_non_null(strstr(loom_last_error(), "buffer_size"));
+  cfg.options = "memory_cap=1m, justakey";
+  assert_int_equal(loom_session_create(&cfg, &s), LOOM_EINVAL);
+  assert_non_null(strstr(loom_last_error(), "justakey"));
+  /* A failed create leaves nothing behind: the next one works. */
+  cfg.options = "memory_cap=1m; sim.skew_ppm = 3";
+  assert_int_equal(loom_session_create(&cfg, &s), LOOM_OK);
+  loom_session_destroy(s);
+}
+
+static void test_one_session_at_a_time(void **state) {
+  (void)state;
+  loom_session *a = NULL, *b = NULL;
+  loom_session_config cfg = {.struct_size = sizeof cfg};
+  assert_int_equal(loom_session_create(&cfg, &a), LOOM_OK);
+  assert_int_equal(loom_session_create(&cfg, &b), LOOM_EBUSY);
+  assert_int_equal(loom_session_stop(a, NULL), LOOM_ESTATE); /* not started */
+  assert_int_equal(loom_session_start(a), LOOM_OK);
+  assert_int_equal(loom_session_start(a), LOOM_ESTATE);
+  loom_session_destroy(a); /* destroying a recording session stops it */
+  assert_int_equal(loom_session_create(&cfg, &b), LOOM_OK);
+  loom_session_destroy(b);
+}
+
+static void test_missing_device_warns(void **state) {
+  (void)state;
+  loom_session *s = start("cpu, cuda", NULL);
+  assert_int_equal(loom_session_warning_count(s), 1);
+  assert_non_null(strstr(loom_session_warning(s, 0), "'cuda'"));
+  loom_range_push("still recorded");
+  loom_range_pop();
+  loom_trace *t = finish(s);
+  assert_int_equal(count(t, "user_annotation", "still recorded"), 1);
+  assert_true(has_warning(t, "device 'cuda' requested", "no backend"));
+  char path[256];
+  tmp_path(path, sizeof path, ".json");
+  assert_int_equal(loom_trace_save(t, path), LOOM_OK);
+  char *json = read_file(path, NULL);
+  assert_non_null(strstr(json, "\"loom_warnings\":[\"device 'cuda' requested"));
+  free(json);
+  unlink(path);
+  loom_trace_free(t);
+}
+
+static void test_failing_backends(void **state) {
+  (void)state;
+  assert_int_equal(fake_register(0, "fakeA", "fakea", 0), LOOM_OK);
+  assert_int_equal(fake_register(1, "failp", "failp", FAKE_FAIL_PROBE), LOOM_OK);
+  assert_int_equal(fake_register(2, "failc", "failc", FAKE_FAIL_CONFIGURE), LOOM_OK);
+  assert_int_equal(fake_register(3, "fails", "fails", FAKE_FAIL_START), LOOM_OK);
+  /* Registering the same table again is harmless. */
+  assert_int_equal(loom_host_get(LOOM_ABI_MAJOR)->backend_register(fake_ops(0), NULL), LOOM_OK);
+  loom_session *s = start("cpu,fakea,failp,failc,fails", NULL);
+  fake_launch(0, 0, "kernelA", 5000);
+  fake_launch(3, 0, "never", 5000);
+  loom_trace *t = finish(s);
+  assert_int_equal(count(t, "kernel", "kernelA"), 1);
+  assert_int_equal(count(t, "kernel", "never"), 0);
+  assert_true(has_warning(t, "device 'failp'", "no fake device 1 here"));
+  assert_true(has_warning(t, "backend 'failc' error", "fake configure failure"));
+  assert_true(has_warning(t, "device 'failc'", "failed to configure"));
+  assert_true(has_warning(t, "backend 'fails' error", "fake start failure"));
+  assert_true(has_warning(t, "device 'fails'", "failed to start"));
+  fake_calls c = fake_get_calls(3);
+  assert_int_equal(c.start, 1);
+  assert_int_equal(c.stop, 0); /* never started, never stopped */
+  assert_int_equal(c.destroy, 1);
+  loom_trace_free(t);
+}
+
+typedef struct seen { int sim, failp; char reason[256]; } seen;
+static void visit(const loom_backend_info *b, void *user) {
+  seen *s = user;
+  if (!strcmp(b->name, "sim") && strstr(b->origin, "libloom-sim.so")) s->sim = 1;
+  if (!strcmp(b->name, "failp") && b->state == LOOM_BACKEND_UNAVAILABLE) {
+    s->failp = 1;
+    snprintf(s->reason, sizeof s->reason, "%s", b->reason);
+  }
+}
+
+static void test_backend_list(void **state) {
+  (void)state;
+  seen s = {0};
+  assert_true(loom_backends_list(visit, &s) >= 5);
+  assert_true(s.sim);
+  assert_true(s.failp);
+  assert_string_equal(s.reason, "no fake device 1 here");
+}
+
+/* Two backends (sim with a skewed device clock, fake on CLOCK_REALTIME) in
+ * one session, with framework ops and ranges around the launches. */
+static loom_trace *two_backend_trace(void) {
+  load_sim();
+  loom_session *s = start("cpu,sim,fakea", "sim.skew_ppm=500,sim.offset_ns=86400000000000");
+  loom_range_push("outer");
+  loom_op_begin("aten::mm", 77);
+  sim_launch(0, "sim_gemm", 20000, 64, 128);
+  fake_launch(0, 0, "fake_gemm", 20000);
+  loom_op_end();
+  loom_range_push("inner");
+  sim_launch(0, "sim_relu", 5000, 64, 128);
+  sim_launch(1, "sim_add", 5000, 64, 128);
+  loom_range_pop();
+  loom_range_pop();
+  sleep_ms(40);
+  sim_memcpy(1, SIMRT_D2H, 4096);
+  loom_counter("loss", 0.5);
+  loom_instant("checkpoint");
+  sleep_ms(40);
+  sim_launch(0, "sim_late", 1000, 1, 1);
+  return finish(s);
+}
+
+static void test_two_backends_flows(void **state) {
+  (void)state;
+  loom_trace *t = two_backend_trace();
+  assert_int_equal(count(t, "kernel", NULL), 5);
+  assert_int_equal(count(t, "gpu_memcpy", "Memcpy DtoH"), 1);
+  assert_int_equal(count(t, "sim_runtime", NULL), 5);
+  assert_int_equal(count(t, "fakea_runtime", "fakeLaunch"), 1);
+  /* Every device op is linked to the call that launched it. */
+  assert_int_equal(loom_trace_flow_count(t), 6);
+  for (size_t i = 0; i < loom_trace_flow_count(t); i++) {
+    size_t from, to;
+    assert_int_equal(loom_trace_flow(t, i, &from, &to), LOOM_OK);
+    loom_event_view a = {.struct_size = sizeof a}, b = {.struct_size = sizeof b};
+    loom_trace_event(t, from, &a);
+    loom_trace_event(t, to, &b);
+    assert_int_equal(a.kind, LOOM_KIND_RUNTIME);
+    assert_int_equal(a.device, UINT32_MAX);
+    assert_int_not_equal(b.device, UINT32_MAX);
+    assert_true(a.correlation == b.correlation);
+    /* Device work starts after its launch call began (one timeline). */
+    assert_true(b.start_ns >= a.start_ns - 1000);
+  }
+  /* External id: the op around the launches, on calls and kernels alike. */
+  assert_int_equal(find(t, "kernel", "sim_gemm", 0).external_id, 77);
+  assert_int_equal(find(t, "kernel", "fake_gemm", 0).external_id, 77);
+  assert_int_equal(find(t, "fakea_runtime", "fakeLaunch", 0).external_id, 77);
+  assert_int_equal(find(t, "kernel", "sim_relu", 0).external_id, 0);
+  fake_calls c = fake_get_calls(0);
+  assert_true(c.push >= 1 && c.push == c.pop);
+  loom_trace_free(t);
+}
+
+/* The sim device clock runs 500 ppm fast from an origin a day away; each
+ * kernel on an idle queue starts at the device time matching the end of its
+ * launch call, so after conversion it must land inside the call (1 us). */
+static void test_device_clock_conversion(void **state) {
+  (void)state;
+  loom_trace *t = two_backend_trace();
+  const char *names[] = {"sim_gemm", "sim_late"};
+  for (int i = 0; i < 2; i++) {
+    loom_event_view k = find(t, "kernel", names[i], 0);
+    int64_t corr = (int64_t)k.correlation;
+    loom_event_view call = {0};
+    for (int j = 0; j < 5; j++) {
+      call = find(t, "sim_runtime", NULL, j);
+      if ((int64_t)call.correlation == corr) break;
+    }
+    assert_int_equal((int64_t)call.correlation, corr);
+    assert_true(k.start_ns >= call.start_ns - 1000);
+    assert_true(k.start_ns <= call.start_ns + call.dur_ns + 1000);
+  }
+  loom_trace_free(t);
+}
+
+static void test_projection(void **state) {
+  (void)state;
+  loom_trace *t = two_backend_trace();
+  /* outer: on sim queue 0 (gemm, relu), sim queue 1 (add) and fake stream 7;
+   * inner: on sim queue 0 (relu) and queue 1 (add). */
+  assert_int_equal(count(t, "gpu_user_annotation", "outer"), 3);
+  assert_int_equal(count(t, "gpu_user_annotation", "inner"), 2);
+  loom_event_view gemm = find(t, "kernel", "sim_gemm", 0);
+  loom_event_view relu = find(t, "kernel", "sim_relu", 0);
+  int found = 0;
+  for (int k = 0; k < 3; k++) {
+    loom_event_view p = find(t, "gpu_user_annotation", "outer", k);
+    assert_true(p.projected);
+    if (p.pid == gemm.pid && p.tid == gemm.tid) {
+      assert_true(p.start_ns == gemm.start_ns);
+      assert_true(p.start_ns + p.dur_ns == relu.start_ns + relu.dur_ns);
+      found = 1;
+    }
+  }
+  assert_true(found);
+  loom_trace_free(t);
+}
+
+static void test_trace_in_trace_processor(void **state) {
+  (void)state;
+  tp_require();
+  loom_trace *t = two_backend_trace();
+  char path[256];
+  tmp_path(path, sizeof path, ".json");
+  assert_int_equal(loom_trace_save(t, path), LOOM_OK);
+  const char *q[] = {
+      "select count(*) from slice",
+      "select count(*) from flow",
+      "select count(*) from counter",
+      "select count(*) from process where name is not null",
+      "select count(*) from thread where name is not null",
+      "select count(*) from slice where name = 'gpu_user_annotation' or category = 'gpu_user_annotation'",
+      "select count(*) from stats where value > 0 and severity in ('error','data_loss')",
+      "select count(*) from thread where name like 'queue %'",
+  };
+  long long r[8];
+  tp_ints(path, q, r, 8);
+  /* host: outer, inner, aten::mm, 6 runtime calls, instant = 10;
+   * device: 5 kernels + 1 memcpy + 5 projections = 11; window end = 1. */
+  assert_int_equal(r[0], 22);
+  assert_int_equal(r[1], 6);
+  assert_int_equal(r[2], 1);
+  assert_int_equal(r[3], 3);  /* host process, sim 0, fakea 1 */
+  assert_int_equal(r[4], 4);  /* main thread, queue 0, queue 1, stream 7 */
+  assert_int_equal(r[5], 5);
+  assert_int_equal(r[6], 0);
+  assert_int_equal(r[7], 2);
+  unlink(path);
+  loom_trace_free(t);
+}
+
+static void test_save_errors(void **state) {
+  (void)state;
+  loom_session *s = start("cpu", NULL);
+  loom_instant("x");
+  loom_trace *t = finish(s);
+  assert_int_equal(loom_trace_save(t, "/nonexistent-dir/trace.json"), LOOM_EIO);
+  assert_non_null(strstr(loom_last_error(), "/nonexistent-dir/trace.json"));
+  assert_int_equal(loom_trace_save(t, "/tmp/trace.unknownext"), LOOM_EUNSUPPORTED);
+  char path[256];
+  tmp_path(path, sizeof path, ".json");
+  assert_int_equal(loom_trace_save(t, path), LOOM_OK); /* still savable */
+  unlink(path);
+  loom_trace_free(t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_version_and_errors),
+      cmocka_unit_test(test_bad_options),
+      cmocka_unit_test(test_one_session_at_a_time),
+      cmocka_unit_test(test_missing_device_warns),
+      cmocka_unit_test(test_failing_backends),
+      cmocka_unit_test(test_backend_list),
+      cmocka_unit_test(test_two_backends_flows),
+      cmocka_unit_test(test_device_clock_conversion),
+      cmocka_unit_test(test_projection),
+      cmocka_unit_test(test_trace_in_trace_processor),
+      cmocka_unit_test(test_save_errors),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,48 @@
+/*
+ * testutil.h - helpers shared by the tests: a configurable in-process fake
+ * backend (failure injection, REALTIME clock, immediate emission) and the
+ * bridge to Perfetto's trace_processor (tests/tp/tp.mjs) for checking
+ * written traces with a real consumer.
+ */
+#ifndef LOOM_TESTUTIL_H
+#define LOOM_TESTUTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "loom/plugin.h"
+
+enum { FAKE_FAIL_PROBE = 1, FAKE_FAIL_CONFIGURE = 2, FAKE_FAIL_START = 4 };
+
+/* Registers fake backend number i (0..3) for device type `type`. */
+loom_status fake_register(int i, const char *name, const char *type, int fail);
+/* A host runtime call on the calling thread and, launched by it, one kernel
+ * of dur_ns on queue q (0/1) of the fake device, starting when the call
+ * ends.  Both are in CLOCK_REALTIME.  Returns the correlation id. */
+uint64_t fake_launch(int i, int q, const char *kernel, uint64_t dur_ns);
+/* Registration counters of fake i (probe/configure/start/stop/flush calls). */
+typedef struct fake_calls { int probe, configure, start, stop, flush, destroy, push, pop; } fake_calls;
+fake_calls fake_get_calls(int i);
+const loom_backend_ops *fake_ops(int i);
+
+/* Runs SQL on a trace in trace_processor; returns the first column of the
+ * first row as an integer (aborts the test on failure). */
+long long tp_int(const char *trace, const char *sql);
+/* Runs n single-value queries in one trace_processor run. */
+void tp_ints(const char *trace, const char *const *sqls, long long *out, size_t n);
+/* Same, as a string into buf (NULL value gives ""). */
+void tp_str(const char *trace, const char *sql, char *buf, size_t n);
+/* Number of rows in stats with errors or data loss (must be 0). */
+long long tp_errors(const char *trace);
+/* 1 when trace_processor is set up (LOOM_TP_DIR), else skips the test. */
+void tp_require(void);
+
+/* A temporary file path (in $TMPDIR or /tmp) ending with suffix. */
+void tmp_path(char *buf, size_t n, const char *suffix);
+/* Whole file into a heap string (NULL on failure). */
+char *read_file(const char *path, size_t *len);
+
+#endif
