@@ -105,7 +105,7 @@ static int cmp_sync(const void *pa, const void *pb) {
 
 void loom__clock_finalize(const loom__timeline *tl, loom__clock *c) {
   if (c->domain != LOOM_CLOCK_DEVICE) return;
-  qsort(c->sync, c->nsync, sizeof *c->sync, cmp_sync);
+  if (c->nsync) qsort(c->sync, c->nsync, sizeof *c->sync, cmp_sync);
   for (size_t i = 0; i < c->nsync; i++)
     c->sync[i].epoch = loom__timeline_convert(tl, c->sync[i].host_domain,
                                               c->sync[i].host_ts);

@@ -198,7 +198,7 @@ static int cmp_mark(const void *pa, const void *pb) {
 
 /* Matches begin/end pairs by id (they may be on different threads). */
 static int host_async(host_ctx *h) {
-  qsort(h->marks, h->nmarks, sizeof *h->marks, cmp_mark);
+  if (h->nmarks) qsort(h->marks, h->nmarks, sizeof *h->marks, cmp_mark);
   int rc = 0;
   for (size_t i = 0; i < h->nmarks && rc == 0; i++) {
     async_mark *b = &h->marks[i];

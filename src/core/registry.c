@@ -188,7 +188,7 @@ static void scan_dir(const char *dir) {
     }
   }
   closedir(d);
-  qsort(names, n, sizeof *names, cmp_str);
+  if (n) qsort(names, n, sizeof *names, cmp_str);
   for (size_t i = 0; i < n; i++) {
     loom__plugin_load(names[i]);
     free(names[i]);

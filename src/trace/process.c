@@ -136,7 +136,7 @@ static int link_producer(loom_trace *t, uint16_t src, const uint32_t *encl,
 
 int loom__trace_process(loom_trace *t) {
   if (t->nev > UINT32_MAX - 1) return -1;
-  qsort(t->ev, t->nev, sizeof *t->ev, cmp_track_time);
+  if (t->nev) qsort(t->ev, t->nev, sizeof *t->ev, cmp_track_time);
   size_t nev = t->nev;
   uint32_t *encl = malloc((nev + 1) * sizeof *encl);
   uint32_t *parent = malloc((nev + 1) * sizeof *parent);

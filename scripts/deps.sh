@@ -1,0 +1,22 @@
+#!/bin/sh
+# Installs what building and testing loom needs on Debian 12 (as root), and
+# fetches Perfetto's trace_processor for the trace checks (tests/tp/setup.sh).
+# Idempotent; quiet unless something fails.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+pkgs="build-essential cmake pkg-config libcmocka-dev zlib1g-dev ca-certificates"
+command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
+command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "installing:$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+: "${LOOM_TP_DIR:=$HOME/.cache/loom-tp}"
+export LOOM_TP_DIR
+bash "$here/tests/tp/setup.sh" "$LOOM_TP_DIR"

@@ -1,0 +1,54 @@
+#!/bin/sh
+# Installs loom into a scratch prefix and builds against it the way users
+# do: a plug-in with pkg-config (public headers only, no libloom), and a
+# program with CMake's find_package(loom).  Then runs the program with the
+# plug-in loaded through LOOM_PLUGINS.
+# usage: check.sh BUILD_DIR SOURCE_DIR
+set -eu
+build=$1
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
+test "$(pkg-config --modversion loom)" = "0.1.0"
+# The example plug-in against the installed headers only.
+cc -std=c11 -shared -fPIC -fvisibility=hidden $(pkg-config --cflags loom) \
+   "$src/examples/plugin-sim/sim.c" -o "$work/libloom-sim.so" -lpthread
+# A program through find_package(loom).
+mkdir -p "$work/app"
+cat > "$work/app/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.25)
+project(consumer C)
+find_package(loom 0.1 REQUIRED)
+add_executable(consumer main.c)
+target_link_libraries(consumer PRIVATE loom::loom)
+CM
+cat > "$work/app/main.c" <<'C'
+#include <stdio.h>
+#include <string.h>
+#include <loom/loom.h>
+static void visit(const loom_backend_info *b, void *u) { if (!strcmp(b->name, "sim")) ++*(int *)u; }
+int main(int argc, char **argv) {
+  int sim = 0;
+  loom_backends_list(visit, &sim);
+  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu,sim"};
+  loom_session *s;
+  if (loom_session_create(&cfg, &s) || loom_session_start(s)) return 1;
+  loom_range_push("installed");
+  loom_range_pop();
+  loom_trace *t;
+  if (loom_session_stop(s, &t)) return 1;
+  loom_session_destroy(s);
+  int rc = loom_trace_save(t, argv[1]) != LOOM_OK;
+  loom_trace_free(t);
+  printf("sim backends: %d, version %s\n", sim, loom_version_string());
+  return rc || sim != 1;
+}
+C
+cmake -S "$work/app" -B "$work/app/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/app/build" >/dev/null
+LD_LIBRARY_PATH="$work/prefix/lib" LOOM_PLUGINS="$work/libloom-sim.so" \
+  "$work/app/build/consumer" "$work/out.json"
+grep -q '"name":"installed"' "$work/out.json"
+echo "install check passed"
