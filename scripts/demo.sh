@@ -11,7 +11,7 @@ build="$here/build"
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLOOM_BUILD_TESTS=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
 out="$here/loom-sim-train.json"
-"$build/loom" backends
+LOOM_PLUGIN_PATH="$build/plugins" "$build/loom" backends
 LOOM_PLUGINS= "$build/examples/loom-sim-train" "$out" 50
 echo "trace_processor sees:"
 node "$here/tests/tp/tp.mjs" --tp-dir "$LOOM_TP_DIR" "$out" \
