@@ -7,7 +7,7 @@
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/deps.sh"
-build="$here/build"
+build="$here/build-demo"
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLOOM_BUILD_TESTS=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
 out="$here/loom-sim-train.json"
