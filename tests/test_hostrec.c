@@ -14,21 +14,6 @@
 
 #include "testutil.h"
 
-static loom_session *start(const char *options) {
-  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu", .options = options};
-  loom_session *s = NULL;
-  assert_int_equal(loom_session_create(&cfg, &s), LOOM_OK);
-  assert_int_equal(loom_session_start(s), LOOM_OK);
-  return s;
-}
-
-static loom_trace *finish(loom_session *s) {
-  loom_trace *t = NULL;
-  assert_int_equal(loom_session_stop(s, &t), LOOM_OK);
-  loom_session_destroy(s);
-  return t;
-}
-
 static size_t count_cat(const loom_trace *t, const char *cat, int unclosed) {
   size_t n = 0;
   for (size_t i = 0; i < loom_trace_event_count(t); i++) {
@@ -61,12 +46,12 @@ static void *worker(void *arg) {
 
 static void test_threads_exact_counts(void **state) {
   (void)state;
-  loom_session *s = start("buffer_size=4k");
+  loom_session *s = ts_start("cpu", "buffer_size=4k");
   pthread_t th[THREADS];
   for (int i = 0; i < THREADS; i++)
     pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)(i + 1));
   for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL); /* exited before stop */
-  loom_trace *t = finish(s);
+  loom_trace *t = ts_finish(s);
   assert_int_equal(count_cat(t, "user_annotation", -1), THREADS * PAIRS);
   assert_int_equal(loom_trace_warning_count(t), 0);
   char path[256];
@@ -88,9 +73,9 @@ static void test_memory_cap(void **state) {
   (void)state;
   /* A chunk of 1 KiB holds 1024 / 32 = 32 records (plus a 16-byte header);
    * the cap allows exactly one chunk, so 100 instants keep 32, drop 68. */
-  loom_session *s = start("buffer_size=1k,memory_cap=1100");
+  loom_session *s = ts_start("cpu", "buffer_size=1k,memory_cap=1100");
   for (int i = 0; i < 100; i++) loom_instant("tick");
-  loom_trace *t = finish(s);
+  loom_trace *t = ts_finish(s);
   loom_trace_summary sum = {.struct_size = sizeof sum};
   loom_trace_summarize(t, &sum);
   assert_int_equal(count_cat(t, "cpu_instant_event", -1), 32);
@@ -103,7 +88,7 @@ static void test_memory_cap(void **state) {
 
 static void test_open_ranges_and_steps(void **state) {
   (void)state;
-  loom_session *s = start(NULL);
+  loom_session *s = ts_start("cpu", NULL);
   loom_step();
   loom_range_push("left open");
   loom_op_begin("aten::open", 5);
@@ -113,7 +98,7 @@ static void test_open_ranges_and_steps(void **state) {
   loom_range_pop(); /* one pop too many: ignored, reported */
   loom_range_begin(43, "never ended");
   loom_range_end(42);
-  loom_trace *t = finish(s);
+  loom_trace *t = ts_finish(s);
   /* ProfilerStep#0 closed, #1 open; "left open" was popped; aten::open open */
   assert_int_equal(count_cat(t, "user_annotation", 1), 2); /* step #1, async 43 */
   assert_int_equal(count_cat(t, "cpu_op", 1), 1);
@@ -124,7 +109,7 @@ static void test_open_ranges_and_steps(void **state) {
 
 static void test_fork_child_records_nothing(void **state) {
   (void)state;
-  loom_session *s = start(NULL);
+  loom_session *s = ts_start("cpu", NULL);
   loom_instant("parent before");
   pid_t pid = fork();
   if (pid == 0) {
@@ -138,7 +123,7 @@ static void test_fork_child_records_nothing(void **state) {
   waitpid(pid, &status, 0);
   assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   loom_instant("parent after");
-  loom_trace *t = finish(s);
+  loom_trace *t = ts_finish(s);
   assert_int_equal(count_cat(t, "cpu_instant_event", -1), 2);
   loom_trace_free(t);
 }
@@ -148,12 +133,12 @@ static void test_escaping(void **state) {
   tp_require();
   static const char *names[] = {"quote\"back\\slash", "new\nline\ttab", "ctl\x01\x1f",
                                 "bad utf8 \xff\xfe end", "ok \xc3\xa9 utf8"};
-  loom_session *s = start(NULL);
+  loom_session *s = ts_start("cpu", NULL);
   for (int i = 0; i < 5; i++) {
     loom_range_push_str(names[i]);
     loom_range_pop();
   }
-  loom_trace *t = finish(s);
+  loom_trace *t = ts_finish(s);
   char path[256];
   tmp_path(path, sizeof path, ".json");
   assert_int_equal(loom_trace_save(t, path), LOOM_OK);

@@ -26,10 +26,7 @@ static void visit(const loom_backend_info *b, void *user) {
 }
 
 static loom_trace *record_sim(const char *devices, int launch_fake) {
-  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = devices};
-  loom_session *s = NULL;
-  assert_int_equal(loom_session_create(&cfg, &s), LOOM_OK);
-  assert_int_equal(loom_session_start(s), LOOM_OK);
+  loom_session *s = ts_start(devices, NULL);
   void *h = dlopen(SIM_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
   if (h) {
     uint64_t (*launch)(int, const char *, uint64_t, uint32_t, uint32_t) =
@@ -37,10 +34,7 @@ static loom_trace *record_sim(const char *devices, int launch_fake) {
     launch(0, "k", 1000, 1, 1);
   }
   if (launch_fake) fake_launch(0, 0, "late_kernel", 1000);
-  loom_trace *t = NULL;
-  assert_int_equal(loom_session_stop(s, &t), LOOM_OK);
-  loom_session_destroy(s);
-  return t;
+  return ts_finish(s);
 }
 
 static size_t kernels(const loom_trace *t, const char *name) {
@@ -51,13 +45,6 @@ static size_t kernels(const loom_trace *t, const char *name) {
     if (v.kind == LOOM_KIND_KERNEL && (!name || !strcmp(v.name, name))) n++;
   }
   return n;
-}
-
-static int warned(const loom_trace *t, const char *a, const char *b) {
-  for (size_t i = 0; i < loom_trace_warning_count(t); i++)
-    if (strstr(loom_trace_warning(t, i), a) && (!b || strstr(loom_trace_warning(t, i), b)))
-      return 1;
-  return 0;
 }
 
 static void test_env(void **state) {
@@ -80,17 +67,11 @@ static void test_bad(void **state) {
   loom_backends_list(visit, &f);
   assert_false(f.future);
   loom_trace *t = record_sim("cpu,future", 0);
-  assert_true(warned(t, "backend 'future'", "refused: built for loom ABI 99.0"));
-  assert_true(warned(t, "libloom-noentry.so is not a loom plug-in", "loom_plugin_entry"));
-  assert_true(warned(t, "cannot load plug-in /nonexistent/libloom-x.so", NULL));
-  assert_true(warned(t, "device 'future' requested", NULL));
-  char path[256];
-  tmp_path(path, sizeof path, ".json");
-  assert_int_equal(loom_trace_save(t, path), LOOM_OK);
-  char *json = read_file(path, NULL);
-  assert_non_null(strstr(json, "refused: built for loom ABI 99.0"));
-  free(json);
-  unlink(path);
+  assert_true(ts_warned(t, "backend 'future'", "refused: built for loom ABI 99.0"));
+  assert_true(ts_warned(t, "libloom-noentry.so is not a loom plug-in", "loom_plugin_entry"));
+  assert_true(ts_warned(t, "cannot load plug-in /nonexistent/libloom-x.so", NULL));
+  assert_true(ts_warned(t, "device 'future' requested", NULL));
+  assert_true(ts_saved_contains(t, "refused: built for loom ABI 99.0"));
   loom_trace_free(t);
 }
 

@@ -26,23 +26,6 @@ static void load_sim(void) {
   assert_non_null(sim_launch);
 }
 
-static loom_session *start(const char *devices, const char *options) {
-  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = devices,
-                             .options = options, .name = "test"};
-  loom_session *s = NULL;
-  assert_int_equal(loom_session_create(&cfg, &s), LOOM_OK);
-  assert_int_equal(loom_session_start(s), LOOM_OK);
-  return s;
-}
-
-static loom_trace *finish(loom_session *s) {
-  loom_trace *t = NULL;
-  assert_int_equal(loom_session_stop(s, &t), LOOM_OK);
-  loom_session_destroy(s);
-  assert_non_null(t);
-  return t;
-}
-
 static size_t count(const loom_trace *t, const char *cat, const char *name) {
   size_t n = 0;
   for (size_t i = 0; i < loom_trace_event_count(t); i++) {
@@ -64,14 +47,6 @@ static loom_event_view find(const loom_trace *t, const char *cat, const char *na
   fail_msg("no event %s/%s", cat ? cat : "*", name ? name : "*");
   loom_event_view none = {0};
   return none;
-}
-
-static int has_warning(const loom_trace *t, const char *a, const char *b) {
-  for (size_t i = 0; i < loom_trace_warning_count(t); i++) {
-    const char *w = loom_trace_warning(t, i);
-    if (strstr(w, a) && (!b || strstr(w, b))) return 1;
-  }
-  return 0;
 }
 
 static void sleep_ms(int ms) {
@@ -122,21 +97,15 @@ static void test_one_session_at_a_time(void **state) {
 
 static void test_missing_device_warns(void **state) {
   (void)state;
-  loom_session *s = start("cpu, cuda", NULL);
+  loom_session *s = ts_start("cpu, cuda", NULL);
   assert_int_equal(loom_session_warning_count(s), 1);
   assert_non_null(strstr(loom_session_warning(s, 0), "'cuda'"));
   loom_range_push("still recorded");
   loom_range_pop();
-  loom_trace *t = finish(s);
+  loom_trace *t = ts_finish(s);
   assert_int_equal(count(t, "user_annotation", "still recorded"), 1);
-  assert_true(has_warning(t, "device 'cuda' requested", "no backend"));
-  char path[256];
-  tmp_path(path, sizeof path, ".json");
-  assert_int_equal(loom_trace_save(t, path), LOOM_OK);
-  char *json = read_file(path, NULL);
-  assert_non_null(strstr(json, "\"loom_warnings\":[\"device 'cuda' requested"));
-  free(json);
-  unlink(path);
+  assert_true(ts_warned(t, "device 'cuda' requested", "no backend"));
+  assert_true(ts_saved_contains(t, "\"loom_warnings\":[\"device 'cuda' requested"));
   loom_trace_free(t);
 }
 
@@ -148,17 +117,17 @@ static void test_failing_backends(void **state) {
   assert_int_equal(fake_register(3, "fails", "fails", FAKE_FAIL_START), LOOM_OK);
   /* Registering the same table again is harmless. */
   assert_int_equal(loom_host_get(LOOM_ABI_MAJOR)->backend_register(fake_ops(0), NULL), LOOM_OK);
-  loom_session *s = start("cpu,fakea,failp,failc,fails", NULL);
+  loom_session *s = ts_start("cpu,fakea,failp,failc,fails", NULL);
   fake_launch(0, 0, "kernelA", 5000);
   fake_launch(3, 0, "never", 5000);
-  loom_trace *t = finish(s);
+  loom_trace *t = ts_finish(s);
   assert_int_equal(count(t, "kernel", "kernelA"), 1);
   assert_int_equal(count(t, "kernel", "never"), 0);
-  assert_true(has_warning(t, "device 'failp'", "no fake device 1 here"));
-  assert_true(has_warning(t, "backend 'failc' error", "fake configure failure"));
-  assert_true(has_warning(t, "device 'failc'", "failed to configure"));
-  assert_true(has_warning(t, "backend 'fails' error", "fake start failure"));
-  assert_true(has_warning(t, "device 'fails'", "failed to start"));
+  assert_true(ts_warned(t, "device 'failp'", "no fake device 1 here"));
+  assert_true(ts_warned(t, "backend 'failc' error", "fake configure failure"));
+  assert_true(ts_warned(t, "device 'failc'", "failed to configure"));
+  assert_true(ts_warned(t, "backend 'fails' error", "fake start failure"));
+  assert_true(ts_warned(t, "device 'fails'", "failed to start"));
   fake_calls c = fake_get_calls(3);
   assert_int_equal(c.start, 1);
   assert_int_equal(c.stop, 0); /* never started, never stopped */
@@ -189,7 +158,7 @@ static void test_backend_list(void **state) {
  * one session, with framework ops and ranges around the launches. */
 static loom_trace *two_backend_trace(void) {
   load_sim();
-  loom_session *s = start("cpu,sim,fakea", "sim.skew_ppm=500,sim.offset_ns=86400000000000");
+  loom_session *s = ts_start("cpu,sim,fakea", "sim.skew_ppm=500,sim.offset_ns=86400000000000");
   loom_range_push("outer");
   loom_op_begin("aten::mm", 77);
   sim_launch(0, "sim_gemm", 20000, 64, 128);
@@ -206,7 +175,7 @@ static loom_trace *two_backend_trace(void) {
   loom_instant("checkpoint");
   sleep_ms(40);
   sim_launch(0, "sim_late", 1000, 1, 1);
-  return finish(s);
+  return ts_finish(s);
 }
 
 static void test_two_backends_flows(void **state) {
@@ -321,9 +290,9 @@ static void test_trace_in_trace_processor(void **state) {
 
 static void test_save_errors(void **state) {
   (void)state;
-  loom_session *s = start("cpu", NULL);
+  loom_session *s = ts_start("cpu", NULL);
   loom_instant("x");
-  loom_trace *t = finish(s);
+  loom_trace *t = ts_finish(s);
   assert_int_equal(loom_trace_save(t, "/nonexistent-dir/trace.json"), LOOM_EIO);
   assert_non_null(strstr(loom_last_error(), "/nonexistent-dir/trace.json"));
   assert_int_equal(loom_trace_save(t, "/tmp/trace.unknownext"), LOOM_EUNSUPPORTED);

@@ -133,6 +133,44 @@ uint64_t fake_launch(int i, int q, const char *kernel, uint64_t dur_ns) {
   return corr;
 }
 
+/* ---- sessions ------------------------------------------------------------- */
+loom_session *ts_start(const char *devices, const char *options) {
+  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = devices,
+                             .options = options, .name = "test"};
+  loom_session *s = NULL;
+  assert_int_equal(loom_session_create(&cfg, &s), LOOM_OK);
+  assert_int_equal(loom_session_start(s), LOOM_OK);
+  return s;
+}
+
+loom_trace *ts_finish(loom_session *s) {
+  loom_trace *t = NULL;
+  assert_int_equal(loom_session_stop(s, &t), LOOM_OK);
+  loom_session_destroy(s);
+  assert_non_null(t);
+  return t;
+}
+
+int ts_warned(const loom_trace *t, const char *a, const char *b) {
+  for (size_t i = 0; i < loom_trace_warning_count(t); i++) {
+    const char *w = loom_trace_warning(t, i);
+    if (strstr(w, a) && (!b || strstr(w, b))) return 1;
+  }
+  return 0;
+}
+
+int ts_saved_contains(const loom_trace *t, const char *needle) {
+  char path[256];
+  tmp_path(path, sizeof path, ".json");
+  assert_int_equal(loom_trace_save(t, path), LOOM_OK);
+  char *json = read_file(path, NULL);
+  assert_non_null(json);
+  int found = strstr(json, needle) != NULL;
+  free(json);
+  unlink(path);
+  return found;
+}
+
 /* ---- trace_processor ---------------------------------------------------- */
 static const char *tp_dir(void) {
   const char *d = getenv("LOOM_TP_DIR");

@@ -28,6 +28,17 @@ typedef struct fake_calls { int probe, configure, start, stop, flush, destroy, p
 fake_calls fake_get_calls(int i);
 const loom_backend_ops *fake_ops(int i);
 
+/* Creates and starts a session (asserting success). */
+loom_session *ts_start(const char *devices, const char *options);
+/* Stops and destroys it, returning the trace (asserting success). */
+loom_trace *ts_finish(loom_session *s);
+/* 1 when a warning of the trace contains a (and b, unless NULL). */
+int ts_warned(const loom_trace *t, const char *a, const char *b);
+
+/* Saves t as JSON to a temporary file and tells whether the file contains
+ * needle (the file is removed). */
+int ts_saved_contains(const loom_trace *t, const char *needle);
+
 /* Runs SQL on a trace in trace_processor; returns the first column of the
  * first row as an integer (aborts the test on failure). */
 long long tp_int(const char *trace, const char *sql);

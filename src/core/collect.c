@@ -416,10 +416,10 @@ loom_status loom__session_collect(loom_session *s, loom_trace **out) {
   if (rc == 0)
     rc = loom__trace_add_meta(t, "loom_version", loom_version_string()) ||
          loom__trace_add_meta(t, "host_name", host);
-  pthread_mutex_lock(&s->mu);
-  for (size_t i = 0; i < s->nwarnings && rc == 0; i++)
-    rc = loom__trace_add_warning(t, s->warnings[i]);
-  pthread_mutex_unlock(&s->mu);
+  pthread_mutex_lock(&s->warn.mu);
+  for (size_t i = 0; i < s->warn.n && rc == 0; i++)
+    rc = loom__trace_add_warning(t, s->warn.v[i]);
+  pthread_mutex_unlock(&s->warn.mu);
   if (rc == 0) rc = loom__trace_process(t);
   if (rc != 0) {
     loom_trace_free(t);

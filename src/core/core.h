@@ -25,6 +25,16 @@ void loom__log(loom_severity sev, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void loom__vlog(loom_severity sev, const char *fmt, va_list ap);
 
+/* A list of warnings with its own lock. */
+typedef struct loom__msgs {
+  pthread_mutex_t mu;
+  char **v;
+  size_t n, cap;
+} loom__msgs;
+/* Formats a warning, prints it and appends it (unless the list holds max). */
+void loom__msgs_vadd(loom__msgs *m, size_t max, const char *fmt, va_list ap);
+void loom__msgs_free(loom__msgs *m);
+
 /* A warning that is not tied to a session (plug-in loading, registration):
  * printed now and kept for the next session's trace, so none is lost. */
 void loom__warn_pending(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -178,9 +188,8 @@ struct loom_session {
   uint64_t chunk_bytes, cap_bytes;
   loom_backend **bk;        /* backends taking part */
   size_t nbk, cap_bk;
-  pthread_mutex_t mu;       /* warnings, devices, resources */
-  char **warnings;
-  size_t nwarnings, cap_warnings;
+  pthread_mutex_t mu;       /* devices, resources */
+  loom__msgs warn;
   loom__sdev *devs;
   size_t ndevs, cap_devs;
   loom__sres *res;

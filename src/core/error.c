@@ -72,29 +72,37 @@ void loom__log(loom_severity sev, const char *fmt, ...) {
   va_end(ap);
 }
 
-static pthread_mutex_t pending_mu = PTHREAD_MUTEX_INITIALIZER;
-static char **pending;
-static size_t npending, cap_pending;
+void loom__msgs_vadd(loom__msgs *m, size_t max, const char *fmt, va_list ap) {
+  char *msg = loom__vasprintf(fmt, ap);
+  if (!msg) return;
+  loom__log(LOOM_SEV_WARNING, "%s", msg);
+  pthread_mutex_lock(&m->mu);
+  if (m->n >= max || LOOM__PUSH(m->v, m->n, m->cap, msg) != 0) free(msg);
+  pthread_mutex_unlock(&m->mu);
+}
+
+void loom__msgs_free(loom__msgs *m) {
+  for (size_t i = 0; i < m->n; i++) free(m->v[i]);
+  free(m->v);
+  m->v = NULL;
+  m->n = m->cap = 0;
+}
+
+static loom__msgs pending = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 void loom__warn_pending(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  char *msg = loom__vasprintf(fmt, ap);
+  loom__msgs_vadd(&pending, 1024, fmt, ap);
   va_end(ap);
-  if (!msg) return;
-  loom__log(LOOM_SEV_WARNING, "%s", msg);
-  pthread_mutex_lock(&pending_mu);
-  if (npending >= 1024 || LOOM__PUSH(pending, npending, cap_pending, msg) != 0)
-    free(msg);
-  pthread_mutex_unlock(&pending_mu);
 }
 
 char **loom__take_pending(size_t *n) {
-  pthread_mutex_lock(&pending_mu);
-  char **p = pending;
-  *n = npending;
-  pending = NULL;
-  npending = cap_pending = 0;
-  pthread_mutex_unlock(&pending_mu);
+  pthread_mutex_lock(&pending.mu);
+  char **p = pending.v;
+  *n = pending.n;
+  pending.v = NULL;
+  pending.n = pending.cap = 0;
+  pthread_mutex_unlock(&pending.mu);
   return p;
 }

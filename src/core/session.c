@@ -19,28 +19,23 @@ static atomic_int session_active;
 void loom__session_warn(struct loom_session *s, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  char *msg = loom__vasprintf(fmt, ap);
+  loom__msgs_vadd(&s->warn, SIZE_MAX, fmt, ap);
   va_end(ap);
-  if (!msg) return;
-  loom__log(LOOM_SEV_WARNING, "%s", msg);
-  pthread_mutex_lock(&s->mu);
-  if (LOOM__PUSH(s->warnings, s->nwarnings, s->cap_warnings, msg) != 0) free(msg);
-  pthread_mutex_unlock(&s->mu);
 }
 
 size_t loom_session_warning_count(const loom_session *s) {
   if (!s) return 0;
-  pthread_mutex_lock((pthread_mutex_t *)&s->mu);
-  size_t n = s->nwarnings;
-  pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
+  pthread_mutex_lock((pthread_mutex_t *)&s->warn.mu);
+  size_t n = s->warn.n;
+  pthread_mutex_unlock((pthread_mutex_t *)&s->warn.mu);
   return n;
 }
 
 const char *loom_session_warning(const loom_session *s, size_t i) {
   if (!s) return NULL;
-  pthread_mutex_lock((pthread_mutex_t *)&s->mu);
-  const char *w = i < s->nwarnings ? s->warnings[i] : NULL;
-  pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
+  pthread_mutex_lock((pthread_mutex_t *)&s->warn.mu);
+  const char *w = i < s->warn.n ? s->warn.v[i] : NULL;
+  pthread_mutex_unlock((pthread_mutex_t *)&s->warn.mu);
   return w;
 }
 
@@ -213,6 +208,7 @@ loom_status loom_session_create(const loom_session_config *cfg, loom_session **o
     return loom__fail(LOOM_ENOMEM, "out of memory");
   }
   pthread_mutex_init(&s->mu, NULL);
+  pthread_mutex_init(&s->warn.mu, NULL);
   size_t sz = cfg ? cfg->struct_size : 0;
   const char *opts = cfg && sz >= offsetof(loom_session_config, name) ? cfg->options : NULL;
   const char *name = cfg && sz >= sizeof *cfg ? cfg->name : NULL;
@@ -224,12 +220,8 @@ loom_status loom_session_create(const loom_session_config *cfg, loom_session **o
     s->name = loom__strdup(name ? name : "loom");
     size_t np;
     char **pend = loom__take_pending(&np);
-    for (size_t i = 0; i < np; i++) {
-      pthread_mutex_lock(&s->mu);
-      if (LOOM__PUSH(s->warnings, s->nwarnings, s->cap_warnings, pend[i]) != 0)
-        free(pend[i]);
-      pthread_mutex_unlock(&s->mu);
-    }
+    for (size_t i = 0; i < np; i++)
+      if (LOOM__PUSH(s->warn.v, s->warn.n, s->warn.cap, pend[i]) != 0) free(pend[i]);
     free(pend);
     st = parse_devices(s, cfg ? cfg->devices : NULL);
   }
@@ -327,8 +319,8 @@ void loom_session_destroy(loom_session *s) {
   }
   while (s->nbk) drop_backend(s, s->nbk - 1);
   free(s->bk);
-  for (size_t i = 0; i < s->nwarnings; i++) free(s->warnings[i]);
-  free(s->warnings);
+  loom__msgs_free(&s->warn);
+  pthread_mutex_destroy(&s->warn.mu);
   for (size_t i = 0; i < s->ndevs; i++) {
     free(s->devs[i].name);
     free(s->devs[i].vendor);
