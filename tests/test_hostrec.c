@@ -107,6 +107,27 @@ static void test_open_ranges_and_steps(void **state) {
   loom_trace_free(t);
 }
 
+/* Only the requested kinds are kept. */
+static void test_kind_filter(void **state) {
+  (void)state;
+  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu",
+                             .kinds = LOOM_KIND_BIT(LOOM_KIND_COUNTER) | LOOM_KIND_BIT(LOOM_KIND_CPU_OP)};
+  loom_session *s = NULL;
+  assert_int_equal(loom_session_create(&cfg, &s), LOOM_OK);
+  assert_int_equal(loom_session_start(s), LOOM_OK);
+  loom_range_push("dropped by filter");
+  loom_op_begin("aten::kept", 1);
+  loom_instant("dropped too");
+  loom_counter("kept", 2.5);
+  loom_op_end();
+  loom_range_pop();
+  loom_trace *t = ts_finish(s);
+  assert_int_equal(loom_trace_event_count(t), 2);
+  assert_int_equal(count_cat(t, "cpu_op", 0), 1);
+  assert_int_equal(count_cat(t, "counter", 0), 1);
+  loom_trace_free(t);
+}
+
 static void test_fork_child_records_nothing(void **state) {
   (void)state;
   loom_session *s = ts_start("cpu", NULL);
@@ -160,6 +181,7 @@ int main(void) {
       cmocka_unit_test(test_threads_exact_counts),
       cmocka_unit_test(test_memory_cap),
       cmocka_unit_test(test_open_ranges_and_steps),
+      cmocka_unit_test(test_kind_filter),
       cmocka_unit_test(test_fork_child_records_nothing),
       cmocka_unit_test(test_escaping),
   };

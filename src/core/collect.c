@@ -72,8 +72,11 @@ typedef struct host_ctx {
   uint64_t unmatched;
 } host_ctx;
 
+/* Kinds the session did not ask for are skipped (add_range returns 0,
+ * add_point 1, so that callers attach arguments only to added events). */
 static int add_range(host_ctx *h, uint32_t track, uint8_t kind, uint32_t cat,
                      const open_range *r, int64_t end, int unclosed) {
+  if (!(h->s->kinds & LOOM_KIND_BIT(kind))) return 0;
   loom__ev e = {.ts = r->ts, .dur = end - r->ts, .external_id = r->ext,
                 .name = r->name, .cat = cat, .track = track, .kind = kind,
                 .ph = LOOM__PH_COMPLETE,
@@ -85,6 +88,7 @@ static int add_range(host_ctx *h, uint32_t track, uint8_t kind, uint32_t cat,
 
 static int add_point(host_ctx *h, uint32_t track, uint8_t kind, uint8_t ph,
                      uint32_t cat, uint32_t name, int64_t ts) {
+  if (!(h->s->kinds & LOOM_KIND_BIT(kind))) return 1;
   loom__ev e = {.ts = ts, .name = name, .cat = cat, .track = track,
                 .kind = kind, .ph = ph};
   return loom__trace_add_ev(h->t, &e);
@@ -139,6 +143,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
       case LOOM__HR_INSTANT:
         rc = add_point(h, track, LOOM_KIND_INSTANT, LOOM__PH_INSTANT, h->c_instant,
                        name_of(&h->nm, r->name, r->flags), ts);
+        rc = rc < 0 ? rc : 0;
         break;
       case LOOM__HR_COUNTER: {
         uint32_t nmid = name_of(&h->nm, r->name, r->flags);
@@ -146,6 +151,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
         loom__targ a = {.key = nmid, .type = LOOM_ARG_DOUBLE};
         memcpy(&a.v.d, &r->a, sizeof a.v.d);
         if (rc == 0) rc = loom__trace_add_arg(t, &a);
+        rc = rc < 0 ? rc : 0;
         break;
       }
       case LOOM__HR_STEP: {
@@ -179,6 +185,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
     rc = add_point(h, track, LOOM_KIND_MARKER, LOOM__PH_INSTANT, h->c_marker,
                    loom__trace_str(t, msg), t->end_ns);
     if (rc == 0) rc = loom__trace_add_arg_int(t, "dropped", (int64_t)dropped);
+    rc = rc < 0 ? rc : 0;
     t->dropped += dropped;
     loom__session_warn(h->s, "thread %d: %llu host records dropped: the memory "
                        "cap (memory_cap) was reached", (int)tb->tid,
