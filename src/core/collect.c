@@ -302,9 +302,14 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b,
   uint32_t track;
   char label[128], tname[64];
   if (host) {
-    live_thread_name((pid_t)d->resource, tname, sizeof tname);
-    thread_label(label, sizeof label, (pid_t)d->resource, tname);
-    if (loom__trace_track(t, pid, d->resource, label, LOOM_DEVICE_HOST, &track)) return -1;
+    long known = loom__trace_find_track(t, pid, d->resource);
+    if (known >= 0) {
+      track = (uint32_t)known;
+    } else {
+      live_thread_name((pid_t)d->resource, tname, sizeof tname);
+      thread_label(label, sizeof label, (pid_t)d->resource, tname);
+      if (loom__trace_track(t, pid, d->resource, label, LOOM_DEVICE_HOST, &track)) return -1;
+    }
   } else {
     if (d->device >= s->ndevs || s->devs[d->device].b != b) {
       st->bad_ref++;

@@ -37,14 +37,27 @@ int loom__trace_add_proc(loom_trace *t, int64_t pid, const char *name,
   return LOOM__PUSH(t->procs, t->nprocs, t->cap_procs, p);
 }
 
-int loom__trace_track(loom_trace *t, int64_t pid, int64_t tid,
-                      const char *name, uint32_t device, uint32_t *out) {
+long loom__trace_find_track(loom_trace *t, int64_t pid, int64_t tid) {
+  /* Records come in runs on one track: try the last hit first. */
+  if (t->last_track < t->ntracks && t->tracks[t->last_track].pid == pid &&
+      t->tracks[t->last_track].tid == tid)
+    return t->last_track;
   for (size_t i = t->ntracks; i-- > 0;) {
     if (t->tracks[i].pid == pid && t->tracks[i].tid == tid) {
-      if (name && !t->tracks[i].name) t->tracks[i].name = loom__trace_str(t, name);
-      *out = (uint32_t)i;
-      return 0;
+      t->last_track = (uint32_t)i;
+      return (long)i;
     }
+  }
+  return -1;
+}
+
+int loom__trace_track(loom_trace *t, int64_t pid, int64_t tid,
+                      const char *name, uint32_t device, uint32_t *out) {
+  long i = loom__trace_find_track(t, pid, tid);
+  if (i >= 0) {
+    if (name && !t->tracks[i].name) t->tracks[i].name = loom__trace_str(t, name);
+    *out = (uint32_t)i;
+    return 0;
   }
   loom__track k = {pid, tid, loom__trace_str(t, name), device,
                    (int32_t)t->ntracks};

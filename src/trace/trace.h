@@ -109,6 +109,7 @@ struct loom_trace {
   uint64_t dropped;
   int64_t start_ns, end_ns;
   uint32_t trace_name;
+  uint32_t last_track; /* loom__trace_track's cache */
 };
 
 loom_trace *loom__trace_new(void);
@@ -123,6 +124,8 @@ static inline const char *loom__trace_cstr(const loom_trace *t, uint32_t id) {
 /* Each adder returns 0 or -1 when out of memory. */
 int loom__trace_add_proc(loom_trace *t, int64_t pid, const char *name,
                          const char *labels, int32_t sort);
+/* Index of the track (pid, tid) or -1. */
+long loom__trace_find_track(loom_trace *t, int64_t pid, int64_t tid);
 /* Adds (or finds) the track (pid, tid); its index goes to *out. */
 int loom__trace_track(loom_trace *t, int64_t pid, int64_t tid,
                       const char *name, uint32_t device, uint32_t *out);
