@@ -100,7 +100,7 @@ static void event(jw *w, const loom__ev *e) {
       loom__out_lit(w->o, ",\"id\":");
       jint(w, (int64_t)e->correlation);
     }
-    if (pass == 1) {
+    if (pass == 1 || (!e->external_id && (!e->correlation || async) && !e->nargs)) {
       loom__out_lit(w->o, "},\n");
       continue;
     }
