@@ -211,7 +211,8 @@ typedef struct loom_backend_ops {
 
   /* Optional (NULL = not supported): the core calls these when a framework
    * op begins/ends on the calling thread, for runtimes that keep their own
-   * external correlation stack. */
+   * external correlation stack.  Called on the app's hot path: keep them
+   * cheap.  A pop may come without its push (an op begun before start). */
   void (*push_external)(loom_backend *b, uint64_t external_id);
   void (*pop_external)(loom_backend *b);
 } loom_backend_ops;

@@ -11,6 +11,7 @@
 
 #include "loom/loom.h"
 #include "loom/plugin.h"
+#include "record/record.h"
 #include "util/util.h"
 
 /* ---- errors and log ------------------------------------------------------ */
@@ -115,6 +116,8 @@ struct loom_backend {
   char reason[256];
   pthread_mutex_t mu;        /* guards bs against emit racing teardown */
   struct loom__bsess *bs;    /* per-session data while in a session */
+  /* push/pop_external as the recorder calls them; set at registration. */
+  loom__ext_hook hook;
 };
 
 /* Calls loom_init once; every public entry point does. */
@@ -129,9 +132,6 @@ loom_status loom__plugin_load(const char *path);
 void loom__plugins_from_env(void);
 const loom_host *loom__host(void);
 
-/* ---- host recording hooks used by the session --------------------------- */
-/* Backends with push/pop_external slots during the current session. */
-void loom__set_external_hooks(loom_backend **b, size_t n);
 
 #endif
 

@@ -89,6 +89,9 @@ loom_status loom__backend_register(const loom_backend_ops *ops,
     b->registered = ops;
     b->origin = org;
     b->st = LOOM_BACKEND_REGISTERED;
+    if (n >= offsetof(loom_backend_ops, pop_external) + sizeof(void *) &&
+        ops->push_external && ops->pop_external)
+      b->hook = (loom__ext_hook){ops->push_external, ops->pop_external, b};
     pthread_mutex_init(&b->mu, NULL);
     if (ops->state_size) b->state = calloc(1, ops->state_size);
   }

@@ -258,15 +258,10 @@ loom_status loom_session_start(loom_session *s) {
     pthread_mutex_unlock(&b->mu);
     i++;
   }
-  loom__ext_hook hooks[LOOM__MAX_HOOKS];
+  const loom__ext_hook *hooks[LOOM__MAX_HOOKS];
   size_t nh = 0;
-  for (size_t i = 0; i < s->nbk && nh < LOOM__MAX_HOOKS; i++) {
-    loom_backend *b = s->bk[i];
-    if (b->ops.struct_size < offsetof(loom_backend_ops, pop_external) + sizeof(void *))
-      continue;
-    if (b->ops.push_external && b->ops.pop_external)
-      hooks[nh++] = (loom__ext_hook){b->ops.push_external, b->ops.pop_external, b};
-  }
+  for (size_t i = 0; i < s->nbk && nh < LOOM__MAX_HOOKS; i++)
+    if (s->bk[i]->hook.push) hooks[nh++] = &s->bk[i]->hook;
   loom__hostrec_set_hooks(hooks, nh);
   s->state = LOOM__S_RECORDING;
   return LOOM_OK;

@@ -30,7 +30,7 @@
 static atomic_int rec_on;            /* the one branch of an idle call */
 static atomic_uint epoch;            /* session number */
 static atomic_uint_fast64_t bytes_used;
-static uint64_t chunk_bytes = 256 * 1024, cap_bytes;
+static atomic_uint_fast64_t chunk_bytes = 256 * 1024, cap_bytes;
 static atomic_uint_fast64_t step_no;
 
 static pthread_mutex_t list_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -38,7 +38,7 @@ static loom__tbuf *threads;
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-static loom__ext_hook hooks[LOOM__MAX_HOOKS];
+static _Atomic(const loom__ext_hook *) hooks[LOOM__MAX_HOOKS];
 static atomic_int nhooks;
 
 /* ---- per-thread state ---------------------------------------------------- */
@@ -129,12 +129,13 @@ static loom__tbuf *acquire(void) {
 
 /* Slow path: the current chunk is full (or there is none). */
 static loom__hrec *grow(loom__tbuf *t) {
-  size_t n = chunk_bytes / sizeof(loom__hrec);
+  size_t n = atomic_load_explicit(&chunk_bytes, memory_order_relaxed) / sizeof(loom__hrec);
   if (n < 16) n = 16;
   size_t bytes = sizeof(loom__chunk) + n * sizeof(loom__hrec);
   uint64_t used = atomic_fetch_add(&bytes_used, bytes) + bytes;
+  uint64_t cap = atomic_load_explicit(&cap_bytes, memory_order_relaxed);
   loom__chunk *c = NULL;
-  if (!cap_bytes || used <= cap_bytes) c = malloc(bytes);
+  if (!cap || used <= cap) c = malloc(bytes);
   if (!c) {
     atomic_fetch_sub(&bytes_used, bytes);
     atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
@@ -183,8 +184,8 @@ static inline void put(uint16_t type, uint16_t flags, uint64_t name, uint64_t a)
 void loom__hostrec_start(uint64_t chunk, uint64_t cap) {
   loom__hostrec_release();
   loom__hostrec_domain();
-  chunk_bytes = chunk ? chunk : 256 * 1024;
-  cap_bytes = cap;
+  atomic_store(&chunk_bytes, chunk ? chunk : 256 * 1024);
+  atomic_store(&cap_bytes, cap);
   atomic_store(&step_no, 0);
   atomic_fetch_add(&epoch, 1);
   atomic_store(&rec_on, 1);
@@ -219,11 +220,17 @@ void loom__hostrec_release(void) {
   pthread_mutex_unlock(&list_mu);
 }
 
-void loom__hostrec_set_hooks(const loom__ext_hook *h, size_t n) {
+void loom__hostrec_set_hooks(const loom__ext_hook *const *h, size_t n) {
   atomic_store(&nhooks, 0);
   if (n > LOOM__MAX_HOOKS) n = LOOM__MAX_HOOKS;
-  for (size_t i = 0; i < n; i++) hooks[i] = h[i];
+  for (size_t i = 0; i < n; i++) atomic_store(&hooks[i], h[i]);
   atomic_store(&nhooks, (int)n);
+}
+
+/* A reader that loaded an older count may see a newer entry: still a valid
+ * hook of a registered backend (entries live forever). */
+static inline const loom__ext_hook *hook(int i) {
+  return atomic_load_explicit(&hooks[i], memory_order_acquire);
 }
 
 /* A forked child must not write (or later save) the parent's records: it
@@ -278,7 +285,10 @@ static inline void op_begin(uint16_t flags, uint64_t name, uint64_t ext) {
   if (op_depth < OP_STACK) op_stack[op_depth] = ext;
   op_depth++;
   int n = atomic_load_explicit(&nhooks, memory_order_acquire);
-  for (int i = 0; i < n; i++) hooks[i].push(hooks[i].b, ext);
+  for (int i = 0; i < n; i++) {
+    const loom__ext_hook *k = hook(i);
+    if (k) k->push(k->b, ext);
+  }
 }
 
 void loom_op_begin(const char *name, uint64_t ext) {
@@ -296,7 +306,10 @@ void loom_op_end(void) {
   put(LOOM__HR_OP_END, 0, 0, 0);
   if (op_depth) op_depth--;
   int n = atomic_load_explicit(&nhooks, memory_order_acquire);
-  for (int i = 0; i < n; i++) hooks[i].pop(hooks[i].b);
+  for (int i = 0; i < n; i++) {
+    const loom__ext_hook *k = hook(i);
+    if (k) k->pop(k->b);
+  }
 }
 
 uint64_t loom_op_current(void) {

@@ -83,7 +83,8 @@ typedef struct loom__ext_hook {
   loom_backend *b;
 } loom__ext_hook;
 #define LOOM__MAX_HOOKS 16
-void loom__hostrec_set_hooks(const loom__ext_hook *hooks, size_t n);
+/* hooks point at entries that stay valid until the process exits. */
+void loom__hostrec_set_hooks(const loom__ext_hook *const *hooks, size_t n);
 
 /* The calling thread's OS id, cached. */
 uint32_t loom__tid(void);
