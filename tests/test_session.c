@@ -156,6 +156,26 @@ static void test_backend_list(void **state) {
   assert_string_equal(s.reason, "no fake device 1 here");
 }
 
+/* Session options reach the backend from probe on; a backend that fails
+ * leaves a warning, and its device leaves the trace. */
+static void test_plugin_failures_by_option(void **state) {
+  (void)state;
+  loom_session *s = ts_start("cpu,sim", "sim.fail=probe");
+  loom_trace *t = ts_finish(s);
+  assert_true(ts_warned(t, "device 'sim': backend 'sim' is unavailable", "sim.fail=probe"));
+  loom_trace_free(t);
+  s = ts_start("cpu,sim", "sim.fail=start");
+  loom_instant("rest of the trace");
+  t = ts_finish(s);
+  assert_true(ts_warned(t, "backend 'sim' error", "device busy (sim.fail=start)"));
+  assert_true(ts_warned(t, "device 'sim': backend 'sim' failed to start", NULL));
+  loom_trace_summary sum = {.struct_size = sizeof sum};
+  loom_trace_summarize(t, &sum);
+  assert_int_equal(sum.devices, 0);
+  assert_int_equal(count(t, "cpu_instant_event", "rest of the trace"), 1);
+  loom_trace_free(t);
+}
+
 /* Two backends (sim with a skewed device clock, fake on CLOCK_REALTIME) in
  * one session, with framework ops and ranges around the launches. */
 static loom_trace *two_backend_trace(void) {
@@ -354,6 +374,7 @@ int main(void) {
       cmocka_unit_test(test_missing_device_warns),
       cmocka_unit_test(test_failing_backends),
       cmocka_unit_test(test_backend_list),
+      cmocka_unit_test(test_plugin_failures_by_option),
       cmocka_unit_test(test_two_backends_flows),
       cmocka_unit_test(test_device_clock_conversion),
       cmocka_unit_test(test_projection),

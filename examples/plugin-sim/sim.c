@@ -280,14 +280,19 @@ static const loom_backend_ops sim_ops = {
     .destroy = sim_destroy,
 };
 
-EXPORT loom_status loom_plugin_entry(const loom_host *host) {
+/* Static, so that the constructor below calls this library's entry even
+ * when another plug-in's loom_plugin_entry is visible first in the process. */
+static loom_status sim_entry(const loom_host *host) {
   if (host->abi_major != LOOM_ABI_MAJOR) return LOOM_EABI;
   g.host = host;
   return host->backend_register(&sim_ops, NULL);
 }
 
+/* What LOOM_PLUGINS / LOOM_PLUGIN_PATH look up with dlsym. */
+EXPORT loom_status loom_plugin_entry(const loom_host *host) { return sim_entry(host); }
+
 /* Loaded by other means (the program dlopen()ed us after loom started):
  * attach to the loom in the process, if there is one. */
 __attribute__((constructor)) static void sim_attach(void) {
-  loom_plugin_attach(loom_plugin_entry);
+  loom_plugin_attach(sim_entry);
 }

@@ -127,7 +127,8 @@ typedef struct loom_host {
   /* Clocks.  clock_declare declares a clock in a standard domain, or a
    * device clock (LOOM_CLOCK_DEVICE) whose relation to a host domain is given
    * by clock_sync points: one point is an offset, two or more give a linear
-   * fit, so drift is interpolated.  Clocks belong to the current session. */
+   * fit, so drift is interpolated (with one point the device clock is taken
+   * to tick in ns).  Clocks belong to the current session. */
   loom_status (*clock_declare)(loom_backend *b, loom_clock_domain domain,
                                const char *name, loom_clock *out);
   loom_status (*clock_sync)(loom_backend *b, loom_clock clk, uint64_t device_ts,
@@ -161,7 +162,9 @@ typedef struct loom_host {
   void (*vreport)(loom_backend *b, loom_severity sev, const char *fmt,
                   va_list ap);
 
-  /* Session option (see loom_session_config.options) or NULL. */
+  /* Session option (see loom_session_config.options), else the environment
+   * variable LOOM_<KEY> ('.' and '-' become '_'), else NULL.  Valid from
+   * probe on. */
   const char *(*config_get)(loom_backend *b, const char *key);
 
   /* The external id of the framework op open on the calling thread, or 0. */
@@ -175,7 +178,8 @@ typedef struct loom_host {
 /* ---- the backend's operations ------------------------------------------- */
 enum {
   /* The table is a cheap stub: its runtime is loaded in probe/configure
-   * only when a session asks for its device type (informational). */
+   * only when a session asks for its device type.  Informational: the core
+   * never probes at registration anyway; `loom backends` shows it. */
   LOOM_BACKEND_F_LAZY = 1u << 0
 };
 
@@ -189,15 +193,18 @@ typedef struct loom_backend_ops {
   const char *device_type;  /* the device type it serves */
   uint32_t kinds;           /* LOOM_KIND_BIT mask of what it can emit */
   uint32_t flags;           /* LOOM_BACKEND_F_* */
-  size_t state_size;        /* bytes of private state the core allocates */
+  /* Bytes of private state (host->state): allocated zeroed at registration,
+   * kept across sessions until the process exits. */
+  size_t state_size;
   /* Category of LOOM_KIND_RUNTIME / DRIVER records ("opencl_runtime"); NULL
    * gives "<device_type>_runtime" and "<device_type>_driver". */
   const char *runtime_category;
   const char *driver_category;
 
-  /* Is the runtime usable here?  Called once per session that asks for the
-   * device type until it succeeds; must not start recording.  On failure
-   * write the reason into why (NUL-terminated, why_len bytes). */
+  /* Is the runtime usable here?  Called by the first session that asks for
+   * the device type (and by later ones until it succeeds), never at
+   * registration: a lazy stub loads its runtime here.  Must not start
+   * recording.  On failure write the reason into why (why_len bytes). */
   loom_status (*probe)(loom_backend *b, char *why, size_t why_len);
   /* Session settings: the requested kinds.  Options via host->config_get.
    * Declare clocks and add devices here or in start. */
@@ -238,7 +245,8 @@ LOOM_EXTERN const loom_host *loom_host_get(uint16_t abi_major);
  * program after loom started): finds libloom in the process without linking
  * against it and runs entry.  Returns LOOM_ENOTFOUND when loom is not loaded
  * (then the plug-in is inert), else entry's status.  Call it from a
- * constructor; registering twice is harmless. */
+ * constructor with a static function (not loom_plugin_entry itself: that
+ * name may resolve to another plug-in's); registering twice is harmless. */
 static inline loom_status loom_plugin_attach(loom_plugin_entry_fn entry) {
   loom_host_get_fn get =
       (loom_host_get_fn)(uintptr_t)dlsym(RTLD_DEFAULT, LOOM_HOST_GET_SYMBOL);

@@ -390,6 +390,7 @@ static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, int6
 static int add_devices(loom_session *s, loom_trace *t) {
   for (size_t i = 0; i < s->ndevs; i++) {
     const loom__sdev *d = &s->devs[i];
+    if (!d->b) continue; /* its backend left the session */
     char pname[128];
     snprintf(pname, sizeof pname, "%s %zu", d->b->ops.device_type, i);
     if (loom__trace_add_proc(t, (int64_t)i, pname, d->name, (int32_t)(i + 1))) return -1;

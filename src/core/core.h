@@ -32,8 +32,10 @@ typedef struct loom__msgs {
   char **v;
   size_t n, cap;
 } loom__msgs;
-/* Formats a warning, prints it and appends it (unless the list holds max). */
-void loom__msgs_vadd(loom__msgs *m, size_t max, const char *fmt, va_list ap);
+/* Formats a warning or error, prints it at that severity and appends it
+ * (unless the list holds max). */
+void loom__msgs_vadd(loom__msgs *m, size_t max, loom_severity sev,
+                     const char *fmt, va_list ap);
 void loom__msgs_free(loom__msgs *m);
 
 /* A warning that is not tied to a session (plug-in loading, registration):
@@ -165,7 +167,7 @@ typedef struct loom__bsess {
 } loom__bsess;
 
 typedef struct loom__sdev {
-  loom_backend *b;
+  loom_backend *b;          /* NULL once its backend left the session */
   char *name, *vendor, *type;
   loom__targ *props; /* strings as interner ids */
   size_t nprops;
@@ -200,5 +202,8 @@ struct loom_session {
 /* Adds a warning to the session (and prints it). */
 void loom__session_warn(struct loom_session *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Same at a chosen severity (warning or error). */
+void loom__session_vreport(struct loom_session *s, loom_severity sev,
+                           const char *fmt, va_list ap);
 /* Builds the trace of a stopped session (collect.c). */
 loom_status loom__session_collect(struct loom_session *s, loom_trace **out);

@@ -72,10 +72,11 @@ void loom__log(loom_severity sev, const char *fmt, ...) {
   va_end(ap);
 }
 
-void loom__msgs_vadd(loom__msgs *m, size_t max, const char *fmt, va_list ap) {
+void loom__msgs_vadd(loom__msgs *m, size_t max, loom_severity sev,
+                     const char *fmt, va_list ap) {
   char *msg = loom__vasprintf(fmt, ap);
   if (!msg) return;
-  loom__log(LOOM_SEV_WARNING, "%s", msg);
+  loom__log(sev, "%s", msg);
   pthread_mutex_lock(&m->mu);
   if (m->n >= max || LOOM__PUSH(m->v, m->n, m->cap, msg) != 0) free(msg);
   pthread_mutex_unlock(&m->mu);
@@ -93,7 +94,7 @@ static loom__msgs pending = {.mu = PTHREAD_MUTEX_INITIALIZER};
 void loom__warn_pending(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  loom__msgs_vadd(&pending, 1024, fmt, ap);
+  loom__msgs_vadd(&pending, 1024, LOOM_SEV_WARNING, fmt, ap);
   va_end(ap);
 }
 

@@ -54,6 +54,7 @@ static loom_status svc_clock_sync(loom_backend *b, loom_clock clk, uint64_t dev,
 
 static int64_t svc_to_epoch(loom_backend *b, loom_clock clk, uint64_t ts) {
   int64_t r = (int64_t)ts;
+  if (!b) return r;
   pthread_mutex_lock(&b->mu);
   loom__bsess *bs = b->bs;
   if (bs && clk && clk <= bs->nclocks) {
@@ -183,11 +184,20 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
 static void svc_count_lost(loom_backend *b, uint64_t n, const char *reason) {
   if (!b) return;
   pthread_mutex_lock(&b->mu);
-  if (b->bs) lost_locked(b->bs, n, reason);
+  int in_session = b->bs != NULL;
+  if (in_session) lost_locked(b->bs, n, reason);
   pthread_mutex_unlock(&b->mu);
-  if (!b->bs)
+  if (!in_session)
     loom__warn_pending("backend '%s' lost %llu records outside a session: %s",
                        b->ops.name, (unsigned long long)n, reason ? reason : "");
+}
+
+static void session_report(struct loom_session *s, loom_severity sev,
+                           const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  loom__session_vreport(s, sev, fmt, ap);
+  va_end(ap);
 }
 
 static void svc_vreport(loom_backend *b, loom_severity sev, const char *fmt,
@@ -199,6 +209,7 @@ static void svc_vreport(loom_backend *b, loom_severity sev, const char *fmt,
     loom__log(sev, "backend '%s': %s", name, msg);
     return;
   }
+  if (sev > LOOM_SEV_ERROR) sev = LOOM_SEV_ERROR;
   struct loom_session *s = NULL;
   if (b) {
     pthread_mutex_lock(&b->mu);
@@ -206,7 +217,7 @@ static void svc_vreport(loom_backend *b, loom_severity sev, const char *fmt,
     pthread_mutex_unlock(&b->mu);
   }
   const char *lvl = sev == LOOM_SEV_ERROR ? "error" : "warning";
-  if (s) loom__session_warn(s, "backend '%s' %s: %s", name, lvl, msg);
+  if (s) session_report(s, sev, "backend '%s' %s: %s", name, lvl, msg);
   else loom__warn_pending("backend '%s' %s: %s", name, lvl, msg);
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core.h"
 #include "record/record.h"
@@ -19,8 +20,13 @@ static atomic_int session_active;
 void loom__session_warn(struct loom_session *s, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  loom__msgs_vadd(&s->warn, SIZE_MAX, fmt, ap);
+  loom__msgs_vadd(&s->warn, SIZE_MAX, LOOM_SEV_WARNING, fmt, ap);
   va_end(ap);
+}
+
+void loom__session_vreport(struct loom_session *s, loom_severity sev,
+                           const char *fmt, va_list ap) {
+  loom__msgs_vadd(&s->warn, SIZE_MAX, sev, fmt, ap);
 }
 
 size_t loom_session_warning_count(const loom_session *s) {
@@ -81,15 +87,24 @@ static void leave(loom_backend *b) {
   free(bs);
 }
 
-/* Removes b from the session (failed configure or start). */
-static void drop_backend(loom_session *s, size_t i) {
+/* Removes b from the session (failed probe, configure or start); destroy
+ * is called unless the probe failed.  Its devices leave the trace. */
+static void remove_backend(loom_session *s, size_t i, int destroy) {
   loom_backend *b = s->bk[i];
-  if (b->ops.destroy) b->ops.destroy(b);
+  if (destroy && b->ops.destroy) b->ops.destroy(b);
   leave(b);
+  pthread_mutex_lock(&s->mu);
+  for (size_t d = 0; d < s->ndevs; d++)
+    if (s->devs[d].b == b) s->devs[d].b = NULL;
+  pthread_mutex_unlock(&s->mu);
   memmove(&s->bk[i], &s->bk[i + 1], (s->nbk - i - 1) * sizeof *s->bk);
   s->nbk--;
 }
 
+static void drop_backend(loom_session *s, size_t i) { remove_backend(s, i, 1); }
+
+/* Probes b (already joined, so it sees the session's options and its
+ * reports reach this session). */
 static int probe(loom_session *s, loom_backend *b, const char *dev) {
   if (b->st == LOOM_BACKEND_AVAILABLE) return 1;
   char why[256] = "";
@@ -123,14 +138,17 @@ static loom_status select_device(loom_session *s, const char *dev,
   }
   for (size_t i = 0; i < nall; i++) {
     loom_backend *b = all[i];
-    if (!is_all && strcmp(b->ops.device_type, dev)) continue;
+    if (!is_all && strcasecmp(b->ops.device_type, dev)) continue;
     found = 1;
     if (in_session(s, b)) {
       usable = 1;
       continue;
     }
-    if (!probe(s, b, is_all ? b->ops.device_type : dev)) continue;
     if (join(s, b) != 0) return loom__fail(LOOM_ENOMEM, "out of memory");
+    if (!probe(s, b, is_all ? b->ops.device_type : dev)) {
+      remove_backend(s, s->nbk - 1, 0);
+      continue;
+    }
     loom_status st = b->ops.configure ? b->ops.configure(b, s->kinds) : LOOM_OK;
     if (st != LOOM_OK) {
       loom__session_warn(s, "device '%s': backend '%s' failed to configure: %s",

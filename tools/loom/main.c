@@ -17,12 +17,24 @@ static const char *state_name(loom_backend_state s) {
 
 static void print_backend(const loom_backend_info *b, void *user) {
   (void)user;
-  printf("%-12s device=%-8s %s%s%s\n    from %s\n", b->name, b->device_type,
+  printf("%-12s device=%-8s %s%s%s\n    from %s\n    kinds:", b->name, b->device_type,
          state_name(b->state), b->reason[0] ? ": " : "", b->reason, b->origin);
+  for (int k = 0; k < LOOM_KIND_COUNT_; k++)
+    if (b->kinds & LOOM_KIND_BIT(k)) printf(" %s", loom_kind_name((loom_kind)k));
+  printf("\n");
 }
 
-static int cmd_backends(void) {
+/* Lists backends; unless --no-probe, probes them first by preparing (and
+ * discarding) a session over every device type. */
+static int cmd_backends(int argc, char **argv) {
+  int probe = !(argc > 2 && !strcmp(argv[2], "--no-probe"));
   loom_init();
+  if (probe) {
+    loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "all"};
+    loom_session *s = NULL;
+    if (loom_session_create(&cfg, &s) == LOOM_OK) loom_session_destroy(s);
+    else fprintf(stderr, "loom: cannot probe backends: %s\n", loom_last_error());
+  }
   size_t n = loom_backends_list(print_backend, NULL);
   if (!n)
     printf("no backends registered (plug-ins load from LOOM_PLUGINS=file.so:... "
@@ -33,7 +45,8 @@ static int cmd_backends(void) {
 static void usage(FILE *f) {
   fprintf(f, "usage: loom <command>\n"
              "  version      print loom's version\n"
-             "  backends     list registered backends and their state\n");
+             "  backends [--no-probe]\n"
+             "               list registered backends, probed, with their state\n");
 }
 
 int main(int argc, char **argv) {
@@ -45,7 +58,7 @@ int main(int argc, char **argv) {
     printf("loom %s\n", loom_version_string());
     return 0;
   }
-  if (!strcmp(argv[1], "backends")) return cmd_backends();
+  if (!strcmp(argv[1], "backends")) return cmd_backends(argc, argv);
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;
