@@ -378,11 +378,16 @@ static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, int6
   if (st.outside)
     loom__log(LOOM_SEV_INFO, "backend '%s': %llu records outside the session window",
               b->ops.name, (unsigned long long)st.outside);
-  if (bs->lost) {
-    t->dropped += bs->lost;
+  /* Runtime threads may still count losses (emits refused after flush). */
+  pthread_mutex_lock(&b->mu);
+  uint64_t lost = bs->lost;
+  char reason[256];
+  snprintf(reason, sizeof reason, "%s", bs->lost_reason ? bs->lost_reason : "no reason given");
+  pthread_mutex_unlock(&b->mu);
+  if (lost) {
+    t->dropped += lost;
     loom__session_warn(s, "backend '%s' lost %llu records: %s", b->ops.name,
-                       (unsigned long long)bs->lost,
-                       bs->lost_reason ? bs->lost_reason : "no reason given");
+                       (unsigned long long)lost, reason);
   }
   return 0;
 }

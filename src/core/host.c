@@ -24,7 +24,7 @@ static loom_status svc_clock_declare(loom_backend *b, loom_clock_domain d,
   pthread_mutex_lock(&b->mu);
   loom__bsess *bs = b->bs;
   loom__clock c = {d, loom__strdup(name ? name : ""), NULL, 0, 0};
-  if (!bs) st = LOOM_ESTATE;
+  if (!bs || bs->closed) st = LOOM_ESTATE;
   else if (LOOM__PUSH(bs->clocks, bs->nclocks, bs->cap_clocks, c) != 0) st = LOOM_ENOMEM;
   else *out = (loom_clock)bs->nclocks;
   if (st != LOOM_OK) free(c.name);
@@ -40,7 +40,7 @@ static loom_status svc_clock_sync(loom_backend *b, loom_clock clk, uint64_t dev,
   loom_status st = LOOM_OK;
   pthread_mutex_lock(&b->mu);
   loom__bsess *bs = b->bs;
-  if (!bs) st = LOOM_ESTATE;
+  if (!bs || bs->closed) st = LOOM_ESTATE;
   else if (clk == 0 || clk > bs->nclocks || bs->clocks[clk - 1].domain != LOOM_CLOCK_DEVICE)
     st = LOOM_EINVAL;
   else {
@@ -71,6 +71,17 @@ static loom_string_id svc_intern(loom_backend *b, const char *s, size_t len) {
   return loom__intern(s, len);
 }
 
+/* Locks b and returns its session while it still accepts devices (not yet
+ * flushed), or unlocks and returns NULL.  Holding b->mu across the change
+ * means the session cannot close (and be collected) in the middle of it;
+ * the lock order is b->mu, then s->mu. */
+static struct loom_session *lock_open_session(loom_backend *b) {
+  pthread_mutex_lock(&b->mu);
+  struct loom_session *s = b->bs && !b->bs->closed ? b->bs->s : NULL;
+  if (!s) pthread_mutex_unlock(&b->mu);
+  return s;
+}
+
 /* Copies args into dst (strings interned). */
 static int copy_args(loom__targ **dst, size_t *n, size_t *cap,
                      const loom_arg *args, size_t nargs) {
@@ -93,9 +104,7 @@ static loom_status svc_device_add(loom_backend *b, const loom_device_info *info,
                                   uint32_t *out) {
   if (!b || !info || !out || info->struct_size < offsetof(loom_device_info, props))
     return LOOM_EINVAL;
-  pthread_mutex_lock(&b->mu);
-  struct loom_session *s = b->bs ? b->bs->s : NULL;
-  pthread_mutex_unlock(&b->mu);
+  struct loom_session *s = lock_open_session(b);
   if (!s) return LOOM_ESTATE;
   loom__sdev d = {b, loom__strdup(info->name ? info->name : "device"),
                   loom__strdup(info->vendor ? info->vendor : ""),
@@ -116,6 +125,7 @@ static loom_status svc_device_add(loom_backend *b, const loom_device_info *info,
     *out = (uint32_t)(s->ndevs - 1);
   }
   pthread_mutex_unlock(&s->mu);
+  pthread_mutex_unlock(&b->mu);
   return st;
 }
 
@@ -123,9 +133,7 @@ static loom_status svc_resource_add(loom_backend *b, uint32_t device,
                                     const char *name, uint64_t native_id,
                                     uint32_t *out) {
   if (!b || !out) return LOOM_EINVAL;
-  pthread_mutex_lock(&b->mu);
-  struct loom_session *s = b->bs ? b->bs->s : NULL;
-  pthread_mutex_unlock(&b->mu);
+  struct loom_session *s = lock_open_session(b);
   if (!s) return LOOM_ESTATE;
   loom_status st = LOOM_OK;
   pthread_mutex_lock(&s->mu);
@@ -141,6 +149,7 @@ static loom_status svc_resource_add(loom_backend *b, uint32_t device,
     }
   }
   pthread_mutex_unlock(&s->mu);
+  pthread_mutex_unlock(&b->mu);
   return st;
 }
 
