@@ -176,6 +176,14 @@ LOOM_EXTERN const char *loom_session_warning(const loom_session *s, size_t i);
  * on failure (LOOM_EIO with the reason in loom_last_error). */
 LOOM_EXTERN loom_status loom_trace_save(const loom_trace *t, const char *path);
 
+/* Reads a trace file into a trace object: Chrome trace JSON as loom or
+ * Kineto (PyTorch) write it, plain or gzip-compressed, or loom's Perfetto
+ * protobuf (.pftrace); the format is detected from the content.  Memory is
+ * bounded by the trace model, not the file (streaming parser).  LOOM_EFORMAT
+ * with the file name and byte offset in loom_last_error for corrupt or
+ * truncated input; LOOM_EIO when it cannot be read. */
+LOOM_EXTERN loom_status loom_trace_load(const char *path, loom_trace **out);
+
 typedef struct loom_trace_summary {
   size_t struct_size;     /* sizeof(loom_trace_summary) */
   uint64_t events;        /* slices, instants and counter samples */

@@ -422,6 +422,7 @@ loom_status loom__session_collect(loom_session *s, loom_trace **out) {
   t->start_ns = s->tl.start[LOOM_CLOCK_REALTIME].real;
   t->end_ns = s->tl.stop[LOOM_CLOCK_REALTIME].real;
   t->trace_name = loom__trace_str(t, s->name);
+  t->window_end = 1;
   int64_t pid = getpid();
   char comm[64];
   live_thread_name((pid_t)pid, comm, sizeof comm);

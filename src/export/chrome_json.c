@@ -7,6 +7,7 @@
  * named by "M" events.  Output is compact and written atomically.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
@@ -21,10 +22,53 @@ typedef struct jw {
   loom__out *o;
   const loom_trace *t;
   int64_t base;
+  /* Every string of the trace escaped once: id -> [off, off + len) of esc. */
+  loom__out esc;
+  uint32_t *esc_off, *esc_len;
+  /* Per track: ,"pid":P,"tid":T */
+  char (*pt)[48];
+  uint8_t *pt_len;
 } jw;
 
+static int jw_prepare(jw *w) {
+  const loom_trace *t = w->t;
+  size_t n = t->strs.n ? t->strs.n : 1;
+  w->esc_off = malloc(n * sizeof *w->esc_off);
+  w->esc_len = malloc(n * sizeof *w->esc_len);
+  w->pt = malloc((t->ntracks + 1) * sizeof *w->pt);
+  w->pt_len = malloc(t->ntracks + 1);
+  if (!w->esc_off || !w->esc_len || !w->pt || !w->pt_len || loom__out_mem_init(&w->esc))
+    return -1;
+  for (size_t id = 0; id < n; id++) {
+    size_t start = w->esc.len;
+    loom__json_str(&w->esc, loom__trace_cstr(t, (uint32_t)id), loom__strtab_len(&t->strs, (uint32_t)id));
+    if (w->esc.failed || w->esc.len > UINT32_MAX) return -1;
+    w->esc_off[id] = (uint32_t)start;
+    w->esc_len[id] = (uint32_t)(w->esc.len - start);
+  }
+  for (size_t i = 0; i < t->ntracks; i++) {
+    char *d = w->pt[i];
+    size_t k = 0;
+    memcpy(d, ",\"pid\":", 7);
+    k = 7 + loom__fmt_i64(d + 7, t->tracks[i].pid);
+    memcpy(d + k, ",\"tid\":", 7);
+    k += 7;
+    k += loom__fmt_i64(d + k, t->tracks[i].tid);
+    w->pt_len[i] = (uint8_t)k;
+  }
+  return 0;
+}
+
+static void jw_release(jw *w) {
+  free(w->esc.buf);
+  free(w->esc_off);
+  free(w->esc_len);
+  free(w->pt);
+  free(w->pt_len);
+}
+
 static void jstr(jw *w, uint32_t id) {
-  loom__json_str(w->o, loom__trace_cstr(w->t, id), loom__strtab_len(&w->t->strs, id));
+  loom__out_mem(w->o, w->esc.buf + w->esc_off[id], w->esc_len[id]);
 }
 
 static void jcstr(jw *w, const char *s) { loom__json_str(w->o, s, strlen(s)); }
@@ -68,11 +112,8 @@ static void jargs(jw *w, const loom__targ *a, size_t n, int first) {
   }
 }
 
-static void pid_tid(jw *w, const loom__track *k) {
-  loom__out_lit(w->o, ",\"pid\":");
-  jint(w, k->pid);
-  loom__out_lit(w->o, ",\"tid\":");
-  jint(w, k->tid);
+static void pid_tid(jw *w, uint32_t track) {
+  loom__out_mem(w->o, w->pt[track], w->pt_len[track]);
 }
 
 static void ts_field(jw *w, const char *key, size_t klen, int64_t ns) {
@@ -82,7 +123,6 @@ static void ts_field(jw *w, const char *key, size_t klen, int64_t ns) {
 }
 
 static void event(jw *w, const loom__ev *e) {
-  const loom__track *k = &w->t->tracks[e->track];
   int async = e->ph == LOOM__PH_ASYNC;
   for (int pass = 0; pass < (async ? 2 : 1); pass++) {
     char ph = async ? (pass ? 'e' : 'b') : (char)e->ph;
@@ -92,7 +132,7 @@ static void event(jw *w, const loom__ev *e) {
     jstr(w, e->cat);
     loom__out_lit(w->o, ",\"name\":");
     jstr(w, e->name);
-    pid_tid(w, k);
+    pid_tid(w, e->track);
     ts_field(w, ",\"ts\":", 6, e->ts - w->base + (pass ? e->dur : 0));
     if (e->ph == LOOM__PH_COMPLETE) ts_field(w, ",\"dur\":", 7, e->dur);
     if (e->ph == LOOM__PH_INSTANT) loom__out_lit(w->o, ",\"s\":\"t\"");
@@ -127,7 +167,7 @@ static void flow_end(jw *w, char ph, const loom__flow *f, const loom__ev *e) {
   head[7] = ph;
   loom__out_mem(w->o, head, sizeof head - 1);
   jint(w, (int64_t)f->id);
-  pid_tid(w, &w->t->tracks[e->track]);
+  pid_tid(w, e->track);
   ts_field(w, ",\"ts\":", 6, e->ts - w->base);
   if (ph == 'f') loom__out_lit(w->o, ",\"bp\":\"e\"");
   loom__out_lit(w->o, "},\n");
@@ -211,11 +251,18 @@ static void metadata_events(jw *w) {
   }
 }
 
-loom_status loom__write_chrome_json(const loom_trace *t, const char *path) {
+loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int gzip) {
   loom__out o;
-  loom_status st = loom__out_open(&o, path);
-  if (st != LOOM_OK) return st;
-  jw w = {&o, t, t->start_ns & ~BASE_MASK};
+  jw w = {.o = &o, .t = t, .base = t->start_ns & ~BASE_MASK};
+  if (jw_prepare(&w) != 0) {
+    jw_release(&w);
+    return loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
+  }
+  loom_status st = loom__out_open(&o, path, gzip);
+  if (st != LOOM_OK) {
+    jw_release(&w);
+    return st;
+  }
   header(&w);
   metadata_events(&w);
   for (size_t i = 0; i < t->nev; i++) event(&w, &t->ev[i]);
@@ -224,15 +271,22 @@ loom_status loom__write_chrome_json(const loom_trace *t, const char *path) {
     flow_end(&w, 'f', &t->flows[i], &t->ev[t->flows[i].to]);
   }
   /* Kineto closes the event list with a global instant marking the end of
-   * the recording window. */
-  loom__out_lit(&o, "{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"marker\",\"name\":\"Record Window End\",\"pid\":");
-  jint(&w, t->nprocs ? t->procs[0].pid : 0);
-  loom__out_lit(&o, ",\"tid\":0,\"ts\":");
-  char *d = loom__out_reserve(&o, 32);
-  o.len += loom__fmt_us(d, t->end_ns - w.base);
-  loom__out_lit(&o, "}\n],\n\"traceName\":");
+   * the recording window (kept when a trace read from a file had it). */
+  if (t->window_end) {
+    loom__out_lit(&o, "{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"marker\",\"name\":\"Record Window End\",\"pid\":");
+    jint(&w, t->nprocs ? t->procs[0].pid : 0);
+    loom__out_lit(&o, ",\"tid\":0,\"ts\":");
+    char *d = loom__out_reserve(&o, 32);
+    o.len += loom__fmt_us(d, t->end_ns - w.base);
+    loom__out_lit(&o, "},\n");
+  }
+  /* JSON allows no trailing comma: close with an empty metadata-free
+   * object-less end by rewinding the last ",\n". */
+  if (o.len >= 2 && o.buf[o.len - 2] == ',') o.len -= 2;
+  loom__out_lit(&o, "\n],\n\"traceName\":");
   jstr(&w, t->trace_name);
   loom__out_lit(&o, "}\n");
+  jw_release(&w);
   return loom__out_commit(&o);
 }
 
@@ -240,7 +294,9 @@ loom_status loom_trace_save(const loom_trace *t, const char *path) {
   loom__clear_error();
   if (!t || !path) return loom__fail(LOOM_EINVAL, "loom_trace_save: NULL trace or path");
   size_t n = strlen(path);
-  if (n >= 5 && !strcmp(path + n - 5, ".json")) return loom__write_chrome_json(t, path);
+  if (n >= 5 && !strcmp(path + n - 5, ".json")) return loom__write_chrome_json(t, path, -1);
+  if (n >= 8 && !strcmp(path + n - 8, ".json.gz")) return loom__write_chrome_json(t, path, 1);
+  if (n >= 8 && !strcmp(path + n - 8, ".pftrace")) return loom__write_pftrace(t, path);
   return loom__fail(LOOM_EUNSUPPORTED, "cannot save %s: unknown extension "
-                    "(supported: .json)", path);
+                    "(supported: .json, .json.gz, .pftrace)", path);
 }

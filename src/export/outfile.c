@@ -11,12 +11,23 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "core/core.h"
 
 #define OUT_BUF (1u << 20)
 
-loom_status loom__out_open(loom__out *o, const char *path) {
+#define ZBUF (1u << 18)
+
+int loom__out_mem_init(loom__out *o) {
+  memset(o, 0, sizeof *o);
+  o->fd = -2;
+  o->cap = 1 << 16;
+  o->buf = malloc(o->cap);
+  return o->buf ? 0 : -1;
+}
+
+loom_status loom__out_open(loom__out *o, const char *path, int gzip) {
   memset(o, 0, sizeof *o);
   o->fd = -1;
   if (!path || !*path) return loom__fail(LOOM_EINVAL, "no output path given");
@@ -37,13 +48,26 @@ loom_status loom__out_open(loom__out *o, const char *path) {
     return loom__fail(LOOM_EIO, "cannot write %s: %s", path, strerror(e));
   }
   fchmod(o->fd, 0644);
+  if (gzip >= 0) {
+    z_stream *z = calloc(1, sizeof *z);
+    o->zbuf = malloc(ZBUF);
+    /* windowBits 15 + 16: a gzip header, as gunzip and viewers expect. */
+    if (!z || !o->zbuf ||
+        deflateInit2(z, gzip, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      free(z);
+      loom__out_abort(o);
+      return loom__fail(LOOM_ENOMEM, "cannot start gzip compression for %s", path);
+    }
+    o->z = z;
+  }
   return LOOM_OK;
 }
 
-void loom__out_flush(loom__out *o) {
+static void write_all(loom__out *o, const void *p, size_t n) {
+  const char *c = p;
   size_t off = 0;
-  while (off < o->len && !o->failed) {
-    ssize_t w = write(o->fd, o->buf + off, o->len - off);
+  while (off < n && !o->failed) {
+    ssize_t w = write(o->fd, c + off, n - off);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       o->failed = w < 0 ? errno : ENOSPC;
@@ -51,10 +75,54 @@ void loom__out_flush(loom__out *o) {
     }
     off += (size_t)w;
   }
+  o->bytes += off;
+}
+
+/* Compresses len bytes of buf (finishing the stream when fin). */
+static void deflate_out(loom__out *o, int fin) {
+  z_stream *z = o->z;
+  z->next_in = (unsigned char *)o->buf;
+  z->avail_in = (unsigned)o->len;
+  int rc;
+  do {
+    z->next_out = o->zbuf;
+    z->avail_out = ZBUF;
+    rc = deflate(z, fin ? Z_FINISH : Z_NO_FLUSH);
+    if (rc == Z_STREAM_ERROR) {
+      o->failed = EIO;
+      return;
+    }
+    write_all(o, o->zbuf, ZBUF - z->avail_out);
+  } while (z->avail_out == 0 || (fin && rc != Z_STREAM_END && !o->failed));
+}
+
+void loom__out_make_room(loom__out *o, size_t n) {
+  if (o->fd != -2) {
+    loom__out_flush(o);
+    return;
+  }
+  size_t cap = o->cap;
+  if (loom__grow((void **)&o->buf, &cap, o->len + n, 1) == 0) {
+    o->cap = cap;
+  } else { /* out of memory: keep writing over the start, report failure */
+    o->failed = ENOMEM;
+    o->len = 0;
+  }
+}
+
+void loom__out_flush(loom__out *o) {
+  if (o->fd == -2) return; /* memory buffer: nothing to flush */
+  if (o->z) deflate_out(o, 0);
+  else write_all(o, o->buf, o->len);
   o->len = 0;
 }
 
 static void out_free(loom__out *o) {
+  if (o->z) deflateEnd(o->z);
+  free(o->z);
+  free(o->zbuf);
+  o->z = NULL;
+  o->zbuf = NULL;
   free(o->buf);
   free(o->path);
   free(o->tmp);
@@ -69,7 +137,12 @@ void loom__out_abort(loom__out *o) {
 }
 
 loom_status loom__out_commit(loom__out *o) {
-  loom__out_flush(o);
+  if (o->z) {
+    deflate_out(o, 1);
+    o->len = 0;
+  } else {
+    loom__out_flush(o);
+  }
   if (!o->failed && close(o->fd) != 0) o->failed = errno;
   else if (o->failed) close(o->fd);
   o->fd = -1;
@@ -150,9 +223,9 @@ void loom__json_str(loom__out *o, const char *str, size_t len) {
         memcpy(d, s + i, k);
         o->len += k;
         i += k;
-      } else {
-        memcpy(d, "\\ufffd", 6);
-        o->len += 6;
+      } else { /* U+FFFD written as UTF-8, as a reader decodes it */
+        memcpy(d, "\xEF\xBF\xBD", 3);
+        o->len += 3;
         i++;
       }
     }

@@ -21,11 +21,18 @@ typedef struct loom__out {
   int fd;
   int failed;          /* errno of the first failure, 0 if none */
   char *path, *tmp;
+  void *z;             /* z_stream when compressing */
+  unsigned char *zbuf;
+  uint64_t bytes;      /* bytes written to the file so far */
 } loom__out;
 
-/* Opens a temporary file for path.  LOOM_EIO (with loom_last_error) when
- * the folder is not writable. */
-loom_status loom__out_open(loom__out *o, const char *path);
+/* Opens a temporary file for path; gzip (level 0-9, -1 = none) compresses
+ * the stream as it is written.  LOOM_EIO (with loom_last_error) when the
+ * folder is not writable. */
+loom_status loom__out_open(loom__out *o, const char *path, int gzip);
+/* A memory-only buffer (fd < 0): data accumulates in buf, never flushed
+ * to a file; used to build escaped-string tables. */
+int loom__out_mem_init(loom__out *o);
 /* Flushes the buffer to the file (called when it fills). */
 void loom__out_flush(loom__out *o);
 /* Finishes: flush, close, rename.  On failure removes the temporary file
@@ -34,13 +41,17 @@ loom_status loom__out_commit(loom__out *o);
 /* Abandons the output (removes the temporary file). */
 void loom__out_abort(loom__out *o);
 
-/* Makes room for n more bytes and returns where to write them. */
+/* Slow path of loom__out_reserve: flushes (file) or grows (memory). */
+void loom__out_make_room(loom__out *o, size_t n);
+
+/* Makes room for n more bytes (n <= 4096 for files) and returns where to
+ * write them. */
 static inline char *loom__out_reserve(loom__out *o, size_t n) {
-  if (o->len + n > o->cap) loom__out_flush(o);
+  if (o->len + n > o->cap) loom__out_make_room(o, n);
   return o->buf + o->len;
 }
 static inline void loom__out_mem(loom__out *o, const void *p, size_t n) {
-  if (n > o->cap) {
+  if (n > 4096 && o->fd != -2) {
     loom__out_flush(o);
     while (n > 0) { /* large blocks go through in pieces */
       size_t k = n < o->cap ? n : o->cap;
@@ -93,7 +104,7 @@ static inline size_t loom__fmt_us(char *dst, int64_t ns) {
 }
 
 /* Appends s as a JSON string literal (with quotes): quotes, backslashes and
- * control characters escaped, invalid UTF-8 replaced by U+FFFD. */
+ * control characters escaped, invalid UTF-8 bytes replaced by U+FFFD. */
 void loom__json_str(loom__out *o, const char *s, size_t len);
 
 #endif

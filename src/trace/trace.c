@@ -28,6 +28,14 @@ void loom_trace_free(loom_trace *t) {
   free(t);
 }
 
+loom__proc *loom__trace_proc(loom_trace *t, int64_t pid) {
+  for (size_t i = 0; i < t->nprocs; i++)
+    if (t->procs[i].pid == pid) return &t->procs[i];
+  loom__proc p = {pid, 0, 0, (int32_t)t->nprocs};
+  if (LOOM__PUSH(t->procs, t->nprocs, t->cap_procs, p) != 0) return NULL;
+  return &t->procs[t->nprocs - 1];
+}
+
 int loom__trace_add_proc(loom_trace *t, int64_t pid, const char *name,
                          const char *labels, int32_t sort) {
   for (size_t i = 0; i < t->nprocs; i++)
@@ -119,6 +127,24 @@ loom_status loom_trace_summarize(const loom_trace *t, loom_trace_summary *sum) {
   memcpy(sum, &s, n);
   sum->struct_size = n;
   return LOOM_OK;
+}
+
+loom_kind loom__kind_of_category(const char *cat) {
+  static const struct { const char *cat; loom_kind kind; } exact[] = {
+      {"kernel", LOOM_KIND_KERNEL}, {"gpu_memcpy", LOOM_KIND_MEMCPY},
+      {"gpu_memset", LOOM_KIND_MEMSET}, {"user_annotation", LOOM_KIND_USER_RANGE},
+      {"gpu_user_annotation", LOOM_KIND_USER_RANGE}, {"cpu_op", LOOM_KIND_CPU_OP},
+      {"python_function", LOOM_KIND_CPU_OP}, {"cpu_instant_event", LOOM_KIND_INSTANT},
+      {"counter", LOOM_KIND_COUNTER}, {"collective_comm", LOOM_KIND_COLLECTIVE},
+      {"overhead", LOOM_KIND_OVERHEAD}, {"Trace", LOOM_KIND_MARKER}};
+  if (!cat) return LOOM_KIND_MARKER;
+  for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+    if (!strcmp(cat, exact[i].cat)) return exact[i].kind;
+  size_t n = strlen(cat);
+  if (n > 8 && !strcmp(cat + n - 8, "_runtime")) return LOOM_KIND_RUNTIME;
+  if (n > 7 && !strcmp(cat + n - 7, "_driver")) return LOOM_KIND_DRIVER;
+  if (n > 5 && !strcmp(cat + n - 5, "_sync")) return LOOM_KIND_SYNC;
+  return LOOM_KIND_MARKER;
 }
 
 size_t loom_trace_event_count(const loom_trace *t) { return t ? t->nev : 0; }

@@ -110,6 +110,7 @@ struct loom_trace {
   int64_t start_ns, end_ns;
   uint32_t trace_name;
   uint32_t last_track; /* loom__trace_track's cache */
+  int window_end;      /* write Kineto's "Record Window End" marker */
 };
 
 loom_trace *loom__trace_new(void);
@@ -126,6 +127,8 @@ int loom__trace_add_proc(loom_trace *t, int64_t pid, const char *name,
                          const char *labels, int32_t sort);
 /* Index of the track (pid, tid) or -1. */
 long loom__trace_find_track(loom_trace *t, int64_t pid, int64_t tid);
+/* The process pid, added (unnamed) if missing; NULL when out of memory. */
+loom__proc *loom__trace_proc(loom_trace *t, int64_t pid);
 /* Adds (or finds) the track (pid, tid); its index goes to *out. */
 int loom__trace_track(loom_trace *t, int64_t pid, int64_t tid,
                       const char *name, uint32_t device, uint32_t *out);
@@ -138,6 +141,21 @@ int loom__trace_add_arg_int(loom_trace *t, const char *key, int64_t v);
 int loom__trace_add_arg_str(loom_trace *t, const char *key, const char *v);
 int loom__trace_add_meta(loom_trace *t, const char *key, const char *value);
 int loom__trace_add_warning(loom_trace *t, const char *msg);
+
+/* The record kind a category string stands for (Kineto's names and loom's
+ * "<type>_runtime" style), or LOOM_KIND_MARKER when unknown. */
+loom_kind loom__kind_of_category(const char *cat);
+/* Kinds that run on a device track. */
+static inline int loom__kind_on_device(int kind) {
+  return kind == LOOM_KIND_KERNEL || kind == LOOM_KIND_MEMCPY || kind == LOOM_KIND_MEMSET;
+}
+
+/* Reads a trace file: Chrome/Kineto JSON (plain or gzip) or loom's
+ * .pftrace, detected from the content.  Errors name the file and offset. */
+loom_status loom__read_json(const char *path, loom_trace **out);
+loom_status loom__read_pftrace(const char *path, loom_trace **out);
+/* Writes Perfetto protobuf. */
+loom_status loom__write_pftrace(const loom_trace *t, const char *path);
 
 /* Common processing after collection, for every producer alike:
  *  1. sorts events by track, start, longer first (parents before children);
@@ -155,7 +173,8 @@ int loom__trace_process(loom_trace *t);
  * renumbers flows accordingly. */
 int loom__trace_sort_by_time(loom_trace *t);
 
-/* Writes Chrome trace JSON (Kineto conventions) to path, atomically. */
-loom_status loom__write_chrome_json(const loom_trace *t, const char *path);
+/* Writes Chrome trace JSON (Kineto conventions) to path, atomically;
+ * gzip >= 0 compresses at that zlib level. */
+loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int gzip);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * loom - the command-line tool.  Subcommands so far: version, backends.
- * (record, report, convert and merge come with their issues.)
+ * loom - the command-line tool.  Subcommands so far: version, backends,
+ * convert.  (record, report and merge come with their issues.)
  */
 #include <stdio.h>
 #include <string.h>
@@ -42,9 +42,36 @@ static int cmd_backends(int argc, char **argv) {
   return 0;
 }
 
+/* loom convert IN OUT: any format loom reads to any it writes. */
+static int cmd_convert(int argc, char **argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: loom convert IN OUT   (OUT: .json, .json.gz or .pftrace)\n");
+    return 2;
+  }
+  loom_trace *t;
+  if (loom_trace_load(argv[2], &t) != LOOM_OK) {
+    fprintf(stderr, "loom: %s\n", loom_last_error());
+    return 1;
+  }
+  loom_status st = loom_trace_save(t, argv[3]);
+  if (st != LOOM_OK) {
+    fprintf(stderr, "loom: %s\n", loom_last_error());
+    loom_trace_free(t);
+    return 1;
+  }
+  loom_trace_summary s = {.struct_size = sizeof s};
+  loom_trace_summarize(t, &s);
+  printf("%s -> %s: %llu events, %llu flows, %llu devices\n", argv[2], argv[3],
+         (unsigned long long)s.events, (unsigned long long)s.flows, (unsigned long long)s.devices);
+  loom_trace_free(t);
+  return 0;
+}
+
 static void usage(FILE *f) {
   fprintf(f, "usage: loom <command>\n"
              "  version      print loom's version\n"
+             "  convert IN OUT\n"
+             "               convert a trace (Chrome/Kineto JSON, .json.gz, .pftrace)\n"
              "  backends [--no-probe]\n"
              "               list registered backends, probed, with their state\n");
 }
@@ -59,6 +86,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(argv[1], "backends")) return cmd_backends(argc, argv);
+  if (!strcmp(argv[1], "convert")) return cmd_convert(argc, argv);
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;

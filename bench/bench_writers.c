@@ -1,0 +1,136 @@
+/*
+ * bench_writers.c - trace writers against a naive fprintf writer measured in
+ * the same run.  Builds a synthetic trace (host ranges with framework ops,
+ * runtime calls, kernels on two queues with flows; names from a realistic
+ * vocabulary), then writes it in each format and prints ns per event, MB/s,
+ * bytes per event and the growth of peak RSS per event.
+ * usage: bench_writers [EVENTS...]   (default: 1000000 10000000)
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "trace/trace.h"
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static long peak_rss_kb(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+static loom_trace *synthetic(size_t n) {
+  static const char *ops[] = {"aten::mm", "aten::add", "aten::relu", "aten::conv2d",
+                              "aten::softmax", "aten::layer_norm", "aten::copy_", "aten::view"};
+  loom_trace *t = loom__trace_new();
+  t->start_ns = 1764000000000000000ll;
+  t->end_ns = t->start_ns + (int64_t)n * 1000;
+  t->trace_name = loom__trace_str(t, "bench");
+  loom__trace_add_proc(t, 4242, "python", "CPU", 0);
+  loom__trace_add_proc(t, 0, "gpu 0", "Bench GPU", 1);
+  uint32_t host, q[2];
+  loom__trace_track(t, 4242, 4242, "thread 4242 (python)", LOOM_DEVICE_HOST, &host);
+  loom__trace_track(t, 0, 7, "stream 7", 0, &q[0]);
+  loom__trace_track(t, 0, 8, "stream 8", 0, &q[1]);
+  uint32_t c_op = loom__trace_str(t, "cpu_op"), c_rt = loom__trace_str(t, "cuda_runtime"),
+           c_k = loom__trace_str(t, "kernel"), launch = loom__trace_str(t, "cudaLaunchKernel");
+  uint32_t opn[8], kn[8];
+  for (int i = 0; i < 8; i++) {
+    char k[96];
+    opn[i] = loom__trace_str(t, ops[i]);
+    snprintf(k, sizeof k, "void at::native::elementwise_kernel<128, 4, %s_functor>(int)", ops[i] + 6);
+    kn[i] = loom__trace_str(t, k);
+  }
+  int64_t ts = t->start_ns;
+  uint64_t corr = 1;
+  for (size_t i = 0; i + 3 <= n; i += 3, corr++) {
+    int k = (int)(corr % 8);
+    loom__ev op = {.ts = ts, .dur = 2500, .external_id = corr, .name = opn[k], .cat = c_op,
+                   .track = host, .kind = LOOM_KIND_CPU_OP, .ph = LOOM__PH_COMPLETE};
+    loom__ev rt = {.ts = ts + 500, .dur = 1200, .correlation = corr, .external_id = corr,
+                   .name = launch, .cat = c_rt, .track = host, .kind = LOOM_KIND_RUNTIME,
+                   .ph = LOOM__PH_COMPLETE};
+    loom__ev kr = {.ts = ts + 3000, .dur = 1800, .correlation = corr, .external_id = corr,
+                   .name = kn[k], .cat = c_k, .track = q[corr % 2], .kind = LOOM_KIND_KERNEL,
+                   .ph = LOOM__PH_COMPLETE};
+    loom__trace_add_ev(t, &op);
+    loom__trace_add_ev(t, &rt);
+    loom__trace_add_ev(t, &kr);
+    loom__trace_add_arg_int(t, "device", 0);
+    loom__trace_add_arg_int(t, "stream", 7 + (int64_t)(corr % 2));
+    loom__flow f = {(uint32_t)(t->nev - 2), (uint32_t)(t->nev - 1), corr};
+    LOOM__PUSH(t->flows, t->nflows, t->cap_flows, f);
+    ts += 3000;
+  }
+  return t;
+}
+
+/* What people write first: fprintf per event, no escaping, no caching. */
+static double naive(const loom_trace *t, const char *path) {
+  FILE *f = fopen(path, "w");
+  fprintf(f, "{\"traceEvents\":[\n");
+  for (size_t i = 0; i < t->nev; i++) {
+    const loom__ev *e = &t->ev[i];
+    const loom__track *k = &t->tracks[e->track];
+    fprintf(f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"%s\",\"pid\":%lld,\"tid\":%lld,"
+               "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"External id\":%llu}},\n",
+            loom__trace_cstr(t, e->cat), loom__trace_cstr(t, e->name), (long long)k->pid,
+            (long long)k->tid, (e->ts - t->start_ns) / 1e3, e->dur / 1e3,
+            (unsigned long long)e->external_id);
+  }
+  fprintf(f, "{}]}\n");
+  fclose(f);
+  return 0;
+}
+
+static void run(const loom_trace *t, const char *label, const char *path, int is_naive) {
+  long rss0 = peak_rss_kb();
+  double t0 = now_ns();
+  if (is_naive) naive(t, path);
+  else if (loom_trace_save(t, path) != LOOM_OK) {
+    printf("  %-10s failed: %s\n", label, loom_last_error());
+    return;
+  }
+  double dt = now_ns() - t0;
+  struct stat st;
+  stat(path, &st);
+  long rss1 = peak_rss_kb();
+  printf("  %-12s %7.1f ns/event %8.1f MB/s %7.1f bytes/event %6.1f peak-RSS bytes/event\n",
+         label, dt / t->nev, st.st_size / (dt / 1e9) / 1e6, (double)st.st_size / t->nev,
+         (rss1 - rss0) * 1024.0 / t->nev);
+  unlink(path);
+}
+
+int main(int argc, char **argv) {
+  size_t sizes[8] = {1000000, 10000000};
+  int nsizes = 2;
+  if (argc > 1) {
+    nsizes = 0;
+    for (int i = 1; i < argc && nsizes < 8; i++) sizes[nsizes++] = strtoull(argv[i], NULL, 10);
+  }
+  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  for (int s = 0; s < nsizes; s++) {
+    loom_trace *t = synthetic(sizes[s]);
+    printf("%zu events (%zu flows):\n", t->nev, t->nflows);
+    char path[512];
+    const char *ext[] = {".naive.json", ".json", ".json.gz", ".pftrace"};
+    const char *only = getenv("BENCH_ONLY");
+    for (int f = 0; f < 4; f++) {
+      if (only && strcmp(only, ext[f] + 1)) continue;
+      snprintf(path, sizeof path, "%s/bench_writers.%d%s", dir, (int)getpid(), ext[f]);
+      run(t, f == 0 ? "fprintf" : ext[f] + 1, path, f == 0);
+    }
+    loom_trace_free(t);
+  }
+  return 0;
+}

@@ -1,0 +1,85 @@
+/*
+ * pftrace.h - the Perfetto protobuf field numbers loom writes and reads,
+ * from perfetto_trace.proto (package perfetto.protos).
+ */
+#ifndef LOOM_PFTRACE_H
+#define LOOM_PFTRACE_H
+
+enum { PB_VARINT = 0, PB_I64 = 1, PB_LEN = 2, PB_I32 = 5 };
+
+enum {
+  PF_TRACE_PACKET = 1,
+  /* TracePacket */
+  PF_PKT_TIMESTAMP = 8,
+  PF_PKT_SEQ_ID = 10,          /* trusted_packet_sequence_id */
+  PF_PKT_TRACK_EVENT = 11,
+  PF_PKT_INTERNED_DATA = 12,
+  PF_PKT_SEQUENCE_FLAGS = 13,
+  PF_PKT_CLOCK_SNAPSHOT = 6,
+  PF_PKT_TIMESTAMP_CLOCK_ID = 58,
+  PF_PKT_DEFAULTS = 59,        /* trace_packet_defaults */
+  PF_PKT_TRACK_DESCRIPTOR = 60,
+  PF_SEQ_INCREMENTAL_STATE_CLEARED = 1,
+  PF_SEQ_NEEDS_INCREMENTAL_STATE = 2,
+  /* TracePacketDefaults */
+  PF_TPD_TIMESTAMP_CLOCK_ID = 58,
+  /* ClockSnapshot and ClockSnapshot.Clock */
+  PF_CS_CLOCKS = 1,
+  PF_CS_PRIMARY = 2,
+  PF_CLK_ID = 1,
+  PF_CLK_TIMESTAMP = 2,
+  PF_CLK_INCREMENTAL = 3,
+  PF_CLOCK_REALTIME = 1,
+  PF_CLOCK_BOOTTIME = 6,
+  PF_CLOCK_LOOM = 64,          /* sequence-scoped, incremental, ns */
+  /* TrackDescriptor */
+  PF_TD_UUID = 1,
+  PF_TD_NAME = 2,
+  PF_TD_PROCESS = 3,
+  PF_TD_THREAD = 4,
+  PF_TD_PARENT_UUID = 5,
+  PF_TD_COUNTER = 8,
+  PF_TD_DESCRIPTION = 14,
+  /* ProcessDescriptor */
+  PF_PD_PID = 1,
+  PF_PD_NAME = 6,
+  PF_PD_LABELS = 8,
+  /* ThreadDescriptor */
+  PF_THD_PID = 1,
+  PF_THD_TID = 2,
+  PF_THD_NAME = 5,
+  /* TrackEvent */
+  PF_TE_CATEGORY_IIDS = 3,
+  PF_TE_DEBUG_ANNOTATIONS = 4,
+  PF_TE_TYPE = 9,
+  PF_TE_NAME_IID = 10,
+  PF_TE_TRACK_UUID = 11,
+  PF_TE_NAME = 23,
+  PF_TE_CATEGORIES = 22,
+  PF_TE_COUNTER_VALUE = 30,
+  PF_TE_DOUBLE_COUNTER_VALUE = 44,
+  PF_TE_FLOW_IDS = 47,         /* fixed64 */
+  PF_TE_TERMINATING_FLOW_IDS = 48,
+  PF_TYPE_SLICE_BEGIN = 1,
+  PF_TYPE_SLICE_END = 2,
+  PF_TYPE_INSTANT = 3,
+  PF_TYPE_COUNTER = 4,
+  /* DebugAnnotation */
+  PF_DA_NAME_IID = 1,
+  PF_DA_BOOL = 2,
+  PF_DA_UINT = 3,
+  PF_DA_INT = 4,
+  PF_DA_DOUBLE = 5,
+  PF_DA_STRING = 6,
+  PF_DA_NAME = 10,
+  /* Device processes get pid + this in ProcessDescriptor/ThreadDescriptor:
+   * Perfetto treats pid 0 as the idle process, and devices are numbered
+   * from 0 (Kineto's convention).  Readers subtract it. */
+  PF_DEVICE_PID_BASE = 0x70000000,
+  /* InternedData; each entry is {iid = 1, name = 2} */
+  PF_ID_EVENT_CATEGORIES = 1,
+  PF_ID_EVENT_NAMES = 2,
+  PF_ID_DEBUG_ANNOTATION_NAMES = 3
+};
+
+#endif

@@ -1,0 +1,459 @@
+/*
+ * pftrace_read.c - reads Perfetto protobuf traces that loom wrote
+ * (pftrace_write.c) back into the trace model: processes, threads/queues,
+ * counter series and async tracks from TrackDescriptors; slices from
+ * begin/end pairs; instants; counters; debug annotations as arguments
+ * ("External id" and "correlation" become the event's fields); flows from
+ * flow_ids/terminating_flow_ids; interned names, categories and argument
+ * names; absolute and incremental clocks.  Other producers' traces load as
+ * far as they use the same features; packets it does not know are skipped.
+ * The file is read in one pass with a fixed buffer per packet.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "export/pftrace.h"
+#include "trace/trace.h"
+
+typedef struct pbr {
+  const uint8_t *p, *end;
+  int bad;
+} pbr;
+
+static uint64_t rd_varint(pbr *r) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (r->p >= r->end) {
+      r->bad = 1;
+      return 0;
+    }
+    uint8_t b = *r->p++;
+    v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) return v;
+  }
+  r->bad = 1;
+  return 0;
+}
+
+/* Reads the next field: its number and wire type; for LEN, *sub is the
+ * payload; for I64, *v holds the 8 bytes. */
+static int rd_field(pbr *r, uint32_t *field, int *wire, uint64_t *v, pbr *sub) {
+  if (r->p >= r->end || r->bad) return 0;
+  uint64_t key = rd_varint(r);
+  *field = (uint32_t)(key >> 3);
+  *wire = (int)(key & 7);
+  switch (*wire) {
+  case PB_VARINT: *v = rd_varint(r); break;
+  case PB_I64:
+    if (r->end - r->p < 8) { r->bad = 1; return 0; }
+    *v = 0;
+    for (int i = 0; i < 8; i++) *v |= (uint64_t)r->p[i] << (8 * i);
+    r->p += 8;
+    break;
+  case PB_I32:
+    if (r->end - r->p < 4) { r->bad = 1; return 0; }
+    r->p += 4;
+    break;
+  case PB_LEN: {
+    uint64_t n = rd_varint(r);
+    if (n > (uint64_t)(r->end - r->p)) { r->bad = 1; return 0; }
+    sub->p = r->p;
+    sub->end = r->p + n;
+    sub->bad = 0;
+    r->p += n;
+    break;
+  }
+  default: r->bad = 1; return 0;
+  }
+  return !r->bad;
+}
+
+typedef struct trk {
+  uint64_t uuid, parent;
+  int64_t pid, tid;
+  int is_proc, is_thread, is_counter;
+  uint32_t name, desc;
+  uint32_t track;    /* model track (threads), resolved lazily for others */
+  int has_track;
+} trk;
+
+typedef struct open_slice {
+  uint64_t uuid;
+  size_t ev;
+} open_slice;
+
+typedef struct rd {
+  loom_trace *t;
+  const char *path;
+  loom__map names, cats, argn; /* iid -> string id */
+  loom__map tracks;            /* uuid -> index into trks */
+  trk *trks;
+  size_t ntrks, cap_trks;
+  open_slice *open;
+  size_t nopen, cap_open;
+  loom__map flow_src;          /* flow id -> event index + 1 */
+  loom__map flow_dst;
+  uint64_t clock_base;         /* incremental clock: last timestamp */
+  uint32_t default_clock;
+  int64_t ts;
+  int64_t window_end_ts;
+  int oom;
+} rd;
+
+static uint32_t str_of(rd *r, const pbr *s) {
+  uint32_t id = loom__strtab_intern(&r->t->strs, (const char *)s->p, (size_t)(s->end - s->p));
+  if (!id && s->end > s->p) r->oom = 1;
+  return id;
+}
+
+static void interned(rd *r, pbr m) {
+  uint32_t f;
+  int w;
+  uint64_t v;
+  pbr sub, e;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (w != PB_LEN) continue;
+    loom__map *dst = f == PF_ID_EVENT_NAMES ? &r->names : f == PF_ID_EVENT_CATEGORIES ? &r->cats
+                   : f == PF_ID_DEBUG_ANNOTATION_NAMES ? &r->argn : NULL;
+    if (!dst) continue;
+    uint64_t iid = 0;
+    uint32_t name = 0, f2;
+    int w2;
+    while (rd_field(&sub, &f2, &w2, &v, &e)) {
+      if (f2 == 1 && w2 == PB_VARINT) iid = v;
+      if (f2 == 2 && w2 == PB_LEN) name = str_of(r, &e);
+    }
+    if (iid && loom__map_put(dst, iid, name)) r->oom = 1;
+  }
+}
+
+static trk *trk_of(rd *r, uint64_t uuid) {
+  uint64_t *i = loom__map_get(&r->tracks, uuid);
+  return i ? &r->trks[*i] : NULL;
+}
+
+static void descriptor(rd *r, pbr m) {
+  trk k;
+  memset(&k, 0, sizeof k);
+  uint32_t f, f2;
+  int w, w2;
+  uint64_t v;
+  pbr sub, e;
+  uint32_t labels = 0;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (f == PF_TD_UUID && w == PB_VARINT) k.uuid = v;
+    else if (f == PF_TD_PARENT_UUID && w == PB_VARINT) k.parent = v;
+    else if (f == PF_TD_NAME && w == PB_LEN) k.name = str_of(r, &sub);
+    else if (f == PF_TD_DESCRIPTION && w == PB_LEN) k.desc = str_of(r, &sub);
+    else if (f == PF_TD_COUNTER) k.is_counter = 1;
+    else if ((f == PF_TD_PROCESS || f == PF_TD_THREAD) && w == PB_LEN) {
+      int proc = f == PF_TD_PROCESS;
+      (proc ? &k.is_proc : &k.is_thread)[0] = 1;
+      while (rd_field(&sub, &f2, &w2, &v, &e)) {
+        if (f2 == 1 && w2 == PB_VARINT) k.pid = (int64_t)(int32_t)v;
+        else if (!proc && f2 == PF_THD_TID && w2 == PB_VARINT) k.tid = (int64_t)v;
+        else if (w2 == PB_LEN && ((proc && f2 == PF_PD_NAME) || (!proc && f2 == PF_THD_NAME)))
+          k.name = str_of(r, &e);
+        else if (proc && f2 == PF_PD_LABELS && w2 == PB_LEN) labels = str_of(r, &e);
+      }
+    }
+  }
+  int device = k.pid >= PF_DEVICE_PID_BASE;
+  if (device) k.pid -= PF_DEVICE_PID_BASE;
+  if (k.is_proc) {
+    loom__proc *p = loom__trace_proc(r->t, k.pid);
+    if (!p) r->oom = 1;
+    else {
+      if (k.name) p->name = k.name;
+      if (labels) p->labels = labels;
+    }
+  }
+  if (k.is_thread) {
+    if (loom__trace_track(r->t, k.pid, k.tid, NULL, device ? (uint32_t)k.pid : LOOM_DEVICE_HOST,
+                          &k.track))
+      r->oom = 1;
+    else r->t->tracks[k.track].name = k.name;
+    k.has_track = 1;
+    if (!loom__trace_proc(r->t, k.pid)) r->oom = 1;
+  }
+  if (!k.uuid || trk_of(r, k.uuid)) return;
+  if (LOOM__PUSH(r->trks, r->ntrks, r->cap_trks, k) || loom__map_put(&r->tracks, k.uuid, r->ntrks - 1))
+    r->oom = 1;
+}
+
+/* The model track an event on uuid goes to (async and counter tracks hang
+ * off a thread track); NULL for tracks loom does not model (global). */
+static trk *event_track(rd *r, uint64_t uuid, trk **own) {
+  trk *k = trk_of(r, uuid);
+  *own = k;
+  while (k && !k->has_track && k->parent) k = trk_of(r, k->parent);
+  return k && k->has_track ? k : NULL;
+}
+
+typedef struct te_fields {
+  uint64_t type, uuid, name_iid, cat_iid;
+  uint32_t name, cat;
+  double dvalue;
+  int has_value;
+  uint64_t flows_out[8], flows_in[8];
+  int nout, nin;
+} te_fields;
+
+static void annotation(rd *r, pbr m, loom__ev *e) {
+  uint32_t f;
+  int w;
+  uint64_t v;
+  pbr sub;
+  loom__targ a = {0};
+  int have = 0;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (f == PF_DA_NAME_IID && w == PB_VARINT) {
+      uint64_t *s = loom__map_get(&r->argn, v);
+      a.key = s ? (uint32_t)*s : 0;
+    } else if (f == PF_DA_NAME && w == PB_LEN) a.key = str_of(r, &sub);
+    else if (f == PF_DA_INT && w == PB_VARINT) a.type = LOOM_ARG_INT, a.v.i = (int64_t)v, have = 1;
+    else if (f == PF_DA_UINT && w == PB_VARINT) a.type = LOOM_ARG_UINT, a.v.u = v, have = 1;
+    else if (f == PF_DA_BOOL && w == PB_VARINT) a.type = LOOM_ARG_INT, a.v.i = v != 0, have = 1;
+    else if (f == PF_DA_DOUBLE && w == PB_I64) a.type = LOOM_ARG_DOUBLE, memcpy(&a.v.d, &v, 8), have = 1;
+    else if (f == PF_DA_STRING && w == PB_LEN) a.type = LOOM_ARG_STRING, a.v.s = str_of(r, &sub), have = 1;
+  }
+  if (!have) return;
+  const char *key = loom__trace_cstr(r->t, a.key);
+  uint64_t num = a.type == LOOM_ARG_UINT ? a.v.u : (uint64_t)a.v.i;
+  if (!strcmp(key, "External id") && a.type != LOOM_ARG_STRING) e->external_id = num;
+  else if (!strcmp(key, "correlation") && a.type != LOOM_ARG_STRING) e->correlation = num;
+  else if (loom__trace_add_arg(r->t, &a)) r->oom = 1;
+}
+
+static void track_event(rd *r, pbr m) {
+  te_fields x;
+  memset(&x, 0, sizeof x);
+  uint32_t f;
+  int w;
+  uint64_t v;
+  pbr sub;
+  pbr ann[64];
+  int nann = 0;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (f == PF_TE_TYPE && w == PB_VARINT) x.type = v;
+    else if (f == PF_TE_TRACK_UUID && w == PB_VARINT) x.uuid = v;
+    else if (f == PF_TE_NAME_IID && w == PB_VARINT) {
+      uint64_t *s = loom__map_get(&r->names, v);
+      x.name = s ? (uint32_t)*s : 0;
+    } else if (f == PF_TE_NAME && w == PB_LEN) x.name = str_of(r, &sub);
+    else if (f == PF_TE_CATEGORY_IIDS && w == PB_VARINT) {
+      uint64_t *s = loom__map_get(&r->cats, v);
+      x.cat = s ? (uint32_t)*s : 0;
+    } else if (f == PF_TE_CATEGORIES && w == PB_LEN) x.cat = str_of(r, &sub);
+    else if (f == PF_TE_DOUBLE_COUNTER_VALUE && w == PB_I64) memcpy(&x.dvalue, &v, 8), x.has_value = 1;
+    else if (f == PF_TE_COUNTER_VALUE && w == PB_VARINT) x.dvalue = (double)(int64_t)v, x.has_value = 1;
+    else if (f == PF_TE_FLOW_IDS && x.nout < 8) x.flows_out[x.nout++] = v;
+    else if (f == PF_TE_TERMINATING_FLOW_IDS && x.nin < 8) x.flows_in[x.nin++] = v;
+    else if (f == PF_TE_DEBUG_ANNOTATIONS && w == PB_LEN && nann < 64) ann[nann++] = sub;
+  }
+  trk *own;
+  trk *k = event_track(r, x.uuid, &own);
+  if (!k) { /* a global track: loom's "Record Window End" marker */
+    if (x.type == PF_TYPE_INSTANT && !strcmp(loom__trace_cstr(r->t, x.name), "Record Window End")) {
+      r->t->window_end = 1;
+      r->window_end_ts = r->ts;
+    }
+    return;
+  }
+  loom_trace *t = r->t;
+  if (x.type == PF_TYPE_SLICE_END) {
+    for (size_t i = r->nopen; i-- > 0;) {
+      if (r->open[i].uuid != x.uuid) continue;
+      loom__ev *e = &t->ev[r->open[i].ev];
+      e->dur = r->ts - e->ts;
+      memmove(&r->open[i], &r->open[i + 1], (r->nopen - i - 1) * sizeof *r->open);
+      r->nopen--;
+      break;
+    }
+    return;
+  }
+  const char *cat = loom__trace_cstr(t, x.cat);
+  loom__ev e = {.ts = r->ts, .name = x.name, .cat = x.cat, .track = k->track,
+                .kind = (uint8_t)loom__kind_of_category(cat), .ph = LOOM__PH_COMPLETE};
+  if (x.type == PF_TYPE_COUNTER) {
+    e.ph = LOOM__PH_COUNTER;
+    e.kind = LOOM_KIND_COUNTER;
+    e.name = own->name;
+    if (loom__trace_add_ev(t, &e)) { r->oom = 1; return; }
+    loom__targ a = {.key = own->desc ? own->desc : own->name, .type = LOOM_ARG_DOUBLE};
+    a.v.d = x.dvalue;
+    if (loom__trace_add_arg(t, &a)) r->oom = 1;
+    return;
+  }
+  if (x.type == PF_TYPE_INSTANT) {
+    e.ph = LOOM__PH_INSTANT;
+    if (e.kind == LOOM_KIND_MARKER && strcmp(cat, "marker")) e.kind = LOOM_KIND_INSTANT;
+  } else if (own != k && own->desc && !strncmp(loom__trace_cstr(t, own->desc), "async ", 6)) {
+    e.ph = LOOM__PH_ASYNC;
+  }
+  if (loom__trace_add_ev(t, &e)) { r->oom = 1; return; }
+  loom__ev *added = &t->ev[t->nev - 1];
+  for (int i = 0; i < nann; i++) annotation(r, ann[i], added);
+  if (added->ph == LOOM__PH_ASYNC)
+    added->correlation = strtoull(loom__trace_cstr(t, own->desc) + 6, NULL, 10);
+  if (loom__kind_on_device(added->kind) && t->tracks[k->track].device == LOOM_DEVICE_HOST)
+    for (size_t i = 0; i < t->ntracks; i++)
+      if (t->tracks[i].pid == t->tracks[k->track].pid) t->tracks[i].device = (uint32_t)t->tracks[i].pid;
+  for (int i = 0; i < x.nout; i++) loom__map_put(&r->flow_src, x.flows_out[i], t->nev);
+  for (int i = 0; i < x.nin; i++) loom__map_put(&r->flow_dst, x.flows_in[i], t->nev);
+  if (x.type == PF_TYPE_SLICE_BEGIN) {
+    open_slice o = {x.uuid, t->nev - 1};
+    if (LOOM__PUSH(r->open, r->nopen, r->cap_open, o)) r->oom = 1;
+  }
+}
+
+static void clock_snapshot(rd *r, pbr m) {
+  uint32_t f, f2;
+  int w, w2;
+  uint64_t v;
+  pbr sub, e;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (f != PF_CS_CLOCKS || w != PB_LEN) continue;
+    uint64_t id = 0, ts = 0;
+    while (rd_field(&sub, &f2, &w2, &v, &e)) {
+      if (f2 == PF_CLK_ID) id = v;
+      if (f2 == PF_CLK_TIMESTAMP) ts = v;
+    }
+    if (id == PF_CLOCK_LOOM) r->clock_base = ts;
+  }
+}
+
+static void packet(rd *r, pbr m) {
+  uint32_t f, f2;
+  int w, w2;
+  uint64_t v, ts = 0, clock = 0;
+  int has_ts = 0, has_clock = 0;
+  pbr sub, e, te = {0}, td = {0}, in = {0}, cs = {0};
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    switch (f) {
+    case PF_PKT_TIMESTAMP: ts = v, has_ts = 1; break;
+    case PF_PKT_TIMESTAMP_CLOCK_ID: clock = v, has_clock = 1; break;
+    case PF_PKT_TRACK_EVENT: te = sub; break;
+    case PF_PKT_TRACK_DESCRIPTOR: td = sub; break;
+    case PF_PKT_INTERNED_DATA: in = sub; break;
+    case PF_PKT_CLOCK_SNAPSHOT: cs = sub; break;
+    case PF_PKT_DEFAULTS:
+      while (rd_field(&sub, &f2, &w2, &v, &e))
+        if (f2 == PF_TPD_TIMESTAMP_CLOCK_ID) r->default_clock = (uint32_t)v;
+      break;
+    default: break;
+    }
+  }
+  if (m.bad) return;
+  if (cs.p) clock_snapshot(r, cs);
+  if (in.p) interned(r, in);
+  if (td.p) descriptor(r, td);
+  if (has_ts) {
+    uint32_t c = has_clock ? (uint32_t)clock : r->default_clock;
+    if (c == PF_CLOCK_LOOM) r->clock_base += ts, r->ts = (int64_t)r->clock_base;
+    else r->ts = (int64_t)ts;
+  }
+  if (te.p) track_event(r, te);
+}
+
+static void rd_free(rd *r) {
+  loom__map_free(&r->names);
+  loom__map_free(&r->cats);
+  loom__map_free(&r->argn);
+  loom__map_free(&r->tracks);
+  loom__map_free(&r->flow_src);
+  loom__map_free(&r->flow_dst);
+  free(r->trks);
+  free(r->open);
+}
+
+static int finish(rd *r) {
+  loom_trace *t = r->t;
+  for (size_t i = 0; i < r->flow_src.cap; i++) {
+    uint64_t id = r->flow_src.keys[i];
+    if (!id) continue;
+    uint64_t *to = loom__map_get(&r->flow_dst, id);
+    if (!to) continue;
+    loom__flow f = {(uint32_t)(r->flow_src.vals[i] - 1), (uint32_t)(*to - 1), id};
+    if (LOOM__PUSH(t->flows, t->nflows, t->cap_flows, f)) return -1;
+  }
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t i = 0; i < t->nev; i++) {
+    if (t->ev[i].ts < lo) lo = t->ev[i].ts;
+    if (t->ev[i].ts + t->ev[i].dur > hi) hi = t->ev[i].ts + t->ev[i].dur;
+  }
+  t->start_ns = t->nev ? lo : 0;
+  t->end_ns = t->nev ? hi : 0;
+  if (t->window_end) t->end_ns = r->window_end_ts;
+  return 0;
+}
+
+loom_status loom__read_pftrace(const char *path, loom_trace **out) {
+  *out = NULL;
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
+  rd r;
+  memset(&r, 0, sizeof r);
+  r.t = loom__trace_new();
+  r.path = path;
+  uint8_t *buf = NULL;
+  size_t cap = 0;
+  uint64_t offset = 0;
+  loom_status st = r.t ? LOOM_OK : LOOM_ENOMEM;
+  while (st == LOOM_OK) {
+    /* Each packet: tag 0x0a, varint length, payload. */
+    int c = fgetc(fp);
+    if (c == EOF) break;
+    uint64_t at = offset;
+    uint64_t len = 0;
+    int shift = 0, b = 0;
+    offset++;
+    if (c != 0x0a) {
+      st = loom__fail(LOOM_EFORMAT, "%s: not a Perfetto trace packet at byte offset %llu",
+                      path, (unsigned long long)at);
+      break;
+    }
+    do {
+      b = fgetc(fp);
+      offset++;
+      if (b == EOF || shift > 56) break;
+      len |= (uint64_t)(b & 0x7f) << shift;
+      shift += 7;
+    } while (b & 0x80);
+    if (b == EOF || len > (1u << 30)) {
+      st = loom__fail(LOOM_EFORMAT, "%s: truncated or corrupt packet header at byte offset %llu",
+                      path, (unsigned long long)at);
+      break;
+    }
+    if (len > cap) {
+      uint8_t *nb = realloc(buf, len);
+      if (!nb) { st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path); break; }
+      buf = nb;
+      cap = len;
+    }
+    if (fread(buf, 1, len, fp) != len) {
+      st = loom__fail(LOOM_EFORMAT, "%s: truncated: the packet at byte offset %llu needs %llu "
+                      "bytes, the file ends first", path, (unsigned long long)at,
+                      (unsigned long long)len);
+      break;
+    }
+    offset += len;
+    pbr m = {buf, buf + len, 0};
+    packet(&r, m);
+    if (r.oom) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  }
+  if (st == LOOM_OK && offset == 0) st = loom__fail(LOOM_EFORMAT, "%s: empty file", path);
+  if (st == LOOM_OK && finish(&r)) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  free(buf);
+  fclose(fp);
+  rd_free(&r);
+  if (st != LOOM_OK) {
+    loom_trace_free(r.t);
+    return st;
+  }
+  *out = r.t;
+  return LOOM_OK;
+}

@@ -1,0 +1,501 @@
+/*
+ * pftrace_write.c - Perfetto protobuf output (.pftrace).
+ *
+ * One packet sequence (id 1).  The first packet holds a clock snapshot that
+ * makes REALTIME the trace clock and defines clock 64, an incremental clock
+ * in ns: every later timestamp is a delta from the previous packet's, which
+ * keeps timestamps at 1-3 bytes while absolute (Unix epoch) times survive.
+ * Then one descriptor per process, thread/queue, counter series and async
+ * range; then the events as TrackEvent slice begin/end pairs, instants and
+ * counters in time order.  Names, categories and argument names are interned
+ * (iid = the trace's string id) in the packet that first uses them.  Flows
+ * use flow_ids on the source slice and terminating_flow_ids on the target.
+ * Field numbers come from Perfetto's perfetto_trace.proto.
+ */
+#define _GNU_SOURCE /* qsort_r */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "export/outfile.h"
+#include "export/pftrace.h"
+#include "trace/trace.h"
+
+/* ---- a growable byte buffer with protobuf encoders ---------------------- */
+typedef struct pb {
+  uint8_t *p;
+  size_t n, cap;
+  int oom;
+} pb;
+
+static void pb_bytes(pb *b, const void *s, size_t n) {
+  if (b->n + n > b->cap && loom__grow((void **)&b->p, &b->cap, b->n + n, 1)) {
+    b->oom = 1;
+    return;
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+}
+
+static void pb_varint(pb *b, uint64_t v) {
+  uint8_t tmp[10];
+  size_t k = 0;
+  do {
+    tmp[k] = (uint8_t)(v & 0x7f);
+    v >>= 7;
+    if (v) tmp[k] |= 0x80;
+    k++;
+  } while (v);
+  pb_bytes(b, tmp, k);
+}
+
+static void pb_tag(pb *b, uint32_t field, uint32_t wire) { pb_varint(b, (uint64_t)field << 3 | wire); }
+static void pb_uint(pb *b, uint32_t field, uint64_t v) { pb_tag(b, field, PB_VARINT); pb_varint(b, v); }
+static void pb_sint(pb *b, uint32_t field, int64_t v) { pb_uint(b, field, (uint64_t)v); }
+static void pb_fixed64(pb *b, uint32_t field, uint64_t v) {
+  pb_tag(b, field, PB_I64);
+  uint8_t le[8];
+  for (int i = 0; i < 8; i++) le[i] = (uint8_t)(v >> (8 * i));
+  pb_bytes(b, le, 8);
+}
+static void pb_double(pb *b, uint32_t field, double d) {
+  uint64_t v;
+  memcpy(&v, &d, 8);
+  pb_fixed64(b, field, v);
+}
+static void pb_lenbytes(pb *b, uint32_t field, const void *s, size_t n) {
+  pb_tag(b, field, PB_LEN);
+  pb_varint(b, n);
+  pb_bytes(b, s, n);
+}
+static void pb_str(pb *b, uint32_t field, const char *s) { pb_lenbytes(b, field, s, strlen(s)); }
+static void pb_msg(pb *b, uint32_t field, const pb *m) { pb_lenbytes(b, field, m->p, m->n); }
+
+/* ---- edges: slice begins/ends, instants and counters in time order ------ */
+enum { E_END = 0, E_BEGIN = 1, E_POINT = 2 };
+
+typedef struct edge {
+  int64_t ts;
+  uint32_t ev;
+  uint32_t track;  /* uuid index of the track it goes on */
+  uint32_t seq;    /* order within its track */
+  uint8_t what;
+} edge;
+
+static int cmp_edge(const void *pa, const void *pb_) {
+  const edge *a = pa, *b = pb_;
+  if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+  if (a->track != b->track) return a->track < b->track ? -1 : 1;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int cmp_idx(const void *pa, const void *pb_, void *ctx) {
+  const loom_trace *t = ctx;
+  const loom__ev *a = &t->ev[*(const uint32_t *)pa], *b = &t->ev[*(const uint32_t *)pb_];
+  if (a->track != b->track) return a->track < b->track ? -1 : 1;
+  if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+  if (a->dur != b->dur) return a->dur > b->dur ? -1 : 1;
+  return *(const uint32_t *)pa < *(const uint32_t *)pb_ ? -1 : 1;
+}
+
+typedef struct writer {
+  const loom_trace *t;
+  loom__out *o;
+  /* uuids: 1 + index; processes, then tracks, then counter and async tracks */
+  uint64_t *track_uuid;      /* per trace track */
+  uint64_t next_uuid;
+  loom__map counter_tracks;  /* hash(track, name, key) -> uuid */
+  loom__map async_tracks;    /* hash(track, id) -> uuid */
+  uint8_t *seen_name, *seen_cat, *seen_arg; /* interned already */
+  uint32_t iid_ext, iid_corr;   /* iids of "External id", "correlation" */
+  uint64_t dropped_overlap;
+  int64_t last_ts;
+  pb pkt, te, tmp, interned, names;
+  int oom;
+} writer;
+
+static void emit_packet(writer *w, pb *pkt) {
+  uint8_t hdr[11];
+  size_t k = 0;
+  hdr[k++] = 0x0a; /* Trace.packet, length-delimited */
+  uint64_t n = pkt->n;
+  do {
+    hdr[k] = (uint8_t)(n & 0x7f);
+    n >>= 7;
+    if (n) hdr[k] |= 0x80;
+    k++;
+  } while (n);
+  loom__out_mem(w->o, hdr, k);
+  loom__out_mem(w->o, pkt->p, pkt->n);
+  if (pkt->oom) w->oom = 1;
+  pkt->n = 0;
+}
+
+static void descriptor(writer *w, uint64_t uuid, uint64_t parent, const char *name,
+                       const pb *proc, const pb *thread, int counter, const char *desc) {
+  pb *d = &w->tmp;
+  d->n = 0;
+  pb_uint(d, PF_TD_UUID, uuid);
+  if (parent) pb_uint(d, PF_TD_PARENT_UUID, parent);
+  if (name && *name && !thread && !proc) pb_str(d, PF_TD_NAME, name);
+  if (desc) pb_str(d, PF_TD_DESCRIPTION, desc);
+  if (proc) pb_msg(d, PF_TD_PROCESS, proc);
+  if (thread) pb_msg(d, PF_TD_THREAD, thread);
+  if (counter) pb_lenbytes(d, PF_TD_COUNTER, "", 0);
+  pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
+  pb_msg(&w->pkt, PF_PKT_TRACK_DESCRIPTOR, d);
+  emit_packet(w, &w->pkt);
+}
+
+static int64_t pf_pid(const loom_trace *t, int64_t pid) {
+  for (size_t i = 0; i < t->ntracks; i++)
+    if (t->tracks[i].pid == pid) return t->tracks[i].device == LOOM_DEVICE_HOST ? pid : pid + PF_DEVICE_PID_BASE;
+  for (size_t i = 0; i < t->ndevs; i++)
+    if (t->devs[i].pid == pid) return pid + PF_DEVICE_PID_BASE;
+  return pid;
+}
+
+static void describe_tracks(writer *w) {
+  const loom_trace *t = w->t;
+  pb a = {0};
+  uint64_t *proc_uuid = calloc(t->nprocs + 1, sizeof *proc_uuid);
+  if (!proc_uuid) {
+    w->oom = 1;
+    return;
+  }
+  for (size_t i = 0; i < t->nprocs; i++) {
+    const loom__proc *p = &t->procs[i];
+    a.n = 0;
+    pb_sint(&a, PF_PD_PID, pf_pid(t, p->pid));
+    if (p->name) pb_str(&a, PF_PD_NAME, loom__trace_cstr(t, p->name));
+    if (p->labels) pb_str(&a, PF_PD_LABELS, loom__trace_cstr(t, p->labels));
+    proc_uuid[i] = w->next_uuid++;
+    descriptor(w, proc_uuid[i], 0, NULL, &a, NULL, 0, NULL);
+  }
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const loom__track *k = &t->tracks[i];
+    a.n = 0;
+    pb_sint(&a, PF_THD_PID, pf_pid(t, k->pid));
+    pb_sint(&a, PF_THD_TID, k->tid);
+    if (k->name) pb_str(&a, PF_THD_NAME, loom__trace_cstr(t, k->name));
+    w->track_uuid[i] = w->next_uuid++;
+    descriptor(w, w->track_uuid[i], 0, NULL, NULL, &a, 0, NULL);
+  }
+  free(a.p);
+  free(proc_uuid);
+}
+
+/* The uuid of the counter series (track, name, key), described on first use. */
+static uint64_t counter_track(writer *w, const loom__ev *e, uint32_t key) {
+  uint64_t h = loom__hash_u64(((uint64_t)e->track << 40) ^ ((uint64_t)e->name << 20) ^ key) | 1;
+  uint64_t *u = loom__map_get(&w->counter_tracks, h);
+  if (u) return *u;
+  uint64_t uuid = w->next_uuid++;
+  if (loom__map_put(&w->counter_tracks, h, uuid)) w->oom = 1;
+  const char *name = loom__trace_cstr(w->t, e->name);
+  const char *k = loom__trace_cstr(w->t, key);
+  descriptor(w, uuid, w->track_uuid[e->track], name, NULL, NULL, 1,
+             strcmp(name, k) ? k : NULL);
+  return uuid;
+}
+
+static uint64_t async_track(writer *w, const loom__ev *e) {
+  uint64_t h = loom__hash_u64(((uint64_t)e->track << 44) ^ e->correlation) | 1;
+  uint64_t *u = loom__map_get(&w->async_tracks, h);
+  if (u) return *u;
+  uint64_t uuid = w->next_uuid++;
+  if (loom__map_put(&w->async_tracks, h, uuid)) w->oom = 1;
+  char desc[48];
+  snprintf(desc, sizeof desc, "async %llu", (unsigned long long)e->correlation);
+  descriptor(w, uuid, w->track_uuid[e->track], loom__trace_cstr(w->t, e->name), NULL, NULL, 0, desc);
+  return uuid;
+}
+
+/* Names of the two arguments the model keeps as fields; their iids follow
+ * the trace's string ids. */
+static const char *field_arg_name(const writer *w, uint32_t id) {
+  return id == w->iid_ext ? "External id" : id == w->iid_corr ? "correlation"
+                                                               : loom__trace_cstr(w->t, id);
+}
+
+/* Appends one interned entry (iid, name) of the given InternedData field,
+ * the first time id is used. */
+static void intern_into(writer *w, uint8_t *seen, uint32_t field, uint32_t id) {
+  if (!id || seen[id]) return;
+  seen[id] = 1;
+  pb *m = &w->tmp;
+  m->n = 0;
+  pb_uint(m, 1, id);
+  pb_str(m, 2, field_arg_name(w, id));
+  pb_msg(&w->interned, field, m);
+}
+
+static void annotation(writer *w, pb *te, uint32_t key, int type, int64_t i, uint64_t u,
+                       double d, uint32_t s) {
+  pb *m = &w->names; /* scratch for the annotation body */
+  m->n = 0;
+  intern_into(w, w->seen_arg, PF_ID_DEBUG_ANNOTATION_NAMES, key);
+  pb_uint(m, PF_DA_NAME_IID, key);
+  switch (type) {
+  case LOOM_ARG_INT: pb_sint(m, PF_DA_INT, i); break;
+  case LOOM_ARG_UINT: pb_uint(m, PF_DA_UINT, u); break;
+  case LOOM_ARG_DOUBLE: pb_double(m, PF_DA_DOUBLE, d); break;
+  default: pb_str(m, PF_DA_STRING, loom__trace_cstr(w->t, s)); break;
+  }
+  pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
+}
+
+static void window_end(writer *w, int64_t ts);
+
+static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
+                       const uint32_t *flow_out, const uint32_t *flow_in_first,
+                       const uint32_t *flow_in) {
+  const loom_trace *t = w->t;
+  if (g->ev == UINT32_MAX) {
+    window_end(w, g->ts);
+    return;
+  }
+  const loom__ev *e = &t->ev[g->ev];
+  pb *te = &w->te;
+  te->n = 0;
+  w->interned.n = 0;
+  uint64_t track;
+  if (e->ph == LOOM__PH_COUNTER) {
+    /* one packet per series value */
+    for (uint16_t k = 0; k < e->nargs; k++) {
+      const loom__targ *a = &t->args[e->args_off + k];
+      double v = a->type == LOOM_ARG_DOUBLE ? a->v.d : a->type == LOOM_ARG_UINT ? (double)a->v.u : (double)a->v.i;
+      uint64_t uuid = counter_track(w, e, a->key);
+      te->n = 0;
+      w->interned.n = 0;
+      intern_into(w, w->seen_cat, PF_ID_EVENT_CATEGORIES, e->cat);
+      pb_uint(te, PF_TE_TYPE, PF_TYPE_COUNTER);
+      pb_uint(te, PF_TE_TRACK_UUID, uuid);
+      if (e->cat) pb_uint(te, PF_TE_CATEGORY_IIDS, e->cat);
+      pb_double(te, PF_TE_DOUBLE_COUNTER_VALUE, v);
+      pb_uint(&w->pkt, PF_PKT_TIMESTAMP, (uint64_t)(g->ts - w->last_ts));
+      w->last_ts = g->ts;
+      pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
+      if (w->interned.n) pb_msg(&w->pkt, PF_PKT_INTERNED_DATA, &w->interned);
+      pb_msg(&w->pkt, PF_PKT_TRACK_EVENT, te);
+      emit_packet(w, &w->pkt);
+    }
+    return;
+  }
+  track = e->ph == LOOM__PH_ASYNC ? async_track(w, e) : w->track_uuid[e->track];
+  if (g->what == E_END) {
+    pb_uint(te, PF_TE_TYPE, PF_TYPE_SLICE_END);
+    pb_uint(te, PF_TE_TRACK_UUID, track);
+  } else {
+    pb_uint(te, PF_TE_TYPE, g->what == E_POINT ? PF_TYPE_INSTANT : PF_TYPE_SLICE_BEGIN);
+    pb_uint(te, PF_TE_TRACK_UUID, track);
+    intern_into(w, w->seen_name, PF_ID_EVENT_NAMES, e->name);
+    intern_into(w, w->seen_cat, PF_ID_EVENT_CATEGORIES, e->cat);
+    pb_uint(te, PF_TE_NAME_IID, e->name);
+    if (e->cat) pb_uint(te, PF_TE_CATEGORY_IIDS, e->cat);
+    if (e->external_id)
+      annotation(w, te, w->iid_ext, LOOM_ARG_UINT, 0, e->external_id, 0, 0);
+    if (e->correlation && e->ph != LOOM__PH_ASYNC)
+      annotation(w, te, w->iid_corr, LOOM_ARG_UINT, 0, e->correlation, 0, 0);
+    for (uint16_t k = 0; k < e->nargs; k++) {
+      const loom__targ *a = &t->args[e->args_off + k];
+      annotation(w, te, a->key, a->type, a->v.i, a->v.u, a->v.d, a->v.s);
+    }
+    for (uint32_t f = flow_out_first[g->ev]; f != UINT32_MAX; f = flow_out[f])
+      pb_fixed64(te, PF_TE_FLOW_IDS, t->flows[f].id);
+    for (uint32_t f = flow_in_first[g->ev]; f != UINT32_MAX; f = flow_in[f])
+      pb_fixed64(te, PF_TE_TERMINATING_FLOW_IDS, t->flows[f].id);
+  }
+  pb_uint(&w->pkt, PF_PKT_TIMESTAMP, (uint64_t)(g->ts - w->last_ts));
+  w->last_ts = g->ts;
+  pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
+  if (w->interned.n) { /* (the window-end marker uses plain strings) */
+    pb_msg(&w->pkt, PF_PKT_INTERNED_DATA, &w->interned);
+    pb_uint(&w->pkt, PF_PKT_SEQUENCE_FLAGS, PF_SEQ_NEEDS_INCREMENTAL_STATE);
+  }
+  pb_msg(&w->pkt, PF_PKT_TRACK_EVENT, te);
+  emit_packet(w, &w->pkt);
+}
+
+/* Builds the edges of every track: a stack sweep over its events in
+ * (start, longer first) order emits each end before what starts at or after
+ * it, so begins and ends nest properly.  A slice that overlaps its parent
+ * without nesting cannot be written as begin/end pairs; it is left out, as
+ * trace_processor drops it from JSON (slice_drop_overlapping_complete_event),
+ * and counted. */
+static edge *make_edges(writer *w, size_t *nout) {
+  const loom_trace *t = w->t;
+  uint32_t *idx = malloc((t->nev + 1) * sizeof *idx);
+  edge *g = malloc((2 * t->nev + 2) * sizeof *g);
+  uint32_t *stack = malloc((t->nev + 1) * sizeof *stack);
+  int64_t *ends = malloc((t->nev + 1) * sizeof *ends);
+  if (!idx || !g || !stack || !ends) {
+    free(idx);
+    free(g);
+    free(stack);
+    free(ends);
+    return NULL;
+  }
+  for (size_t i = 0; i < t->nev; i++) idx[i] = (uint32_t)i;
+  qsort_r(idx, t->nev, sizeof *idx, cmp_idx, (void *)t);
+  size_t n = 0, depth = 0;
+  uint32_t seq = 0, cur = UINT32_MAX;
+  for (size_t j = 0; j <= t->nev; j++) {
+    const loom__ev *e = j < t->nev ? &t->ev[idx[j]] : NULL;
+    if (!e || e->track != cur) { /* close what the previous track left open */
+      while (depth) {
+        depth--;
+        g[n++] = (edge){ends[depth], stack[depth], cur, seq++, E_END};
+      }
+      if (!e) break;
+      cur = e->track;
+    }
+    while (depth && ends[depth - 1] <= e->ts) {
+      depth--;
+      g[n++] = (edge){ends[depth], stack[depth], cur, seq++, E_END};
+    }
+    if (e->ph == LOOM__PH_COMPLETE) {
+      int64_t end = e->ts + e->dur;
+      if (depth && end > ends[depth - 1]) { /* overlaps its parent: dropped */
+        w->dropped_overlap++;
+        continue;
+      }
+      g[n++] = (edge){e->ts, idx[j], cur, seq++, E_BEGIN};
+      stack[depth] = idx[j];
+      ends[depth++] = end;
+    } else if (e->ph == LOOM__PH_ASYNC) { /* on its own track: no nesting */
+      g[n++] = (edge){e->ts, idx[j], UINT32_MAX - 1, seq++, E_BEGIN};
+      g[n++] = (edge){e->ts + e->dur, idx[j], UINT32_MAX - 1, seq++, E_END};
+    } else {
+      g[n++] = (edge){e->ts, idx[j], cur, seq++, E_POINT};
+    }
+  }
+  free(idx);
+  free(stack);
+  free(ends);
+  if (t->window_end) /* the marker goes in time order like the rest */
+    g[n++] = (edge){t->end_ns, UINT32_MAX, UINT32_MAX, 0, E_POINT};
+  qsort(g, n, sizeof *g, cmp_edge);
+  *nout = n;
+  return g;
+}
+
+/* Like the JSON writer, end with the instant "Record Window End" (Kineto's
+ * marker) on a global track; readers drop it. */
+static void window_end(writer *w, int64_t ts) {
+  uint64_t uuid = w->next_uuid++;
+  descriptor(w, uuid, 0, NULL, NULL, NULL, 0, NULL);
+  pb *te = &w->te;
+  te->n = 0;
+  pb_uint(te, PF_TE_TYPE, PF_TYPE_INSTANT);
+  pb_uint(te, PF_TE_TRACK_UUID, uuid);
+  pb_str(te, PF_TE_NAME, "Record Window End");
+  pb_str(te, PF_TE_CATEGORIES, "marker");
+  pb_uint(&w->pkt, PF_PKT_TIMESTAMP, (uint64_t)(ts - w->last_ts));
+  w->last_ts = ts;
+  pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
+  pb_msg(&w->pkt, PF_PKT_TRACK_EVENT, te);
+  emit_packet(w, &w->pkt);
+}
+
+static void clock_snapshot(writer *w, int64_t t0) {
+  pb *c = &w->tmp, snap = {0}, defaults = {0};
+  const uint32_t ids[] = {PF_CLOCK_BOOTTIME, PF_CLOCK_REALTIME, PF_CLOCK_LOOM};
+  for (int i = 0; i < 3; i++) {
+    c->n = 0;
+    pb_uint(c, PF_CLK_ID, ids[i]);
+    pb_uint(c, PF_CLK_TIMESTAMP, (uint64_t)t0);
+    if (ids[i] == PF_CLOCK_LOOM) pb_uint(c, PF_CLK_INCREMENTAL, 1);
+    pb_msg(&snap, PF_CS_CLOCKS, c);
+  }
+  pb_uint(&snap, PF_CS_PRIMARY, PF_CLOCK_REALTIME);
+  pb_uint(&defaults, PF_TPD_TIMESTAMP_CLOCK_ID, PF_CLOCK_LOOM);
+  pb_uint(&w->pkt, PF_PKT_TIMESTAMP, (uint64_t)t0);
+  pb_uint(&w->pkt, PF_PKT_TIMESTAMP_CLOCK_ID, PF_CLOCK_REALTIME);
+  pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
+  pb_uint(&w->pkt, PF_PKT_SEQUENCE_FLAGS, PF_SEQ_INCREMENTAL_STATE_CLEARED);
+  pb_msg(&w->pkt, PF_PKT_CLOCK_SNAPSHOT, &snap);
+  pb_msg(&w->pkt, PF_PKT_DEFAULTS, &defaults);
+  emit_packet(w, &w->pkt);
+  if (snap.oom || defaults.oom) w->oom = 1;
+  free(snap.p);
+  free(defaults.p);
+  w->last_ts = t0;
+}
+
+/* Chains the flows leaving (and entering) each event: first[ev] -> flow,
+ * next[flow] -> flow, UINT32_MAX ends. */
+static int chain_flows(const loom_trace *t, uint32_t **out_first, uint32_t **out_next,
+                       uint32_t **in_first, uint32_t **in_next) {
+  *out_first = malloc((t->nev + 1) * sizeof **out_first);
+  *in_first = malloc((t->nev + 1) * sizeof **in_first);
+  *out_next = malloc((t->nflows + 1) * sizeof **out_next);
+  *in_next = malloc((t->nflows + 1) * sizeof **in_next);
+  if (!*out_first || !*in_first || !*out_next || !*in_next) return -1;
+  memset(*out_first, 0xff, (t->nev + 1) * sizeof **out_first);
+  memset(*in_first, 0xff, (t->nev + 1) * sizeof **in_first);
+  for (size_t f = t->nflows; f-- > 0;) {
+    (*out_next)[f] = (*out_first)[t->flows[f].from];
+    (*out_first)[t->flows[f].from] = (uint32_t)f;
+    (*in_next)[f] = (*in_first)[t->flows[f].to];
+    (*in_first)[t->flows[f].to] = (uint32_t)f;
+  }
+  return 0;
+}
+
+loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
+  writer w;
+  memset(&w, 0, sizeof w);
+  w.t = t;
+  w.next_uuid = 1;
+  size_t nstr = t->strs.n ? t->strs.n : 1;
+  w.iid_ext = (uint32_t)nstr;
+  w.iid_corr = (uint32_t)nstr + 1;
+  w.seen_name = calloc(nstr + 2, 1);
+  w.seen_cat = calloc(nstr + 2, 1);
+  w.seen_arg = calloc(nstr + 2, 1);
+  w.track_uuid = calloc(t->ntracks + 1, sizeof *w.track_uuid);
+  uint32_t *of = NULL, *on = NULL, *inf = NULL, *inn = NULL;
+  size_t nedges = 0;
+  edge *g = NULL;
+  loom_status st = LOOM_OK;
+  if (!w.seen_name || !w.seen_cat || !w.seen_arg || !w.track_uuid ||
+      chain_flows(t, &of, &on, &inf, &inn) || !(g = make_edges(&w, &nedges)))
+    st = loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
+  loom__out o;
+  if (st == LOOM_OK) st = loom__out_open(&o, path, -1);
+  if (st == LOOM_OK) {
+    w.o = &o;
+    clock_snapshot(&w, nedges ? g[0].ts : t->start_ns);
+    describe_tracks(&w);
+    for (size_t i = 0; i < nedges; i++) write_edge(&w, &g[i], of, on, inf, inn);
+    if (w.oom) {
+      loom__out_abort(&o);
+      st = loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
+    } else {
+      st = loom__out_commit(&o);
+      if (st == LOOM_OK && w.dropped_overlap)
+        loom__log(LOOM_SEV_WARNING, "%s: %llu slices overlap their parent without "
+                  "nesting and were left out (trace_processor drops them from JSON too)",
+                  path, (unsigned long long)w.dropped_overlap);
+    }
+  }
+  free(g);
+  free(of);
+  free(on);
+  free(inf);
+  free(inn);
+  free(w.seen_name);
+  free(w.seen_cat);
+  free(w.seen_arg);
+  free(w.track_uuid);
+  free(w.pkt.p);
+  free(w.te.p);
+  free(w.tmp.p);
+  free(w.interned.p);
+  free(w.names.p);
+  loom__map_free(&w.counter_tracks);
+  loom__map_free(&w.async_tracks);
+  return st;
+}

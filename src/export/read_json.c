@@ -1,0 +1,649 @@
+/*
+ * read_json.c - loads Chrome trace JSON (loom's own and Kineto's, plain or
+ * gzip) into the trace model with a streaming parser (yajl): the file is
+ * never held in memory whole, only the model being built.
+ *
+ * Handled: complete (X), begin/end (B/E, matched per track), instants (i/I),
+ * counters (C), async ranges (b/e, matched by category and id), flows (s/f/t,
+ * bound to the enclosing slice, or the next one when "bp" is not "e"),
+ * metadata (M: process and thread names, labels, sort indices), string
+ * pids/tids (Kineto's "Spans"), and the top-level keys loom and Kineto write
+ * (baseTimeNanoseconds, deviceProperties, loom_warnings, loom_dropped,
+ * traceName, other string metadata).  Times keep their nanoseconds: numbers
+ * are parsed from their text, not through doubles.  Nested argument values
+ * (arrays, objects) are kept as their JSON text.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_parse.h>
+#include <zlib.h>
+
+#include "core/core.h"
+#include "trace/trace.h"
+
+typedef struct pending_flow {
+  uint64_t id;
+  int64_t ts;
+  uint32_t track;
+  char ph;
+  int bind_enclosing;
+} pending_flow;
+
+typedef struct open_b {
+  uint32_t track;
+  size_t ev; /* event index of the open B */
+} open_b;
+
+typedef struct async_open {
+  uint64_t id;
+  uint32_t cat;
+  size_t ev;
+} async_open;
+
+/* The event object being parsed. */
+typedef struct cur_ev {
+  char ph;
+  uint32_t name, cat;
+  int64_t pid, tid;
+  int has_pid, has_tid;
+  int64_t ts, dur;
+  int has_ts, has_dur;
+  uint64_t id;
+  int bp_e, global;
+  uint64_t correlation, external_id;
+  loom__targ args[64];
+  size_t nargs;
+} cur_ev;
+
+enum { AT_TOP, AT_EVENTS, AT_EVENT, AT_ARGS, AT_DEVPROPS, AT_DEVICE, AT_WARNINGS, AT_SKIP };
+
+typedef struct reader {
+  loom_trace *t;
+  const char *path;
+  int depth;
+  int where;          /* AT_* of the current container */
+  int skip_depth;     /* depth at which skipping began */
+  int skip_ret;       /* where to return after the skipped value */
+  int top_is_array;
+  char key[256];      /* last map key */
+  char top_key[256];  /* key of the current top-level value */
+  cur_ev ev;
+  /* JSON text of a nested argument value being captured */
+  char *cap;
+  size_t ncap, capcap;
+  int cap_depth, cap_first;
+  loom__dev dev;
+  int64_t base;
+  int64_t window_end_ts;
+  open_b *bs;
+  size_t nbs, cap_bs;
+  async_open *as;
+  size_t nas, cap_as;
+  pending_flow *flows;
+  size_t nflows, cap_flows;
+  loom__map pid_dev;   /* pids that are devices -> 1 + device index */
+  loom__map str_ids;   /* string pid/tid -> synthetic id */
+  uint64_t next_str_id;
+  int oom;
+  char err[256];
+} reader;
+
+/* Parses a JSON number text as an integer count of 1/1000 of its unit (us
+ * -> ns) without going through a double. */
+static int parse_milli(const char *s, size_t n, int64_t *out) {
+  int neg = 0;
+  size_t i = 0;
+  if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+  int64_t whole = 0, frac = 0;
+  int fd = 0;
+  for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) whole = whole * 10 + (s[i] - '0');
+  if (i < n && s[i] == '.') {
+    for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+      if (fd < 3) frac = frac * 10 + (s[i] - '0'), fd++;
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) { /* rare: fall back to double */
+    char buf[64];
+    size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
+    memcpy(buf, s, k);
+    buf[k] = 0;
+    double v = strtod(buf, NULL) * 1000.0;
+    *out = (int64_t)(v + (v >= 0 ? 0.5 : -0.5));
+    return 0;
+  }
+  while (fd < 3) frac *= 10, fd++;
+  int64_t v = whole * 1000 + frac;
+  *out = neg ? -v : v;
+  return 0;
+}
+
+static int is_int_text(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (i == 0 && s[i] == '-'))) return 0;
+  return n > 0;
+}
+
+static uint32_t str_n(reader *r, const unsigned char *s, size_t n) {
+  uint32_t id = loom__strtab_intern(&r->t->strs, (const char *)s, n);
+  if (!id && n) r->oom = 1;
+  return id;
+}
+
+static uint64_t str_pid(reader *r, const unsigned char *s, size_t n) {
+  uint64_t h = loom__hash_bytes(s, n) | 1;
+  uint64_t *v = loom__map_get(&r->str_ids, h);
+  if (v) return *v;
+  uint64_t id = 1000000000ull + r->next_str_id++;
+  loom__map_put(&r->str_ids, h, id);
+  /* A string pid names its process after itself (Kineto's "Spans"). */
+  char name[128];
+  snprintf(name, sizeof name, "%.*s", (int)(n < 100 ? n : 100), (const char *)s);
+  loom__proc *p = loom__trace_proc(r->t, (int64_t)id);
+  if (p && !p->name) p->name = loom__trace_str(r->t, name);
+  return id;
+}
+
+/* ---- capturing nested argument values as JSON text ---------------------- */
+static void cap_raw(reader *r, const char *s, size_t n) {
+  if (loom__grow((void **)&r->cap, &r->capcap, r->ncap + n + 1, 1) != 0) {
+    r->oom = 1;
+    return;
+  }
+  memcpy(r->cap + r->ncap, s, n);
+  r->ncap += n;
+}
+
+static void cap_sep(reader *r) {
+  if (!r->cap_first) cap_raw(r, ",", 1);
+  r->cap_first = 0;
+}
+
+static int capturing(const reader *r) { return r->cap_depth > 0; }
+
+static void cap_str(reader *r, const unsigned char *s, size_t n) {
+  cap_raw(r, "\"", 1);
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '"' || s[i] == '\\') cap_raw(r, "\\", 1);
+    if (s[i] < 0x20) {
+      char e[8];
+      snprintf(e, sizeof e, "\\u%04x", s[i]);
+      cap_raw(r, e, 6);
+    } else {
+      cap_raw(r, (const char *)s + i, 1);
+    }
+  }
+  cap_raw(r, "\"", 1);
+}
+
+/* ---- events --------------------------------------------------------------- */
+static void add_arg(reader *r, loom__targ a) {
+  if (r->ev.nargs < sizeof r->ev.args / sizeof r->ev.args[0]) r->ev.args[r->ev.nargs++] = a;
+}
+
+static uint32_t track_of(reader *r, int64_t pid, int64_t tid) {
+  uint32_t k;
+  uint64_t *dv = loom__map_get(&r->pid_dev, (uint64_t)pid + 1);
+  uint32_t dev = dv ? (uint32_t)(*dv - 1) : LOOM_DEVICE_HOST;
+  if (loom__trace_track(r->t, pid, tid, NULL, dev, &k) != 0) r->oom = 1;
+  if (!loom__trace_proc(r->t, pid)) r->oom = 1;
+  return k;
+}
+
+static void mark_device(reader *r, int64_t pid) {
+  if (loom__map_get(&r->pid_dev, (uint64_t)pid + 1)) return;
+  loom__map_put(&r->pid_dev, (uint64_t)pid + 1, (uint64_t)pid + 1);
+  for (size_t i = 0; i < r->t->ntracks; i++)
+    if (r->t->tracks[i].pid == pid) r->t->tracks[i].device = (uint32_t)pid;
+}
+
+static int push_event(reader *r, const loom__ev *e) {
+  if (loom__trace_add_ev(r->t, e) != 0) return -1;
+  for (size_t i = 0; i < r->ev.nargs; i++)
+    if (loom__trace_add_arg(r->t, &r->ev.args[i]) != 0) return -1;
+  return 0;
+}
+
+static void metadata_event(reader *r) {
+  cur_ev *c = &r->ev;
+  const char *what = loom__trace_cstr(r->t, c->name);
+  loom__targ *v = c->nargs ? &c->args[0] : NULL;
+  if (!v) return;
+  if (!strcmp(what, "process_name") || !strcmp(what, "process_labels") ||
+      !strcmp(what, "process_sort_index")) {
+    loom__proc *p = loom__trace_proc(r->t, c->pid);
+    if (!p) return;
+    if (what[8] == 'n' && v->type == LOOM_ARG_STRING) p->name = v->v.s;
+    else if (what[8] == 'l' && v->type == LOOM_ARG_STRING) p->labels = v->v.s;
+    else if (what[8] == 's' && v->type == LOOM_ARG_INT) p->sort = (int32_t)v->v.i;
+  } else if (!strcmp(what, "thread_name") || !strcmp(what, "thread_sort_index")) {
+    uint32_t k = track_of(r, c->pid, c->tid);
+    if (what[7] == 'n' && v->type == LOOM_ARG_STRING) r->t->tracks[k].name = v->v.s;
+    else if (v->type == LOOM_ARG_INT) r->t->tracks[k].sort = (int32_t)v->v.i;
+  }
+}
+
+static void end_event(reader *r) {
+  cur_ev *c = &r->ev;
+  if (!c->ph) return;
+  if (c->ph == 'M') {
+    metadata_event(r);
+    return;
+  }
+  const char *cat = loom__trace_cstr(r->t, c->cat);
+  loom_kind kind = loom__kind_of_category(cat);
+  if (c->ph == 'C') kind = LOOM_KIND_COUNTER;
+  if (c->ph == 'i' || c->ph == 'I') {
+    if (c->global && !strcmp(loom__trace_cstr(r->t, c->name), "Record Window End")) {
+      r->t->window_end = 1; /* the writers put it back, at the window's end */
+      r->window_end_ts = c->ts;
+      return;
+    }
+    if (kind == LOOM_KIND_MARKER && strcmp(cat, "marker")) kind = LOOM_KIND_INSTANT;
+  }
+  if (loom__kind_on_device(kind) || !strcmp(cat, "gpu_user_annotation")) mark_device(r, c->pid);
+  uint32_t track = track_of(r, c->pid, c->tid);
+  loom__ev e = {.ts = c->ts, .dur = c->has_dur ? c->dur : 0, .correlation = c->correlation,
+                .external_id = c->external_id, .name = c->name, .cat = c->cat,
+                .track = track, .kind = (uint8_t)kind, .ph = LOOM__PH_COMPLETE};
+  switch (c->ph) {
+  case 'X':
+    break;
+  case 'B': {
+    open_b o = {track, r->t->nev};
+    if (LOOM__PUSH(r->bs, r->nbs, r->cap_bs, o)) r->oom = 1;
+    break;
+  }
+  case 'E':
+    for (size_t i = r->nbs; i-- > 0;) {
+      if (r->bs[i].track != track) continue;
+      loom__ev *b = &r->t->ev[r->bs[i].ev];
+      b->dur = c->ts - b->ts;
+      memmove(&r->bs[i], &r->bs[i + 1], (r->nbs - i - 1) * sizeof *r->bs);
+      r->nbs--;
+      /* arguments of E are merged into B's only when B had none */
+      return;
+    }
+    return; /* E without B: dropped, as trace_processor does */
+  case 'i':
+  case 'I':
+    e.ph = LOOM__PH_INSTANT;
+    e.dur = 0;
+    break;
+  case 'C':
+    e.ph = LOOM__PH_COUNTER;
+    e.dur = 0;
+    break;
+  case 'b':
+  case 'e': {
+    if (c->ph == 'e') {
+      for (size_t i = r->nas; i-- > 0;) {
+        if (r->as[i].id != c->id || r->as[i].cat != c->cat) continue;
+        loom__ev *b = &r->t->ev[r->as[i].ev];
+        b->dur = c->ts - b->ts;
+        r->as[i] = r->as[--r->nas];
+        break;
+      }
+      return;
+    }
+    e.ph = LOOM__PH_ASYNC;
+    e.correlation = c->id;
+    async_open o = {c->id, c->cat, r->t->nev};
+    if (LOOM__PUSH(r->as, r->nas, r->cap_as, o)) r->oom = 1;
+    break;
+  }
+  case 's':
+  case 'f':
+  case 't': {
+    pending_flow f = {c->id, c->ts, track, c->ph, c->ph == 's' || c->bp_e};
+    if (LOOM__PUSH(r->flows, r->nflows, r->cap_flows, f)) r->oom = 1;
+    return;
+  }
+  default:
+    return; /* unknown phases are skipped, like trace_processor does */
+  }
+  if (push_event(r, &e) != 0) r->oom = 1;
+}
+
+/* ---- yajl callbacks ----------------------------------------------------- */
+static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t s,
+                    const char *num, size_t nlen) {
+  cur_ev *c = &r->ev;
+  if (r->where == AT_EVENT) {
+    const char *k = r->key;
+    if (!strcmp(k, "ph") && type == LOOM_ARG_STRING) c->ph = loom__trace_cstr(r->t, s)[0];
+    else if (!strcmp(k, "name")) c->name = s;
+    else if (!strcmp(k, "cat")) c->cat = s;
+    else if (!strcmp(k, "pid")) c->pid = i, c->has_pid = 1;
+    else if (!strcmp(k, "tid")) c->tid = i, c->has_tid = 1;
+    else if (!strcmp(k, "ts") && num) parse_milli(num, nlen, &c->ts), c->has_ts = 1;
+    else if (!strcmp(k, "dur") && num) parse_milli(num, nlen, &c->dur), c->has_dur = 1;
+    else if (!strcmp(k, "id")) c->id = type == LOOM_ARG_STRING ? strtoull(loom__trace_cstr(r->t, s), NULL, 0) : (uint64_t)i;
+    else if (!strcmp(k, "bp")) c->bp_e = type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(r->t, s), "e");
+    else if (!strcmp(k, "s")) c->global = type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(r->t, s), "g");
+    return 1;
+  }
+  if (r->where == AT_ARGS || r->where == AT_DEVICE) {
+    loom__targ a = {.key = loom__trace_str(r->t, r->key), .type = (uint8_t)type};
+    if (type == LOOM_ARG_INT) a.v.i = i;
+    else if (type == LOOM_ARG_DOUBLE) a.v.d = d;
+    else a.v.s = s;
+    if (r->where == AT_DEVICE) {
+      const char *k = r->key;
+      if (!strcmp(k, "id") && type == LOOM_ARG_INT) r->dev.pid = i;
+      else if (!strcmp(k, "name") && type == LOOM_ARG_STRING) r->dev.name = s;
+      else if (!strcmp(k, "vendor") && type == LOOM_ARG_STRING) r->dev.vendor = s;
+      else if (!strcmp(k, "type") && type == LOOM_ARG_STRING) r->dev.type = s;
+      else if (!strcmp(k, "deviceType") && type == LOOM_ARG_STRING) r->dev.device_type = s;
+      else if (!strcmp(k, "backend") && type == LOOM_ARG_STRING) r->dev.backend = s;
+      else if (LOOM__PUSH(r->t->args, r->t->nargs, r->t->cap_args, a)) r->oom = 1;
+      else r->dev.nargs++;
+      return 1;
+    }
+    if (!strcmp(r->key, "External id") && type == LOOM_ARG_INT) c->external_id = (uint64_t)i;
+    else if (!strcmp(r->key, "correlation") && type == LOOM_ARG_INT) c->correlation = (uint64_t)i;
+    else add_arg(r, a);
+    return 1;
+  }
+  if (r->where == AT_WARNINGS && type == LOOM_ARG_STRING) {
+    if (LOOM__PUSH(r->t->warnings, r->t->nwarnings, r->t->cap_warnings, s)) r->oom = 1;
+    return 1;
+  }
+  if (r->where == AT_TOP) {
+    if (!strcmp(r->key, "baseTimeNanoseconds") && num) {
+      r->base = strtoll(num, NULL, 10);
+    } else if (!strcmp(r->key, "loom_dropped") && type == LOOM_ARG_INT) {
+      r->t->dropped = (uint64_t)i;
+    } else if (!strcmp(r->key, "traceName") && type == LOOM_ARG_STRING) {
+      r->t->trace_name = s;
+    } else if (type == LOOM_ARG_STRING) {
+      loom__kv kv = {loom__trace_str(r->t, r->key), s};
+      if (LOOM__PUSH(r->t->meta, r->t->nmeta, r->t->cap_meta, kv)) r->oom = 1;
+    }
+  }
+  return 1;
+}
+
+static int cb_null(void *ctx) {
+  reader *r = ctx;
+  if (capturing(r)) { cap_sep(r); cap_raw(r, "null", 4); }
+  return 1;
+}
+
+static int cb_bool(void *ctx, int b) {
+  reader *r = ctx;
+  if (capturing(r)) { cap_sep(r); cap_raw(r, b ? "true" : "false", b ? 4 : 5); return 1; }
+  return on_value(r, LOOM_ARG_INT, b, 0, 0, NULL, 0);
+}
+
+static int cb_number(void *ctx, const char *s, size_t n) {
+  reader *r = ctx;
+  if (capturing(r)) { cap_sep(r); cap_raw(r, s, n); return 1; }
+  if (is_int_text(s, n)) {
+    char buf[32];
+    size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
+    memcpy(buf, s, k);
+    buf[k] = 0;
+    errno = 0;
+    long long v = strtoll(buf, NULL, 10);
+    if (errno == ERANGE && buf[0] != '-') {
+      unsigned long long u = strtoull(buf, NULL, 10);
+      return on_value(r, LOOM_ARG_UINT, (int64_t)u, 0, 0, s, n) ;
+    }
+    return on_value(r, LOOM_ARG_INT, v, 0, 0, s, n);
+  }
+  char buf[64];
+  size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
+  memcpy(buf, s, k);
+  buf[k] = 0;
+  return on_value(r, LOOM_ARG_DOUBLE, 0, strtod(buf, NULL), 0, s, n);
+}
+
+static int cb_string(void *ctx, const unsigned char *s, size_t n) {
+  reader *r = ctx;
+  if (capturing(r)) { cap_sep(r); cap_str(r, s, n); return 1; }
+  if (r->where == AT_EVENT && (!strcmp(r->key, "pid") || !strcmp(r->key, "tid"))) {
+    int64_t id = is_int_text((const char *)s, n) ? strtoll((const char *)s, NULL, 10)
+                                                 : (int64_t)str_pid(r, s, n);
+    return on_value(r, LOOM_ARG_INT, id, 0, 0, NULL, 0);
+  }
+  if (r->where == AT_EVENT && (!strcmp(r->key, "ts") || !strcmp(r->key, "dur")))
+    return on_value(r, LOOM_ARG_INT, 0, 0, 0, (const char *)s, n);
+  return on_value(r, LOOM_ARG_STRING, 0, 0, str_n(r, s, n), NULL, 0);
+}
+
+static int cb_map_key(void *ctx, const unsigned char *s, size_t n) {
+  reader *r = ctx;
+  if (capturing(r)) { cap_sep(r); cap_str(r, s, n); cap_raw(r, ":", 1); r->cap_first = 1; return 1; }
+  size_t k = n < sizeof r->key - 1 ? n : sizeof r->key - 1;
+  memcpy(r->key, s, k);
+  r->key[k] = 0;
+  if (r->depth == 1 && !r->top_is_array) snprintf(r->top_key, sizeof r->top_key, "%s", r->key);
+  return 1;
+}
+
+static void begin_container(reader *r, int is_map) {
+  r->depth++;
+  if (capturing(r)) {
+    cap_sep(r);
+    cap_raw(r, is_map ? "{" : "[", 1);
+    r->cap_first = 1;
+    r->cap_depth++;
+    return;
+  }
+  if (r->where == AT_SKIP) return;
+  if (r->depth == 1) {
+    r->top_is_array = !is_map;
+    r->where = is_map ? AT_TOP : AT_EVENTS;
+  } else if (r->where == AT_TOP && r->depth == 2) {
+    if (!strcmp(r->top_key, "traceEvents") && !is_map) r->where = AT_EVENTS;
+    else if (!strcmp(r->top_key, "deviceProperties") && !is_map) r->where = AT_DEVPROPS;
+    else if (!strcmp(r->top_key, "loom_warnings") && !is_map) r->where = AT_WARNINGS;
+    else r->skip_ret = r->where, r->where = AT_SKIP, r->skip_depth = r->depth;
+  } else if (r->where == AT_EVENTS && is_map) {
+    memset(&r->ev, 0, sizeof r->ev);
+    r->where = AT_EVENT;
+  } else if (r->where == AT_EVENT && is_map && !strcmp(r->key, "args")) {
+    r->where = AT_ARGS;
+  } else if (r->where == AT_DEVPROPS && is_map) {
+    memset(&r->dev, 0, sizeof r->dev);
+    r->dev.args_off = (uint32_t)r->t->nargs;
+    r->where = AT_DEVICE;
+  } else if (r->where == AT_ARGS || r->where == AT_DEVICE) {
+    r->ncap = 0;
+    r->cap_first = 1;
+    cap_raw(r, is_map ? "{" : "[", 1);
+    r->cap_depth = 1;
+  } else {
+    r->skip_ret = r->where;
+    r->where = AT_SKIP;
+    r->skip_depth = r->depth;
+  }
+}
+
+static void end_container(reader *r, int is_map) {
+  r->depth--;
+  if (capturing(r)) {
+    cap_raw(r, is_map ? "}" : "]", 1);
+    r->cap_first = 0;
+    if (--r->cap_depth == 0) {
+      int saved = r->where;
+      on_value(r, LOOM_ARG_STRING, 0, 0, str_n(r, (const unsigned char *)r->cap, r->ncap), NULL, 0);
+      r->where = saved;
+    }
+    return;
+  }
+  switch (r->where) {
+  case AT_SKIP:
+    if (r->depth < r->skip_depth) r->where = r->skip_ret;
+    break;
+  case AT_ARGS: r->where = AT_EVENT; break;
+  case AT_EVENT:
+    end_event(r);
+    r->where = AT_EVENTS;
+    break;
+  case AT_DEVICE:
+    if (LOOM__PUSH(r->t->devs, r->t->ndevs, r->t->cap_devs, r->dev)) r->oom = 1;
+    mark_device(r, r->dev.pid);
+    r->where = AT_DEVPROPS;
+    break;
+  case AT_EVENTS:
+  case AT_DEVPROPS:
+  case AT_WARNINGS:
+    r->where = AT_TOP;
+    break;
+  default:
+    break;
+  }
+}
+
+static int cb_start_map(void *ctx) { begin_container(ctx, 1); return !((reader *)ctx)->oom; }
+static int cb_end_map(void *ctx) { end_container(ctx, 1); return !((reader *)ctx)->oom; }
+static int cb_start_array(void *ctx) { begin_container(ctx, 0); return !((reader *)ctx)->oom; }
+static int cb_end_array(void *ctx) { end_container(ctx, 0); return !((reader *)ctx)->oom; }
+
+static const yajl_callbacks callbacks = {
+    cb_null, cb_bool, NULL, NULL, cb_number, cb_string,
+    cb_start_map, cb_map_key, cb_end_map, cb_start_array, cb_end_array};
+
+/* ---- after parsing ------------------------------------------------------ */
+static int cmp_ev_track(const void *pa, const void *pb) {
+  const loom__ev *a = pa, *b = pb;
+  if (a->track != b->track) return a->track < b->track ? -1 : 1;
+  if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+  if (a->dur != b->dur) return a->dur > b->dur ? -1 : 1;
+  return a->args_off < b->args_off ? -1 : a->args_off > b->args_off;
+}
+
+/* The slice a flow end binds to: the innermost slice on its track that
+ * encloses ts, or (bind_enclosing == 0) the first slice starting at or
+ * after ts. */
+static long bind_flow(const loom_trace *t, const pending_flow *f) {
+  size_t lo = 0, hi = t->nev;
+  while (lo < hi) { /* first event of the track with ts > f->ts */
+    size_t mid = (lo + hi) / 2;
+    const loom__ev *e = &t->ev[mid];
+    if (e->track < f->track || (e->track == f->track && e->ts <= f->ts)) lo = mid + 1;
+    else hi = mid;
+  }
+  if (!f->bind_enclosing)
+    return lo < t->nev && t->ev[lo].track == f->track && t->ev[lo].ph == LOOM__PH_COMPLETE ? (long)lo : -1;
+  for (size_t i = lo; i-- > 0;) {
+    const loom__ev *e = &t->ev[i];
+    if (e->track != f->track) break;
+    if (e->ph == LOOM__PH_COMPLETE && e->ts <= f->ts && f->ts <= e->ts + e->dur) return (long)i;
+    if (f->ts - e->ts > (int64_t)3600e9) break; /* no slice lasts that long */
+  }
+  return -1;
+}
+
+static int cmp_flow(const void *pa, const void *pb) {
+  const pending_flow *a = pa, *b = pb;
+  if (a->id != b->id) return a->id < b->id ? -1 : 1;
+  if (a->ph != b->ph) return a->ph == 's' ? -1 : b->ph == 's' ? 1 : 0;
+  return a->ts < b->ts ? -1 : a->ts > b->ts;
+}
+
+static int finish(reader *r) {
+  loom_trace *t = r->t;
+  for (size_t i = 0; i < t->nev; i++) t->ev[i].ts += r->base;
+  for (size_t i = 0; i < r->nflows; i++) r->flows[i].ts += r->base;
+  if (t->nev) qsort(t->ev, t->nev, sizeof *t->ev, cmp_ev_track);
+  if (r->nflows) qsort(r->flows, r->nflows, sizeof *r->flows, cmp_flow);
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t i = 0; i < t->nev; i++) {
+    if (t->ev[i].ts < lo) lo = t->ev[i].ts;
+    if (t->ev[i].ts + t->ev[i].dur > hi) hi = t->ev[i].ts + t->ev[i].dur;
+  }
+  t->start_ns = t->nev ? lo : r->base;
+  t->end_ns = t->nev ? hi : r->base;
+  if (t->window_end) t->end_ns = r->window_end_ts + r->base;
+  /* Flows: each 's' with the 'f' (or 't') that follow it with the same id. */
+  for (size_t i = 0; i < r->nflows;) {
+    size_t j = i;
+    while (j < r->nflows && r->flows[j].id == r->flows[i].id) j++;
+    long from = -1;
+    for (size_t k = i; k < j; k++) {
+      long at = bind_flow(t, &r->flows[k]);
+      if (r->flows[k].ph == 's') {
+        from = at;
+      } else if (from >= 0 && at >= 0) {
+        loom__flow f = {(uint32_t)from, (uint32_t)at, t->nflows + 1};
+        if (LOOM__PUSH(t->flows, t->nflows, t->cap_flows, f)) return -1;
+        if (r->flows[k].ph == 't') from = at;
+      }
+    }
+    i = j;
+  }
+  return 0;
+}
+
+static void reader_free(reader *r) {
+  free(r->cap);
+  free(r->bs);
+  free(r->as);
+  free(r->flows);
+  loom__map_free(&r->pid_dev);
+  loom__map_free(&r->str_ids);
+}
+
+loom_status loom__read_json(const char *path, loom_trace **out) {
+  *out = NULL;
+  gzFile f = gzopen(path, "rb");
+  if (!f) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
+  gzbuffer(f, 1 << 18);
+  reader r;
+  memset(&r, 0, sizeof r);
+  r.t = loom__trace_new();
+  r.path = path;
+  yajl_handle y = r.t ? yajl_alloc(&callbacks, NULL, &r) : NULL;
+  if (!y) {
+    gzclose(f);
+    loom_trace_free(r.t);
+    return loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  }
+  yajl_config(y, yajl_allow_multiple_values, 0);
+  enum { CHUNK = 1 << 20 };
+  unsigned char *buf = malloc(CHUNK);
+  uint64_t offset = 0;
+  loom_status st = buf ? LOOM_OK : LOOM_ENOMEM;
+  int n = 0;
+  while (st == LOOM_OK && (n = gzread(f, buf, CHUNK)) > 0) {
+    if (yajl_parse(y, buf, (size_t)n) != yajl_status_ok) {
+      size_t at = yajl_get_bytes_consumed(y);
+      unsigned char *msg = yajl_get_error(y, 0, buf, (size_t)n);
+      st = loom__fail(r.oom ? LOOM_ENOMEM : LOOM_EFORMAT, "%s: %s at byte offset %llu",
+                      path, r.oom ? "out of memory" : (const char *)msg,
+                      (unsigned long long)(offset + at));
+      yajl_free_error(y, msg);
+    }
+    offset += (uint64_t)n;
+  }
+  if (st == LOOM_OK && n < 0) {
+    int zerr;
+    const char *m = gzerror(f, &zerr);
+    st = loom__fail(LOOM_EFORMAT, "%s: corrupt compressed data near byte offset %llu "
+                    "of the uncompressed stream: %s", path, (unsigned long long)offset, m);
+  }
+  if (st == LOOM_OK && yajl_complete_parse(y) != yajl_status_ok)
+    st = loom__fail(LOOM_EFORMAT, "%s: truncated JSON: the file ends at byte offset "
+                    "%llu inside %s", path, (unsigned long long)offset,
+                    r.depth > 1 ? "the event list" : "the top-level object");
+  if (st == LOOM_OK && offset == 0)
+    st = loom__fail(LOOM_EFORMAT, "%s: empty file", path);
+  if (st == LOOM_OK && r.depth != 0)
+    st = loom__fail(LOOM_EFORMAT, "%s: truncated JSON at byte offset %llu", path,
+                    (unsigned long long)offset);
+  if (st == LOOM_OK && (r.oom || finish(&r) != 0))
+    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  free(buf);
+  yajl_free(y);
+  gzclose(f);
+  reader_free(&r);
+  if (st != LOOM_OK) {
+    loom_trace_free(r.t);
+    return st;
+  }
+  *out = r.t;
+  return LOOM_OK;
+}

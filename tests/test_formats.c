@@ -1,0 +1,278 @@
+/*
+ * test_formats.c - trace files: the same recorded trace as .json, .json.gz
+ * and .pftrace gives identical counts in trace_processor; JSON -> pftrace ->
+ * JSON keeps every event, time (ns), name and argument; the real Kineto
+ * traces (tests/data/kineto, written by PyTorch) read and convert with the
+ * same slice count; corrupt or truncated input gives an error naming the
+ * file and offset; a full disk leaves no file and the trace can be saved
+ * elsewhere afterwards.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static loom_trace *recorded(void) {
+  static int registered;
+  if (!registered++) assert_int_equal(fake_register(0, "fakea", "fakea", 0), LOOM_OK);
+  loom_session *s = ts_start("cpu,fakea", NULL);
+  loom_step();
+  loom_range_push("outer \"quoted\"\n name");
+  loom_op_begin("aten::mm", 11);
+  fake_launch(0, 0, "gemm<float, 128>", 20000);
+  fake_launch(0, 1, "copy_kernel", 3000);
+  loom_op_end();
+  loom_range_push_str("bad utf8 \xff end");
+  fake_launch(0, 0, "relu", 5000);
+  loom_range_pop();
+  loom_range_pop();
+  loom_counter("loss", 0.25);
+  loom_counter("loss", 0.125);
+  loom_instant("checkpoint");
+  loom_range_begin(9, "async load");
+  loom_range_end(9);
+  loom_step();
+  return ts_finish(s);
+}
+
+static const char *count_sql[] = {
+    "select count(*) from slice",
+    "select count(*) from flow",
+    "select count(*) from counter",
+    "select count(*) from counter_track",
+    "select count(*) from thread where name is not null and name != 'swapper'",
+    "select count(*) from process where name is not null and name != 'swapper'",
+    "select count(*) from slice where name = 'outer \"quoted\"' || char(10) || ' name'",
+    "select count(*) from stats where value > 0 and severity in ('error','data_loss')",
+};
+enum { NQ = sizeof count_sql / sizeof count_sql[0] };
+
+static void test_same_counts_in_every_format(void **state) {
+  (void)state;
+  tp_require();
+  loom_trace *t = recorded();
+  const char *ext[] = {".json", ".json.gz", ".pftrace"};
+  long long r[3][NQ];
+  for (int f = 0; f < 3; f++) {
+    char path[256];
+    tmp_path(path, sizeof path, ext[f]);
+    assert_int_equal(loom_trace_save(t, path), LOOM_OK);
+    tp_ints(path, count_sql, r[f], NQ);
+    unlink(path);
+  }
+  /* host: 2 steps, outer, bad utf8, aten::mm, 3 launches, instant, async;
+   * device: 3 kernels + 4 projections (outer x2 queues, bad utf8, step);
+   * "outer ..." is the range and its 2 projections;
+   * window end */
+  long long expect[NQ] = {19, 3, 2, 1, 3, 2, 3, 0};
+  for (int f = 0; f < 3; f++)
+    for (int q = 0; q < NQ; q++) {
+      if (r[f][q] != expect[q])
+        fail_msg("%s: '%s' gave %lld, expected %lld", ext[f], count_sql[q], r[f][q], expect[q]);
+    }
+  loom_trace_free(t);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char **)a, *(char **)b); }
+
+/* The event lines of a JSON trace written by loom, sorted. */
+static char **event_lines(const char *path, size_t *n) {
+  char *s = read_file(path, NULL);
+  assert_non_null(s);
+  char *p = strstr(s, "\"traceEvents\":[\n");
+  assert_non_null(p);
+  p += 16;
+  char **lines = NULL;
+  size_t cap = 0;
+  *n = 0;
+  for (char *nl; (nl = strchr(p, '\n')) && *p == '{'; p = nl + 1) {
+    size_t len = (size_t)(nl - p);
+    if (len && p[len - 1] == ',') len--;
+    char *l = strndup(p, len);
+    if (*n == cap) lines = realloc(lines, (cap = cap ? cap * 2 : 64) * sizeof *lines);
+    lines[(*n)++] = l;
+  }
+  free(s);
+  qsort(lines, *n, sizeof *lines, cmp_str);
+  return lines;
+}
+
+static void test_json_pftrace_json_round_trip(void **state) {
+  (void)state;
+  loom_trace *t = recorded();
+  char j1[256], pf[256], j2[256];
+  tmp_path(j1, sizeof j1, ".json");
+  tmp_path(pf, sizeof pf, ".pftrace");
+  tmp_path(j2, sizeof j2, ".json");
+  assert_int_equal(loom_trace_save(t, j1), LOOM_OK);
+  loom_trace *a = NULL, *b = NULL;
+  assert_int_equal(loom_trace_load(j1, &a), LOOM_OK);
+  assert_int_equal(loom_trace_save(a, pf), LOOM_OK);
+  assert_int_equal(loom_trace_load(pf, &b), LOOM_OK);
+  assert_int_equal(loom_trace_save(b, j2), LOOM_OK);
+  assert_int_equal(loom_trace_event_count(b), loom_trace_event_count(t));
+  assert_int_equal(loom_trace_flow_count(b), loom_trace_flow_count(t));
+  size_t n1, n2;
+  char **l1 = event_lines(j1, &n1), **l2 = event_lines(j2, &n2);
+  assert_int_equal(n1, n2);
+  for (size_t i = 0; i < n1; i++) {
+    if (strcmp(l1[i], l2[i])) fail_msg("%s and %s differ:\n  %s\n  %s", j1, j2, l1[i], l2[i]);
+    free(l1[i]);
+    free(l2[i]);
+  }
+  free(l1);
+  free(l2);
+  /* Times to the nanosecond, through the public view too. */
+  int64_t sum_t = 0, sum_b = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v}, w = {.struct_size = sizeof w};
+    loom_trace_event(t, i, &v);
+    loom_trace_event(b, i, &w);
+    sum_t += v.start_ns % 1000 + v.dur_ns;
+    sum_b += w.start_ns % 1000 + w.dur_ns;
+  }
+  assert_true(sum_t == sum_b);
+  unlink(j1);
+  unlink(pf);
+  unlink(j2);
+  loom_trace_free(a);
+  loom_trace_free(b);
+  loom_trace_free(t);
+}
+
+static void test_real_kineto_traces(void **state) {
+  (void)state;
+  tp_require();
+  const char *files[] = {"hta_cpu_only_rank34.json.gz", "hta_gpu_simple_add.json.gz",
+                         "hta_trace_compare_base.json.gz", "hta_triton_example.json.gz",
+                         "libkineto_unit_test_trace.json"};
+  /* kernels in each file, counted independently (zcat | grep -c '"cat": "kernel"') */
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char in[512], out[256];
+    snprintf(in, sizeof in, "%s/data/kineto/%s", LOOM_TESTS_DIR, files[i]);
+    loom_trace *t = NULL;
+    if (loom_trace_load(in, &t) != LOOM_OK) fail_msg("%s", loom_last_error());
+    assert_true(loom_trace_event_count(t) > 0);
+    tmp_path(out, sizeof out, ".pftrace");
+    assert_int_equal(loom_trace_save(t, out), LOOM_OK);
+    const char *q[] = {"select count(*) from slice"};
+    long long a, b;
+    tp_ints(in, q, &a, 1);
+    tp_ints(out, q, &b, 1);
+    if (a != b) fail_msg("%s: %lld slices as JSON, %lld as pftrace", files[i], a, b);
+    assert_int_equal(tp_errors(out), 0);
+    unlink(out);
+    loom_trace_free(t);
+  }
+}
+
+static void write_bytes(const char *path, const void *p, size_t n) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fwrite(p, 1, n, f);
+  fclose(f);
+}
+
+static void expect_error(const char *path, loom_status want, const char *needle) {
+  loom_trace *t = (loom_trace *)1;
+  loom_status st = loom_trace_load(path, &t);
+  if (st != want) fail_msg("%s: status %d, expected %d", needle ? needle : path, st, want);
+  assert_null(t);
+  const char *e = loom_last_error();
+  if (!strstr(e, path) || (needle && !strstr(e, needle)))
+    fail_msg("error '%s' should name %s and say '%s'", e, path, needle ? needle : "");
+}
+
+static void test_corrupt_inputs(void **state) {
+  (void)state;
+  loom_trace *t = recorded();
+  char json[256], gz[256], pf[256], bad[256];
+  tmp_path(json, sizeof json, ".json");
+  tmp_path(gz, sizeof gz, ".json.gz");
+  tmp_path(pf, sizeof pf, ".pftrace");
+  tmp_path(bad, sizeof bad, ".bin");
+  assert_int_equal(loom_trace_save(t, json), LOOM_OK);
+  assert_int_equal(loom_trace_save(t, gz), LOOM_OK);
+  assert_int_equal(loom_trace_save(t, pf), LOOM_OK);
+  size_t n;
+  char *s = read_file(json, &n);
+  write_bytes(bad, s, n / 2);
+  expect_error(bad, LOOM_EFORMAT, "truncated JSON");
+  memcpy(strstr(s, "\"traceEvents\"") + 15, "@", 1); /* a stray byte between tokens */
+  write_bytes(bad, s, n);
+  expect_error(bad, LOOM_EFORMAT, "offset");
+  free(s);
+  s = read_file(gz, &n);
+  write_bytes(bad, s, n - 20);
+  expect_error(bad, LOOM_EFORMAT, "offset");
+  free(s);
+  s = read_file(pf, &n);
+  write_bytes(bad, s, n - 7);
+  expect_error(bad, LOOM_EFORMAT, "offset");
+  free(s);
+  unsigned char noise[4096];
+  for (size_t i = 0; i < sizeof noise; i++) noise[i] = (unsigned char)(i * 7919 + 13);
+  write_bytes(bad, noise, sizeof noise);
+  expect_error(bad, LOOM_EFORMAT, "offset");
+  write_bytes(bad, "", 0);
+  expect_error(bad, LOOM_EFORMAT, "empty");
+  expect_error("/nonexistent/trace.json", LOOM_EIO, "No such file");
+  unlink(json);
+  unlink(gz);
+  unlink(pf);
+  unlink(bad);
+  loom_trace_free(t);
+}
+
+static int leftovers(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (!strncmp(e->d_name, prefix, strlen(prefix))) n++;
+  closedir(d);
+  return n;
+}
+
+static void test_full_disk(void **state) {
+  (void)state;
+  loom_trace *t = recorded();
+  char dir[] = "/tmp/loomfull-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[300];
+  const char *ext[] = {"trace.json", "trace.json.gz", "trace.pftrace"};
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit old, small = {600, 600};
+  getrlimit(RLIMIT_FSIZE, &old);
+  small.rlim_max = old.rlim_max;
+  for (int f = 0; f < 3; f++) {
+    snprintf(path, sizeof path, "%s/%s", dir, ext[f]);
+    setrlimit(RLIMIT_FSIZE, &small); /* the file cannot grow past 600 bytes */
+    loom_status st = loom_trace_save(t, path);
+    setrlimit(RLIMIT_FSIZE, &old);
+    assert_int_equal(st, LOOM_EIO);
+    assert_non_null(strstr(loom_last_error(), path));
+    assert_int_equal(leftovers(dir, "trace"), 0); /* nothing partial */
+    assert_int_equal(loom_trace_save(t, path), LOOM_OK); /* still savable */
+    unlink(path);
+  }
+  rmdir(dir);
+  loom_trace_free(t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_same_counts_in_every_format),
+      cmocka_unit_test(test_json_pftrace_json_round_trip),
+      cmocka_unit_test(test_real_kineto_traces),
+      cmocka_unit_test(test_corrupt_inputs),
+      cmocka_unit_test(test_full_disk),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
