@@ -29,7 +29,7 @@ typedef struct pb {
   int oom;
 } pb;
 
-static void pb_bytes(pb *b, const void *s, size_t n) {
+static inline void pb_bytes(pb *b, const void *s, size_t n) {
   if (b->n + n > b->cap && loom__grow((void **)&b->p, &b->cap, b->n + n, 1)) {
     b->oom = 1;
     return;
@@ -39,15 +39,17 @@ static void pb_bytes(pb *b, const void *s, size_t n) {
 }
 
 static void pb_varint(pb *b, uint64_t v) {
-  uint8_t tmp[10];
-  size_t k = 0;
-  do {
-    tmp[k] = (uint8_t)(v & 0x7f);
+  if (b->n + 10 > b->cap && loom__grow((void **)&b->p, &b->cap, b->n + 10, 1)) {
+    b->oom = 1;
+    return;
+  }
+  uint8_t *d = b->p + b->n;
+  while (v >= 0x80) {
+    *d++ = (uint8_t)(v | 0x80);
     v >>= 7;
-    if (v) tmp[k] |= 0x80;
-    k++;
-  } while (v);
-  pb_bytes(b, tmp, k);
+  }
+  *d++ = (uint8_t)v;
+  b->n = (size_t)(d - b->p);
 }
 
 static void pb_tag(pb *b, uint32_t field, uint32_t wire) { pb_varint(b, (uint64_t)field << 3 | wire); }
@@ -318,67 +320,128 @@ static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
   emit_packet(w, &w->pkt);
 }
 
+/* Edges come as runs, one per track, each already in time order; a heap
+ * merges them into one time-ordered stream without sorting them all. */
+typedef struct run {
+  size_t at, end;
+} run;
+
+typedef struct merger {
+  const edge *g;
+  run *runs;
+  size_t nruns;
+  uint32_t *heap; /* run indices, smallest head edge on top */
+  size_t nheap;
+} merger;
+
+static int run_less(const merger *m, uint32_t a, uint32_t b) {
+  return cmp_edge(&m->g[m->runs[a].at], &m->g[m->runs[b].at]) < 0;
+}
+
+static void sift_down(merger *m, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, k = i;
+    if (l < m->nheap && run_less(m, m->heap[l], m->heap[k])) k = l;
+    if (r < m->nheap && run_less(m, m->heap[r], m->heap[k])) k = r;
+    if (k == i) return;
+    uint32_t tmp = m->heap[i];
+    m->heap[i] = m->heap[k];
+    m->heap[k] = tmp;
+    i = k;
+  }
+}
+
+static const edge *merger_next(merger *m) {
+  if (!m->nheap) return NULL;
+  run *r = &m->runs[m->heap[0]];
+  const edge *e = &m->g[r->at++];
+  if (r->at == r->end) m->heap[0] = m->heap[--m->nheap];
+  sift_down(m, 0);
+  return e;
+}
+
 /* Builds the edges of every track: a stack sweep over its events in
  * (start, longer first) order emits each end before what starts at or after
  * it, so begins and ends nest properly.  A slice that overlaps its parent
  * without nesting cannot be written as begin/end pairs; it is left out, as
  * trace_processor drops it from JSON (slice_drop_overlapping_complete_event),
- * and counted. */
-static edge *make_edges(writer *w, size_t *nout) {
+ * and counted.  Async ranges (their own tracks) form one extra run, sorted. */
+static int make_edges(writer *w, merger *m, edge **gout) {
   const loom_trace *t = w->t;
+  size_t nasync = 0;
+  for (size_t i = 0; i < t->nev; i++) nasync += t->ev[i].ph == LOOM__PH_ASYNC;
   uint32_t *idx = malloc((t->nev + 1) * sizeof *idx);
   edge *g = malloc((2 * t->nev + 2) * sizeof *g);
   uint32_t *stack = malloc((t->nev + 1) * sizeof *stack);
   int64_t *ends = malloc((t->nev + 1) * sizeof *ends);
-  if (!idx || !g || !stack || !ends) {
-    free(idx);
-    free(g);
-    free(stack);
-    free(ends);
-    return NULL;
-  }
-  for (size_t i = 0; i < t->nev; i++) idx[i] = (uint32_t)i;
-  qsort_r(idx, t->nev, sizeof *idx, cmp_idx, (void *)t);
-  size_t n = 0, depth = 0;
-  uint32_t seq = 0, cur = UINT32_MAX;
-  for (size_t j = 0; j <= t->nev; j++) {
-    const loom__ev *e = j < t->nev ? &t->ev[idx[j]] : NULL;
-    if (!e || e->track != cur) { /* close what the previous track left open */
-      while (depth) {
+  m->runs = malloc((t->ntracks + 3) * sizeof *m->runs);
+  m->heap = malloc((t->ntracks + 3) * sizeof *m->heap);
+  int ok = idx && g && stack && ends && m->runs && m->heap;
+  if (ok) {
+    int sorted = 1;
+    for (size_t i = 0; i < t->nev; i++) {
+      idx[i] = (uint32_t)i;
+      if (i && sorted && cmp_idx(&idx[i - 1], &idx[i], (void *)t) > 0) sorted = 0;
+    }
+    if (!sorted) qsort_r(idx, t->nev, sizeof *idx, cmp_idx, (void *)t);
+    /* async edges first, at the front of g; then one run per track */
+    size_t na = 0, n = 2 * nasync, depth = 0;
+    uint32_t seq = 0, cur = UINT32_MAX;
+    for (size_t j = 0; j <= t->nev; j++) {
+      const loom__ev *e = j < t->nev ? &t->ev[idx[j]] : NULL;
+      if (!e || e->track != cur) { /* close what the previous track left open */
+        while (depth) {
+          depth--;
+          g[n++] = (edge){ends[depth], stack[depth], cur, seq++, E_END};
+        }
+        if (m->nruns && m->runs[m->nruns - 1].end == SIZE_MAX) m->runs[m->nruns - 1].end = n;
+        if (!e) break;
+        cur = e->track;
+        m->runs[m->nruns++] = (run){n, SIZE_MAX};
+      }
+      while (depth && ends[depth - 1] <= e->ts) {
         depth--;
         g[n++] = (edge){ends[depth], stack[depth], cur, seq++, E_END};
       }
-      if (!e) break;
-      cur = e->track;
-    }
-    while (depth && ends[depth - 1] <= e->ts) {
-      depth--;
-      g[n++] = (edge){ends[depth], stack[depth], cur, seq++, E_END};
-    }
-    if (e->ph == LOOM__PH_COMPLETE) {
-      int64_t end = e->ts + e->dur;
-      if (depth && end > ends[depth - 1]) { /* overlaps its parent: dropped */
-        w->dropped_overlap++;
-        continue;
+      if (e->ph == LOOM__PH_COMPLETE) {
+        int64_t end = e->ts + e->dur;
+        if (depth && end > ends[depth - 1]) { /* overlaps its parent: dropped */
+          w->dropped_overlap++;
+          continue;
+        }
+        g[n++] = (edge){e->ts, idx[j], cur, seq++, E_BEGIN};
+        stack[depth] = idx[j];
+        ends[depth++] = end;
+      } else if (e->ph == LOOM__PH_ASYNC) {
+        g[na++] = (edge){e->ts, idx[j], UINT32_MAX - 1, seq++, E_BEGIN};
+        g[na++] = (edge){e->ts + e->dur, idx[j], UINT32_MAX - 1, seq++, E_END};
+      } else {
+        g[n++] = (edge){e->ts, idx[j], cur, seq++, E_POINT};
       }
-      g[n++] = (edge){e->ts, idx[j], cur, seq++, E_BEGIN};
-      stack[depth] = idx[j];
-      ends[depth++] = end;
-    } else if (e->ph == LOOM__PH_ASYNC) { /* on its own track: no nesting */
-      g[n++] = (edge){e->ts, idx[j], UINT32_MAX - 1, seq++, E_BEGIN};
-      g[n++] = (edge){e->ts + e->dur, idx[j], UINT32_MAX - 1, seq++, E_END};
-    } else {
-      g[n++] = (edge){e->ts, idx[j], cur, seq++, E_POINT};
     }
+    if (na) {
+      qsort(g, na, sizeof *g, cmp_edge);
+      m->runs[m->nruns++] = (run){0, na};
+    }
+    if (t->window_end) { /* the marker goes in time order like the rest */
+      g[n] = (edge){t->end_ns, UINT32_MAX, UINT32_MAX, 0, E_POINT};
+      m->runs[m->nruns++] = (run){n, n + 1};
+      n++;
+    }
+    m->g = g;
+    for (size_t i = 0; i < m->nruns; i++)
+      if (m->runs[i].at < m->runs[i].end) m->heap[m->nheap++] = (uint32_t)i;
+    for (size_t i = m->nheap / 2 + 1; i-- > 0;) sift_down(m, i);
   }
   free(idx);
   free(stack);
   free(ends);
-  if (t->window_end) /* the marker goes in time order like the rest */
-    g[n++] = (edge){t->end_ns, UINT32_MAX, UINT32_MAX, 0, E_POINT};
-  qsort(g, n, sizeof *g, cmp_edge);
-  *nout = n;
-  return g;
+  if (!ok) {
+    free(g);
+    return -1;
+  }
+  *gout = g;
+  return 0;
 }
 
 /* Like the JSON writer, end with the instant "Record Window End" (Kineto's
@@ -457,19 +520,21 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
   w.seen_arg = calloc(nstr + 2, 1);
   w.track_uuid = calloc(t->ntracks + 1, sizeof *w.track_uuid);
   uint32_t *of = NULL, *on = NULL, *inf = NULL, *inn = NULL;
-  size_t nedges = 0;
   edge *g = NULL;
+  merger m;
+  memset(&m, 0, sizeof m);
   loom_status st = LOOM_OK;
   if (!w.seen_name || !w.seen_cat || !w.seen_arg || !w.track_uuid ||
-      chain_flows(t, &of, &on, &inf, &inn) || !(g = make_edges(&w, &nedges)))
+      chain_flows(t, &of, &on, &inf, &inn) || make_edges(&w, &m, &g))
     st = loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
   loom__out o;
   if (st == LOOM_OK) st = loom__out_open(&o, path, -1);
   if (st == LOOM_OK) {
     w.o = &o;
-    clock_snapshot(&w, nedges ? g[0].ts : t->start_ns);
+    const edge *first = m.nheap ? &g[m.runs[m.heap[0]].at] : NULL;
+    clock_snapshot(&w, first ? first->ts : t->start_ns);
     describe_tracks(&w);
-    for (size_t i = 0; i < nedges; i++) write_edge(&w, &g[i], of, on, inf, inn);
+    for (const edge *e; (e = merger_next(&m));) write_edge(&w, e, of, on, inf, inn);
     if (w.oom) {
       loom__out_abort(&o);
       st = loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
@@ -482,6 +547,8 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
     }
   }
   free(g);
+  free(m.runs);
+  free(m.heap);
   free(of);
   free(on);
   free(inf);
