@@ -29,7 +29,10 @@ static long peak_rss_kb(void) {
   return ru.ru_maxrss;
 }
 
-static loom_trace *synthetic(size_t n) {
+/* Kineto-like: per op a cpu_op, its launch call and the kernel, with
+ * External id, correlation, device and stream arguments and a flow.  With
+ * host_only, just nested cpu_ops with an External id (smaller events). */
+static loom_trace *synthetic(size_t n, int host_only) {
   static const char *ops[] = {"aten::mm", "aten::add", "aten::relu", "aten::conv2d",
                               "aten::softmax", "aten::layer_norm", "aten::copy_", "aten::view"};
   loom_trace *t = loom__trace_new();
@@ -53,6 +56,15 @@ static loom_trace *synthetic(size_t n) {
   }
   int64_t ts = t->start_ns;
   uint64_t corr = 1;
+  if (host_only) {
+    for (size_t i = 0; i < n; i++) {
+      loom__ev op = {.ts = ts, .dur = 900, .external_id = i + 1, .name = opn[i % 8], .cat = c_op,
+                     .track = host, .kind = LOOM_KIND_CPU_OP, .ph = LOOM__PH_COMPLETE};
+      loom__trace_add_ev(t, &op);
+      ts += 1000;
+    }
+    return t;
+  }
   for (size_t i = 0; i + 3 <= n; i += 3, corr++) {
     int k = (int)(corr % 8);
     loom__ev op = {.ts = ts, .dur = 2500, .external_id = corr, .name = opn[k], .cat = c_op,
@@ -119,9 +131,11 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc && nsizes < 8; i++) sizes[nsizes++] = strtoull(argv[i], NULL, 10);
   }
   const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-  for (int s = 0; s < nsizes; s++) {
-    loom_trace *t = synthetic(sizes[s]);
-    printf("%zu events (%zu flows):\n", t->nev, t->nflows);
+  for (int s = 0; s < 2 * nsizes; s++) {
+    int host_only = s % 2;
+    loom_trace *t = synthetic(sizes[s / 2], host_only);
+    printf("%zu events (%zu flows), %s:\n", t->nev, t->nflows,
+           host_only ? "host cpu_ops only" : "cpu_op + launch + kernel with args and flows");
     char path[512];
     const char *ext[] = {".naive.json", ".json", ".json.gz", ".pftrace"};
     const char *only = getenv("BENCH_ONLY");

@@ -68,15 +68,26 @@ static inline void loom__out_mem(loom__out *o, const void *p, size_t n) {
 }
 #define loom__out_lit(o, s) loom__out_mem((o), (s), sizeof(s) - 1)
 
+/* "00" "01" ... "99": two digits per division. */
+extern const char loom__digits2[200];
+
 /* Writes v in decimal; returns the number of bytes (at most 20). */
 static inline size_t loom__fmt_u64(char *dst, uint64_t v) {
-  char tmp[20];
-  size_t n = 0;
-  do {
-    tmp[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  for (size_t i = 0; i < n; i++) dst[i] = tmp[n - 1 - i];
+  char tmp[24], *p = tmp + sizeof tmp;
+  while (v >= 100) {
+    unsigned r = (unsigned)(v % 100);
+    v /= 100;
+    p -= 2;
+    memcpy(p, loom__digits2 + 2 * r, 2);
+  }
+  if (v >= 10) {
+    p -= 2;
+    memcpy(p, loom__digits2 + 2 * v, 2);
+  } else {
+    *--p = (char)('0' + v);
+  }
+  size_t n = (size_t)(tmp + sizeof tmp - p);
+  memcpy(dst, p, n);
   return n;
 }
 static inline size_t loom__fmt_i64(char *dst, int64_t v) {
@@ -98,9 +109,8 @@ static inline size_t loom__fmt_us(char *dst, int64_t ns) {
   uint32_t f = (uint32_t)(a % 1000);
   dst[n++] = '.';
   dst[n++] = (char)('0' + f / 100);
-  dst[n++] = (char)('0' + f / 10 % 10);
-  dst[n++] = (char)('0' + f % 10);
-  return n;
+  memcpy(dst + n, loom__digits2 + 2 * (f % 100), 2);
+  return n + 2;
 }
 
 /* Appends s as a JSON string literal (with quotes): quotes, backslashes and
