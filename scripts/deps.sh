@@ -4,7 +4,7 @@
 # Idempotent; quiet unless something fails.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
-pkgs="build-essential cmake pkg-config libcmocka-dev zlib1g-dev libyajl-dev ca-certificates"
+pkgs="build-essential cmake pkg-config libcmocka-dev zlib1g-dev libyajl-dev ca-certificates opencl-headers ocl-icd-opencl-dev ocl-icd-libopencl1 pocl-opencl-icd clinfo"
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 missing=""

@@ -1,6 +1,6 @@
 /*
- * loom - the command-line tool.  Subcommands so far: version, backends,
- * convert.  (record, report and merge come with their issues.)
+ * loom - the command-line tool: version, backends, record, convert.
+ * (report and merge come with their issues.)
  */
 #include <stdio.h>
 #include <string.h>
@@ -67,9 +67,13 @@ static int cmd_convert(int argc, char **argv) {
   return 0;
 }
 
+int cmd_record(int argc, char **argv); /* record.c */
+
 static void usage(FILE *f) {
   fprintf(f, "usage: loom <command>\n"
              "  version      print loom's version\n"
+             "  record [-o FILE] [--devices LIST] [--duration SEC] -- PROGRAM ARGS...\n"
+             "               run a program with loom injected and write its trace\n"
              "  convert IN OUT\n"
              "               convert a trace (Chrome/Kineto JSON, .json.gz, .pftrace)\n"
              "  backends [--no-probe]\n"
@@ -87,6 +91,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(argv[1], "backends")) return cmd_backends(argc, argv);
   if (!strcmp(argv[1], "convert")) return cmd_convert(argc, argv);
+  if (!strcmp(argv[1], "record")) return cmd_record(argc, argv);
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;

@@ -1,0 +1,539 @@
+/*
+ * backend.c - the loom half of libloom-opencl.so: registration, devices and
+ * queues, clock-domain detection, runtime records, and device records read
+ * from event profiling when commands complete.
+ *
+ * Completion: each followed command holds one reference to its event (the
+ * layer's own, or the application's, retained) and a CL_COMPLETE callback.
+ * The callback runs on a driver thread (POCL: a worker) or at once; it reads
+ * the profiling times, emits the record (the host's emit is thread-safe) and
+ * hands the event to a release list that application threads drain, so no
+ * driver lock is taken from inside the callback.  At flush the backend waits
+ * a bounded time for commands still in flight, then counts the rest as lost.
+ *
+ * Clock domains are detected per device, not assumed: a profiled marker on a
+ * private queue is bracketed by host clock reads, and the domain whose reads
+ * bracket the device's timestamp wins (POCL: CLOCK_MONOTONIC_RAW).  A device
+ * whose clock matches none becomes a device clock with sync points.
+ */
+#define _GNU_SOURCE
+#define LOOM_PLUGIN_WANT_ATTACH
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ocl.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+atomic_int ocl_recording;
+
+static const loom_host *host;
+static loom_backend *self;
+static atomic_uint gen;          /* session generation */
+static atomic_uint_fast64_t next_corr;
+static loom_clock host_clk;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* everything below */
+
+typedef struct dev_entry {
+  cl_device_id id;
+  unsigned gen;
+  uint32_t device;             /* loom device index in that session */
+  loom_clock clk;
+  int domain;                  /* detected loom_clock_domain, -1 unknown */
+  cl_command_queue probe_q;    /* private queue for clock sync points */
+} dev_entry;
+
+typedef struct queue_entry {
+  cl_command_queue q;
+  cl_device_id dev;
+  int app_profiling;
+  unsigned gen;
+  uint32_t device, resource;
+  uint64_t native;             /* stable number, "queue N" */
+} queue_entry;
+
+static dev_entry devs[64];
+static size_t ndevs;
+static queue_entry *queues;
+static size_t nqueues, cap_queues;
+static uint64_t queue_serial;
+
+static ocl_cmd *pending;         /* commands in flight (doubly linked via next/prev) */
+static size_t npending;
+static cl_event *to_release;     /* events whose reference the backend drops */
+static size_t nrelease, cap_release;
+static atomic_int release_waiting;
+
+/* ---- small helpers -------------------------------------------------------- */
+uint64_t ocl_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_in(clockid_t c) {
+  struct timespec ts;
+  clock_gettime(c, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint32_t ocl_name(const char *literal) {
+  static struct { const char *p; uint32_t id; } cache[64];
+  static pthread_mutex_t cmu = PTHREAD_MUTEX_INITIALIZER;
+  if (!literal || !host) return 0;
+  pthread_mutex_lock(&cmu);
+  uint32_t id = 0;
+  size_t i;
+  for (i = 0; i < 64 && cache[i].p; i++)
+    if (cache[i].p == literal) {
+      id = cache[i].id;
+      break;
+    }
+  if (!id) {
+    id = host->intern(self, literal, SIZE_MAX);
+    if (i < 64) cache[i].p = literal, cache[i].id = id;
+  }
+  pthread_mutex_unlock(&cmu);
+  return id;
+}
+
+/* kernel handle -> name id */
+static struct { cl_kernel k; uint32_t id; } kcache[256];
+static pthread_mutex_t kmu = PTHREAD_MUTEX_INITIALIZER;
+
+void ocl_kernel_forget(cl_kernel k) {
+  pthread_mutex_lock(&kmu);
+  for (size_t i = 0; i < 256; i++)
+    if (kcache[i].k == k) kcache[i].k = NULL;
+  pthread_mutex_unlock(&kmu);
+}
+
+uint32_t ocl_kernel_name(cl_kernel k) {
+  size_t slot = ((uintptr_t)k >> 4) % 256;
+  pthread_mutex_lock(&kmu);
+  uint32_t id = kcache[slot].k == k ? kcache[slot].id : 0;
+  pthread_mutex_unlock(&kmu);
+  if (id) return id;
+  char name[256] = "";
+  size_t len = 0;
+  if (ocl_next.clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, &len) != CL_SUCCESS)
+    snprintf(name, sizeof name, "kernel");
+  name[sizeof name - 1] = 0;
+  id = host->intern(self, name, SIZE_MAX);
+  pthread_mutex_lock(&kmu);
+  kcache[slot].k = k;
+  kcache[slot].id = id;
+  pthread_mutex_unlock(&kmu);
+  return id;
+}
+
+static void drain_releases(void) {
+  if (!atomic_load_explicit(&release_waiting, memory_order_relaxed)) return;
+  pthread_mutex_lock(&mu);
+  cl_event *list = to_release;
+  size_t n = nrelease;
+  to_release = NULL;
+  nrelease = cap_release = 0;
+  atomic_store(&release_waiting, 0);
+  pthread_mutex_unlock(&mu);
+  for (size_t i = 0; i < n; i++) ocl_next.clReleaseEvent(list[i]);
+  free(list);
+}
+
+static void defer_release(cl_event e) {
+  pthread_mutex_lock(&mu);
+  if (nrelease == cap_release) {
+    size_t nc = cap_release ? cap_release * 2 : 64;
+    cl_event *p = realloc(to_release, nc * sizeof *p);
+    if (p) to_release = p, cap_release = nc;
+  }
+  if (nrelease < cap_release) to_release[nrelease++] = e;
+  atomic_store(&release_waiting, 1);
+  pthread_mutex_unlock(&mu);
+}
+
+/* ---- queues and devices ------------------------------------------------- */
+void ocl_queue_created(cl_command_queue q, cl_device_id dev, int app_wanted) {
+  pthread_mutex_lock(&mu);
+  if (nqueues == cap_queues) {
+    size_t nc = cap_queues ? cap_queues * 2 : 16;
+    queue_entry *p = realloc(queues, nc * sizeof *p);
+    if (p) queues = p, cap_queues = nc;
+  }
+  if (nqueues < cap_queues)
+    queues[nqueues++] = (queue_entry){q, dev, app_wanted, 0, 0, 0, ++queue_serial};
+  pthread_mutex_unlock(&mu);
+}
+
+static queue_entry *find_queue(cl_command_queue q) {
+  for (size_t i = 0; i < nqueues; i++)
+    if (queues[i].q == q) return &queues[i];
+  return NULL;
+}
+
+int ocl_queue_app_profiling(cl_command_queue q) {
+  pthread_mutex_lock(&mu);
+  queue_entry *e = find_queue(q);
+  int r = e ? e->app_profiling : -1;
+  pthread_mutex_unlock(&mu);
+  return r;
+}
+
+void ocl_queue_released(cl_command_queue q) {
+  pthread_mutex_lock(&mu);
+  queue_entry *e = find_queue(q);
+  if (e) *e = queues[--nqueues];
+  pthread_mutex_unlock(&mu);
+}
+
+/* Which host clock the device's profiling timestamps are in. */
+static int detect_domain(cl_command_queue pq, uint64_t *dev_ts, uint64_t *raw_mid) {
+  static const clockid_t ids[] = {CLOCK_MONOTONIC_RAW, CLOCK_MONOTONIC, CLOCK_REALTIME};
+  static const int doms[] = {LOOM_CLOCK_MONOTONIC_RAW, LOOM_CLOCK_MONOTONIC, LOOM_CLOCK_REALTIME};
+  uint64_t before[3], after[3];
+  for (int i = 0; i < 3; i++) before[i] = now_in(ids[i]);
+  cl_event e = NULL;
+  if (ocl_next.clEnqueueMarkerWithWaitList(pq, 0, NULL, &e) != CL_SUCCESS) return -2;
+  ocl_next.clFinish(pq);
+  for (int i = 0; i < 3; i++) after[i] = now_in(ids[i]);
+  cl_ulong t = 0;
+  cl_int rc = ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t, &t, NULL);
+  ocl_next.clReleaseEvent(e);
+  if (rc != CL_SUCCESS) return -2;
+  *dev_ts = t;
+  *raw_mid = before[0] + (after[0] - before[0]) / 2;
+  for (int i = 0; i < 3; i++)
+    if (t >= before[i] && t <= after[i]) return doms[i];
+  return -1;
+}
+
+static void add_device_props(cl_device_id d, loom_device_info *info, loom_arg *props, uint32_t *n,
+                             char *name, char *vendor, char *version, char *driver) {
+  cl_uint cu = 0, mhz = 0;
+  cl_ulong mem = 0, local = 0;
+  cl_device_type type = 0;
+  ocl_next.clGetDeviceInfo(d, CL_DEVICE_NAME, 256, name, NULL);
+  ocl_next.clGetDeviceInfo(d, CL_DEVICE_VENDOR, 256, vendor, NULL);
+  ocl_next.clGetDeviceInfo(d, CL_DEVICE_VERSION, 256, version, NULL);
+  ocl_next.clGetDeviceInfo(d, CL_DRIVER_VERSION, 256, driver, NULL);
+  ocl_next.clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+  ocl_next.clGetDeviceInfo(d, CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof mhz, &mhz, NULL);
+  ocl_next.clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
+  ocl_next.clGetDeviceInfo(d, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
+  ocl_next.clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+  info->name = name;
+  info->vendor = vendor;
+  info->type = type & CL_DEVICE_TYPE_GPU ? "gpu" : type & CL_DEVICE_TYPE_CPU ? "cpu"
+             : type & CL_DEVICE_TYPE_ACCELERATOR ? "accelerator" : "other";
+  props[(*n)++] = (loom_arg){.key = "compute units", .type = LOOM_ARG_UINT, .v.u = cu};
+  props[(*n)++] = (loom_arg){.key = "max clock MHz", .type = LOOM_ARG_UINT, .v.u = mhz};
+  props[(*n)++] = (loom_arg){.key = "global memory bytes", .type = LOOM_ARG_UINT, .v.u = mem};
+  props[(*n)++] = (loom_arg){.key = "local memory bytes", .type = LOOM_ARG_UINT, .v.u = local};
+  props[(*n)++] = (loom_arg){.key = "OpenCL version", .type = LOOM_ARG_STRING, .v.s = version};
+  props[(*n)++] = (loom_arg){.key = "driver version", .type = LOOM_ARG_STRING, .v.s = driver};
+}
+
+/* The device entry of d for this session, described to loom on first use.
+ * Called with mu held. */
+static dev_entry *session_device(cl_command_queue q, cl_device_id d, unsigned g) {
+  dev_entry *e = NULL;
+  for (size_t i = 0; i < ndevs; i++)
+    if (devs[i].id == d) e = &devs[i];
+  if (!e) {
+    if (ndevs == sizeof devs / sizeof devs[0]) return NULL;
+    e = &devs[ndevs++];
+    memset(e, 0, sizeof *e);
+    e->id = d;
+    e->domain = -3; /* not detected yet */
+  }
+  if (e->gen == g) return e;
+  char name[256] = "", vendor[256] = "", version[256] = "", driver[256] = "";
+  loom_arg props[8];
+  uint32_t n = 0;
+  loom_device_info info = {.struct_size = sizeof info};
+  add_device_props(d, &info, props, &n, name, vendor, version, driver);
+  info.props = props;
+  info.nprops = n;
+  if (host->device_add(self, &info, &e->device) != LOOM_OK) return NULL;
+  if (!e->probe_q) {
+    cl_context ctx = NULL;
+    ocl_next.clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL);
+    e->probe_q = ocl_next.clCreateCommandQueue(ctx, d, CL_QUEUE_PROFILING_ENABLE, NULL);
+  }
+  uint64_t dts = 0, raw = 0;
+  if (e->domain == -3 && e->probe_q) e->domain = detect_domain(e->probe_q, &dts, &raw);
+  if (e->domain >= 0) {
+    host->clock_declare(self, (loom_clock_domain)e->domain, name, &e->clk);
+  } else {
+    host->clock_declare(self, LOOM_CLOCK_DEVICE, name, &e->clk);
+    if (e->probe_q && detect_domain(e->probe_q, &dts, &raw) != -2)
+      host->clock_sync(self, e->clk, dts, LOOM_CLOCK_MONOTONIC_RAW, raw);
+    host->report(self, LOOM_SEV_INFO, "device '%s': profiling clock matches no host clock; "
+                 "using sync points", name);
+  }
+  e->gen = g;
+  return e;
+}
+
+/* Fills the session ids of q (device, resource); 0 on success.  mu held. */
+static int session_queue(cl_command_queue q, unsigned g, uint32_t *device, uint32_t *resource) {
+  queue_entry *qe = find_queue(q);
+  if (!qe) return -1;
+  if (qe->gen != g) {
+    dev_entry *de = session_device(q, qe->dev, g);
+    if (!de) return -1;
+    char name[32];
+    snprintf(name, sizeof name, "queue %llu", (unsigned long long)qe->native);
+    if (host->resource_add(self, de->device, name, qe->native, &qe->resource) != LOOM_OK) return -1;
+    qe->device = de->device;
+    qe->gen = g;
+  }
+  *device = qe->device;
+  *resource = qe->resource;
+  return 0;
+}
+
+static loom_clock device_clock(uint32_t device) {
+  for (size_t i = 0; i < ndevs; i++)
+    if (devs[i].gen == atomic_load(&gen) && devs[i].device == device) return devs[i].clk;
+  return 0;
+}
+
+/* ---- calls and commands ------------------------------------------------- */
+void ocl_call_begin(ocl_call *c, cl_command_queue q, cl_event *app_event) {
+  drain_releases();
+  c->q = q;
+  c->mine = NULL;
+  c->evp = app_event ? app_event : &c->mine;
+  c->corr = atomic_fetch_add(&next_corr, 1) + 1;
+  c->t0 = ocl_now();
+}
+
+static void emit_call(const char *api, uint64_t t0, uint64_t t1, uint64_t corr, int kind) {
+  loom_record r = {.struct_size = sizeof r, .kind = (uint16_t)kind, .clock = host_clk,
+                   .device = LOOM_DEVICE_HOST, .start = t0, .end = t1,
+                   .name = ocl_name(api), .correlation = corr};
+  host->emit(self, &r);
+}
+
+void ocl_host_call(const char *api, uint64_t t0, int kind) {
+  drain_releases();
+  emit_call(api, t0, ocl_now(), 0, kind);
+}
+
+static void unlink_cmd(ocl_cmd *c) {
+  /* mu held; pending is a doubly linked list through next and dims-less prev */
+  ocl_cmd **pp = &pending;
+  while (*pp && *pp != c) pp = &(*pp)->next;
+  if (*pp) {
+    *pp = c->next;
+    npending--;
+  }
+}
+
+static void CL_CALLBACK on_complete(cl_event e, cl_int status, void *arg) {
+  ocl_cmd *c = arg;
+  pthread_mutex_lock(&mu);
+  unlink_cmd(c);
+  int live = c->gen == atomic_load(&gen) && atomic_load(&ocl_recording) != 2;
+  loom_clock clk = device_clock(c->device);
+  pthread_mutex_unlock(&mu);
+  cl_ulong q = 0, s = 0, st = 0, en = 0;
+  if (live && status == CL_COMPLETE &&
+      ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof st, &st, NULL) == CL_SUCCESS &&
+      ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof en, &en, NULL) == CL_SUCCESS) {
+    ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_QUEUED, sizeof q, &q, NULL);
+    ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_SUBMIT, sizeof s, &s, NULL);
+    loom_arg args[8];
+    uint32_t n = 0;
+    if (c->kind == LOOM_KIND_KERNEL) {
+      char g[64], l[64];
+      snprintf(g, sizeof g, "[%zu, %zu, %zu]", c->gws[0], c->dims > 1 ? c->gws[1] : 1,
+               c->dims > 2 ? c->gws[2] : 1);
+      snprintf(l, sizeof l, "[%zu, %zu, %zu]", c->lws[0], c->dims > 1 ? c->lws[1] : 1,
+               c->dims > 2 ? c->lws[2] : 1);
+      args[n++] = (loom_arg){.key = "global size", .type = LOOM_ARG_STRING, .v.s = g};
+      args[n++] = (loom_arg){.key = "local size", .type = LOOM_ARG_STRING,
+                             .v.s = c->lws[0] ? l : "driver's choice"};
+      args[n++] = (loom_arg){.key = "queued", .type = LOOM_ARG_UINT, .v.u = st > q ? st - q : 0};
+      host->emit(self, &(loom_record){.struct_size = sizeof(loom_record), .kind = c->kind,
+                                      .clock = clk, .device = c->device, .resource = c->resource,
+                                      .start = st, .end = en, .name = c->name,
+                                      .correlation = c->corr, .nargs = n, .args = args});
+    } else {
+      args[n++] = (loom_arg){.key = "bytes", .type = LOOM_ARG_UINT, .v.u = c->bytes};
+      if (c->direction)
+        args[n++] = (loom_arg){.key = "direction", .type = LOOM_ARG_STRING, .v.s = c->direction};
+      if (en > st && c->bytes)
+        args[n++] = (loom_arg){.key = "memory bandwidth (GB/s)", .type = LOOM_ARG_DOUBLE,
+                               .v.d = (double)c->bytes / (double)(en - st)};
+      host->emit(self, &(loom_record){.struct_size = sizeof(loom_record), .kind = c->kind,
+                                      .clock = clk, .device = c->device, .resource = c->resource,
+                                      .start = st, .end = en, .name = c->name,
+                                      .correlation = c->corr, .nargs = n, .args = args});
+    }
+  } else if (live && status < 0) {
+    host->count_lost(self, 1, "a command failed on the device (no times to record)");
+  }
+  if (c->own_event) defer_release(e);
+  free(c);
+}
+
+cl_int ocl_call_end(ocl_call *c, const char *api, cl_int rc, int kind, uint32_t name,
+                    uint64_t bytes, const char *direction, cl_uint dims, const size_t *gws,
+                    const size_t *lws, cl_event *app_event) {
+  uint64_t t1 = ocl_now();
+  int follow = rc == CL_SUCCESS && kind >= 0 && *c->evp;
+  emit_call(api, c->t0, t1, follow ? c->corr : 0, LOOM_KIND_RUNTIME);
+  if (!follow) {
+    if (c->mine) ocl_next.clReleaseEvent(c->mine);
+    return rc;
+  }
+  ocl_cmd *cmd = calloc(1, sizeof *cmd);
+  unsigned g = atomic_load(&gen);
+  pthread_mutex_lock(&mu);
+  int ok = cmd && session_queue(c->q, g, &cmd->device, &cmd->resource) == 0;
+  if (ok) {
+    cmd->next = pending;
+    pending = cmd;
+    npending++;
+  }
+  pthread_mutex_unlock(&mu);
+  cl_event e = *c->evp;
+  if (!ok) {
+    free(cmd);
+    if (c->mine) ocl_next.clReleaseEvent(c->mine);
+    host->count_lost(self, 1, "a command on a queue the layer does not know");
+    return rc;
+  }
+  cmd->corr = c->corr;
+  cmd->kind = (uint16_t)kind;
+  cmd->name = name;
+  cmd->bytes = bytes;
+  cmd->direction = direction;
+  cmd->dims = dims;
+  for (cl_uint i = 0; i < dims && i < 3; i++) {
+    cmd->gws[i] = gws ? gws[i] : 0;
+    cmd->lws[i] = lws ? lws[i] : 0;
+  }
+  cmd->gen = g;
+  cmd->event = e;
+  cmd->own_event = 1;
+  if (app_event) ocl_next.clRetainEvent(e); /* the application keeps its own */
+  if (ocl_next.clSetEventCallback(e, CL_COMPLETE, on_complete, cmd) != CL_SUCCESS) {
+    pthread_mutex_lock(&mu);
+    unlink_cmd(cmd);
+    pthread_mutex_unlock(&mu);
+    ocl_next.clReleaseEvent(e);
+    free(cmd);
+    host->count_lost(self, 1, "clSetEventCallback failed");
+  }
+  return rc;
+}
+
+/* ---- the backend ---------------------------------------------------------- */
+static int layer_path_active(void) {
+  if (ocl_next.clGetPlatformIDs) return 1; /* clInitLayer already ran */
+  Dl_info me;
+  const char *layers = getenv("OPENCL_LAYERS");
+  if (!layers || !dladdr((void *)layer_path_active, &me) || !me.dli_fname) return 0;
+  const char *base = strrchr(me.dli_fname, '/');
+  base = base ? base + 1 : me.dli_fname;
+  return strstr(layers, base) != NULL;
+}
+
+static loom_status ocl_probe(loom_backend *b, char *why, size_t n) {
+  self = b;
+  if (!layer_path_active()) {
+    Dl_info me;
+    dladdr((void *)ocl_probe, &me);
+    snprintf(why, n, "the OpenCL layer is not active in this process: start the program "
+             "with 'loom record', or set OPENCL_LAYERS=%s before it starts",
+             me.dli_fname ? me.dli_fname : "libloom-opencl.so");
+    return LOOM_ENOTFOUND;
+  }
+  return LOOM_OK;
+}
+
+static loom_status ocl_configure(loom_backend *b, uint32_t kinds) {
+  (void)kinds;
+  self = b;
+  return host->clock_declare(b, LOOM_CLOCK_MONOTONIC_RAW, "host", &host_clk);
+}
+
+static loom_status ocl_start(loom_backend *b) {
+  self = b;
+  atomic_fetch_add(&gen, 1);
+  atomic_store(&ocl_recording, 1);
+  return LOOM_OK;
+}
+
+static loom_status ocl_stop(loom_backend *b) {
+  (void)b;
+  atomic_store(&ocl_recording, 0);
+  return LOOM_OK;
+}
+
+static loom_status ocl_flush(loom_backend *b) {
+  const char *v = host->config_get(b, "opencl.flush_timeout_ms");
+  long wait_ms = v ? atol(v) : 2000;
+  for (long waited = 0; waited < wait_ms; waited++) {
+    pthread_mutex_lock(&mu);
+    size_t n = npending;
+    pthread_mutex_unlock(&mu);
+    if (!n) break;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  pthread_mutex_lock(&mu);
+  size_t lost = 0;
+  for (ocl_cmd *c = pending; c; c = c->next)
+    if (c->gen == atomic_load(&gen)) lost++;
+  /* Callbacks that come later belong to no session: gen moves on. */
+  atomic_fetch_add(&gen, 1);
+  /* Sync points at stop, for device clocks. */
+  for (size_t i = 0; i < ndevs; i++) {
+    uint64_t dts, raw;
+    if (devs[i].domain < 0 && devs[i].probe_q && devs[i].gen + 1 == atomic_load(&gen) &&
+        detect_domain(devs[i].probe_q, &dts, &raw) != -2)
+      host->clock_sync(b, devs[i].clk, dts, LOOM_CLOCK_MONOTONIC_RAW, raw);
+  }
+  pthread_mutex_unlock(&mu);
+  if (lost) host->count_lost(b, lost, "commands still executing at stop (opencl.flush_timeout_ms)");
+  drain_releases();
+  return LOOM_OK;
+}
+
+static const loom_backend_ops ocl_ops = {
+    .struct_size = sizeof(loom_backend_ops),
+    .abi_major = LOOM_ABI_MAJOR,
+    .abi_minor = LOOM_ABI_MINOR,
+    .name = "opencl",
+    .device_type = "opencl",
+    .kinds = LOOM_KIND_BIT(LOOM_KIND_KERNEL) | LOOM_KIND_BIT(LOOM_KIND_MEMCPY) |
+             LOOM_KIND_BIT(LOOM_KIND_MEMSET) | LOOM_KIND_BIT(LOOM_KIND_RUNTIME) |
+             LOOM_KIND_BIT(LOOM_KIND_SYNC),
+    .runtime_category = "opencl_runtime",
+    .probe = ocl_probe,
+    .configure = ocl_configure,
+    .start = ocl_start,
+    .stop = ocl_stop,
+    .flush = ocl_flush,
+};
+
+static loom_status ocl_entry(const loom_host *h) {
+  if (h->abi_major != LOOM_ABI_MAJOR) return LOOM_EABI;
+  host = h;
+  return h->backend_register(&ocl_ops, NULL);
+}
+
+EXPORT loom_status loom_plugin_entry(const loom_host *h) { return ocl_entry(h); }
+
+/* Loaded by the ICD loader as a layer into a process that already runs loom
+ * (a framework that linked it): register there too. */
+__attribute__((constructor)) static void ocl_attach(void) { loom_plugin_attach(ocl_entry); }
