@@ -50,9 +50,11 @@ static int find_libdir(char *out, size_t n) {
     snprintf(probe, sizeof probe, "%s/libloom-preload.so", p);
     if (access(probe, R_OK) == 0) {
       char *real = realpath(p, NULL);
-      snprintf(out, n, "%s", real ? real : p);
+      const char *use = real ? real : p;
+      int fits = strlen(use) < n;
+      if (fits) memcpy(out, use, strlen(use) + 1);
       free(real);
-      return 0;
+      return fits ? 0 : -1;
     }
   }
   return -1;

@@ -1,0 +1,262 @@
+/*
+ * test_opencl.c - unmodified OpenCL programs (tests/opencl/clapp.c, linked
+ * against libOpenCL, or loading it with dlopen) recorded by `loom record`
+ * on POCL: exactly the kernels and transfers they enqueued, each with a
+ * flow from its enqueue call and device times inside the host's brackets,
+ * named queue tracks; identical program output with and without loom; two
+ * queues from two threads; a queue the application made with profiling; an
+ * application passing its own events; exit() before the end, a crash and
+ * SIGINT still leave a valid trace, and the exit status passes through.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+/* Runs a command, returns its wait status; stdout goes to *out. */
+static int run(const char *cmd, char **out) {
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t cap = 4096, n = 0, k;
+  char *buf = malloc(cap);
+  while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0)
+    if ((n += k) + 1 >= cap) buf = realloc(buf, cap *= 2);
+  buf[n] = 0;
+  int st = pclose(p);
+  if (out) *out = buf;
+  else free(buf);
+  return st;
+}
+
+static int record(const char *app, const char *mode, const char *trace, char **out) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "'%s' record -o '%s' -- '%s' %s 2>/dev/null", LOOM_BIN, trace, app, mode);
+  return run(cmd, out);
+}
+
+typedef struct counts {
+  size_t kernels, copies, fills, calls, flows, queues;
+  int brackets_ok;
+} counts;
+
+static counts inspect(loom_trace *t) {
+  counts c = {0};
+  c.brackets_ok = 1;
+  int64_t last_host_end = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    c.kernels += v.kind == LOOM_KIND_KERNEL;
+    c.copies += v.kind == LOOM_KIND_MEMCPY;
+    c.fills += v.kind == LOOM_KIND_MEMSET;
+    if (!strcmp(v.category, "opencl_runtime") || !strcmp(v.category, "opencl_sync")) {
+      c.calls++;
+      if (v.start_ns + v.dur_ns > last_host_end) last_host_end = v.start_ns + v.dur_ns;
+    }
+  }
+  c.flows = loom_trace_flow_count(t);
+  for (size_t i = 0; i < c.flows; i++) {
+    size_t from, to;
+    loom_trace_flow(t, i, &from, &to);
+    loom_event_view call = {.struct_size = sizeof call}, work = {.struct_size = sizeof work};
+    loom_trace_event(t, from, &call);
+    loom_trace_event(t, to, &work);
+    /* Work starts after its enqueue began and ends before the host's last
+     * call (finish, blocking read, wait) returned: 1 us of slack for the
+     * clock conversion. */
+    if (work.start_ns < call.start_ns - 1000 || work.start_ns + work.dur_ns > last_host_end + 1000 ||
+        strcmp(call.category, "opencl_runtime") || work.device == UINT32_MAX)
+      c.brackets_ok = 0;
+  }
+  return c;
+}
+
+static loom_trace *load(const char *path) {
+  loom_trace *t = NULL;
+  if (loom_trace_load(path, &t) != LOOM_OK) fail_msg("%s", loom_last_error());
+  return t;
+}
+
+static void check_same_output(const char *app, const char *mode) {
+  char trace[256], cmd[1024], *plain = NULL, *recorded = NULL;
+  tmp_path(trace, sizeof trace, ".json");
+  snprintf(cmd, sizeof cmd, "'%s' %s", app, mode);
+  assert_int_equal(run(cmd, &plain), 0);
+  assert_int_equal(record(app, mode, trace, &recorded), 0);
+  assert_string_equal(plain, recorded);
+  free(plain);
+  free(recorded);
+  unlink(trace);
+}
+
+static void basic_for(const char *app) {
+  char trace[256];
+  tmp_path(trace, sizeof trace, ".json");
+  assert_int_equal(record(app, "basic 4", trace, NULL), 0);
+  loom_trace *t = load(trace);
+  counts c = inspect(t);
+  assert_int_equal(c.kernels, 4);
+  assert_int_equal(c.copies, 2); /* one write, one read */
+  assert_int_equal(c.flows, 6);
+  assert_true(c.brackets_ok);
+  loom_trace_summary s = {.struct_size = sizeof s};
+  loom_trace_summarize(t, &s);
+  assert_int_equal(s.devices, 1);
+  assert_int_equal(s.dropped, 0);
+  assert_int_equal(loom_trace_warning_count(t), 0);
+  /* trace_processor sees the same: every event (plus the window end), the
+   * flows, the named queue track, no errors. */
+  const char *q[] = {"select count(*) from slice",
+                     "select count(*) from flow",
+                     "select count(*) from slice where category = 'kernel'",
+                     "select count(*) from thread where name = 'queue 1'",
+                     "select count(*) from stats where value > 0 and severity in ('error','data_loss')"};
+  long long r[5];
+  tp_ints(trace, q, r, 5);
+  assert_int_equal(r[0], (long long)loom_trace_event_count(t) + 1);
+  assert_int_equal(r[1], 6);
+  assert_int_equal(r[2], 4);
+  assert_int_equal(r[3], 1);
+  assert_int_equal(r[4], 0);
+  loom_trace_free(t);
+  unlink(trace);
+}
+
+static void test_linked(void **state) {
+  (void)state;
+  basic_for(CLAPP);
+  check_same_output(CLAPP, "basic 6");
+}
+
+static void test_dlopen(void **state) {
+  (void)state;
+  basic_for(CLAPP_DL);
+  check_same_output(CLAPP_DL, "basic 6");
+}
+
+static void test_app_events_and_profiling(void **state) {
+  (void)state;
+  check_same_output(CLAPP, "events 5");     /* its callbacks all fire */
+  check_same_output(CLAPP, "profiling 3");  /* sees its own profiling on */
+  check_same_output(CLAPP, "basic 2");      /* sees profiling off */
+  char trace[256];
+  tmp_path(trace, sizeof trace, ".json");
+  assert_int_equal(record(CLAPP, "events 5", trace, NULL), 0);
+  loom_trace *t = load(trace);
+  counts c = inspect(t);
+  assert_int_equal(c.kernels, 5);
+  assert_int_equal(c.copies, 2);
+  assert_int_equal(c.flows, 7);
+  assert_true(c.brackets_ok);
+  loom_trace_free(t);
+  assert_int_equal(record(CLAPP, "profiling 3", trace, NULL), 0);
+  t = load(trace);
+  c = inspect(t);
+  assert_int_equal(c.kernels, 3);
+  assert_int_equal(c.copies, 2);
+  assert_int_equal(c.fills, 1);
+  assert_int_equal(c.flows, 6);
+  loom_trace_free(t);
+  unlink(trace);
+}
+
+static void test_two_threads_two_queues(void **state) {
+  (void)state;
+  check_same_output(CLAPP, "threads 3");
+  char trace[256];
+  tmp_path(trace, sizeof trace, ".json");
+  assert_int_equal(record(CLAPP, "threads 3", trace, NULL), 0);
+  loom_trace *t = load(trace);
+  counts c = inspect(t);
+  assert_int_equal(c.kernels, 6);
+  assert_int_equal(c.copies, 4);
+  assert_int_equal(c.flows, 10);
+  assert_true(c.brackets_ok);
+  const char *q[] = {"select count(*) from thread where name like 'queue %'",
+                     "select count(distinct utid) from thread_track join slice on slice.track_id = thread_track.id where slice.category = 'opencl_runtime'"};
+  long long r[2];
+  tp_ints(trace, q, r, 2);
+  assert_int_equal(r[0], 2);
+  assert_true(r[1] >= 2); /* the two worker threads called OpenCL */
+  loom_trace_free(t);
+  unlink(trace);
+}
+
+static void test_exit_and_crash(void **state) {
+  (void)state;
+  char trace[256];
+  tmp_path(trace, sizeof trace, ".json");
+  int st = record(CLAPP, "exit 4", trace, NULL);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+  loom_trace *t = load(trace);
+  counts c = inspect(t);
+  loom_trace_summary s = {.struct_size = sizeof s};
+  loom_trace_summarize(t, &s);
+  assert_int_equal(c.kernels + c.copies + s.dropped, 5); /* recorded or counted */
+  loom_trace_free(t);
+  unlink(trace);
+  st = record(CLAPP, "crash 4", trace, NULL);
+  /* loom record ends the way the program did: by SIGSEGV */
+  assert_true((WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV) ||
+              (WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGSEGV));
+  t = load(trace);
+  c = inspect(t);
+  assert_int_equal(c.kernels, 4);
+  assert_int_equal(c.copies, 2);
+  loom_trace_free(t);
+  unlink(trace);
+}
+
+static void test_sigint_forwarded(void **state) {
+  (void)state;
+  char trace[256];
+  tmp_path(trace, sizeof trace, ".json");
+  int fd[2];
+  assert_int_equal(pipe(fd), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd[1], 1);
+    close(fd[0]);
+    execl(LOOM_BIN, LOOM_BIN, "record", "-o", trace, "--", CLAPP, "sleep", "2", (char *)NULL);
+    _exit(127);
+  }
+  close(fd[1]);
+  char buf[256] = "";
+  size_t n = 0;
+  while (n < sizeof buf - 1 && !strstr(buf, "ready")) {
+    ssize_t k = read(fd[0], buf + n, sizeof buf - 1 - n);
+    if (k <= 0) break;
+    n += (size_t)k;
+    buf[n] = 0;
+  }
+  assert_non_null(strstr(buf, "ready"));
+  kill(pid, SIGINT); /* to loom record, which forwards it */
+  int st = 0;
+  waitpid(pid, &st, 0);
+  close(fd[0]);
+  assert_true((WIFSIGNALED(st) && WTERMSIG(st) == SIGINT) ||
+              (WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGINT));
+  loom_trace *t = load(trace);
+  counts c = inspect(t);
+  assert_int_equal(c.kernels, 2);
+  assert_int_equal(c.copies, 2);
+  loom_trace_free(t);
+  unlink(trace);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_linked),
+      cmocka_unit_test(test_dlopen),
+      cmocka_unit_test(test_app_events_and_profiling),
+      cmocka_unit_test(test_two_threads_two_queues),
+      cmocka_unit_test(test_exit_and_crash),
+      cmocka_unit_test(test_sigint_forwarded),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
