@@ -64,7 +64,8 @@ static void test_same_counts_in_every_format(void **state) {
     tmp_path(path, sizeof path, ext[f]);
     assert_int_equal(loom_trace_save(t, path), LOOM_OK);
     tp_ints(path, count_sql, r[f], NQ);
-    unlink(path);
+    if (getenv("LOOM_TEST_KEEP")) printf("kept %s\n", path);
+    else unlink(path);
   }
   /* host: 2 steps, outer, bad utf8, aten::mm, 3 launches, instant, async;
    * device: 3 kernels + 4 projections (outer x2 queues, bad utf8, step);

@@ -20,6 +20,7 @@ typedef struct fake {
   uint32_t dev, res[2];
   atomic_int recording;
   atomic_uint_fast64_t corr;
+  atomic_uint_fast64_t busy_until[2]; /* queues run one thing at a time */
   fake_calls calls;
 } fake;
 
@@ -125,9 +126,13 @@ uint64_t fake_launch(int i, int q, const char *kernel, uint64_t dur_ns) {
                    .name = host->intern(f->b, "fakeLaunch", SIZE_MAX), .correlation = corr};
   host->emit(f->b, &r);
   loom_arg args[1] = {{.key = "grid", .type = LOOM_ARG_UINT, .v.u = 128}};
+  uint64_t start, prev = atomic_load(&f->busy_until[q]);
+  do {
+    start = prev > t1 + 1000 ? prev : t1 + 1000;
+  } while (!atomic_compare_exchange_weak(&f->busy_until[q], &prev, start + dur_ns));
   loom_record k = {.struct_size = sizeof k, .kind = LOOM_KIND_KERNEL, .clock = f->clk,
-                   .device = f->dev, .resource = f->res[q], .start = t1 + 1000,
-                   .end = t1 + 1000 + dur_ns, .name = host->intern(f->b, kernel, SIZE_MAX),
+                   .device = f->dev, .resource = f->res[q], .start = start,
+                   .end = start + dur_ns, .name = host->intern(f->b, kernel, SIZE_MAX),
                    .correlation = corr, .nargs = 1, .args = args};
   host->emit(f->b, &k);
   return corr;

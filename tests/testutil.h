@@ -20,8 +20,9 @@ enum { FAKE_FAIL_PROBE = 1, FAKE_FAIL_CONFIGURE = 2, FAKE_FAIL_START = 4 };
 /* Registers fake backend number i (0..3) for device type `type`. */
 loom_status fake_register(int i, const char *name, const char *type, int fail);
 /* A host runtime call on the calling thread and, launched by it, one kernel
- * of dur_ns on queue q (0/1) of the fake device, starting when the call
- * ends.  Both are in CLOCK_REALTIME.  Returns the correlation id. */
+ * of dur_ns on queue q (0/1) of the fake device, starting 1 us after the
+ * call ends or when the queue's previous kernel ends (queues run one kernel
+ * at a time).  Both are in CLOCK_REALTIME.  Returns the correlation id. */
 uint64_t fake_launch(int i, int q, const char *kernel, uint64_t dur_ns);
 /* Registration counters of fake i (probe/configure/start/stop/flush calls). */
 typedef struct fake_calls { int probe, configure, start, stop, flush, destroy, push, pop; } fake_calls;

@@ -291,8 +291,11 @@ typedef struct bk_stats {
   uint64_t bad_ref, outside, negative;
 } bk_stats;
 
+/* launched: correlation ids of the backend's host calls inside the window;
+ * device work they launched is kept even when it runs after the stop. */
 static int backend_record(loom_session *s, loom_trace *t, loom_backend *b,
-                          const loom__drec *d, int64_t pid, bk_stats *st) {
+                          const loom__drec *d, int64_t pid, bk_stats *st,
+                          const loom__map *launched) {
   loom__bsess *bs = b->bs;
   if (!d->clock || d->clock > bs->nclocks) {
     st->bad_ref++;
@@ -335,7 +338,8 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b,
     st->negative++;
     te = ts;
   }
-  if (te < t->start_ns || ts > t->end_ns) {
+  if (te < t->start_ns ||
+      (ts > t->end_ns && !(d->corr && !host && loom__map_get(launched, d->corr)))) {
     st->outside++;
     return 0;
   }
@@ -367,8 +371,20 @@ static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, int6
                          bs->clocks[i].name);
   }
   bk_stats st = {0, 0, 0};
-  for (size_t i = 0; i < bs->nrecs; i++)
-    if (backend_record(s, t, b, &bs->recs[i], pid, &st)) return -1;
+  loom__map launched = {0};
+  for (size_t i = 0; i < bs->nrecs; i++) {
+    const loom__drec *d = &bs->recs[i];
+    if (d->corr && d->device == LOOM_DEVICE_HOST && d->clock && d->clock <= bs->nclocks &&
+        (d->kind == LOOM_KIND_RUNTIME || d->kind == LOOM_KIND_DRIVER)) {
+      int64_t ts = loom__clock_convert(&s->tl, &bs->clocks[d->clock - 1], d->start);
+      if (ts <= t->end_ns && loom__map_put(&launched, d->corr, 1)) return -1;
+    }
+  }
+  int rc = 0;
+  for (size_t i = 0; i < bs->nrecs && rc == 0; i++)
+    rc = backend_record(s, t, b, &bs->recs[i], pid, &st, &launched);
+  loom__map_free(&launched);
+  if (rc) return -1;
   if (st.bad_ref)
     loom__session_warn(s, "backend '%s': %llu records named an unknown clock or "
                        "device and were dropped", b->ops.name, (unsigned long long)st.bad_ref);

@@ -1,5 +1,5 @@
 /*
- * preload.c - libloom-preload.so, the host part that `loom record` injects
+ * preload.c - loom-preload.so, the host part that `loom record` injects
  * (LD_PRELOAD) into an unmodified program.
  *
  * In the process `loom record` started (LOOM_RECORD_PID; children the program

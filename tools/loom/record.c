@@ -2,7 +2,7 @@
  * record.c - `loom record [-o FILE] [--devices LIST] [--duration SEC]
  *            [--option K=V] -- PROGRAM ARGS...`
  *
- * Runs an unmodified program with loom injected: libloom-preload.so through
+ * Runs an unmodified program with loom injected: loom-preload.so through
  * LD_PRELOAD (the host part: it records and writes the trace when the
  * program ends), and the OpenCL layer through OPENCL_LAYERS (also loaded as a
  * plug-in, so its backend is registered before the session starts).
@@ -47,7 +47,7 @@ static int find_libdir(char *out, size_t n) {
   for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
     char p[PATH_MAX + 64], probe[PATH_MAX + 128];
     snprintf(p, sizeof p, cands[i], dir);
-    snprintf(probe, sizeof probe, "%s/libloom-preload.so", p);
+    snprintf(probe, sizeof probe, "%s/loom-preload.so", p);
     if (access(probe, R_OK) == 0) {
       char *real = realpath(p, NULL);
       const char *use = real ? real : p;
@@ -109,11 +109,11 @@ int cmd_record(int argc, char **argv) {
   }
   char libdir[PATH_MAX];
   if (find_libdir(libdir, sizeof libdir) != 0) {
-    fprintf(stderr, "loom record: cannot find libloom-preload.so (set LOOM_LIBEXEC to its folder)\n");
+    fprintf(stderr, "loom record: cannot find loom-preload.so (set LOOM_LIBEXEC to its folder)\n");
     return 2;
   }
   char preload[PATH_MAX + 32], layer[PATH_MAX + 32], outbuf[PATH_MAX], summary[64];
-  snprintf(preload, sizeof preload, "%s/libloom-preload.so", libdir);
+  snprintf(preload, sizeof preload, "%s/loom-preload.so", libdir);
   snprintf(layer, sizeof layer, "%s/libloom-opencl.so", libdir);
   if (!out) {
     char *prog = strdup(argv[i]);
