@@ -3,6 +3,7 @@
  * (report and merge come with their issues.)
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "loom/loom.h"
@@ -28,6 +29,7 @@ static void print_backend(const loom_backend_info *b, void *user) {
  * discarding) a session over every device type. */
 static int cmd_backends(int argc, char **argv) {
   int probe = !(argc > 2 && !strcmp(argv[2], "--no-probe"));
+  setenv("LOOM_LOG", "error", 0); /* states are listed below, not as warnings */
   loom_init();
   if (probe) {
     loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "all"};
