@@ -4,12 +4,13 @@
  * from event profiling when commands complete.
  *
  * Completion: each followed command holds one reference to its event (the
- * layer's own, or the application's, retained) and a CL_COMPLETE callback.
- * The callback runs on a driver thread (POCL: a worker) or at once; it reads
- * the profiling times, emits the record (the host's emit is thread-safe) and
- * hands the event to a release list that application threads drain, so no
- * driver lock is taken from inside the callback.  At flush the backend waits
- * a bounded time for commands still in flight, then counts the rest as lost.
+ * layer's own, or the application's, retained) in its queue's ring.  Rings
+ * are harvested without blocking on the application's own OpenCL calls: once
+ * 64 commands are in a ring, the oldest are asked whether they completed
+ * (clGetEventInfo), and completed ones are read (event profiling), emitted
+ * and released; clFinish harvests its queue.  No callback, so no wake-up of
+ * another thread per command.  At flush the backend waits a bounded time for
+ * commands still in flight, then counts the rest as lost.
  *
  * Clock domains are detected per device, not assumed: a profiled marker on a
  * private queue is bracketed by host clock reads, and the domain whose reads
@@ -52,22 +53,20 @@ typedef struct queue_entry {
   cl_command_queue q;
   cl_device_id dev;
   int app_profiling;
+  int retired;                 /* the application released it */
   unsigned gen;
   uint32_t device, resource;
   uint64_t native;             /* stable number, "queue N" */
+  pthread_mutex_t lk;          /* the ring */
+  ocl_cmd *ring;               /* commands in flight, oldest at head */
+  size_t head, count, cap;
 } queue_entry;
 
 static dev_entry devs[64];
 static size_t ndevs;
-static queue_entry *queues;
+static queue_entry **queues;     /* entries never move; freed when retired and empty */
 static size_t nqueues, cap_queues;
 static uint64_t queue_serial;
-
-static ocl_cmd *pending;         /* commands in flight (doubly linked via next/prev) */
-static size_t npending;
-static cl_event *to_release;     /* events whose reference the backend drops */
-static size_t nrelease, cap_release;
-static atomic_int release_waiting;
 
 /* ---- small helpers -------------------------------------------------------- */
 uint64_t ocl_now(void) {
@@ -82,25 +81,7 @@ static uint64_t now_in(clockid_t c) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-uint32_t ocl_name(const char *literal) {
-  static struct { const char *p; uint32_t id; } cache[64];
-  static pthread_mutex_t cmu = PTHREAD_MUTEX_INITIALIZER;
-  if (!literal || !host) return 0;
-  pthread_mutex_lock(&cmu);
-  uint32_t id = 0;
-  size_t i;
-  for (i = 0; i < 64 && cache[i].p; i++)
-    if (cache[i].p == literal) {
-      id = cache[i].id;
-      break;
-    }
-  if (!id) {
-    id = host->intern(self, literal, SIZE_MAX);
-    if (i < 64) cache[i].p = literal, cache[i].id = id;
-  }
-  pthread_mutex_unlock(&cmu);
-  return id;
-}
+uint32_t ocl_intern(const char *s) { return host ? host->intern(self, s, SIZE_MAX) : 0; }
 
 /* kernel handle -> name id */
 static struct { cl_kernel k; uint32_t id; } kcache[256];
@@ -132,47 +113,31 @@ uint32_t ocl_kernel_name(cl_kernel k) {
   return id;
 }
 
-static void drain_releases(void) {
-  if (!atomic_load_explicit(&release_waiting, memory_order_relaxed)) return;
-  pthread_mutex_lock(&mu);
-  cl_event *list = to_release;
-  size_t n = nrelease;
-  to_release = NULL;
-  nrelease = cap_release = 0;
-  atomic_store(&release_waiting, 0);
-  pthread_mutex_unlock(&mu);
-  for (size_t i = 0; i < n; i++) ocl_next.clReleaseEvent(list[i]);
-  free(list);
-}
-
-static void defer_release(cl_event e) {
-  pthread_mutex_lock(&mu);
-  if (nrelease == cap_release) {
-    size_t nc = cap_release ? cap_release * 2 : 64;
-    cl_event *p = realloc(to_release, nc * sizeof *p);
-    if (p) to_release = p, cap_release = nc;
-  }
-  if (nrelease < cap_release) to_release[nrelease++] = e;
-  atomic_store(&release_waiting, 1);
-  pthread_mutex_unlock(&mu);
-}
-
 /* ---- queues and devices ------------------------------------------------- */
 void ocl_queue_created(cl_command_queue q, cl_device_id dev, int app_wanted) {
+  queue_entry *e = calloc(1, sizeof *e);
+  if (!e) return;
+  e->q = q;
+  e->dev = dev;
+  e->app_profiling = app_wanted;
+  pthread_mutex_init(&e->lk, NULL);
   pthread_mutex_lock(&mu);
+  e->native = ++queue_serial;
   if (nqueues == cap_queues) {
     size_t nc = cap_queues ? cap_queues * 2 : 16;
-    queue_entry *p = realloc(queues, nc * sizeof *p);
+    queue_entry **p = realloc(queues, nc * sizeof *p);
     if (p) queues = p, cap_queues = nc;
   }
-  if (nqueues < cap_queues)
-    queues[nqueues++] = (queue_entry){q, dev, app_wanted, 0, 0, 0, ++queue_serial};
+  if (nqueues < cap_queues) queues[nqueues++] = e;
+  else free(e);
   pthread_mutex_unlock(&mu);
 }
 
+/* mu held.  A retired entry keeps its handle only until its ring drains; a
+ * new queue may get the same handle meanwhile. */
 static queue_entry *find_queue(cl_command_queue q) {
-  for (size_t i = 0; i < nqueues; i++)
-    if (queues[i].q == q) return &queues[i];
+  for (size_t i = nqueues; i-- > 0;)
+    if (queues[i]->q == q && !queues[i]->retired) return queues[i];
   return NULL;
 }
 
@@ -187,7 +152,7 @@ int ocl_queue_app_profiling(cl_command_queue q) {
 void ocl_queue_released(cl_command_queue q) {
   pthread_mutex_lock(&mu);
   queue_entry *e = find_queue(q);
-  if (e) *e = queues[--nqueues];
+  if (e) e->retired = 1; /* its commands still complete; flush frees it */
   pthread_mutex_unlock(&mu);
 }
 
@@ -306,7 +271,6 @@ static loom_clock device_clock(uint32_t device) {
 
 /* ---- calls and commands ------------------------------------------------- */
 void ocl_call_begin(ocl_call *c, cl_command_queue q, cl_event *app_event) {
-  drain_releases();
   c->q = q;
   c->mine = NULL;
   c->evp = app_event ? app_event : &c->mine;
@@ -314,77 +278,109 @@ void ocl_call_begin(ocl_call *c, cl_command_queue q, cl_event *app_event) {
   c->t0 = ocl_now();
 }
 
-static void emit_call(const char *api, uint64_t t0, uint64_t t1, uint64_t corr, int kind) {
+static void emit_call(uint32_t api, uint64_t t0, uint64_t t1, uint64_t corr, int kind) {
   loom_record r = {.struct_size = sizeof r, .kind = (uint16_t)kind, .clock = host_clk,
                    .device = LOOM_DEVICE_HOST, .start = t0, .end = t1,
-                   .name = ocl_name(api), .correlation = corr};
+                   .name = api, .correlation = corr};
   host->emit(self, &r);
 }
 
-void ocl_host_call(const char *api, uint64_t t0, int kind) {
-  drain_releases();
+/* Reads a completed command's times and emits it. */
+static void emit_cmd(const ocl_cmd *c, loom_clock clk) {
+  cl_ulong q = 0, st = 0, en = 0;
+  cl_event e = c->event;
+  if (ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof st, &st, NULL) != CL_SUCCESS ||
+      ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof en, &en, NULL) != CL_SUCCESS) {
+    host->count_lost(self, 1, "the driver gave no profiling times for a command");
+    return;
+  }
+  loom_arg args[4];
+  uint32_t n = 0;
+  char g[64], l[64];
+  if (c->kind == LOOM_KIND_KERNEL) {
+    ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_QUEUED, sizeof q, &q, NULL);
+    snprintf(g, sizeof g, "[%zu, %zu, %zu]", c->gws[0], c->dims > 1 ? c->gws[1] : 1,
+             c->dims > 2 ? c->gws[2] : 1);
+    snprintf(l, sizeof l, "[%zu, %zu, %zu]", c->lws[0], c->dims > 1 ? c->lws[1] : 1,
+             c->dims > 2 ? c->lws[2] : 1);
+    args[n++] = (loom_arg){.key = "global size", .type = LOOM_ARG_STRING, .v.s = g};
+    args[n++] = (loom_arg){.key = "local size", .type = LOOM_ARG_STRING,
+                           .v.s = c->lws[0] ? l : "driver's choice"};
+    args[n++] = (loom_arg){.key = "queued", .type = LOOM_ARG_UINT, .v.u = st > q ? st - q : 0};
+  } else {
+    args[n++] = (loom_arg){.key = "bytes", .type = LOOM_ARG_UINT, .v.u = c->bytes};
+    if (c->direction)
+      args[n++] = (loom_arg){.key = "direction", .type = LOOM_ARG_STRING, .v.s = c->direction};
+    if (en > st && c->bytes)
+      args[n++] = (loom_arg){.key = "memory bandwidth (GB/s)", .type = LOOM_ARG_DOUBLE,
+                             .v.d = (double)c->bytes / (double)(en - st)};
+  }
+  loom_record r = {.struct_size = sizeof r, .kind = c->kind, .clock = clk, .device = c->device,
+                   .resource = c->resource, .start = st, .end = en, .name = c->name,
+                   .correlation = c->corr, .nargs = n, .args = args};
+  host->emit(self, &r);
+}
+
+/* Emits and releases the oldest commands of qe that completed, at most max
+ * (0: all that completed).  qe->lk held.  With wait_until (ns, MONOTONIC_RAW)
+ * it waits for incomplete ones until then. */
+static void harvest(queue_entry *qe, size_t max, uint64_t wait_until) {
+  unsigned g = atomic_load(&gen);
+  size_t done = 0;
+  while (qe->count && (!max || done < max)) {
+    ocl_cmd *c = &qe->ring[qe->head];
+    cl_int status = CL_QUEUED;
+    if (ocl_next.clGetEventInfo(c->event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                                &status, NULL) != CL_SUCCESS)
+      status = -1;
+    if (status > CL_COMPLETE) {
+      if (!wait_until || ocl_now() > wait_until) break;
+      struct timespec ms = {0, 200000};
+      nanosleep(&ms, NULL);
+      continue;
+    }
+    if (c->gen == g) {
+      if (status == CL_COMPLETE) emit_cmd(c, c->clk);
+      else host->count_lost(self, 1, "a command failed on the device (no times to record)");
+    }
+    ocl_next.clReleaseEvent(c->event);
+    qe->head = (qe->head + 1) % qe->cap;
+    qe->count--;
+    done++;
+  }
+}
+
+void ocl_host_call(uint32_t api, uint64_t t0, int kind) {
   emit_call(api, t0, ocl_now(), 0, kind);
 }
 
-static void unlink_cmd(ocl_cmd *c) {
-  /* mu held; pending is a doubly linked list through next and dims-less prev */
-  ocl_cmd **pp = &pending;
-  while (*pp && *pp != c) pp = &(*pp)->next;
-  if (*pp) {
-    *pp = c->next;
-    npending--;
-  }
-}
-
-static void CL_CALLBACK on_complete(cl_event e, cl_int status, void *arg) {
-  ocl_cmd *c = arg;
+void ocl_queue_finished(cl_command_queue q) {
   pthread_mutex_lock(&mu);
-  unlink_cmd(c);
-  int live = c->gen == atomic_load(&gen) && atomic_load(&ocl_recording) != 2;
-  loom_clock clk = device_clock(c->device);
+  queue_entry *qe = find_queue(q);
   pthread_mutex_unlock(&mu);
-  cl_ulong q = 0, s = 0, st = 0, en = 0;
-  if (live && status == CL_COMPLETE &&
-      ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof st, &st, NULL) == CL_SUCCESS &&
-      ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof en, &en, NULL) == CL_SUCCESS) {
-    ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_QUEUED, sizeof q, &q, NULL);
-    ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_SUBMIT, sizeof s, &s, NULL);
-    loom_arg args[8];
-    uint32_t n = 0;
-    if (c->kind == LOOM_KIND_KERNEL) {
-      char g[64], l[64];
-      snprintf(g, sizeof g, "[%zu, %zu, %zu]", c->gws[0], c->dims > 1 ? c->gws[1] : 1,
-               c->dims > 2 ? c->gws[2] : 1);
-      snprintf(l, sizeof l, "[%zu, %zu, %zu]", c->lws[0], c->dims > 1 ? c->lws[1] : 1,
-               c->dims > 2 ? c->lws[2] : 1);
-      args[n++] = (loom_arg){.key = "global size", .type = LOOM_ARG_STRING, .v.s = g};
-      args[n++] = (loom_arg){.key = "local size", .type = LOOM_ARG_STRING,
-                             .v.s = c->lws[0] ? l : "driver's choice"};
-      args[n++] = (loom_arg){.key = "queued", .type = LOOM_ARG_UINT, .v.u = st > q ? st - q : 0};
-      host->emit(self, &(loom_record){.struct_size = sizeof(loom_record), .kind = c->kind,
-                                      .clock = clk, .device = c->device, .resource = c->resource,
-                                      .start = st, .end = en, .name = c->name,
-                                      .correlation = c->corr, .nargs = n, .args = args});
-    } else {
-      args[n++] = (loom_arg){.key = "bytes", .type = LOOM_ARG_UINT, .v.u = c->bytes};
-      if (c->direction)
-        args[n++] = (loom_arg){.key = "direction", .type = LOOM_ARG_STRING, .v.s = c->direction};
-      if (en > st && c->bytes)
-        args[n++] = (loom_arg){.key = "memory bandwidth (GB/s)", .type = LOOM_ARG_DOUBLE,
-                               .v.d = (double)c->bytes / (double)(en - st)};
-      host->emit(self, &(loom_record){.struct_size = sizeof(loom_record), .kind = c->kind,
-                                      .clock = clk, .device = c->device, .resource = c->resource,
-                                      .start = st, .end = en, .name = c->name,
-                                      .correlation = c->corr, .nargs = n, .args = args});
-    }
-  } else if (live && status < 0) {
-    host->count_lost(self, 1, "a command failed on the device (no times to record)");
-  }
-  if (c->own_event) defer_release(e);
-  free(c);
+  if (!qe) return;
+  pthread_mutex_lock(&qe->lk);
+  harvest(qe, 0, 0);
+  pthread_mutex_unlock(&qe->lk);
 }
 
-cl_int ocl_call_end(ocl_call *c, const char *api, cl_int rc, int kind, uint32_t name,
+static int ring_push(queue_entry *qe, const ocl_cmd *c) {
+  if (qe->count == qe->cap) {
+    size_t nc = qe->cap ? qe->cap * 2 : 64;
+    ocl_cmd *r = malloc(nc * sizeof *r);
+    if (!r) return -1;
+    for (size_t i = 0; i < qe->count; i++) r[i] = qe->ring[(qe->head + i) % qe->cap];
+    free(qe->ring);
+    qe->ring = r;
+    qe->head = 0;
+    qe->cap = nc;
+  }
+  qe->ring[(qe->head + qe->count) % qe->cap] = *c;
+  qe->count++;
+  return 0;
+}
+
+cl_int ocl_call_end(ocl_call *c, uint32_t api, cl_int rc, int kind, uint32_t name,
                     uint64_t bytes, const char *direction, cl_uint dims, const size_t *gws,
                     const size_t *lws, cl_event *app_event) {
   uint64_t t1 = ocl_now();
@@ -394,45 +390,42 @@ cl_int ocl_call_end(ocl_call *c, const char *api, cl_int rc, int kind, uint32_t 
     if (c->mine) ocl_next.clReleaseEvent(c->mine);
     return rc;
   }
-  ocl_cmd *cmd = calloc(1, sizeof *cmd);
+  ocl_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
   unsigned g = atomic_load(&gen);
   pthread_mutex_lock(&mu);
-  int ok = cmd && session_queue(c->q, g, &cmd->device, &cmd->resource) == 0;
-  if (ok) {
-    cmd->next = pending;
-    pending = cmd;
-    npending++;
-  }
+  queue_entry *qe = find_queue(c->q);
+  int ok = qe && session_queue(c->q, g, &cmd.device, &cmd.resource) == 0;
+  if (ok) cmd.clk = device_clock(cmd.device);
   pthread_mutex_unlock(&mu);
   cl_event e = *c->evp;
   if (!ok) {
-    free(cmd);
     if (c->mine) ocl_next.clReleaseEvent(c->mine);
     host->count_lost(self, 1, "a command on a queue the layer does not know");
     return rc;
   }
-  cmd->corr = c->corr;
-  cmd->kind = (uint16_t)kind;
-  cmd->name = name;
-  cmd->bytes = bytes;
-  cmd->direction = direction;
-  cmd->dims = dims;
+  cmd.corr = c->corr;
+  cmd.kind = (uint16_t)kind;
+  cmd.name = name;
+  cmd.bytes = bytes;
+  cmd.direction = direction;
+  cmd.dims = dims;
   for (cl_uint i = 0; i < dims && i < 3; i++) {
-    cmd->gws[i] = gws ? gws[i] : 0;
-    cmd->lws[i] = lws ? lws[i] : 0;
+    cmd.gws[i] = gws ? gws[i] : 0;
+    cmd.lws[i] = lws ? lws[i] : 0;
   }
-  cmd->gen = g;
-  cmd->event = e;
-  cmd->own_event = 1;
+  cmd.gen = g;
+  cmd.event = e;
   if (app_event) ocl_next.clRetainEvent(e); /* the application keeps its own */
-  if (ocl_next.clSetEventCallback(e, CL_COMPLETE, on_complete, cmd) != CL_SUCCESS) {
-    pthread_mutex_lock(&mu);
-    unlink_cmd(cmd);
-    pthread_mutex_unlock(&mu);
+  pthread_mutex_lock(&qe->lk);
+  /* Asking the driver about an event that is still running contends with
+   * its worker threads: do it in batches, not on every enqueue. */
+  if (qe->count >= 64) harvest(qe, 0, 0);
+  if (ring_push(qe, &cmd) != 0) {
     ocl_next.clReleaseEvent(e);
-    free(cmd);
-    host->count_lost(self, 1, "clSetEventCallback failed");
+    host->count_lost(self, 1, "out of memory");
   }
+  pthread_mutex_unlock(&qe->lk);
   return rc;
 }
 
@@ -481,31 +474,47 @@ static loom_status ocl_stop(loom_backend *b) {
 
 static loom_status ocl_flush(loom_backend *b) {
   const char *v = host->config_get(b, "opencl.flush_timeout_ms");
-  long wait_ms = v ? atol(v) : 2000;
-  for (long waited = 0; waited < wait_ms; waited++) {
-    pthread_mutex_lock(&mu);
-    size_t n = npending;
-    pthread_mutex_unlock(&mu);
-    if (!n) break;
-    struct timespec ms = {0, 1000000};
-    nanosleep(&ms, NULL);
-  }
+  uint64_t deadline = ocl_now() + (uint64_t)(v ? atol(v) : 2000) * 1000000ull;
   pthread_mutex_lock(&mu);
+  size_t n = nqueues;
+  queue_entry **snap = malloc((n + 1) * sizeof *snap);
+  if (snap && n) memcpy(snap, queues, n * sizeof *snap);
+  pthread_mutex_unlock(&mu);
   size_t lost = 0;
-  for (ocl_cmd *c = pending; c; c = c->next)
-    if (c->gen == atomic_load(&gen)) lost++;
-  /* Callbacks that come later belong to no session: gen moves on. */
-  atomic_fetch_add(&gen, 1);
-  /* Sync points at stop, for device clocks. */
+  unsigned g = atomic_load(&gen);
+  for (size_t i = 0; snap && i < n; i++) {
+    queue_entry *qe = snap[i];
+    pthread_mutex_lock(&qe->lk);
+    harvest(qe, 0, deadline);
+    for (size_t k = 0; k < qe->count; k++) { /* still executing: counted, dropped */
+      ocl_cmd *c = &qe->ring[(qe->head + k) % qe->cap];
+      if (c->gen == g) lost++;
+      c->gen = 0; /* belongs to no session any more */
+    }
+    pthread_mutex_unlock(&qe->lk);
+  }
+  free(snap);
+  /* Sync points at stop, for device clocks; then retire drained queues. */
+  pthread_mutex_lock(&mu);
   for (size_t i = 0; i < ndevs; i++) {
     uint64_t dts, raw;
-    if (devs[i].domain < 0 && devs[i].probe_q && devs[i].gen + 1 == atomic_load(&gen) &&
+    if (devs[i].domain < 0 && devs[i].probe_q && devs[i].gen == g &&
         detect_domain(devs[i].probe_q, &dts, &raw) != -2)
       host->clock_sync(b, devs[i].clk, dts, LOOM_CLOCK_MONOTONIC_RAW, raw);
   }
+  for (size_t i = 0; i < nqueues;) {
+    queue_entry *qe = queues[i];
+    if (qe->retired && !qe->count) {
+      free(qe->ring);
+      pthread_mutex_destroy(&qe->lk);
+      free(qe);
+      queues[i] = queues[--nqueues];
+    } else {
+      i++;
+    }
+  }
   pthread_mutex_unlock(&mu);
   if (lost) host->count_lost(b, lost, "commands still executing at stop (opencl.flush_timeout_ms)");
-  drain_releases();
   return LOOM_OK;
 }
 

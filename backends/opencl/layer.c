@@ -92,7 +92,7 @@ static cl_int CL_API_CALL w_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel
     return ocl_next.clEnqueueNDRangeKernel(q, k, dims, off, gws, lws, nw, wl, ev);
   BEGIN(q, ev);
   cl_int rc = ocl_next.clEnqueueNDRangeKernel(q, k, dims, off, gws, lws, nw, wl, c.evp);
-  return ocl_call_end(&c, "clEnqueueNDRangeKernel", rc, LOOM_KIND_KERNEL, ocl_kernel_name(k), 0,
+  return ocl_call_end(&c, OCL_NAME("clEnqueueNDRangeKernel"), rc, LOOM_KIND_KERNEL, ocl_kernel_name(k), 0,
                       NULL, dims, gws, lws, ev);
 }
 
@@ -103,7 +103,7 @@ static cl_int CL_API_CALL w_clEnqueueTask(cl_command_queue q, cl_kernel k, cl_ui
   BEGIN(q, ev);
   cl_int rc = ocl_next.clEnqueueTask(q, k, nw, wl, c.evp);
   size_t one = 1;
-  return ocl_call_end(&c, "clEnqueueTask", rc, LOOM_KIND_KERNEL, ocl_kernel_name(k), 0, NULL, 1,
+  return ocl_call_end(&c, OCL_NAME("clEnqueueTask"), rc, LOOM_KIND_KERNEL, ocl_kernel_name(k), 0, NULL, 1,
                       &one, &one, ev);
 }
 
@@ -115,7 +115,7 @@ static cl_int CL_API_CALL w_clEnqueueTask(cl_command_queue q, cl_kernel k, cl_ui
     BEGIN(q, ev_app);                                                                 \
     ev = c.evp;                                                                       \
     cl_int rc = ocl_next.fn ARGS;                                                     \
-    return ocl_call_end(&c, #fn, rc, kind, ocl_name(label), bytes, dir, 0, NULL, NULL, ev_app); \
+    return ocl_call_end(&c, OCL_NAME(#fn), rc, kind, OCL_NAME(label), bytes, dir, 0, NULL, NULL, ev_app); \
   }
 
 static uint64_t region_size(const size_t *r) { return r ? (uint64_t)r[0] * r[1] * r[2] : 0; }
@@ -211,7 +211,7 @@ static void *CL_API_CALL w_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_b
   cl_int rc = CL_SUCCESS;
   void *p = ocl_next.clEnqueueMapBuffer(q, m, blk, f, off, size, nw, wl, c.evp, &rc);
   if (err) *err = rc;
-  ocl_call_end(&c, "clEnqueueMapBuffer", rc, LOOM_KIND_MEMCPY, ocl_name("Map (buffer)"), size, "map", 0,
+  ocl_call_end(&c, OCL_NAME("clEnqueueMapBuffer"), rc, LOOM_KIND_MEMCPY, OCL_NAME("Map (buffer)"), size, "map", 0,
                NULL, NULL, ev);
   return p;
 }
@@ -226,7 +226,7 @@ static void *CL_API_CALL w_clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bo
   cl_int rc = CL_SUCCESS;
   void *p = ocl_next.clEnqueueMapImage(q, m, blk, f, org, reg, rp, sp, nw, wl, c.evp, &rc);
   if (err) *err = rc;
-  ocl_call_end(&c, "clEnqueueMapImage", rc, LOOM_KIND_MEMCPY, ocl_name("Map (image)"), region_size(reg),
+  ocl_call_end(&c, OCL_NAME("clEnqueueMapImage"), rc, LOOM_KIND_MEMCPY, OCL_NAME("Map (image)"), region_size(reg),
                "map", 0, NULL, NULL, ev);
   return p;
 }
@@ -238,11 +238,18 @@ static void *CL_API_CALL w_clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bo
       return ocl_next.fn ARGS;                                           \
     uint64_t t0 = ocl_now();                                             \
     cl_int rc = ocl_next.fn ARGS;                                        \
-    ocl_host_call(#fn, t0, kind);                                        \
+    ocl_host_call(OCL_NAME(#fn), t0, kind);                                        \
     return rc;                                                           \
   }
 
-HOST_CALL(clFinish, LOOM_KIND_SYNC, (cl_command_queue q), (q))
+static cl_int CL_API_CALL w_clFinish(cl_command_queue q) {
+  if (!atomic_load_explicit(&ocl_recording, memory_order_relaxed)) return ocl_next.clFinish(q);
+  uint64_t t0 = ocl_now();
+  cl_int rc = ocl_next.clFinish(q);
+  ocl_host_call(OCL_NAME("clFinish"), t0, LOOM_KIND_SYNC);
+  ocl_queue_finished(q);
+  return rc;
+}
 HOST_CALL(clFlush, LOOM_KIND_RUNTIME, (cl_command_queue q), (q))
 HOST_CALL(clWaitForEvents, LOOM_KIND_SYNC, (cl_uint n, const cl_event *l), (n, l))
 HOST_CALL(clBuildProgram, LOOM_KIND_RUNTIME,
@@ -262,7 +269,7 @@ static cl_program CL_API_CALL w_clLinkProgram(cl_context ctx, cl_uint nd, const 
   uint64_t t0 = ocl_now();
   cl_program p = ocl_next.clLinkProgram(ctx, nd, d, o, np, ps, cb, u, err);
   if (atomic_load_explicit(&ocl_recording, memory_order_relaxed))
-    ocl_host_call("clLinkProgram", t0, LOOM_KIND_RUNTIME);
+    ocl_host_call(OCL_NAME("clLinkProgram"), t0, LOOM_KIND_RUNTIME);
   return p;
 }
 
@@ -272,7 +279,7 @@ static cl_program CL_API_CALL w_clCreateProgramWithSource(cl_context ctx, cl_uin
   uint64_t t0 = ocl_now();
   cl_program p = ocl_next.clCreateProgramWithSource(ctx, n, s, l, err);
   if (atomic_load_explicit(&ocl_recording, memory_order_relaxed))
-    ocl_host_call("clCreateProgramWithSource", t0, LOOM_KIND_RUNTIME);
+    ocl_host_call(OCL_NAME("clCreateProgramWithSource"), t0, LOOM_KIND_RUNTIME);
   return p;
 }
 
@@ -281,7 +288,7 @@ static cl_kernel CL_API_CALL w_clCreateKernel(cl_program p, const char *name, cl
   cl_kernel k = ocl_next.clCreateKernel(p, name, err);
   if (k) ocl_kernel_forget(k); /* a reused handle must not keep an old name */
   if (atomic_load_explicit(&ocl_recording, memory_order_relaxed))
-    ocl_host_call("clCreateKernel", t0, LOOM_KIND_RUNTIME);
+    ocl_host_call(OCL_NAME("clCreateKernel"), t0, LOOM_KIND_RUNTIME);
   return k;
 }
 

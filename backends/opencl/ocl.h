@@ -28,10 +28,9 @@ typedef struct ocl_cmd {
   const char *direction;
   size_t gws[3], lws[3];
   cl_uint dims;
-  cl_event event;
-  int own_event;        /* the layer created it: release when done */
+  cl_event event;       /* one reference held by the backend */
+  loom_clock clk;       /* its device's clock in that session */
   unsigned gen;         /* session generation it belongs to */
-  struct ocl_cmd *next; /* in the pending list */
 } ocl_cmd;
 
 /* Called by the wrappers. */
@@ -46,18 +45,28 @@ typedef struct ocl_call {
 void ocl_call_begin(ocl_call *c, cl_command_queue q, cl_event *app_event);
 /* Records the runtime call; when rc is CL_SUCCESS and kind != -1, follows
  * the command to completion.  Returns rc. */
-cl_int ocl_call_end(ocl_call *c, const char *api, cl_int rc, int kind, uint32_t name,
+cl_int ocl_call_end(ocl_call *c, uint32_t api, cl_int rc, int kind, uint32_t name,
                     uint64_t bytes, const char *direction, cl_uint dims, const size_t *gws,
                     const size_t *lws, cl_event *app_event);
 /* A host-side call with no device work (finish, flush, wait, build). */
-void ocl_host_call(const char *api, uint64_t t0, int kind);
+void ocl_host_call(uint32_t api, uint64_t t0, int kind);
 uint64_t ocl_now(void);
-/* A literal's string id (cached by pointer). */
-uint32_t ocl_name(const char *literal);
+/* Interns s (a loom string id). */
+uint32_t ocl_intern(const char *s);
+/* A literal's string id, interned once per call site. */
+#define OCL_NAME(lit)                                                      \
+  __extension__({                                                          \
+    static _Atomic uint32_t id_;                                           \
+    uint32_t v_ = atomic_load_explicit(&id_, memory_order_relaxed);        \
+    if (!v_ && (lit)) atomic_store_explicit(&id_, v_ = ocl_intern(lit), memory_order_relaxed); \
+    v_;                                                                    \
+  })
 
 /* Queue bookkeeping. */
 void ocl_queue_created(cl_command_queue q, cl_device_id dev, int app_wanted_profiling);
 int ocl_queue_app_profiling(cl_command_queue q); /* -1 unknown */
+/* clFinish(q) returned: emit what completed on q. */
+void ocl_queue_finished(cl_command_queue q);
 /* The queue's last reference was released: forget it. */
 void ocl_queue_released(cl_command_queue q);
 /* The kernel's function name (cached per handle), as a string id. */
