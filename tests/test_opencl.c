@@ -9,6 +9,7 @@
  * SIGINT still leave a valid trace, and the exit status passes through.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +250,37 @@ static void test_sigint_forwarded(void **state) {
   unlink(trace);
 }
 
+/* --duration: the trace is written while the program still runs. */
+static void test_duration(void **state) {
+  (void)state;
+  char trace[256];
+  tmp_path(trace, sizeof trace, ".json");
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    execl(LOOM_BIN, LOOM_BIN, "record", "--duration", "1", "-o", trace, "--", CLAPP, "sleep", "2",
+          (char *)NULL);
+    _exit(127);
+  }
+  int found = 0;
+  for (int i = 0; i < 200 && !found; i++) { /* up to 20 s */
+    found = access(trace, R_OK) == 0;
+    usleep(100000);
+  }
+  int st = 0;
+  assert_int_equal(waitpid(pid, &st, WNOHANG), 0); /* the program is still running */
+  kill(pid, SIGTERM);
+  waitpid(pid, &st, 0);
+  assert_true(found);
+  loom_trace *t = load(trace);
+  counts c = inspect(t);
+  assert_int_equal(c.kernels, 2);
+  assert_int_equal(c.copies, 2);
+  loom_trace_free(t);
+  unlink(trace);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linked),
@@ -257,6 +289,7 @@ int main(void) {
       cmocka_unit_test(test_two_threads_two_queues),
       cmocka_unit_test(test_exit_and_crash),
       cmocka_unit_test(test_sigint_forwarded),
+      cmocka_unit_test(test_duration),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,23 +94,26 @@ static void on_signal(int sig) {
   raise(sig);
 }
 
+/* Waits for the duration to pass (then writes the trace, and the program goes
+ * on) and for signals (writes the trace if not yet done, then lets each
+ * signal's handler continue).  It serves signals until the process ends, so
+ * a handler never waits for a watcher that is gone. */
 static void *watcher(void *arg) {
   double duration = arg ? *(double *)arg : 0;
   int timeout = duration > 0 ? (int)(duration * 1000) : -1;
   struct pollfd p = {sigpipe_fd[0], POLLIN, 0};
   for (;;) {
     int r = poll(&p, 1, timeout);
-    if (r == 0) { /* --duration elapsed: the program goes on */
+    if (r == 0) {
       save();
-      return NULL;
+      timeout = -1;
+      continue;
     }
     if (r < 0 && errno == EINTR) continue;
-    unsigned char sig = 0;
+    unsigned char sig = 0, ack = 1;
     if (r < 0 || read(sigpipe_fd[0], &sig, 1) != 1) return NULL;
     save();
-    unsigned char ack = 1;
-    for (;;) /* one ack per signal that arrives (several threads may fault) */
-      if (write(ackpipe_fd[1], &ack, 1) != 1 || read(sigpipe_fd[0], &sig, 1) != 1) return NULL;
+    if (write(ackpipe_fd[1], &ack, 1) != 1) return NULL;
   }
 }
 
