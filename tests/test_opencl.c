@@ -281,6 +281,36 @@ static void test_duration(void **state) {
   unlink(trace);
 }
 
+/* The bundled workload marks framework ops with loom's API: every kernel
+ * and copy it launches carries the External id of the op around it. */
+static void test_framework_ops_link_device_work(void **state) {
+  (void)state;
+#ifdef PIPELINE
+  char trace[256], cmd[1024];
+  tmp_path(trace, sizeof trace, ".json");
+  snprintf(cmd, sizeof cmd, "'%s' record -o '%s' -- '%s' 3 >/dev/null 2>&1", LOOM_BIN, trace, PIPELINE);
+  assert_int_equal(system(cmd), 0);
+  loom_trace *t = load(trace);
+  size_t kernels = 0, linked = 0, ops = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    ops += v.kind == LOOM_KIND_CPU_OP;
+    if (v.kind == LOOM_KIND_KERNEL) {
+      kernels++;
+      linked += v.external_id >= 100; /* the ops of the batches are numbered from 100 */
+    }
+  }
+  assert_int_equal(kernels, 3 * 5); /* gemm, bias_relu, gemm, softmax, argmax per batch */
+  assert_int_equal(linked, kernels);
+  assert_int_equal(ops, 1 + 3 * 5); /* model::load + 5 ops per batch */
+  loom_trace_free(t);
+  unlink(trace);
+#else
+  skip();
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linked),
@@ -290,6 +320,7 @@ int main(void) {
       cmocka_unit_test(test_exit_and_crash),
       cmocka_unit_test(test_sigint_forwarded),
       cmocka_unit_test(test_duration),
+      cmocka_unit_test(test_framework_ops_link_device_work),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
