@@ -83,6 +83,16 @@ static loom_trace *load(const char *path) {
   return t;
 }
 
+/* The recorded trace holds exactly these kernels and copies. */
+static void expect_work(const char *trace, size_t kernels, size_t copies) {
+  loom_trace *t = load(trace);
+  counts c = inspect(t);
+  assert_int_equal(c.kernels, kernels);
+  assert_int_equal(c.copies, copies);
+  loom_trace_free(t);
+  unlink(trace);
+}
+
 static void check_same_output(const char *app, const char *mode) {
   char trace[256], cmd[1024], *plain = NULL, *recorded = NULL;
   tmp_path(trace, sizeof trace, ".json");
@@ -205,12 +215,7 @@ static void test_exit_and_crash(void **state) {
   /* loom record ends the way the program did: by SIGSEGV */
   assert_true((WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV) ||
               (WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGSEGV));
-  t = load(trace);
-  c = inspect(t);
-  assert_int_equal(c.kernels, 4);
-  assert_int_equal(c.copies, 2);
-  loom_trace_free(t);
-  unlink(trace);
+  expect_work(trace, 4, 2);
 }
 
 static void test_sigint_forwarded(void **state) {
@@ -242,12 +247,7 @@ static void test_sigint_forwarded(void **state) {
   close(fd[0]);
   assert_true((WIFSIGNALED(st) && WTERMSIG(st) == SIGINT) ||
               (WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGINT));
-  loom_trace *t = load(trace);
-  counts c = inspect(t);
-  assert_int_equal(c.kernels, 2);
-  assert_int_equal(c.copies, 2);
-  loom_trace_free(t);
-  unlink(trace);
+  expect_work(trace, 2, 2);
 }
 
 /* --duration: the trace is written while the program still runs. */
@@ -273,12 +273,7 @@ static void test_duration(void **state) {
   kill(pid, SIGTERM);
   waitpid(pid, &st, 0);
   assert_true(found);
-  loom_trace *t = load(trace);
-  counts c = inspect(t);
-  assert_int_equal(c.kernels, 2);
-  assert_int_equal(c.copies, 2);
-  loom_trace_free(t);
-  unlink(trace);
+  expect_work(trace, 2, 2);
 }
 
 /* The bundled workload marks framework ops with loom's API: every kernel

@@ -380,13 +380,7 @@ static int finish(rd *r) {
     loom__flow f = {(uint32_t)(r->flow_src.vals[i] - 1), (uint32_t)(*to - 1), id};
     if (LOOM__PUSH(t->flows, t->nflows, t->cap_flows, f)) return -1;
   }
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (size_t i = 0; i < t->nev; i++) {
-    if (t->ev[i].ts < lo) lo = t->ev[i].ts;
-    if (t->ev[i].ts + t->ev[i].dur > hi) hi = t->ev[i].ts + t->ev[i].dur;
-  }
-  t->start_ns = t->nev ? lo : 0;
-  t->end_ns = t->nev ? hi : 0;
+  loom__trace_span(t);
   if (t->window_end) t->end_ns = r->window_end_ts;
   return 0;
 }

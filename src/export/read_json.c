@@ -550,13 +550,8 @@ static int finish(reader *r) {
   for (size_t i = 0; i < r->nflows; i++) r->flows[i].ts += r->base;
   if (t->nev) qsort(t->ev, t->nev, sizeof *t->ev, cmp_ev_track);
   if (r->nflows) qsort(r->flows, r->nflows, sizeof *r->flows, cmp_flow);
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (size_t i = 0; i < t->nev; i++) {
-    if (t->ev[i].ts < lo) lo = t->ev[i].ts;
-    if (t->ev[i].ts + t->ev[i].dur > hi) hi = t->ev[i].ts + t->ev[i].dur;
-  }
-  t->start_ns = t->nev ? lo : r->base;
-  t->end_ns = t->nev ? hi : r->base;
+  loom__trace_span(t);
+  if (!t->nev) t->start_ns = t->end_ns = r->base;
   if (t->window_end) t->end_ns = r->window_end_ts + r->base;
   /* Flows: each 's' with the 'f' (or 't') that follow it with the same id. */
   for (size_t i = 0; i < r->nflows;) {

@@ -28,6 +28,16 @@ void loom_trace_free(loom_trace *t) {
   free(t);
 }
 
+void loom__trace_span(loom_trace *t) {
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t i = 0; i < t->nev; i++) {
+    if (t->ev[i].ts < lo) lo = t->ev[i].ts;
+    if (t->ev[i].ts + t->ev[i].dur > hi) hi = t->ev[i].ts + t->ev[i].dur;
+  }
+  t->start_ns = t->nev ? lo : 0;
+  t->end_ns = t->nev ? hi : 0;
+}
+
 loom__proc *loom__trace_proc(loom_trace *t, int64_t pid) {
   for (size_t i = 0; i < t->nprocs; i++)
     if (t->procs[i].pid == pid) return &t->procs[i];

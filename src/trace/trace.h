@@ -127,6 +127,9 @@ int loom__trace_add_proc(loom_trace *t, int64_t pid, const char *name,
                          const char *labels, int32_t sort);
 /* Index of the track (pid, tid) or -1. */
 long loom__trace_find_track(loom_trace *t, int64_t pid, int64_t tid);
+/* Sets start_ns/end_ns to the earliest start and latest end of the events
+ * (readers, which have no session window). */
+void loom__trace_span(loom_trace *t);
 /* The process pid, added (unnamed) if missing; NULL when out of memory. */
 loom__proc *loom__trace_proc(loom_trace *t, int64_t pid);
 /* Adds (or finds) the track (pid, tid); its index goes to *out. */
