@@ -51,4 +51,8 @@ cmake --build "$work/app/build" >/dev/null
 LD_LIBRARY_PATH="$work/prefix/lib" LOOM_PLUGINS="$work/libloom-sim.so" \
   "$work/app/build/consumer" "$work/out.json"
 grep -q '"name":"installed"' "$work/out.json"
+# The installed `loom record` finds its injected parts in <prefix>/lib/loom.
+LD_LIBRARY_PATH="$work/prefix/lib" "$work/prefix/bin/loom" record -o "$work/rec.json" \
+  --devices cpu -- "$work/app/build/consumer" "$work/inner.json" >/dev/null 2>&1
+test -s "$work/rec.json"
 echo "install check passed"
