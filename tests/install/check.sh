@@ -53,6 +53,6 @@ LD_LIBRARY_PATH="$work/prefix/lib" LOOM_PLUGINS="$work/libloom-sim.so" \
 grep -q '"name":"installed"' "$work/out.json"
 # The installed `loom record` finds its injected parts in <prefix>/lib/loom.
 LD_LIBRARY_PATH="$work/prefix/lib" "$work/prefix/bin/loom" record -o "$work/rec.json" \
-  --devices cpu -- "$work/app/build/consumer" "$work/inner.json" >/dev/null 2>&1
+  --devices cpu -- /bin/true >/dev/null 2>&1
 test -s "$work/rec.json"
 echo "install check passed"
