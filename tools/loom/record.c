@@ -115,6 +115,8 @@ int cmd_record(int argc, char **argv) {
   char preload[PATH_MAX + 32], layer[PATH_MAX + 32], outbuf[PATH_MAX], summary[64];
   snprintf(preload, sizeof preload, "%s/loom-preload.so", libdir);
   snprintf(layer, sizeof layer, "%s/libloom-opencl.so", libdir);
+  char cupti[PATH_MAX + 32];
+  snprintf(cupti, sizeof cupti, "%s/libloom-cupti.so", libdir);
   if (!out) {
     char *prog = strdup(argv[i]);
     snprintf(outbuf, sizeof outbuf, "loom-%s.json", basename(prog));
@@ -127,6 +129,10 @@ int cmd_record(int argc, char **argv) {
   if (access(layer, R_OK) == 0) {
     prepend_env("OPENCL_LAYERS", layer, ':');
     prepend_env("LOOM_PLUGINS", layer, ':');
+  }
+  if (access(cupti, R_OK) == 0) { /* CUDA: a plug-in and the driver's injection */
+    prepend_env("LOOM_PLUGINS", cupti, ':');
+    setenv("CUDA_INJECTION64_PATH", cupti, 0);
   }
   setenv("LOOM_RECORD_OUTPUT", out, 1);
   setenv("LOOM_RECORD_DEVICES", devices, 1);
