@@ -10,6 +10,7 @@
  * signal that ended it) is passed through.  Prints a one-line summary.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -78,14 +79,15 @@ static int usage(void) {
                   "                   [--option KEY=VALUE]... -- PROGRAM [ARGS...]\n"
                   "  -o FILE          trace to write (.json, .json.gz, .pftrace);\n"
                   "                   default loom-PROGRAM.json\n"
-                  "  --devices LIST   device types to record (default cpu,opencl)\n"
+                  "  --devices LIST   device types to record (default cpu,opencl, and cuda\n"
+                  "                   where a CUDA driver is installed)\n"
                   "  --duration SEC   stop recording after SEC seconds\n"
                   "  --option K=V     session option (repeatable)\n");
   return 2;
 }
 
 int cmd_record(int argc, char **argv) {
-  const char *out = NULL, *devices = "cpu,opencl", *duration = NULL;
+  const char *out = NULL, *devices = NULL, *duration = NULL;
   char options[4096] = "";
   int i = 2;
   for (; i < argc; i++) {
@@ -129,6 +131,17 @@ int cmd_record(int argc, char **argv) {
   if (access(layer, R_OK) == 0) {
     prepend_env("OPENCL_LAYERS", layer, ':');
     prepend_env("LOOM_PLUGINS", layer, ':');
+  }
+  /* By default: the host, OpenCL, and CUDA where a CUDA driver is installed
+   * (asking for it elsewhere would only warn that there is none). */
+  char default_devices[64] = "cpu,opencl";
+  if (!devices) {
+    void *drv = access(cupti, R_OK) == 0 ? dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) : NULL;
+    if (drv) {
+      strcat(default_devices, ",cuda");
+      dlclose(drv);
+    }
+    devices = default_devices;
   }
   if (access(cupti, R_OK) == 0) { /* CUDA: a plug-in and the driver's injection */
     prepend_env("LOOM_PLUGINS", cupti, ':');
