@@ -77,6 +77,12 @@ static void test_stub_driver(void **state) {
   check_unavailable("stub");
 }
 
+/* A driver that finds no device (tests/plugins/fakecuda.c as libcuda.so.1). */
+static void test_no_device(void **state) {
+  (void)state;
+  check_unavailable("no CUDA device (CUDA_ERROR_NO_DEVICE)");
+}
+
 /* ---- fabricated records ------------------------------------------------- */
 typedef struct buf { uint8_t *p; size_t n, cap; } buf;
 
@@ -354,6 +360,10 @@ int main(int argc, char **argv) {
   mode = argc > 1 ? argv[1] : "nodriver";
   if (!strcmp(mode, "stub")) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_stub_driver)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+  }
+  if (!strcmp(mode, "nodevice")) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_no_device)};
     return cmocka_run_group_tests(tests, NULL, NULL);
   }
   const struct CMUnitTest tests[] = {
