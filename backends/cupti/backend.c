@@ -108,7 +108,6 @@ static loom_status cupti_configure(loom_backend *b, uint32_t kinds) {
 
 static loom_status cupti_start(loom_backend *b) {
   cupti_self = b;
-  cupti_note_thread();
   if (atomic_load(&replay_mode)) return LOOM_OK;
   char why[256] = "";
   if (cupti_load(why, sizeof why) != 0) {
@@ -125,6 +124,11 @@ static loom_status cupti_start(loom_backend *b) {
                        cupti_error(r), (int)r);
     return LOOM_EBACKEND;
   }
+  /* Host thread ids as the OS gives them (gettid), like loom's own. */
+  r = cupti.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  if (r != CUPTI_SUCCESS)
+    cupti_host->report(b, LOOM_SEV_WARNING, "cuptiSetThreadIdType failed: %s (%d); API calls "
+                       "may land on threads of their own", cupti_error(r), (int)r);
   loom_status st = enable_kinds(b);
   if (st == LOOM_OK) atomic_store(&recording, 1);
   return st;
@@ -155,7 +159,6 @@ static void cupti_destroy(loom_backend *b) {
 
 static void cupti_push(loom_backend *b, uint64_t id) {
   (void)b;
-  cupti_note_thread();
   if (atomic_load_explicit(&recording, memory_order_relaxed))
     cupti.ActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
 }

@@ -35,6 +35,7 @@ typedef struct cupti_api {
   CUptiResult (*ActivityPushExternalCorrelationId)(CUpti_ExternalCorrelationKind, uint64_t);
   CUptiResult (*ActivityPopExternalCorrelationId)(CUpti_ExternalCorrelationKind, uint64_t *);
   CUptiResult (*GetCallbackName)(CUpti_CallbackDomain, uint32_t, const char **);
+  CUptiResult (*SetThreadIdType)(CUpti_ActivityThreadIdType);
 } cupti_api;
 
 /* Resolved entry points; all NULL until cupti_load succeeded. */
@@ -66,9 +67,6 @@ size_t cupti_record_size(CUpti_ActivityKind kind);
 int cupti_walk_own(const uint8_t *buf, size_t valid);
 /* Walks a buffer CUPTI completed, with cuptiActivityGetNextRecord. */
 int cupti_walk_cupti(uint8_t *buf, size_t valid);
-/* Remembers that CUPTI's id of the calling thread (pthread_self) is this OS
- * thread, for host records. */
-void cupti_note_thread(void);
 
 /* ---- buffers.c ------------------------------------------------------------- */
 /* Sizes for this session (cupti.buffer_size, cupti.memory_cap). */

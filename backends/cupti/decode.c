@@ -86,9 +86,6 @@ static map streams;  /* stream id + 1 -> a: loom device, b: resource */
 static map contexts; /* context id + 1 -> a: cupti device id */
 static map corrs;    /* correlation id -> a: external id, b: host thread */
 
-/* pthread_self() (CUPTI's thread id on Linux) -> OS thread id. */
-static struct { _Atomic uint32_t cupti, os; } threads[256];
-
 void cupti_decode_reset(void) {
   pthread_mutex_lock(&mu);
   map_clear(&devices);
@@ -96,22 +93,6 @@ void cupti_decode_reset(void) {
   map_clear(&contexts);
   map_clear(&corrs);
   pthread_mutex_unlock(&mu);
-}
-
-void cupti_note_thread(void) {
-  uint32_t c = (uint32_t)(uintptr_t)pthread_self();
-  size_t i = c % 256;
-  if (atomic_load_explicit(&threads[i].cupti, memory_order_relaxed) == c || !cupti_host) return;
-  pthread_mutex_lock(&mu); /* a slot's two fields change together */
-  atomic_store(&threads[i].os, cupti_host->thread_id());
-  atomic_store(&threads[i].cupti, c);
-  pthread_mutex_unlock(&mu);
-}
-
-/* The OS thread of a CUPTI thread id (mu held); unknown ids pass through. */
-static uint32_t os_thread(uint32_t cupti_tid) {
-  size_t i = cupti_tid % 256;
-  return threads[i].cupti == cupti_tid && threads[i].os ? threads[i].os : cupti_tid;
 }
 
 /* ---- devices and streams (mu held) -------------------------------------- */
@@ -341,7 +322,7 @@ static void decode_memset(const CUpti_ActivityMemset4 *m) {
 
 static void decode_api(const CUpti_ActivityAPI *api) {
   int runtime = api->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
-  uint32_t tid = os_thread(api->threadId);
+  uint32_t tid = api->threadId;
   map_entry *e = map_put(&corrs, api->correlationId);
   if (e) e->b = tid;
   emit(runtime ? LOOM_KIND_RUNTIME : LOOM_KIND_DRIVER, LOOM_DEVICE_HOST, tid, api->start,
@@ -374,7 +355,7 @@ static void decode_sync(const CUpti_ActivitySynchronization2 *s) {
 static void decode_overhead(const CUpti_ActivityOverhead3 *o) {
   loom_string_id name = intern(overhead_name(o->overheadKind));
   if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || o->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
-    emit(LOOM_KIND_OVERHEAD, LOOM_DEVICE_HOST, os_thread(o->objectId.pt.threadId), o->start,
+    emit(LOOM_KIND_OVERHEAD, LOOM_DEVICE_HOST, o->objectId.pt.threadId, o->start,
          o->end, name, 0, NULL, 0);
     return;
   }

@@ -83,6 +83,7 @@ static int resolve(void *h, char *why, size_t n) {
   RESOLVE(ActivityPushExternalCorrelationId, "cuptiActivityPushExternalCorrelationId");
   RESOLVE(ActivityPopExternalCorrelationId, "cuptiActivityPopExternalCorrelationId");
   RESOLVE(GetCallbackName, "cuptiGetCallbackName");
+  RESOLVE(SetThreadIdType, "cuptiSetThreadIdType");
   /* Records are decoded with this build's struct layouts: an older libcupti
    * would hand out older record versions. */
   uint32_t v = 0;
