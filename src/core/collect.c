@@ -397,13 +397,17 @@ static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, int6
   /* Runtime threads may still count losses (emits refused after flush). */
   pthread_mutex_lock(&b->mu);
   uint64_t lost = bs->lost;
-  char reason[256];
-  snprintf(reason, sizeof reason, "%s", bs->lost_reason ? bs->lost_reason : "no reason given");
+  char reasons[768] = "";
+  size_t len = 0;
+  for (size_t i = 0; i < sizeof bs->lost_by / sizeof bs->lost_by[0] && bs->lost_by[i].reason; i++)
+    len += (size_t)snprintf(reasons + len, len < sizeof reasons ? sizeof reasons - len : 0,
+                            "%s%llu: %s", i ? "; " : "", (unsigned long long)bs->lost_by[i].n,
+                            bs->lost_by[i].reason);
   pthread_mutex_unlock(&b->mu);
   if (lost) {
     t->dropped += lost;
-    loom__session_warn(s, "backend '%s' lost %llu records: %s", b->ops.name,
-                       (unsigned long long)lost, reason);
+    loom__session_warn(s, "backend '%s' lost %llu records (%s)", b->ops.name,
+                       (unsigned long long)lost, reasons);
   }
   return 0;
 }

@@ -163,7 +163,9 @@ typedef struct loom__bsess {
   loom__clock *clocks; /* index = loom_clock - 1 */
   size_t nclocks, cap_clocks;
   uint64_t lost;
-  char *lost_reason;
+  /* Loss counts by reason (the first few distinct reasons; others join the
+   * last slot's count). */
+  struct { char *reason; uint64_t n; } lost_by[4];
 } loom__bsess;
 
 typedef struct loom__sdev {

@@ -155,7 +155,12 @@ static loom_status svc_resource_add(loom_backend *b, uint32_t device,
 
 static void lost_locked(loom__bsess *bs, uint64_t n, const char *reason) {
   bs->lost += n;
-  if (reason && !bs->lost_reason) bs->lost_reason = loom__strdup(reason);
+  if (!reason) reason = "no reason given";
+  size_t i = 0, max = sizeof bs->lost_by / sizeof bs->lost_by[0];
+  while (i < max && bs->lost_by[i].reason && strcmp(bs->lost_by[i].reason, reason)) i++;
+  if (i == max) i = max - 1; /* past the slots: counted with the last one */
+  else if (!bs->lost_by[i].reason) bs->lost_by[i].reason = loom__strdup(reason);
+  bs->lost_by[i].n += n;
 }
 
 static loom_status svc_emit(loom_backend *b, const loom_record *r) {

@@ -83,7 +83,8 @@ static void leave(loom_backend *b) {
   free(bs->clocks);
   free(bs->recs);
   free(bs->args);
-  free(bs->lost_reason);
+  for (size_t i = 0; i < sizeof bs->lost_by / sizeof bs->lost_by[0]; i++)
+    free(bs->lost_by[i].reason);
   free(bs);
 }
 
@@ -131,6 +132,8 @@ static int in_session(const loom_session *s, const loom_backend *b) {
 static loom_status select_device(loom_session *s, const char *dev,
                                  loom_backend **all, size_t nall) {
   int is_all = !strcmp(dev, "all"), found = 0, usable = 0;
+  /* (each backend that fails says why; a summary line helps only when
+   * several backends serve the type) */
   if (!strcmp(dev, "cpu")) {
     s->host = 1;
     found = 1;
@@ -139,7 +142,7 @@ static loom_status select_device(loom_session *s, const char *dev,
   for (size_t i = 0; i < nall; i++) {
     loom_backend *b = all[i];
     if (!is_all && strcasecmp(b->ops.device_type, dev)) continue;
-    found = 1;
+    found++;
     if (in_session(s, b)) {
       usable = 1;
       continue;
@@ -165,8 +168,8 @@ static loom_status select_device(loom_session *s, const char *dev,
                        "registered; it is not recorded (built-in backends are "
                        "listed by 'loom backends'; plug-ins load from "
                        "LOOM_PLUGINS or LOOM_PLUGIN_PATH)", dev);
-  else if (!usable)
-    loom__session_warn(s, "device '%s' is not recorded: no backend for it works", dev);
+  else if (!usable && found > 1)
+    loom__session_warn(s, "device '%s' is not recorded: none of its %d backends works", dev, found);
   return LOOM_OK;
 }
 
