@@ -229,11 +229,8 @@ static void check_flows(const loom_trace *t) {
   assert_int_equal(loom_trace_flow_count(t), 2);
   int to_kernel = 0, to_memcpy = 0;
   for (size_t i = 0; i < loom_trace_flow_count(t); i++) {
-    size_t from, to;
-    assert_int_equal(loom_trace_flow(t, i, &from, &to), LOOM_OK);
-    loom_event_view a = {.struct_size = sizeof a}, b = {.struct_size = sizeof b};
-    loom_trace_event(t, from, &a);
-    loom_trace_event(t, to, &b);
+    loom_event_view a, b;
+    ts_flow(t, i, &a, &b);
     assert_int_equal(a.kind, LOOM_KIND_RUNTIME);
     to_kernel += b.kind == LOOM_KIND_KERNEL && b.correlation == 7;
     to_memcpy += b.kind == LOOM_KIND_MEMCPY && b.correlation == 8;

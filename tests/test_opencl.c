@@ -62,11 +62,8 @@ static counts inspect(loom_trace *t) {
   }
   c.flows = loom_trace_flow_count(t);
   for (size_t i = 0; i < c.flows; i++) {
-    size_t from, to;
-    loom_trace_flow(t, i, &from, &to);
-    loom_event_view call = {.struct_size = sizeof call}, work = {.struct_size = sizeof work};
-    loom_trace_event(t, from, &call);
-    loom_trace_event(t, to, &work);
+    loom_event_view call, work;
+    ts_flow(t, i, &call, &work);
     /* Work starts after its enqueue began and ends before the host's last
      * call (finish, blocking read, wait) returned: 1 us of slack for the
      * clock conversion. */

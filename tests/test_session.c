@@ -210,11 +210,8 @@ static void test_two_backends_flows(void **state) {
   /* Every device op is linked to the call that launched it. */
   assert_int_equal(loom_trace_flow_count(t), 6);
   for (size_t i = 0; i < loom_trace_flow_count(t); i++) {
-    size_t from, to;
-    assert_int_equal(loom_trace_flow(t, i, &from, &to), LOOM_OK);
-    loom_event_view a = {.struct_size = sizeof a}, b = {.struct_size = sizeof b};
-    loom_trace_event(t, from, &a);
-    loom_trace_event(t, to, &b);
+    loom_event_view a, b;
+    ts_flow(t, i, &a, &b);
     assert_int_equal(a.kind, LOOM_KIND_RUNTIME);
     assert_int_equal(a.device, UINT32_MAX);
     assert_int_not_equal(b.device, UINT32_MAX);

@@ -164,6 +164,15 @@ int ts_warned(const loom_trace *t, const char *a, const char *b) {
   return 0;
 }
 
+void ts_flow(const loom_trace *t, size_t i, loom_event_view *from, loom_event_view *to) {
+  size_t a, b;
+  assert_int_equal(loom_trace_flow(t, i, &a, &b), LOOM_OK);
+  from->struct_size = sizeof *from;
+  to->struct_size = sizeof *to;
+  assert_int_equal(loom_trace_event(t, a, from), LOOM_OK);
+  assert_int_equal(loom_trace_event(t, b, to), LOOM_OK);
+}
+
 int ts_saved_contains(const loom_trace *t, const char *needle) {
   char path[256];
   tmp_path(path, sizeof path, ".json");

@@ -36,6 +36,9 @@ loom_trace *ts_finish(loom_session *s);
 /* 1 when a warning of the trace contains a (and b, unless NULL). */
 int ts_warned(const loom_trace *t, const char *a, const char *b);
 
+/* The two ends of flow i (asserting it exists). */
+void ts_flow(const loom_trace *t, size_t i, loom_event_view *from, loom_event_view *to);
+
 /* Saves t as JSON to a temporary file and tells whether the file contains
  * needle (the file is removed). */
 int ts_saved_contains(const loom_trace *t, const char *needle);
