@@ -4,7 +4,10 @@
 # Idempotent; quiet unless something fails.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
-pkgs="build-essential cmake pkg-config libcmocka-dev zlib1g-dev libyajl-dev ca-certificates opencl-headers ocl-icd-opencl-dev ocl-icd-libopencl1 pocl-opencl-icd clinfo"
+pkgs="build-essential cmake pkg-config libcmocka-dev zlib1g-dev libze1 libze-dev libyajl-dev ca-certificates opencl-headers ocl-icd-opencl-dev ocl-icd-libopencl1 pocl-opencl-icd clinfo"
+# PyTorch adapter and its test (CPU build of PyTorch 1.13, ~700 MB); NVTX headers
+# come with the CUDA toolkit (/usr/local/cuda/include/nvtx3), ITT needs nothing.
+pkgs="$pkgs g++ libtorch-dev python3-torch"
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 missing=""

@@ -80,7 +80,8 @@ static int usage(void) {
                   "  -o FILE          trace to write (.json, .json.gz, .pftrace);\n"
                   "                   default loom-PROGRAM.json\n"
                   "  --devices LIST   device types to record (default cpu,opencl, and cuda\n"
-                  "                   where a CUDA driver is installed)\n"
+                  "                   where a CUDA driver is installed, xpu where a\n"
+                  "                   Level Zero driver is)\n"
                   "  --duration SEC   stop recording after SEC seconds\n"
                   "  --option K=V     session option (repeatable)\n");
   return 2;
@@ -141,11 +142,46 @@ int cmd_record(int argc, char **argv) {
       strcat(default_devices, ",cuda");
       dlclose(drv);
     }
+    /* Level Zero (xpu): where a driver is installed or named (an alternate
+     * driver through ZE_ENABLE_ALT_DRIVERS). */
+    char zeplug[PATH_MAX + 32];
+    snprintf(zeplug, sizeof zeplug, "%s/libloom-levelzero.so", libdir);
+    if (access(zeplug, R_OK) == 0) {
+      const char *alt = getenv("ZE_ENABLE_ALT_DRIVERS");
+      void *zd = alt && *alt ? NULL : dlopen("libze_intel_gpu.so.1", RTLD_LAZY | RTLD_LOCAL);
+      if ((alt && *alt) || zd) strcat(default_devices, ",xpu");
+      if (zd) dlclose(zd);
+    }
     devices = default_devices;
   }
   if (access(cupti, R_OK) == 0) { /* CUDA: a plug-in and the driver's injection */
     prepend_env("LOOM_PLUGINS", cupti, ':');
     setenv("CUDA_INJECTION64_PATH", cupti, 0);
+  }
+  /* Annotation APIs: loom is the ITT collector and the NVTX tool (unless the
+   * user chose others); both are plug-ins too, so their backends are
+   * registered before the session starts.  The PyTorch adapter is preloaded:
+   * it stays inert until the program loads libtorch. */
+  char annot[PATH_MAX + 32];
+  snprintf(annot, sizeof annot, "%s/libloom-itt.so", libdir);
+  if (access(annot, R_OK) == 0) {
+    prepend_env("LOOM_PLUGINS", annot, ':');
+    setenv("INTEL_LIBITTNOTIFY64", annot, 0);
+  }
+  snprintf(annot, sizeof annot, "%s/libloom-nvtx.so", libdir);
+  if (access(annot, R_OK) == 0) {
+    prepend_env("LOOM_PLUGINS", annot, ':');
+    setenv("NVTX_INJECTION64_PATH", annot, 0);
+  }
+  snprintf(annot, sizeof annot, "%s/loom-pytorch.so", libdir);
+  if (access(annot, R_OK) == 0) prepend_env("LD_PRELOAD", annot, ':');
+  /* Level Zero: a plug-in on the loader's tracing layer, which the loader
+   * only enables when this is set before the program starts. */
+  char levelzero[PATH_MAX + 32];
+  snprintf(levelzero, sizeof levelzero, "%s/libloom-levelzero.so", libdir);
+  if (access(levelzero, R_OK) == 0) {
+    prepend_env("LOOM_PLUGINS", levelzero, ':');
+    setenv("ZE_ENABLE_TRACING_LAYER", "1", 0);
   }
   setenv("LOOM_RECORD_OUTPUT", out, 1);
   setenv("LOOM_RECORD_DEVICES", devices, 1);

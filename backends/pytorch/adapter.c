@@ -1,0 +1,85 @@
+/*
+ * adapter.c - loom-pytorch.so, preloaded by `loom record`.  It does not
+ * link libtorch: it waits until the program has libtorch_cpu in the process
+ * and then loads loom-pytorch-shim.so (the C++ part, built against the
+ * installed libtorch-dev) from its own folder, which registers a global
+ * RecordFunction callback.  A process that never loads libtorch only pays one
+ * dlopen(RTLD_NOLOAD) check per dlopen() it makes.
+ *
+ * Detection: at load time (a C++ program linked against libtorch) and after
+ * every dlopen() the program makes (Python importing torch): this library
+ * interposes dlopen().  Limit: a dlopen() of a bare name that relied on the
+ * calling library's RUNPATH/$ORIGIN now resolves as if called from here
+ * (glibc takes the caller from the return address); absolute paths, which
+ * Python uses for extension modules, are unaffected.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+static void *(*real_dlopen)(const char *, int);
+static atomic_int attached; /* 0 no, 1 yes (or given up) */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+static __thread int depth; /* dlopen() calls in progress on this thread */
+
+/* Is libtorch_cpu mapped?  (dl_iterate_phdr, not dlopen(RTLD_NOLOAD): that
+ * would run the initialisers of a library an outer dlopen() is still
+ * initialising.) */
+static int has_torch(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size, (void)data;
+  const char *slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+  const char *base = slash ? slash + 1 : info->dlpi_name;
+  return base && !strncmp(base, "libtorch_cpu.so", 15);
+}
+
+static void try_attach(void) {
+  if (atomic_load_explicit(&attached, memory_order_acquire)) return;
+  if (!dl_iterate_phdr(has_torch, NULL)) return;
+  pthread_mutex_lock(&mu);
+  if (!atomic_load(&attached)) {
+    atomic_store(&attached, 1);
+    /* only where loom records: the shim calls loom.h */
+    if (dlsym(RTLD_DEFAULT, "loom_op_begin")) {
+      Dl_info di;
+      char path[PATH_MAX];
+      if (dladdr((void *)try_attach, &di) && di.dli_fname) {
+        snprintf(path, sizeof path, "%s", di.dli_fname);
+        char *slash = strrchr(path, '/');
+        if (slash) slash[1] = 0;
+        else path[0] = 0;
+        strncat(path, "loom-pytorch-shim.so", sizeof path - strlen(path) - 1);
+        void *shim = real_dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        int (*init)(void) = shim ? (int (*)(void))(uintptr_t)dlsym(shim, "loom_pytorch_shim_init") : NULL;
+        if (!init || init() != 0)
+          fprintf(stderr, "loom: PyTorch adapter not attached: %s\n", shim ? "init failed" : dlerror());
+      }
+    }
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+EXPORT void *dlopen(const char *file, int mode) {
+  if (!real_dlopen) real_dlopen = (void *(*)(const char *, int))(uintptr_t)dlsym(RTLD_NEXT, "dlopen");
+  depth++;
+  void *h = real_dlopen(file, mode);
+  depth--;
+  /* only once the outermost dlopen() returned: everything is initialised */
+  if (h && !depth && !(mode & RTLD_NOLOAD) && !atomic_load_explicit(&attached, memory_order_relaxed))
+    try_attach();
+  return h;
+}
+
+__attribute__((constructor)) static void adapter_init(void) {
+  if (!real_dlopen) real_dlopen = (void *(*)(const char *, int))(uintptr_t)dlsym(RTLD_NEXT, "dlopen");
+  try_attach();
+}

@@ -1,0 +1,67 @@
+/*
+ * nvtxapp.c - an ordinary program instrumented with NVTX v3 (header-only):
+ * what a CUDA library or a framework does.  It knows nothing of loom.
+ *   nvtxapp [N]   main: range "outer" around N x { push "step", mark "tick",
+ *                 pop }; a domain "app.io" with a registered string range and
+ *                 a mark; a wide-string range; a start/end range begun here
+ *                 and ended by a worker thread, which also pushes "worker"
+ *                 ranges; category and thread names.
+ * Prints what it did, so runs with and without loom can be compared.
+ */
+#include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static nvtxRangeId_t across;
+
+static void *worker(void *arg) {
+  (void)arg;
+  nvtxNameOsThreadA(0, "worker");
+  for (int i = 0; i < 2; i++) {
+    nvtxRangePushA("worker");
+    nvtxRangePop();
+  }
+  nvtxRangeEnd(across);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 3;
+  nvtxNameCategoryA(7, "compute");
+  nvtxRangePushA("outer");
+  for (int i = 0; i < n; i++) {
+    nvtxEventAttributes_t a = {0};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.category = 7;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = "step";
+    nvtxRangePushEx(&a);
+    nvtxMarkA("tick");
+    nvtxRangePop();
+  }
+  nvtxRangePop();
+
+  nvtxDomainHandle_t d = nvtxDomainCreateA("app.io");
+  nvtxStringHandle_t s = nvtxDomainRegisterStringA(d, "read");
+  nvtxEventAttributes_t a = {0};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  a.message.registered = s;
+  nvtxDomainRangePushEx(d, &a);
+  nvtxDomainMarkEx(d, &a);
+  nvtxDomainRangePop(d);
+
+  nvtxRangePushW(L"wide");
+  nvtxRangePop();
+
+  across = nvtxRangeStartA("across");
+  pthread_t th;
+  pthread_create(&th, NULL, worker, NULL);
+  pthread_join(th, NULL);
+  nvtxDomainDestroy(d);
+  printf("nvtxapp: %d steps\n", n);
+  return 0;
+}
