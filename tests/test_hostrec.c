@@ -128,6 +128,31 @@ static void test_kind_filter(void **state) {
   loom_trace_free(t);
 }
 
+/* Framework ops with arguments: each op's own, also when nested. */
+static void test_op_arguments(void **state) {
+  (void)state;
+  loom_session *s = ts_start("cpu", NULL);
+  loom_arg outer[2] = {{.key = "Sequence number", .type = LOOM_ARG_INT, .v.i = 7},
+                       {.key = "Input Dims", .type = LOOM_ARG_STRING, .v.s = "[[2, 3], [3]]"}};
+  char dtype[16];
+  snprintf(dtype, sizeof dtype, "%s", "float"); /* a temporary string: copied */
+  loom_arg inner[1] = {{.key = "Input type", .type = LOOM_ARG_STRING, .v.s = dtype}};
+  loom_op_begin_args("aten::linear", 70, outer, 2);
+  loom_op_begin_args("aten::addmm", 71, inner, 1);
+  memset(dtype, 'x', sizeof dtype - 1);
+  loom_op_end();
+  loom_op_begin("aten::relu", 72); /* no arguments */
+  loom_op_end();
+  loom_op_end();
+  loom_trace *t = ts_finish(s);
+  assert_int_equal(count_cat(t, "cpu_op", 0), 3);
+  assert_true(ts_saved_contains(t, "\"name\":\"aten::linear\",\"pid\""));
+  assert_true(ts_saved_contains(t, "\"External id\":70,\"Sequence number\":7,\"Input Dims\":\"[[2, 3], [3]]\"}"));
+  assert_true(ts_saved_contains(t, "\"External id\":71,\"Input type\":\"float\"}"));
+  assert_true(ts_saved_contains(t, "\"args\":{\"External id\":72}"));
+  loom_trace_free(t);
+}
+
 static void test_fork_child_records_nothing(void **state) {
   (void)state;
   loom_session *s = ts_start("cpu", NULL);
@@ -182,6 +207,7 @@ int main(void) {
       cmocka_unit_test(test_memory_cap),
       cmocka_unit_test(test_open_ranges_and_steps),
       cmocka_unit_test(test_kind_filter),
+      cmocka_unit_test(test_op_arguments),
       cmocka_unit_test(test_fork_child_records_nothing),
       cmocka_unit_test(test_escaping),
   };

@@ -229,6 +229,26 @@ LOOM_EXTERN loom_status loom_trace_flow(const loom_trace *t, size_t i,
 LOOM_EXTERN size_t loom_trace_warning_count(const loom_trace *t);
 LOOM_EXTERN const char *loom_trace_warning(const loom_trace *t, size_t i);
 
+/* ---- typed arguments ------------------------------------------------------ */
+typedef enum loom_arg_type {
+  LOOM_ARG_INT = 0,
+  LOOM_ARG_UINT = 1,
+  LOOM_ARG_DOUBLE = 2,
+  LOOM_ARG_STRING = 3
+} loom_arg_type;
+
+/* A typed argument.  key and v.s are copied by loom during the call. */
+typedef struct loom_arg {
+  const char *key;
+  loom_arg_type type;
+  union {
+    int64_t i;
+    uint64_t u;
+    double d;
+    const char *s;
+  } v;
+} loom_arg;
+
 /* ---- instrumentation ---------------------------------------------------- */
 /* Names passed as const char * must stay valid until the session that
  * recorded them is stopped (string literals always are).  Use the *_str
@@ -255,6 +275,13 @@ LOOM_EXTERN void loom_range_end(uint64_t id);
 LOOM_EXTERN void loom_op_begin(const char *name, uint64_t external_id);
 LOOM_EXTERN void loom_op_begin_id(loom_string_id name, uint64_t external_id);
 LOOM_EXTERN void loom_op_end(void);
+
+/* A framework op with arguments (sequence number, input shapes, ...): the
+ * arguments are written as extra fixed-size records after the op's, so the
+ * call costs one record per argument more; keys and string values are
+ * interned (copied) during the call. */
+LOOM_EXTERN void loom_op_begin_args(const char *name, uint64_t external_id,
+                                    const loom_arg *args, uint32_t nargs);
 
 /* The external id of the innermost framework op open on the calling thread,
  * or 0 when none is open or no session records. */

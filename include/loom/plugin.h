@@ -55,24 +55,7 @@ typedef enum loom_clock_domain {
 typedef uint32_t loom_clock;
 
 /* ---- arguments and records ---------------------------------------------- */
-typedef enum loom_arg_type {
-  LOOM_ARG_INT = 0,
-  LOOM_ARG_UINT = 1,
-  LOOM_ARG_DOUBLE = 2,
-  LOOM_ARG_STRING = 3
-} loom_arg_type;
-
-/* A typed argument.  key and v.s are copied by the core during the call. */
-typedef struct loom_arg {
-  const char *key;
-  loom_arg_type type;
-  union {
-    int64_t i;
-    uint64_t u;
-    double d;
-    const char *s;
-  } v;
-} loom_arg;
+/* loom_arg and loom_arg_type are defined in loom.h. */
 
 #define LOOM_DEVICE_HOST UINT32_MAX /* record happened on a host thread */
 

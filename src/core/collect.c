@@ -51,6 +51,7 @@ typedef struct open_range {
   int64_t ts;
   uint32_t name;
   uint64_t ext;
+  uint32_t args_off, nargs; /* ops: their arguments in host_ctx.pargs */
 } open_range;
 
 typedef struct async_mark {
@@ -70,6 +71,8 @@ typedef struct host_ctx {
   async_mark *marks;
   size_t nmarks, cap_marks;
   uint64_t unmatched;
+  loom__targ *pargs;    /* arguments of the open ops (a stack, like the ops) */
+  size_t npargs, cap_pargs;
 } host_ctx;
 
 /* Kinds the session did not ask for are skipped (add_range returns 0,
@@ -83,6 +86,8 @@ static int add_range(host_ctx *h, uint32_t track, uint8_t kind, uint32_t cat,
                 .flags = unclosed ? LOOM__EV_UNCLOSED : 0};
   if (e.dur < 0) e.dur = 0;
   if (loom__trace_add_ev(h->t, &e)) return -1;
+  for (uint32_t i = 0; i < r->nargs; i++)
+    if (loom__trace_add_arg(h->t, &h->pargs[r->args_off + i])) return -1;
   return unclosed ? loom__trace_add_arg_int(h->t, "unclosed", 1) : 0;
 }
 
@@ -101,12 +106,15 @@ static int pop_into(host_ctx *h, open_range *stk, size_t *n, uint32_t track,
     return 0;
   }
   --*n;
-  return add_range(h, track, kind, cat, &stk[*n], end, 0);
+  int rc = add_range(h, track, kind, cat, &stk[*n], end, 0);
+  if (stk[*n].nargs) h->npargs = stk[*n].args_off; /* its arguments are done */
+  return rc;
 }
 
 /* Converts one thread's records into events. */
 static int host_thread(host_ctx *h, loom__tbuf *tb) {
   loom_trace *t = h->t;
+  h->npargs = 0; /* the op-argument stack is per thread */
   char name[64], label[128];
   if (atomic_load(&tb->exited)) snprintf(name, sizeof name, "%s", tb->name);
   else live_thread_name(tb->tid, name, sizeof name);
@@ -115,7 +123,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
   if (loom__trace_track(t, h->pid, tb->tid, label, LOOM_DEVICE_HOST, &track)) return -1;
   open_range *ranges = NULL, *ops = NULL;
   size_t nr = 0, cr = 0, no = 0, co = 0;
-  open_range step = {0, 0, 0};
+  open_range step = {.ts = 0};
   int step_open = 0, rc = 0;
   loom__hrec *stop = atomic_load_explicit(&tb->pos, memory_order_acquire);
   for (loom__chunk *c = tb->head; c && rc == 0; c = c->next) {
@@ -123,7 +131,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
     if (stop >= c->recs && stop <= end) end = stop;
     for (loom__hrec *r = c->recs; r < end && rc == 0; r++) {
       int64_t ts = loom__timeline_convert(&h->s->tl, h->dom, r->ts);
-      open_range o = {ts, 0, 0};
+      open_range o = {.ts = ts};
       switch (r->type) {
       case LOOM__HR_PUSH:
         o.name = name_of(&h->nm, r->name, r->flags);
@@ -135,8 +143,19 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
       case LOOM__HR_OP_BEGIN:
         o.name = name_of(&h->nm, r->name, r->flags);
         o.ext = r->a;
+        o.args_off = (uint32_t)h->npargs;
         rc = LOOM__PUSH(ops, no, co, o);
         break;
+      case LOOM__HR_ARG: { /* belongs to the op that began just before */
+        if (!no) break;
+        loom__targ a = {.key = loom__trace_str(t, loom__intern_get((uint32_t)r->name)),
+                        .type = (uint8_t)r->spare};
+        if (a.type == LOOM_ARG_STRING) a.v.s = loom__trace_str(t, loom__intern_get((uint32_t)r->a));
+        else memcpy(&a.v, &r->a, sizeof r->a);
+        rc = LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, a);
+        if (rc == 0) ops[no - 1].nargs++;
+        break;
+      }
       case LOOM__HR_OP_END:
         rc = pop_into(h, ops, &no, track, LOOM_KIND_CPU_OP, h->c_op, ts);
         break;
@@ -158,7 +177,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
         if (step_open) rc = add_range(h, track, LOOM_KIND_USER_RANGE, h->c_user, &step, ts, 0);
         char sn[48];
         snprintf(sn, sizeof sn, "ProfilerStep#%llu", (unsigned long long)r->a);
-        step = (open_range){ts, loom__trace_str(t, sn), 0};
+        step = (open_range){.ts = ts, .name = loom__trace_str(t, sn)};
         step_open = 1;
         break;
       }
@@ -243,6 +262,7 @@ static int collect_host(loom_session *s, loom_trace *t, int64_t pid) {
                        (unsigned long long)h.unmatched);
   free(th);
   free(h.marks);
+  free(h.pargs);
   loom__map_free(&h.nm.cache);
   loom__hostrec_release();
   return rc;

@@ -165,7 +165,8 @@ static inline loom__hrec *reserve(loom__tbuf **tp) {
   return r;
 }
 
-static inline void put(uint16_t type, uint16_t flags, uint64_t name, uint64_t a) {
+static inline void put_spare(uint16_t type, uint16_t flags, uint64_t name, uint64_t a,
+                             uint32_t spare) {
   loom__tbuf *t;
   loom__hrec *r = reserve(&t);
   if (!r) return;
@@ -174,8 +175,12 @@ static inline void put(uint16_t type, uint16_t flags, uint64_t name, uint64_t a)
   r->a = a;
   r->type = type;
   r->flags = flags;
-  r->spare = 0;
+  r->spare = spare;
   atomic_store_explicit(&t->pos, r + 1, memory_order_release);
+}
+
+static inline void put(uint16_t type, uint16_t flags, uint64_t name, uint64_t a) {
+  put_spare(type, flags, name, a, 0);
 }
 
 #define IDLE() LOOM__UNLIKELY(!atomic_load_explicit(&rec_on, memory_order_relaxed))
@@ -299,6 +304,23 @@ void loom_op_begin(const char *name, uint64_t ext) {
 void loom_op_begin_id(loom_string_id name, uint64_t ext) {
   if (IDLE()) return;
   op_begin(LOOM__HR_F_ID, name, ext);
+}
+
+void loom_op_begin_args(const char *name, uint64_t ext, const loom_arg *args, uint32_t n) {
+  if (IDLE()) return;
+  op_begin(LOOM__HR_F_ID, loom__intern(name, SIZE_MAX), ext);
+  for (uint32_t i = 0; i < n && args; i++) {
+    uint64_t v = 0;
+    switch (args[i].type) {
+    case LOOM_ARG_INT: v = (uint64_t)args[i].v.i; break;
+    case LOOM_ARG_UINT: v = args[i].v.u; break;
+    case LOOM_ARG_DOUBLE: memcpy(&v, &args[i].v.d, sizeof v); break;
+    case LOOM_ARG_STRING: v = loom__intern(args[i].v.s ? args[i].v.s : "", SIZE_MAX); break;
+    default: continue;
+    }
+    put_spare(LOOM__HR_ARG, LOOM__HR_F_ID, loom__intern(args[i].key ? args[i].key : "?", SIZE_MAX),
+              v, (uint32_t)args[i].type);
+  }
 }
 
 void loom_op_end(void) {

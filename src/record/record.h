@@ -31,7 +31,9 @@ enum {
   LOOM__HR_COUNTER = 6,  /* name; a: double bits */
   LOOM__HR_OP_BEGIN = 7, /* name; a: external id */
   LOOM__HR_OP_END = 8,
-  LOOM__HR_STEP = 9      /* a: step number */
+  LOOM__HR_STEP = 9,     /* a: step number */
+  LOOM__HR_ARG = 10      /* name: key id (interned); a: value; spare: type;
+                            belongs to the OP_BEGIN before it */
 };
 #define LOOM__HR_F_ID 1u /* name holds an interned id, not a pointer */
 
