@@ -29,26 +29,6 @@
 
 #include "testutil.h"
 
-static int run(const char *cmd, char **out) {
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  size_t cap = 4096, n = 0, k;
-  char *buf = malloc(cap);
-  while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0)
-    if ((n += k) + 1 >= cap) buf = realloc(buf, cap *= 2);
-  buf[n] = 0;
-  int st = pclose(p);
-  if (out) *out = buf;
-  else free(buf);
-  return st;
-}
-
-static loom_trace *load(const char *path) {
-  loom_trace *t = NULL;
-  if (loom_trace_load(path, &t) != LOOM_OK) fail_msg("%s", loom_last_error());
-  return t;
-}
-
 typedef struct counts {
   size_t kernels, scale, square, copies, fills, barriers, calls, syncs, flows;
   size_t inside_call, after_call; /* device work within its call / after it */
@@ -104,14 +84,14 @@ static void test_record(void **state) {
   /* 150 ms before and after the work: 500 ppm of drift is 75 us there, so
    * only the sync points at start and stop keep the work inside its calls. */
   snprintf(cmd, sizeof cmd, "'%s' 3 150", ZEAPP);
-  assert_int_equal(run(cmd, &plain), 0);
+  assert_int_equal(ts_run(cmd, &plain), 0);
   snprintf(cmd, sizeof cmd, "'%s' record --devices cpu,xpu -o '%s' -- '%s' 3 150", LOOM_BIN, trace, ZEAPP);
-  assert_int_equal(run(cmd, &recorded), 0);
+  assert_int_equal(ts_run(cmd, &recorded), 0);
   assert_string_equal(plain, recorded); /* the program sees no difference */
   free(plain);
   free(recorded);
 
-  loom_trace *t = load(trace);
+  loom_trace *t = ts_load(trace);
   for (size_t i = 0; i < loom_trace_warning_count(t); i++)
     fprintf(stderr, "warning: %s\n", loom_trace_warning(t, i));
   counts c = inspect(t);
@@ -191,8 +171,8 @@ static void test_rerun(void **state) {
   char trace[256], cmd[2048];
   tmp_path(trace, sizeof trace, ".json");
   snprintf(cmd, sizeof cmd, "'%s' record -o '%s' -- '%s' 2 0 3", LOOM_BIN, trace, ZEAPP);
-  assert_int_equal(run(cmd, NULL), 0);
-  loom_trace *t = load(trace);
+  assert_int_equal(ts_run(cmd, NULL), 0);
+  loom_trace *t = ts_load(trace);
   counts c = inspect(t);
   assert_int_equal(c.kernels, 2 + 2 * 3);
   assert_int_equal(c.copies, 2 + 2 * 3);

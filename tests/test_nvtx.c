@@ -14,66 +14,15 @@
 
 #include "testutil.h"
 
-static char *run_cmd(const char *cmd, int *status) {
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  static char buf[65536];
-  size_t n = fread(buf, 1, sizeof buf - 1, p);
-  buf[n] = 0;
-  *status = pclose(p);
-  return strdup(buf);
-}
-
-static loom_trace *record(const char *app, const char *args, char *trace, size_t n, char **out) {
-  char cmd[2048];
-  tmp_path(trace, n, ".json");
-  snprintf(cmd, sizeof cmd, "'%s' record -o '%s' -- '%s' %s 2>/dev/null", LOOM_BIN, trace, app, args);
-  int st;
-  char *o = run_cmd(cmd, &st);
-  assert_int_equal(st, 0);
-  if (out) *out = o;
-  else free(o);
-  loom_trace *t = NULL;
-  if (loom_trace_load(trace, &t) != LOOM_OK) fail_msg("%s", loom_last_error());
-  return t;
-}
-
-typedef struct tally {
-  size_t ranges, async, instants, other_kinds;
-  size_t named[8];
-  int64_t tid[8];
-} tally;
-
-static tally count(loom_trace *t, const char *const *names, const char *const *cats) {
-  tally c = {0};
-  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
-    loom_event_view v = {.struct_size = sizeof v};
-    assert_int_equal(loom_trace_event(t, i, &v), LOOM_OK);
-    /* (by phase: read back from JSON, a range whose category is a domain
-     * name reads back as a marker, not as a user range) */
-    if (!strcmp(v.category, "marker")) continue; /* the window end */
-    if (v.phase == 'X') c.ranges++;
-    else if (v.phase == 'b') c.async++;
-    else if (v.phase == 'i') c.instants++;
-    else c.other_kinds++;
-    for (int k = 0; names[k]; k++)
-      if (!strcmp(v.name, names[k]) && (!cats[k] || !strcmp(v.category, cats[k]))) {
-        c.named[k]++;
-        c.tid[k] = v.tid;
-      }
-  }
-  return c;
-}
-
 static void test_ranges_and_marks(void **state) {
   (void)state;
   char trace[256], *out = NULL;
-  loom_trace *t = record(NVTXAPP, "3", trace, sizeof trace, &out);
+  loom_trace *t = ts_record_program(LOOM_BIN, NVTXAPP, "3", trace, sizeof trace, &out);
   assert_string_equal(out, "nvtxapp: 3 steps\n");
   free(out);
   const char *names[] = {"outer", "step", "read", "wide", "worker", "across", "tick", NULL};
   const char *cats[] = {NULL, NULL, "app.io", NULL, NULL, NULL, NULL, NULL};
-  tally c = count(t, names, cats);
+  ts_tally c = ts_count_annotations(t, names, cats);
   assert_int_equal(c.ranges, 1 + 3 + 1 + 1 + 2); /* outer, steps, read, wide, worker x2 */
   assert_int_equal(c.async, 1);                  /* across (begun on main, ended on worker) */
   assert_int_equal(c.instants, 3 + 1);           /* tick x3, the domain's read mark */
@@ -104,9 +53,8 @@ static void test_inert_without_loom(void **state) {
   (void)state;
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "NVTX_INJECTION64_PATH='%s' '%s' 2", NVTX_PLUGIN, NVTXAPP);
-  int st;
-  char *o = run_cmd(cmd, &st);
-  assert_int_equal(st, 0);
+  char *o = NULL;
+  assert_int_equal(ts_run(cmd, &o), 0);
   assert_string_equal(o, "nvtxapp: 2 steps\n");
   free(o);
 }
@@ -115,11 +63,11 @@ static void test_inert_without_loom(void **state) {
 static void test_plain_program_unaffected(void **state) {
   (void)state;
   char trace[256], *out = NULL;
-  loom_trace *t = record(PLAINAPP, "", trace, sizeof trace, &out);
+  loom_trace *t = ts_record_program(LOOM_BIN, PLAINAPP, "", trace, sizeof trace, &out);
   assert_string_equal(out, "plainapp: 499999500000\n");
   free(out);
   const char *names[] = {NULL};
-  tally c = count(t, names, names);
+  ts_tally c = ts_count_annotations(t, names, names);
   assert_int_equal(c.ranges + c.async + c.instants + c.other_kinds, 0);
   loom_trace_free(t);
   unlink(trace);

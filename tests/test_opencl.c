@@ -20,24 +20,10 @@
 #include "testutil.h"
 
 /* Runs a command, returns its wait status; stdout goes to *out. */
-static int run(const char *cmd, char **out) {
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  size_t cap = 4096, n = 0, k;
-  char *buf = malloc(cap);
-  while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0)
-    if ((n += k) + 1 >= cap) buf = realloc(buf, cap *= 2);
-  buf[n] = 0;
-  int st = pclose(p);
-  if (out) *out = buf;
-  else free(buf);
-  return st;
-}
-
 static int record(const char *app, const char *mode, const char *trace, char **out) {
   char cmd[2048];
   snprintf(cmd, sizeof cmd, "'%s' record -o '%s' -- '%s' %s 2>/dev/null", LOOM_BIN, trace, app, mode);
-  return run(cmd, out);
+  return ts_run(cmd, out);
 }
 
 typedef struct counts {
@@ -74,15 +60,9 @@ static counts inspect(loom_trace *t) {
   return c;
 }
 
-static loom_trace *load(const char *path) {
-  loom_trace *t = NULL;
-  if (loom_trace_load(path, &t) != LOOM_OK) fail_msg("%s", loom_last_error());
-  return t;
-}
-
 /* The recorded trace holds exactly these kernels and copies. */
 static void expect_work(const char *trace, size_t kernels, size_t copies) {
-  loom_trace *t = load(trace);
+  loom_trace *t = ts_load(trace);
   counts c = inspect(t);
   assert_int_equal(c.kernels, kernels);
   assert_int_equal(c.copies, copies);
@@ -94,7 +74,7 @@ static void check_same_output(const char *app, const char *mode) {
   char trace[256], cmd[1024], *plain = NULL, *recorded = NULL;
   tmp_path(trace, sizeof trace, ".json");
   snprintf(cmd, sizeof cmd, "'%s' %s", app, mode);
-  assert_int_equal(run(cmd, &plain), 0);
+  assert_int_equal(ts_run(cmd, &plain), 0);
   assert_int_equal(record(app, mode, trace, &recorded), 0);
   assert_string_equal(plain, recorded);
   free(plain);
@@ -106,7 +86,7 @@ static void basic_for(const char *app) {
   char trace[256];
   tmp_path(trace, sizeof trace, ".json");
   assert_int_equal(record(app, "basic 4", trace, NULL), 0);
-  loom_trace *t = load(trace);
+  loom_trace *t = ts_load(trace);
   counts c = inspect(t);
   assert_int_equal(c.kernels, 4);
   assert_int_equal(c.copies, 2); /* one write, one read */
@@ -155,7 +135,7 @@ static void test_app_events_and_profiling(void **state) {
   char trace[256];
   tmp_path(trace, sizeof trace, ".json");
   assert_int_equal(record(CLAPP, "events 5", trace, NULL), 0);
-  loom_trace *t = load(trace);
+  loom_trace *t = ts_load(trace);
   counts c = inspect(t);
   assert_int_equal(c.kernels, 5);
   assert_int_equal(c.copies, 2);
@@ -163,7 +143,7 @@ static void test_app_events_and_profiling(void **state) {
   assert_true(c.brackets_ok);
   loom_trace_free(t);
   assert_int_equal(record(CLAPP, "profiling 3", trace, NULL), 0);
-  t = load(trace);
+  t = ts_load(trace);
   c = inspect(t);
   assert_int_equal(c.kernels, 3);
   assert_int_equal(c.copies, 2);
@@ -179,7 +159,7 @@ static void test_two_threads_two_queues(void **state) {
   char trace[256];
   tmp_path(trace, sizeof trace, ".json");
   assert_int_equal(record(CLAPP, "threads 3", trace, NULL), 0);
-  loom_trace *t = load(trace);
+  loom_trace *t = ts_load(trace);
   counts c = inspect(t);
   assert_int_equal(c.kernels, 6);
   assert_int_equal(c.copies, 4);
@@ -201,7 +181,7 @@ static void test_exit_and_crash(void **state) {
   tmp_path(trace, sizeof trace, ".json");
   int st = record(CLAPP, "exit 4", trace, NULL);
   assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 3);
-  loom_trace *t = load(trace);
+  loom_trace *t = ts_load(trace);
   counts c = inspect(t);
   loom_trace_summary s = {.struct_size = sizeof s};
   loom_trace_summarize(t, &s);
@@ -282,7 +262,7 @@ static void test_framework_ops_link_device_work(void **state) {
   tmp_path(trace, sizeof trace, ".json");
   snprintf(cmd, sizeof cmd, "'%s' record -o '%s' -- '%s' 3 >/dev/null 2>&1", LOOM_BIN, trace, PIPELINE);
   assert_int_equal(system(cmd), 0);
-  loom_trace *t = load(trace);
+  loom_trace *t = ts_load(trace);
   size_t kernels = 0, linked = 0, ops = 0;
   for (size_t i = 0; i < loom_trace_event_count(t); i++) {
     loom_event_view v = {.struct_size = sizeof v};

@@ -185,6 +185,60 @@ int ts_saved_contains(const loom_trace *t, const char *needle) {
   return found;
 }
 
+/* ---- programs under test ------------------------------------------------ */
+int ts_run(const char *cmd, char **out) {
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t cap = 4096, n = 0, k;
+  char *buf = malloc(cap);
+  while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0)
+    if ((n += k) + 1 >= cap) buf = realloc(buf, cap *= 2);
+  buf[n] = 0;
+  int st = pclose(p);
+  if (out) *out = buf;
+  else free(buf);
+  return st;
+}
+
+loom_trace *ts_load(const char *path) {
+  loom_trace *t = NULL;
+  if (loom_trace_load(path, &t) != LOOM_OK) fail_msg("%s", loom_last_error());
+  return t;
+}
+
+loom_trace *ts_record_program(const char *loom_bin, const char *app, const char *args,
+                              char *trace, size_t n, char **out) {
+  char cmd[2048];
+  tmp_path(trace, n, ".json");
+  snprintf(cmd, sizeof cmd, "'%s' record -o '%s' -- '%s' %s 2>/dev/null", loom_bin, trace, app,
+           args);
+  assert_int_equal(ts_run(cmd, out), 0);
+  return ts_load(trace);
+}
+
+ts_tally ts_count_annotations(const loom_trace *t, const char *const *names,
+                              const char *const *cats) {
+  ts_tally c;
+  memset(&c, 0, sizeof c);
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    assert_int_equal(loom_trace_event(t, i, &v), LOOM_OK);
+    /* (by phase: read back from JSON, a range whose category is a domain
+     * name reads back as a marker, not as a user range) */
+    if (!strcmp(v.category, "marker")) continue; /* the window end */
+    if (v.phase == 'X') c.ranges++;
+    else if (v.phase == 'b') c.async++;
+    else if (v.phase == 'i') c.instants++;
+    else c.other_kinds++;
+    for (int k = 0; names[k] && k < 8; k++)
+      if (!strcmp(v.name, names[k]) && (!cats[k] || !strcmp(v.category, cats[k]))) {
+        c.named[k]++;
+        c.tid[k] = v.tid;
+      }
+  }
+  return c;
+}
+
 /* ---- trace_processor ---------------------------------------------------- */
 static const char *tp_dir(void) {
   const char *d = getenv("LOOM_TP_DIR");

@@ -43,6 +43,29 @@ void ts_flow(const loom_trace *t, size_t i, loom_event_view *from, loom_event_vi
  * needle (the file is removed). */
 int ts_saved_contains(const loom_trace *t, const char *needle);
 
+/* ---- programs under test ------------------------------------------------ */
+/* Runs a shell command; its stdout goes to *out (heap, caller frees; NULL
+ * to drop it).  Returns the wait status. */
+int ts_run(const char *cmd, char **out);
+/* Loads a trace file (the test fails with loom's message otherwise). */
+loom_trace *ts_load(const char *path);
+/* `loom_bin record -o TRACE -- app args` (TRACE a new temporary path, into
+ * trace[n]); asserts it exited 0 and returns the loaded trace.  The
+ * program's stdout goes to *out when out is not NULL. */
+loom_trace *ts_record_program(const char *loom_bin, const char *app, const char *args,
+                              char *trace, size_t n, char **out);
+
+/* Events of an annotation trace by phase, and how many carry each of the
+ * NULL-terminated names (with the category cats[k], unless NULL); the
+ * window-end marker is not counted. */
+typedef struct ts_tally {
+  size_t ranges, async, instants, other_kinds;
+  size_t named[8];
+  int64_t tid[8];
+} ts_tally;
+ts_tally ts_count_annotations(const loom_trace *t, const char *const *names,
+                              const char *const *cats);
+
 /* Runs SQL on a trace in trace_processor; returns the first column of the
  * first row as an integer (aborts the test on failure). */
 long long tp_int(const char *trace, const char *sql);
