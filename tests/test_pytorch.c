@@ -101,18 +101,15 @@ static void check_op_args(const char *trace) {
 typedef struct counts { int ops, user, lops, luser, other_thread; } counts;
 
 static counts record_once(const char *trace) {
-  char cmd[2048], line[256] = "";
+  char cmd[2048], *out = NULL;
   snprintf(cmd, sizeof cmd, "'%s' record -o '%s' -- '%s' '%s' profile 2>/dev/null", LOOM_BIN, trace,
            PYTHON, TORCH_MODEL);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  if (!fgets(line, sizeof line, p)) line[0] = 0;
-  assert_int_equal(pclose(p), 0);
+  assert_int_equal(ts_run(cmd, &out), 0);
   counts c = {-1, -1, 0, 0, 0};
-  assert_int_equal(sscanf(line, "profiler ops %d user %d", &c.ops, &c.user), 2);
+  assert_int_equal(sscanf(out, "profiler ops %d user %d", &c.ops, &c.user), 2);
+  free(out);
   assert_true(c.ops > 100);
-  loom_trace *t = NULL;
-  if (loom_trace_load(trace, &t) != LOOM_OK) fail_msg("%s", loom_last_error());
+  loom_trace *t = ts_load(trace);
   int64_t ws = 0, we = 0, wtid = 0;
   for (size_t i = 0; i < loom_trace_event_count(t); i++) {
     loom_event_view v = {.struct_size = sizeof v};
