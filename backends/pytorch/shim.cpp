@@ -15,38 +15,24 @@
  * "" otherwise).  Without it (an older libloom) ops are recorded without
  * arguments and PyTorch is not asked for the inputs.
  *
- * loom.h is reached with dlsym, so nothing here links libloom.
+ * loom.h gives the types; its functions are reached with dlsym, so nothing
+ * here links libloom.
  */
 #include <ATen/record_function.h>
 #include <dlfcn.h>
+#include <loom/loom.h>
 
 #include <atomic>
 #include <charconv>
 #include <cstdint>
 #include <string>
 
-// Must match include/loom/loom.h (the shim does not include it: loom.h is
-// found at run time, and this keeps the shim's build independent of it).
-extern "C" {
-typedef enum { LOOM_ARG_INT = 0, LOOM_ARG_UINT = 1, LOOM_ARG_DOUBLE = 2, LOOM_ARG_STRING = 3 } shim_arg_type;
-typedef struct {
-  const char *key;
-  shim_arg_type type;
-  union {
-    int64_t i;
-    uint64_t u;
-    double d;
-    const char *s;
-  } v;
-} shim_arg;
-}
-
 namespace {
 using string_id_fn = uint32_t (*)(const char *);
 using op_begin_id_fn = void (*)(uint32_t, uint64_t);
 using void_fn = void (*)();
 using str_fn = void (*)(const char *);
-using op_begin_args_fn = void (*)(const char *, uint64_t, const shim_arg *, uint32_t);
+using op_begin_args_fn = void (*)(const char *, uint64_t, const loom_arg *, uint32_t);
 
 string_id_fn string_id_of;
 op_begin_id_fn op_begin_id;
@@ -114,7 +100,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
   }
   uint64_t ext = next_id.fetch_add(1, std::memory_order_relaxed);
   if (op_begin_args) {
-    shim_arg a[4];
+    loom_arg a[4];
     uint32_t n = 0;
     if (fn.seqNr() >= 0) {
       a[n].key = "Sequence number", a[n].type = LOOM_ARG_INT, a[n].v.i = fn.seqNr();
