@@ -267,7 +267,6 @@ static void emit(uint16_t kind, uint32_t dev, uint32_t res, uint64_t start, uint
 
 #define ARG_U(k, x) ((loom_arg){.key = (k), .type = LOOM_ARG_UINT, .v.u = (x)})
 #define ARG_S(k, x) ((loom_arg){.key = (k), .type = LOOM_ARG_STRING, .v.s = (x)})
-#define ARG_D(k, x) ((loom_arg){.key = (k), .type = LOOM_ARG_DOUBLE, .v.d = (x)})
 
 static uint32_t graph_args(loom_arg *a, uint32_t n, uint32_t graph, uint64_t node) {
   if (graph) a[n++] = ARG_U("graph id", graph);
@@ -300,8 +299,6 @@ static void decode_memcpy(const CUpti_ActivityMemcpy6 *m) {
   loom_arg a[6];
   uint32_t n = 0;
   a[n++] = ARG_U("bytes", m->bytes);
-  if (m->end > m->start)
-    a[n++] = ARG_D("memory bandwidth (GB/s)", (double)m->bytes / (double)(m->end - m->start));
   a[n++] = ARG_U("context", m->contextId);
   n = graph_args(a, n, m->graphId, m->graphNodeId);
   emit(LOOM_KIND_MEMCPY, dev, res, m->start, m->end, intern(name), m->correlationId, a, n);

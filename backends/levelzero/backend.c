@@ -331,9 +331,6 @@ static void emit_cmd(obj *o, const cmd *c, const ze_kernel_timestamp_result_t *t
   } else if (c->kind != LOOM_KIND_SYNC) {
     args[n++] = (loom_arg){.key = "bytes", .type = LOOM_ARG_UINT, .v.u = c->bytes};
     if (c->dir) args[n++] = (loom_arg){.key = "direction", .type = LOOM_ARG_STRING, .v.s = c->dir};
-    if (en > sn && c->bytes)
-      args[n++] = (loom_arg){.key = "memory bandwidth (GB/s)", .type = LOOM_ARG_DOUBLE,
-                             .v.d = (double)c->bytes / (double)(en - sn)};
   }
   loom_record r = {.struct_size = sizeof r, .kind = c->kind, .clock = d->clk, .device = d->index,
                    .resource = res, .start = sn, .end = en, .name = c->name,

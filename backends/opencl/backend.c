@@ -311,9 +311,6 @@ static void emit_cmd(const ocl_cmd *c, loom_clock clk) {
     args[n++] = (loom_arg){.key = "bytes", .type = LOOM_ARG_UINT, .v.u = c->bytes};
     if (c->direction)
       args[n++] = (loom_arg){.key = "direction", .type = LOOM_ARG_STRING, .v.s = c->direction};
-    if (en > st && c->bytes)
-      args[n++] = (loom_arg){.key = "memory bandwidth (GB/s)", .type = LOOM_ARG_DOUBLE,
-                             .v.d = (double)c->bytes / (double)(en - st)};
   }
   loom_record r = {.struct_size = sizeof r, .kind = c->kind, .clock = clk, .device = c->device,
                    .resource = c->resource, .start = st, .end = en, .name = c->name,

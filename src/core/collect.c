@@ -307,6 +307,24 @@ static int copy_targs(loom_trace *t, const loom__targ *a, size_t n) {
   return 0;
 }
 
+/* Copies and fills that give their "bytes" get Kineto's "memory bandwidth
+ * (GB/s)" (bytes per ns), the same way for every backend. */
+static int transfer_bandwidth(loom_trace *t, const loom__targ *a, size_t n, const loom__ev *e) {
+  if ((e->kind != LOOM_KIND_MEMCPY && e->kind != LOOM_KIND_MEMSET) || e->dur <= 0) return 0;
+  static _Atomic uint32_t bytes_key;
+  uint32_t key = atomic_load_explicit(&bytes_key, memory_order_relaxed);
+  if (!key) atomic_store_explicit(&bytes_key, key = loom__intern("bytes", SIZE_MAX), memory_order_relaxed);
+  for (size_t i = 0; i < n; i++) {
+    if (a[i].key != key || (a[i].type != LOOM_ARG_UINT && a[i].type != LOOM_ARG_INT)) continue;
+    double bytes = a[i].type == LOOM_ARG_UINT ? (double)a[i].v.u : (double)a[i].v.i;
+    if (bytes <= 0) return 0;
+    loom__targ bw = {.key = loom__trace_str(t, "memory bandwidth (GB/s)"), .type = LOOM_ARG_DOUBLE};
+    bw.v.d = bytes / (double)e->dur;
+    return loom__trace_add_arg(t, &bw);
+  }
+  return 0;
+}
+
 typedef struct bk_stats {
   uint64_t bad_ref, outside, negative;
 } bk_stats;
@@ -378,7 +396,8 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b,
         loom__trace_add_arg_int(t, "stream", t->tracks[track].tid))
       return -1;
   }
-  return copy_targs(t, bs->args + d->args_off, d->nargs);
+  if (copy_targs(t, bs->args + d->args_off, d->nargs)) return -1;
+  return transfer_bandwidth(t, bs->args + d->args_off, d->nargs, &e);
 }
 
 static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, int64_t pid) {
