@@ -254,6 +254,23 @@ __attribute__((constructor)) static void hostrec_init(void) {
   pthread_atfork(NULL, NULL, fork_child);
 }
 
+/* Interns s through a per-thread cache, so that the strings an adapter
+ * passes on every op (argument keys, repeated shapes) skip the interner's
+ * lock.  A hit is checked against the interned copy, so the cache is
+ * exact whatever the caller's buffers hold. */
+static uint32_t intern_cached(const char *s) {
+  static TLS struct { const char *str; uint32_t id; } cache[128];
+  size_t len = strlen(s);
+  size_t slot = loom__hash_bytes(s, len) & 127;
+  if (cache[slot].id && !strcmp(cache[slot].str, s)) return cache[slot].id;
+  uint32_t id = loom__intern(s, len);
+  if (id) {
+    cache[slot].str = loom__intern_get(id); /* stable: strings are never freed */
+    cache[slot].id = id;
+  }
+  return id;
+}
+
 /* ---- the instrumentation API -------------------------------------------- */
 void loom_range_push(const char *name) {
   if (IDLE()) return;
@@ -267,7 +284,7 @@ void loom_range_push_id(loom_string_id name) {
 
 void loom_range_push_str(const char *name) {
   if (IDLE()) return;
-  put(LOOM__HR_PUSH, LOOM__HR_F_ID, loom__intern(name, SIZE_MAX), 0);
+  put(LOOM__HR_PUSH, LOOM__HR_F_ID, intern_cached(name ? name : ""), 0);
 }
 
 void loom_range_pop(void) {
@@ -308,17 +325,17 @@ void loom_op_begin_id(loom_string_id name, uint64_t ext) {
 
 void loom_op_begin_args(const char *name, uint64_t ext, const loom_arg *args, uint32_t n) {
   if (IDLE()) return;
-  op_begin(LOOM__HR_F_ID, loom__intern(name, SIZE_MAX), ext);
+  op_begin(LOOM__HR_F_ID, intern_cached(name ? name : ""), ext);
   for (uint32_t i = 0; i < n && args; i++) {
     uint64_t v = 0;
     switch (args[i].type) {
     case LOOM_ARG_INT: v = (uint64_t)args[i].v.i; break;
     case LOOM_ARG_UINT: v = args[i].v.u; break;
     case LOOM_ARG_DOUBLE: memcpy(&v, &args[i].v.d, sizeof v); break;
-    case LOOM_ARG_STRING: v = loom__intern(args[i].v.s ? args[i].v.s : "", SIZE_MAX); break;
+    case LOOM_ARG_STRING: v = intern_cached(args[i].v.s ? args[i].v.s : ""); break;
     default: continue;
     }
-    put_spare(LOOM__HR_ARG, LOOM__HR_F_ID, loom__intern(args[i].key ? args[i].key : "?", SIZE_MAX),
+    put_spare(LOOM__HR_ARG, LOOM__HR_F_ID, intern_cached(args[i].key ? args[i].key : "?"),
               v, (uint32_t)args[i].type);
   }
 }
