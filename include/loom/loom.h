@@ -184,6 +184,39 @@ LOOM_EXTERN loom_status loom_trace_save(const loom_trace *t, const char *path);
  * truncated input; LOOM_EIO when it cannot be read. */
 LOOM_EXTERN loom_status loom_trace_load(const char *path, loom_trace **out);
 
+/* ---- post-analysis (`loom report`) -----------------------------------------
+ * Analyses a trace file (any format loom_trace_load reads) in one streaming
+ * pass: per-device and per-queue utilisation and idle time, kernel, transfer
+ * and launch-latency statistics, overlap of compute / communication /
+ * memory work, host ops and user ranges (self time, device time they
+ * caused), steps, and Holistic Trace Analysis's figures by its definitions.
+ * Memory is bounded by the results and a sort buffer, not by the trace.
+ * Definitions and the JSON schema: docs/report.md. */
+typedef struct loom_report loom_report;
+
+typedef enum loom_report_format {
+  LOOM_REPORT_TEXT = 0,  /* tables for people */
+  LOOM_REPORT_JSON = 1,  /* schema "loom-report/1" */
+  LOOM_REPORT_HTML = 2   /* one self-contained page with charts */
+} loom_report_format;
+
+typedef struct loom_report_options {
+  size_t struct_size;        /* sizeof(loom_report_options) */
+  size_t top;                /* rows per table; 0 = all */
+  size_t sort_memory;        /* bytes of records sorted in memory before they
+                                spill to a temporary file; 0 = 256 MiB */
+  int hta_include_last_step; /* HTA leaves the last ProfilerStep out; 1 keeps it */
+} loom_report_options;
+
+/* opts may be NULL (defaults).  LOOM_EFORMAT / LOOM_EIO as loom_trace_load,
+ * with the reason in loom_last_error. */
+LOOM_EXTERN loom_status loom_report_open(const char *trace_path, const loom_report_options *opts,
+                                         loom_report **out);
+/* Writes the report to path (atomically), or to stdout for NULL or "-". */
+LOOM_EXTERN loom_status loom_report_write(const loom_report *r, loom_report_format format,
+                                          const char *path);
+LOOM_EXTERN void loom_report_free(loom_report *r);
+
 typedef struct loom_trace_summary {
   size_t struct_size;     /* sizeof(loom_trace_summary) */
   uint64_t events;        /* slices, instants and counter samples */

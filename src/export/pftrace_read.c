@@ -100,6 +100,7 @@ typedef struct rd {
   uint32_t default_clock;
   int64_t ts;
   int64_t window_end_ts;
+  const loom__sink *sink;     /* streaming: events go here in batches */
   int oom;
 } rd;
 
@@ -269,6 +270,7 @@ static void track_event(rd *r, pbr m) {
       if (r->open[i].uuid != x.uuid) continue;
       loom__ev *e = &t->ev[r->open[i].ev];
       e->dur = r->ts - e->ts;
+      e->flags &= (uint16_t)~LOOM__EV_OPEN;
       memmove(&r->open[i], &r->open[i + 1], (r->nopen - i - 1) * sizeof *r->open);
       r->nopen--;
       break;
@@ -302,9 +304,10 @@ static void track_event(rd *r, pbr m) {
   if (loom__kind_on_device(added->kind) && t->tracks[k->track].device == LOOM_DEVICE_HOST)
     for (size_t i = 0; i < t->ntracks; i++)
       if (t->tracks[i].pid == t->tracks[k->track].pid) t->tracks[i].device = (uint32_t)t->tracks[i].pid;
-  for (int i = 0; i < x.nout; i++) loom__map_put(&r->flow_src, x.flows_out[i], t->nev);
-  for (int i = 0; i < x.nin; i++) loom__map_put(&r->flow_dst, x.flows_in[i], t->nev);
+  for (int i = 0; !r->sink && i < x.nout; i++) loom__map_put(&r->flow_src, x.flows_out[i], t->nev);
+  for (int i = 0; !r->sink && i < x.nin; i++) loom__map_put(&r->flow_dst, x.flows_in[i], t->nev);
   if (x.type == PF_TYPE_SLICE_BEGIN) {
+    added->flags |= LOOM__EV_OPEN;
     open_slice o = {x.uuid, t->nev - 1};
     if (LOOM__PUSH(r->open, r->nopen, r->cap_open, o)) r->oom = 1;
   }
@@ -370,8 +373,30 @@ static void rd_free(rd *r) {
   free(r->open);
 }
 
+/* Streaming: hands the closed events to the sink; at the end (all) also
+ * the ones never closed. */
+static int flush(rd *r, int all) {
+  size_t n = 0, **keep = NULL;
+  if (all) {
+    for (size_t i = 0; i < r->t->nev; i++) r->t->ev[i].flags &= (uint16_t)~LOOM__EV_OPEN;
+  } else if (r->nopen) {
+    keep = malloc(r->nopen * sizeof *keep);
+    if (!keep) return -1;
+    for (size_t i = 0; i < r->nopen; i++) keep[n++] = &r->open[i].ev;
+  }
+  int rc = loom__trace_stream_flush(r->t, r->sink, keep, n);
+  free(keep);
+  return rc;
+}
+
 static int finish(rd *r) {
   loom_trace *t = r->t;
+  if (r->sink) {
+    if (flush(r, 1) != 0) return -1;
+    t->start_ns = t->end_ns = 0;
+    if (t->window_end) t->end_ns = r->window_end_ts;
+    return 0;
+  }
   for (size_t i = 0; i < r->flow_src.cap; i++) {
     uint64_t id = r->flow_src.keys[i];
     if (!id) continue;
@@ -385,7 +410,7 @@ static int finish(rd *r) {
   return 0;
 }
 
-loom_status loom__read_pftrace(const char *path, loom_trace **out) {
+static loom_status read_pftrace(const char *path, const loom__sink *sink, loom_trace **out) {
   *out = NULL;
   FILE *fp = fopen(path, "rb");
   if (!fp) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
@@ -393,6 +418,7 @@ loom_status loom__read_pftrace(const char *path, loom_trace **out) {
   memset(&r, 0, sizeof r);
   r.t = loom__trace_new();
   r.path = path;
+  r.sink = sink;
   uint8_t *buf = NULL;
   size_t cap = 0;
   uint64_t offset = 0;
@@ -437,6 +463,7 @@ loom_status loom__read_pftrace(const char *path, loom_trace **out) {
     offset += len;
     pbr m = {buf, buf + len, 0};
     packet(&r, m);
+    if (sink && r.t->nev >= LOOM__STREAM_BATCH && flush(&r, 0) != 0) r.oom = 1;
     if (r.oom) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   }
   if (st == LOOM_OK && offset == 0) st = loom__fail(LOOM_EFORMAT, "%s: empty file", path);
@@ -450,4 +477,12 @@ loom_status loom__read_pftrace(const char *path, loom_trace **out) {
   }
   *out = r.t;
   return LOOM_OK;
+}
+
+loom_status loom__read_pftrace(const char *path, loom_trace **out) {
+  return read_pftrace(path, NULL, out);
+}
+
+loom_status loom__read_pftrace_stream(const char *path, const loom__sink *sink, loom_trace **out) {
+  return read_pftrace(path, sink, out);
 }

@@ -86,6 +86,7 @@ typedef struct reader {
   loom__map pid_dev;   /* pids that are devices -> 1 + device index */
   loom__map str_ids;   /* string pid/tid -> synthetic id */
   uint64_t next_str_id;
+  const loom__sink *sink; /* streaming: events go here in batches */
   int oom;
   char err[256];
 } reader;
@@ -223,6 +224,23 @@ static void metadata_event(reader *r) {
   }
 }
 
+/* Streaming: hands the closed events to the sink; at the end (all) also
+ * the ones never closed. */
+static int flush(reader *r, int all) {
+  size_t n = 0, **keep = NULL;
+  if (all) {
+    for (size_t i = 0; i < r->t->nev; i++) r->t->ev[i].flags &= (uint16_t)~LOOM__EV_OPEN;
+  } else if (r->nbs + r->nas) {
+    keep = malloc((r->nbs + r->nas) * sizeof *keep);
+    if (!keep) return -1;
+    for (size_t i = 0; i < r->nbs; i++) keep[n++] = &r->bs[i].ev;
+    for (size_t i = 0; i < r->nas; i++) keep[n++] = &r->as[i].ev;
+  }
+  int rc = loom__trace_stream_flush(r->t, r->sink, keep, n);
+  free(keep);
+  return rc;
+}
+
 static void end_event(reader *r) {
   cur_ev *c = &r->ev;
   if (!c->ph) return;
@@ -250,6 +268,7 @@ static void end_event(reader *r) {
   case 'X':
     break;
   case 'B': {
+    e.flags |= LOOM__EV_OPEN;
     open_b o = {track, r->t->nev};
     if (LOOM__PUSH(r->bs, r->nbs, r->cap_bs, o)) r->oom = 1;
     break;
@@ -259,6 +278,7 @@ static void end_event(reader *r) {
       if (r->bs[i].track != track) continue;
       loom__ev *b = &r->t->ev[r->bs[i].ev];
       b->dur = c->ts - b->ts;
+      b->flags &= (uint16_t)~LOOM__EV_OPEN;
       memmove(&r->bs[i], &r->bs[i + 1], (r->nbs - i - 1) * sizeof *r->bs);
       r->nbs--;
       /* arguments of E are merged into B's only when B had none */
@@ -281,12 +301,14 @@ static void end_event(reader *r) {
         if (r->as[i].id != c->id || r->as[i].cat != c->cat) continue;
         loom__ev *b = &r->t->ev[r->as[i].ev];
         b->dur = c->ts - b->ts;
+        b->flags &= (uint16_t)~LOOM__EV_OPEN;
         r->as[i] = r->as[--r->nas];
         break;
       }
       return;
     }
     e.ph = LOOM__PH_ASYNC;
+    e.flags |= LOOM__EV_OPEN;
     e.correlation = c->id;
     async_open o = {c->id, c->cat, r->t->nev};
     if (LOOM__PUSH(r->as, r->nas, r->cap_as, o)) r->oom = 1;
@@ -295,6 +317,7 @@ static void end_event(reader *r) {
   case 's':
   case 'f':
   case 't': {
+    if (r->sink) return; /* streaming reads skip flows */
     pending_flow f = {c->id, c->ts, track, c->ph, c->ph == 's' || c->bp_e};
     if (LOOM__PUSH(r->flows, r->nflows, r->cap_flows, f)) r->oom = 1;
     return;
@@ -303,6 +326,7 @@ static void end_event(reader *r) {
     return; /* unknown phases are skipped, like trace_processor does */
   }
   if (push_event(r, &e) != 0) r->oom = 1;
+  if (r->sink && r->t->nev >= LOOM__STREAM_BATCH && flush(r, 0) != 0) r->oom = 1;
 }
 
 /* ---- yajl callbacks ----------------------------------------------------- */
@@ -409,6 +433,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   }
   if (r->where == AT_EVENT && (!strcmp(r->key, "ts") || !strcmp(r->key, "dur")))
     return on_value(r, LOOM_ARG_INT, 0, 0, 0, (const char *)s, n);
+  if (r->where == AT_ARGS && r->sink) return 1; /* not interned when streaming */
   return on_value(r, LOOM_ARG_STRING, 0, 0, str_n(r, s, n), NULL, 0);
 }
 
@@ -449,6 +474,11 @@ static void begin_container(reader *r, int is_map) {
     memset(&r->dev, 0, sizeof r->dev);
     r->dev.args_off = (uint32_t)r->t->nargs;
     r->where = AT_DEVICE;
+  } else if (r->where == AT_ARGS && r->sink) {
+    /* Streaming keeps memory flat: nested values would be interned. */
+    r->skip_ret = r->where;
+    r->where = AT_SKIP;
+    r->skip_depth = r->depth;
   } else if (r->where == AT_ARGS || r->where == AT_DEVICE) {
     r->ncap = 0;
     r->cap_first = 1;
@@ -546,6 +576,13 @@ static int cmp_flow(const void *pa, const void *pb) {
 
 static int finish(reader *r) {
   loom_trace *t = r->t;
+  if (r->sink) {
+    t->base_ns = r->base;
+    if (flush(r, 1) != 0) return -1;
+    t->start_ns = t->end_ns = 0;
+    if (t->window_end) t->end_ns = r->window_end_ts + r->base;
+    return 0;
+  }
   for (size_t i = 0; i < t->nev; i++) t->ev[i].ts += r->base;
   for (size_t i = 0; i < r->nflows; i++) r->flows[i].ts += r->base;
   if (t->nev) qsort(t->ev, t->nev, sizeof *t->ev, cmp_ev_track);
@@ -582,7 +619,7 @@ static void reader_free(reader *r) {
   loom__map_free(&r->str_ids);
 }
 
-loom_status loom__read_json(const char *path, loom_trace **out) {
+static loom_status read_json(const char *path, const loom__sink *sink, loom_trace **out) {
   *out = NULL;
   gzFile f = gzopen(path, "rb");
   if (!f) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
@@ -591,6 +628,7 @@ loom_status loom__read_json(const char *path, loom_trace **out) {
   memset(&r, 0, sizeof r);
   r.t = loom__trace_new();
   r.path = path;
+  r.sink = sink;
   yajl_handle y = r.t ? yajl_alloc(&callbacks, NULL, &r) : NULL;
   if (!y) {
     gzclose(f);
@@ -641,4 +679,12 @@ loom_status loom__read_json(const char *path, loom_trace **out) {
   }
   *out = r.t;
   return LOOM_OK;
+}
+
+loom_status loom__read_json(const char *path, loom_trace **out) {
+  return read_json(path, NULL, out);
+}
+
+loom_status loom__read_json_stream(const char *path, const loom__sink *sink, loom_trace **out) {
+  return read_json(path, sink, out);
 }

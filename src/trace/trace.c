@@ -197,3 +197,31 @@ size_t loom_trace_warning_count(const loom_trace *t) { return t ? t->nwarnings :
 const char *loom_trace_warning(const loom_trace *t, size_t i) {
   return t && i < t->nwarnings ? loom__trace_cstr(t, t->warnings[i]) : NULL;
 }
+
+static int cmp_keep(const void *pa, const void *pb) {
+  size_t a = **(size_t *const *)pa, b = **(size_t *const *)pb;
+  return a < b ? -1 : a > b;
+}
+
+int loom__trace_stream_flush(loom_trace *t, const loom__sink *sink, size_t **keep, size_t nkeep) {
+  if (nkeep > 1) qsort(keep, nkeep, sizeof *keep, cmp_keep);
+  size_t nev = 0, nargs = 0, k = 0;
+  for (size_t i = 0; i < t->nev; i++) {
+    loom__ev *e = &t->ev[i];
+    if (!(e->flags & LOOM__EV_OPEN)) {
+      if (sink->event(sink->ctx, t, e, &t->args[e->args_off]) != 0) return -1;
+      continue;
+    }
+    /* Kept: move it and its arguments down (never overlapping forward). */
+    memmove(&t->args[nargs], &t->args[e->args_off], e->nargs * sizeof *t->args);
+    e->args_off = (uint32_t)nargs;
+    nargs += e->nargs;
+    t->ev[nev] = *e;
+    while (k < nkeep && *keep[k] < i) k++; /* not flagged: a reader's bug */
+    while (k < nkeep && *keep[k] == i) *keep[k++] = nev;
+    nev++;
+  }
+  t->nev = nev;
+  t->nargs = nargs;
+  return 0;
+}

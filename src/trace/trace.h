@@ -30,7 +30,8 @@ enum {
 
 enum {
   LOOM__EV_UNCLOSED = 1u << 0, /* range still open at stop, closed there */
-  LOOM__EV_PROJECTED = 1u << 1 /* range projected onto a device queue */
+  LOOM__EV_PROJECTED = 1u << 1, /* range projected onto a device queue */
+  LOOM__EV_OPEN = 1u << 2       /* a reader still waits for its end (streaming) */
 };
 
 typedef struct loom__ev {
@@ -111,6 +112,7 @@ struct loom_trace {
   uint32_t trace_name;
   uint32_t last_track; /* loom__trace_track's cache */
   int window_end;      /* write Kineto's "Record Window End" marker */
+  int64_t base_ns;     /* streamed traces: add to every streamed event's ts */
 };
 
 loom_trace *loom__trace_new(void);
@@ -157,6 +159,30 @@ static inline int loom__kind_on_device(int kind) {
  * .pftrace, detected from the content.  Errors name the file and offset. */
 loom_status loom__read_json(const char *path, loom_trace **out);
 loom_status loom__read_pftrace(const char *path, loom_trace **out);
+/* Streaming reads.  Instead of keeping every event, a reader hands events to
+ * a sink in batches and keeps only processes, tracks, devices, metadata,
+ * warnings and strings: memory follows the size of those, not the number of
+ * events.  Events come in file order, not sorted; ts lacks the file's base
+ * (trace->base_ns, known only at the end).  Flows are not read.  args points
+ * at e->nargs arguments, valid during the call.  A non-zero return stops the
+ * read (as out of memory). */
+typedef struct loom__sink {
+  int (*event)(void *ctx, const loom_trace *t, const loom__ev *e, const loom__targ *args);
+  void *ctx;
+} loom__sink;
+
+/* Reads path (any format loom reads) into *meta (no events) through sink. */
+loom_status loom__trace_stream(const char *path, const loom__sink *sink, loom_trace **meta);
+/* For readers: hands every event except those flagged LOOM__EV_OPEN to the
+ * sink and moves the open ones (with their arguments) to the front in
+ * order.  keep[] points at the reader's indices of the open events, which
+ * are rewritten to their new places.  Returns 0 or -1 (sink failure). */
+int loom__trace_stream_flush(loom_trace *t, const loom__sink *sink, size_t **keep, size_t nkeep);
+#define LOOM__STREAM_BATCH 4096
+
+loom_status loom__read_json_stream(const char *path, const loom__sink *sink, loom_trace **out);
+loom_status loom__read_pftrace_stream(const char *path, const loom__sink *sink, loom_trace **out);
+
 /* Writes Perfetto protobuf. */
 loom_status loom__write_pftrace(const loom_trace *t, const char *path);
 

@@ -198,3 +198,26 @@ uint64_t *loom__map_get(const loom__map *m, uint64_t key) {
   }
   return NULL;
 }
+
+int loom__map_del(loom__map *m, uint64_t key) {
+  if (!m->cap || !key) return 0;
+  size_t mask = m->cap - 1, j = loom__hash_u64(key) & mask;
+  while (m->keys[j] && m->keys[j] != key) j = (j + 1) & mask;
+  if (!m->keys[j]) return 0;
+  /* Backward shift: pull later members of the probe run into the hole
+   * when their home slot is not between the hole and them. */
+  for (size_t i = j, k = (j + 1) & mask;; k = (k + 1) & mask) {
+    if (!m->keys[k]) {
+      m->keys[i] = 0;
+      break;
+    }
+    size_t home = loom__hash_u64(m->keys[k]) & mask;
+    if (i <= k ? (home <= i || home > k) : (home <= i && home > k)) {
+      m->keys[i] = m->keys[k];
+      m->vals[i] = m->vals[k];
+      i = k;
+    }
+  }
+  m->n--;
+  return 1;
+}

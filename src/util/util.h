@@ -78,5 +78,8 @@ void loom__map_free(loom__map *m);
 int loom__map_put(loom__map *m, uint64_t key, uint64_t val);
 /* Returns a pointer to the value of key or NULL. */
 uint64_t *loom__map_get(const loom__map *m, uint64_t key);
+/* Removes key; returns 1 when it was there, else 0.  Pointers from
+ * loom__map_get are invalid afterwards. */
+int loom__map_del(loom__map *m, uint64_t key);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * loom - the command-line tool: version, backends, record, convert.
- * (report and merge come with their issues.)
+ * loom - the command-line tool: version, backends, record, convert, report.
+ * (merge comes with its issue.)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +71,56 @@ static int cmd_convert(int argc, char **argv) {
 
 int cmd_record(int argc, char **argv); /* record.c */
 
+/* loom report TRACE [--json] [-o FILE] [--html FILE] [--top N] ... */
+static int cmd_report(int argc, char **argv) {
+  const char *in = NULL, *out = NULL, *html = NULL;
+  int json = 0;
+  loom_report_options o = {sizeof o, 20, 0, 0};
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    int more = i + 1 < argc;
+    if (!strcmp(a, "--json")) json = 1;
+    else if (!strcmp(a, "--html") && more) html = argv[++i];
+    else if (!strcmp(a, "-o") && more) out = argv[++i];
+    else if (!strcmp(a, "--top") && more) o.top = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(a, "--all")) o.top = 0;
+    else if (!strcmp(a, "--sort-memory") && more) o.sort_memory = strtoull(argv[++i], NULL, 10) << 20;
+    else if (!strcmp(a, "--include-last-step")) o.hta_include_last_step = 1;
+    else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "loom report: unknown or incomplete option '%s'\n", a);
+      in = NULL;
+      break;
+    } else if (!in) in = a;
+    else {
+      fprintf(stderr, "loom report: more than one trace given ('%s')\n", a);
+      return 2;
+    }
+  }
+  if (!in) {
+    fprintf(stderr, "usage: loom report TRACE [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
+                    "                   [--sort-memory MB] [--include-last-step]\n");
+    return 2;
+  }
+  loom_report *r;
+  if (loom_report_open(in, &o, &r) != LOOM_OK) {
+    fprintf(stderr, "loom report: %s\n", loom_last_error());
+    return 1;
+  }
+  int rc = 0;
+  if (loom_report_write(r, json ? LOOM_REPORT_JSON : LOOM_REPORT_TEXT, out) != LOOM_OK) {
+    fprintf(stderr, "loom report: %s\n", loom_last_error());
+    rc = 1;
+  }
+  if (html && loom_report_write(r, LOOM_REPORT_HTML, html) != LOOM_OK) {
+    fprintf(stderr, "loom report: %s\n", loom_last_error());
+    rc = 1;
+  } else if (html) {
+    fprintf(stderr, "loom report: wrote %s\n", html);
+  }
+  loom_report_free(r);
+  return rc;
+}
+
 static void usage(FILE *f) {
   fprintf(f, "usage: loom <command>\n"
              "  version      print loom's version\n"
@@ -78,6 +128,9 @@ static void usage(FILE *f) {
              "               run a program with loom injected and write its trace\n"
              "  convert IN OUT\n"
              "               convert a trace (Chrome/Kineto JSON, .json.gz, .pftrace)\n"
+             "  report TRACE [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
+             "               analyse a trace: devices, kernels, transfers, launch latency,\n"
+             "               overlap, host ops, user ranges, steps, HTA's figures\n"
              "  backends [--no-probe]\n"
              "               list registered backends, probed, with their state\n");
 }
@@ -93,6 +146,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(argv[1], "backends")) return cmd_backends(argc, argv);
   if (!strcmp(argv[1], "convert")) return cmd_convert(argc, argv);
+  if (!strcmp(argv[1], "report")) return cmd_report(argc, argv);
   if (!strcmp(argv[1], "record")) return cmd_record(argc, argv);
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);

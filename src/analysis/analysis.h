@@ -1,0 +1,184 @@
+/*
+ * analysis.h - post-analysis of a trace (src/analysis, `loom report`).
+ *
+ * The analysis reads a trace file through the streaming readers, keeps one
+ * compact record per event that matters (device work, host calls, ops,
+ * ranges), orders them by time with an external sort (runs spill to a
+ * temporary file past a memory budget) and computes everything in one pass
+ * over that order.  Memory is the sort budget plus the size of the results
+ * (names, per-name statistics, in-flight launches), never the trace's size.
+ *
+ * The report model below is what the text, JSON and HTML writers print; the
+ * JSON schema ("loom-report/1") is documented in docs/report.md.
+ */
+#ifndef LOOM_ANALYSIS_H
+#define LOOM_ANALYSIS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "trace/trace.h"
+#include "util/util.h"
+
+/* ---- external sort of compact records ----------------------------------- */
+typedef struct loom__arec {
+  int64_t ts, dur;     /* ns; ts relative to the file's base */
+  uint64_t corr;       /* runtime call <-> device work */
+  uint64_t bytes;      /* copies and fills: bytes, when the trace says */
+  uint32_t name;       /* string id in the trace */
+  uint32_t track;      /* track index in the trace */
+  uint8_t kind;        /* loom_kind */
+  uint8_t cls;         /* LOOM__CLS_* */
+  uint16_t pad;
+  uint32_t seq;        /* arrival order (last tie-break) */
+} loom__arec;
+
+/* Device work classes (HTA's kernel types, generalised). */
+enum { LOOM__CLS_COMPUTE = 0, LOOM__CLS_COMM = 1, LOOM__CLS_MEMORY = 2 };
+
+typedef struct loom__esort loom__esort;
+/* budget: bytes of records kept in memory before a run is spilled. */
+loom__esort *loom__esort_new(const loom__strtab *strs, size_t budget);
+int loom__esort_add(loom__esort *s, const loom__arec *r);
+/* Ends input; then loom__esort_next yields records in time order. */
+int loom__esort_finish(loom__esort *s);
+const loom__arec *loom__esort_next(loom__esort *s);
+size_t loom__esort_runs(const loom__esort *s);
+const char *loom__esort_error(const loom__esort *s);
+void loom__esort_free(loom__esort *s);
+
+/* ---- quantiles: exact up to a limit, then a log histogram ---------------- */
+typedef struct loom__qs {
+  uint64_t n;
+  int64_t sum, min, max;
+  double sumsq;
+  int64_t *vals;      /* exact values while n <= LOOM__QS_EXACT */
+  size_t nvals, cap;
+  uint32_t *hist;     /* LOOM__QS_BUCKETS counters once past the limit */
+} loom__qs;
+#define LOOM__QS_EXACT 8192
+
+int loom__qs_add(loom__qs *q, int64_t v);
+/* p in [0, 1]: linear interpolation between closest ranks (numpy's
+ * default) while exact; a bucket's middle (relative error < 0.4%) after. */
+double loom__qs_quantile(loom__qs *q, double p);
+double loom__qs_mean(const loom__qs *q);
+double loom__qs_stddev(const loom__qs *q); /* population */
+int loom__qs_exact(const loom__qs *q);
+void loom__qs_free(loom__qs *q);
+
+#endif
+
+/* ---- the report ------------------------------------------------------------ */
+/* Measures of unions of device work by class: index = bit mask of classes
+ * (1 compute, 2 communication, 4 memory); [7] is all work. */
+typedef struct loom__umeas {
+  int64_t u[8];
+} loom__umeas;
+
+typedef struct loom__rq { /* a device queue (stream) */
+  int64_t pid, tid;
+  uint32_t name;
+  uint64_t nwork;
+  int64_t first, last, busy, idle_host, idle_other;
+  /* Holistic Trace Analysis idle breakdown (its rules, see docs/report.md) */
+  int64_t hta_idle[3];      /* host_wait, kernel_wait, other */
+  uint64_t hta_nidle[3];
+  int hta_seen[3];
+} loom__rq;
+
+#define LOOM__NBUCKETS 120
+typedef struct loom__rdev {
+  int64_t pid;
+  uint32_t name;
+  uint64_t nwork, nkernels;
+  int64_t first, last;
+  int64_t idle_host, idle_other;
+  loom__umeas m;            /* loom: kernels, copies, fills, collectives */
+  loom__umeas hta;          /* HTA: every event on the device, in HTA's scope */
+  int64_t hta_first, hta_last;
+  uint64_t hta_nevents;
+  loom__qs launch;          /* device start - launch call start */
+  loom__qs hta_delay;       /* HTA's launch_delay */
+  uint64_t hta_launches, hta_long_runtime, hta_long_delay, hta_short;
+  int64_t bucket[LOOM__NBUCKETS];    /* busy ns per timeline bucket */
+  int64_t bucket_c[LOOM__NBUCKETS];  /* compute busy ns per bucket */
+  size_t q0, nq;            /* its queues: rep->queues[q0 .. q0+nq) */
+} loom__rdev;
+
+typedef struct loom__rname { /* per name statistics */
+  uint32_t name;
+  uint8_t group;            /* LOOM__G_* */
+  uint8_t cls;
+  uint64_t count;
+  int64_t total, self, min, max;
+  int64_t dev_time;         /* ranges: device work launched inside */
+  uint64_t dev_count;
+  uint64_t bytes;           /* transfers */
+  loom__qs q;               /* kernels: durations */
+} loom__rname;
+enum { LOOM__G_KERNEL, LOOM__G_OP, LOOM__G_RANGE, LOOM__G_CALL, LOOM__G_COPY, LOOM__G_FILL,
+       LOOM__G_COUNT_ };
+
+typedef struct loom__rstep {
+  uint32_t name;
+  int64_t ts, dur;
+  int64_t dev_time;
+  uint64_t dev_count;
+} loom__rstep;
+
+typedef struct loom__rcat { uint32_t cat; uint64_t count; } loom__rcat;
+
+typedef struct loom__report {
+  loom_trace *meta;         /* strings, tracks, processes, devices */
+  const char *path;
+  const char *format;
+  uint64_t nevents, nkept, by_kind[LOOM_KIND_COUNT_];
+  int64_t t0, t1;           /* span of every event (relative ns) */
+  uint64_t orphan_work;     /* device work with no launch call found */
+  uint64_t unclosed;
+  loom__rcat *unknown;      /* categories not understood */
+  size_t nunknown;
+  loom__rdev *devs;
+  size_t ndevs;
+  loom__rq *queues;
+  size_t nqueues;
+  loom__rname *names;
+  size_t nnames;
+  loom__rstep *steps;
+  size_t nsteps;
+  int hta_last_step_dropped;
+  int64_t hta_last_step_ts;
+  size_t sort_runs;
+  uint64_t peak_inflight;
+} loom__report;
+
+typedef struct loom__report_opts {
+  size_t sort_budget;       /* bytes; 0 = default (256 MiB) */
+  int hta_include_last_step;
+} loom__report_opts;
+
+loom_status loom__analyze(const char *path, const loom__report_opts *o, loom__report **out);
+void loom__report_free(loom__report *r);
+
+/* Writers (report.c, report_html.c) append to o (a file or memory buffer);
+ * top = rows per table, 0 = all. */
+struct loom__out;
+void loom__report_text(const loom__report *r, struct loom__out *o, size_t top);
+void loom__report_json(const loom__report *r, struct loom__out *o, size_t top);
+void loom__report_html(const loom__report *r, struct loom__out *o, size_t top);
+
+/* Shared by the writers: rows of one group sorted by total time (then
+ * name); the caller frees.  *n gets the count. */
+size_t *loom__report_rows(const loom__report *r, int group, size_t *n, int by_self);
+/* Derived figures every writer prints the same way. */
+typedef struct loom__hta_temporal {
+  int64_t kernel_time, idle, compute, non_compute;
+  double idle_pct, compute_pct, non_compute_pct;
+  double comm_comp_overlap_pct; /* < 0 when there is no communication */
+} loom__hta_temporal;
+void loom__hta_temporal_of(const loom__rdev *d, loom__hta_temporal *out);
+
+/* HTA's exclusive kernel-type pieces: measure of the time where exactly the
+ * classes in mask (1..7) run, from the union measures. */
+int64_t loom__umeas_exact(const loom__umeas *m, unsigned mask);

@@ -1,0 +1,672 @@
+/*
+ * analyze.c - the analysis pass behind `loom report`.
+ *
+ * Reading: the streaming readers hand every event to on_event(), which
+ * counts it and keeps a 48-byte record of the complete events the report
+ * uses.  Records go through the external sort (esort.c).  The pass then
+ * walks them in time order, so every figure is computed with state that is
+ * either per name, per device, per queue or per host thread (an op stack),
+ * plus the launch calls whose device work has not started yet.
+ *
+ * Definitions (docs/report.md has them for users):
+ *  - device work: kernels, copies, fills and collectives on a device track;
+ *    busy = measure of the union of their intervals; window = first start to
+ *    last end; idle = window - busy, split at each gap into "waiting for the
+ *    host" (from the gap's start until the launch call of the work that
+ *    ends the gap began) and "other";
+ *  - launch latency: device start - start of the host call with the same
+ *    correlation id;
+ *  - overlap: measures of intersections of the unions per class, by
+ *    inclusion-exclusion over the unions of every combination of classes;
+ *  - self time of a host range: its duration minus its direct children's;
+ *  - device time of a user range: the durations of device work whose launch
+ *    call ran inside the range (each work item counted once per name).
+ * The Holistic Trace Analysis figures use HTA's own rules, documented with
+ * the code below that reproduces them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "core/core.h"
+
+/* ---- names the report needs from a runtime (backends/x/report-names.def) */
+enum { N_LAUNCH, N_LAUNCH_MEMORY, N_COMM_PREFIX, N_COMM_SUBSTR };
+static const struct { int kind; const char *s; } rule_names[] = {
+#define LOOM_REPORT_NAME(k, str) {N_##k, str},
+#include "report_names.h"
+#undef LOOM_REPORT_NAME
+    {-1, NULL}};
+
+static int is_comm_name(const char *n) {
+  for (size_t i = 0; rule_names[i].s; i++) {
+    if (rule_names[i].kind == N_COMM_PREFIX && !strncmp(n, rule_names[i].s, strlen(rule_names[i].s)))
+      return 1;
+    if (rule_names[i].kind == N_COMM_SUBSTR && strstr(n, rule_names[i].s)) return 1;
+  }
+  return 0;
+}
+
+static int is_launch_name(const char *n) {
+  for (size_t i = 0; rule_names[i].s; i++)
+    if ((rule_names[i].kind == N_LAUNCH || rule_names[i].kind == N_LAUNCH_MEMORY) &&
+        !strcmp(n, rule_names[i].s))
+      return 1;
+  return 0;
+}
+
+static int is_step_name(const char *n) { return !strncmp(n, "ProfilerStep#", 13); }
+
+/* HTA: an idle gap shorter than this (30 us) between consecutive work on a
+ * stream is "kernel_wait"; runtime calls above 50 us and launch delays above
+ * 100 us are outliers. */
+#define HTA_CONSECUTIVE_NS 30000
+#define HTA_RUNTIME_CUTOFF_NS 50000
+#define HTA_DELAY_CUTOFF_NS 100000
+
+/* Launch calls are forgotten this long after they began, once more than
+ * LAUNCH_PRUNE_AT are waiting (calls without device work, e.g. syncs). */
+#define LAUNCH_HORIZON_NS 10000000000LL
+#define LAUNCH_PRUNE_AT (1u << 20)
+
+/* ---- union of intervals arriving in start order -------------------------- */
+typedef struct uset {
+  int64_t cs, ce, sum;
+  int open;
+} uset;
+
+/* Adds [s, e).  Returns 1 when it starts a new merged interval after an
+ * earlier one (*gap_from = where the gap began), else 0. */
+static int uset_add(uset *u, int64_t s, int64_t e, int64_t *gap_from, int64_t *closed_s) {
+  if (u->open && s <= u->ce) {
+    if (e > u->ce) u->ce = e;
+    return 0;
+  }
+  int had = u->open;
+  if (had) {
+    u->sum += u->ce - u->cs;
+    *gap_from = u->ce;
+    *closed_s = u->cs;
+  }
+  u->cs = s;
+  u->ce = e;
+  u->open = 1;
+  return had;
+}
+
+static int64_t uset_total(const uset *u) { return u->sum + (u->open ? u->ce - u->cs : 0); }
+
+/* ---- state of the pass ---------------------------------------------------- */
+typedef struct frame {
+  int64_t ts, end, child;
+  uint32_t name;
+  uint8_t kind;
+} frame;
+
+typedef struct hstate { /* a host thread */
+  frame *st;
+  size_t n, cap;
+} hstate;
+
+typedef struct dstate { /* a device */
+  uset u[8], h[8];
+} dstate;
+
+typedef struct qstate { /* a device queue */
+  uset u;
+  int64_t hta_prev_end;
+  int hta_has_prev;
+} qstate;
+
+typedef struct launch {
+  int64_t ts, dur;
+  uint32_t stack;   /* enclosing user range names (stacks[]) */
+  int32_t step;     /* index in rep->steps or -1 */
+  uint8_t is_launch;
+} launch;
+
+typedef struct an {
+  loom__report *rep;
+  loom__esort *es;
+  const loom__report_opts *o;
+  uint32_t seq;
+  loom__map unknown;      /* category id -> count */
+  loom__map step_names;   /* distinct step names (HTA's rule) */
+  int64_t last_step_ts;
+  uint32_t bytes_key, cat_trace, cat_marker;
+  int keys_done;
+  /* pass */
+  loom_trace *t;
+  hstate *hs;             /* per track */
+  int32_t *qof;           /* per track: queue index or -1 */
+  loom__map dev_of;       /* pid + 1 -> device index + 1 */
+  dstate *ds;
+  size_t nds, cap_ds;
+  qstate *qs;
+  size_t nqs, cap_qs, cap_devs, cap_queues, cap_names, cap_steps;
+  loom__map name_of;      /* group << 32 | name -> index + 1 */
+  launch *ls;
+  size_t nls, cap_ls;
+  uint32_t *free_ls;
+  size_t nfree, cap_free;
+  loom__map inflight;     /* correlation -> launch index + 1 */
+  uint32_t *stk;          /* stack lists: [len, names...] */
+  size_t nstk, cap_stk;
+  loom__map stk_of;       /* hash -> offset + 1 */
+  int32_t cur_step;
+  int hta_filter;
+  int oom;
+} an;
+
+/* ---- reading -------------------------------------------------------------- */
+static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loom__targ *args) {
+  an *a = ctx;
+  loom__report *rep = a->rep;
+  if (!a->es && !(a->es = loom__esort_new(&t->strs, a->o->sort_budget))) return -1;
+  if (!a->keys_done) {
+    a->keys_done = 1;
+    a->bytes_key = loom__strtab_find(&t->strs, "bytes", 5);
+    a->cat_trace = loom__strtab_find(&t->strs, "Trace", 5);
+    a->cat_marker = loom__strtab_find(&t->strs, "marker", 6);
+  }
+  if (!a->bytes_key) a->bytes_key = loom__strtab_find(&t->strs, "bytes", 5);
+  rep->nevents++;
+  if (e->kind < LOOM_KIND_COUNT_) rep->by_kind[e->kind]++;
+  if (e->flags & LOOM__EV_UNCLOSED) rep->unclosed++;
+  if (e->ts < rep->t0) rep->t0 = e->ts;
+  if (e->ts + e->dur > rep->t1) rep->t1 = e->ts + e->dur;
+  if (e->ph != LOOM__PH_COMPLETE) return 0;
+  switch (e->kind) {
+  case LOOM_KIND_MARKER:
+    if (e->cat && e->cat != a->cat_trace && e->cat != a->cat_marker) {
+      uint64_t *c = loom__map_get(&a->unknown, e->cat);
+      if (c) (*c)++;
+      else if (loom__map_put(&a->unknown, e->cat, 1)) return -1;
+    }
+    return 0;
+  case LOOM_KIND_INSTANT:
+  case LOOM_KIND_COUNTER:
+  case LOOM_KIND_OVERHEAD:
+    return 0;
+  default:
+    break;
+  }
+  const char *name = loom__strtab_get(&t->strs, e->name);
+  if ((e->kind == LOOM_KIND_USER_RANGE || e->kind == LOOM_KIND_CPU_OP) && is_step_name(name)) {
+    if (!loom__map_get(&a->step_names, e->name) && loom__map_put(&a->step_names, e->name, 1))
+      return -1;
+    if (e->ts > a->last_step_ts) a->last_step_ts = e->ts;
+  }
+  loom__arec r = {.ts = e->ts, .dur = e->dur < 0 ? 0 : e->dur, .corr = e->correlation,
+                  .name = e->name, .track = e->track, .kind = e->kind, .seq = a->seq++};
+  if (e->kind == LOOM_KIND_MEMCPY || e->kind == LOOM_KIND_MEMSET) {
+    r.cls = LOOM__CLS_MEMORY;
+    for (uint16_t i = 0; i < e->nargs; i++)
+      if (args[i].key == a->bytes_key && a->bytes_key)
+        r.bytes = args[i].type == LOOM_ARG_DOUBLE ? (uint64_t)args[i].v.d : args[i].v.u;
+  } else if (e->kind == LOOM_KIND_COLLECTIVE || (e->kind == LOOM_KIND_KERNEL && is_comm_name(name))) {
+    r.cls = LOOM__CLS_COMM;
+  }
+  rep->nkept++;
+  return loom__esort_add(a->es, &r);
+}
+
+/* ---- per-name statistics -------------------------------------------------- */
+static loom__rname *rname(an *a, int group, uint32_t name) {
+  uint64_t key = (uint64_t)group << 32 | name;
+  uint64_t *i = loom__map_get(&a->name_of, key);
+  if (i) return &a->rep->names[*i - 1];
+  loom__rname z;
+  memset(&z, 0, sizeof z);
+  z.name = name;
+  z.group = (uint8_t)group;
+  loom__report *rep = a->rep;
+  if (LOOM__PUSH(rep->names, rep->nnames, a->cap_names, z) ||
+      loom__map_put(&a->name_of, key, rep->nnames)) {
+    a->oom = 1;
+    return NULL;
+  }
+  return &rep->names[rep->nnames - 1];
+}
+
+static void add_dur(loom__rname *n, int64_t dur) {
+  if (!n->count || dur < n->min) n->min = dur;
+  if (!n->count || dur > n->max) n->max = dur;
+  n->count++;
+  n->total += dur;
+}
+
+/* "HtoD" from "Memcpy HtoD (Pageable -> Device)", "CopyHostToDevice", ... */
+static uint32_t direction(an *a, const char *name) {
+  static const char *longs[][2] = {{"HostToDevice", "HtoD"}, {"DeviceToHost", "DtoH"},
+                                   {"DeviceToDevice", "DtoD"}, {"HostToHost", "HtoH"},
+                                   {"PeerToPeer", "PtoP"}};
+  for (size_t i = 0; i < sizeof longs / sizeof longs[0]; i++)
+    if (strstr(name, longs[i][0])) return loom__trace_str(a->t, longs[i][1]);
+  for (const char *p = name; p[0] && p[1] && p[2] && p[3]; p++)
+    if (p[0] >= 'A' && p[0] <= 'Z' && p[1] == 't' && p[2] == 'o' && p[3] >= 'A' && p[3] <= 'Z' &&
+        (p == name || p[-1] == ' ') && (!p[4] || p[4] == ' ')) {
+      char d[5] = {p[0], 't', 'o', p[3], 0};
+      return loom__trace_str(a->t, d);
+    }
+  return loom__trace_str(a->t, "other");
+}
+
+/* ---- host threads ---------------------------------------------------------- */
+static void finalize(an *a, const frame *f) {
+  int g = f->kind == LOOM_KIND_CPU_OP ? LOOM__G_OP
+        : f->kind == LOOM_KIND_USER_RANGE ? LOOM__G_RANGE : LOOM__G_CALL;
+  loom__rname *n = rname(a, g, f->name);
+  if (!n) return;
+  int64_t dur = f->end - f->ts;
+  add_dur(n, dur);
+  n->self += dur - f->child > 0 ? dur - f->child : 0;
+}
+
+/* Interns the distinct user range names on the stack; returns its offset+1
+ * in a->stk, 0 when there is none. */
+static uint32_t stack_id(an *a, const hstate *h) {
+  uint32_t names[64];
+  uint32_t n = 0;
+  for (size_t i = 0; i < h->n && n < 64; i++) {
+    if (h->st[i].kind != LOOM_KIND_USER_RANGE) continue;
+    uint32_t k = 0;
+    while (k < n && names[k] != h->st[i].name) k++;
+    if (k == n) names[n++] = h->st[i].name;
+  }
+  if (!n) return 0;
+  uint64_t hash = loom__hash_bytes(names, n * sizeof *names) | 1;
+  for (;; hash++) { /* linear probing over hash values on collision */
+    uint64_t *o = loom__map_get(&a->stk_of, hash);
+    if (!o) break;
+    const uint32_t *s = &a->stk[*o - 1];
+    if (s[0] == n && !memcmp(s + 1, names, n * sizeof *names)) return (uint32_t)*o;
+  }
+  size_t off = a->nstk;
+  if (loom__grow((void **)&a->stk, &a->cap_stk, a->nstk + n + 1, sizeof *a->stk)) {
+    a->oom = 1;
+    return 0;
+  }
+  a->stk[a->nstk++] = n;
+  memcpy(&a->stk[a->nstk], names, n * sizeof *names);
+  a->nstk += n;
+  if (loom__map_put(&a->stk_of, hash, off + 1)) a->oom = 1;
+  return (uint32_t)off + 1;
+}
+
+static void prune_launches(an *a, int64_t now) {
+  int64_t horizon = LAUNCH_HORIZON_NS;
+  while (a->inflight.n > LAUNCH_PRUNE_AT / 2 && horizon > 1000) {
+    uint64_t *dead = NULL;
+    size_t nd = 0, cd = 0;
+    for (size_t i = 0; i < a->inflight.cap; i++) {
+      if (!a->inflight.keys[i]) continue;
+      launch *l = &a->ls[a->inflight.vals[i] - 1];
+      if (l->ts < now - horizon && LOOM__PUSH(dead, nd, cd, a->inflight.keys[i])) a->oom = 1;
+    }
+    for (size_t i = 0; i < nd; i++) {
+      uint64_t idx = *loom__map_get(&a->inflight, dead[i]) - 1;
+      loom__map_del(&a->inflight, dead[i]);
+      if (LOOM__PUSH(a->free_ls, a->nfree, a->cap_free, (uint32_t)idx)) a->oom = 1;
+    }
+    free(dead);
+    horizon /= 2;
+  }
+}
+
+static void host_event(an *a, const loom__arec *r) {
+  hstate *h = &a->hs[r->track];
+  int64_t end = r->ts + r->dur;
+  while (h->n && h->st[h->n - 1].end <= r->ts) finalize(a, &h->st[--h->n]);
+  if (h->n && end <= h->st[h->n - 1].end) h->st[h->n - 1].child += r->dur;
+  frame f = {r->ts, end, 0, r->name, r->kind};
+  if (LOOM__PUSH(h->st, h->n, h->cap, f)) a->oom = 1;
+  loom__report *rep = a->rep;
+  const char *name = loom__trace_cstr(a->t, r->name);
+  if ((r->kind == LOOM_KIND_USER_RANGE || r->kind == LOOM_KIND_CPU_OP) && is_step_name(name)) {
+    loom__rstep s = {r->name, r->ts, r->dur, 0, 0};
+    if (LOOM__PUSH(rep->steps, rep->nsteps, a->cap_steps, s)) a->oom = 1;
+  }
+  if (!r->corr || r->kind == LOOM_KIND_CPU_OP || r->kind == LOOM_KIND_USER_RANGE) return;
+  /* A host call with a correlation id: device work may follow. */
+  while (a->cur_step + 1 < (int32_t)rep->nsteps && rep->steps[a->cur_step + 1].ts <= r->ts)
+    a->cur_step++;
+  int32_t step = -1;
+  if (a->cur_step >= 0) {
+    const loom__rstep *s = &rep->steps[a->cur_step];
+    if (r->ts >= s->ts && r->ts < s->ts + s->dur) step = a->cur_step;
+  }
+  launch l = {r->ts, r->dur, stack_id(a, h), step, (uint8_t)is_launch_name(name)};
+  uint64_t *old = loom__map_get(&a->inflight, r->corr);
+  if (old) {
+    a->ls[*old - 1] = l;
+    return;
+  }
+  uint32_t idx;
+  if (a->nfree) idx = a->free_ls[--a->nfree];
+  else if (LOOM__PUSH(a->ls, a->nls, a->cap_ls, l)) { a->oom = 1; return; }
+  else idx = (uint32_t)a->nls - 1;
+  a->ls[idx] = l;
+  if (loom__map_put(&a->inflight, r->corr, idx + 1)) a->oom = 1;
+  if (a->inflight.n > rep->peak_inflight) rep->peak_inflight = a->inflight.n;
+  if (a->inflight.n > LAUNCH_PRUNE_AT) prune_launches(a, r->ts);
+}
+
+/* ---- devices ---------------------------------------------------------------- */
+static void add_buckets(const loom__report *rep, int64_t *b, int64_t s, int64_t e) {
+  int64_t span = rep->t1 - rep->t0;
+  if (span <= 0 || e <= s) return;
+  for (int64_t x = s; x < e;) {
+    int64_t i = (int64_t)((__int128)(x - rep->t0) * LOOM__NBUCKETS / span);
+    if (i >= LOOM__NBUCKETS) i = LOOM__NBUCKETS - 1;
+    int64_t be = rep->t0 + (int64_t)((__int128)(i + 1) * span / LOOM__NBUCKETS);
+    if (i == LOOM__NBUCKETS - 1 || be > e) be = e;
+    if (be <= x) be = x + 1 > e ? e : x + 1;
+    b[i] += be - x;
+    x = be;
+  }
+}
+
+static loom__rdev *device(an *a, int64_t pid, dstate **ds) {
+  loom__report *rep = a->rep;
+  uint64_t *i = loom__map_get(&a->dev_of, (uint64_t)pid + 1);
+  if (!i) {
+    loom__rdev d;
+    memset(&d, 0, sizeof d);
+    d.pid = pid;
+    loom__proc *p = loom__trace_proc(a->t, pid);
+    d.name = p ? p->name : 0;
+    dstate z;
+    memset(&z, 0, sizeof z);
+    if (LOOM__PUSH(rep->devs, rep->ndevs, a->cap_devs, d) ||
+        LOOM__PUSH(a->ds, a->nds, a->cap_ds, z) ||
+        loom__map_put(&a->dev_of, (uint64_t)pid + 1, rep->ndevs)) {
+      a->oom = 1;
+      return NULL;
+    }
+    i = loom__map_get(&a->dev_of, (uint64_t)pid + 1);
+  }
+  *ds = &a->ds[*i - 1];
+  return &rep->devs[*i - 1];
+}
+
+static loom__rq *queue(an *a, uint32_t track, qstate **qs) {
+  loom__report *rep = a->rep;
+  if (a->qof[track] < 0) {
+    const loom__track *k = &a->t->tracks[track];
+    loom__rq q;
+    memset(&q, 0, sizeof q);
+    q.pid = k->pid;
+    q.tid = k->tid;
+    q.name = k->name;
+    qstate z;
+    memset(&z, 0, sizeof z);
+    if (LOOM__PUSH(rep->queues, rep->nqueues, a->cap_queues, q) ||
+        LOOM__PUSH(a->qs, a->nqs, a->cap_qs, z)) {
+      a->oom = 1;
+      return NULL;
+    }
+    a->qof[track] = (int32_t)rep->nqueues - 1;
+  }
+  *qs = &a->qs[a->qof[track]];
+  return &rep->queues[a->qof[track]];
+}
+
+static void device_event(an *a, const loom__arec *r) {
+  loom__report *rep = a->rep;
+  const loom__track *k = &a->t->tracks[r->track];
+  dstate *ds;
+  qstate *qs;
+  loom__rdev *d = device(a, k->pid, &ds);
+  if (!d) return;
+  loom__rq *q = queue(a, r->track, &qs);
+  if (!q) return;
+  uint64_t *li = r->corr ? loom__map_get(&a->inflight, r->corr) : NULL;
+  const launch *l = li ? &a->ls[*li - 1] : NULL;
+  int64_t s = r->ts, e = r->ts + r->dur, gap = 0, cs = 0;
+  int work = r->kind != LOOM_KIND_SYNC;
+  if (work) {
+    unsigned bit = 1u << r->cls;
+    for (unsigned m = 1; m < 8; m++) {
+      if (!(m & bit)) continue;
+      int64_t prev_s = ds->u[m].cs, prev_e = ds->u[m].ce;
+      int was_open = ds->u[m].open;
+      int reopened = uset_add(&ds->u[m], s, e, &gap, &cs);
+      if (m == 7 && reopened) { /* a gap on the device: who kept it idle? */
+        int64_t host = l ? l->ts - gap : 0;
+        host = host < 0 ? 0 : host > s - gap ? s - gap : host;
+        d->idle_host += host;
+        d->idle_other += s - gap - host;
+      }
+      if ((m == 7 || m == 1) && was_open && reopened)
+        add_buckets(rep, m == 7 ? d->bucket : d->bucket_c, prev_s, prev_e);
+    }
+    if (!d->nwork || s < d->first) d->first = s;
+    if (!d->nwork || e > d->last) d->last = e;
+    d->nwork++;
+    if (uset_add(&qs->u, s, e, &gap, &cs)) {
+      int64_t host = l ? l->ts - gap : 0;
+      host = host < 0 ? 0 : host > s - gap ? s - gap : host;
+      q->idle_host += host;
+      q->idle_other += s - gap - host;
+    }
+    if (!q->nwork || s < q->first) q->first = s;
+    if (!q->nwork || e > q->last) q->last = e;
+    q->nwork++;
+    loom__rname *n = NULL;
+    if (r->kind == LOOM_KIND_MEMCPY) {
+      n = rname(a, LOOM__G_COPY, direction(a, loom__trace_cstr(a->t, r->name)));
+    } else if (r->kind == LOOM_KIND_MEMSET) {
+      n = rname(a, LOOM__G_FILL, r->name);
+    } else {
+      d->nkernels += r->kind == LOOM_KIND_KERNEL;
+      n = rname(a, LOOM__G_KERNEL, r->name);
+      if (n && loom__qs_add(&n->q, r->dur)) a->oom = 1;
+    }
+    if (n) {
+      add_dur(n, r->dur);
+      n->cls = r->cls;
+      n->bytes += r->bytes;
+    }
+    if (l) {
+      if (loom__qs_add(&d->launch, s - l->ts)) a->oom = 1;
+      for (uint32_t i = 0; l->stack && i < a->stk[l->stack - 1]; i++) {
+        loom__rname *rn = rname(a, LOOM__G_RANGE, a->stk[l->stack + i]);
+        if (rn) rn->dev_time += r->dur, rn->dev_count++;
+        l = &a->ls[*li - 1]; /* rname() may not touch ls; keep l fresh anyway */
+      }
+      if (l->step >= 0) rep->steps[l->step].dev_time += r->dur, rep->steps[l->step].dev_count++;
+    } else {
+      rep->orphan_work++;
+    }
+  }
+  /* Holistic Trace Analysis: every event on a device stream (syncs too), in
+   * its scope (without the last profiler step unless asked). */
+  if (a->hta_filter && !(l && l->ts < a->last_step_ts)) return;
+  unsigned hbit = r->kind == LOOM_KIND_SYNC ? 1u : 1u << r->cls;
+  for (unsigned m = 1; m < 8; m++)
+    if (m & hbit) uset_add(&ds->h[m], s, e, &gap, &cs);
+  if (!d->hta_nevents || s < d->hta_first) d->hta_first = s;
+  if (!d->hta_nevents || e > d->hta_last) d->hta_last = e;
+  d->hta_nevents++;
+  if (qs->hta_has_prev) {
+    int64_t idle = s - qs->hta_prev_end;
+    int c = l && l->ts > qs->hta_prev_end ? 0 : idle < HTA_CONSECUTIVE_NS ? 1 : 2;
+    q->hta_idle[c] += idle;
+    q->hta_nidle[c]++;
+    q->hta_seen[c] = 1;
+  } else {
+    q->hta_seen[2] = 1; /* the first row is "other" with no idle time */
+  }
+  qs->hta_prev_end = e;
+  qs->hta_has_prev = 1;
+  if (l && l->is_launch) {
+    int64_t delay = s - l->ts + l->dur; /* sic: HTA adds the call's duration */
+    d->hta_launches++;
+    if (loom__qs_add(&d->hta_delay, delay)) a->oom = 1;
+    if (l->dur > HTA_RUNTIME_CUTOFF_NS) d->hta_long_runtime++;
+    if (delay > HTA_DELAY_CUTOFF_NS) d->hta_long_delay++;
+    if (l->dur <= HTA_RUNTIME_CUTOFF_NS && r->dur < l->dur) d->hta_short++;
+  }
+}
+
+/* ---- finishing ---------------------------------------------------------------- */
+int64_t loom__umeas_exact(const loom__umeas *m, unsigned mask) {
+  /* intersections from unions, then exclusive pieces from intersections */
+  int64_t inter[8] = {0};
+  for (unsigned s = 1; s < 8; s++)
+    for (unsigned r = s;; r = (r - 1) & s) {
+      if (r) inter[s] += (__builtin_popcount(r) & 1 ? 1 : -1) * m->u[r];
+      if (!r) break;
+    }
+  int64_t x = 0;
+  for (unsigned s = 1; s < 8; s++)
+    if ((s & mask) == mask) x += (__builtin_popcount(s ^ mask) & 1 ? -1 : 1) * inter[s];
+  return x;
+}
+
+static int cmp_queue(const void *pa, const void *pb) {
+  const loom__rq *a = pa, *b = pb;
+  if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+  return a->tid < b->tid ? -1 : a->tid > b->tid;
+}
+
+static int cmp_dev(const void *pa, const void *pb) {
+  const loom__rdev *a = pa, *b = pb;
+  return a->pid < b->pid ? -1 : a->pid > b->pid;
+}
+
+static void finish(an *a) {
+  loom__report *rep = a->rep;
+  for (size_t i = 0; i < a->t->ntracks; i++)
+    while (a->hs[i].n) finalize(a, &a->hs[i].st[--a->hs[i].n]);
+  for (size_t i = 0; i < rep->ndevs; i++) {
+    loom__rdev *d = &rep->devs[i];
+    dstate *ds = &a->ds[i];
+    if (ds->u[7].open) add_buckets(rep, d->bucket, ds->u[7].cs, ds->u[7].ce);
+    if (ds->u[1].open) add_buckets(rep, d->bucket_c, ds->u[1].cs, ds->u[1].ce);
+    for (int m = 1; m < 8; m++) d->m.u[m] = uset_total(&ds->u[m]), d->hta.u[m] = uset_total(&ds->h[m]);
+  }
+  for (size_t i = 0; i < rep->nqueues; i++) rep->queues[i].busy = uset_total(&a->qs[i].u);
+  qsort(rep->queues, rep->nqueues, sizeof *rep->queues, cmp_queue);
+  qsort(rep->devs, rep->ndevs, sizeof *rep->devs, cmp_dev);
+  for (size_t i = 0, q = 0; i < rep->ndevs; i++) {
+    while (q < rep->nqueues && rep->queues[q].pid < rep->devs[i].pid) q++;
+    rep->devs[i].q0 = q;
+    while (q < rep->nqueues && rep->queues[q].pid == rep->devs[i].pid) q++, rep->devs[i].nq++;
+  }
+  for (size_t i = 0; i < a->unknown.cap; i++) {
+    if (!a->unknown.keys[i]) continue;
+    loom__rcat c = {(uint32_t)a->unknown.keys[i], a->unknown.vals[i]};
+    size_t cap = rep->nunknown;
+    if (LOOM__PUSH(rep->unknown, rep->nunknown, cap, c)) a->oom = 1;
+  }
+}
+
+static void an_free(an *a) {
+  loom__esort_free(a->es);
+  loom__map_free(&a->unknown);
+  loom__map_free(&a->step_names);
+  if (a->hs && a->t)
+    for (size_t i = 0; i < a->t->ntracks; i++) free(a->hs[i].st);
+  free(a->hs);
+  free(a->qof);
+  loom__map_free(&a->dev_of);
+  free(a->ds);
+  free(a->qs);
+  loom__map_free(&a->name_of);
+  free(a->ls);
+  free(a->free_ls);
+  loom__map_free(&a->inflight);
+  free(a->stk);
+  loom__map_free(&a->stk_of);
+}
+
+void loom__report_free(loom__report *r) {
+  if (!r) return;
+  for (size_t i = 0; i < r->nnames; i++) loom__qs_free(&r->names[i].q);
+  for (size_t i = 0; i < r->ndevs; i++) {
+    loom__qs_free(&r->devs[i].launch);
+    loom__qs_free(&r->devs[i].hta_delay);
+  }
+  free(r->names);
+  free(r->devs);
+  free(r->queues);
+  free(r->steps);
+  free(r->unknown);
+  loom_trace_free(r->meta);
+  free(r);
+}
+
+loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom__report **out) {
+  *out = NULL;
+  loom__report_opts o = {0};
+  if (opts) o = *opts;
+  if (!o.sort_budget) o.sort_budget = (size_t)256 << 20;
+  loom__report *rep = calloc(1, sizeof *rep);
+  if (!rep) return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
+  rep->path = path;
+  rep->t0 = INT64_MAX;
+  rep->t1 = INT64_MIN;
+  an a;
+  memset(&a, 0, sizeof a);
+  a.rep = rep;
+  a.o = &o;
+  a.cur_step = -1;
+  a.last_step_ts = INT64_MIN;
+  loom__sink sink = {on_event, &a};
+  loom_status st = loom__trace_stream(path, &sink, &rep->meta);
+  if (st != LOOM_OK) {
+    const char *why = a.es && loom__esort_error(a.es)[0] ? loom__esort_error(a.es) : NULL;
+    if (why) st = loom__fail(LOOM_EIO, "%s: %s", path, why);
+    an_free(&a);
+    loom__report_free(rep);
+    return st;
+  }
+  a.t = rep->meta;
+  if (!rep->nevents) rep->t0 = rep->t1 = 0;
+  rep->hta_last_step_dropped = !o.hta_include_last_step && a.step_names.n >= 2;
+  rep->hta_last_step_ts = a.last_step_ts;
+  a.hta_filter = rep->hta_last_step_dropped;
+  size_t nt = a.t->ntracks ? a.t->ntracks : 1;
+  a.hs = calloc(nt, sizeof *a.hs);
+  a.qof = malloc(nt * sizeof *a.qof);
+  if (!a.hs || !a.qof || (a.es && loom__esort_finish(a.es) != 0)) {
+    st = a.es && loom__esort_error(a.es)[0] ? loom__fail(LOOM_EIO, "%s: %s", path, loom__esort_error(a.es))
+                                            : loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
+    an_free(&a);
+    loom__report_free(rep);
+    return st;
+  }
+  for (size_t i = 0; i < nt; i++) a.qof[i] = -1;
+  rep->sort_runs = a.es ? loom__esort_runs(a.es) : 0;
+  const loom__arec *r;
+  while (a.es && !a.oom && (r = loom__esort_next(a.es))) {
+    if (r->track >= a.t->ntracks) continue;
+    const loom__track *k = &a.t->tracks[r->track];
+    if (k->device != LOOM_DEVICE_HOST) {
+      if (r->kind == LOOM_KIND_KERNEL || r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET ||
+          r->kind == LOOM_KIND_COLLECTIVE || r->kind == LOOM_KIND_SYNC)
+        device_event(&a, r);
+      /* user ranges on devices are projections: loom computes its own */
+    } else if (r->kind == LOOM_KIND_KERNEL || r->kind == LOOM_KIND_MEMCPY ||
+               r->kind == LOOM_KIND_MEMSET) {
+      device_event(&a, r); /* device work on a track nobody marked a device */
+    } else {
+      host_event(&a, r);
+    }
+  }
+  if (a.es && loom__esort_error(a.es)[0]) {
+    st = loom__fail(LOOM_EIO, "%s: %s", path, loom__esort_error(a.es));
+  } else {
+    finish(&a);
+    if (a.oom) st = loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
+  }
+  an_free(&a);
+  if (st != LOOM_OK) {
+    loom__report_free(rep);
+    return st;
+  }
+  *out = rep;
+  return LOOM_OK;
+}

@@ -1,0 +1,101 @@
+/*
+ * qs.c - quantiles of durations in bounded memory.
+ *
+ * The first LOOM__QS_EXACT values are kept and give exact quantiles.  Past
+ * that the values move into a log histogram: exact below 256 ns, then 256
+ * buckets per power of two (relative error below 0.4%), 56 KiB per sketch.
+ * Only names with that many samples pay for a histogram, so memory follows
+ * the number of distinct names, not of events.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+
+enum { SUB = 256, NB = SUB + (63 - 8) * SUB };
+
+static size_t bucket_of(int64_t v) {
+  if (v < SUB) return v < 0 ? 0 : (size_t)v;
+  int e = 63 - __builtin_clzll((uint64_t)v); /* >= 8 */
+  return (size_t)SUB + (size_t)(e - 8) * SUB + (size_t)((uint64_t)v >> (e - 8) & (SUB - 1));
+}
+
+static double bucket_mid(size_t b) {
+  if (b < SUB) return (double)b;
+  size_t e = (b - SUB) / SUB + 8, m = (b - SUB) % SUB;
+  double lo = ldexp((double)(SUB + m), (int)e - 8), w = ldexp(1.0, (int)e - 8);
+  return lo + w / 2;
+}
+
+static int to_hist(loom__qs *q) {
+  q->hist = calloc(NB, sizeof *q->hist);
+  if (!q->hist) return -1;
+  for (size_t i = 0; i < q->nvals; i++) q->hist[bucket_of(q->vals[i])]++;
+  free(q->vals);
+  q->vals = NULL;
+  q->nvals = q->cap = 0;
+  return 0;
+}
+
+int loom__qs_add(loom__qs *q, int64_t v) {
+  if (!q->n || v < q->min) q->min = v;
+  if (!q->n || v > q->max) q->max = v;
+  q->n++;
+  q->sum += v;
+  q->sumsq += (double)v * (double)v;
+  if (q->hist) {
+    q->hist[bucket_of(v)]++;
+    return 0;
+  }
+  if (q->nvals == LOOM__QS_EXACT && to_hist(q) == 0) {
+    q->hist[bucket_of(v)]++;
+    return 0;
+  }
+  return LOOM__PUSH(q->vals, q->nvals, q->cap, v);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+double loom__qs_quantile(loom__qs *q, double p) {
+  if (!q->n) return 0;
+  if (p <= 0) return (double)q->min;
+  if (p >= 1) return (double)q->max;
+  if (!q->hist) {
+    qsort(q->vals, q->nvals, sizeof *q->vals, cmp_i64); /* cheap when sorted */
+    double pos = p * (double)(q->nvals - 1);
+    size_t lo = (size_t)pos;
+    double f = pos - (double)lo;
+    if (lo + 1 >= q->nvals) return (double)q->vals[q->nvals - 1];
+    return (double)q->vals[lo] + f * (double)(q->vals[lo + 1] - q->vals[lo]);
+  }
+  double want = p * (double)(q->n - 1);
+  uint64_t seen = 0;
+  for (size_t b = 0; b < NB; b++) {
+    seen += q->hist[b];
+    if ((double)seen > want) {
+      double v = bucket_mid(b);
+      return v < (double)q->min ? (double)q->min : v > (double)q->max ? (double)q->max : v;
+    }
+  }
+  return (double)q->max;
+}
+
+double loom__qs_mean(const loom__qs *q) { return q->n ? (double)q->sum / (double)q->n : 0; }
+
+double loom__qs_stddev(const loom__qs *q) {
+  if (q->n < 2) return 0;
+  double m = loom__qs_mean(q), v = q->sumsq / (double)q->n - m * m;
+  return v > 0 ? sqrt(v) : 0;
+}
+
+int loom__qs_exact(const loom__qs *q) { return q->hist == NULL; }
+
+void loom__qs_free(loom__qs *q) {
+  free(q->vals);
+  free(q->hist);
+  memset(q, 0, sizeof *q);
+}
