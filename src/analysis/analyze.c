@@ -536,6 +536,12 @@ static int cmp_dev(const void *pa, const void *pb) {
   return a->pid < b->pid ? -1 : a->pid > b->pid;
 }
 
+static _Thread_local const loom_trace *cat_trace;
+static int cmp_cat(const void *pa, const void *pb) {
+  return strcmp(loom__trace_cstr(cat_trace, ((const loom__rcat *)pa)->cat),
+                loom__trace_cstr(cat_trace, ((const loom__rcat *)pb)->cat));
+}
+
 static void finish(an *a) {
   loom__report *rep = a->rep;
   for (size_t i = 0; i < a->t->ntracks; i++)
@@ -561,6 +567,8 @@ static void finish(an *a) {
     size_t cap = rep->nunknown;
     if (LOOM__PUSH(rep->unknown, rep->nunknown, cap, c)) a->oom = 1;
   }
+  cat_trace = a->t;
+  if (rep->nunknown > 1) qsort(rep->unknown, rep->nunknown, sizeof *rep->unknown, cmp_cat);
 }
 
 static void an_free(an *a) {

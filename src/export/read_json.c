@@ -433,7 +433,6 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   }
   if (r->where == AT_EVENT && (!strcmp(r->key, "ts") || !strcmp(r->key, "dur")))
     return on_value(r, LOOM_ARG_INT, 0, 0, 0, (const char *)s, n);
-  if (r->where == AT_ARGS && r->sink) return 1; /* not interned when streaming */
   return on_value(r, LOOM_ARG_STRING, 0, 0, str_n(r, s, n), NULL, 0);
 }
 

@@ -1,0 +1,444 @@
+/*
+ * test_report.c - `loom report`'s analysis against answers computed by hand.
+ *
+ * tests/data/report/synthetic.json is small enough to work out on paper (the
+ * figures below are derived in the comments); the same trace as .pftrace and
+ * .json.gz must give the same JSON report; a trace sorted through many
+ * spilled runs must give the same report as one sorted in memory; the real
+ * Kineto traces must report exactly the kernels and copies they contain;
+ * broken input must fail with a message naming the file.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <yajl/yajl_tree.h>
+#include <zlib.h>
+
+#include "loom/loom.h"
+#include "testutil.h"
+
+#define SYNTH LOOM_TESTS_DIR "/data/report/synthetic.json"
+
+/* Runs the analysis and returns the report's JSON text (malloc'ed). */
+static char *report_text(const char *trace, int include_last, size_t sort_memory) {
+  loom_report_options o = {sizeof o, 0, sort_memory, include_last};
+  loom_report *r = NULL;
+  loom_status st = loom_report_open(trace, &o, &r);
+  if (st != LOOM_OK) fail_msg("loom_report_open(%s): %s", trace, loom_last_error());
+  char out[512];
+  tmp_path(out, sizeof out, ".report.json");
+  assert_int_equal(loom_report_write(r, LOOM_REPORT_JSON, out), LOOM_OK);
+  loom_report_free(r);
+  size_t n;
+  char *text = read_file(out, &n);
+  unlink(out);
+  assert_non_null(text);
+  return text;
+}
+
+static yajl_val parse(const char *text) {
+  char err[256];
+  yajl_val v = yajl_tree_parse(text, err, sizeof err);
+  if (!v) fail_msg("report JSON does not parse: %s", err);
+  return v;
+}
+
+/* Walks a path: string keys, or "#N" for array element N. */
+static yajl_val at(yajl_val v, ...) {
+  va_list ap;
+  va_start(ap, v);
+  const char *k;
+  while (v && (k = va_arg(ap, const char *))) {
+    if (k[0] == '#') {
+      size_t i = strtoul(k + 1, NULL, 10);
+      v = YAJL_IS_ARRAY(v) && i < v->u.array.len ? v->u.array.values[i] : NULL;
+    } else {
+      const char *p[2] = {k, NULL};
+      v = yajl_tree_get(v, p, yajl_t_any);
+    }
+  }
+  va_end(ap);
+  return v;
+}
+
+#define NUM(...) num_of(at(__VA_ARGS__, NULL), #__VA_ARGS__)
+static double num_of(yajl_val v, const char *what) {
+  if (!v || !YAJL_IS_NUMBER(v)) fail_msg("no number at %s", what);
+  return YAJL_GET_DOUBLE(v);
+}
+#define STR(...) str_of(at(__VA_ARGS__, NULL), #__VA_ARGS__)
+static const char *str_of(yajl_val v, const char *what) {
+  if (!v || !YAJL_IS_STRING(v)) fail_msg("no string at %s", what);
+  return v->u.string;
+}
+
+/* The row of array arr whose key equals value. */
+static yajl_val row(yajl_val arr, const char *key, const char *value) {
+  for (size_t i = 0; arr && YAJL_IS_ARRAY(arr) && i < arr->u.array.len; i++) {
+    yajl_val s = at(arr->u.array.values[i], key, NULL);
+    if (s && YAJL_IS_STRING(s) && !strcmp(s->u.string, value)) return arr->u.array.values[i];
+  }
+  fail_msg("no row with %s = %s", key, value);
+  return NULL;
+}
+
+/*
+ * The synthetic trace (us): host thread 1 runs ProfilerStep#1 [0,100) with
+ * "forward" [5,55) holding aten::mm [10,30) (launch @12+4, corr 1) and
+ * aten::add [35,45) (launch @36+2 corr 2, memcpy call @40+3 corr 3), then
+ * ProfilerStep#2 [100,160) with launches @110+5 (corr 4) and @116+2 (corr 5).
+ * Device 0: stream 7 gemm [20,50) c1, add [60,70) c2, gemm [120,160) c4;
+ * stream 8 HtoD copy [45,65) c3 (2 MB), ncclKernel [130,150) c5.
+ * Device 1: "lonely" [10,15) with no launch call.  One event of category
+ * "mystery".
+ */
+static void test_synthetic_loom_figures(void **state) {
+  (void)state;
+  char *text = report_text(SYNTH, 0, 0);
+  yajl_val r = parse(text);
+  assert_string_equal(STR(r, "schema"), "loom-report/1");
+  assert_int_equal(NUM(r, "input", "events"), 17);
+  yajl_val d = at(r, "devices", "#0", NULL);
+  assert_int_equal(NUM(d, "pid"), 0);
+  assert_string_equal(STR(d, "name"), "GPU 0");
+  assert_int_equal(NUM(d, "work"), 5);
+  /* window [20,160) = 140; busy [20,70) + [120,160) = 90 */
+  assert_int_equal(NUM(d, "window_ns"), 140000);
+  assert_int_equal(NUM(d, "busy_ns"), 90000);
+  assert_true(NUM(d, "utilization_pct") > 64.2857 && NUM(d, "utilization_pct") < 64.2858);
+  /* gap [70,120): the gemm ending it was launched at 110 -> 40 host, 10 other */
+  assert_int_equal(NUM(d, "idle_waiting_for_host_ns"), 40000);
+  assert_int_equal(NUM(d, "idle_other_ns"), 10000);
+  assert_int_equal(NUM(d, "busy_by_class_ns", "compute"), 80000);
+  assert_int_equal(NUM(d, "busy_by_class_ns", "communication"), 20000);
+  assert_int_equal(NUM(d, "busy_by_class_ns", "memory"), 20000);
+  /* copy [45,65) under gemm [20,50) and add [60,70): 5 + 5; nccl inside gemm */
+  assert_int_equal(NUM(d, "overlap_ns", "compute_memory"), 10000);
+  assert_int_equal(NUM(d, "overlap_ns", "compute_communication"), 20000);
+  assert_int_equal(NUM(d, "overlap_ns", "communication_memory"), 0);
+  /* latencies 8, 24, 5, 10, 14 us */
+  assert_int_equal(NUM(d, "launch_latency", "count"), 5);
+  assert_int_equal(NUM(d, "launch_latency", "mean_ns"), 12200);
+  assert_int_equal(NUM(d, "launch_latency", "p50_ns"), 10000);
+  assert_int_equal(NUM(d, "launch_latency", "p95_ns"), 22000); /* 14 + 0.8 * (24 - 14) */
+  assert_int_equal(NUM(d, "launch_latency", "min_ns"), 5000);
+  assert_int_equal(NUM(d, "launch_latency", "max_ns"), 24000);
+  /* stream 7: gaps [50,60) (add launched at 36: other) and [70,120) (40 + 10) */
+  yajl_val q7 = at(d, "queues", "#0", NULL), q8 = at(d, "queues", "#1", NULL);
+  assert_int_equal(NUM(q7, "tid"), 7);
+  assert_int_equal(NUM(q7, "busy_ns"), 80000);
+  assert_int_equal(NUM(q7, "idle_waiting_for_host_ns"), 40000);
+  assert_int_equal(NUM(q7, "idle_other_ns"), 20000);
+  /* stream 8: gap [65,130), nccl launched at 116: 51 host, 14 other */
+  assert_int_equal(NUM(q8, "busy_ns"), 40000);
+  assert_int_equal(NUM(q8, "window_ns"), 105000);
+  assert_int_equal(NUM(q8, "idle_waiting_for_host_ns"), 51000);
+  assert_int_equal(NUM(q8, "idle_other_ns"), 14000);
+  /* device 1: one kernel, nobody launched it */
+  assert_int_equal(NUM(r, "devices", "#1", "busy_ns"), 5000);
+  assert_int_equal(NUM(r, "not_understood", "device_work_without_launch"), 1);
+
+  /* kernels: gemm 30 + 40, nccl 20, add 10, lonely 5 = 105 */
+  assert_int_equal(NUM(r, "kernels", "total_ns"), 105000);
+  assert_int_equal(NUM(r, "kernels", "names"), 4);
+  yajl_val g = at(r, "kernels", "top", "#0", NULL);
+  assert_string_equal(STR(g, "name"), "gemm");
+  assert_int_equal(NUM(g, "count"), 2);
+  assert_int_equal(NUM(g, "total_ns"), 70000);
+  assert_int_equal(NUM(g, "durations", "p50_ns"), 35000);
+  assert_int_equal(NUM(g, "durations", "p95_ns"), 39500);
+  assert_int_equal(NUM(g, "durations", "max_ns"), 40000);
+  assert_true(NUM(g, "share_pct") > 66.666 && NUM(g, "share_pct") < 66.667);
+  assert_string_equal(STR(row(at(r, "kernels", "top", NULL), "name", "ncclKernel_AllReduce"), "class"),
+                      "communication");
+  /* transfers: 2,000,000 bytes in 20 us = 100 GB/s */
+  yajl_val c = at(r, "transfers", "#0", NULL);
+  assert_string_equal(STR(c, "direction"), "HtoD");
+  assert_int_equal(NUM(c, "bytes"), 2000000);
+  assert_int_equal(NUM(c, "time_ns"), 20000);
+  assert_int_equal(NUM(c, "bandwidth_gbps"), 100);
+
+  /* host: self = own time minus direct children */
+  yajl_val ops = at(r, "host", "ops", "top", NULL);
+  assert_int_equal(NUM(row(ops, "name", "aten::mm"), "self_ns"), 16000);
+  assert_int_equal(NUM(row(ops, "name", "aten::add"), "self_ns"), 5000);
+  yajl_val ranges = at(r, "host", "user_ranges", "top", NULL);
+  yajl_val fwd = row(ranges, "name", "forward");
+  assert_int_equal(NUM(fwd, "total_ns"), 50000);
+  assert_int_equal(NUM(fwd, "self_ns"), 20000);
+  assert_int_equal(NUM(fwd, "device_time_ns"), 60000); /* gemm 30 + add 10 + copy 20 */
+  assert_int_equal(NUM(fwd, "device_work"), 3);
+  yajl_val s2 = row(ranges, "name", "ProfilerStep#2");
+  assert_int_equal(NUM(s2, "self_ns"), 53000);
+  assert_int_equal(NUM(s2, "device_time_ns"), 60000); /* gemm 40 + nccl 20 */
+  yajl_val calls = at(r, "host", "runtime_calls", "top", NULL);
+  assert_int_equal(NUM(row(calls, "name", "cudaLaunchKernel"), "count"), 4);
+  assert_int_equal(NUM(row(calls, "name", "cudaLaunchKernel"), "total_ns"), 13000);
+
+  /* steps 100 and 60 us */
+  assert_int_equal(NUM(r, "steps", "count"), 2);
+  assert_int_equal(NUM(r, "steps", "mean_ns"), 80000);
+  assert_int_equal(NUM(r, "steps", "stddev_ns"), 20000);
+  assert_string_equal(STR(r, "steps", "slowest", "#0", "name"), "ProfilerStep#1");
+  assert_int_equal(NUM(r, "steps", "slowest", "#0", "device_work"), 3);
+
+  yajl_val u = at(r, "not_understood", "categories", "#0", NULL);
+  assert_string_equal(STR(u, "category"), "mystery");
+  assert_int_equal(NUM(u, "events"), 1);
+  yajl_tree_free(r);
+  free(text);
+}
+
+/* HTA's rules: by default the last ProfilerStep is left out, and with it
+ * every device event whose launch call is not before its start (100). */
+static void test_synthetic_hta_last_step_out(void **state) {
+  (void)state;
+  char *text = report_text(SYNTH, 0, 0);
+  yajl_val r = parse(text);
+  assert_true(YAJL_IS_TRUE(at(r, "hta", "last_step_left_out", NULL)));
+  yajl_val h = at(r, "hta", "devices", "#0", "temporal_breakdown", NULL);
+  /* kept: gemm [20,50), add [60,70), copy [45,65) */
+  assert_int_equal(NUM(h, "kernel_time_ns"), 50000);
+  assert_int_equal(NUM(h, "idle_time_ns"), 0);
+  assert_int_equal(NUM(h, "compute_time_ns"), 40000);
+  assert_int_equal(NUM(h, "non_compute_time_ns"), 10000);
+  assert_int_equal(NUM(h, "compute_time_pctg"), 80);
+  assert_int_equal(NUM(r, "hta", "devices", "#1", "events"), 0); /* no launch call: out */
+  yajl_tree_free(r);
+  free(text);
+}
+
+static void test_synthetic_hta_all_steps(void **state) {
+  (void)state;
+  char *text = report_text(SYNTH, 1, 0);
+  yajl_val r = parse(text);
+  yajl_val d = at(r, "hta", "devices", "#0", NULL);
+  yajl_val h = at(d, "temporal_breakdown", NULL);
+  assert_int_equal(NUM(h, "kernel_time_ns"), 140000);
+  assert_int_equal(NUM(h, "idle_time_ns"), 50000);
+  assert_int_equal(NUM(h, "compute_time_ns"), 80000);
+  assert_int_equal(NUM(h, "non_compute_time_ns"), 10000);
+  assert_true(NUM(h, "idle_time_pctg") == 35.71 && NUM(h, "compute_time_pctg") == 57.14 &&
+              NUM(h, "non_compute_time_pctg") == 7.14);
+  assert_int_equal(NUM(d, "comp_comm_overlap_pctg"), 100);
+  /* exclusive pieces: compute only 50, compute+comm 20, memory only 10, compute+memory 10 */
+  yajl_val kt = at(d, "kernel_types", NULL);
+  assert_int_equal(NUM(row(kt, "kernel_type", "COMPUTATION"), "sum_ns"), 50000);
+  assert_int_equal(NUM(row(kt, "kernel_type", "COMPUTATION overlapping COMMUNICATION"), "sum_ns"), 20000);
+  assert_int_equal(NUM(row(kt, "kernel_type", "MEMORY"), "sum_ns"), 10000);
+  assert_int_equal(NUM(row(kt, "kernel_type", "COMPUTATION overlapping MEMORY"), "sum_ns"), 10000);
+  assert_true(NUM(row(kt, "kernel_type", "COMPUTATION"), "percentage") == 55.6);
+  /* HTA's launch delay adds the call's duration: 12, 26, 8, 15, 16 */
+  assert_int_equal(NUM(d, "launch_stats", "launches"), 5);
+  assert_int_equal(NUM(d, "launch_stats", "launch_delay", "mean_ns"), 15400);
+  assert_int_equal(NUM(d, "launch_stats", "launch_delay", "max_ns"), 26000);
+  /* stream 7: [50,60) is kernel_wait (< 30 us, launched before), [70,120)
+   * host_wait (launched at 110 > 70); stream 8: [65,130) host_wait */
+  yajl_val it = at(d, "idle_time_breakdown", NULL);
+  int seen = 0;
+  for (size_t i = 0; i < it->u.array.len; i++) {
+    yajl_val x = it->u.array.values[i];
+    long long s = (long long)NUM(x, "stream");
+    const char *c = STR(x, "idle_category");
+    long long ns = (long long)NUM(x, "idle_time_ns");
+    if (s == 7 && !strcmp(c, "host_wait")) assert_int_equal(ns, 50000), seen |= 1;
+    if (s == 7 && !strcmp(c, "kernel_wait")) assert_int_equal(ns, 10000), seen |= 2;
+    if (s == 8 && !strcmp(c, "host_wait")) assert_int_equal(ns, 65000), seen |= 4;
+    if (!strcmp(c, "other")) assert_int_equal(ns, 0);
+  }
+  assert_int_equal(seen, 7);
+  yajl_tree_free(r);
+  free(text);
+}
+
+/* The JSON without its "path" value, for comparing reports of copies. */
+static char *without_path(char *text) {
+  char *p = strstr(text, "\"path\":\"");
+  assert_non_null(p);
+  char *e = strchr(p + 8, '"');
+  memmove(p + 8, e, strlen(e) + 1);
+  return text;
+}
+
+static void test_same_report_from_every_format(void **state) {
+  (void)state;
+  char *ref = without_path(report_text(SYNTH, 0, 0));
+  loom_trace *t = NULL;
+  assert_int_equal(loom_trace_load(SYNTH, &t), LOOM_OK);
+  static const char *ext[] = {".pftrace", ".json.gz", ".json"};
+  for (size_t i = 0; i < 3; i++) {
+    char path[512];
+    tmp_path(path, sizeof path, ext[i]);
+    assert_int_equal(loom_trace_save(t, path), LOOM_OK);
+    char *got = without_path(report_text(path, 0, 0));
+    if (strcmp(got, ref)) fail_msg("%s report differs:\n%s\nvs\n%s", ext[i], got, ref);
+    free(got);
+    unlink(path);
+  }
+  loom_trace_free(t);
+  free(ref);
+}
+
+/* A trace bigger than the sort budget: 20 spilled runs must merge into the
+ * same order (and so the same report) as one in-memory sort. */
+static void test_spilled_sort_same_report(void **state) {
+  (void)state;
+  char path[512];
+  tmp_path(path, sizeof path, ".json");
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "{\"traceEvents\":[\n");
+  unsigned seed = 7;
+  long long ts = 1000;
+  for (int i = 1; i <= 10000; i++) {
+    seed = seed * 1103515245u + 12345u;
+    int dur = 1 + (int)(seed >> 16) % 50, lat = 2 + (int)(seed >> 8) % 30;
+    fprintf(f, "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op%d\",\"pid\":1,\"tid\":%d,\"ts\":%lld,"
+               "\"dur\":%d},\n", i % 7, 1 + i % 2, ts, 6);
+    fprintf(f, "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
+               "\"tid\":%d,\"ts\":%lld,\"dur\":3,\"args\":{\"correlation\":%d}},\n", 1 + i % 2, ts + 1, i);
+    fprintf(f, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%d\",\"pid\":0,\"tid\":%d,\"ts\":%lld,"
+               "\"dur\":%d,\"args\":{\"correlation\":%d}}%s\n", i % 13, 7 + i % 3, ts + lat, dur, i,
+            i == 10000 ? "" : ",");
+    ts += 4 + (seed >> 20) % 9;
+  }
+  fprintf(f, "]}\n");
+  fclose(f);
+  char *mem = report_text(path, 0, 0);
+  char *spilled = report_text(path, 0, 1536 * sizeof(double) * 6); /* 1536 records a run */
+  assert_string_equal(spilled, mem);
+  yajl_val r = parse(mem);
+  assert_int_equal(NUM(r, "input", "events"), 30000);
+  assert_int_equal(NUM(r, "devices", "#0", "launch_latency", "count"), 10000);
+  assert_int_equal(NUM(r, "not_understood", "device_work_without_launch"), 0);
+  yajl_tree_free(r);
+  free(mem);
+  free(spilled);
+  unlink(path);
+}
+
+/* Counts events of a category in a (possibly gzip'ed) Kineto file. */
+static size_t count_cat(const char *path, const char *cat) {
+  gzFile g = gzopen(path, "rb");
+  assert_non_null(g);
+  size_t cap = 1 << 20, n = 0;
+  char *buf = malloc(cap);
+  int k;
+  while ((k = gzread(g, buf + n, (unsigned)(cap - n - 1))) > 0) {
+    n += (size_t)k;
+    if (cap - n < 2) buf = realloc(buf, cap *= 2);
+  }
+  gzclose(g);
+  buf[n] = 0;
+  yajl_val v = parse(buf);
+  const char *p[] = {"traceEvents", NULL};
+  yajl_val evs = yajl_tree_get(v, p, yajl_t_array);
+  size_t count = 0;
+  for (size_t i = 0; evs && i < evs->u.array.len; i++) {
+    yajl_val c = at(evs->u.array.values[i], "cat", NULL), ph = at(evs->u.array.values[i], "ph", NULL);
+    if (c && YAJL_IS_STRING(c) && !strcmp(c->u.string, cat) && ph && YAJL_IS_STRING(ph) &&
+        !strcmp(ph->u.string, "X"))
+      count++;
+  }
+  yajl_tree_free(v);
+  free(buf);
+  return count;
+}
+
+static void test_real_kineto_traces(void **state) {
+  (void)state;
+  static const char *files[] = {"hta_gpu_simple_add.json.gz", "hta_trace_compare_base.json.gz",
+                                "hta_triton_example.json.gz", "hta_cpu_only_rank34.json.gz",
+                                "libkineto_unit_test_trace.json"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char in[512];
+    snprintf(in, sizeof in, "%s/data/kineto/%s", LOOM_TESTS_DIR, files[i]);
+    char *text = report_text(in, 0, 0);
+    yajl_val r = parse(text);
+    size_t kernels = 0, copies = 0;
+    yajl_val top = at(r, "kernels", "top", NULL);
+    for (size_t k = 0; k < top->u.array.len; k++) kernels += (size_t)NUM(top->u.array.values[k], "count");
+    yajl_val tr = at(r, "transfers", NULL);
+    for (size_t k = 0; k < tr->u.array.len; k++) copies += (size_t)NUM(tr->u.array.values[k], "count");
+    size_t want_k = count_cat(in, "kernel"), want_c = count_cat(in, "gpu_memcpy");
+    if (kernels != want_k || copies != want_c)
+      fail_msg("%s: report has %zu kernels and %zu copies, the file %zu and %zu", files[i], kernels,
+               copies, want_k, want_c);
+    yajl_val devs = at(r, "devices", NULL);
+    for (size_t k = 0; k < devs->u.array.len; k++) {
+      yajl_val d = devs->u.array.values[k];
+      assert_true(NUM(d, "busy_ns") <= NUM(d, "window_ns"));
+      assert_true(NUM(d, "utilization_pct") >= 0 && NUM(d, "utilization_pct") <= 100);
+      assert_int_equal(NUM(d, "idle_waiting_for_host_ns") + NUM(d, "idle_other_ns"), NUM(d, "idle_ns"));
+    }
+    if (want_k) assert_true(devs->u.array.len > 0);
+    printf("  %s: %zu kernels, %zu copies, %zu devices\n", files[i], kernels, copies, devs->u.array.len);
+    yajl_tree_free(r);
+    free(text);
+  }
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  loom_report *r = NULL;
+  assert_int_equal(loom_report_open("/nonexistent/trace.json", NULL, &r), LOOM_EIO);
+  assert_null(r);
+  assert_non_null(strstr(loom_last_error(), "/nonexistent/trace.json"));
+  /* a trace cut in the middle of its event list */
+  size_t n;
+  char *text = read_file(SYNTH, &n);
+  char path[512];
+  tmp_path(path, sizeof path, ".json");
+  FILE *f = fopen(path, "w");
+  fwrite(text, 1, n / 2, f);
+  fclose(f);
+  assert_int_equal(loom_report_open(path, NULL, &r), LOOM_EFORMAT);
+  assert_non_null(strstr(loom_last_error(), path));
+  assert_non_null(strstr(loom_last_error(), "truncated"));
+  /* garbage */
+  f = fopen(path, "w");
+  fputs("this is not a trace\n", f);
+  fclose(f);
+  assert_int_equal(loom_report_open(path, NULL, &r), LOOM_EFORMAT);
+  unlink(path);
+  free(text);
+  /* options from a future version are refused, not misread */
+  loom_report_options o = {2, 0, 0, 0};
+  assert_int_equal(loom_report_open(SYNTH, &o, &r), LOOM_EINVAL);
+}
+
+static void test_html_page(void **state) {
+  (void)state;
+  loom_report *r = NULL;
+  assert_int_equal(loom_report_open(SYNTH, NULL, &r), LOOM_OK);
+  char path[512];
+  tmp_path(path, sizeof path, ".html");
+  assert_int_equal(loom_report_write(r, LOOM_REPORT_HTML, path), LOOM_OK);
+  loom_report_free(r);
+  size_t n;
+  char *html = read_file(path, &n);
+  assert_true(!strncmp(html, "<!DOCTYPE html>", 15));
+  assert_non_null(strstr(html, "<svg"));
+  assert_non_null(strstr(html, "gemm"));
+  assert_null(strstr(html, "<script"));
+  assert_null(strstr(html, "http://"));
+  assert_null(strstr(html, "https://"));
+  assert_non_null(strstr(html, "</html>"));
+  free(html);
+  unlink(path);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_synthetic_loom_figures), cmocka_unit_test(test_synthetic_hta_last_step_out),
+      cmocka_unit_test(test_synthetic_hta_all_steps), cmocka_unit_test(test_same_report_from_every_format),
+      cmocka_unit_test(test_spilled_sort_same_report), cmocka_unit_test(test_real_kineto_traces),
+      cmocka_unit_test(test_bad_input),             cmocka_unit_test(test_html_page),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
