@@ -29,8 +29,9 @@ typedef struct loom__arec {
   uint32_t track;      /* track index in the trace */
   uint8_t kind;        /* loom_kind */
   uint8_t cls;         /* LOOM__CLS_* */
-  uint16_t pad;
+  uint16_t hta;        /* 1: a GPU event by HTA's rule (it has a stream) */
   uint32_t seq;        /* arrival order (last tie-break) */
+  int64_t stream;      /* its "stream" argument (HTA groups by it) */
 } loom__arec;
 
 /* Device work classes (HTA's kernel types, generalised). */
@@ -81,11 +82,29 @@ typedef struct loom__rq { /* a device queue (stream) */
   uint32_t name;
   uint64_t nwork;
   int64_t first, last, busy, idle_host, idle_other;
-  /* Holistic Trace Analysis idle breakdown (its rules, see docs/report.md) */
-  int64_t hta_idle[3];      /* host_wait, kernel_wait, other */
-  uint64_t hta_nidle[3];
-  int hta_seen[3];
 } loom__rq;
+
+/* Holistic Trace Analysis figures, by its rules (docs/report.md): one set
+ * per trace (HTA's rank), its streams keyed by the events' "stream". */
+typedef struct loom__hstream {
+  int64_t stream;
+  int64_t prev_end;
+  int has_prev;
+  int64_t idle[3];          /* host_wait, kernel_wait, other */
+  uint64_t nidle[3];
+  int seen[3];
+} loom__hstream;
+
+typedef struct loom__rhta {
+  int last_step_dropped;
+  uint64_t nevents;
+  int64_t first, last;
+  loom__umeas m;
+  loom__qs delay;           /* launch_delay */
+  uint64_t launches, long_runtime, long_delay, short_kernels;
+  loom__hstream *streams;
+  size_t nstreams;
+} loom__rhta;
 
 #define LOOM__NBUCKETS 120
 typedef struct loom__rdev {
@@ -94,13 +113,8 @@ typedef struct loom__rdev {
   uint64_t nwork, nkernels;
   int64_t first, last;
   int64_t idle_host, idle_other;
-  loom__umeas m;            /* loom: kernels, copies, fills, collectives */
-  loom__umeas hta;          /* HTA: every event on the device, in HTA's scope */
-  int64_t hta_first, hta_last;
-  uint64_t hta_nevents;
+  loom__umeas m;            /* kernels, copies, fills, collectives */
   loom__qs launch;          /* device start - launch call start */
-  loom__qs hta_delay;       /* HTA's launch_delay */
-  uint64_t hta_launches, hta_long_runtime, hta_long_delay, hta_short;
   int64_t bucket[LOOM__NBUCKETS];    /* busy ns per timeline bucket */
   int64_t bucket_c[LOOM__NBUCKETS];  /* compute busy ns per bucket */
   size_t q0, nq;            /* its queues: rep->queues[q0 .. q0+nq) */
@@ -147,8 +161,7 @@ typedef struct loom__report {
   size_t nnames;
   loom__rstep *steps;
   size_t nsteps;
-  int hta_last_step_dropped;
-  int64_t hta_last_step_ts;
+  loom__rhta hta;
   size_t sort_runs;
   uint64_t peak_inflight;
 } loom__report;
@@ -177,7 +190,7 @@ typedef struct loom__hta_temporal {
   double idle_pct, compute_pct, non_compute_pct;
   double comm_comp_overlap_pct; /* < 0 when there is no communication */
 } loom__hta_temporal;
-void loom__hta_temporal_of(const loom__rdev *d, loom__hta_temporal *out);
+void loom__hta_temporal_of(const loom__rhta *h, loom__hta_temporal *out);
 
 /* HTA's exclusive kernel-type pieces: measure of the time where exactly the
  * classes in mask (1..7) run, from the union measures. */

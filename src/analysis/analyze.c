@@ -109,13 +109,11 @@ typedef struct hstate { /* a host thread */
 } hstate;
 
 typedef struct dstate { /* a device */
-  uset u[8], h[8];
+  uset u[8];
 } dstate;
 
 typedef struct qstate { /* a device queue */
   uset u;
-  int64_t hta_prev_end;
-  int hta_has_prev;
 } qstate;
 
 typedef struct launch {
@@ -155,6 +153,10 @@ typedef struct an {
   loom__map stk_of;       /* hash -> offset + 1 */
   int32_t cur_step;
   int hta_filter;
+  uset hu[8];             /* HTA's unions per class combination */
+  loom__map hstream_of;   /* stream + 2 -> index + 1 */
+  size_t cap_hstreams;
+  uint32_t stream_key;
   int oom;
 } an;
 
@@ -170,6 +172,7 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
     a->cat_marker = loom__strtab_find(&t->strs, "marker", 6);
   }
   if (!a->bytes_key) a->bytes_key = loom__strtab_find(&t->strs, "bytes", 5);
+  if (!a->stream_key) a->stream_key = loom__strtab_find(&t->strs, "stream", 6);
   rep->nevents++;
   if (e->kind < LOOM_KIND_COUNT_) rep->by_kind[e->kind]++;
   if (e->flags & LOOM__EV_UNCLOSED) rep->unclosed++;
@@ -178,10 +181,10 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
   if (e->ph != LOOM__PH_COMPLETE) return 0;
   switch (e->kind) {
   case LOOM_KIND_MARKER:
-    if (e->cat && e->cat != a->cat_trace && e->cat != a->cat_marker) {
-      uint64_t *c = loom__map_get(&a->unknown, e->cat);
+    if (!e->cat || (e->cat != a->cat_trace && e->cat != a->cat_marker)) {
+      uint64_t *c = loom__map_get(&a->unknown, (uint64_t)e->cat + 1);
       if (c) (*c)++;
-      else if (loom__map_put(&a->unknown, e->cat, 1)) return -1;
+      else if (loom__map_put(&a->unknown, (uint64_t)e->cat + 1, 1)) return -1;
     }
     return 0;
   case LOOM_KIND_INSTANT:
@@ -199,6 +202,20 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
   }
   loom__arec r = {.ts = e->ts, .dur = e->dur < 0 ? 0 : e->dur, .corr = e->correlation,
                   .name = e->name, .track = e->track, .kind = e->kind, .seq = a->seq++};
+  /* HTA's GPU events: whatever has a "stream" other than -1; loom also
+   * counts device work that has no stream argument at all, on its queue. */
+  int has_stream = 0;
+  for (uint16_t i = 0; a->stream_key && i < e->nargs; i++)
+    if (args[i].key == a->stream_key && args[i].type != LOOM_ARG_STRING &&
+        args[i].type != LOOM_ARG_DOUBLE) {
+      has_stream = 1;
+      r.stream = args[i].v.i;
+      r.hta = r.stream != -1;
+    }
+  if (!has_stream && loom__kind_on_device(e->kind)) {
+    r.stream = t->tracks[e->track].tid;
+    r.hta = 1;
+  }
   if (e->kind == LOOM_KIND_MEMCPY || e->kind == LOOM_KIND_MEMSET) {
     r.cls = LOOM__CLS_MEMORY;
     for (uint16_t i = 0; i < e->nargs; i++)
@@ -480,33 +497,63 @@ static void device_event(an *a, const loom__arec *r) {
       rep->orphan_work++;
     }
   }
-  /* Holistic Trace Analysis: every event on a device stream (syncs too), in
-   * its scope (without the last profiler step unless asked). */
-  if (a->hta_filter && !(l && l->ts < a->last_step_ts)) return;
-  unsigned hbit = r->kind == LOOM_KIND_SYNC ? 1u : 1u << r->cls;
+}
+
+/* Holistic Trace Analysis: every event with a stream (syncs too, even host
+ * events that carry one), in its scope (without the last profiler step
+ * unless asked), for the whole trace like HTA's rank. */
+static void hta_event(an *a, const loom__arec *r) {
+  loom__rhta *h = &a->rep->hta;
+  uint64_t *li = r->corr ? loom__map_get(&a->inflight, r->corr) : NULL;
+  const launch *l = li ? &a->ls[*li - 1] : NULL;
+  /* HTA keeps the device events whose correlation id one of the kept host
+   * events has; events without one match the host events without one (and
+   * HTA duplicates them once per such host event; loom counts them once). */
+  if (a->hta_filter && r->corr && !(l && l->ts < a->last_step_ts)) return;
+  int64_t s = r->ts, e = r->ts + r->dur, gap, cs;
+  const char *name = loom__trace_cstr(a->t, r->name);
+  /* HTA classifies by name: communication as the runtime's rules say,
+   * memory by "Memcpy" / "Memset", the rest (syncs too) computation. */
+  unsigned bit = is_comm_name(name) || r->kind == LOOM_KIND_COLLECTIVE ? 2u
+               : strstr(name, "Memcpy") || strstr(name, "Memset") ? 4u : 1u;
   for (unsigned m = 1; m < 8; m++)
-    if (m & hbit) uset_add(&ds->h[m], s, e, &gap, &cs);
-  if (!d->hta_nevents || s < d->hta_first) d->hta_first = s;
-  if (!d->hta_nevents || e > d->hta_last) d->hta_last = e;
-  d->hta_nevents++;
-  if (qs->hta_has_prev) {
-    int64_t idle = s - qs->hta_prev_end;
-    int c = l && l->ts > qs->hta_prev_end ? 0 : idle < HTA_CONSECUTIVE_NS ? 1 : 2;
-    q->hta_idle[c] += idle;
-    q->hta_nidle[c]++;
-    q->hta_seen[c] = 1;
-  } else {
-    q->hta_seen[2] = 1; /* the first row is "other" with no idle time */
+    if (m & bit) uset_add(&a->hu[m], s, e, &gap, &cs);
+  if (!h->nevents || s < h->first) h->first = s;
+  if (!h->nevents || e > h->last) h->last = e;
+  h->nevents++;
+  uint64_t key = (uint64_t)r->stream + 2;
+  uint64_t *si = loom__map_get(&a->hstream_of, key);
+  if (!si) {
+    loom__hstream z;
+    memset(&z, 0, sizeof z);
+    z.stream = r->stream;
+    if (LOOM__PUSH(h->streams, h->nstreams, a->cap_hstreams, z) ||
+        loom__map_put(&a->hstream_of, key, h->nstreams)) {
+      a->oom = 1;
+      return;
+    }
+    si = loom__map_get(&a->hstream_of, key);
   }
-  qs->hta_prev_end = e;
-  qs->hta_has_prev = 1;
+  loom__hstream *st = &h->streams[*si - 1];
+  if (st->has_prev) {
+    /* the gap since the previous row's end (not a running maximum) */
+    int64_t idle = s - st->prev_end;
+    int c = l && l->ts > st->prev_end ? 0 : idle < HTA_CONSECUTIVE_NS ? 1 : 2;
+    st->idle[c] += idle;
+    st->nidle[c]++;
+    st->seen[c] = 1;
+  } else {
+    st->seen[2] = 1; /* the first row is "other", with no idle time */
+  }
+  st->prev_end = e;
+  st->has_prev = 1;
   if (l && l->is_launch) {
     int64_t delay = s - l->ts + l->dur; /* sic: HTA adds the call's duration */
-    d->hta_launches++;
-    if (loom__qs_add(&d->hta_delay, delay)) a->oom = 1;
-    if (l->dur > HTA_RUNTIME_CUTOFF_NS) d->hta_long_runtime++;
-    if (delay > HTA_DELAY_CUTOFF_NS) d->hta_long_delay++;
-    if (l->dur <= HTA_RUNTIME_CUTOFF_NS && r->dur < l->dur) d->hta_short++;
+    h->launches++;
+    if (loom__qs_add(&h->delay, delay)) a->oom = 1;
+    if (l->dur > HTA_RUNTIME_CUTOFF_NS) h->long_runtime++;
+    if (delay > HTA_DELAY_CUTOFF_NS) h->long_delay++;
+    if (l->dur <= HTA_RUNTIME_CUTOFF_NS && r->dur < l->dur) h->short_kernels++;
   }
 }
 
@@ -551,8 +598,9 @@ static void finish(an *a) {
     dstate *ds = &a->ds[i];
     if (ds->u[7].open) add_buckets(rep, d->bucket, ds->u[7].cs, ds->u[7].ce);
     if (ds->u[1].open) add_buckets(rep, d->bucket_c, ds->u[1].cs, ds->u[1].ce);
-    for (int m = 1; m < 8; m++) d->m.u[m] = uset_total(&ds->u[m]), d->hta.u[m] = uset_total(&ds->h[m]);
+    for (int m = 1; m < 8; m++) d->m.u[m] = uset_total(&ds->u[m]);
   }
+  for (int m = 1; m < 8; m++) rep->hta.m.u[m] = uset_total(&a->hu[m]);
   for (size_t i = 0; i < rep->nqueues; i++) rep->queues[i].busy = uset_total(&a->qs[i].u);
   qsort(rep->queues, rep->nqueues, sizeof *rep->queues, cmp_queue);
   qsort(rep->devs, rep->ndevs, sizeof *rep->devs, cmp_dev);
@@ -563,7 +611,7 @@ static void finish(an *a) {
   }
   for (size_t i = 0; i < a->unknown.cap; i++) {
     if (!a->unknown.keys[i]) continue;
-    loom__rcat c = {(uint32_t)a->unknown.keys[i], a->unknown.vals[i]};
+    loom__rcat c = {(uint32_t)(a->unknown.keys[i] - 1), a->unknown.vals[i]};
     size_t cap = rep->nunknown;
     if (LOOM__PUSH(rep->unknown, rep->nunknown, cap, c)) a->oom = 1;
   }
@@ -588,6 +636,7 @@ static void an_free(an *a) {
   loom__map_free(&a->inflight);
   free(a->stk);
   loom__map_free(&a->stk_of);
+  loom__map_free(&a->hstream_of);
 }
 
 void loom__report_free(loom__report *r) {
@@ -595,8 +644,9 @@ void loom__report_free(loom__report *r) {
   for (size_t i = 0; i < r->nnames; i++) loom__qs_free(&r->names[i].q);
   for (size_t i = 0; i < r->ndevs; i++) {
     loom__qs_free(&r->devs[i].launch);
-    loom__qs_free(&r->devs[i].hta_delay);
   }
+  loom__qs_free(&r->hta.delay);
+  free(r->hta.streams);
   free(r->names);
   free(r->devs);
   free(r->queues);
@@ -633,9 +683,8 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
   }
   a.t = rep->meta;
   if (!rep->nevents) rep->t0 = rep->t1 = 0;
-  rep->hta_last_step_dropped = !o.hta_include_last_step && a.step_names.n >= 2;
-  rep->hta_last_step_ts = a.last_step_ts;
-  a.hta_filter = rep->hta_last_step_dropped;
+  rep->hta.last_step_dropped = !o.hta_include_last_step && a.step_names.n >= 2;
+  a.hta_filter = rep->hta.last_step_dropped;
   size_t nt = a.t->ntracks ? a.t->ntracks : 1;
   a.hs = calloc(nt, sizeof *a.hs);
   a.qof = malloc(nt * sizeof *a.qof);
@@ -651,6 +700,7 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
   const loom__arec *r;
   while (a.es && !a.oom && (r = loom__esort_next(a.es))) {
     if (r->track >= a.t->ntracks) continue;
+    if (r->hta) hta_event(&a, r);
     const loom__track *k = &a.t->tracks[r->track];
     if (k->device != LOOM_DEVICE_HOST) {
       if (r->kind == LOOM_KIND_KERNEL || r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET ||

@@ -63,18 +63,18 @@ size_t *loom__report_rows(const loom__report *r, int group, size_t *n, int by_se
   return idx;
 }
 
-void loom__hta_temporal_of(const loom__rdev *d, loom__hta_temporal *h) {
+void loom__hta_temporal_of(const loom__rhta *d, loom__hta_temporal *h) {
   memset(h, 0, sizeof *h);
-  h->kernel_time = d->hta_nevents ? d->hta_last - d->hta_first : 0;
-  h->idle = h->kernel_time - d->hta.u[7];
-  h->compute = d->hta.u[1];
+  h->kernel_time = d->nevents ? d->last - d->first : 0;
+  h->idle = h->kernel_time - d->m.u[7];
+  h->compute = d->m.u[1];
   h->non_compute = h->kernel_time - h->compute - h->idle;
   double k = (double)h->kernel_time;
   h->idle_pct = k > 0 ? 100.0 * (double)h->idle / k : 0;
   h->compute_pct = k > 0 ? 100.0 * (double)h->compute / k : 0;
   h->non_compute_pct = k > 0 ? 100.0 * (double)h->non_compute / k : 0;
-  int64_t comm = d->hta.u[2];
-  int64_t both = d->hta.u[1] + d->hta.u[2] - d->hta.u[3];
+  int64_t comm = d->m.u[2];
+  int64_t both = d->m.u[1] + d->m.u[2] - d->m.u[3];
   h->comm_comp_overlap_pct = comm > 0 ? 100.0 * (double)both / (double)comm : -1;
 }
 
@@ -266,58 +266,46 @@ void loom__report_text(const loom__report *r, loom__out *o, size_t top) {
     free(s.slowest);
   }
 
-  if (r->ndevs) {
-    outf(o, "\nHolistic Trace Analysis figures (its definitions; us as in HTA%s)\n",
-         r->hta_last_step_dropped ? "; last profiler step left out, as HTA does" : "");
-    outf(o, "  temporal breakdown: %-8s %14s %14s %14s %14s %8s %8s %8s\n", "device", "kernel_time",
-         "idle", "compute", "non_compute", "idle%", "comp%", "non%");
-    for (size_t i = 0; i < r->ndevs; i++) {
-      loom__hta_temporal h;
-      loom__hta_temporal_of(&r->devs[i], &h);
-      outf(o, "  %20s %-8lld %14.3f %14.3f %14.3f %14.3f %8.2f %8.2f %8.2f\n", "",
-           (long long)r->devs[i].pid, us(h.kernel_time), us(h.idle), us(h.compute), us(h.non_compute),
-           h.idle_pct, h.compute_pct, h.non_compute_pct);
+  const loom__rhta *H = &r->hta;
+  if (H->nevents) {
+    loom__hta_temporal h;
+    loom__hta_temporal_of(H, &h);
+    outf(o, "\nHolistic Trace Analysis figures (its definitions, docs/report.md; us%s)\n",
+         H->last_step_dropped ? "; the last profiler step left out, as HTA does" : "");
+    outf(o, "  temporal breakdown: kernel_time %.3f, idle %.3f (%.2f%%), compute %.3f (%.2f%%), "
+         "non-compute %.3f (%.2f%%)\n", us(h.kernel_time), us(h.idle), h.idle_pct, us(h.compute),
+         h.compute_pct, us(h.non_compute), h.non_compute_pct);
+    if (h.comm_comp_overlap_pct >= 0)
+      outf(o, "  comm/comp overlap: %.2f%% of communication time\n", h.comm_comp_overlap_pct);
+    else
+      outf(o, "  comm/comp overlap: no communication kernels\n");
+    int64_t tot = 0;
+    for (unsigned m = 1; m < 8; m++) tot += loom__umeas_exact(&H->m, m);
+    for (unsigned m = 1; m < 8; m++) {
+      int64_t x = loom__umeas_exact(&H->m, m);
+      if (x > 0) outf(o, "  kernel type: %-58s %14.3f %6.1f%%\n", class_label[m], us(x), pct(x, tot));
     }
-    for (size_t i = 0; i < r->ndevs; i++) {
-      loom__hta_temporal h;
-      loom__hta_temporal_of(&r->devs[i], &h);
-      if (h.comm_comp_overlap_pct >= 0)
-        outf(o, "  comm/comp overlap: device %lld %.2f%%\n", (long long)r->devs[i].pid,
-             h.comm_comp_overlap_pct);
-      else
-        outf(o, "  comm/comp overlap: device %lld: no communication kernels\n", (long long)r->devs[i].pid);
-      int64_t tot = 0;
-      for (unsigned m = 1; m < 8; m++) tot += loom__umeas_exact(&r->devs[i].hta, m);
-      for (unsigned m = 1; m < 8; m++) {
-        int64_t x = loom__umeas_exact(&r->devs[i].hta, m);
-        if (x > 0)
-          outf(o, "  kernel type: device %lld %-58s %14.3f %6.1f%%\n", (long long)r->devs[i].pid,
-               class_label[m], us(x), pct(x, tot));
-      }
-      const loom__rdev *d = &r->devs[i];
-      loom__qs *q = (loom__qs *)&d->hta_delay;
-      outf(o, "  launch delay: device %lld: %llu launches, mean %.3f, p50 %.3f, p95 %.3f, max %.3f; "
-           "runtime > 50 us: %llu, delay > 100 us: %llu, short kernels: %llu\n",
-           (long long)d->pid, (unsigned long long)d->hta_launches, loom__qs_mean(q) / 1000,
-           loom__qs_quantile(q, 0.5) / 1000, loom__qs_quantile(q, 0.95) / 1000, us(q->max),
-           (unsigned long long)d->hta_long_runtime, (unsigned long long)d->hta_long_delay,
-           (unsigned long long)d->hta_short);
-      for (size_t k = d->q0; k < d->q0 + d->nq; k++) {
-        const loom__rq *qq = &r->queues[k];
-        int64_t all = qq->hta_idle[0] + qq->hta_idle[1] + qq->hta_idle[2];
-        for (int c = 0; c < 3; c++)
-          if (qq->hta_seen[c])
-            outf(o, "  idle time: device %lld stream %lld %-11s %14.3f %6.2f\n", (long long)d->pid,
-                 (long long)qq->tid, idle_name[c], us(qq->hta_idle[c]),
-                 all ? (double)qq->hta_idle[c] / (double)all : 0);
-      }
+    loom__qs *q = (loom__qs *)&H->delay;
+    outf(o, "  launch delay: %llu launches, mean %.3f, p50 %.3f, p95 %.3f, max %.3f; runtime > 50 us: "
+         "%llu, delay > 100 us: %llu, short kernels: %llu\n", (unsigned long long)H->launches,
+         loom__qs_mean(q) / 1000, loom__qs_quantile(q, 0.5) / 1000, loom__qs_quantile(q, 0.95) / 1000,
+         us(q->max), (unsigned long long)H->long_runtime, (unsigned long long)H->long_delay,
+         (unsigned long long)H->short_kernels);
+    for (size_t k = 0; k < H->nstreams; k++) {
+      const loom__hstream *st = &H->streams[k];
+      int64_t all = st->idle[0] + st->idle[1] + st->idle[2];
+      for (int c = 0; c < 3; c++)
+        if (st->seen[c])
+          outf(o, "  idle time: stream %-12lld %-11s %14.3f %6.2f\n", (long long)st->stream, idle_name[c],
+               us(st->idle[c]), all ? (double)st->idle[c] / (double)all : 0);
     }
   }
 
   if (r->nunknown || r->orphan_work || r->unclosed) {
     outf(o, "\nNot understood or incomplete\n");
     for (size_t i = 0; i < r->nunknown; i++)
-      outf(o, "  category \"%s\": %llu events (kind unknown, not analysed)\n", S(r, r->unknown[i].cat),
+      outf(o, "  category \"%s\": %llu events (kind unknown, not analysed)\n",
+           r->unknown[i].cat ? S(r, r->unknown[i].cat) : "(none)",
            (unsigned long long)r->unknown[i].count);
     if (r->orphan_work)
       outf(o, "  %llu device work items with no launch call in the trace (no latency, no range)\n",
@@ -482,49 +470,46 @@ void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
     outf(o, "]");
     free(s.slowest);
   }
-  outf(o, "},\"hta\":{\"last_step_left_out\":%s,\"devices\":[", r->hta_last_step_dropped ? "true" : "false");
-  for (size_t i = 0; i < r->ndevs; i++) {
-    const loom__rdev *d = &r->devs[i];
-    loom__hta_temporal h;
-    loom__hta_temporal_of(d, &h);
-    outf(o, "%s{\"pid\":%lld,\"events\":%llu,\"temporal_breakdown\":{\"kernel_time_ns\":%lld,"
-         "\"idle_time_ns\":%lld,\"compute_time_ns\":%lld,\"non_compute_time_ns\":%lld,"
-         "\"idle_time_pctg\":%.2f,\"compute_time_pctg\":%.2f,\"non_compute_time_pctg\":%.2f},"
-         "\"comp_comm_overlap_pctg\":", i ? "," : "", (long long)d->pid,
-         (unsigned long long)d->hta_nevents, (long long)h.kernel_time, (long long)h.idle,
-         (long long)h.compute, (long long)h.non_compute, h.idle_pct, h.compute_pct, h.non_compute_pct);
-    if (h.comm_comp_overlap_pct >= 0) outf(o, "%.2f", h.comm_comp_overlap_pct);
-    else outf(o, "null");
-    outf(o, ",\"kernel_types\":[");
-    int64_t tot = 0;
-    for (unsigned m = 1; m < 8; m++) tot += loom__umeas_exact(&d->hta, m);
-    for (unsigned m = 1, first = 1; m < 8; m++) {
-      int64_t x = loom__umeas_exact(&d->hta, m);
-      if (x <= 0) continue;
-      outf(o, "%s{\"kernel_type\":\"%s\",\"sum_ns\":%lld,\"percentage\":%.1f}", first ? "" : ",",
-           class_label[m], (long long)x, pct(x, tot));
+  const loom__rhta *H = &r->hta;
+  loom__hta_temporal h;
+  loom__hta_temporal_of(H, &h);
+  outf(o, "},\"hta\":{\"last_step_left_out\":%s,\"events\":%llu,\"temporal_breakdown\":{"
+       "\"kernel_time_ns\":%lld,\"idle_time_ns\":%lld,\"compute_time_ns\":%lld,\"non_compute_time_ns\":%lld,"
+       "\"idle_time_pctg\":%.2f,\"compute_time_pctg\":%.2f,\"non_compute_time_pctg\":%.2f},"
+       "\"comp_comm_overlap_pctg\":", H->last_step_dropped ? "true" : "false",
+       (unsigned long long)H->nevents, (long long)h.kernel_time, (long long)h.idle, (long long)h.compute,
+       (long long)h.non_compute, h.idle_pct, h.compute_pct, h.non_compute_pct);
+  if (h.comm_comp_overlap_pct >= 0) outf(o, "%.2f", h.comm_comp_overlap_pct);
+  else outf(o, "null");
+  outf(o, ",\"kernel_types\":[");
+  int64_t tot = 0;
+  for (unsigned m = 1; m < 8; m++) tot += loom__umeas_exact(&H->m, m);
+  for (unsigned m = 1, first = 1; m < 8; m++) {
+    int64_t x = loom__umeas_exact(&H->m, m);
+    if (x <= 0) continue;
+    outf(o, "%s{\"kernel_type\":\"%s\",\"sum_ns\":%lld,\"percentage\":%.1f}", first ? "" : ",",
+         class_label[m], (long long)x, pct(x, tot));
+    first = 0;
+  }
+  outf(o, "],\"launch_stats\":{\"launches\":%llu,\"launch_delay\":", (unsigned long long)H->launches);
+  jqs(o, (loom__qs *)&H->delay);
+  outf(o, ",\"runtime_over_50us\":%llu,\"launch_delay_over_100us\":%llu,\"short_kernels\":%llu},"
+       "\"idle_time_breakdown\":[", (unsigned long long)H->long_runtime,
+       (unsigned long long)H->long_delay, (unsigned long long)H->short_kernels);
+  for (size_t k = 0, first = 1; k < H->nstreams; k++) {
+    const loom__hstream *st = &H->streams[k];
+    int64_t all = st->idle[0] + st->idle[1] + st->idle[2];
+    for (int c = 0; c < 3; c++) {
+      if (!st->seen[c]) continue;
+      outf(o, "%s{\"stream\":%lld,\"idle_category\":\"%s\",\"idle_time_ns\":%lld,\"intervals\":%llu,"
+           "\"idle_time_ratio\":%.2f}", first ? "" : ",", (long long)st->stream, idle_name[c],
+           (long long)st->idle[c], (unsigned long long)st->nidle[c],
+           all ? (double)st->idle[c] / (double)all : 0);
       first = 0;
     }
-    outf(o, "],\"launch_stats\":{\"launches\":%llu,\"launch_delay\":", (unsigned long long)d->hta_launches);
-    jqs(o, (loom__qs *)&d->hta_delay);
-    outf(o, ",\"runtime_over_50us\":%llu,\"launch_delay_over_100us\":%llu,\"short_kernels\":%llu},"
-         "\"idle_time_breakdown\":[", (unsigned long long)d->hta_long_runtime,
-         (unsigned long long)d->hta_long_delay, (unsigned long long)d->hta_short);
-    for (size_t k = d->q0, first = 1; k < d->q0 + d->nq; k++) {
-      const loom__rq *q = &r->queues[k];
-      int64_t all = q->hta_idle[0] + q->hta_idle[1] + q->hta_idle[2];
-      for (int c = 0; c < 3; c++) {
-        if (!q->hta_seen[c]) continue;
-        outf(o, "%s{\"stream\":%lld,\"idle_category\":\"%s\",\"idle_time_ns\":%lld,\"intervals\":%llu,"
-             "\"idle_time_ratio\":%.2f}", first ? "" : ",", (long long)q->tid, idle_name[c],
-             (long long)q->hta_idle[c], (unsigned long long)q->hta_nidle[c],
-             all ? (double)q->hta_idle[c] / (double)all : 0);
-        first = 0;
-      }
-    }
-    outf(o, "]}");
   }
-  outf(o, "]},\"not_understood\":{\"categories\":[");
+  outf(o, "]");
+  outf(o, "},\"not_understood\":{\"categories\":[");
   for (size_t i = 0; i < r->nunknown; i++) {
     outf(o, "%s{\"category\":", i ? "," : "");
     js(o, S(r, r->unknown[i].cat));

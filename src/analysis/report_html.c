@@ -245,21 +245,25 @@ void loom__report_html(const loom__report *r, loom__out *o, size_t top) {
     hf(o, "</table></div>");
   }
 
-  if (r->ndevs) {
+  if (r->hta.nevents) {
+    loom__hta_temporal h;
+    loom__hta_temporal_of(&r->hta, &h);
     hf(o, "<h2>Holistic Trace Analysis figures</h2><div class=\"card\"><p class=\"note\">Computed with HTA's "
-          "definitions (docs/report.md)%s.</p><table><tr><th class=\"n\">device</th><th>kernel_time (us)</th>"
-          "<th>idle</th><th>compute</th><th>non-compute</th><th>idle %%</th><th>compute %%</th>"
-          "<th>non-compute %%</th><th>comm/comp overlap %%</th></tr>",
-       r->hta_last_step_dropped ? "; the last profiler step is left out, as HTA does" : "");
-    for (size_t i = 0; i < r->ndevs; i++) {
-      loom__hta_temporal h;
-      loom__hta_temporal_of(&r->devs[i], &h);
-      hf(o, "<tr><td class=\"n\">%lld</td><td>%.3f</td><td>%.3f</td><td>%.3f</td><td>%.3f</td><td>%.2f</td>"
-            "<td>%.2f</td><td>%.2f</td><td>", (long long)r->devs[i].pid, us(h.kernel_time), us(h.idle),
-         us(h.compute), us(h.non_compute), h.idle_pct, h.compute_pct, h.non_compute_pct);
-      if (h.comm_comp_overlap_pct >= 0) hf(o, "%.2f", h.comm_comp_overlap_pct);
-      else hf(o, "n/a");
-      hf(o, "</td></tr>");
+          "definitions (docs/report.md)%s.</p><table><tr><th>kernel_time (us)</th><th>idle</th><th>compute</th>"
+          "<th>non-compute</th><th>idle %%</th><th>compute %%</th><th>non-compute %%</th>"
+          "<th>comm/comp overlap %%</th></tr>",
+       r->hta.last_step_dropped ? "; the last profiler step is left out, as HTA does" : "");
+    hf(o, "<tr><td>%.3f</td><td>%.3f</td><td>%.3f</td><td>%.3f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>",
+       us(h.kernel_time), us(h.idle), us(h.compute), us(h.non_compute), h.idle_pct, h.compute_pct,
+       h.non_compute_pct);
+    if (h.comm_comp_overlap_pct >= 0) hf(o, "%.2f", h.comm_comp_overlap_pct);
+    else hf(o, "n/a");
+    hf(o, "</td></tr></table><table><tr><th class=\"n\">stream</th><th>host_wait (us)</th>"
+          "<th>kernel_wait (us)</th><th>other (us)</th></tr>");
+    for (size_t k = 0; k < r->hta.nstreams; k++) {
+      const loom__hstream *st = &r->hta.streams[k];
+      hf(o, "<tr><td class=\"n\">%lld</td><td>%.3f</td><td>%.3f</td><td>%.3f</td></tr>", (long long)st->stream,
+         us(st->idle[0]), us(st->idle[1]), us(st->idle[2]));
     }
     hf(o, "</table></div>");
   }
