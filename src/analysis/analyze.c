@@ -132,7 +132,7 @@ typedef struct an {
   loom__map step_names;   /* distinct step names (HTA's rule) */
   int64_t last_step_ts;
   uint32_t bytes_key, cat_trace, cat_marker;
-  int keys_done;
+  size_t nstrs;           /* strings in the trace when keys were looked up */
   /* pass */
   loom_trace *t;
   hstate *hs;             /* per track */
@@ -165,14 +165,13 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
   an *a = ctx;
   loom__report *rep = a->rep;
   if (!a->es && !(a->es = loom__esort_new(&t->strs, a->o->sort_budget))) return -1;
-  if (!a->keys_done) {
-    a->keys_done = 1;
-    a->bytes_key = loom__strtab_find(&t->strs, "bytes", 5);
-    a->cat_trace = loom__strtab_find(&t->strs, "Trace", 5);
-    a->cat_marker = loom__strtab_find(&t->strs, "marker", 6);
+  if (t->strs.n != a->nstrs) { /* look for keys that were missing again */
+    a->nstrs = t->strs.n;
+    if (!a->bytes_key) a->bytes_key = loom__strtab_find(&t->strs, "bytes", 5);
+    if (!a->stream_key) a->stream_key = loom__strtab_find(&t->strs, "stream", 6);
+    if (!a->cat_trace) a->cat_trace = loom__strtab_find(&t->strs, "Trace", 5);
+    if (!a->cat_marker) a->cat_marker = loom__strtab_find(&t->strs, "marker", 6);
   }
-  if (!a->bytes_key) a->bytes_key = loom__strtab_find(&t->strs, "bytes", 5);
-  if (!a->stream_key) a->stream_key = loom__strtab_find(&t->strs, "stream", 6);
   rep->nevents++;
   if (e->kind < LOOM_KIND_COUNT_) rep->by_kind[e->kind]++;
   if (e->flags & LOOM__EV_UNCLOSED) rep->unclosed++;

@@ -87,6 +87,10 @@ typedef struct reader {
   loom__map str_ids;   /* string pid/tid -> synthetic id */
   uint64_t next_str_id;
   const loom__sink *sink; /* streaming: events go here in batches */
+  int kcode;              /* K_* of the current key inside an event */
+  uint32_t key_id;        /* interned current key inside args */
+  struct { uint32_t id; uint32_t len; } kcache[64]; /* arg key -> id */
+  uint32_t ext_key, corr_key;
   int oom;
   char err[256];
 } reader;
@@ -330,25 +334,69 @@ static void end_event(reader *r) {
 }
 
 /* ---- yajl callbacks ----------------------------------------------------- */
+/* Keys of an event object, recognised once per key instead of by a chain of
+ * strcmp() per value. */
+enum { K_OTHER, K_PH, K_NAME, K_CAT, K_PID, K_TID, K_TS, K_DUR, K_ID, K_BP, K_S, K_ARGS };
+
+static int key_code(const unsigned char *s, size_t n) {
+  switch (n) {
+  case 1: return s[0] == 's' ? K_S : K_OTHER;
+  case 2:
+    if (s[0] == 'p' && s[1] == 'h') return K_PH;
+    if (s[0] == 't' && s[1] == 's') return K_TS;
+    if (s[0] == 'i' && s[1] == 'd') return K_ID;
+    if (s[0] == 'b' && s[1] == 'p') return K_BP;
+    return K_OTHER;
+  case 3:
+    if (!memcmp(s, "cat", 3)) return K_CAT;
+    if (!memcmp(s, "pid", 3)) return K_PID;
+    if (!memcmp(s, "tid", 3)) return K_TID;
+    if (!memcmp(s, "dur", 3)) return K_DUR;
+    return K_OTHER;
+  case 4:
+    if (!memcmp(s, "name", 4)) return K_NAME;
+    if (!memcmp(s, "args", 4)) return K_ARGS;
+    return K_OTHER;
+  default: return K_OTHER;
+  }
+}
+
+/* Interns an argument key through a small cache: events repeat the same
+ * keys, and a hit costs a hash of the key and one memcmp. */
+static uint32_t arg_key(reader *r, const unsigned char *s, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 16777619u;
+  h = (h ^ (h >> 15)) & 63;
+  uint32_t id = r->kcache[h].id;
+  if (id && r->kcache[h].len == n && !memcmp(loom__trace_cstr(r->t, id), s, n)) return id;
+  id = str_n(r, s, n);
+  r->kcache[h].id = id;
+  r->kcache[h].len = (uint32_t)n;
+  return id;
+}
+
 static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t s,
                     const char *num, size_t nlen) {
   cur_ev *c = &r->ev;
   if (r->where == AT_EVENT) {
-    const char *k = r->key;
-    if (!strcmp(k, "ph") && type == LOOM_ARG_STRING) c->ph = loom__trace_cstr(r->t, s)[0];
-    else if (!strcmp(k, "name")) c->name = s;
-    else if (!strcmp(k, "cat")) c->cat = s;
-    else if (!strcmp(k, "pid")) c->pid = i, c->has_pid = 1;
-    else if (!strcmp(k, "tid")) c->tid = i, c->has_tid = 1;
-    else if (!strcmp(k, "ts") && num) parse_milli(num, nlen, &c->ts), c->has_ts = 1;
-    else if (!strcmp(k, "dur") && num) parse_milli(num, nlen, &c->dur), c->has_dur = 1;
-    else if (!strcmp(k, "id")) c->id = type == LOOM_ARG_STRING ? strtoull(loom__trace_cstr(r->t, s), NULL, 0) : (uint64_t)i;
-    else if (!strcmp(k, "bp")) c->bp_e = type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(r->t, s), "e");
-    else if (!strcmp(k, "s")) c->global = type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(r->t, s), "g");
+    switch (r->kcode) {
+    case K_PH: if (type == LOOM_ARG_STRING) c->ph = loom__trace_cstr(r->t, s)[0]; break;
+    case K_NAME: c->name = s; break;
+    case K_CAT: c->cat = s; break;
+    case K_PID: c->pid = i, c->has_pid = 1; break;
+    case K_TID: c->tid = i, c->has_tid = 1; break;
+    case K_TS: if (num) parse_milli(num, nlen, &c->ts), c->has_ts = 1; break;
+    case K_DUR: if (num) parse_milli(num, nlen, &c->dur), c->has_dur = 1; break;
+    case K_ID: c->id = type == LOOM_ARG_STRING ? strtoull(loom__trace_cstr(r->t, s), NULL, 0) : (uint64_t)i; break;
+    case K_BP: c->bp_e = type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(r->t, s), "e"); break;
+    case K_S: c->global = type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(r->t, s), "g"); break;
+    default: break;
+    }
     return 1;
   }
   if (r->where == AT_ARGS || r->where == AT_DEVICE) {
-    loom__targ a = {.key = loom__trace_str(r->t, r->key), .type = (uint8_t)type};
+    loom__targ a = {.key = r->where == AT_ARGS ? r->key_id : loom__trace_str(r->t, r->key),
+                    .type = (uint8_t)type};
     if (type == LOOM_ARG_INT) a.v.i = i;
     else if (type == LOOM_ARG_DOUBLE) a.v.d = d;
     else a.v.s = s;
@@ -364,8 +412,8 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
       else r->dev.nargs++;
       return 1;
     }
-    if (!strcmp(r->key, "External id") && type == LOOM_ARG_INT) c->external_id = (uint64_t)i;
-    else if (!strcmp(r->key, "correlation") && type == LOOM_ARG_INT) c->correlation = (uint64_t)i;
+    if (a.key == r->ext_key && type == LOOM_ARG_INT) c->external_id = (uint64_t)i;
+    else if (a.key == r->corr_key && type == LOOM_ARG_INT) c->correlation = (uint64_t)i;
     else add_arg(r, a);
     return 1;
   }
@@ -403,6 +451,13 @@ static int cb_bool(void *ctx, int b) {
 static int cb_number(void *ctx, const char *s, size_t n) {
   reader *r = ctx;
   if (capturing(r)) { cap_sep(r); cap_raw(r, s, n); return 1; }
+  if (r->where == AT_EVENT && (r->kcode == K_TS || r->kcode == K_DUR)) /* parsed from the text */
+    return on_value(r, LOOM_ARG_INT, 0, 0, 0, s, n);
+  if (n > 0 && n < 19 && is_int_text(s, n)) { /* fits an int64: no strtoll */
+    int64_t v = 0;
+    for (size_t i = s[0] == '-'; i < n; i++) v = v * 10 + (s[i] - '0');
+    return on_value(r, LOOM_ARG_INT, s[0] == '-' ? -v : v, 0, 0, s, n);
+  }
   if (is_int_text(s, n)) {
     char buf[32];
     size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
@@ -426,12 +481,12 @@ static int cb_number(void *ctx, const char *s, size_t n) {
 static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   reader *r = ctx;
   if (capturing(r)) { cap_sep(r); cap_str(r, s, n); return 1; }
-  if (r->where == AT_EVENT && (!strcmp(r->key, "pid") || !strcmp(r->key, "tid"))) {
+  if (r->where == AT_EVENT && (r->kcode == K_PID || r->kcode == K_TID)) {
     int64_t id = is_int_text((const char *)s, n) ? strtoll((const char *)s, NULL, 10)
                                                  : (int64_t)str_pid(r, s, n);
     return on_value(r, LOOM_ARG_INT, id, 0, 0, NULL, 0);
   }
-  if (r->where == AT_EVENT && (!strcmp(r->key, "ts") || !strcmp(r->key, "dur")))
+  if (r->where == AT_EVENT && (r->kcode == K_TS || r->kcode == K_DUR))
     return on_value(r, LOOM_ARG_INT, 0, 0, 0, (const char *)s, n);
   return on_value(r, LOOM_ARG_STRING, 0, 0, str_n(r, s, n), NULL, 0);
 }
@@ -439,6 +494,14 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
 static int cb_map_key(void *ctx, const unsigned char *s, size_t n) {
   reader *r = ctx;
   if (capturing(r)) { cap_sep(r); cap_str(r, s, n); cap_raw(r, ":", 1); r->cap_first = 1; return 1; }
+  if (r->where == AT_EVENT) { /* the hot paths: no copy */
+    r->kcode = key_code(s, n);
+    return 1;
+  }
+  if (r->where == AT_ARGS) {
+    r->key_id = arg_key(r, s, n);
+    return !r->oom;
+  }
   size_t k = n < sizeof r->key - 1 ? n : sizeof r->key - 1;
   memcpy(r->key, s, k);
   r->key[k] = 0;
@@ -467,7 +530,7 @@ static void begin_container(reader *r, int is_map) {
   } else if (r->where == AT_EVENTS && is_map) {
     memset(&r->ev, 0, sizeof r->ev);
     r->where = AT_EVENT;
-  } else if (r->where == AT_EVENT && is_map && !strcmp(r->key, "args")) {
+  } else if (r->where == AT_EVENT && is_map && r->kcode == K_ARGS) {
     r->where = AT_ARGS;
   } else if (r->where == AT_DEVPROPS && is_map) {
     memset(&r->dev, 0, sizeof r->dev);
@@ -628,6 +691,10 @@ static loom_status read_json(const char *path, const loom__sink *sink, loom_trac
   r.t = loom__trace_new();
   r.path = path;
   r.sink = sink;
+  if (r.t) {
+    r.ext_key = loom__trace_str(r.t, "External id");
+    r.corr_key = loom__trace_str(r.t, "correlation");
+  }
   yajl_handle y = r.t ? yajl_alloc(&callbacks, NULL, &r) : NULL;
   if (!y) {
     gzclose(f);

@@ -1,0 +1,169 @@
+/*
+ * bench_report - cost of `loom report` on a big trace, next to the cost of
+ * only reading the same file (the streaming reader with a sink that counts)
+ * measured in the same run.  Each runs in its own child process so its peak
+ * RSS is its own.
+ *
+ *   bench_report [EVENTS] [DIR]     (default 10,000,000 events, $TMPDIR)
+ *
+ * The trace is Kineto-like: per iteration an op, its launch call and the
+ * kernel on one of four streams (every 16th a copy), a step range every 1000
+ * iterations.  It is written as .json and converted to .pftrace; both are
+ * analysed.  Prints seconds, ns per event, peak RSS, and the ratio to the
+ * read-only baseline.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/analysis.h"
+#include "loom/loom.h"
+#include "trace/trace.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static size_t write_json(const char *path, size_t n) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    exit(1);
+  }
+  setvbuf(f, NULL, _IOFBF, 1 << 20);
+  static const char *kernels[] = {
+      "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >(int)",
+      "ampere_sgemm_128x64_tn", "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>",
+      "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float> > >",
+      "softmax_warp_forward", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
+  static const char *ops[] = {"aten::add", "aten::mm", "aten::linear", "aten::mean", "aten::softmax",
+                              "c10d::allreduce_"};
+  fprintf(f, "{\"schemaVersion\":1,\"deviceProperties\":[{\"id\":0,\"name\":\"bench\"}],\n\"traceEvents\":[\n");
+  size_t ev = 0;
+  long long ts = 1700000000000000LL; /* ns */
+  unsigned seed = 1;
+  for (size_t i = 0; ev + 4 <= n; i++) {
+    seed = seed * 1103515245u + 12345u;
+    int k = (int)(seed >> 16) % 6;
+    long long kd = 2000 + (seed >> 8) % 18000, lat = 3000 + (seed >> 4) % 17000;
+    if (i % 1000 == 0) {
+      fprintf(f, "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%zu\",\"pid\":1,"
+                 "\"tid\":1,\"ts\":%lld.%03lld,\"dur\":%lld.000},\n", i / 1000, ts / 1000, ts % 1000, 1000LL * 12);
+      ev++;
+    }
+    fprintf(f, "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"%s\",\"pid\":1,\"tid\":1,\"ts\":%lld.%03lld,"
+               "\"dur\":9.500,\"args\":{\"External id\":%zu,\"Sequence number\":%zu,"
+               "\"Input Dims\":[[64,64],[64,64]],\"Input type\":[\"float\",\"float\"]}},\n",
+            ops[k], (ts + 100) / 1000, (ts + 100) % 1000, i + 1, i);
+    fprintf(f, "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
+               "\"ts\":%lld.%03lld,\"dur\":4.250,\"args\":{\"External id\":%zu,\"correlation\":%zu,"
+               "\"cbid\":211}},\n", (ts + 1000) / 1000, (ts + 1000) % 1000, i + 1, i + 1);
+    fprintf(f, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,\"tid\":%d,\"ts\":%lld.%03lld,"
+               "\"dur\":%lld.%03lld,\"args\":{\"External id\":%zu,\"correlation\":%zu,\"device\":0,"
+               "\"stream\":%d,\"grid\":[64,1,1],\"block\":[128,1,1],\"registers per thread\":32}},\n",
+            kernels[k], 7 + (int)(i % 4), (ts + lat) / 1000, (ts + lat) % 1000, kd / 1000, kd % 1000, i + 1,
+            i + 1, 7 + (int)(i % 4));
+    ev += 3;
+    if (i % 16 == 0) {
+      fprintf(f, "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy HtoD (Pinned -> Device)\",\"pid\":0,"
+                 "\"tid\":20,\"ts\":%lld.%03lld,\"dur\":3.000,\"args\":{\"correlation\":%zu,\"stream\":20,"
+                 "\"bytes\":65536}},\n", (ts + lat + 500) / 1000, (ts + lat + 500) % 1000, i + 1);
+      ev++;
+    }
+    ts += 12000;
+  }
+  fprintf(f, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"end\",\"pid\":1,\"tid\":1,\"ts\":%lld}]}\n", ts / 1000);
+  fclose(f);
+  return ev + 1;
+}
+
+typedef struct res {
+  double secs;
+  long rss_kb;
+  int ok;
+} res;
+
+static int count_event(void *ctx, const loom_trace *t, const loom__ev *e, const loom__targ *a) {
+  (void)t, (void)e, (void)a;
+  ++*(size_t *)ctx;
+  return 0;
+}
+
+/* Runs what (0 = read only, 1 = analyse) on path in a child. */
+static res run_child(int what, const char *path) {
+  res r = {0, 0, 0};
+  double t0 = now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (what == 0) {
+      size_t n = 0;
+      loom__sink sink = {count_event, &n};
+      loom_trace *meta = NULL;
+      int st = loom__trace_stream(path, &sink, &meta);
+      loom_trace_free(meta);
+      _exit(st == LOOM_OK && n > 0 ? 0 : 1);
+    }
+    loom__report *rep = NULL;
+    if (loom__analyze(path, NULL, &rep) != LOOM_OK) {
+      fprintf(stderr, "analyse: %s\n", loom_last_error());
+      _exit(1);
+    }
+    loom__report_free(rep);
+    _exit(0);
+  }
+  int status;
+  struct rusage ru;
+  wait4(pid, &status, 0, &ru);
+  r.secs = now() - t0;
+  r.rss_kb = ru.ru_maxrss;
+  r.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return r;
+}
+
+static void measure(const char *label, const char *path, size_t n) {
+  struct stat st;
+  stat(path, &st);
+  res base = run_child(0, path), an = run_child(1, path);
+  if (!base.ok || !an.ok) {
+    fprintf(stderr, "%s: a child failed\n", label);
+    exit(1);
+  }
+  printf("%-8s %6.0f MB  read only: %6.2f s %5.0f ns/event %6.0f MB RSS | report: %6.2f s %5.0f ns/event "
+         "%6.0f MB RSS | ratio %.2fx\n",
+         label, (double)st.st_size / 1e6, base.secs, base.secs * 1e9 / (double)n, base.rss_kb / 1024.0,
+         an.secs, an.secs * 1e9 / (double)n, an.rss_kb / 1024.0, an.secs / base.secs);
+}
+
+int main(int argc, char **argv) {
+  size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000;
+  const char *dir = argc > 2 ? argv[2] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  char json[512], pf[512];
+  snprintf(json, sizeof json, "%s/bench_report.%d.json", dir, (int)getpid());
+  snprintf(pf, sizeof pf, "%s/bench_report.%d.pftrace", dir, (int)getpid());
+  double t0 = now();
+  n = write_json(json, n);
+  printf("bench_report: %zu events (generated in %.1f s)\n", n, now() - t0);
+  pid_t c = fork();
+  if (c == 0) { /* the conversion loads the whole model: keep it out of our RSS */
+    loom_trace *t = NULL;
+    _exit(loom_trace_load(json, &t) == LOOM_OK && loom_trace_save(t, pf) == LOOM_OK ? 0 : 1);
+  }
+  int status;
+  waitpid(c, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+    fprintf(stderr, "conversion to .pftrace failed\n");
+    return 1;
+  }
+  measure("json", json, n);
+  measure("pftrace", pf, n);
+  unlink(json);
+  unlink(pf);
+  return 0;
+}
