@@ -163,7 +163,11 @@ int main(int argc, char **argv) {
   }
   measure("json", json, n);
   measure("pftrace", pf, n);
-  unlink(json);
-  unlink(pf);
+  if (!getenv("BENCH_REPORT_KEEP")) { /* kept for profiling when set */
+    unlink(json);
+    unlink(pf);
+  } else {
+    printf("kept %s and %s\n", json, pf);
+  }
   return 0;
 }

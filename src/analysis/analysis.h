@@ -21,17 +21,17 @@
 #include "util/util.h"
 
 /* ---- external sort of compact records ----------------------------------- */
-typedef struct loom__arec {
+typedef struct loom__arec { /* 48 bytes */
   int64_t ts, dur;     /* ns; ts relative to the file's base */
   uint64_t corr;       /* runtime call <-> device work */
   uint64_t bytes;      /* copies and fills: bytes, when the trace says */
   uint32_t name;       /* string id in the trace */
   uint32_t track;      /* track index in the trace */
+  uint32_t stream;     /* its "stream" argument (HTA groups by it) */
   uint8_t kind;        /* loom_kind */
   uint8_t cls;         /* LOOM__CLS_* */
-  uint16_t hta;        /* 1: a GPU event by HTA's rule (it has a stream) */
-  uint32_t seq;        /* arrival order (last tie-break) */
-  int64_t stream;      /* its "stream" argument (HTA groups by it) */
+  uint8_t hta;         /* 1: a GPU event by HTA's rule (it has a stream) */
+  uint8_t pad;
 } loom__arec;
 
 /* Device work classes (HTA's kernel types, generalised). */

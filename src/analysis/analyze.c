@@ -57,6 +57,11 @@ static int is_launch_name(const char *n) {
 
 static int is_step_name(const char *n) { return !strncmp(n, "ProfilerStep#", 13); }
 
+/* What a name is, worked out once per distinct name. */
+enum { NF_DONE = 1, NF_STEP = 2, NF_LAUNCH = 4, NF_COMM = 8, NF_MEMORY = 16 };
+struct an;
+static unsigned name_flags(struct an *a, const loom_trace *t, uint32_t name);
+
 /* HTA: an idle gap shorter than this (30 us) between consecutive work on a
  * stream is "kernel_wait"; runtime calls above 50 us and launch delays above
  * 100 us are outliers. */
@@ -127,7 +132,8 @@ typedef struct an {
   loom__report *rep;
   loom__esort *es;
   const loom__report_opts *o;
-  uint32_t seq;
+  uint8_t *nfl;           /* per name id: NF_* (names are classified once) */
+  size_t nnfl;
   loom__map unknown;      /* category id -> count */
   loom__map step_names;   /* distinct step names (HTA's rule) */
   int64_t last_step_ts;
@@ -159,6 +165,28 @@ typedef struct an {
   uint32_t stream_key;
   int oom;
 } an;
+
+static unsigned name_flags(an *a, const loom_trace *t, uint32_t name) {
+  if (name >= a->nnfl) {
+    size_t n = a->nnfl ? a->nnfl : 1024;
+    while (n <= name) n *= 2;
+    uint8_t *p = realloc(a->nfl, n);
+    if (!p) {
+      a->oom = 1;
+      return 0;
+    }
+    memset(p + a->nnfl, 0, n - a->nnfl);
+    a->nfl = p;
+    a->nnfl = n;
+  }
+  if (!a->nfl[name]) {
+    const char *s = loom__strtab_get(&t->strs, name);
+    a->nfl[name] = (uint8_t)(NF_DONE | (is_step_name(s) ? NF_STEP : 0) | (is_launch_name(s) ? NF_LAUNCH : 0) |
+                             (is_comm_name(s) ? NF_COMM : 0) |
+                             (strstr(s, "Memcpy") || strstr(s, "Memset") ? NF_MEMORY : 0));
+  }
+  return a->nfl[name];
+}
 
 /* ---- reading -------------------------------------------------------------- */
 static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loom__targ *args) {
@@ -193,14 +221,14 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
   default:
     break;
   }
-  const char *name = loom__strtab_get(&t->strs, e->name);
-  if ((e->kind == LOOM_KIND_USER_RANGE || e->kind == LOOM_KIND_CPU_OP) && is_step_name(name)) {
+  unsigned nf = name_flags(a, t, e->name);
+  if ((e->kind == LOOM_KIND_USER_RANGE || e->kind == LOOM_KIND_CPU_OP) && (nf & NF_STEP)) {
     if (!loom__map_get(&a->step_names, e->name) && loom__map_put(&a->step_names, e->name, 1))
       return -1;
     if (e->ts > a->last_step_ts) a->last_step_ts = e->ts;
   }
   loom__arec r = {.ts = e->ts, .dur = e->dur < 0 ? 0 : e->dur, .corr = e->correlation,
-                  .name = e->name, .track = e->track, .kind = e->kind, .seq = a->seq++};
+                  .name = e->name, .track = e->track, .kind = e->kind};
   /* HTA's GPU events: whatever has a "stream" other than -1; loom also
    * counts device work that has no stream argument at all, on its queue. */
   int has_stream = 0;
@@ -208,11 +236,11 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
     if (args[i].key == a->stream_key && args[i].type != LOOM_ARG_STRING &&
         args[i].type != LOOM_ARG_DOUBLE) {
       has_stream = 1;
-      r.stream = args[i].v.i;
-      r.hta = r.stream != -1;
+      r.stream = (uint32_t)args[i].v.i;
+      r.hta = args[i].v.i != -1;
     }
   if (!has_stream && loom__kind_on_device(e->kind)) {
-    r.stream = t->tracks[e->track].tid;
+    r.stream = (uint32_t)t->tracks[e->track].tid;
     r.hta = 1;
   }
   if (e->kind == LOOM_KIND_MEMCPY || e->kind == LOOM_KIND_MEMSET) {
@@ -220,7 +248,7 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
     for (uint16_t i = 0; i < e->nargs; i++)
       if (args[i].key == a->bytes_key && a->bytes_key)
         r.bytes = args[i].type == LOOM_ARG_DOUBLE ? (uint64_t)args[i].v.d : args[i].v.u;
-  } else if (e->kind == LOOM_KIND_COLLECTIVE || (e->kind == LOOM_KIND_KERNEL && is_comm_name(name))) {
+  } else if (e->kind == LOOM_KIND_COLLECTIVE || (e->kind == LOOM_KIND_KERNEL && (nf & NF_COMM))) {
     r.cls = LOOM__CLS_COMM;
   }
   rep->nkept++;
@@ -338,8 +366,8 @@ static void host_event(an *a, const loom__arec *r) {
   frame f = {r->ts, end, 0, r->name, r->kind};
   if (LOOM__PUSH(h->st, h->n, h->cap, f)) a->oom = 1;
   loom__report *rep = a->rep;
-  const char *name = loom__trace_cstr(a->t, r->name);
-  if ((r->kind == LOOM_KIND_USER_RANGE || r->kind == LOOM_KIND_CPU_OP) && is_step_name(name)) {
+  unsigned nf = name_flags(a, a->t, r->name);
+  if ((r->kind == LOOM_KIND_USER_RANGE || r->kind == LOOM_KIND_CPU_OP) && (nf & NF_STEP)) {
     loom__rstep s = {r->name, r->ts, r->dur, 0, 0};
     if (LOOM__PUSH(rep->steps, rep->nsteps, a->cap_steps, s)) a->oom = 1;
   }
@@ -352,7 +380,7 @@ static void host_event(an *a, const loom__arec *r) {
     const loom__rstep *s = &rep->steps[a->cur_step];
     if (r->ts >= s->ts && r->ts < s->ts + s->dur) step = a->cur_step;
   }
-  launch l = {r->ts, r->dur, stack_id(a, h), step, (uint8_t)is_launch_name(name)};
+  launch l = {r->ts, r->dur, stack_id(a, h), step, (uint8_t)((nf & NF_LAUNCH) != 0)};
   uint64_t *old = loom__map_get(&a->inflight, r->corr);
   if (old) {
     a->ls[*old - 1] = l;
@@ -510,11 +538,10 @@ static void hta_event(an *a, const loom__arec *r) {
    * HTA duplicates them once per such host event; loom counts them once). */
   if (a->hta_filter && r->corr && !(l && l->ts < a->last_step_ts)) return;
   int64_t s = r->ts, e = r->ts + r->dur, gap, cs;
-  const char *name = loom__trace_cstr(a->t, r->name);
   /* HTA classifies by name: communication as the runtime's rules say,
    * memory by "Memcpy" / "Memset", the rest (syncs too) computation. */
-  unsigned bit = is_comm_name(name) || r->kind == LOOM_KIND_COLLECTIVE ? 2u
-               : strstr(name, "Memcpy") || strstr(name, "Memset") ? 4u : 1u;
+  unsigned nf = name_flags(a, a->t, r->name);
+  unsigned bit = (nf & NF_COMM) || r->kind == LOOM_KIND_COLLECTIVE ? 2u : (nf & NF_MEMORY) ? 4u : 1u;
   for (unsigned m = 1; m < 8; m++)
     if (m & bit) uset_add(&a->hu[m], s, e, &gap, &cs);
   if (!h->nevents || s < h->first) h->first = s;
@@ -636,6 +663,7 @@ static void an_free(an *a) {
   free(a->stk);
   loom__map_free(&a->stk_of);
   loom__map_free(&a->hstream_of);
+  free(a->nfl);
 }
 
 void loom__report_free(loom__report *r) {

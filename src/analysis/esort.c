@@ -7,10 +7,10 @@
  * read back in small blocks.  Memory: the buffer plus one block per run.
  *
  * Order: start time; then longer first (a parent before its children); then
- * host nesting rank of the kind (range, op, runtime call); then name and
- * track; then arrival.  Everything but the arrival order is content, so the
- * same trace read from different formats yields the same sequence wherever
- * the result could depend on it.
+ * host nesting rank of the kind (range, op, runtime call); then name, track,
+ * correlation, bytes and stream.  All of it is content, so the same trace
+ * read from different formats yields the same sequence (records equal in
+ * every field are interchangeable).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -61,7 +61,9 @@ static int cmp_rec(const loom__arec *a, const loom__arec *b, const loom__strtab 
     if (c) return c;
   }
   if (a->track != b->track) return a->track < b->track ? -1 : 1;
-  return a->seq < b->seq ? -1 : a->seq > b->seq;
+  if (a->corr != b->corr) return a->corr < b->corr ? -1 : 1;
+  if (a->bytes != b->bytes) return a->bytes < b->bytes ? -1 : 1;
+  return a->stream < b->stream ? -1 : a->stream > b->stream; /* else: identical */
 }
 
 static int cmp_qsort(const void *pa, const void *pb) { return cmp_rec(pa, pb, cmp_strs); }

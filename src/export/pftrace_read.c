@@ -101,6 +101,7 @@ typedef struct rd {
   int64_t ts;
   int64_t window_end_ts;
   const loom__sink *sink;     /* streaming: events go here in batches */
+  uint32_t ext_key, corr_key; /* interned "External id", "correlation" */
   int oom;
 } rd;
 
@@ -222,10 +223,9 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
     else if (f == PF_DA_STRING && w == PB_LEN) a.type = LOOM_ARG_STRING, a.v.s = str_of(r, &sub), have = 1;
   }
   if (!have) return;
-  const char *key = loom__trace_cstr(r->t, a.key);
   uint64_t num = a.type == LOOM_ARG_UINT ? a.v.u : (uint64_t)a.v.i;
-  if (!strcmp(key, "External id") && a.type != LOOM_ARG_STRING) e->external_id = num;
-  else if (!strcmp(key, "correlation") && a.type != LOOM_ARG_STRING) e->correlation = num;
+  if (a.key == r->ext_key && a.type != LOOM_ARG_STRING) e->external_id = num;
+  else if (a.key == r->corr_key && a.type != LOOM_ARG_STRING) e->correlation = num;
   else if (loom__trace_add_arg(r->t, &a)) r->oom = 1;
 }
 
@@ -419,6 +419,10 @@ static loom_status read_pftrace(const char *path, const loom__sink *sink, loom_t
   r.t = loom__trace_new();
   r.path = path;
   r.sink = sink;
+  if (r.t) {
+    r.ext_key = loom__trace_str(r.t, "External id");
+    r.corr_key = loom__trace_str(r.t, "correlation");
+  }
   uint8_t *buf = NULL;
   size_t cap = 0;
   uint64_t offset = 0;
