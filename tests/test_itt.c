@@ -4,7 +4,8 @@
  * recorded by `loom record`: exactly its tasks (nested, with the domain as
  * category, on the thread that ran them, including a domain and a string
  * handle created before the collector loaded), frames, markers and counter
- * samples; the collector inert without loom.
+ * samples; thread names from __itt_thread_set_name as track names; the
+ * collector inert without loom.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -35,12 +36,20 @@ static void test_tasks_frames_markers(void **state) {
   assert_int_equal(c.other_kinds, 3);    /* counter samples of "app.compute/steps" */
   loom_trace_free(t);
   tp_require();
-  const char *q[] = {"select count(*) from slice where name = 'step' and depth = 1 and category = 'app.compute'",
-                     "select count(*) from slice where name = 'load' and depth = 0 and category = 'pre.domain'"};
-  long long r[2];
-  tp_ints(trace, q, r, 2);
+  const char *q[] = {
+      "select count(*) from slice where name = 'step' and depth = 1 and category = 'app.compute'",
+      "select count(*) from slice where name = 'load' and depth = 0 and category = 'pre.domain'",
+      /* __itt_thread_set_name: each thread's tasks on a track with its name */
+      "select count(*) from slice join thread_track on slice.track_id = thread_track.id "
+      "join thread using(utid) where slice.name = 'step' and thread.name like 'thread % (main)'",
+      "select count(*) from slice join thread_track on slice.track_id = thread_track.id "
+      "join thread using(utid) where slice.name = 'work' and thread.name like 'thread % (itt worker)'"};
+  long long r[4];
+  tp_ints(trace, q, r, 4);
   assert_int_equal(r[0], 3);
   assert_int_equal(r[1], 1);
+  assert_int_equal(r[2], 3);
+  assert_int_equal(r[3], 2);
   assert_int_equal(tp_errors(trace), 0);
   unlink(trace);
 }

@@ -2,7 +2,9 @@
  * test_nvtx.c - an unmodified NVTX-instrumented program (tests/integrations/
  * nvtxapp.c) recorded by `loom record`: exactly its ranges (nested push/pop
  * as user ranges on the thread that made them, start/end as ranges with an
- * id) and marks, the domain as category, registered and wide strings; the
+ * id) and marks, the domain as category, registered and wide strings, NVTX
+ * categories as the "NVTX category" argument (named per domain) and the
+ * thread name nvtxNameOsThread gave as the worker's track name; the
  * same output with and without loom; the tool inert without loom; a program
  * that uses no annotation API is unaffected.
  */
@@ -36,14 +38,31 @@ static void test_ranges_and_marks(void **state) {
   loom_trace_free(t);
   /* trace_processor reads it without errors and sees the nesting */
   tp_require();
-  const char *q[] = {"select count(*) from slice where name = 'step' and depth = 1",
-                     "select count(*) from slice where name = 'outer' and depth = 0",
-                     "select count(*) from slice where name = 'read' and category = 'app.io' and dur > 0"};
-  long long r[3];
-  tp_ints(trace, q, r, 3);
+  const char *q[] = {
+      "select count(*) from slice where name = 'step' and depth = 1",
+      "select count(*) from slice where name = 'outer' and depth = 0",
+      "select count(*) from slice where name = 'read' and category = 'app.io' and dur > 0",
+      /* categories: the default domain's 7 on the steps, app.io's 3 on its
+       * range and mark; nothing else has one */
+      "select count(*) from slice s join args a using(arg_set_id) where s.name = 'step' "
+      "and a.key = 'args.NVTX category' and a.string_value = 'compute'",
+      "select count(*) from slice s join args a using(arg_set_id) where s.name = 'read' "
+      "and s.category = 'app.io' and a.key = 'args.NVTX category' and a.string_value = 'disk'",
+      "select count(*) from slice s join args a using(arg_set_id) where a.key = 'args.NVTX category'",
+      /* the worker's name, on the track of its ranges; main keeps its OS name */
+      "select count(*) from slice join thread_track on slice.track_id = thread_track.id "
+      "join thread using(utid) where slice.name = 'worker' and thread.name like 'thread % (nvtx worker)'",
+      "select count(*) from thread where name like 'thread % (nvtxapp)'"};
+  long long r[8];
+  tp_ints(trace, q, r, 8);
   assert_int_equal(r[0], 3);
   assert_int_equal(r[1], 1);
   assert_int_equal(r[2], 1);
+  assert_int_equal(r[3], 3);
+  assert_int_equal(r[4], 2);
+  assert_int_equal(r[5], 5);
+  assert_int_equal(r[6], 2);
+  assert_int_equal(r[7], 1);
   assert_int_equal(tp_errors(trace), 0);
   unlink(trace);
 }

@@ -11,7 +11,8 @@
  *
  * Tasks (begin/end) become nested user ranges on the calling thread, with the
  * domain's name as category; overlapped tasks and frames become loom ranges
- * with an id; markers become instants; counters become loom counters.
+ * with an id; markers become instants; counters become loom counters;
+ * __itt_thread_set_name names the calling thread's track (loom_thread_name).
  */
 #define _GNU_SOURCE
 #define ANNOT_NAME "itt"
@@ -25,8 +26,28 @@
 static pthread_mutex_t itt_mu = PTHREAD_MUTEX_INITIALIZER;
 static __itt_global *itt_g; /* the first global that initialised us */
 
-static const char *dname(const __itt_domain *d) { return d && d->nameA ? annot_perm(d->nameA, SIZE_MAX) : "itt"; }
+/* The collector's fields of a handle (extra1/extra2, "reserved to the
+ * runtime", zero until then) cache what a task needs: a domain's name as a
+ * permanent string, a string handle's loom string id.  Races only store the
+ * same value twice. */
+static const char *dname(const __itt_domain *d) {
+  if (!d || !d->nameA) return "itt";
+  __itt_domain *w = (__itt_domain *)d;
+  const char *p = __atomic_load_n((const char **)&w->extra2, __ATOMIC_ACQUIRE);
+  if (!p && (p = annot_perm(d->nameA, SIZE_MAX)))
+    __atomic_store_n(&w->extra2, (void *)p, __ATOMIC_RELEASE);
+  return p;
+}
 static const char *sname(const __itt_string_handle *s) { return s && s->strA ? s->strA : ""; }
+/* Only while recording (annot_host is set). */
+static loom_string_id sid(__itt_string_handle *s) {
+  int id = __atomic_load_n(&s->extra1, __ATOMIC_RELAXED);
+  if (!id) {
+    id = (int)annot_host->intern(annot_self, s->strA, SIZE_MAX);
+    __atomic_store_n(&s->extra1, id, __ATOMIC_RELAXED);
+  }
+  return (loom_string_id)id;
+}
 
 /* ---- handles ----------------------------------------------------------------- */
 static __itt_domain *my_domains;
@@ -70,7 +91,8 @@ static __itt_string_handle *string_handle_create(const char *name) {
 /* ---- tasks, frames, markers --------------------------------------------------- */
 static void task_begin(const __itt_domain *d, __itt_id id, __itt_id parent, __itt_string_handle *n) {
   (void)id, (void)parent;
-  annot_push(dname(d), sname(n), SIZE_MAX);
+  if (n && n->strA && annot_on()) annot_push_id(dname(d), sid(n));
+  else annot_push(dname(d), sname(n), SIZE_MAX);
 }
 static void task_begin_fn(const __itt_domain *d, __itt_id id, __itt_id parent, void *fn) {
   (void)id, (void)parent;
@@ -103,6 +125,8 @@ static void marker(const __itt_domain *d, __itt_id id, __itt_string_handle *n, _
   (void)id, (void)scope;
   annot_mark(dname(d), sname(n), SIZE_MAX);
 }
+
+static void thread_set_name(const char *name) { annot_thread_name(0, name); }
 
 /* ---- counters: a handle holds its name and type; loom gets the value ---------- */
 typedef struct counter_rec {
@@ -174,6 +198,7 @@ static const struct {
     {"__itt_frame_begin_v3", (void *)frame_begin_v3},
     {"__itt_frame_end_v3", (void *)frame_end_v3},
     {"__itt_marker", (void *)marker},
+    {"__itt_thread_set_name", (void *)thread_set_name},
     {"__itt_counter_create", (void *)counter_create},
     {"__itt_counter_create_typed", (void *)counter_create_typed},
     {"__itt_counter_inc", (void *)counter_inc},

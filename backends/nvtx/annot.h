@@ -5,8 +5,9 @@
  *
  * Nested ranges: a per-thread stack; the record (LOOM_KIND_USER_RANGE) is
  * emitted when the range is popped, on the calling thread (resource 0).
- * Instants likewise.  Ranges with an id (begin/end on any thread) and
- * counters go through loom.h (loom_range_begin/_end, loom_counter) found with
+ * Instants likewise; both may carry one string argument.  Ranges with an id
+ * (begin/end on any thread), counters and thread names go through loom.h
+ * (loom_range_begin/_end, loom_counter, loom_thread_name) found with
  * dlsym, so nothing links libloom: without loom in the process (or with no
  * session recording "cpu") every call is a cheap no-op.
  *
@@ -64,6 +65,7 @@ typedef struct annot_frame {
   loom_string_id name;
   unsigned gen;
   const char *cat;
+  const char *akey, *aval; /* one optional string argument (permanent) */
 } annot_frame;
 #define ANNOT_DEPTH 256
 static __thread annot_frame annot_stack[ANNOT_DEPTH];
@@ -71,8 +73,10 @@ static __thread int annot_depth;
 
 static inline int annot_on(void) { return atomic_load_explicit(&annot_gen, memory_order_acquire) & 1; }
 
-/* Returns the new depth (NVTX's push result is the zero-based level). */
-static int annot_push(const char *cat, const char *name, size_t len) {
+/* Returns the new depth (NVTX's push result is the zero-based level).
+ * akey/aval: an optional string argument of the range (permanent strings). */
+static int annot_push_arg(const char *cat, const char *akey, const char *aval, const char *name,
+                          size_t len) {
   int d = annot_depth++;
   if (d >= ANNOT_DEPTH) return d;
   annot_frame *f = &annot_stack[d];
@@ -81,13 +85,33 @@ static int annot_push(const char *cat, const char *name, size_t len) {
   if (!(g & 1) || !name) return d;
   f->gen = g;
   f->cat = cat;
+  f->akey = akey;
+  f->aval = aval;
   f->name = annot_host->intern(annot_self, name, len);
   f->start = annot_host->clock_now(LOOM_CLOCK_MONOTONIC);
   return d;
 }
 
+__attribute__((unused)) static int annot_push(const char *cat, const char *name, size_t len) {
+  return annot_push_arg(cat, NULL, NULL, name, len);
+}
+
+/* A push with a name interned before (a handle that caches its id). */
+__attribute__((unused)) static int annot_push_id(const char *cat, loom_string_id name) {
+  int d = annot_depth++;
+  if (d >= ANNOT_DEPTH) return d;
+  annot_frame *f = &annot_stack[d];
+  unsigned g = atomic_load_explicit(&annot_gen, memory_order_acquire);
+  f->gen = 0;
+  if (!(g & 1)) return d;
+  *f = (annot_frame){.start = annot_host->clock_now(LOOM_CLOCK_MONOTONIC), .name = name,
+                     .gen = g, .cat = cat};
+  return d;
+}
+
 static void annot_emit(uint16_t kind, const char *cat, loom_string_id name, uint64_t start,
-                       uint64_t end) {
+                       uint64_t end, const char *akey, const char *aval) {
+  loom_arg a = {.key = akey, .type = LOOM_ARG_STRING, .v.s = aval};
   loom_record r;
   memset(&r, 0, sizeof r);
   r.struct_size = sizeof r;
@@ -99,6 +123,7 @@ static void annot_emit(uint16_t kind, const char *cat, loom_string_id name, uint
   r.end = end;
   r.name = name;
   r.category = cat;
+  if (akey && aval) r.args = &a, r.nargs = 1;
   annot_host->emit(annot_self, &r);
 }
 
@@ -110,26 +135,35 @@ static int annot_pop(void) {
   annot_frame *f = &annot_stack[d];
   if (f->gen && f->gen == atomic_load_explicit(&annot_gen, memory_order_acquire))
     annot_emit(LOOM_KIND_USER_RANGE, f->cat, f->name, f->start,
-               annot_host->clock_now(LOOM_CLOCK_MONOTONIC));
+               annot_host->clock_now(LOOM_CLOCK_MONOTONIC), f->akey, f->aval);
   return d;
 }
 
-static void annot_mark(const char *cat, const char *name, size_t len) {
+static void annot_mark_arg(const char *cat, const char *akey, const char *aval, const char *name,
+                           size_t len) {
   if (!annot_on() || !name) return;
   uint64_t t = annot_host->clock_now(LOOM_CLOCK_MONOTONIC);
-  annot_emit(LOOM_KIND_INSTANT, cat, annot_host->intern(annot_self, name, len), t, t);
+  annot_emit(LOOM_KIND_INSTANT, cat, annot_host->intern(annot_self, name, len), t, t, akey, aval);
+}
+__attribute__((unused)) static void annot_mark(const char *cat, const char *name, size_t len) {
+  annot_mark_arg(cat, NULL, NULL, name, len);
 }
 
 /* ---- loom.h, found at run time ------------------------------------------- */
 static void (*annot_range_begin_fn)(uint64_t, const char *);
 static void (*annot_range_end_fn)(uint64_t);
 static void (*annot_counter_fn)(const char *, double);
+static void (*annot_thread_name_fn)(uint64_t, const char *);
 
 static void annot_range_begin(uint64_t id, const char *name) {
   if (annot_range_begin_fn && annot_on()) annot_range_begin_fn(id, annot_perm(name, SIZE_MAX));
 }
 static void annot_range_end(uint64_t id) {
   if (annot_range_end_fn && annot_on()) annot_range_end_fn(id);
+}
+/* Thread names are kept by loom whether or not a session records. */
+static void annot_thread_name(uint64_t tid, const char *name) {
+  if (annot_thread_name_fn) annot_thread_name_fn(tid, name);
 }
 __attribute__((unused)) static void annot_counter(const char *name, double v) {
   if (annot_counter_fn && annot_on()) annot_counter_fn(annot_perm(name, SIZE_MAX), v);
@@ -182,6 +216,7 @@ static loom_status annot_entry(const loom_host *h) {
   annot_range_begin_fn = (void (*)(uint64_t, const char *))(uintptr_t)dlsym(RTLD_DEFAULT, "loom_range_begin");
   annot_range_end_fn = (void (*)(uint64_t))(uintptr_t)dlsym(RTLD_DEFAULT, "loom_range_end");
   annot_counter_fn = (void (*)(const char *, double))(uintptr_t)dlsym(RTLD_DEFAULT, "loom_counter");
+  annot_thread_name_fn = (void (*)(uint64_t, const char *))(uintptr_t)dlsym(RTLD_DEFAULT, "loom_thread_name");
   return h->backend_register(&annot_ops, NULL);
 }
 

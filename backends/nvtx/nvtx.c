@@ -8,8 +8,11 @@
  * nvtxDetail/nvtxInit.h).  Push/pop ranges become nested user ranges on the
  * calling thread, start/end ranges become loom ranges with an id (any thread),
  * marks become instants.  The domain's name is the category (the default
- * domain keeps loom's user_annotation).  Registered strings, domains and
- * category names are kept for the life of the process.
+ * domain keeps loom's user_annotation); an event's NVTX category, named with
+ * nvtx[Domain]NameCategory*, is its "NVTX category" argument (the number
+ * when unnamed).  nvtxNameOsThread* names the thread's track
+ * (loom_thread_name).  Registered strings, domains and category names are
+ * kept for the life of the process.
  */
 #define _GNU_SOURCE
 #define ANNOT_NAME "nvtx"
@@ -18,14 +21,64 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <wchar.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* nvtxDomainHandle_t and nvtxStringHandle_t point at these. */
+/* Category names of a domain: a small table, appended under cat_mu and
+ * read without it (n is published after the entry; names are permanent). */
+#define MAX_CATS 128
+typedef struct cat_tab {
+  struct { uint32_t id; const char *name; } e[MAX_CATS];
+  atomic_uint n;
+} cat_tab;
+static pthread_mutex_t cat_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* nvtxDomainHandle_t points at these. */
 typedef struct domain_rec {
   const char *name; /* permanent; NULL = default domain */
+  cat_tab cats;
 } domain_rec;
+static domain_rec default_domain;
+
+static void name_category(domain_rec *d, uint32_t id, const char *name) {
+  if (!d) d = &default_domain;
+  if (!name) return;
+  pthread_mutex_lock(&cat_mu);
+  unsigned n = atomic_load_explicit(&d->cats.n, memory_order_relaxed), i;
+  for (i = 0; i < n && d->cats.e[i].id != id; i++) {
+  }
+  if (i < n) { /* renamed: the newest name counts (a pointer store) */
+    __atomic_store_n(&d->cats.e[i].name, name, __ATOMIC_RELEASE);
+  } else if (n < MAX_CATS) {
+    d->cats.e[n].id = id;
+    d->cats.e[n].name = name;
+    atomic_store_explicit(&d->cats.n, n + 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&cat_mu);
+}
+
+/* The event's category as a permanent string: its name, else its number;
+ * NULL for category 0 (none). */
+static const char *category_of(domain_rec *d, const nvtxEventAttributes_t *a) {
+  if (!a || !a->category || a->size < NVTX_EVENT_ATTRIB_STRUCT_SIZE) return NULL;
+  if (!d) d = &default_domain;
+  unsigned n = atomic_load_explicit(&d->cats.n, memory_order_acquire);
+  for (unsigned i = 0; i < n; i++)
+    if (d->cats.e[i].id == a->category) return __atomic_load_n(&d->cats.e[i].name, __ATOMIC_ACQUIRE);
+  char num[16];
+  snprintf(num, sizeof num, "%u", a->category);
+  return annot_perm(num, SIZE_MAX);
+}
+#define CAT_KEY "NVTX category"
+
+/* nvtxNameOsThread: 0 and the calling thread's own ids name the caller. */
+static void name_thread(uint32_t tid, const char *name) {
+  if (tid == (uint32_t)syscall(SYS_gettid) || tid == (uint32_t)(uintptr_t)pthread_self()) tid = 0;
+  annot_thread_name(tid, name);
+}
 
 static atomic_uint_fast64_t next_range_id = 1;
 
@@ -67,7 +120,9 @@ static const char *message(const nvtxEventAttributes_t *a) {
 static const char *cat_of(nvtxDomainHandle_t d) { return d ? ((domain_rec *)d)->name : NULL; }
 
 /* ---- CORE ---------------------------------------------------------------- */
-static void MarkEx(const nvtxEventAttributes_t *a) { annot_mark(NULL, message(a), SIZE_MAX); }
+static void MarkEx(const nvtxEventAttributes_t *a) {
+  annot_mark_arg(NULL, CAT_KEY, category_of(NULL, a), message(a), SIZE_MAX);
+}
 static void MarkA(const char *m) { annot_mark(NULL, m, SIZE_MAX); }
 static void MarkW(const wchar_t *m) { annot_mark(NULL, from_wide(m), SIZE_MAX); }
 static nvtxRangeId_t start_in(const char *cat, const char *m) {
@@ -80,26 +135,27 @@ static nvtxRangeId_t RangeStartEx(const nvtxEventAttributes_t *a) { return start
 static nvtxRangeId_t RangeStartA(const char *m) { return start_in(NULL, m); }
 static nvtxRangeId_t RangeStartW(const wchar_t *m) { return start_in(NULL, from_wide(m)); }
 static void RangeEnd(nvtxRangeId_t id) { annot_range_end(id); }
-static int RangePushEx(const nvtxEventAttributes_t *a) { return annot_push(NULL, message(a), SIZE_MAX); }
+static int RangePushEx(const nvtxEventAttributes_t *a) {
+  return annot_push_arg(NULL, CAT_KEY, category_of(NULL, a), message(a), SIZE_MAX);
+}
 static int RangePushA(const char *m) { return annot_push(NULL, m, SIZE_MAX); }
 static int RangePushW(const wchar_t *m) { return annot_push(NULL, from_wide(m), SIZE_MAX); }
 static int RangePop(void) { return annot_pop(); }
-/* Category and thread names: loom has no API to attach them yet; accepted. */
-static void NameCategoryA(uint32_t c, const char *n) { (void)c, (void)annot_perm(n, SIZE_MAX); }
-static void NameCategoryW(uint32_t c, const wchar_t *n) { (void)c, (void)from_wide(n); }
-static void NameOsThreadA(uint32_t t, const char *n) { (void)t, (void)n; }
-static void NameOsThreadW(uint32_t t, const wchar_t *n) { (void)t, (void)n; }
+static void NameCategoryA(uint32_t c, const char *n) { name_category(NULL, c, annot_perm(n, SIZE_MAX)); }
+static void NameCategoryW(uint32_t c, const wchar_t *n) { name_category(NULL, c, from_wide(n)); }
+static void NameOsThreadA(uint32_t t, const char *n) { name_thread(t, n); }
+static void NameOsThreadW(uint32_t t, const wchar_t *n) { name_thread(t, from_wide(n)); }
 
 /* ---- CORE2 (domains) ------------------------------------------------------ */
 static void DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
-  annot_mark(cat_of(d), message(a), SIZE_MAX);
+  annot_mark_arg(cat_of(d), CAT_KEY, category_of((domain_rec *)d, a), message(a), SIZE_MAX);
 }
 static nvtxRangeId_t DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
   return start_in(cat_of(d), message(a));
 }
 static void DomainRangeEnd(nvtxDomainHandle_t d, nvtxRangeId_t id) { (void)d, annot_range_end(id); }
 static int DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
-  return annot_push(cat_of(d), message(a), SIZE_MAX);
+  return annot_push_arg(cat_of(d), CAT_KEY, category_of((domain_rec *)d, a), message(a), SIZE_MAX);
 }
 static int DomainRangePop(nvtxDomainHandle_t d) { (void)d; return annot_pop(); }
 static nvtxResourceHandle_t DomainResourceCreate(nvtxDomainHandle_t d, nvtxResourceAttributes_t *a) {
@@ -108,10 +164,10 @@ static nvtxResourceHandle_t DomainResourceCreate(nvtxDomainHandle_t d, nvtxResou
 }
 static void DomainResourceDestroy(nvtxResourceHandle_t r) { (void)r; }
 static void DomainNameCategoryA(nvtxDomainHandle_t d, uint32_t c, const char *n) {
-  (void)d, (void)c, (void)annot_perm(n, SIZE_MAX);
+  name_category((domain_rec *)d, c, annot_perm(n, SIZE_MAX));
 }
 static void DomainNameCategoryW(nvtxDomainHandle_t d, uint32_t c, const wchar_t *n) {
-  (void)d, (void)c, (void)from_wide(n);
+  name_category((domain_rec *)d, c, from_wide(n));
 }
 static nvtxStringHandle_t DomainRegisterStringA(nvtxDomainHandle_t d, const char *s) {
   (void)d;

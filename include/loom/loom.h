@@ -323,6 +323,16 @@ LOOM_EXTERN uint64_t loom_op_current(void);
 LOOM_EXTERN void loom_instant(const char *name);
 LOOM_EXTERN void loom_counter(const char *name, double value);
 
+/* Names a thread's track in the traces this process records: written as
+ * "thread TID (NAME)", Kineto's thread label, in place of the OS thread name.
+ * tid is an OS thread id of this process (gettid()), or 0 for the calling
+ * thread.  name is copied; NULL or "" removes the name.  Not an
+ * instrumentation call (it takes a lock): name a thread once, at any time
+ * (before, during or without a session); the name applies to every trace
+ * collected afterwards, to all the thread's records, and outlives the thread
+ * (an id the OS gives to a later thread keeps it until renamed). */
+LOOM_EXTERN void loom_thread_name(uint64_t tid, const char *name);
+
 /* Marks the end of an iteration and the start of the next one (written as
  * "ProfilerStep#N" ranges on the calling thread). */
 LOOM_EXTERN void loom_step(void);

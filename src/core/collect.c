@@ -32,7 +32,11 @@ static uint32_t name_of(namer *nm, uint64_t name, uint16_t flags) {
   return id;
 }
 
+/* Kineto's label; a name given with loom_thread_name wins over the OS's. */
 static void thread_label(char *buf, size_t n, pid_t tid, const char *name) {
+  uint32_t given = loom__thread_name((uint64_t)tid);
+  const char *g = given ? loom__intern_get(given) : NULL;
+  if (g && *g) name = g;
   snprintf(buf, n, "thread %d (%s)", (int)tid, name && *name ? name : "unnamed");
 }
 
@@ -115,7 +119,7 @@ static int pop_into(host_ctx *h, open_range *stk, size_t *n, uint32_t track,
 static int host_thread(host_ctx *h, loom__tbuf *tb) {
   loom_trace *t = h->t;
   h->npargs = 0; /* the op-argument stack is per thread */
-  char name[64], label[128];
+  char name[64], label[256];
   if (atomic_load(&tb->exited)) snprintf(name, sizeof name, "%s", tb->name);
   else live_thread_name(tb->tid, name, sizeof name);
   thread_label(label, sizeof label, tb->tid, name);
@@ -341,7 +345,7 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b,
   }
   int host = d->device == LOOM_DEVICE_HOST;
   uint32_t track;
-  char label[128], tname[64];
+  char label[256], tname[64];
   if (host) {
     long known = loom__trace_find_track(t, pid, d->resource);
     if (known >= 0) {

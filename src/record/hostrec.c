@@ -165,12 +165,12 @@ static inline loom__hrec *reserve(loom__tbuf **tp) {
   return r;
 }
 
-static inline void put_spare(uint16_t type, uint16_t flags, uint64_t name, uint64_t a,
-                             uint32_t spare) {
+static inline void put_at(uint64_t ts, uint16_t type, uint16_t flags, uint64_t name, uint64_t a,
+                          uint32_t spare) {
   loom__tbuf *t;
   loom__hrec *r = reserve(&t);
   if (!r) return;
-  r->ts = now();
+  r->ts = ts;
   r->name = name;
   r->a = a;
   r->type = type;
@@ -180,7 +180,15 @@ static inline void put_spare(uint16_t type, uint16_t flags, uint64_t name, uint6
 }
 
 static inline void put(uint16_t type, uint16_t flags, uint64_t name, uint64_t a) {
-  put_spare(type, flags, name, a, 0);
+  put_at(now(), type, flags, name, a, 0);
+}
+
+/* The calling thread's buffer for this session (NULL: none can be had). */
+static inline loom__tbuf *cur_buf(void) {
+  loom__tbuf *t = tls_buf;
+  if (LOOM__UNLIKELY(!t || t->epoch != atomic_load_explicit(&epoch, memory_order_relaxed)))
+    t = acquire();
+  return t;
 }
 
 #define IDLE() LOOM__UNLIKELY(!atomic_load_explicit(&rec_on, memory_order_relaxed))
@@ -217,6 +225,7 @@ void loom__hostrec_release(void) {
     if (atomic_load_explicit(&t->exited, memory_order_acquire)) {
       *pp = t->next;
       free_chunks(t);
+      free(t->icache);
       free(t);
     } else {
       pp = &t->next;
@@ -254,20 +263,82 @@ __attribute__((constructor)) static void hostrec_init(void) {
   pthread_atfork(NULL, NULL, fork_child);
 }
 
-/* Interns s through a per-thread cache, so that the strings an adapter
- * passes on every op (argument keys, repeated shapes) skip the interner's
- * lock.  A hit is checked against the interned copy, so the cache is
- * exact whatever the caller's buffers hold. */
-static uint32_t intern_cached(const char *s) {
-  static TLS struct { const char *str; uint32_t id; } cache[128];
+/* ---- per-thread intern cache ------------------------------------------------
+ * The strings an adapter passes on every op (its name, argument keys, shape
+ * strings built in a reused buffer) are interned through a per-thread cache
+ * so that repeated strings skip the interner's lock.  2-way set associative,
+ * allocated with the thread's buffer (freed with it): a model's working set
+ * (~150 distinct names and shape strings for a small CNN) fits without the
+ * conflict misses a small direct-mapped table has.  A hit is checked against
+ * the interned copy, so the cache is exact whatever the caller's buffers hold. */
+#define ICACHE_SETS 256
+typedef struct icache_slot {
+  const char *str; /* the interned copy (never freed) */
+  uint32_t id, len, tag;
+} icache_slot;
+#define PCACHE_SLOTS 64
+struct loom__icache {
+  icache_slot set[ICACHE_SETS][2];
+  /* by the caller's pointer first: literal keys and names that live in the
+   * framework (PyTorch's schema names) hit here without hashing; the hit is
+   * still checked by content */
+  struct pslot { const char *ptr, *str; uint32_t id; } by_ptr[PCACHE_SLOTS];
+};
+
+/* 8 bytes per step (FNV-1a per byte costs a multiply per character); the
+ * last word overlaps the one before instead of a loop over the tail. */
+static inline uint64_t str_hash(const char *s, size_t n) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ n, w = 0;
+  if (n < 8) {
+    for (size_t i = 0; i < n; i++) w = w << 8 | (unsigned char)s[i];
+    return loom__hash_u64(h ^ w);
+  }
+  const char *last = s + n - 8;
+  for (; s < last; s += 8) {
+    memcpy(&w, s, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  memcpy(&w, last, 8);
+  return loom__hash_u64(h ^ w);
+}
+
+/* *str: the interned copy (NULL when len does not fit the cache). */
+static uint32_t intern_by_content(loom__tbuf *t, const char *s, const char **str) {
   size_t len = strlen(s);
-  size_t slot = loom__hash_bytes(s, len) & 127;
-  if (cache[slot].id && !strcmp(cache[slot].str, s)) return cache[slot].id;
+  *str = NULL;
+  if (LOOM__UNLIKELY(len > UINT32_MAX)) return loom__intern(s, len);
+  uint64_t h = str_hash(s, len);
+  icache_slot *w = t->icache->set[h & (ICACHE_SETS - 1)];
+  uint32_t tag = (uint32_t)(h >> 32);
+  for (int i = 0; i < 2; i++)
+    if (w[i].id && w[i].tag == tag && w[i].len == len && !memcmp(w[i].str, s, len)) {
+      if (i) { /* most recently used first */
+        icache_slot x = w[1];
+        w[1] = w[0];
+        w[0] = x;
+      }
+      *str = w[0].str;
+      return w[0].id;
+    }
   uint32_t id = loom__intern(s, len);
   if (id) {
-    cache[slot].str = loom__intern_get(id); /* stable: strings are never freed */
-    cache[slot].id = id;
+    w[1] = w[0];
+    w[0] = (icache_slot){loom__intern_get(id), id, (uint32_t)len, tag};
+    *str = w[0].str;
   }
+  return id;
+}
+
+static uint32_t intern_cached(loom__tbuf *t, const char *s) {
+  if (LOOM__UNLIKELY(!t->icache) && !(t->icache = calloc(1, sizeof *t->icache)))
+    return loom__intern(s, SIZE_MAX);
+  size_t slot = (size_t)(loom__hash_u64((uint64_t)(uintptr_t)s) & (PCACHE_SLOTS - 1));
+  struct pslot *p = &t->icache->by_ptr[slot];
+  if (p->ptr == s && !strcmp(p->str, s)) return p->id;
+  const char *str;
+  uint32_t id = intern_by_content(t, s, &str);
+  if (id && str) p->ptr = s, p->str = str, p->id = id;
   return id;
 }
 
@@ -284,7 +355,8 @@ void loom_range_push_id(loom_string_id name) {
 
 void loom_range_push_str(const char *name) {
   if (IDLE()) return;
-  put(LOOM__HR_PUSH, LOOM__HR_F_ID, intern_cached(name ? name : ""), 0);
+  loom__tbuf *t = cur_buf();
+  if (t) put(LOOM__HR_PUSH, LOOM__HR_F_ID, intern_cached(t, name ? name : ""), 0);
 }
 
 void loom_range_pop(void) {
@@ -302,8 +374,8 @@ void loom_range_end(uint64_t id) {
   put(LOOM__HR_END, 0, 0, id);
 }
 
-static inline void op_begin(uint16_t flags, uint64_t name, uint64_t ext) {
-  put(LOOM__HR_OP_BEGIN, flags, name, ext);
+static inline void op_begin_at(uint64_t ts, uint16_t flags, uint64_t name, uint64_t ext) {
+  put_at(ts, LOOM__HR_OP_BEGIN, flags, name, ext, 0);
   if (op_depth < OP_STACK) op_stack[op_depth] = ext;
   op_depth++;
   int n = atomic_load_explicit(&nhooks, memory_order_acquire);
@@ -311,6 +383,10 @@ static inline void op_begin(uint16_t flags, uint64_t name, uint64_t ext) {
     const loom__ext_hook *k = hook(i);
     if (k) k->push(k->b, ext);
   }
+}
+
+static inline void op_begin(uint16_t flags, uint64_t name, uint64_t ext) {
+  op_begin_at(now(), flags, name, ext);
 }
 
 void loom_op_begin(const char *name, uint64_t ext) {
@@ -323,20 +399,25 @@ void loom_op_begin_id(loom_string_id name, uint64_t ext) {
   op_begin(LOOM__HR_F_ID, name, ext);
 }
 
+/* The arguments are records after the op's, with its timestamp (one clock
+ * read per op). */
 void loom_op_begin_args(const char *name, uint64_t ext, const loom_arg *args, uint32_t n) {
   if (IDLE()) return;
-  op_begin(LOOM__HR_F_ID, intern_cached(name ? name : ""), ext);
+  loom__tbuf *t = cur_buf();
+  if (!t) return;
+  uint64_t ts = now();
+  op_begin_at(ts, LOOM__HR_F_ID, intern_cached(t, name ? name : ""), ext);
   for (uint32_t i = 0; i < n && args; i++) {
     uint64_t v = 0;
     switch (args[i].type) {
     case LOOM_ARG_INT: v = (uint64_t)args[i].v.i; break;
     case LOOM_ARG_UINT: v = args[i].v.u; break;
     case LOOM_ARG_DOUBLE: memcpy(&v, &args[i].v.d, sizeof v); break;
-    case LOOM_ARG_STRING: v = intern_cached(args[i].v.s ? args[i].v.s : ""); break;
+    case LOOM_ARG_STRING: v = intern_cached(t, args[i].v.s ? args[i].v.s : ""); break;
     default: continue;
     }
-    put_spare(LOOM__HR_ARG, LOOM__HR_F_ID, intern_cached(args[i].key ? args[i].key : "?"),
-              v, (uint32_t)args[i].type);
+    put_at(ts, LOOM__HR_ARG, LOOM__HR_F_ID, intern_cached(t, args[i].key ? args[i].key : "?"),
+           v, (uint32_t)args[i].type);
   }
 }
 
@@ -368,6 +449,27 @@ void loom_counter(const char *name, double value) {
   uint64_t bits;
   memcpy(&bits, &value, sizeof bits);
   put(LOOM__HR_COUNTER, 0, (uint64_t)(uintptr_t)name, bits);
+}
+
+/* ---- thread names (loom_thread_name) --------------------------------------- */
+static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
+static loom__map names; /* OS thread id -> interned name */
+
+void loom_thread_name(uint64_t tid, const char *name) {
+  if (!tid) tid = loom__tid();
+  uint32_t id = name && *name ? loom__intern(name, SIZE_MAX) : 0;
+  pthread_mutex_lock(&names_mu);
+  /* 0: removed (out of memory: the old name or none stays) */
+  if (id || loom__map_get(&names, tid)) (void)loom__map_put(&names, tid, id);
+  pthread_mutex_unlock(&names_mu);
+}
+
+uint32_t loom__thread_name(uint64_t tid) {
+  pthread_mutex_lock(&names_mu);
+  uint64_t *v = loom__map_get(&names, tid);
+  uint32_t id = v ? (uint32_t)*v : 0;
+  pthread_mutex_unlock(&names_mu);
+  return id;
 }
 
 void loom_step(void) {

@@ -61,6 +61,7 @@ typedef struct loom__tbuf {
   pid_t tid;
   _Atomic int exited;
   char name[32];             /* thread name at first use / exit */
+  struct loom__icache *icache; /* the owner's intern cache (hostrec.c) */
   struct loom__tbuf *next;   /* process-wide list */
 } loom__tbuf;
 
@@ -87,6 +88,9 @@ typedef struct loom__ext_hook {
 #define LOOM__MAX_HOOKS 16
 /* hooks point at entries that stay valid until the process exits. */
 void loom__hostrec_set_hooks(const loom__ext_hook *const *hooks, size_t n);
+
+/* The name loom_thread_name gave thread tid (an interned id), or 0. */
+uint32_t loom__thread_name(uint64_t tid);
 
 /* The calling thread's OS id, cached. */
 uint32_t loom__tid(void);

@@ -9,7 +9,8 @@
  *   ittapp [N]  task "load" (domain pre.domain, created before loading)
  *               around N tasks "step" (domain app.compute) each with a
  *               marker "tick" and a counter increment; 2 frames; a worker
- *               thread with 2 tasks "work".
+ *               thread with 2 tasks "work"; thread names "main" and
+ *               "itt worker" (__itt_thread_set_name).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -85,6 +86,7 @@ static __itt_string_handle *s_work;
 
 static void *worker(void *arg) {
   (void)arg;
+  if (p_thread_set_name) p_thread_set_name("itt worker");
   for (int i = 0; i < 2; i++) {
     TASK_BEGIN(comp, s_work);
     TASK_END(comp);

@@ -5,19 +5,24 @@
  *                 pop }; a domain "app.io" with a registered string range and
  *                 a mark; a wide-string range; a start/end range begun here
  *                 and ended by a worker thread, which also pushes "worker"
- *                 ranges; category and thread names.
+ *                 ranges; category names (category 7 "compute" on the
+ *                 steps, the domain's category 3 "disk" on its range and
+ *                 mark) and the worker's thread name "nvtx worker".
  * Prints what it did, so runs with and without loom can be compared.
  */
+#define _GNU_SOURCE
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static nvtxRangeId_t across;
 
 static void *worker(void *arg) {
   (void)arg;
-  nvtxNameOsThreadA(0, "worker");
+  nvtxNameOsThreadA((uint32_t)syscall(SYS_gettid), "nvtx worker");
   for (int i = 0; i < 2; i++) {
     nvtxRangePushA("worker");
     nvtxRangePop();
@@ -45,9 +50,11 @@ int main(int argc, char **argv) {
 
   nvtxDomainHandle_t d = nvtxDomainCreateA("app.io");
   nvtxStringHandle_t s = nvtxDomainRegisterStringA(d, "read");
+  nvtxDomainNameCategoryA(d, 3, "disk");
   nvtxEventAttributes_t a = {0};
   a.version = NVTX_VERSION;
   a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.category = 3;
   a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
   a.message.registered = s;
   nvtxDomainRangePushEx(d, &a);
