@@ -1,9 +1,10 @@
 #!/bin/sh
 # Sets up, builds loom, and records the bundled OpenCL workload (a small
 # network evaluated batch by batch on POCL, two queues, host ops marked with
-# loom's API) with `loom record`, then summarises the trace with Perfetto's
-# trace_processor.  Writes loom-opencl-pipeline.json: open it in
-# https://ui.perfetto.dev or chrome://tracing.
+# loom's API) with `loom record`, checks the trace with Perfetto's
+# trace_processor, and analyses it with `loom report`.  Writes
+# loom-opencl-pipeline.json (open it in https://ui.perfetto.dev or
+# chrome://tracing) and loom-opencl-pipeline.html (the report's page).
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/deps.sh"
@@ -23,3 +24,6 @@ let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const r=JSON.parse(s).re
 for (const x of r[0]) console.log(`  ${x.category.padEnd(22)} ${String(x.slices).padStart(6)} slices ${String(x.ms).padStart(9)} ms`);
 console.log(`  flows (host call -> device work): ${r[1][0].flows}`);
 console.log(`  kernels linked to the framework op that launched them: ${r[2][0].n}`);});'
+html="$here/loom-opencl-pipeline.html"
+echo "== loom report $out --top 8 --html $html"
+"$build/loom" report "$out" --top 8 --html "$html"

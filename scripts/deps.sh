@@ -8,6 +8,9 @@ pkgs="build-essential cmake pkg-config libcmocka-dev zlib1g-dev libze1 libze-dev
 # PyTorch adapter and its test (CPU build of PyTorch 1.13, ~700 MB); NVTX headers
 # come with the CUDA toolkit (/usr/local/cuda/include/nvtx3), ITT needs nothing.
 pkgs="$pkgs g++ libtorch-dev python3-torch"
+# loom report's tests: pandas for the independent Holistic Trace Analysis
+# figures, Chromium to render the HTML page headless.
+pkgs="$pkgs python3-pandas chromium"
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 missing=""

@@ -2,7 +2,8 @@
 # Sets up and runs loom's whole test suite: a normal build with every test,
 # then AddressSanitizer + UndefinedBehaviorSanitizer, then ThreadSanitizer
 # on the concurrent tests.  Traces are checked by Perfetto's trace_processor,
-# which is required here (LOOM_TP_REQUIRED).
+# which is required here (LOOM_TP_REQUIRED), as are pandas and Chromium for
+# the report checks (tests/hta, tests/report).
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/deps.sh"
