@@ -133,6 +133,7 @@ typedef struct an {
   loom__esort *es;
   const loom__report_opts *o;
   uint8_t *nfl;           /* per name id: NF_* (names are classified once) */
+  uint32_t step_all;      /* "ProfilerStep#*" */
   size_t nnfl;
   loom__map unknown;      /* category id -> count */
   loom__map step_names;   /* distinct step names (HTA's rule) */
@@ -297,10 +298,18 @@ static uint32_t direction(an *a, const char *name) {
 }
 
 /* ---- host threads ---------------------------------------------------------- */
+/* The name a host range is tallied under: every step as one
+ * "ProfilerStep#*" row (the steps section lists them one by one). */
+static uint32_t tally_name(an *a, uint32_t name) {
+  if (!(name_flags(a, a->t, name) & NF_STEP)) return name;
+  if (!a->step_all) a->step_all = loom__trace_str(a->t, "ProfilerStep#*");
+  return a->step_all;
+}
+
 static void finalize(an *a, const frame *f) {
   int g = f->kind == LOOM_KIND_CPU_OP ? LOOM__G_OP
         : f->kind == LOOM_KIND_USER_RANGE ? LOOM__G_RANGE : LOOM__G_CALL;
-  loom__rname *n = rname(a, g, f->name);
+  loom__rname *n = rname(a, g, g == LOOM__G_CALL ? f->name : tally_name(a, f->name));
   if (!n) return;
   int64_t dur = f->end - f->ts;
   add_dur(n, dur);
@@ -314,9 +323,9 @@ static uint32_t stack_id(an *a, const hstate *h) {
   uint32_t n = 0;
   for (size_t i = 0; i < h->n && n < 64; i++) {
     if (h->st[i].kind != LOOM_KIND_USER_RANGE) continue;
-    uint32_t k = 0;
-    while (k < n && names[k] != h->st[i].name) k++;
-    if (k == n) names[n++] = h->st[i].name;
+    uint32_t k = 0, nm = tally_name(a, h->st[i].name);
+    while (k < n && names[k] != nm) k++;
+    if (k == n) names[n++] = nm;
   }
   if (!n) return 0;
   uint64_t hash = loom__hash_bytes(names, n * sizeof *names) | 1;

@@ -162,7 +162,8 @@ void loom__report_text(const loom__report *r, loom__out *o, size_t top) {
            pct(d->m.u[7], win), ms(d->idle_host), ms(d->idle_other), (unsigned long long)d->nwork);
       for (size_t k = d->q0; k < d->q0 + d->nq; k++) {
         const loom__rq *q = &r->queues[k];
-        snprintf(label, sizeof label, "  queue %lld %s", (long long)q->tid, S(r, q->name));
+        if (q->name && *S(r, q->name)) snprintf(label, sizeof label, "  %s", S(r, q->name));
+        else snprintf(label, sizeof label, "  queue %lld", (long long)q->tid);
         trunc_name(nm, 29, label);
         int64_t qw = q->last - q->first;
         outf(o, "  %-28s %10.3f %10.3f %7.2f %10.3f %10.3f %9llu\n", nm, ms(qw), ms(q->busy),

@@ -177,8 +177,9 @@ void loom__report_html(const loom__report *r, loom__out *o, size_t top) {
     for (size_t k = d->q0; k < d->q0 + d->nq; k++) {
       const loom__rq *q = &r->queues[k];
       int64_t qw = q->last - q->first;
-      hf(o, "<tr><td class=\"n\">%lld ", (long long)q->tid);
-      hs(o, S(r, q->name), 60);
+      hf(o, "<tr><td class=\"n\">");
+      if (q->name && *S(r, q->name)) hs(o, S(r, q->name), 60);
+      else hf(o, "queue %lld", (long long)q->tid);
       hf(o, "</td><td>%llu</td><td>%.3f</td><td>%.3f</td><td>%.2f</td><td>%.3f</td><td>%.3f</td></tr>",
          (unsigned long long)q->nwork, us(qw), us(q->busy), pct(q->busy, qw), us(q->idle_host),
          us(q->idle_other));
