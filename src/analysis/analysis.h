@@ -55,9 +55,9 @@ typedef struct loom__qs {
   double sumsq;
   int64_t *vals;      /* exact values while n <= LOOM__QS_EXACT */
   size_t nvals, cap;
-  uint32_t *hist;     /* LOOM__QS_BUCKETS counters once past the limit */
+  uint32_t **hist;    /* octave blocks of counters once past the limit */
 } loom__qs;
-#define LOOM__QS_EXACT 8192
+#define LOOM__QS_EXACT 1024
 
 int loom__qs_add(loom__qs *q, int64_t v);
 /* p in [0, 1]: linear interpolation between closest ranks (numpy's

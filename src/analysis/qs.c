@@ -3,9 +3,9 @@
  *
  * The first LOOM__QS_EXACT values are kept and give exact quantiles.  Past
  * that the values move into a log histogram: exact below 256 ns, then 256
- * buckets per power of two (relative error below 0.4%), 56 KiB per sketch.
- * Only names with that many samples pay for a histogram, so memory follows
- * the number of distinct names, not of events.
+ * buckets per power of two (relative error below 0.4%), 1 KiB per octave in
+ * use.  So a name costs at most 8 KiB of exact values, or a few KiB of
+ * histogram: memory follows the number of distinct names, not of events.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -13,25 +13,35 @@
 
 #include "analysis.h"
 
-enum { SUB = 256, NB = SUB + (63 - 8) * SUB };
+enum { SUB = 256, NOCT = 64 - 8 + 1 }; /* block 0: values below 256; block k: octave k + 7 */
 
 static size_t bucket_of(int64_t v) {
   if (v < SUB) return v < 0 ? 0 : (size_t)v;
   int e = 63 - __builtin_clzll((uint64_t)v); /* >= 8 */
-  return (size_t)SUB + (size_t)(e - 8) * SUB + (size_t)((uint64_t)v >> (e - 8) & (SUB - 1));
+  return (size_t)(e - 7) * SUB + (size_t)((uint64_t)v >> (e - 8) & (SUB - 1));
 }
 
 static double bucket_mid(size_t b) {
   if (b < SUB) return (double)b;
-  size_t e = (b - SUB) / SUB + 8, m = (b - SUB) % SUB;
+  size_t e = b / SUB + 7, m = b % SUB;
   double lo = ldexp((double)(SUB + m), (int)e - 8), w = ldexp(1.0, (int)e - 8);
   return lo + w / 2;
 }
 
+/* Octave blocks are allocated when first used: durations of one kernel
+ * span a few octaves, so a histogram costs a few KiB. */
+static int hist_add(loom__qs *q, int64_t v) {
+  size_t b = bucket_of(v), blk = b / SUB;
+  if (!q->hist[blk] && !(q->hist[blk] = calloc(SUB, sizeof **q->hist))) return -1;
+  q->hist[blk][b % SUB]++;
+  return 0;
+}
+
 static int to_hist(loom__qs *q) {
-  q->hist = calloc(NB, sizeof *q->hist);
+  q->hist = calloc(NOCT, sizeof *q->hist);
   if (!q->hist) return -1;
-  for (size_t i = 0; i < q->nvals; i++) q->hist[bucket_of(q->vals[i])]++;
+  for (size_t i = 0; i < q->nvals; i++)
+    if (hist_add(q, q->vals[i])) return -1;
   free(q->vals);
   q->vals = NULL;
   q->nvals = q->cap = 0;
@@ -44,14 +54,8 @@ int loom__qs_add(loom__qs *q, int64_t v) {
   q->n++;
   q->sum += v;
   q->sumsq += (double)v * (double)v;
-  if (q->hist) {
-    q->hist[bucket_of(v)]++;
-    return 0;
-  }
-  if (q->nvals == LOOM__QS_EXACT && to_hist(q) == 0) {
-    q->hist[bucket_of(v)]++;
-    return 0;
-  }
+  if (q->hist) return hist_add(q, v);
+  if (q->nvals == LOOM__QS_EXACT) return to_hist(q) ? -1 : hist_add(q, v);
   return LOOM__PUSH(q->vals, q->nvals, q->cap, v);
 }
 
@@ -74,8 +78,12 @@ double loom__qs_quantile(loom__qs *q, double p) {
   }
   double want = p * (double)(q->n - 1);
   uint64_t seen = 0;
-  for (size_t b = 0; b < NB; b++) {
-    seen += q->hist[b];
+  for (size_t b = 0; b < NOCT * SUB; b++) {
+    if (!q->hist[b / SUB]) {
+      b += SUB - 1;
+      continue;
+    }
+    seen += q->hist[b / SUB][b % SUB];
     if ((double)seen > want) {
       double v = bucket_mid(b);
       return v < (double)q->min ? (double)q->min : v > (double)q->max ? (double)q->max : v;
@@ -96,6 +104,7 @@ int loom__qs_exact(const loom__qs *q) { return q->hist == NULL; }
 
 void loom__qs_free(loom__qs *q) {
   free(q->vals);
+  for (size_t i = 0; q->hist && i < NOCT; i++) free(q->hist[i]);
   free(q->hist);
   memset(q, 0, sizeof *q);
 }
