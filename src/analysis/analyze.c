@@ -637,8 +637,8 @@ static void finish(an *a) {
   }
   for (int m = 1; m < 8; m++) rep->hta.m.u[m] = uset_total(&a->hu[m]);
   for (size_t i = 0; i < rep->nqueues; i++) rep->queues[i].busy = uset_total(&a->qs[i].u);
-  qsort(rep->queues, rep->nqueues, sizeof *rep->queues, cmp_queue);
-  qsort(rep->devs, rep->ndevs, sizeof *rep->devs, cmp_dev);
+  if (rep->nqueues > 1) qsort(rep->queues, rep->nqueues, sizeof *rep->queues, cmp_queue);
+  if (rep->ndevs > 1) qsort(rep->devs, rep->ndevs, sizeof *rep->devs, cmp_dev);
   for (size_t i = 0, q = 0; i < rep->ndevs; i++) {
     while (q < rep->nqueues && rep->queues[q].pid < rep->devs[i].pid) q++;
     rep->devs[i].q0 = q;

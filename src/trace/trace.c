@@ -213,7 +213,7 @@ int loom__trace_stream_flush(loom_trace *t, const loom__sink *sink, size_t **kee
       continue;
     }
     /* Kept: move it and its arguments down (never overlapping forward). */
-    memmove(&t->args[nargs], &t->args[e->args_off], e->nargs * sizeof *t->args);
+    if (e->nargs) memmove(&t->args[nargs], &t->args[e->args_off], e->nargs * sizeof *t->args);
     e->args_off = (uint32_t)nargs;
     nargs += e->nargs;
     t->ev[nev] = *e;
