@@ -263,6 +263,20 @@ static void test_synthetic_hta_all_steps(void **state) {
   free(text);
 }
 
+/* A temporary trace file: open_trace writes the head, close_trace the end. */
+static FILE *open_trace(char *path, size_t n) {
+  tmp_path(path, n, ".json");
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "{\"traceEvents\":[\n");
+  return f;
+}
+
+static void close_trace(FILE *f) {
+  fprintf(f, "]}\n");
+  assert_int_equal(fclose(f), 0);
+}
+
 /* The JSON without its "path" value, for comparing reports of copies. */
 static char *without_path(char *text) {
   char *p = strstr(text, "\"path\":\"");
@@ -296,10 +310,7 @@ static void test_same_report_from_every_format(void **state) {
 static void test_spilled_sort_same_report(void **state) {
   (void)state;
   char path[512];
-  tmp_path(path, sizeof path, ".json");
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fprintf(f, "{\"traceEvents\":[\n");
+  FILE *f = open_trace(path, sizeof path);
   unsigned seed = 7;
   long long ts = 1000;
   for (int i = 1; i <= 10000; i++) {
@@ -314,8 +325,7 @@ static void test_spilled_sort_same_report(void **state) {
             i == 10000 ? "" : ",");
     ts += 4 + (seed >> 20) % 9;
   }
-  fprintf(f, "]}\n");
-  fclose(f);
+  close_trace(f);
   char *mem = report_text(path, 0, 0);
   char *spilled = report_text(path, 0, 1536 * sizeof(double) * 6); /* 1536 records a run */
   assert_string_equal(spilled, mem);
@@ -335,10 +345,7 @@ static void test_spilled_sort_same_report(void **state) {
 static void test_percentiles_past_exact_limit(void **state) {
   (void)state;
   char path[512];
-  tmp_path(path, sizeof path, ".json");
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fprintf(f, "{\"traceEvents\":[\n");
+  FILE *f = open_trace(path, sizeof path);
   long long ts = 0;
   for (int i = 0; i < 5000; i++) {
     int d = 1 + (int)(((long long)i * 2654435761LL) % 5000); /* a permutation of 1..5000 */
@@ -346,8 +353,7 @@ static void test_percentiles_past_exact_limit(void **state) {
                "\"dur\":%d}%s\n", ts, d, i == 4999 ? "" : ",");
     ts += 6000;
   }
-  fprintf(f, "]}\n");
-  fclose(f);
+  close_trace(f);
   char *text = report_text(path, 0, 0);
   yajl_val r = parse(text);
   yajl_val q = at(r, "kernels", "top", "#0", "durations", NULL);

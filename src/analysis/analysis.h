@@ -181,6 +181,9 @@ void loom__report_text(const loom__report *r, struct loom__out *o, size_t top);
 void loom__report_json(const loom__report *r, struct loom__out *o, size_t top);
 void loom__report_html(const loom__report *r, struct loom__out *o, size_t top);
 
+/* printf onto o, any length. */
+void loom__outf(struct loom__out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Shared by the writers: rows of one group sorted by total time (then
  * name); the caller frees.  *n gets the count. */
 size_t *loom__report_rows(const loom__report *r, int group, size_t *n, int by_self);

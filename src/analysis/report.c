@@ -14,8 +14,9 @@
 #include "analysis.h"
 #include "export/outfile.h"
 
-static void outf(loom__out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void outf(loom__out *o, const char *fmt, ...) {
+#define outf loom__outf
+
+void loom__outf(loom__out *o, const char *fmt, ...) {
   char buf[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -335,6 +336,23 @@ static void jqs(loom__out *o, loom__qs *q) {
        loom__qs_exact(q) ? "true" : "false");
 }
 
+/* Copies (by direction) or fills (by name): count, bytes, time, bandwidth. */
+static void json_moves(loom__out *o, const loom__report *r, int group, const char *key) {
+  size_t n, *rows = loom__report_rows(r, group, &n, 0);
+  outf(o, "[");
+  for (size_t i = 0; i < n; i++) {
+    loom__rname *c = &r->names[rows[i]];
+    outf(o, "%s{\"%s\":", i ? "," : "", key);
+    js(o, S(r, c->name));
+    outf(o, ",\"count\":%llu,\"bytes\":%llu,\"time_ns\":%lld,\"bandwidth_gbps\":",
+         (unsigned long long)c->count, (unsigned long long)c->bytes, (long long)c->total);
+    jnum(o, c->total > 0 ? (double)c->bytes / (double)c->total : 0);
+    outf(o, "}");
+  }
+  outf(o, "]");
+  free(rows);
+}
+
 void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
   outf(o, "{\"schema\":\"loom-report/1\",\"input\":{\"path\":");
   js(o, r->path);
@@ -406,29 +424,11 @@ void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
     outf(o, "}");
   }
   free(rows);
-  outf(o, "]},\"transfers\":[");
-  rows = loom__report_rows(r, LOOM__G_COPY, &n, 0);
-  for (size_t i = 0; i < n; i++) {
-    loom__rname *c = &r->names[rows[i]];
-    outf(o, "%s{\"direction\":", i ? "," : "");
-    js(o, S(r, c->name));
-    outf(o, ",\"count\":%llu,\"bytes\":%llu,\"time_ns\":%lld,\"bandwidth_gbps\":",
-         (unsigned long long)c->count, (unsigned long long)c->bytes, (long long)c->total);
-    jnum(o, c->total > 0 ? (double)c->bytes / (double)c->total : 0);
-    outf(o, "}");
-  }
-  free(rows);
-  outf(o, "],\"fills\":[");
-  rows = loom__report_rows(r, LOOM__G_FILL, &n, 0);
-  for (size_t i = 0; i < n; i++) {
-    loom__rname *c = &r->names[rows[i]];
-    outf(o, "%s{\"name\":", i ? "," : "");
-    js(o, S(r, c->name));
-    outf(o, ",\"count\":%llu,\"bytes\":%llu,\"time_ns\":%lld}", (unsigned long long)c->count,
-         (unsigned long long)c->bytes, (long long)c->total);
-  }
-  free(rows);
-  outf(o, "],\"host\":{");
+  outf(o, "]},\"transfers\":");
+  json_moves(o, r, LOOM__G_COPY, "direction");
+  outf(o, ",\"fills\":");
+  json_moves(o, r, LOOM__G_FILL, "name");
+  outf(o, ",\"host\":{");
   static const struct { int g; const char *key; } host[] = {
       {LOOM__G_OP, "ops"}, {LOOM__G_RANGE, "user_ranges"}, {LOOM__G_CALL, "runtime_calls"}};
   for (size_t h = 0; h < 3; h++) {

@@ -11,15 +11,7 @@
 #include "analysis.h"
 #include "export/outfile.h"
 
-static void hf(loom__out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void hf(loom__out *o, const char *fmt, ...) {
-  char buf[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  if (n > 0) loom__out_mem(o, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-}
+#define hf loom__outf
 
 /* Text with &, <, >, " escaped (names are arbitrary bytes from the trace). */
 static void hs(loom__out *o, const char *s, size_t max) {
