@@ -504,6 +504,9 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   }
   if (r->where == AT_EVENT && (r->kcode == K_TS || r->kcode == K_DUR))
     return on_value(r, LOOM_ARG_INT, 0, 0, 0, (const char *)s, n);
+  /* Streaming keeps memory flat: string arguments of events are not
+   * interned (they can be unique per event); metadata's are. */
+  if (r->sink && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') return 1;
   if (r->where == AT_EVENT && (r->kcode == K_NAME || r->kcode == K_CAT || r->kcode == K_PH))
     return on_value(r, LOOM_ARG_STRING, 0, 0, cached_str(r, s, n), NULL, 0);
   return on_value(r, LOOM_ARG_STRING, 0, 0, str_n(r, s, n), NULL, 0);
