@@ -1,10 +1,14 @@
 /*
  * esort.c - external sort of analysis records by time.
  *
- * Records fill a buffer of `budget` bytes; a full buffer is sorted and
- * written to one temporary file as a run.  At the end the last buffer is
+ * Records fill a buffer of half the `budget`; a full buffer is handed to a
+ * worker thread that sorts it and appends it to one temporary file as a run,
+ * while the reader fills the other half.  At the end the last buffer is
  * sorted in memory and every run is merged through a binary heap, each run
- * read back in small blocks.  Memory: the buffer plus one block per run.
+ * read back in small blocks.  Memory: the two buffers plus one block per
+ * run.  The worker compares names through a copy of the string table's
+ * id -> pointer array taken at the hand-off (the strings themselves never
+ * move; the array does, as the reader interns more).
  *
  * Order: start time; then longer first (a parent before its children); then
  * host nesting rank of the kind (range, op, runtime call); then name, track,
@@ -13,6 +17,7 @@
  * every field are interchangeable).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +38,13 @@ struct loom__esort {
   const loom__strtab *strs;
   loom__arec *buf;
   size_t n, cap, limit; /* limit: records in memory before a spill */
+  /* the run being sorted and written by the worker */
+  loom__arec *wbuf, *spare;
+  size_t wn;
+  const char **wnames;
+  size_t nwnames;
+  pthread_t th;
+  int running, werr;
   FILE *spill;
   run *runs;
   size_t nruns, cap_runs;
@@ -50,14 +62,22 @@ static const uint8_t nest_rank[LOOM_KIND_COUNT_] = {
     [LOOM_KIND_INSTANT] = 9,    [LOOM_KIND_COUNTER] = 10, [LOOM_KIND_OVERHEAD] = 11,
     [LOOM_KIND_MARKER] = 12};
 
-static _Thread_local const loom__strtab *cmp_strs;
+/* Names by id: the string table's own array, or the worker's copy. */
+typedef struct names {
+  char *const *p;
+  size_t n;
+} names;
 
-static int cmp_rec(const loom__arec *a, const loom__arec *b, const loom__strtab *strs) {
+static _Thread_local names cmp_names;
+
+static const char *name_of(const names *nm, uint32_t id) { return id && id < nm->n ? nm->p[id] : ""; }
+
+static int cmp_rec(const loom__arec *a, const loom__arec *b, const names *nm) {
   if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
   if (a->dur != b->dur) return a->dur > b->dur ? -1 : 1;
   if (a->kind != b->kind) return nest_rank[a->kind] < nest_rank[b->kind] ? -1 : 1;
   if (a->name != b->name) {
-    int c = strcmp(loom__strtab_get(strs, a->name), loom__strtab_get(strs, b->name));
+    int c = strcmp(name_of(nm, a->name), name_of(nm, b->name));
     if (c) return c;
   }
   if (a->track != b->track) return a->track < b->track ? -1 : 1;
@@ -66,18 +86,23 @@ static int cmp_rec(const loom__arec *a, const loom__arec *b, const loom__strtab 
   return a->stream < b->stream ? -1 : a->stream > b->stream; /* else: identical */
 }
 
-static int cmp_qsort(const void *pa, const void *pb) { return cmp_rec(pa, pb, cmp_strs); }
+static int cmp_qsort(const void *pa, const void *pb) { return cmp_rec(pa, pb, &cmp_names); }
 
-static void sort_buf(loom__esort *s) {
-  cmp_strs = s->strs;
-  if (s->n > 1) qsort(s->buf, s->n, sizeof *s->buf, cmp_qsort);
+static names own_names(const loom__esort *s) {
+  names nm = {s->strs->strs, s->strs->n};
+  return nm;
+}
+
+static void sort_recs(loom__arec *r, size_t n, names nm) {
+  cmp_names = nm;
+  if (n > 1) qsort(r, n, sizeof *r, cmp_qsort);
 }
 
 loom__esort *loom__esort_new(const loom__strtab *strs, size_t budget) {
   loom__esort *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->strs = strs;
-  s->limit = budget / sizeof(loom__arec);
+  s->limit = budget / 2 / sizeof(loom__arec); /* two buffers */
   if (s->limit < 1024) s->limit = 1024;
   return s;
 }
@@ -85,24 +110,64 @@ loom__esort *loom__esort_new(const loom__strtab *strs, size_t budget) {
 const char *loom__esort_error(const loom__esort *s) { return s->err; }
 size_t loom__esort_runs(const loom__esort *s) { return s->nruns; }
 
-static int spill(loom__esort *s) {
+/* Sorts wbuf and appends it to the spill file as a run (the worker). */
+static void *spill_run(void *arg) {
+  loom__esort *s = arg;
+  names nm = {(char *const *)s->wnames, s->nwnames};
   if (!s->spill && !(s->spill = tmpfile())) {
     snprintf(s->err, sizeof s->err, "cannot create a temporary file to sort the trace "
              "(TMPDIR=%s): %s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", strerror(errno));
-    return -1;
+    s->werr = -1;
+    return NULL;
   }
-  sort_buf(s);
+  sort_recs(s->wbuf, s->wn, nm);
   run r = {0};
-  r.n = s->n;
+  r.n = s->wn;
   r.off = s->nruns ? s->runs[s->nruns - 1].off + s->runs[s->nruns - 1].n : 0;
-  if (fwrite(s->buf, sizeof *s->buf, s->n, s->spill) != s->n ||
+  if (fwrite(s->wbuf, sizeof *s->wbuf, s->wn, s->spill) != s->wn ||
       LOOM__PUSH(s->runs, s->nruns, s->cap_runs, r)) {
     snprintf(s->err, sizeof s->err, "cannot write the sort's temporary file: %s",
              strerror(errno ? errno : ENOSPC));
+    s->werr = -1;
+  }
+  return NULL;
+}
+
+/* Waits for the worker; its buffer becomes the spare.  0 or -1 (its error). */
+static int wait_worker(loom__esort *s) {
+  if (s->running) pthread_join(s->th, NULL);
+  s->running = 0;
+  if (s->wbuf) {
+    free(s->spare);
+    s->spare = s->wbuf;
+    s->wbuf = NULL;
+  }
+  free(s->wnames);
+  s->wnames = NULL;
+  return s->werr;
+}
+
+/* Hands the full buffer to the worker and goes on with the spare. */
+static int spill(loom__esort *s) {
+  if (wait_worker(s) != 0) return -1;
+  names nm = own_names(s);
+  s->nwnames = nm.n;
+  s->wnames = malloc((nm.n ? nm.n : 1) * sizeof *s->wnames);
+  loom__arec *next = s->spare ? s->spare : malloc(s->limit * sizeof *next);
+  if (!s->wnames || !next) {
+    if (next != s->spare) free(next);
     return -1;
   }
+  if (nm.n) memcpy(s->wnames, nm.p, nm.n * sizeof *s->wnames);
+  s->spare = NULL;
+  s->wbuf = s->buf;
+  s->wn = s->n;
+  s->buf = next;
+  s->cap = s->limit;
   s->n = 0;
-  return 0;
+  if (pthread_create(&s->th, NULL, spill_run, s) == 0) s->running = 1;
+  else spill_run(s); /* no thread: do it here */
+  return s->werr;
 }
 
 int loom__esort_add(loom__esort *s, const loom__arec *r) {
@@ -146,7 +211,8 @@ static const loom__arec *head(const loom__esort *s, uint32_t i) {
 }
 
 static int less(const loom__esort *s, uint32_t a, uint32_t b) {
-  return cmp_rec(head(s, a), head(s, b), s->strs) < 0;
+  names nm = own_names(s);
+  return cmp_rec(head(s, a), head(s, b), &nm) < 0;
 }
 
 static void sift_down(loom__esort *s, size_t i) {
@@ -163,7 +229,10 @@ static void sift_down(loom__esort *s, size_t i) {
 }
 
 int loom__esort_finish(loom__esort *s) {
-  sort_buf(s);
+  if (wait_worker(s) != 0) return -1;
+  free(s->spare);
+  s->spare = NULL;
+  sort_recs(s->buf, s->n, own_names(s));
   s->finished = 1;
   if (!s->nruns) return 0;
   s->heap = malloc((s->nruns + 1) * sizeof *s->heap);
@@ -200,6 +269,8 @@ const loom__arec *loom__esort_next(loom__esort *s) {
 
 void loom__esort_free(loom__esort *s) {
   if (!s) return;
+  wait_worker(s);
+  free(s->spare);
   for (size_t i = 0; i < s->nruns; i++) free(s->runs[i].blk);
   free(s->runs);
   free(s->heap);
