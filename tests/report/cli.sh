@@ -1,0 +1,30 @@
+#!/bin/sh
+# `loom report` from the command line: what it prints, where it writes, and
+# how it fails.   cli.sh LOOM_BIN TESTS_DIR
+set -u
+loom=$1; data=$2/data/report
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$loom" report "$data/synthetic.json" --top 2 >"$tmp/out" 2>"$tmp/err" || fail "text report exited $?"
+grep -q "Kernels (4 names; top 2 by total time" "$tmp/out" || fail "no kernel table with --top 2"
+grep -q "^  gemm " "$tmp/out" || fail "gemm missing from the text report"
+grep -q "category \"mystery\": 1 events" "$tmp/out" || fail "unknown category not listed"
+
+"$loom" report "$data/synthetic.json" --json -o "$tmp/r.json" --html "$tmp/r.html" >"$tmp/out" 2>"$tmp/err" \
+  || fail "json + html exited $?"
+[ ! -s "$tmp/out" ] || fail "-o still printed to stdout"
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema"]=="loom-report/1"' \
+  "$tmp/r.json" || fail "-o did not write the JSON report"
+grep -q "<svg" "$tmp/r.html" || fail "--html did not write the page"
+
+"$loom" report "$tmp/missing.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] || fail "missing trace: exit $rc, wanted 1"
+grep -q "cannot open $tmp/missing.json" "$tmp/err" || fail "missing trace: $(cat "$tmp/err")"
+
+"$loom" report >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "usage: loom report" "$tmp/err" || fail "no trace: exit $rc"
+
+"$loom" report "$data/synthetic.json" --html /nonexistent/dir/r.html >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "/nonexistent/dir" "$tmp/err" || fail "unwritable --html: exit $rc: $(cat "$tmp/err")"
+echo "ok"
