@@ -69,10 +69,14 @@ static unsigned name_flags(struct an *a, const loom_trace *t, uint32_t name);
 #define HTA_RUNTIME_CUTOFF_NS 50000
 #define HTA_DELAY_CUTOFF_NS 100000
 
-/* Launch calls are forgotten this long after they began, once more than
- * LAUNCH_PRUNE_AT are waiting (calls without device work, e.g. syncs). */
+/* Launch calls stay known after their device work started (a graph launch
+ * runs many kernels), and calls like syncs never see any.  Once more than
+ * LAUNCH_PRUNE_AT are known, the oldest go: those that began more than 10 s
+ * before, then 5 s, ... until half are left.  Device work thus finds its
+ * call when fewer than 32768 launches were made after it (a device's
+ * queues hold far fewer pending launches). */
 #define LAUNCH_HORIZON_NS 10000000000LL
-#define LAUNCH_PRUNE_AT (1u << 20)
+#define LAUNCH_PRUNE_AT (1u << 16)
 
 /* ---- union of intervals arriving in start order -------------------------- */
 typedef struct uset {
