@@ -10,7 +10,11 @@
  * unchanged.  Every op carries Kineto's arguments: "Input Dims" and
  * "Input type" always, a "Sequence number" on the ops autograd records (the
  * model's Linear and Conv2d with their real shapes and that number, their
- * backward nodes with the same number and a "Fwd thread id").
+ * backward nodes with the same number and a "Fwd thread id").  Nesting
+ * matches: per (parent name, op name) the trace has as many ops and user
+ * ranges as PyTorch's own event tree of the same run, and the same depth.
+ * oneDNN's primitives arrive through ITT: slices in oneDNN's domain, each
+ * inside the aten op that ran it, the same number in every training step.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -98,15 +102,64 @@ static void check_op_args(const char *trace) {
 
 /* One recorded run of the script: PyTorch's own counts (printed by the
  * script) and loom's inside the script's "workload" range. */
-typedef struct counts { int ops, user, lops, luser, other_thread; } counts;
+typedef struct counts {
+  int ops, user, lops, luser, other_thread;
+  int depth;           /* the profiler's deepest event below "workload" */
+  char nesting[16384]; /* the profiler's "P>C=N;..." (torch_model.py) */
+} counts;
+
+/* loom's nesting of the ops and user ranges inside "workload" on its thread,
+ * in the script's format: per (parent, child) name, sorted; the parent is the
+ * enclosing slice in trace_processor, whatever its kind (an ITT slice around
+ * an op would show as a mismatch). */
+#define IN_WORKLOAD                                                                              \
+  "with w as (select id, ts, ts + dur as te, track_id, depth from slice "                        \
+  "where name = 'workload' and category = 'user_annotation'), "                                  \
+  "c as (select s.*, s.depth - w.depth as rel from slice s join w on s.track_id = w.track_id "   \
+  "where s.ts >= w.ts and s.ts <= w.te and s.id != w.id and s.category in ('cpu_op', 'user_annotation')) "
+static const char nesting_sql[] =
+    IN_WORKLOAD
+    ", g as (select coalesce(p.name, '-') as parent, c.name as child, count(*) as n from c "
+    "left join slice p on p.id = c.parent_id group by parent, child order by parent, child) "
+    "select group_concat(parent || '>' || child || '=' || n, ';') as v from g";
+static const char depth_sql[] = IN_WORKLOAD "select max(rel) from c";
+
+/* oneDNN's ITT tasks (domain dnnl::...) per training step, and where they sit. */
+#define DNNL_STEPS                                                                               \
+  "with st as (select id, ts, ts + dur as te, track_id from slice where name = 'train_step'), "  \
+  "k as (select (select count(*) from slice d where d.track_id = st.track_id and d.ts >= st.ts " \
+  "and d.ts <= st.te and d.category like 'dnnl%') as n from st) "
+static const char *const itt_sql[] = {
+    DNNL_STEPS "select count(*) from k",
+    DNNL_STEPS "select min(n) from k",
+    DNNL_STEPS "select max(n) from k",
+    "select count(*) from slice d left join slice p on p.id = d.parent_id "
+    "where d.category like 'dnnl%' and (p.category is null or p.category != 'cpu_op')",
+    "select count(*) from slice where category like 'dnnl%' and name = 'convolution'",
+};
+
+/* The rest of the line after prefix in out, into buf. */
+static void line_after(const char *out, const char *prefix, char *buf, size_t n) {
+  const char *p = strstr(out, prefix);
+  assert_non_null(p);
+  p += strlen(prefix);
+  size_t len = strcspn(p, "\n");
+  assert_true(len < n);
+  memcpy(buf, p, len);
+  buf[len] = 0;
+}
 
 static counts record_once(const char *trace) {
   char cmd[2048], *out = NULL;
   snprintf(cmd, sizeof cmd, "'%s' record -o '%s' -- '%s' '%s' profile 2>/dev/null", LOOM_BIN, trace,
            PYTHON, TORCH_MODEL);
   assert_int_equal(ts_run(cmd, &out), 0);
-  counts c = {-1, -1, 0, 0, 0};
+  counts c = {-1, -1, 0, 0, 0, -1, ""};
   assert_int_equal(sscanf(out, "profiler ops %d user %d", &c.ops, &c.user), 2);
+  line_after(out, "profiler nesting ", c.nesting, sizeof c.nesting);
+  char depth[32];
+  line_after(out, "profiler depth ", depth, sizeof depth);
+  c.depth = atoi(depth);
   free(out);
   assert_true(c.ops > 100);
   loom_trace *t = ts_load(trace);
@@ -132,25 +185,67 @@ static counts record_once(const char *trace) {
   return c;
 }
 
+/* Whether trace_processor is set up (as tp_require checks, without skipping). */
+static int tp_available(void) {
+  const char *d = getenv("LOOM_TP_DIR");
+  char path[1024];
+  snprintf(path, sizeof path, "%s/trace_processor.wasm", d ? d : "");
+  return d && *d && access(path, R_OK) == 0;
+}
+
+/* Nesting and ITT, checked in trace_processor on a trace of record_once. */
+static int nesting_matches(const char *trace, const counts *c) {
+  static char got[sizeof c->nesting];
+  tp_str(trace, nesting_sql, got, sizeof got);
+  if (strcmp(got, c->nesting)) {
+    print_message("nesting differs:\n  profiler %s\n  loom     %s\n", c->nesting, got);
+    return 0;
+  }
+  return 1;
+}
+
+static void check_itt(const char *trace) {
+  long long r[5];
+  tp_ints(trace, itt_sql, r, 5);
+  print_message("oneDNN through ITT: %lld steps, %lld-%lld tasks per step, %lld outside an op, "
+                "%lld convolutions\n", r[0], r[1], r[2], r[3], r[4]);
+  assert_int_equal(r[0], 3);
+  assert_true(r[1] > 0);
+  assert_int_equal(r[1], r[2]);
+  assert_int_equal(r[3], 0);
+  assert_true(r[4] > 0);
+}
+
 static void test_ops_match_profiler(void **state) {
   (void)state;
   char trace[256];
   tmp_path(trace, sizeof trace, ".json");
   /* PyTorch's profiler keeps whole-microsecond times, and now and then it
    * counts an op at the edge of the workload window out (333 of 334 in about
-   * one run of six); loom's count has not moved.  A mismatch is retried
-   * twice before it fails. */
-  counts c;
+   * one run of six); loom's count has not moved.  A mismatch (of counts or
+   * nesting) is retried twice before it fails. */
+  static counts c;
+  int nested = 0, tp = tp_available();
   for (int attempt = 0; attempt < 3; attempt++) {
     c = record_once(trace);
     print_message("profiler: %d ops, %d user ranges; loom: %d cpu_op, %d user_annotation (%d off the main thread)\n",
                   c.ops, c.user, c.lops, c.luser, c.other_thread);
-    if (c.lops == c.ops && c.luser == c.user) break;
+    if (c.lops != c.ops || c.luser != c.user) continue;
+    if (!tp || (nested = nesting_matches(trace, &c))) break;
   }
   assert_int_equal(c.lops, c.ops);
   assert_int_equal(c.luser, c.user);
   check_op_args(trace);
-  tp_require();
+  tp_require(); /* the rest needs trace_processor (skipped without it) */
+  assert_true(nested);
+  long long depth = tp_int(trace, depth_sql);
+  size_t pairs = 1;
+  for (const char *p = c.nesting; *p; p++) pairs += *p == ';';
+  print_message("nesting: %zu (parent, op) name pairs as in the profiler's event tree; depth %lld (profiler %d)\n",
+                pairs, depth, c.depth);
+  assert_int_equal(depth, c.depth);
+  assert_true(c.depth >= 4); /* workload > train_step > op > op > ... */
+  check_itt(trace);
   assert_int_equal(tp_errors(trace), 0);
   unlink(trace);
 }

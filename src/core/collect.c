@@ -152,9 +152,9 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
         break;
       case LOOM__HR_ARG: { /* belongs to the op that began just before */
         if (!no) break;
-        loom__targ a = {.key = loom__trace_str(t, loom__intern_get((uint32_t)r->name)),
-                        .type = (uint8_t)r->spare};
-        if (a.type == LOOM_ARG_STRING) a.v.s = loom__trace_str(t, loom__intern_get((uint32_t)r->a));
+        /* keys and string values are interned ids: resolved once per trace */
+        loom__targ a = {.key = name_of(&h->nm, r->name, LOOM__HR_F_ID), .type = (uint8_t)r->spare};
+        if (a.type == LOOM_ARG_STRING) a.v.s = name_of(&h->nm, r->a, LOOM__HR_F_ID);
         else memcpy(&a.v, &r->a, sizeof r->a);
         rc = LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, a);
         if (rc == 0) ops[no - 1].nargs++;

@@ -163,6 +163,25 @@ static void lost_locked(loom__bsess *bs, uint64_t n, const char *reason) {
   bs->lost_by[i].n += n;
 }
 
+/* A record's category as an interned id.  Backends pass a few categories
+ * (an annotation domain's name, kept for the process) on every record, so a
+ * per-thread cache by pointer saves the interner's lock; a hit is checked
+ * against the interned copy, so a caller that reuses a buffer stays exact. */
+#define CAT_SLOTS 16
+static __thread __attribute__((tls_model("initial-exec"))) struct cat_slot {
+  const char *ptr, *str;
+  uint32_t id;
+} cat_cache[CAT_SLOTS];
+
+static uint32_t category_id(const char *cat) {
+  struct cat_slot *c = &cat_cache[((uintptr_t)cat >> 4) & (CAT_SLOTS - 1)];
+  if (c->ptr == cat && !strcmp(c->str, cat)) return c->id;
+  uint32_t id = loom__intern(cat, SIZE_MAX);
+  const char *str = id ? loom__intern_get(id) : NULL;
+  if (str) *c = (struct cat_slot){cat, str, id};
+  return id;
+}
+
 static loom_status svc_emit(loom_backend *b, const loom_record *r) {
   if (!b || !r || r->struct_size < offsetof(loom_record, category)) return LOOM_EINVAL;
   if (r->kind >= LOOM_KIND_COUNT_) return LOOM_EINVAL;
@@ -178,7 +197,7 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
     const char *cat = r->struct_size >= offsetof(loom_record, args) ? r->category : NULL;
     const loom_arg *args = r->struct_size >= sizeof *r ? r->args : NULL;
     loom__drec d = {r->start, r->end, r->correlation, r->external_id, r->name,
-                    cat ? loom__intern(cat, SIZE_MAX) : 0, r->clock, r->device,
+                    cat ? category_id(cat) : 0, r->clock, r->device,
                     r->resource, (uint32_t)bs->nargs, 0, r->kind};
     if (d.device == LOOM_DEVICE_HOST && !d.resource) d.resource = loom__tid();
     size_t before = bs->nargs;
