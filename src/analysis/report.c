@@ -299,7 +299,7 @@ void loom__report_text(const loom__report *r, loom__out *o, size_t top) {
       for (int c = 0; c < 3; c++)
         if (st->seen[c])
           outf(o, "  idle time: stream %-12lld %-11s %14.3f %6.2f\n", (long long)st->stream, idle_name[c],
-               us(st->idle[c]), all ? (double)st->idle[c] / (double)all : 0);
+               us(st->idle[c]), all ? (double)st->idle[c] / (double)all : NAN);
     }
   }
 
@@ -503,9 +503,10 @@ void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
     for (int c = 0; c < 3; c++) {
       if (!st->seen[c]) continue;
       outf(o, "%s{\"stream\":%lld,\"idle_category\":\"%s\",\"idle_time_ns\":%lld,\"intervals\":%llu,"
-           "\"idle_time_ratio\":%.2f}", first ? "" : ",", (long long)st->stream, idle_name[c],
-           (long long)st->idle[c], (unsigned long long)st->nidle[c],
-           all ? (double)st->idle[c] / (double)all : 0);
+           "\"idle_time_ratio\":", first ? "" : ",", (long long)st->stream, idle_name[c],
+           (long long)st->idle[c], (unsigned long long)st->nidle[c]);
+      if (all) outf(o, "%.2f}", (double)st->idle[c] / (double)all);
+      else outf(o, "null}"); /* 0 / 0, NaN in HTA */
       first = 0;
     }
   }
