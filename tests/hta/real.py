@@ -61,4 +61,4 @@ for path in sorted(glob.glob(os.path.join(data, "report", "hta-0.1.0", "*.json")
         for k in ["runtime_over_50us", "launch_delay_over_100us", "short_kernels"]:
             same(k, ls[k], wl[k])
 print(f"{compared - failures} of {compared} figures equal HTA's" + ("" if not failures else f"; {failures} differ"))
-sys.exit(1 if failures else 0)
+sys.exit(1 if failures or compared < 50 else 0)  # 54 figures in the two files
