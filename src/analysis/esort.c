@@ -110,13 +110,30 @@ loom__esort *loom__esort_new(const loom__strtab *strs, size_t budget) {
 const char *loom__esort_error(const loom__esort *s) { return s->err; }
 size_t loom__esort_runs(const loom__esort *s) { return s->nruns; }
 
+static const char *tmp_dir(void) {
+  const char *d = getenv("TMPDIR");
+  return d && *d ? d : "/tmp";
+}
+
+/* An unnamed file in $TMPDIR (removed as soon as it is open). */
+static FILE *spill_file(void) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/loom-sort-XXXXXX", tmp_dir());
+  int fd = mkstemp(path);
+  if (fd < 0) return NULL;
+  unlink(path);
+  FILE *f = fdopen(fd, "w+b");
+  if (!f) close(fd);
+  return f;
+}
+
 /* Sorts wbuf and appends it to the spill file as a run (the worker). */
 static void *spill_run(void *arg) {
   loom__esort *s = arg;
   names nm = {(char *const *)s->wnames, s->nwnames};
-  if (!s->spill && !(s->spill = tmpfile())) {
-    snprintf(s->err, sizeof s->err, "cannot create a temporary file to sort the trace "
-             "(TMPDIR=%s): %s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", strerror(errno));
+  if (!s->spill && !(s->spill = spill_file())) {
+    snprintf(s->err, sizeof s->err, "cannot create a temporary file to sort the trace in %s "
+             "(set TMPDIR, or give --sort-memory more): %s", tmp_dir(), strerror(errno));
     s->werr = -1;
     return NULL;
   }

@@ -27,4 +27,16 @@ grep -q "cannot open $tmp/missing.json" "$tmp/err" || fail "missing trace: $(cat
 
 "$loom" report "$data/synthetic.json" --html /nonexistent/dir/r.html >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "/nonexistent/dir" "$tmp/err" || fail "unwritable --html: exit $rc: $(cat "$tmp/err")"
+# 12000 records overflow a 1 MiB sort budget (two buffers of 10922): the
+# sort spills to $TMPDIR, and an unusable TMPDIR is a clear error
+awk 'BEGIN { print "{\"traceEvents\":["; for (i = 0; i < 12000; i++)
+  printf "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":1,\"ts\":%d,\"dur\":5}%s\n", i * 10, i < 11999 ? "," : "";
+  print "]}" }' >"$tmp/big.json"
+"$loom" report "$tmp/big.json" --sort-memory 1 >"$tmp/out" 2>"$tmp/err" || fail "spilled sort: $(cat "$tmp/err")"
+grep -q "^  k  *12000 " "$tmp/out" || fail "spilled sort lost kernels: $(grep '^  k ' "$tmp/out")"
+TMPDIR=/nonexistent/dir "$loom" report "$tmp/big.json" --sort-memory 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "temporary file to sort the trace in /nonexistent/dir" "$tmp/err" \
+  || fail "unusable TMPDIR: exit $rc: $(cat "$tmp/err")"
+TMPDIR=/nonexistent/dir "$loom" report "$data/synthetic.json" >/dev/null 2>"$tmp/err" \
+  || fail "a trace that fits the budget needs no temporary file: $(cat "$tmp/err")"
 echo "ok"
