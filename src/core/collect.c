@@ -163,7 +163,7 @@ static int raw_record(host_ctx *h, hr_cursor *k, const loom__hrec *r, open_range
   if (!key) key = 1;
   uint64_t *hit = loom__map_get(&h->raw_by_hash, key);
   struct raw_entry *e = hit ? &h->raws[*hit - 1] : NULL;
-  if (e && (e->fmt != fmt || e->nraw != n || memcmp(h->raw_bytes + e->bytes_off, b, n))) {
+  if (e && (e->fmt != fmt || e->nraw != n || (n && memcmp(h->raw_bytes + e->bytes_off, b, n)))) {
     /* a 64-bit hash collision: format this one on its own */
     size_t at = h->nraw_args;
     int c = raw_format(h, fmt, b, n);
