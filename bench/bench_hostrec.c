@@ -5,7 +5,12 @@
  *
  * Prints ns per begin/end pair while recording, ns per call when idle, ns per
  * instant and per counter, the ratio to the floor, bytes per event, and the
- * per-thread pair cost with 2 threads recording at once.
+ * per-thread pair cost with 2 threads recording at once; then a framework op
+ * as the PyTorch adapter records it (a sequence number and the inputs'
+ * shapes, 8 shapes in turn): shape strings already formatted into a reused
+ * buffer (loom_op_begin_args: interned per op) against the same inputs as 12
+ * raw bytes (loom_op_begin_raw: formatted at collect), with the collect cost
+ * per op of each.
  * usage: bench_hostrec [PAIRS]   (default 2,000,000)
  */
 #define _GNU_SOURCE
@@ -100,6 +105,52 @@ static void *pair_loop(void *arg) {
   return NULL;
 }
 
+/* ---- framework ops with shapes -------------------------------------------- */
+static const char *const dims[8] = {"[[4, 3, 16, 16], [8, 3, 3, 3], [8]]", "[[4, 8, 14, 14]]",
+                                    "[[4, 1568], [10, 1568], [10]]", "[[4, 10], [4]]",
+                                    "[[10, 1568]]", "[[8, 3, 3, 3], [], []]", "[[4, 10]]", "[]"};
+static const char *const types[8] = {"[\"float\", \"float\", \"float\"]", "[\"float\"]",
+                                     "[\"float\", \"float\", \"float\"]", "[\"float\", \"long int\"]",
+                                     "[\"float\"]", "[\"float\", \"Scalar\", \"\"]", "[\"float\"]", "[]"};
+
+static uint32_t bench_fmt(const void *raw, uint32_t n, char *buf, size_t cap, loom_arg *out,
+                          uint32_t max_out) {
+  (void)n, (void)cap, (void)max_out, (void)buf;
+  unsigned k = ((const unsigned char *)raw)[0] & 7;
+  out[0] = (loom_arg){.key = "Input Dims", .type = LOOM_ARG_STRING, .v.s = dims[k]};
+  out[1] = (loom_arg){.key = "Input type", .type = LOOM_ARG_STRING, .v.s = types[k]};
+  return 2;
+}
+
+/* ns per op (begin + end) recording, and ns per op to collect. */
+static void op_loop(int raw, double *rec_ns, double *collect) {
+  loom_session *s = begin();
+  char bd[128], bt[128];
+  unsigned char rb[12] = {0, 1, 6, 4, 3, 16, 16, 1, 6, 4, 8, 3};
+  double t0 = now_ns();
+  for (long i = 0; i < pairs; i++) {
+    unsigned k = (unsigned)i & 7;
+    loom_arg a[3] = {{.key = "Sequence number", .type = LOOM_ARG_INT, .v.i = i}};
+    if (raw) {
+      rb[0] = (unsigned char)k;
+      loom_op_begin_raw("aten::conv2d", (uint64_t)i + 1, a, 1, rb, sizeof rb, bench_fmt);
+    } else {
+      strcpy(bd, dims[k]), strcpy(bt, types[k]); /* the adapter's reused buffers */
+      a[1] = (loom_arg){.key = "Input Dims", .type = LOOM_ARG_STRING, .v.s = bd};
+      a[2] = (loom_arg){.key = "Input type", .type = LOOM_ARG_STRING, .v.s = bt};
+      loom_op_begin_args("aten::conv2d", (uint64_t)i + 1, a, 3);
+    }
+    loom_op_end();
+  }
+  *rec_ns = (now_ns() - t0) / pairs;
+  loom_trace *t;
+  t0 = now_ns();
+  loom_session_stop(s, &t);
+  *collect = (now_ns() - t0) / pairs;
+  loom_session_destroy(s);
+  loom_trace_free(t);
+}
+
 static long rss_kb(void) {
   FILE *f = fopen("/proc/self/status", "r");
   char line[256];
@@ -152,6 +203,10 @@ int main(int argc, char **argv) {
   size_t ev3;
   end(s, &ev3);
 
+  double op_args, op_args_c, op_raw, op_raw_c;
+  op_loop(0, &op_args, &op_args_c);
+  op_loop(1, &op_raw, &op_raw_c);
+
   printf("host recording, %ld begin/end pairs per run\n", pairs);
   printf("  floor (32-byte record + rdtsc, TLS array)  %6.2f ns/pair\n", fl);
   printf("  loom range push/pop, recording             %6.2f ns/pair  (%.2fx floor)\n", pair1, pair1 / fl);
@@ -164,6 +219,10 @@ int main(int argc, char **argv) {
   printf("  stop: collect + process (1 thread)        %6.1f ns/event\n", stop_ns / events);
   printf("  save as Chrome JSON                        %6.1f ns/event, %.0f bytes/event\n",
          save_ns / events, save_bytes / events);
+  printf("  op + seq + shape strings (begin_args)      %6.2f ns/op, collect %6.1f ns/op\n",
+         op_args, op_args_c);
+  printf("  op + seq + 12 raw bytes (begin_raw)        %6.2f ns/op, collect %6.1f ns/op\n",
+         op_raw, op_raw_c);
   printf("  events in traces: %zu (expected %ld), %zu (expected %ld), %zu (expected %ld)\n",
          events, pairs, ev2, 2 * pairs, ev3, 2 * pairs);
   return events == (size_t)pairs && ev2 == (size_t)(2 * pairs) && ev3 == (size_t)(2 * pairs) ? 0 : 1;

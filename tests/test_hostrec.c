@@ -2,13 +2,16 @@
  * test_hostrec.c - host recording: exact counts from many threads with
  * random nesting, threads that exit before stop, the memory cap (exact drop
  * count and marker), ranges open at stop, fork, steps, explicit-id ranges,
- * and names that need escaping loaded by trace_processor.
+ * names that need escaping loaded by trace_processor, and ops with raw
+ * arguments (loom_op_begin_raw): formatted at collect, once per distinct
+ * bytes, on the right op, across chunk boundaries, dropped whole by the cap.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -201,6 +204,182 @@ static void test_escaping(void **state) {
   loom_trace_free(t);
 }
 
+
+/* ---- loom_op_begin_raw ---------------------------------------------------- */
+static atomic_int raw_calls;
+
+/* Describes the bytes: "n=N sum=S first=F last=L", and "raw len" = N. */
+static uint32_t raw_fmt(const void *raw, uint32_t n, char *buf, size_t cap, loom_arg *out,
+                        uint32_t max_out) {
+  atomic_fetch_add(&raw_calls, 1);
+  assert_true(cap >= LOOM_RAW_FORMAT_BUF);
+  assert_true(max_out >= 2);
+  const unsigned char *b = raw;
+  unsigned sum = 0;
+  for (uint32_t i = 0; i < n; i++) sum += b[i];
+  snprintf(buf, cap, "n=%u sum=%u first=%d last=%d", n, sum, n ? b[0] : -1, n ? b[n - 1] : -1);
+  out[0] = (loom_arg){.key = "raw", .type = LOOM_ARG_STRING, .v.s = buf};
+  out[1] = (loom_arg){.key = "raw len", .type = LOOM_ARG_UINT, .v.u = n};
+  return 2;
+}
+
+static void raw_fill(unsigned char *b, uint32_t n, unsigned seed) {
+  for (uint32_t j = 0; j < n; j++) b[j] = (unsigned char)(seed * 7u + j * 13u);
+}
+
+/* What raw_fmt gives for raw_fill(n, seed), as it appears in the JSON. */
+static void raw_expect(char *out, size_t cap, uint64_t ext, int64_t seq, uint32_t n, unsigned seed) {
+  unsigned char b[LOOM_RAW_MAX];
+  raw_fill(b, n, seed);
+  unsigned sum = 0;
+  for (uint32_t i = 0; i < n; i++) sum += b[i];
+  snprintf(out, cap, "\"External id\":%llu,\"Sequence number\":%lld,\"raw\":\"n=%u sum=%u first=%d "
+           "last=%d\",\"raw len\":%u}", (unsigned long long)ext, (long long)seq, n, sum,
+           n ? b[0] : -1, n ? b[n - 1] : -1, n);
+}
+
+/* The trace saved as JSON, in memory (caller frees). */
+static char *saved_json(const loom_trace *t) {
+  char path[256];
+  tmp_path(path, sizeof path, ".json");
+  assert_int_equal(loom_trace_save(t, path), LOOM_OK);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  assert_non_null(s);
+  assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+  s[n] = 0;
+  fclose(f);
+  unlink(path);
+  return s;
+}
+
+static void raw_op(uint64_t ext, int64_t seq, uint32_t n, unsigned seed) {
+  unsigned char b[LOOM_RAW_MAX + 1];
+  raw_fill(b, n, seed);
+  loom_arg a = {.key = "Sequence number", .type = LOOM_ARG_INT, .v.i = seq};
+  loom_op_begin_raw("aten::raw", ext, &a, 1, b, n, raw_fmt);
+  memset(b, 0xee, sizeof b); /* copied during the call */
+}
+
+/* Arguments land on their op (also nested), identical bytes are formatted
+ * once per trace, lengths around the record's own 16 bytes and the limit. */
+static void test_op_raw(void **state) {
+  (void)state;
+  atomic_store(&raw_calls, 0);
+  loom_session *s = ts_start("cpu", NULL);
+  static const uint32_t lens[] = {0, 1, 15, 16, 17, 48, 49, 100, LOOM_RAW_MAX};
+  enum { NL = sizeof lens / sizeof lens[0] };
+  for (int i = 0; i < NL; i++) {
+    raw_op(100 + (uint64_t)i, i, lens[i], 1); /* outer */
+    raw_op(200 + (uint64_t)i, i, lens[i], 2); /* nested, other bytes */
+    loom_op_end();
+    loom_op_end();
+  }
+  for (int i = 0; i < 1000; i++) { /* the same bytes again: no more calls */
+    raw_op(300 + (uint64_t)i, 9, 49, 1);
+    loom_op_end();
+  }
+  raw_op(2000, 5, LOOM_RAW_MAX + 1, 1); /* too long: op and args kept, raw not */
+  loom_op_end();
+  loom_arg a = {.key = "Sequence number", .type = LOOM_ARG_INT, .v.i = 6};
+  loom_op_begin_raw("aten::noraw", 2001, &a, 1, NULL, 4, raw_fmt); /* no bytes: no raw */
+  loom_op_end();
+  loom_trace *t = ts_finish(s);
+  assert_int_equal(atomic_load(&raw_calls), 2 * NL - 1); /* both empty raws are alike */
+  assert_int_equal(count_cat(t, "cpu_op", 0), 2 * NL + 1000 + 2);
+  assert_int_equal(loom_trace_warning_count(t), 0);
+  char *js = saved_json(t), want[256];
+  for (int i = 0; i < NL; i++) {
+    raw_expect(want, sizeof want, 100 + (uint64_t)i, i, lens[i], 1);
+    assert_non_null(strstr(js, want));
+    raw_expect(want, sizeof want, 200 + (uint64_t)i, i, lens[i], 2);
+    assert_non_null(strstr(js, want));
+  }
+  raw_expect(want, sizeof want, 1299, 9, 49, 1);
+  assert_non_null(strstr(js, want));
+  assert_non_null(strstr(js, "\"args\":{\"External id\":2000,\"Sequence number\":5}"));
+  assert_non_null(strstr(js, "\"args\":{\"External id\":2001,\"Sequence number\":6}"));
+  free(js);
+  loom_trace_free(t);
+}
+
+enum { RAW_THREADS = 3, RAW_OPS = 400 };
+
+static void *raw_worker(void *arg) {
+  unsigned th = (unsigned)(uintptr_t)arg;
+  for (unsigned i = 0; i < RAW_OPS; i++) {
+    /* 1..200 bytes: 1 to 8 records per op, so the ops and their bytes
+     * straddle every position of a 32-record chunk */
+    raw_op(th * 100000u + i, (int64_t)i, 1 + (i * 37u) % 200u, th * 1000u + i);
+    if (i % 3 == 0) raw_op(th * 100000u + 50000u + i, -1, 7, 9); /* nested, shared bytes */
+    if (i % 3 == 0) loom_op_end();
+    loom_op_end();
+  }
+  return NULL;
+}
+
+/* Small chunks (1 KiB: 32 records) on several threads: raw bytes that span
+ * chunks come back intact, each on its own op. */
+static void test_op_raw_chunks(void **state) {
+  (void)state;
+  atomic_store(&raw_calls, 0);
+  loom_session *s = ts_start("cpu", "buffer_size=1k");
+  pthread_t th[RAW_THREADS];
+  for (int i = 0; i < RAW_THREADS; i++)
+    pthread_create(&th[i], NULL, raw_worker, (void *)(uintptr_t)(i + 1));
+  for (int i = 0; i < RAW_THREADS; i++) pthread_join(th[i], NULL);
+  loom_trace *t = ts_finish(s);
+  int nested = (RAW_OPS + 2) / 3;
+  assert_int_equal(count_cat(t, "cpu_op", 0), RAW_THREADS * (RAW_OPS + nested));
+  assert_int_equal(loom_trace_warning_count(t), 0);
+  /* seeds differ per op; the nested ops' bytes are one and the same */
+  assert_int_equal(atomic_load(&raw_calls), RAW_THREADS * RAW_OPS + 1);
+  char *js = saved_json(t), want[256];
+  for (unsigned k = 1; k <= RAW_THREADS; k++)
+    for (unsigned i = 0; i < RAW_OPS; i++) {
+      raw_expect(want, sizeof want, k * 100000u + i, i, 1 + (i * 37u) % 200u, k * 1000u + i);
+      assert_non_null(strstr(js, want));
+      if (i % 3) continue;
+      raw_expect(want, sizeof want, k * 100000u + 50000u + i, -1, 7, 9);
+      assert_non_null(strstr(js, want));
+    }
+  free(js);
+  loom_trace_free(t);
+}
+
+/* One chunk of 32 records; each op takes 5 (op, argument, raw, 2 more for
+ * its 49 bytes) and its end 1: 5 ops fit, the 6th does not fit the 2 records
+ * left and is dropped whole, and so is everything after it (its end too, so
+ * nothing closes a wrong op). */
+static void test_op_raw_memory_cap(void **state) {
+  (void)state;
+  loom_session *s = ts_start("cpu", "buffer_size=1k,memory_cap=1100");
+  for (int i = 0; i < 10; i++) {
+    raw_op(500 + (uint64_t)i, i, 49, 3);
+    loom_op_end();
+  }
+  loom_instant("after"); /* would fit the 2 records left: dropped too */
+  loom_trace *t = ts_finish(s);
+  loom_trace_summary sum = {.struct_size = sizeof sum};
+  loom_trace_summarize(t, &sum);
+  assert_int_equal(count_cat(t, "cpu_op", -1), 5);
+  assert_int_equal(count_cat(t, "cpu_op", 1), 0);
+  assert_int_equal(count_cat(t, "cpu_instant_event", -1), 0);
+  assert_int_equal(sum.dropped, 5 * 6 + 1);
+  assert_int_equal(loom_trace_warning_count(t), 1); /* the cap; no unmatched end */
+  char *js = saved_json(t), want[256];
+  for (int i = 0; i < 5; i++) {
+    raw_expect(want, sizeof want, 500 + (uint64_t)i, i, 49, 3);
+    assert_non_null(strstr(js, want));
+  }
+  free(js);
+  loom_trace_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_threads_exact_counts),
@@ -210,6 +389,9 @@ int main(void) {
       cmocka_unit_test(test_op_arguments),
       cmocka_unit_test(test_fork_child_records_nothing),
       cmocka_unit_test(test_escaping),
+      cmocka_unit_test(test_op_raw),
+      cmocka_unit_test(test_op_raw_chunks),
+      cmocka_unit_test(test_op_raw_memory_cap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

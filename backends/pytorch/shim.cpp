@@ -13,7 +13,9 @@
  * sizes for a tensor, [] otherwise) and "Input type" ("[\"float\",
  * \"Scalar\", \"\"]": the dtype for a tensor, "Scalar", "TensorList", or
  * "" otherwise).  Without it (an older libloom) ops are recorded without
- * arguments and PyTorch is not asked for the inputs.
+ * arguments and PyTorch is not asked for the inputs.  With loom_op_begin_raw
+ * the inputs are only encoded per op (a few bytes) and the strings are made
+ * when loom collects the trace, once per distinct encoding.
  *
  * loom.h gives the types; its functions are reached with dlsym, so nothing
  * here links libloom.
@@ -34,12 +36,15 @@ using op_begin_id_fn = void (*)(uint32_t, uint64_t);
 using void_fn = void (*)();
 using str_fn = void (*)(const char *);
 using op_begin_args_fn = void (*)(const char *, uint64_t, const loom_arg *, uint32_t);
+using op_begin_raw_fn = void (*)(const char *, uint64_t, const loom_arg *, uint32_t, const void *,
+                                 uint32_t, loom_raw_format_fn);
 
 string_id_fn string_id_of;
 op_begin_id_fn op_begin_id;
 void_fn op_end, range_pop;
 str_fn range_push_str;
 op_begin_args_fn op_begin_args; // null: record ops without arguments
+op_begin_raw_fn op_begin_raw;   // null: format the inputs on every op
 std::atomic<uint64_t> next_id{1};
 
 // ---- Input Dims / Input type ------------------------------------------------
@@ -110,6 +115,142 @@ template <typename W> void describe_inputs(const at::RecordFunction &fn, W &dims
   types.put(']');
 }
 
+// ---- the inputs as raw bytes, formatted when loom collects -----------------
+// With loom_op_begin_raw (a newer libloom) an op's inputs are encoded in a
+// few bytes on the stack and turned into the two strings above by format(),
+// once per distinct encoding per trace: per input a kind byte, and for a
+// defined tensor its c10::ScalarType as a byte, its rank and its sizes as
+// varints.  Anything that does not fit (a big rank or many inputs, a dtype
+// whose name was not captured) takes the string path.
+enum : uint8_t { IN_OTHER, IN_TENSOR, IN_UNDEF, IN_SCALAR, IN_LIST };
+constexpr int kTypes = static_cast<int>(c10::ScalarType::NumOptions);
+// The names t.dtype().name() gives, copied at init: format() reads only this
+// (trivially destructible) table, so it works at exit after libtorch's
+// statics are gone.
+char dtype_name[kTypes][40];
+uint8_t dtype_len[kTypes]; // 0: not captured
+
+constexpr uint32_t kRawCap = 256;
+
+struct Enc {
+  uint8_t *p, *end;
+  bool ok = true;
+  void byte(uint8_t b) {
+    if (p == end) ok = false;
+    else *p++ = b;
+  }
+  void var(uint64_t v) {
+    while (v >= 0x80) byte(static_cast<uint8_t>(v | 0x80)), v >>= 7;
+    byte(static_cast<uint8_t>(v));
+  }
+};
+
+// 0 when the inputs do not fit kRawCap (or a dtype is unknown).
+uint32_t encode_inputs(const at::RecordFunction &fn, uint8_t *buf) {
+  Enc e{buf, buf + kRawCap};
+  for (const c10::IValue &v : fn.inputs()) {
+    if (v.isTensor()) {
+      const at::Tensor &t = v.toTensor();
+      if (!t.defined()) {
+        e.byte(IN_UNDEF);
+        continue;
+      }
+      caffe2::TypeMeta m = t.dtype();
+      if (!m.isScalarType()) return 0;
+      int st = static_cast<int>(m.toScalarType());
+      if (st < 0 || st >= kTypes || !dtype_len[st]) return 0;
+      e.byte(IN_TENSOR);
+      e.byte(static_cast<uint8_t>(st));
+      c10::IntArrayRef sz = t.sizes();
+      e.var(sz.size());
+      for (int64_t d : sz) e.var((static_cast<uint64_t>(d) << 1) ^ static_cast<uint64_t>(d >> 63));
+    } else if (v.isScalar()) {
+      e.byte(IN_SCALAR);
+    } else if (v.isTensorList()) {
+      e.byte(IN_LIST);
+    } else {
+      e.byte(IN_OTHER);
+    }
+    if (!e.ok) return 0;
+  }
+  // an op with no inputs still needs a raw record: mark it with one byte
+  if (e.p == buf) e.byte(0xff);
+  return e.ok ? static_cast<uint32_t>(e.p - buf) : 0;
+}
+
+struct Dec {
+  const uint8_t *p, *end;
+  bool ok = true;
+  uint8_t byte() {
+    if (p == end) return ok = false, 0;
+    return *p++;
+  }
+  uint64_t var() {
+    uint64_t v = 0;
+    for (int sh = 0; sh < 64; sh += 7) {
+      uint8_t b = byte();
+      v |= static_cast<uint64_t>(b & 0x7f) << sh;
+      if (!(b & 0x80)) return v;
+    }
+    return ok = false, 0;
+  }
+};
+
+// loom_raw_format_fn: the encoding back into Kineto's two strings.
+uint32_t format_inputs(const void *raw, uint32_t nraw, char *buf, size_t cap, loom_arg *out,
+                       uint32_t max_out) {
+  if (max_out < 2 || cap < 2) return 0;
+  size_t half = cap / 2;
+  Out dims{buf, buf + half}, types{buf + half, buf + cap};
+  Dec d{static_cast<const uint8_t *>(raw), static_cast<const uint8_t *>(raw) + nraw};
+  if (nraw == 1 && d.p[0] == 0xff) d.p = d.end; // no inputs
+  dims.put('[');
+  types.put('[');
+  for (bool first = true; d.ok && d.p < d.end; first = false) {
+    if (!first) dims.put(", ", 2), types.put(", ", 2);
+    dims.put('[');
+    types.put('"');
+    switch (d.byte()) {
+    case IN_TENSOR: {
+      uint8_t st = d.byte();
+      uint64_t rank = d.var();
+      for (uint64_t i = 0; i < rank && d.ok; i++) {
+        if (i) dims.put(", ", 2);
+        uint64_t z = d.var();
+        dims.num(static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1)));
+      }
+      if (st < kTypes) types.put(dtype_name[st], dtype_len[st]);
+      break;
+    }
+    case IN_SCALAR: types.put("Scalar", 6); break;
+    case IN_LIST: types.put("TensorList", 10); break;
+    default: break; // IN_OTHER, IN_UNDEF
+    }
+    dims.put(']');
+    types.put('"');
+  }
+  dims.put(']');
+  types.put(']');
+  if (!d.ok || !dims.ok || !types.ok) return 0;
+  *dims.p = 0, *types.p = 0;
+  out[0].key = "Input Dims", out[0].type = LOOM_ARG_STRING, out[0].v.s = buf;
+  out[1].key = "Input type", out[1].type = LOOM_ARG_STRING, out[1].v.s = buf + half;
+  return 2;
+}
+
+void capture_dtype_names() {
+  for (int i = 0; i < kTypes; i++) {
+    try {
+      c10::string_view nm = caffe2::TypeMeta::fromScalarType(static_cast<c10::ScalarType>(i)).name();
+      if (!nm.empty() && nm.size() < sizeof dtype_name[i]) {
+        std::memcpy(dtype_name[i], nm.data(), nm.size());
+        dtype_len[i] = static_cast<uint8_t>(nm.size());
+      }
+    } catch (...) {
+    }
+  }
+}
+
 // One thread_local object: one TLS lookup per op (this module is dlopen()ed,
 // so each thread_local access is a __tls_get_addr call).  loom copies the
 // strings during the call, so one buffer per thread is enough even for ops
@@ -145,6 +286,13 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
   if (fn.forwardThreadId() > 0) {
     a[n].key = "Fwd thread id", a[n].type = LOOM_ARG_UINT, a[n].v.u = fn.forwardThreadId();
     n++;
+  }
+  if (op_begin_raw) {
+    uint8_t raw[kRawCap];
+    if (uint32_t nraw = encode_inputs(fn, raw)) {
+      op_begin_raw(name, ext, a, n, raw, nraw, format_inputs);
+      return nullptr;
+    }
   }
   thread_local Scratch sc;
   Out dims{sc.dims, sc.dims + sizeof sc.dims}, types{sc.types, sc.types + sizeof sc.types};
@@ -184,6 +332,7 @@ extern "C" __attribute__((visibility("default"))) int loom_pytorch_shim_init(voi
       !find(range_pop, "loom_range_pop"))
     return -1;
   find(op_begin_args, "loom_op_begin_args"); // optional
+  if (op_begin_args && find(op_begin_raw, "loom_op_begin_raw")) capture_dtype_names(); // optional
   at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end).needsInputs(op_begin_args != nullptr));
   return 0;
 }

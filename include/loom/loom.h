@@ -316,6 +316,33 @@ LOOM_EXTERN void loom_op_end(void);
 LOOM_EXTERN void loom_op_begin_args(const char *name, uint64_t external_id,
                                     const loom_arg *args, uint32_t nargs);
 
+/* Turns the raw bytes given to loom_op_begin_raw into arguments, when the
+ * trace is collected rather than on every op.  raw/nraw: a copy of the bytes
+ * the op was given.  Writes at most max_out arguments to out and returns how
+ * many it wrote; string keys and values may point into buf (cap bytes,
+ * cap >= LOOM_RAW_FORMAT_BUF) or at storage that lives until the call
+ * returns: loom copies them before it calls again.  Called once per distinct
+ * (format, raw bytes) per collected trace, on the thread that collects, with
+ * no lock of the caller's held; it must not call loom. */
+#define LOOM_RAW_FORMAT_BUF 65536
+#define LOOM_RAW_MAX 1024 /* longest raw accepted by loom_op_begin_raw */
+typedef uint32_t (*loom_raw_format_fn)(const void *raw, uint32_t nraw, char *buf, size_t cap,
+                                       loom_arg *out, uint32_t max_out);
+
+/* loom_op_begin_args with arguments described by raw bytes, formatted later:
+ * the call copies nraw bytes (a compact encoding of, say, input shapes) and
+ * the format pointer into the thread's records, with no formatting and no
+ * string lookup, and the trace gets args followed by what format(raw)
+ * returns (at most 16 arguments).  Identical raw bytes are formatted once per
+ * trace.  format must stay callable, from any thread, until the session that
+ * recorded the op is stopped and its trace collected: code that may be
+ * unloaded before that must use loom_op_begin_args.  A raw longer than
+ * LOOM_RAW_MAX is not kept (the op and args are).  Under the memory cap
+ * the op is dropped whole (its args and raw never land without it). */
+LOOM_EXTERN void loom_op_begin_raw(const char *name, uint64_t external_id, const loom_arg *args,
+                                   uint32_t nargs, const void *raw, uint32_t nraw,
+                                   loom_raw_format_fn format);
+
 /* The external id of the innermost framework op open on the calling thread,
  * or 0 when none is open or no session records. */
 LOOM_EXTERN uint64_t loom_op_current(void);

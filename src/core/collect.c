@@ -77,7 +77,122 @@ typedef struct host_ctx {
   uint64_t unmatched;
   loom__targ *pargs;    /* arguments of the open ops (a stack, like the ops) */
   size_t npargs, cap_pargs;
+  /* raw arguments (loom_op_begin_raw), formatted once per distinct bytes */
+  loom__map raw_by_hash;     /* hash of (format, bytes) -> index + 1 in raws */
+  struct raw_entry {
+    loom_raw_format_fn fmt;
+    uint32_t nraw, nargs;
+    size_t bytes_off, args_off;
+  } *raws;
+  size_t nraws, cap_raws;
+  unsigned char *raw_bytes;  /* the entries' bytes, back to back */
+  size_t nraw_bytes, cap_raw_bytes;
+  loom__targ *raw_args;      /* the entries' formatted arguments */
+  size_t nraw_args, cap_raw_args;
+  char *fmt_buf;             /* LOOM_RAW_FORMAT_BUF bytes for format() */
+  uint64_t raw_bad;          /* raw records cut short (cannot happen) */
 } host_ctx;
+
+/* Walks one thread's records in order, across chunks, up to its position. */
+typedef struct hr_cursor {
+  loom__chunk *c;
+  loom__hrec *r, *end, *stop;
+} hr_cursor;
+
+static loom__hrec *hr_next(hr_cursor *k) {
+  while (k->c) {
+    if (!k->r) {
+      k->r = k->c->recs;
+      k->end = k->c->recs + k->c->cap;
+      if (k->stop >= k->c->recs && k->stop <= k->end) k->end = k->stop;
+    }
+    if (k->r < k->end) return k->r++;
+    k->c = k->c->next;
+    k->r = NULL;
+  }
+  return NULL;
+}
+
+#define RAW_MAX_ARGS 16
+
+/* Formats raw bytes into trace arguments, appended to h->raw_args; returns
+ * the count or -1 (out of memory). */
+static int raw_format(host_ctx *h, loom_raw_format_fn fmt, const unsigned char *b, uint32_t n) {
+  if (!h->fmt_buf && !(h->fmt_buf = malloc(LOOM_RAW_FORMAT_BUF))) return -1;
+  loom_arg out[RAW_MAX_ARGS];
+  uint32_t k = fmt(b, n, h->fmt_buf, LOOM_RAW_FORMAT_BUF, out, RAW_MAX_ARGS);
+  if (k > RAW_MAX_ARGS) k = RAW_MAX_ARGS;
+  int added = 0;
+  for (uint32_t i = 0; i < k; i++) {
+    loom__targ a = {.key = loom__trace_str(h->t, out[i].key ? out[i].key : "?"),
+                    .type = (uint8_t)out[i].type};
+    switch (out[i].type) {
+    case LOOM_ARG_INT: a.v.i = out[i].v.i; break;
+    case LOOM_ARG_UINT: a.v.u = out[i].v.u; break;
+    case LOOM_ARG_DOUBLE: a.v.d = out[i].v.d; break;
+    case LOOM_ARG_STRING: a.v.s = loom__trace_str(h->t, out[i].v.s ? out[i].v.s : ""); break;
+    default: continue;
+    }
+    if (!a.key || (a.type == LOOM_ARG_STRING && !a.v.s) ||
+        LOOM__PUSH(h->raw_args, h->nraw_args, h->cap_raw_args, a))
+      return -1;
+    added++;
+  }
+  return added;
+}
+
+/* A RAW record (r) and the records carrying the rest of its bytes: the
+ * formatted arguments go to the innermost open op (none: dropped). */
+static int raw_record(host_ctx *h, hr_cursor *k, const loom__hrec *r, open_range *op) {
+  uint32_t n = r->spare;
+  unsigned char b[LOOM_RAW_MAX + sizeof(loom__hrec)];
+  if (n > LOOM_RAW_MAX) n = 0; /* never written so */
+  memcpy(b, &r->ts, 8);
+  memcpy(b + 8, &r->a, 8);
+  for (uint32_t off = LOOM__RAW_HEAD, i = 0; i < loom__raw_slots(n); i++, off += sizeof(loom__hrec)) {
+    const loom__hrec *p = hr_next(k);
+    if (!p) {
+      h->raw_bad++;
+      return 0;
+    }
+    memcpy(b + off, p, sizeof *p);
+  }
+  if (!op) return 0;
+  loom_raw_format_fn fmt = (loom_raw_format_fn)(uintptr_t)r->name;
+  uint64_t key = loom__hash_words(b, n) ^ loom__hash_u64((uint64_t)(uintptr_t)r->name);
+  if (!key) key = 1;
+  uint64_t *hit = loom__map_get(&h->raw_by_hash, key);
+  struct raw_entry *e = hit ? &h->raws[*hit - 1] : NULL;
+  if (e && (e->fmt != fmt || e->nraw != n || (n && memcmp(h->raw_bytes + e->bytes_off, b, n)))) {
+    /* a 64-bit hash collision: format this one on its own */
+    size_t at = h->nraw_args;
+    int c = raw_format(h, fmt, b, n);
+    if (c < 0) return -1;
+    for (int i = 0; i < c; i++) {
+      if (LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, h->raw_args[at + (size_t)i])) return -1;
+      op->nargs++;
+    }
+    h->nraw_args = at;
+    return 0;
+  }
+  if (!e) {
+    struct raw_entry ne = {fmt, n, 0, h->nraw_bytes, h->nraw_args};
+    int c = raw_format(h, fmt, b, n);
+    if (c < 0) return -1;
+    ne.nargs = (uint32_t)c;
+    for (uint32_t i = 0; i < n; i++)
+      if (LOOM__PUSH(h->raw_bytes, h->nraw_bytes, h->cap_raw_bytes, b[i])) return -1;
+    if (LOOM__PUSH(h->raws, h->nraws, h->cap_raws, ne) ||
+        loom__map_put(&h->raw_by_hash, key, h->nraws))
+      return -1;
+    e = &h->raws[h->nraws - 1];
+  }
+  for (uint32_t i = 0; i < e->nargs; i++) {
+    if (LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, h->raw_args[e->args_off + i])) return -1;
+    op->nargs++;
+  }
+  return 0;
+}
 
 /* Kinds the session did not ask for are skipped (add_range returns 0,
  * add_point 1, so that callers attach arguments only to added events). */
@@ -129,72 +244,72 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
   size_t nr = 0, cr = 0, no = 0, co = 0;
   open_range step = {.ts = 0};
   int step_open = 0, rc = 0;
-  loom__hrec *stop = atomic_load_explicit(&tb->pos, memory_order_acquire);
-  for (loom__chunk *c = tb->head; c && rc == 0; c = c->next) {
-    loom__hrec *end = c->recs + c->cap;
-    if (stop >= c->recs && stop <= end) end = stop;
-    for (loom__hrec *r = c->recs; r < end && rc == 0; r++) {
-      int64_t ts = loom__timeline_convert(&h->s->tl, h->dom, r->ts);
-      open_range o = {.ts = ts};
-      switch (r->type) {
-      case LOOM__HR_PUSH:
-        o.name = name_of(&h->nm, r->name, r->flags);
-        rc = LOOM__PUSH(ranges, nr, cr, o);
-        break;
-      case LOOM__HR_POP:
-        rc = pop_into(h, ranges, &nr, track, LOOM_KIND_USER_RANGE, h->c_user, ts);
-        break;
-      case LOOM__HR_OP_BEGIN:
-        o.name = name_of(&h->nm, r->name, r->flags);
-        o.ext = r->a;
-        o.args_off = (uint32_t)h->npargs;
-        rc = LOOM__PUSH(ops, no, co, o);
-        break;
-      case LOOM__HR_ARG: { /* belongs to the op that began just before */
-        if (!no) break;
-        /* keys and string values are interned ids: resolved once per trace */
-        loom__targ a = {.key = name_of(&h->nm, r->name, LOOM__HR_F_ID), .type = (uint8_t)r->spare};
-        if (a.type == LOOM_ARG_STRING) a.v.s = name_of(&h->nm, r->a, LOOM__HR_F_ID);
-        else memcpy(&a.v, &r->a, sizeof r->a);
-        rc = LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, a);
-        if (rc == 0) ops[no - 1].nargs++;
-        break;
-      }
-      case LOOM__HR_OP_END:
-        rc = pop_into(h, ops, &no, track, LOOM_KIND_CPU_OP, h->c_op, ts);
-        break;
-      case LOOM__HR_INSTANT:
-        rc = add_point(h, track, LOOM_KIND_INSTANT, LOOM__PH_INSTANT, h->c_instant,
-                       name_of(&h->nm, r->name, r->flags), ts);
-        rc = rc < 0 ? rc : 0;
-        break;
-      case LOOM__HR_COUNTER: {
-        uint32_t nmid = name_of(&h->nm, r->name, r->flags);
-        rc = add_point(h, track, LOOM_KIND_COUNTER, LOOM__PH_COUNTER, h->c_counter, nmid, ts);
-        loom__targ a = {.key = nmid, .type = LOOM_ARG_DOUBLE};
-        memcpy(&a.v.d, &r->a, sizeof a.v.d);
-        if (rc == 0) rc = loom__trace_add_arg(t, &a);
-        rc = rc < 0 ? rc : 0;
-        break;
-      }
-      case LOOM__HR_STEP: {
-        if (step_open) rc = add_range(h, track, LOOM_KIND_USER_RANGE, h->c_user, &step, ts, 0);
-        char sn[48];
-        snprintf(sn, sizeof sn, "ProfilerStep#%llu", (unsigned long long)r->a);
-        step = (open_range){.ts = ts, .name = loom__trace_str(t, sn)};
-        step_open = 1;
-        break;
-      }
-      case LOOM__HR_BEGIN:
-      case LOOM__HR_END: {
-        async_mark m = {ts, r->a, r->type == LOOM__HR_BEGIN ? name_of(&h->nm, r->name, r->flags) : 0,
-                        track, r->type == LOOM__HR_END};
-        rc = LOOM__PUSH(h->marks, h->nmarks, h->cap_marks, m);
-        break;
-      }
-      default:
-        break;
-      }
+  hr_cursor k = {.c = tb->head, .stop = atomic_load_explicit(&tb->pos, memory_order_acquire)};
+  for (loom__hrec *r; rc == 0 && (r = hr_next(&k));) {
+    if (r->type == LOOM__HR_RAW) { /* its ts holds raw bytes */
+      rc = raw_record(h, &k, r, no ? &ops[no - 1] : NULL);
+      continue;
+    }
+    int64_t ts = loom__timeline_convert(&h->s->tl, h->dom, r->ts);
+    open_range o = {.ts = ts};
+    switch (r->type) {
+    case LOOM__HR_PUSH:
+      o.name = name_of(&h->nm, r->name, r->flags);
+      rc = LOOM__PUSH(ranges, nr, cr, o);
+      break;
+    case LOOM__HR_POP:
+      rc = pop_into(h, ranges, &nr, track, LOOM_KIND_USER_RANGE, h->c_user, ts);
+      break;
+    case LOOM__HR_OP_BEGIN:
+      o.name = name_of(&h->nm, r->name, r->flags);
+      o.ext = r->a;
+      o.args_off = (uint32_t)h->npargs;
+      rc = LOOM__PUSH(ops, no, co, o);
+      break;
+    case LOOM__HR_ARG: { /* belongs to the op that began just before */
+      if (!no) break;
+      /* keys and string values are interned ids: resolved once per trace */
+      loom__targ a = {.key = name_of(&h->nm, r->name, LOOM__HR_F_ID), .type = (uint8_t)r->spare};
+      if (a.type == LOOM_ARG_STRING) a.v.s = name_of(&h->nm, r->a, LOOM__HR_F_ID);
+      else memcpy(&a.v, &r->a, sizeof r->a);
+      rc = LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, a);
+      if (rc == 0) ops[no - 1].nargs++;
+      break;
+    }
+    case LOOM__HR_OP_END:
+      rc = pop_into(h, ops, &no, track, LOOM_KIND_CPU_OP, h->c_op, ts);
+      break;
+    case LOOM__HR_INSTANT:
+      rc = add_point(h, track, LOOM_KIND_INSTANT, LOOM__PH_INSTANT, h->c_instant,
+                     name_of(&h->nm, r->name, r->flags), ts);
+      rc = rc < 0 ? rc : 0;
+      break;
+    case LOOM__HR_COUNTER: {
+      uint32_t nmid = name_of(&h->nm, r->name, r->flags);
+      rc = add_point(h, track, LOOM_KIND_COUNTER, LOOM__PH_COUNTER, h->c_counter, nmid, ts);
+      loom__targ a = {.key = nmid, .type = LOOM_ARG_DOUBLE};
+      memcpy(&a.v.d, &r->a, sizeof a.v.d);
+      if (rc == 0) rc = loom__trace_add_arg(t, &a);
+      rc = rc < 0 ? rc : 0;
+      break;
+    }
+    case LOOM__HR_STEP: {
+      if (step_open) rc = add_range(h, track, LOOM_KIND_USER_RANGE, h->c_user, &step, ts, 0);
+      char sn[48];
+      snprintf(sn, sizeof sn, "ProfilerStep#%llu", (unsigned long long)r->a);
+      step = (open_range){.ts = ts, .name = loom__trace_str(t, sn)};
+      step_open = 1;
+      break;
+    }
+    case LOOM__HR_BEGIN:
+    case LOOM__HR_END: {
+      async_mark m = {ts, r->a, r->type == LOOM__HR_BEGIN ? name_of(&h->nm, r->name, r->flags) : 0,
+                      track, r->type == LOOM__HR_END};
+      rc = LOOM__PUSH(h->marks, h->nmarks, h->cap_marks, m);
+      break;
+    }
+    default:
+      break;
     }
   }
   /* Ranges still open at stop end there, flagged. */
@@ -267,6 +382,14 @@ static int collect_host(loom_session *s, loom_trace *t, int64_t pid) {
   free(th);
   free(h.marks);
   free(h.pargs);
+  free(h.raws);
+  free(h.raw_bytes);
+  free(h.raw_args);
+  free(h.fmt_buf);
+  loom__map_free(&h.raw_by_hash);
+  if (h.raw_bad)
+    loom__session_warn(s, "%llu raw op arguments were cut short and dropped",
+                       (unsigned long long)h.raw_bad);
   loom__map_free(&h.nm.cache);
   loom__hostrec_release();
   return rc;

@@ -97,9 +97,15 @@ static void free_chunks(loom__tbuf *t) {
     atomic_fetch_sub(&bytes_used, sizeof *c + c->cap * sizeof(loom__hrec));
     free(c);
   }
-  t->head = t->tail = NULL;
+  for (loom__chunk *c = t->pending, *nx; c; c = nx) {
+    nx = c->next;
+    atomic_fetch_sub(&bytes_used, sizeof *c + c->cap * sizeof(loom__hrec));
+    free(c);
+  }
+  t->head = t->tail = t->pending = NULL;
   atomic_store_explicit(&t->pos, NULL, memory_order_relaxed);
   t->end = NULL;
+  t->capped = 0;
 }
 
 /* Slow path: the thread has no buffer for this session yet. */
@@ -127,8 +133,9 @@ static loom__tbuf *acquire(void) {
   return t;
 }
 
-/* Slow path: the current chunk is full (or there is none). */
-static loom__hrec *grow(loom__tbuf *t) {
+/* A new chunk within the memory cap, not yet linked (NULL: over the cap or
+ * out of memory). */
+static loom__chunk *new_chunk(void) {
   size_t n = atomic_load_explicit(&chunk_bytes, memory_order_relaxed) / sizeof(loom__hrec);
   if (n < 16) n = 16;
   size_t bytes = sizeof(loom__chunk) + n * sizeof(loom__hrec);
@@ -138,16 +145,30 @@ static loom__hrec *grow(loom__tbuf *t) {
   if (!cap || used <= cap) c = malloc(bytes);
   if (!c) {
     atomic_fetch_sub(&bytes_used, bytes);
-    atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
     return NULL;
   }
   c->next = NULL;
   c->cap = n;
+  return c;
+}
+
+/* Makes c the thread's current chunk; returns its first slot. */
+static loom__hrec *link_chunk(loom__tbuf *t, loom__chunk *c) {
   if (t->tail) t->tail->next = c;
   else t->head = c;
   t->tail = c;
-  t->end = c->recs + n;
+  t->end = c->recs + c->cap;
   return c->recs;
+}
+
+/* Slow path: the current chunk is full (or there is none). */
+static loom__hrec *grow(loom__tbuf *t) {
+  loom__chunk *c = t->capped ? NULL : new_chunk();
+  if (!c) {
+    atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+    return NULL;
+  }
+  return link_chunk(t, c);
 }
 
 static inline loom__hrec *reserve(loom__tbuf **tp) {
@@ -285,23 +306,7 @@ struct loom__icache {
   struct pslot { const char *ptr, *str; uint32_t id; } by_ptr[PCACHE_SLOTS];
 };
 
-/* 8 bytes per step (FNV-1a per byte costs a multiply per character); the
- * last word overlaps the one before instead of a loop over the tail. */
-static inline uint64_t str_hash(const char *s, size_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ n, w = 0;
-  if (n < 8) {
-    for (size_t i = 0; i < n; i++) w = w << 8 | (unsigned char)s[i];
-    return loom__hash_u64(h ^ w);
-  }
-  const char *last = s + n - 8;
-  for (; s < last; s += 8) {
-    memcpy(&w, s, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-  }
-  memcpy(&w, last, 8);
-  return loom__hash_u64(h ^ w);
-}
+static inline uint64_t str_hash(const char *s, size_t n) { return loom__hash_words(s, n); }
 
 /* *str: the interned copy (NULL when len does not fit the cache). */
 static uint32_t intern_by_content(loom__tbuf *t, const char *s, const char **str) {
@@ -418,6 +423,114 @@ void loom_op_begin_args(const char *name, uint64_t ext, const loom_arg *args, ui
     }
     put_at(ts, LOOM__HR_ARG, LOOM__HR_F_ID, intern_cached(t, args[i].key ? args[i].key : "?"),
            v, (uint32_t)args[i].type);
+  }
+}
+
+/* ---- ops with raw arguments (loom_op_begin_raw) -----------------------------
+ * The op, its arguments and its raw bytes take several consecutive records;
+ * they are reserved together, across chunks when the current one is short,
+ * so that the memory cap drops an op whole: when it cannot have them all the
+ * thread takes no record more this session (a later smaller record would
+ * otherwise land without its op, e.g. an end closing the parent op). */
+typedef struct wcur {
+  loom__tbuf *t;
+  loom__hrec *p;
+} wcur;
+
+/* Has n slots ready from t->pos on: the current chunk's rest plus pending
+ * chunks.  0, or -1 (nothing written, the thread is capped). */
+static int reserve_span(loom__tbuf *t, size_t n) {
+  loom__hrec *pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
+  size_t have = pos ? (size_t)(t->end - pos) : 0;
+  for (loom__chunk *c = t->pending; c; c = c->next) have += c->cap;
+  loom__chunk **tail = &t->pending;
+  while (*tail) tail = &(*tail)->next;
+  while (have < n) {
+    loom__chunk *c = t->capped ? NULL : new_chunk();
+    if (!c) {
+      t->capped = 1;
+      if (pos) t->end = pos; /* nothing more goes into this chunk either */
+      atomic_fetch_add_explicit(&t->dropped, n, memory_order_relaxed);
+      return -1;
+    }
+    *tail = c;
+    tail = &c->next;
+    have += c->cap;
+  }
+  return 0;
+}
+
+static inline loom__hrec *wnext(wcur *w) {
+  if (LOOM__UNLIKELY(!w->p || w->p == w->t->end)) {
+    loom__chunk *c = w->t->pending; /* reserve_span made sure there is one */
+    w->t->pending = c->next;
+    c->next = NULL;
+    w->p = link_chunk(w->t, c);
+  }
+  return w->p++;
+}
+
+static inline void wput(wcur *w, uint64_t ts, uint16_t type, uint16_t flags, uint64_t name,
+                        uint64_t a, uint32_t spare) {
+  loom__hrec *r = wnext(w);
+  r->ts = ts;
+  r->name = name;
+  r->a = a;
+  r->type = type;
+  r->flags = flags;
+  r->spare = spare;
+}
+
+static inline int arg_ok(const loom_arg *a) {
+  return a->type == LOOM_ARG_INT || a->type == LOOM_ARG_UINT || a->type == LOOM_ARG_DOUBLE ||
+         a->type == LOOM_ARG_STRING;
+}
+
+void loom_op_begin_raw(const char *name, uint64_t ext, const loom_arg *args, uint32_t n,
+                       const void *raw, uint32_t nraw, loom_raw_format_fn format) {
+  if (IDLE()) return;
+  loom__tbuf *t = cur_buf();
+  if (!t) return;
+  uint64_t ts = now();
+  if (!format || (nraw && !raw) || nraw > LOOM_RAW_MAX) format = NULL, nraw = 0;
+  size_t need = 1 + (format ? 1 + loom__raw_slots(nraw) : 0);
+  if (!args) n = 0;
+  for (uint32_t i = 0; i < n; i++) need += arg_ok(&args[i]);
+  uint32_t nid = intern_cached(t, name ? name : "");
+  if (reserve_span(t, need) == 0) {
+    wcur w = {t, atomic_load_explicit(&t->pos, memory_order_relaxed)};
+    wput(&w, ts, LOOM__HR_OP_BEGIN, LOOM__HR_F_ID, nid, ext, 0);
+    for (uint32_t i = 0; i < n; i++) {
+      uint64_t v = 0;
+      switch (args[i].type) {
+      case LOOM_ARG_INT: v = (uint64_t)args[i].v.i; break;
+      case LOOM_ARG_UINT: v = args[i].v.u; break;
+      case LOOM_ARG_DOUBLE: memcpy(&v, &args[i].v.d, sizeof v); break;
+      case LOOM_ARG_STRING: v = intern_cached(t, args[i].v.s ? args[i].v.s : ""); break;
+      default: continue;
+      }
+      wput(&w, ts, LOOM__HR_ARG, LOOM__HR_F_ID, intern_cached(t, args[i].key ? args[i].key : "?"),
+           v, (uint32_t)args[i].type);
+    }
+    if (format) {
+      const unsigned char *b = raw;
+      uint64_t head[2] = {0, 0};
+      uint32_t k = nraw < LOOM__RAW_HEAD ? nraw : LOOM__RAW_HEAD;
+      if (k) memcpy(head, b, k);
+      wput(&w, head[0], LOOM__HR_RAW, 0, (uint64_t)(uintptr_t)format, head[1], nraw);
+      for (uint32_t off = k; off < nraw; off += (uint32_t)sizeof(loom__hrec)) {
+        uint32_t m = nraw - off < sizeof(loom__hrec) ? nraw - off : (uint32_t)sizeof(loom__hrec);
+        memcpy(wnext(&w), b + off, m);
+      }
+    }
+    atomic_store_explicit(&t->pos, w.p, memory_order_release);
+  }
+  if (op_depth < OP_STACK) op_stack[op_depth] = ext;
+  op_depth++;
+  int nh = atomic_load_explicit(&nhooks, memory_order_acquire);
+  for (int i = 0; i < nh; i++) {
+    const loom__ext_hook *k = hook(i);
+    if (k) k->push(k->b, ext);
   }
 }
 

@@ -32,9 +32,15 @@ enum {
   LOOM__HR_OP_BEGIN = 7, /* name; a: external id */
   LOOM__HR_OP_END = 8,
   LOOM__HR_STEP = 9,     /* a: step number */
-  LOOM__HR_ARG = 10      /* name: key id (interned); a: value; spare: type;
+  LOOM__HR_ARG = 10,     /* name: key id (interned); a: value; spare: type;
                             belongs to the OP_BEGIN before it */
+  LOOM__HR_RAW = 11      /* name: loom_raw_format_fn; spare: nraw; ts, a: the
+                            first LOOM__RAW_HEAD raw bytes, the rest in the
+                            loom__raw_slots(nraw) records after it (the last
+                            may be partial; they may span chunks); belongs to
+                            the OP_BEGIN before it */
 };
+#define LOOM__RAW_HEAD 16u
 #define LOOM__HR_F_ID 1u /* name holds an interned id, not a pointer */
 
 typedef struct loom__hrec {
@@ -46,6 +52,13 @@ typedef struct loom__hrec {
   uint32_t spare;
 } loom__hrec;
 
+/* Records after a RAW record that carry the rest of its bytes. */
+static inline uint32_t loom__raw_slots(uint32_t nraw) {
+  return nraw > LOOM__RAW_HEAD
+             ? (uint32_t)((nraw - LOOM__RAW_HEAD + sizeof(loom__hrec) - 1) / sizeof(loom__hrec))
+             : 0;
+}
+
 typedef struct loom__chunk {
   struct loom__chunk *next;
   size_t cap;
@@ -56,7 +69,9 @@ typedef struct loom__tbuf {
   _Atomic(loom__hrec *) pos; /* next free slot; published with release */
   loom__hrec *end;           /* end of the current chunk */
   loom__chunk *head, *tail;  /* chunks of this session, in order */
+  loom__chunk *pending;      /* allocated for a multi-record op, not yet linked */
   uint32_t epoch;            /* session the chunks belong to */
+  int capped;                /* an op was dropped whole: take nothing more */
   _Atomic uint64_t dropped;  /* records lost to the memory cap */
   pid_t tid;
   _Atomic int exited;
