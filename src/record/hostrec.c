@@ -186,17 +186,22 @@ static inline loom__hrec *reserve(loom__tbuf **tp) {
   return r;
 }
 
-static inline void put_at(uint64_t ts, uint16_t type, uint16_t flags, uint64_t name, uint64_t a,
-                          uint32_t spare) {
-  loom__tbuf *t;
-  loom__hrec *r = reserve(&t);
-  if (!r) return;
+static inline void fill_rec(loom__hrec *r, uint64_t ts, uint16_t type, uint16_t flags, uint64_t name,
+                            uint64_t a, uint32_t spare) {
   r->ts = ts;
   r->name = name;
   r->a = a;
   r->type = type;
   r->flags = flags;
   r->spare = spare;
+}
+
+static inline void put_at(uint64_t ts, uint16_t type, uint16_t flags, uint64_t name, uint64_t a,
+                          uint32_t spare) {
+  loom__tbuf *t;
+  loom__hrec *r = reserve(&t);
+  if (!r) return;
+  fill_rec(r, ts, type, flags, name, a, spare);
   atomic_store_explicit(&t->pos, r + 1, memory_order_release);
 }
 
@@ -379,14 +384,32 @@ void loom_range_end(uint64_t id) {
   put(LOOM__HR_END, 0, 0, id);
 }
 
-static inline void op_begin_at(uint64_t ts, uint16_t flags, uint64_t name, uint64_t ext) {
-  put_at(ts, LOOM__HR_OP_BEGIN, flags, name, ext, 0);
+/* The op's external id on the thread's op stack, and for the backends that
+ * hooked it. */
+static inline void op_push(uint64_t ext) {
   if (op_depth < OP_STACK) op_stack[op_depth] = ext;
   op_depth++;
   int n = atomic_load_explicit(&nhooks, memory_order_acquire);
   for (int i = 0; i < n; i++) {
     const loom__ext_hook *k = hook(i);
     if (k) k->push(k->b, ext);
+  }
+}
+
+static inline void op_begin_at(uint64_t ts, uint16_t flags, uint64_t name, uint64_t ext) {
+  put_at(ts, LOOM__HR_OP_BEGIN, flags, name, ext, 0);
+  op_push(ext);
+}
+
+/* An argument's value as a record holds it (strings interned); 0 for a type
+ * loom does not record. */
+static inline int arg_value(loom__tbuf *t, const loom_arg *a, uint64_t *v) {
+  switch (a->type) {
+  case LOOM_ARG_INT: *v = (uint64_t)a->v.i; return 1;
+  case LOOM_ARG_UINT: *v = a->v.u; return 1;
+  case LOOM_ARG_DOUBLE: memcpy(v, &a->v.d, sizeof *v); return 1;
+  case LOOM_ARG_STRING: *v = intern_cached(t, a->v.s ? a->v.s : ""); return 1;
+  default: return 0;
   }
 }
 
@@ -414,13 +437,7 @@ void loom_op_begin_args(const char *name, uint64_t ext, const loom_arg *args, ui
   op_begin_at(ts, LOOM__HR_F_ID, intern_cached(t, name ? name : ""), ext);
   for (uint32_t i = 0; i < n && args; i++) {
     uint64_t v = 0;
-    switch (args[i].type) {
-    case LOOM_ARG_INT: v = (uint64_t)args[i].v.i; break;
-    case LOOM_ARG_UINT: v = args[i].v.u; break;
-    case LOOM_ARG_DOUBLE: memcpy(&v, &args[i].v.d, sizeof v); break;
-    case LOOM_ARG_STRING: v = intern_cached(t, args[i].v.s ? args[i].v.s : ""); break;
-    default: continue;
-    }
+    if (!arg_value(t, &args[i], &v)) continue;
     put_at(ts, LOOM__HR_ARG, LOOM__HR_F_ID, intern_cached(t, args[i].key ? args[i].key : "?"),
            v, (uint32_t)args[i].type);
   }
@@ -472,13 +489,7 @@ static inline loom__hrec *wnext(wcur *w) {
 
 static inline void wput(wcur *w, uint64_t ts, uint16_t type, uint16_t flags, uint64_t name,
                         uint64_t a, uint32_t spare) {
-  loom__hrec *r = wnext(w);
-  r->ts = ts;
-  r->name = name;
-  r->a = a;
-  r->type = type;
-  r->flags = flags;
-  r->spare = spare;
+  fill_rec(wnext(w), ts, type, flags, name, a, spare);
 }
 
 static inline int arg_ok(const loom_arg *a) {
@@ -502,13 +513,7 @@ void loom_op_begin_raw(const char *name, uint64_t ext, const loom_arg *args, uin
     wput(&w, ts, LOOM__HR_OP_BEGIN, LOOM__HR_F_ID, nid, ext, 0);
     for (uint32_t i = 0; i < n; i++) {
       uint64_t v = 0;
-      switch (args[i].type) {
-      case LOOM_ARG_INT: v = (uint64_t)args[i].v.i; break;
-      case LOOM_ARG_UINT: v = args[i].v.u; break;
-      case LOOM_ARG_DOUBLE: memcpy(&v, &args[i].v.d, sizeof v); break;
-      case LOOM_ARG_STRING: v = intern_cached(t, args[i].v.s ? args[i].v.s : ""); break;
-      default: continue;
-      }
+      if (!arg_value(t, &args[i], &v)) continue;
       wput(&w, ts, LOOM__HR_ARG, LOOM__HR_F_ID, intern_cached(t, args[i].key ? args[i].key : "?"),
            v, (uint32_t)args[i].type);
     }
@@ -525,13 +530,7 @@ void loom_op_begin_raw(const char *name, uint64_t ext, const loom_arg *args, uin
     }
     atomic_store_explicit(&t->pos, w.p, memory_order_release);
   }
-  if (op_depth < OP_STACK) op_stack[op_depth] = ext;
-  op_depth++;
-  int nh = atomic_load_explicit(&nhooks, memory_order_acquire);
-  for (int i = 0; i < nh; i++) {
-    const loom__ext_hook *k = hook(i);
-    if (k) k->push(k->b, ext);
-  }
+  op_push(ext);
 }
 
 void loom_op_end(void) {
