@@ -80,11 +80,11 @@ def spawn(cmd):
     return out
 
 
-def loom_run(loom_bin, me):
+def loom_run(loom_bin, me, extra=()):
     fd, trace = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     try:
-        r = spawn([loom_bin, "record", "-o", trace, "--"] + me + ["plain"])
+        r = spawn([loom_bin, "record", "-o", trace] + list(extra) + ["--"] + me + ["plain"])
         with open(trace) as f:
             ev = json.load(f)["traceEvents"]
         r["cpu_ops"] = sum(1 for e in ev if e.get("cat") == "cpu_op")
@@ -98,6 +98,8 @@ def one_round(a, me, looms):
     prof = spawn(me + ["profiler"])
     shapes = spawn(me + ["shapes"])
     runs = [(b, loom_run(b, me)) for b in looms]
+    # like torch.profiler's default (no record_shapes): no input shapes/types
+    noshapes = loom_run(looms[-1], me, ["--option", "pytorch.shapes=0"])
     per_step = prof["ops"] / a.steps
     base = plain["ms_per_step"]
     total = REPEATS * a.steps + 20
@@ -111,14 +113,17 @@ def one_round(a, me, looms):
         if len(runs) > 1:
             name = "loom %s" % b
         ways.append((name, r))
+    ways.append(("loom record (seq nr, no shapes)", noshapes))
     added = {}
     for name, r in ways:
         added[name] = (r["ms_per_step"] - base) * 1e3 / per_step
         print("%-36s %10.3f %14.2f" % (name, r["ms_per_step"], added[name]))
-    for name, _ in ways[2:]:
+    for name, _ in ways[2:-1]:
         print("%s / torch.profiler added cost: %.2f (vs record_shapes: %.2f)"
               % (name, added[name] / added["torch.profiler (CPU)"],
                  added[name] / added["torch.profiler (CPU, record_shapes)"]))
+    print("loom record (seq nr, no shapes) / torch.profiler added cost: %.2f"
+          % (added["loom record (seq nr, no shapes)"] / added["torch.profiler (CPU)"]))
     return added
 
 

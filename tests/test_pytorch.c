@@ -250,9 +250,44 @@ static void test_ops_match_profiler(void **state) {
   unlink(trace);
 }
 
+/* `--option pytorch.shapes=0`: ops keep their sequence numbers but carry no
+ * Input Dims / Input type (PyTorch is not asked for the inputs), like
+ * torch.profiler without record_shapes. */
+static void test_shapes_off(void **state) {
+  (void)state;
+  char trace[256], cmd[2048], *out = NULL;
+  tmp_path(trace, sizeof trace, ".json");
+  snprintf(cmd, sizeof cmd, "'%s' record --option pytorch.shapes=0 -o '%s' -- '%s' '%s' profile 2>/dev/null",
+           LOOM_BIN, trace, PYTHON, TORCH_MODEL);
+  assert_int_equal(ts_run(cmd, &out), 0);
+  free(out);
+  size_t len = 0;
+  char *json = read_file(trace, &len);
+  assert_non_null(json);
+  static const char cpu_op[] = "\"cat\":\"cpu_op\",\"name\":\"";
+  char args[1024];
+  int ops = 0, with_dims = 0, with_type = 0, with_seq = 0;
+  for (const char *p = strstr(json, cpu_op); p; p = strstr(p + 1, cpu_op)) {
+    event_args(p, args, sizeof args);
+    ops++;
+    with_dims += strstr(args, "\"Input Dims\"") != NULL;
+    with_type += strstr(args, "\"Input type\"") != NULL;
+    with_seq += seq_of(args) >= 0;
+  }
+  print_message("shapes off: %d cpu_op, %d with Input Dims, %d with Input type, %d with a Sequence number\n",
+                ops, with_dims, with_type, with_seq);
+  assert_true(ops > 100);
+  assert_int_equal(with_dims, 0);
+  assert_int_equal(with_type, 0);
+  assert_true(with_seq > 0 && with_seq < ops);
+  free(json);
+  unlink(trace);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ops_match_profiler),
+      cmocka_unit_test(test_shapes_off),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

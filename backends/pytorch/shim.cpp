@@ -27,6 +27,7 @@
 #include <atomic>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -45,6 +46,7 @@ void_fn op_end, range_pop;
 str_fn range_push_str;
 op_begin_args_fn op_begin_args; // null: record ops without arguments
 op_begin_raw_fn op_begin_raw;   // null: format the inputs on every op
+bool shapes = true;             // LOOM_PYTORCH_SHAPES=0: no Input Dims / Input type
 std::atomic<uint64_t> next_id{1};
 
 // ---- Input Dims / Input type ------------------------------------------------
@@ -287,6 +289,11 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
     a[n].key = "Fwd thread id", a[n].type = LOOM_ARG_UINT, a[n].v.u = fn.forwardThreadId();
     n++;
   }
+  if (!shapes) { // like torch.profiler without record_shapes: no inputs
+    if (op_begin_raw) op_begin_raw(name, ext, a, n, nullptr, 0, nullptr);
+    else op_begin_args(name, ext, a, n);
+    return nullptr;
+  }
   if (op_begin_raw) {
     uint8_t raw[kRawCap];
     if (uint32_t nraw = encode_inputs(fn, raw)) {
@@ -333,6 +340,12 @@ extern "C" __attribute__((visibility("default"))) int loom_pytorch_shim_init(voi
     return -1;
   find(op_begin_args, "loom_op_begin_args"); // optional
   if (op_begin_args && find(op_begin_raw, "loom_op_begin_raw")) capture_dtype_names(); // optional
-  at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end).needsInputs(op_begin_args != nullptr));
+  // Input shapes and types cost PyTorch a copy of every op's inputs; they
+  // can be turned off (LOOM_PYTORCH_SHAPES=0, or `loom record --option
+  // pytorch.shapes=0`), as torch.profiler's record_shapes=False does.
+  const char *env = getenv("LOOM_PYTORCH_SHAPES"), *opts = getenv("LOOM_RECORD_OPTIONS");
+  if ((env && !strcmp(env, "0")) || (opts && strstr(opts, "pytorch.shapes=0"))) shapes = false;
+  at::addGlobalCallback(
+      at::RecordFunctionCallback(on_start, on_end).needsInputs(op_begin_args != nullptr && shapes));
   return 0;
 }
