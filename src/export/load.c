@@ -25,9 +25,9 @@ static loom_status load(const char *path, const loom__sink *sink, loom_trace **o
   while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t' ||
                    head[i] == 0xEF || head[i] == 0xBB || head[i] == 0xBF))
     i++;
-  if (i < n && (head[i] == '{' || head[i] == '[')) return sink ? loom__read_json_stream(path, sink, out) : loom__read_json(path, out);
+  if (i < n && (head[i] == '{' || head[i] == '[')) return loom__read_json(path, sink, out);
   /* A Perfetto trace starts with field 1 (packet), length-delimited: 0x0a. */
-  if (head[0] == 0x0a) return sink ? loom__read_pftrace_stream(path, sink, out) : loom__read_pftrace(path, out);
+  if (head[0] == 0x0a) return loom__read_pftrace(path, sink, out);
   return loom__fail(LOOM_EFORMAT, "%s: not a trace loom can read (expected Chrome "
                     "JSON, gzip-compressed JSON or Perfetto protobuf) at byte offset 0", path);
 }

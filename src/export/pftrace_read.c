@@ -410,7 +410,7 @@ static int finish(rd *r) {
   return 0;
 }
 
-static loom_status read_pftrace(const char *path, const loom__sink *sink, loom_trace **out) {
+loom_status loom__read_pftrace(const char *path, const loom__sink *sink, loom_trace **out) {
   *out = NULL;
   FILE *fp = fopen(path, "rb");
   if (!fp) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
@@ -483,10 +483,3 @@ static loom_status read_pftrace(const char *path, const loom__sink *sink, loom_t
   return LOOM_OK;
 }
 
-loom_status loom__read_pftrace(const char *path, loom_trace **out) {
-  return read_pftrace(path, NULL, out);
-}
-
-loom_status loom__read_pftrace_stream(const char *path, const loom__sink *sink, loom_trace **out) {
-  return read_pftrace(path, sink, out);
-}

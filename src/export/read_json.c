@@ -702,7 +702,7 @@ static void reader_free(reader *r) {
   loom__map_free(&r->str_ids);
 }
 
-static loom_status read_json(const char *path, const loom__sink *sink, loom_trace **out) {
+loom_status loom__read_json(const char *path, const loom__sink *sink, loom_trace **out) {
   *out = NULL;
   gzFile f = gzopen(path, "rb");
   if (!f) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
@@ -799,10 +799,3 @@ static loom_status read_json(const char *path, const loom__sink *sink, loom_trac
   return LOOM_OK;
 }
 
-loom_status loom__read_json(const char *path, loom_trace **out) {
-  return read_json(path, NULL, out);
-}
-
-loom_status loom__read_json_stream(const char *path, const loom__sink *sink, loom_trace **out) {
-  return read_json(path, sink, out);
-}

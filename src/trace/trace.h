@@ -156,9 +156,11 @@ static inline int loom__kind_on_device(int kind) {
 }
 
 /* Reads a trace file: Chrome/Kineto JSON (plain or gzip) or loom's
- * .pftrace, detected from the content.  Errors name the file and offset. */
-loom_status loom__read_json(const char *path, loom_trace **out);
-loom_status loom__read_pftrace(const char *path, loom_trace **out);
+ * .pftrace.  sink NULL: the whole trace into *out; else streamed (see
+ * loom__sink below).  Errors name the file and offset. */
+struct loom__sink;
+loom_status loom__read_json(const char *path, const struct loom__sink *sink, loom_trace **out);
+loom_status loom__read_pftrace(const char *path, const struct loom__sink *sink, loom_trace **out);
 /* Streaming reads.  Instead of keeping every event, a reader hands events to
  * a sink in batches and keeps only processes, tracks, devices, metadata,
  * warnings and strings: memory follows the size of those, not the number of
@@ -179,9 +181,6 @@ loom_status loom__trace_stream(const char *path, const loom__sink *sink, loom_tr
  * are rewritten to their new places.  Returns 0 or -1 (sink failure). */
 int loom__trace_stream_flush(loom_trace *t, const loom__sink *sink, size_t **keep, size_t nkeep);
 #define LOOM__STREAM_BATCH 4096
-
-loom_status loom__read_json_stream(const char *path, const loom__sink *sink, loom_trace **out);
-loom_status loom__read_pftrace_stream(const char *path, const loom__sink *sink, loom_trace **out);
 
 /* Writes Perfetto protobuf. */
 loom_status loom__write_pftrace(const loom_trace *t, const char *path);
