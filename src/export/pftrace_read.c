@@ -482,4 +482,3 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, loom_tr
   *out = r.t;
   return LOOM_OK;
 }
-

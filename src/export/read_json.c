@@ -798,4 +798,3 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, loom_trace
   *out = r.t;
   return LOOM_OK;
 }
-
