@@ -44,7 +44,6 @@ int loom__esort_add(loom__esort *s, const loom__arec *r);
 /* Ends input; then loom__esort_next yields records in time order. */
 int loom__esort_finish(loom__esort *s);
 const loom__arec *loom__esort_next(loom__esort *s);
-size_t loom__esort_runs(const loom__esort *s);
 const char *loom__esort_error(const loom__esort *s);
 void loom__esort_free(loom__esort *s);
 
@@ -146,7 +145,6 @@ typedef struct loom__rcat { uint32_t cat; uint64_t count; } loom__rcat;
 typedef struct loom__report {
   loom_trace *meta;         /* strings, tracks, processes, devices */
   const char *path;
-  const char *format;
   uint64_t nevents, nkept, by_kind[LOOM_KIND_COUNT_];
   int64_t t0, t1;           /* span of every event (relative ns) */
   uint64_t orphan_work;     /* device work with no launch call found */
@@ -162,8 +160,6 @@ typedef struct loom__report {
   loom__rstep *steps;
   size_t nsteps;
   loom__rhta hta;
-  size_t sort_runs;
-  uint64_t peak_inflight;
 } loom__report;
 
 typedef struct loom__report_opts {

@@ -405,7 +405,6 @@ static void host_event(an *a, const loom__arec *r) {
   else idx = (uint32_t)a->nls - 1;
   a->ls[idx] = l;
   if (loom__map_put(&a->inflight, r->corr, idx + 1)) a->oom = 1;
-  if (a->inflight.n > rep->peak_inflight) rep->peak_inflight = a->inflight.n;
   if (a->inflight.n > LAUNCH_PRUNE_AT) prune_launches(a, r->ts);
 }
 
@@ -736,7 +735,6 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
     return st;
   }
   for (size_t i = 0; i < nt; i++) a.qof[i] = -1;
-  rep->sort_runs = a.es ? loom__esort_runs(a.es) : 0;
   const loom__arec *r;
   while (a.es && !a.oom && (r = loom__esort_next(a.es))) {
     if (r->track >= a.t->ntracks) continue;

@@ -108,7 +108,6 @@ loom__esort *loom__esort_new(const loom__strtab *strs, size_t budget) {
 }
 
 const char *loom__esort_error(const loom__esort *s) { return s->err; }
-size_t loom__esort_runs(const loom__esort *s) { return s->nruns; }
 
 static const char *tmp_dir(void) {
   const char *d = getenv("TMPDIR");
