@@ -529,7 +529,6 @@ static void device_event(an *a, const loom__arec *r) {
       for (uint32_t i = 0; l->stack && i < a->stk[l->stack - 1]; i++) {
         loom__rname *rn = rname(a, LOOM__G_RANGE, a->stk[l->stack + i]);
         if (rn) rn->dev_time += r->dur, rn->dev_count++;
-        l = &a->ls[*li - 1]; /* rname() may not touch ls; keep l fresh anyway */
       }
       if (l->step >= 0) rep->steps[l->step].dev_time += r->dur, rep->steps[l->step].dev_count++;
     } else {
