@@ -163,34 +163,30 @@ static int raw_record(host_ctx *h, hr_cursor *k, const loom__hrec *r, open_range
   if (!key) key = 1;
   uint64_t *hit = loom__map_get(&h->raw_by_hash, key);
   struct raw_entry *e = hit ? &h->raws[*hit - 1] : NULL;
-  if (e && (e->fmt != fmt || e->nraw != n || (n && memcmp(h->raw_bytes + e->bytes_off, b, n)))) {
-    /* a 64-bit hash collision: format this one on its own */
-    size_t at = h->nraw_args;
+  size_t from, mark = h->nraw_args;
+  uint32_t count;
+  if (e && e->fmt == fmt && e->nraw == n && (!n || !memcmp(h->raw_bytes + e->bytes_off, b, n))) {
+    from = e->args_off, count = e->nargs; /* formatted before */
+  } else {
     int c = raw_format(h, fmt, b, n);
     if (c < 0) return -1;
-    for (int i = 0; i < c; i++) {
-      if (LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, h->raw_args[at + (size_t)i])) return -1;
-      op->nargs++;
+    from = mark, count = (uint32_t)c;
+    if (!e) { /* remember it (on a 64-bit hash collision, the first one stays) */
+      struct raw_entry ne = {fmt, n, count, h->nraw_bytes, from};
+      if (loom__grow((void **)&h->raw_bytes, &h->cap_raw_bytes, h->nraw_bytes + n, 1)) return -1;
+      if (n) memcpy(h->raw_bytes + h->nraw_bytes, b, n);
+      h->nraw_bytes += n;
+      if (LOOM__PUSH(h->raws, h->nraws, h->cap_raws, ne) ||
+          loom__map_put(&h->raw_by_hash, key, h->nraws))
+        return -1;
+      mark = h->nraw_args;
     }
-    h->nraw_args = at;
-    return 0;
   }
-  if (!e) {
-    struct raw_entry ne = {fmt, n, 0, h->nraw_bytes, h->nraw_args};
-    int c = raw_format(h, fmt, b, n);
-    if (c < 0) return -1;
-    ne.nargs = (uint32_t)c;
-    for (uint32_t i = 0; i < n; i++)
-      if (LOOM__PUSH(h->raw_bytes, h->nraw_bytes, h->cap_raw_bytes, b[i])) return -1;
-    if (LOOM__PUSH(h->raws, h->nraws, h->cap_raws, ne) ||
-        loom__map_put(&h->raw_by_hash, key, h->nraws))
-      return -1;
-    e = &h->raws[h->nraws - 1];
-  }
-  for (uint32_t i = 0; i < e->nargs; i++) {
-    if (LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, h->raw_args[e->args_off + i])) return -1;
+  for (uint32_t i = 0; i < count; i++) {
+    if (LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, h->raw_args[from + i])) return -1;
     op->nargs++;
   }
+  h->nraw_args = mark; /* a collision's arguments are not kept */
   return 0;
 }
 
