@@ -86,7 +86,7 @@ typedef struct uset {
 
 /* Adds [s, e).  Returns 1 when it starts a new merged interval after an
  * earlier one (*gap_from = where the gap began), else 0. */
-static int uset_add(uset *u, int64_t s, int64_t e, int64_t *gap_from, int64_t *closed_s) {
+static int uset_add(uset *u, int64_t s, int64_t e, int64_t *gap_from) {
   if (u->open && s <= u->ce) {
     if (e > u->ce) u->ce = e;
     return 0;
@@ -95,7 +95,6 @@ static int uset_add(uset *u, int64_t s, int64_t e, int64_t *gap_from, int64_t *c
   if (had) {
     u->sum += u->ce - u->cs;
     *gap_from = u->ce;
-    *closed_s = u->cs;
   }
   u->cs = s;
   u->ce = e;
@@ -104,6 +103,13 @@ static int uset_add(uset *u, int64_t s, int64_t e, int64_t *gap_from, int64_t *c
 }
 
 static int64_t uset_total(const uset *u) { return u->sum + (u->open ? u->ce - u->cs : 0); }
+
+/* Widens a window [first, last) counted by n to hold [s, e). */
+static void widen(int64_t *first, int64_t *last, uint64_t *n, int64_t s, int64_t e) {
+  if (!*n || s < *first) *first = s;
+  if (!*n || e > *last) *last = e;
+  ++*n;
+}
 
 /* ---- state of the pass ---------------------------------------------------- */
 typedef struct frame {
@@ -131,6 +137,15 @@ typedef struct launch {
   int32_t step;     /* index in rep->steps or -1 */
   uint8_t is_launch;
 } launch;
+
+/* An idle gap [gap, s) ended by work whose launch call is l: the part
+ * before the call began was waiting for the host. */
+static void split_idle(const launch *l, int64_t gap, int64_t s, int64_t *host, int64_t *other) {
+  int64_t h = l ? l->ts - gap : 0;
+  h = h < 0 ? 0 : h > s - gap ? s - gap : h;
+  *host += h;
+  *other += s - gap - h;
+}
 
 typedef struct an {
   loom__report *rep;
@@ -479,7 +494,7 @@ static void device_event(an *a, const loom__arec *r) {
   if (!q) return;
   uint64_t *li = r->corr ? loom__map_get(&a->inflight, r->corr) : NULL;
   const launch *l = li ? &a->ls[*li - 1] : NULL;
-  int64_t s = r->ts, e = r->ts + r->dur, gap = 0, cs = 0;
+  int64_t s = r->ts, e = r->ts + r->dur, gap = 0;
   int work = r->kind != LOOM_KIND_SYNC;
   if (work) {
     unsigned bit = 1u << r->cls;
@@ -487,28 +502,14 @@ static void device_event(an *a, const loom__arec *r) {
       if (!(m & bit)) continue;
       int64_t prev_s = ds->u[m].cs, prev_e = ds->u[m].ce;
       int was_open = ds->u[m].open;
-      int reopened = uset_add(&ds->u[m], s, e, &gap, &cs);
-      if (m == 7 && reopened) { /* a gap on the device: who kept it idle? */
-        int64_t host = l ? l->ts - gap : 0;
-        host = host < 0 ? 0 : host > s - gap ? s - gap : host;
-        d->idle_host += host;
-        d->idle_other += s - gap - host;
-      }
+      int reopened = uset_add(&ds->u[m], s, e, &gap);
+      if (m == 7 && reopened) split_idle(l, gap, s, &d->idle_host, &d->idle_other);
       if ((m == 7 || m == 1) && was_open && reopened)
         add_buckets(rep, m == 7 ? d->bucket : d->bucket_c, prev_s, prev_e);
     }
-    if (!d->nwork || s < d->first) d->first = s;
-    if (!d->nwork || e > d->last) d->last = e;
-    d->nwork++;
-    if (uset_add(&qs->u, s, e, &gap, &cs)) {
-      int64_t host = l ? l->ts - gap : 0;
-      host = host < 0 ? 0 : host > s - gap ? s - gap : host;
-      q->idle_host += host;
-      q->idle_other += s - gap - host;
-    }
-    if (!q->nwork || s < q->first) q->first = s;
-    if (!q->nwork || e > q->last) q->last = e;
-    q->nwork++;
+    widen(&d->first, &d->last, &d->nwork, s, e);
+    if (uset_add(&qs->u, s, e, &gap)) split_idle(l, gap, s, &q->idle_host, &q->idle_other);
+    widen(&q->first, &q->last, &q->nwork, s, e);
     loom__rname *n = NULL;
     if (r->kind == LOOM_KIND_MEMCPY) {
       n = rname(a, LOOM__G_COPY, direction(a, loom__trace_cstr(a->t, r->name)));
@@ -548,16 +549,14 @@ static void hta_event(an *a, const loom__arec *r) {
    * events has; events without one match the host events without one (and
    * HTA duplicates them once per such host event; loom counts them once). */
   if (a->hta_filter && r->corr && !(l && l->ts < a->last_step_ts)) return;
-  int64_t s = r->ts, e = r->ts + r->dur, gap, cs;
+  int64_t s = r->ts, e = r->ts + r->dur, gap;
   /* HTA classifies by name: communication as the runtime's rules say,
    * memory by "Memcpy" / "Memset", the rest (syncs too) computation. */
   unsigned nf = name_flags(a, a->t, r->name);
   unsigned bit = (nf & NF_COMM) || r->kind == LOOM_KIND_COLLECTIVE ? 2u : (nf & NF_MEMORY) ? 4u : 1u;
   for (unsigned m = 1; m < 8; m++)
-    if (m & bit) uset_add(&a->hu[m], s, e, &gap, &cs);
-  if (!h->nevents || s < h->first) h->first = s;
-  if (!h->nevents || e > h->last) h->last = e;
-  h->nevents++;
+    if (m & bit) uset_add(&a->hu[m], s, e, &gap);
+  widen(&h->first, &h->last, &h->nevents, s, e);
   uint64_t key = (uint64_t)r->stream + 2;
   uint64_t *si = loom__map_get(&a->hstream_of, key);
   if (!si) {
