@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 0
+#define LOOM_ABI_MINOR 1
 
 /* Opaque handle of one registered backend, passed to every operation and
  * given back to every host service. */
@@ -63,7 +63,7 @@ typedef uint32_t loom_clock;
 typedef struct loom_record {
   uint32_t struct_size;   /* sizeof(loom_record) */
   uint16_t kind;          /* loom_kind */
-  uint16_t flags;         /* reserved, 0 */
+  uint16_t flags;         /* LOOM_RECORD_F_* (ABI 1.1; 0 before) */
   loom_clock clock;       /* the declared clock of start and end */
   uint32_t device;        /* device index from device_add, or LOOM_DEVICE_HOST */
   /* For device records: resource index from resource_add (the queue/stream).
@@ -77,6 +77,17 @@ typedef struct loom_record {
   const char *category;   /* optional category override, NULL for default */
   const loom_arg *args;   /* nargs typed arguments, or NULL */
 } loom_record;
+
+/* Report vocabulary that travels with the data (ABI 1.1): what a record is
+ * for, so `loom report` understands any runtime without knowing its names.
+ * The trace keeps these marks in every format.  Copies (LOOM_KIND_MEMCPY)
+ * and fills also take two reserved arguments the report reads: "bytes"
+ * (uint) and "direction" (string: "HtoD", "DtoH", "DtoD", "HtoH", "PtoP"). */
+enum {
+  LOOM_RECORD_F_LAUNCH = 1u << 0, /* runtime call that enqueues device compute */
+  LOOM_RECORD_F_MEMORY = 1u << 1, /* runtime call that enqueues a copy or fill */
+  LOOM_RECORD_F_COMM = 1u << 2    /* device work (or collective) that communicates */
+};
 
 /* Description of a device.  Strings and props are copied by the core. */
 typedef struct loom_device_info {
@@ -156,6 +167,19 @@ typedef struct loom_host {
   uint32_t (*thread_id)(void);
   /* The private state the core allocated for the backend (state_size). */
   void *(*state)(loom_backend *b);
+
+  /* ---- ABI 1.1 (check struct_size before calling) ---- */
+  /* Declares the tick rate of a device clock: ns_per_tick (1000 for a clock
+   * in us).  With a rate, one sync point is enough; with two or more the
+   * fit is used and the rate only checks it.  LOOM_EINVAL for <= 0. */
+  loom_status (*clock_set_rate)(loom_backend *b, loom_clock clk,
+                                double ns_per_tick);
+  /* Asks the core to take sync points itself: it calls read(b, ctx) for
+   * the device time and reads host_domain at once, at start, at stop and
+   * before flush (and when the backend joins a running session). */
+  loom_status (*clock_auto_sync)(loom_backend *b, loom_clock clk,
+                                 uint64_t (*read)(loom_backend *b, void *ctx),
+                                 void *ctx, loom_clock_domain host_domain);
 } loom_host;
 
 /* ---- the backend's operations ------------------------------------------- */
@@ -165,6 +189,47 @@ enum {
    * never probes at registration anyway; `loom backends` shows it. */
   LOOM_BACKEND_F_LAZY = 1u << 0
 };
+
+/* How `loom record` enables a backend in the program it runs (ABI 1.1).
+ * loom record loads every plug-in it finds, reads this from each table and
+ * applies it; it names no runtime itself. */
+enum {
+  LOOM_ENV_SET_IF_UNSET = 0, /* set unless the user already set it */
+  LOOM_ENV_OVERRIDE = 1,     /* always set */
+  LOOM_ENV_PREPEND_PATH = 2  /* prepend to a ':'-separated list */
+};
+typedef struct loom_env_setting {
+  const char *name;
+  /* "$SELF" in value is replaced by the plug-in file's path and "$DIR" by
+   * its folder. */
+  const char *value;
+  uint32_t how;              /* LOOM_ENV_* */
+} loom_env_setting;
+
+enum {
+  /* Record this backend's device type when the user names no --devices
+   * (subject to default_check below). */
+  LOOM_ENABLE_F_DEFAULT = 1u << 0,
+  /* Put the plug-in file itself into LD_PRELOAD of the program (runtimes
+   * intercepted by symbol interposition). */
+  LOOM_ENABLE_F_PRELOAD_SELF = 1u << 1,
+  /* Do not load the plug-in in the program through LOOM_PLUGINS (which
+   * loom record does by default for every plug-in it finds): for a file
+   * that only its runtime may load. */
+  LOOM_ENABLE_F_NO_PLUGIN_LOAD = 1u << 2
+};
+typedef struct loom_backend_enable {
+  uint32_t struct_size;      /* sizeof(loom_backend_enable) */
+  uint32_t flags;            /* LOOM_ENABLE_F_* */
+  const loom_env_setting *env; /* settings for the profiled program */
+  uint32_t nenv;
+  /* Files to LD_PRELOAD into the program, relative to the plug-in's folder
+   * unless absolute; NULL-terminated; may be NULL. */
+  const char *const *preload;
+  /* Optional cheap check in the loom record process: is the runtime
+   * installed here?  Decides LOOM_ENABLE_F_DEFAULT; NULL = yes. */
+  int (*default_check)(void);
+} loom_backend_enable;
 
 /* Every operation returns LOOM_OK or another loom_status; on failure it
  * should call host->report with the reason first. */
@@ -205,6 +270,10 @@ typedef struct loom_backend_ops {
    * cheap.  A pop may come without its push (an op begun before start). */
   void (*push_external)(loom_backend *b, uint64_t external_id);
   void (*pop_external)(loom_backend *b);
+
+  /* ---- ABI 1.1 ---- */
+  /* How loom record enables it; NULL = nothing beyond loading the plug-in. */
+  const loom_backend_enable *enable;
 } loom_backend_ops;
 
 /* ---- plug-in entry point ------------------------------------------------ */
