@@ -364,6 +364,36 @@ LOOM_EXTERN void loom_thread_name(uint64_t tid, const char *name);
  * "ProfilerStep#N" ranges on the calling thread). */
 LOOM_EXTERN void loom_step(void);
 
+/* ---- merging traces of several processes and ranks ----------------------
+ * One timeline from several traces (any format loom reads, also per-rank
+ * Kineto traces): one process group per rank in rank order, every rank's
+ * metadata and distributedInfo kept, clocks aligned from the sync points the
+ * traces carry, ids made unique per input, point-to-point messages matched
+ * into flows.  Streams through an external sort: memory is bounded by
+ * sort_memory, not by the inputs.  Inputs that cannot be related in time are
+ * merged unaligned with a warning that names them (also in the output). */
+enum {
+  LOOM_MERGE_F_NO_ALIGN = 1u << 0 /* keep every input's times as they are */
+};
+typedef struct loom_merge_config {
+  uint32_t struct_size;        /* sizeof(loom_merge_config) */
+  uint32_t ninputs;
+  const char *const *inputs;   /* trace paths */
+  const char *output;          /* .json, .json.gz or .pftrace; atomic */
+  uint64_t sort_memory;        /* bytes for the sort; 0 = 256 MiB */
+  uint32_t flags;              /* LOOM_MERGE_F_* */
+} loom_merge_config;
+typedef struct loom_merge_result {
+  uint32_t struct_size;        /* sizeof(loom_merge_result) */
+  uint32_t processes;          /* process groups written */
+  uint64_t events, flows;      /* written */
+  uint64_t warnings;           /* warnings the output carries */
+} loom_merge_result;
+/* result may be NULL.  LOOM_EFORMAT / LOOM_EINVAL with a message naming the
+ * input on bad input (not a trace, the same rank twice); nothing is written
+ * then. */
+LOOM_EXTERN loom_status loom_merge(const loom_merge_config *cfg, loom_merge_result *result);
+
 #ifdef __cplusplus
 }
 #endif

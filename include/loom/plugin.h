@@ -180,6 +180,10 @@ typedef struct loom_host {
   loom_status (*clock_auto_sync)(loom_backend *b, loom_clock clk,
                                  uint64_t (*read)(loom_backend *b, void *ctx),
                                  void *ctx, loom_clock_domain host_domain);
+  /* Sets a metadata entry of the current session's trace (copied; the last
+   * value of a key wins).  "rank", "world_size" and "distributed_backend"
+   * become the trace's distributedInfo.  Valid from configure to flush. */
+  loom_status (*meta_set)(loom_backend *b, const char *key, const char *value);
 } loom_host;
 
 /* ---- the backend's operations ------------------------------------------- */
