@@ -170,6 +170,26 @@ static void cupti_pop(loom_backend *b) {
     cupti.ActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }
 
+/* loom record: the driver loads this file as its injection library in cuInit
+ * (CUDA_INJECTION64_PATH, unless the user named another); it is also a
+ * plug-in.  Recorded by default where a CUDA driver is installed (asking for
+ * cuda elsewhere would only warn that there is none). */
+static int cupti_default_check(void) {
+  void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (drv) dlclose(drv);
+  return drv != NULL;
+}
+static const loom_env_setting cupti_env[] = {
+    {"CUDA_INJECTION64_PATH", "$SELF", LOOM_ENV_SET_IF_UNSET},
+};
+static const loom_backend_enable cupti_enable = {
+    .struct_size = sizeof(loom_backend_enable),
+    .flags = LOOM_ENABLE_F_DEFAULT,
+    .env = cupti_env,
+    .nenv = sizeof cupti_env / sizeof cupti_env[0],
+    .default_check = cupti_default_check,
+};
+
 static const loom_backend_ops cupti_ops = {
     .struct_size = sizeof(loom_backend_ops),
     .abi_major = LOOM_ABI_MAJOR,
@@ -191,6 +211,7 @@ static const loom_backend_ops cupti_ops = {
     .destroy = cupti_destroy,
     .push_external = cupti_push,
     .pop_external = cupti_pop,
+    .enable = &cupti_enable,
 };
 
 /* ---- entry points ------------------------------------------------------- */

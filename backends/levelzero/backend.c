@@ -932,6 +932,29 @@ static loom_status ze_flush(loom_backend *b) {
   return LOOM_OK;
 }
 
+/* loom record: the loader enables its tracing layer only when
+ * ZE_ENABLE_TRACING_LAYER is set before the program starts (unless the user
+ * chose otherwise).  Recorded by default where a driver is installed or
+ * named (an alternate driver through ZE_ENABLE_ALT_DRIVERS): asking for xpu
+ * elsewhere would only warn that there is none. */
+static int ze_default_check(void) {
+  const char *alt = getenv("ZE_ENABLE_ALT_DRIVERS");
+  if (alt && *alt) return 1;
+  void *d = dlopen("libze_intel_gpu.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (d) dlclose(d);
+  return d != NULL;
+}
+static const loom_env_setting ze_env[] = {
+    {"ZE_ENABLE_TRACING_LAYER", "1", LOOM_ENV_SET_IF_UNSET},
+};
+static const loom_backend_enable ze_enable = {
+    .struct_size = sizeof(loom_backend_enable),
+    .flags = LOOM_ENABLE_F_DEFAULT,
+    .env = ze_env,
+    .nenv = sizeof ze_env / sizeof ze_env[0],
+    .default_check = ze_default_check,
+};
+
 static const loom_backend_ops ze_ops = {
     .struct_size = sizeof(loom_backend_ops),
     .abi_major = LOOM_ABI_MAJOR,
@@ -948,6 +971,7 @@ static const loom_backend_ops ze_ops = {
     .start = ze_start,
     .stop = ze_stop,
     .flush = ze_flush,
+    .enable = &ze_enable,
 };
 
 static loom_status ze_entry(const loom_host *h) {

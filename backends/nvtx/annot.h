@@ -12,7 +12,8 @@
  * session recording "cpu") every call is a cheap no-op.
  *
  * Header-only with static state: include it from exactly one file of a
- * plug-in and define ANNOT_NAME ("nvtx") before.
+ * plug-in and define ANNOT_NAME ("nvtx") and ANNOT_ENV (the variable that
+ * names the collector to the API) before.
  */
 #ifndef LOOM_ANNOT_H
 #define LOOM_ANNOT_H
@@ -196,6 +197,20 @@ static loom_status annot_flush(loom_backend *b) {
   return LOOM_OK;
 }
 
+/* loom record: the annotation API loads this file as its collector through
+ * ANNOT_ENV (INTEL_LIBITTNOTIFY64, NVTX_INJECTION64_PATH), unless the user
+ * chose another; it is also a plug-in, so the backend is registered before
+ * the session starts.  Its device type, cpu, is always recorded. */
+static const loom_env_setting annot_env[] = {
+    {ANNOT_ENV, "$SELF", LOOM_ENV_SET_IF_UNSET},
+};
+static const loom_backend_enable annot_enable = {
+    .struct_size = sizeof(loom_backend_enable),
+    .flags = LOOM_ENABLE_F_DEFAULT,
+    .env = annot_env,
+    .nenv = sizeof annot_env / sizeof annot_env[0],
+};
+
 static const loom_backend_ops annot_ops = {
     .struct_size = sizeof(loom_backend_ops),
     .abi_major = LOOM_ABI_MAJOR,
@@ -208,6 +223,7 @@ static const loom_backend_ops annot_ops = {
     .start = annot_start,
     .stop = annot_stop,
     .flush = annot_flush,
+    .enable = &annot_enable,
 };
 
 static loom_status annot_entry(const loom_host *h) {

@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #define ANNOT_NAME "nvtx"
+#define ANNOT_ENV "NVTX_INJECTION64_PATH"
 #include "annot.h"
 
 #define NVTX_NO_IMPL

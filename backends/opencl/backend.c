@@ -515,6 +515,20 @@ static loom_status ocl_flush(loom_backend *b) {
   return LOOM_OK;
 }
 
+/* loom record: the ICD loader loads this file as a layer (OPENCL_LAYERS, read
+ * once at the program's first OpenCL call); it is also a plug-in, so the
+ * backend is registered before the session starts.  Recorded by default: the
+ * layer costs nothing in a program that never calls OpenCL. */
+static const loom_env_setting ocl_env[] = {
+    {"OPENCL_LAYERS", "$SELF", LOOM_ENV_PREPEND_PATH},
+};
+static const loom_backend_enable ocl_enable = {
+    .struct_size = sizeof(loom_backend_enable),
+    .flags = LOOM_ENABLE_F_DEFAULT,
+    .env = ocl_env,
+    .nenv = sizeof ocl_env / sizeof ocl_env[0],
+};
+
 static const loom_backend_ops ocl_ops = {
     .struct_size = sizeof(loom_backend_ops),
     .abi_major = LOOM_ABI_MAJOR,
@@ -530,6 +544,7 @@ static const loom_backend_ops ocl_ops = {
     .start = ocl_start,
     .stop = ocl_stop,
     .flush = ocl_flush,
+    .enable = &ocl_enable,
 };
 
 static loom_status ocl_entry(const loom_host *h) {

@@ -1,5 +1,5 @@
 /*
- * adapter.c - loom-pytorch.so, preloaded by `loom record`.  It does not
+ * adapter.c - libloom-pytorch.so, preloaded by `loom record`.  It does not
  * link libtorch: it waits until the program has libtorch_cpu in the process
  * and then loads loom-pytorch-shim.so (the C++ part, built against the
  * installed libtorch-dev) from its own folder, which registers a global
@@ -12,6 +12,11 @@
  * calling library's RUNPATH/$ORIGIN now resolves as if called from here
  * (glibc takes the caller from the return address); absolute paths, which
  * Python uses for extension modules, are unaffected.
+ *
+ * It is also a plug-in for `loom record` only: its table says "preload me,
+ * do not load me through LOOM_PLUGINS" (ops.enable), so loom record needs no
+ * knowledge of PyTorch.  The backend itself is inert: the shim's framework
+ * ops reach loom through loom.h.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -23,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "loom/plugin.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -82,4 +89,32 @@ EXPORT void *dlopen(const char *file, int mode) {
 __attribute__((constructor)) static void adapter_init(void) {
   if (!real_dlopen) real_dlopen = (void *(*)(const char *, int))(uintptr_t)dlsym(RTLD_NEXT, "dlopen");
   try_attach();
+}
+
+/* ---- the plug-in side, for loom record ------------------------------------ */
+static loom_status inert(loom_backend *b) {
+  (void)b;
+  return LOOM_OK;
+}
+static const loom_backend_enable torch_enable = {
+    .struct_size = sizeof(loom_backend_enable),
+    /* interposes dlopen(): only a preloaded library sees every call */
+    .flags = LOOM_ENABLE_F_DEFAULT | LOOM_ENABLE_F_PRELOAD_SELF | LOOM_ENABLE_F_NO_PLUGIN_LOAD,
+};
+static const loom_backend_ops torch_ops = {
+    .struct_size = sizeof(loom_backend_ops),
+    .abi_major = LOOM_ABI_MAJOR,
+    .abi_minor = LOOM_ABI_MINOR,
+    .name = "pytorch",
+    .device_type = "cpu",
+    .kinds = LOOM_KIND_BIT(LOOM_KIND_CPU_OP),
+    .start = inert,
+    .stop = inert,
+    .flush = inert,
+    .enable = &torch_enable,
+};
+
+EXPORT loom_status loom_plugin_entry(const loom_host *h) {
+  if (h->abi_major != LOOM_ABI_MAJOR) return LOOM_EABI;
+  return h->backend_register(&torch_ops, NULL);
 }

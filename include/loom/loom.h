@@ -114,6 +114,11 @@ typedef struct loom_backend_info {
   uint32_t kinds;             /* LOOM_KIND_BIT mask it can produce */
   loom_backend_state state;
   const char *reason;         /* why it is unavailable, or "" */
+  /* ---- appended (read only when struct_size covers them) ---- */
+  uint32_t flags;             /* LOOM_BACKEND_F_* of its table (plugin.h) */
+  /* How `loom record` enables it in a program (plugin.h), or NULL: the
+   * table's own pointer, valid until the process exits. */
+  const struct loom_backend_enable *enable;
 } loom_backend_info;
 
 /* Calls fn once per registered backend, in registration order, with a
@@ -121,6 +126,12 @@ typedef struct loom_backend_info {
  * backends.  Does not probe anything. */
 typedef void (*loom_backend_visit_fn)(const loom_backend_info *info, void *user);
 LOOM_EXTERN size_t loom_backends_list(loom_backend_visit_fn fn, void *user);
+
+/* Loads one plug-in file now, as LOOM_PLUGINS does (initialising loom
+ * first).  LOOM_OK when its entry point ran and succeeded; otherwise the
+ * status, loom_last_error() says why and a warning is kept for the next
+ * session's trace. */
+LOOM_EXTERN loom_status loom_plugin_load(const char *path);
 
 /* ---- sessions ----------------------------------------------------------- */
 typedef struct loom_session loom_session;

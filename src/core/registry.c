@@ -139,6 +139,9 @@ size_t loom_backends_list(loom_backend_visit_fn fn, void *user) {
     info.origin = b->origin;
     info.kinds = b->ops.kinds;
     info.reason = reason;
+    info.flags = b->ops.flags;
+    /* b->ops is zeroed past the table's own size: NULL for ABI 1.0. */
+    info.enable = b->ops.enable;
     fn(&info, user);
   }
   free(all);
@@ -225,6 +228,12 @@ static void do_init(void) {
 }
 
 void loom__ensure_init(void) { pthread_once(&init_once, do_init); }
+
+loom_status loom_plugin_load(const char *path) {
+  loom__ensure_init();
+  if (!path || !*path) return loom__fail(LOOM_EINVAL, "no plug-in path");
+  return loom__plugin_load(path);
+}
 
 loom_status loom_init(void) {
   loom__ensure_init();

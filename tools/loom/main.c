@@ -1,11 +1,13 @@
 /*
- * loom - the command-line tool: version, backends, record, convert, report.
- * (merge comes with its issue.)
+ * loom - the command-line tool: version, backends, check-backend, record,
+ * convert, report.  (merge comes with its issue.)
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "enable.h"
 #include "loom/loom.h"
 
 static const char *state_name(loom_backend_state s) {
@@ -23,14 +25,31 @@ static void print_backend(const loom_backend_info *b, void *user) {
   for (int k = 0; k < LOOM_KIND_COUNT_; k++)
     if (b->kinds & LOOM_KIND_BIT(k)) printf(" %s", loom_kind_name((loom_kind)k));
   printf("\n");
+  enable_describe(stdout, b);
 }
 
-/* Lists backends; unless --no-probe, probes them first by preparing (and
- * discarding) a session over every device type. */
+/* Lists backends of every plug-in `loom record` would load (the installed
+ * plug-in folder, LOOM_PLUGIN_PATH, LOOM_PLUGINS, --plugin); unless
+ * --no-probe, probes them first by preparing (and discarding) a session over
+ * every device type. */
 static int cmd_backends(int argc, char **argv) {
-  int probe = !(argc > 2 && !strcmp(argv[2], "--no-probe"));
+  int probe = 1;
+  char *extra[64];
+  size_t nextra = 0;
+  for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "--no-probe")) probe = 0;
+    else if (!strcmp(argv[i], "--plugin") && i + 1 < argc && nextra < 64) extra[nextra++] = argv[++i];
+    else {
+      fprintf(stderr, "usage: loom backends [--no-probe] [--plugin PATH]...\n");
+      return 2;
+    }
+  }
   setenv("LOOM_LOG", "error", 0); /* states are listed below, not as warnings */
-  loom_init();
+  char libdir[PATH_MAX];
+  plugin_set found = {0};
+  int bad = plugins_discover(&found, tool_libdir(libdir, sizeof libdir) == 0 ? libdir : NULL,
+                             extra, nextra, "loom backends");
+  plugins_free(&found);
   if (probe) {
     loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "all"};
     loom_session *s = NULL;
@@ -39,9 +58,9 @@ static int cmd_backends(int argc, char **argv) {
   }
   size_t n = loom_backends_list(print_backend, NULL);
   if (!n)
-    printf("no backends registered (plug-ins load from LOOM_PLUGINS=file.so:... "
-           "or LOOM_PLUGIN_PATH=folder:...)\n");
-  return 0;
+    printf("no backends registered (plug-ins load from the installed plug-in folder, "
+           "LOOM_PLUGINS=file.so:..., LOOM_PLUGIN_PATH=folder:... or --plugin PATH)\n");
+  return bad ? 1 : 0;
 }
 
 /* loom convert IN OUT: any format loom reads to any it writes. */
@@ -69,7 +88,8 @@ static int cmd_convert(int argc, char **argv) {
   return 0;
 }
 
-int cmd_record(int argc, char **argv); /* record.c */
+int cmd_record(int argc, char **argv);        /* record.c */
+int cmd_check_backend(int argc, char **argv); /* check.c */
 
 /* loom report TRACE [--json] [-o FILE] [--html FILE] [--top N] ... */
 static int cmd_report(int argc, char **argv) {
@@ -131,8 +151,11 @@ static void usage(FILE *f) {
              "  report TRACE [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
              "               analyse a trace: devices, kernels, transfers, launch latency,\n"
              "               overlap, host ops, user ranges, steps, HTA's figures\n"
-             "  backends [--no-probe]\n"
-             "               list registered backends, probed, with their state\n");
+             "  backends [--no-probe] [--plugin PATH]...\n"
+             "               list the backends of every plug-in found, probed, with their\n"
+             "               state and what loom record sets up for them\n"
+             "  check-backend PLUGIN.so\n"
+             "               check a plug-in the way loom uses it and print what to fix\n");
 }
 
 int main(int argc, char **argv) {
@@ -148,6 +171,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "convert")) return cmd_convert(argc, argv);
   if (!strcmp(argv[1], "report")) return cmd_report(argc, argv);
   if (!strcmp(argv[1], "record")) return cmd_record(argc, argv);
+  if (!strcmp(argv[1], "check-backend")) return cmd_check_backend(argc, argv);
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;
