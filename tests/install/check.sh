@@ -1,8 +1,10 @@
 #!/bin/sh
 # Installs loom into a scratch prefix and builds against it the way users
-# do: a plug-in with pkg-config (public headers only, no libloom), and a
-# program with CMake's find_package(loom).  Then runs the program with the
-# plug-in loaded through LOOM_PLUGINS.
+# do: the installed example plug-in with pkg-config (public headers only, no
+# libloom), and a program with CMake's find_package(loom).  Then runs the
+# program with the plug-in loaded through LOOM_PLUGINS, and the installed
+# `loom` with no LD_LIBRARY_PATH: it finds libloom through its RUNPATH and
+# the installed plug-ins in the plug-in folder.
 # usage: check.sh BUILD_DIR SOURCE_DIR
 set -eu
 build=$1
@@ -12,9 +14,13 @@ trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
 test "$(pkg-config --modversion loom)" = "0.1.0"
-# The example plug-in against the installed headers only.
+# The backend guide and the example's sources come with the headers.
+data="$work/prefix/share"
+test -s "$data/doc/loom/writing-a-backend.md" || { echo "guide not installed"; exit 1; }
+test -s "$data/loom/examples/plugin-sim/sim.c" || { echo "example not installed"; exit 1; }
+# The installed example plug-in against the installed headers only.
 cc -std=c11 -shared -fPIC -fvisibility=hidden $(pkg-config --cflags loom) \
-   "$src/examples/plugin-sim/sim.c" -o "$work/libloom-sim.so" -lpthread
+   "$data/loom/examples/plugin-sim/sim.c" -o "$work/libloom-sim.so" -lpthread
 # A program through find_package(loom).
 mkdir -p "$work/app"
 cat > "$work/app/CMakeLists.txt" <<'CM'
@@ -51,8 +57,23 @@ cmake --build "$work/app/build" >/dev/null
 LD_LIBRARY_PATH="$work/prefix/lib" LOOM_PLUGINS="$work/libloom-sim.so" \
   "$work/app/build/consumer" "$work/out.json"
 grep -q '"name":"installed"' "$work/out.json"
-# The installed `loom record` finds its injected parts in <prefix>/lib/loom.
-LD_LIBRARY_PATH="$work/prefix/lib" "$work/prefix/bin/loom" record -o "$work/rec.json" \
-  --devices cpu -- /bin/true >/dev/null 2>&1
+# The installed `loom` runs without LD_LIBRARY_PATH (RUNPATH), and its
+# `loom record` finds its injected parts in <prefix>/lib/loom.
+plugindir=$(pkg-config --variable=plugindir loom)
+loom() { env -u LD_LIBRARY_PATH -u LOOM_PLUGINS -u LOOM_PLUGIN_PATH -u LOOM_LIBEXEC \
+  "$work/prefix/bin/loom" "$@"; }
+loom version | grep -q "^loom 0.1.0" || { echo "installed loom does not start"; exit 1; }
+loom record -o "$work/rec.json" --devices cpu -- /bin/true >/dev/null 2>&1
 test -s "$work/rec.json"
+# `loom backends` lists every installed plug-in from the plug-in folder.
+loom backends --no-probe > "$work/backends.txt"
+n=0
+for f in "$plugindir"/libloom-*.so; do
+  test -e "$f" || continue
+  real=$(cd "$(dirname "$f")" && pwd -P)/$(basename "$f")
+  grep -qF "    from $real" "$work/backends.txt" || {
+    echo "loom backends does not list $real:"; cat "$work/backends.txt"; exit 1; }
+  n=$((n + 1))
+done
+test "$n" -gt 0 || { echo "no plug-in installed in $plugindir"; exit 1; }
 echo "install check passed"
