@@ -31,8 +31,12 @@ typedef struct loom__arec { /* 48 bytes */
   uint8_t kind;        /* loom_kind */
   uint8_t cls;         /* LOOM__CLS_* */
   uint8_t hta;         /* 1: a GPU event by HTA's rule (it has a stream) */
-  uint8_t pad;
+  /* Bits 0-2: the event's LOOM_RECORD_F_* marks (0: none, names decide);
+   * bits 3-7: copies: 1 + index of its "direction" value (0: none). */
+  uint8_t role;
 } loom__arec;
+#define LOOM__AREC_DIR_SHIFT 3
+#define LOOM__AREC_NDIRS 31
 
 /* Device work classes (HTA's kernel types, generalised). */
 enum { LOOM__CLS_COMPUTE = 0, LOOM__CLS_COMM = 1, LOOM__CLS_MEMORY = 2 };

@@ -30,7 +30,12 @@
 #include "analysis.h"
 #include "core/core.h"
 
-/* ---- names the report needs from a runtime (backends/x/report-names.def) */
+/* ---- what an event is for ------------------------------------------------
+ * A trace written by loom carries the marks its backend gave each record
+ * (LOOM_RECORD_F_*, "loom_role" in the files) and copies carry a
+ * "direction": any runtime is understood without loom knowing its names.
+ * Events without a mark (traces of other tools, Kineto's) are judged by
+ * the names runtimes' backends list (backends/x/report-names.def). */
 enum { N_LAUNCH, N_LAUNCH_MEMORY, N_COMM_PREFIX, N_COMM_SUBSTR };
 static const struct { int kind; const char *s; } rule_names[] = {
 #define LOOM_REPORT_NAME(k, str) {N_##k, str},
@@ -56,6 +61,11 @@ static int is_launch_name(const char *n) {
 }
 
 static int is_step_name(const char *n) { return !strncmp(n, "ProfilerStep#", 13); }
+
+#define ROLE_MASK (LOOM_RECORD_F_LAUNCH | LOOM_RECORD_F_MEMORY | LOOM_RECORD_F_COMM)
+/* nf: the name's NF_* flags below. */
+static int is_launch_call(const loom__arec *r, unsigned nf);
+static int is_comm_work(const loom__arec *r, unsigned nf);
 
 /* What a name is, worked out once per distinct name. */
 enum { NF_DONE = 1, NF_STEP = 2, NF_LAUNCH = 4, NF_COMM = 8, NF_MEMORY = 16 };
@@ -135,7 +145,8 @@ typedef struct launch {
   int64_t ts, dur;
   uint32_t stack;   /* enclosing user range names (stacks[]) */
   int32_t step;     /* index in rep->steps or -1 */
-  uint8_t is_launch;
+  uint8_t is_launch; /* marked launch or memory call, or by its name */
+  uint8_t timed;     /* counts in loom's launch latency: a launch, or unmarked */
 } launch;
 
 /* An idle gap [gap, s) ended by work whose launch call is l: the part
@@ -183,8 +194,35 @@ typedef struct an {
   loom__map hstream_of;   /* stream + 2 -> index + 1 */
   size_t cap_hstreams;
   uint32_t stream_key;
+  uint32_t dir_key;       /* "direction" */
+  uint32_t dirs[LOOM__AREC_NDIRS]; /* distinct direction values (string ids) */
+  unsigned ndirs;
   int oom;
 } an;
+
+static int is_launch_call(const loom__arec *r, unsigned nf) {
+  unsigned role = r->role & ROLE_MASK;
+  return role ? (role & (LOOM_RECORD_F_LAUNCH | LOOM_RECORD_F_MEMORY)) != 0 : (nf & NF_LAUNCH) != 0;
+}
+
+static int is_comm_work(const loom__arec *r, unsigned nf) {
+  unsigned role = r->role & ROLE_MASK;
+  return r->kind == LOOM_KIND_COLLECTIVE || (role ? (role & LOOM_RECORD_F_COMM) != 0 : (nf & NF_COMM) != 0);
+}
+
+/* The code of a copy's "direction" value (1 + its index in a->dirs), or 0
+ * when there is none or more distinct values than the code holds. */
+static unsigned direction_code(an *a, const loom__targ *args, uint16_t nargs) {
+  for (uint16_t i = 0; a->dir_key && i < nargs; i++) {
+    if (args[i].key != a->dir_key || args[i].type != LOOM_ARG_STRING) continue;
+    for (unsigned k = 0; k < a->ndirs; k++)
+      if (a->dirs[k] == args[i].v.s) return k + 1;
+    if (a->ndirs == LOOM__AREC_NDIRS) return 0;
+    a->dirs[a->ndirs++] = args[i].v.s;
+    return a->ndirs;
+  }
+  return 0;
+}
 
 static unsigned name_flags(an *a, const loom_trace *t, uint32_t name) {
   if (name >= a->nnfl) {
@@ -217,6 +255,7 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
     a->nstrs = t->strs.n;
     if (!a->bytes_key) a->bytes_key = loom__strtab_find(&t->strs, "bytes", 5);
     if (!a->stream_key) a->stream_key = loom__strtab_find(&t->strs, "stream", 6);
+    if (!a->dir_key) a->dir_key = loom__strtab_find(&t->strs, "direction", 9);
     if (!a->cat_trace) a->cat_trace = loom__strtab_find(&t->strs, "Trace", 5);
     if (!a->cat_marker) a->cat_marker = loom__strtab_find(&t->strs, "marker", 6);
   }
@@ -248,7 +287,8 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
     if (e->ts > a->last_step_ts) a->last_step_ts = e->ts;
   }
   loom__arec r = {.ts = e->ts, .dur = e->dur < 0 ? 0 : e->dur, .corr = e->correlation,
-                  .name = e->name, .track = e->track, .kind = e->kind};
+                  .name = e->name, .track = e->track, .kind = e->kind,
+                  .role = (uint8_t)LOOM__EV_ROLE_OF(e)};
   /* HTA's GPU events: whatever has a "stream" other than -1; loom also
    * counts device work that has no stream argument at all, on its queue. */
   int has_stream = 0;
@@ -268,7 +308,8 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
     for (uint16_t i = 0; i < e->nargs; i++)
       if (args[i].key == a->bytes_key && a->bytes_key)
         r.bytes = args[i].type == LOOM_ARG_DOUBLE ? (uint64_t)args[i].v.d : args[i].v.u;
-  } else if (e->kind == LOOM_KIND_COLLECTIVE || (e->kind == LOOM_KIND_KERNEL && (nf & NF_COMM))) {
+    r.role |= (uint8_t)(direction_code(a, args, e->nargs) << LOOM__AREC_DIR_SHIFT);
+  } else if (e->kind == LOOM_KIND_COLLECTIVE || (e->kind == LOOM_KIND_KERNEL && is_comm_work(&r, nf))) {
     r.cls = LOOM__CLS_COMM;
   }
   rep->nkept++;
@@ -300,8 +341,12 @@ static void add_dur(loom__rname *n, int64_t dur) {
   n->total += dur;
 }
 
-/* "HtoD" from "Memcpy HtoD (Pageable -> Device)", "CopyHostToDevice", ... */
-static uint32_t direction(an *a, const char *name) {
+/* A copy's direction: its "direction" argument, else from its name: "HtoD"
+ * from "Memcpy HtoD (Pageable -> Device)", "CopyHostToDevice", ... */
+static uint32_t direction(an *a, const loom__arec *r) {
+  unsigned code = r->role >> LOOM__AREC_DIR_SHIFT;
+  if (code) return a->dirs[code - 1];
+  const char *name = loom__trace_cstr(a->t, r->name);
   static const char *longs[][2] = {{"HostToDevice", "HtoD"}, {"DeviceToHost", "DtoH"},
                                    {"DeviceToDevice", "DtoD"}, {"HostToHost", "HtoH"},
                                    {"PeerToPeer", "PtoP"}};
@@ -408,7 +453,8 @@ static void host_event(an *a, const loom__arec *r) {
     const loom__rstep *s = &rep->steps[a->cur_step];
     if (r->ts >= s->ts && r->ts < s->ts + s->dur) step = a->cur_step;
   }
-  launch l = {r->ts, r->dur, stack_id(a, h), step, (uint8_t)((nf & NF_LAUNCH) != 0)};
+  launch l = {r->ts, r->dur, stack_id(a, h), step, (uint8_t)is_launch_call(r, nf),
+              (uint8_t)(!(r->role & ROLE_MASK) || is_launch_call(r, nf))};
   uint64_t *old = loom__map_get(&a->inflight, r->corr);
   if (old) {
     a->ls[*old - 1] = l;
@@ -512,7 +558,7 @@ static void device_event(an *a, const loom__arec *r) {
     widen(&q->first, &q->last, &q->nwork, s, e);
     loom__rname *n = NULL;
     if (r->kind == LOOM_KIND_MEMCPY) {
-      n = rname(a, LOOM__G_COPY, direction(a, loom__trace_cstr(a->t, r->name)));
+      n = rname(a, LOOM__G_COPY, direction(a, r));
     } else if (r->kind == LOOM_KIND_MEMSET) {
       n = rname(a, LOOM__G_FILL, r->name);
     } else {
@@ -526,7 +572,7 @@ static void device_event(an *a, const loom__arec *r) {
       n->bytes += r->bytes;
     }
     if (l) {
-      if (loom__qs_add(&d->launch, s - l->ts)) a->oom = 1;
+      if (l->timed && loom__qs_add(&d->launch, s - l->ts)) a->oom = 1;
       for (uint32_t i = 0; l->stack && i < a->stk[l->stack - 1]; i++) {
         loom__rname *rn = rname(a, LOOM__G_RANGE, a->stk[l->stack + i]);
         if (rn) rn->dev_time += r->dur, rn->dev_count++;
@@ -551,9 +597,11 @@ static void hta_event(an *a, const loom__arec *r) {
   if (a->hta_filter && r->corr && !(l && l->ts < a->last_step_ts)) return;
   int64_t s = r->ts, e = r->ts + r->dur, gap;
   /* HTA classifies by name: communication as the runtime's rules say,
-   * memory by "Memcpy" / "Memset", the rest (syncs too) computation. */
+   * memory by "Memcpy" / "Memset", the rest (syncs too) computation.  loom
+   * also takes the marks, and copies and fills by their kind. */
   unsigned nf = name_flags(a, a->t, r->name);
-  unsigned bit = (nf & NF_COMM) || r->kind == LOOM_KIND_COLLECTIVE ? 2u : (nf & NF_MEMORY) ? 4u : 1u;
+  int memory = (nf & NF_MEMORY) || r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET;
+  unsigned bit = is_comm_work(r, nf) ? 2u : memory ? 4u : 1u;
   for (unsigned m = 1; m < 8; m++)
     if (m & bit) uset_add(&a->hu[m], s, e, &gap);
   widen(&h->first, &h->last, &h->nevents, s, e);

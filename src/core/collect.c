@@ -512,7 +512,8 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b,
                 .correlation = d->corr, .external_id = d->ext,
                 .name = loom__trace_str(t, loom__intern_get(d->name)),
                 .cat = loom__trace_str(t, cat), .track = track, .kind = (uint8_t)d->kind,
-                .ph = ph, .src = bs->src};
+                .ph = ph, .src = bs->src,
+                .flags = (uint16_t)(d->roles << LOOM__EV_ROLE_SHIFT)};
   if (loom__trace_add_ev(t, &e)) return -1;
   if (!host) {
     if (loom__trace_add_arg_int(t, "device", d->device) ||

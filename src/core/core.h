@@ -147,6 +147,7 @@ typedef struct loom__drec {
   uint32_t clock, device, resource;
   uint32_t args_off;
   uint16_t nargs, kind;
+  uint16_t roles;   /* LOOM_RECORD_F_* the backend marked (ABI 1.1) */
 } loom__drec;
 
 /* A backend's part of a session; guarded by its loom_backend.mu. */

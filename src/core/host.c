@@ -198,7 +198,10 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
     const loom_arg *args = r->struct_size >= sizeof *r ? r->args : NULL;
     loom__drec d = {r->start, r->end, r->correlation, r->external_id, r->name,
                     cat ? category_id(cat) : 0, r->clock, r->device,
-                    r->resource, (uint32_t)bs->nargs, 0, r->kind};
+                    r->resource, (uint32_t)bs->nargs, 0, r->kind, 0};
+    /* Marks exist from ABI 1.1 on; bits loom does not know are not kept. */
+    if (b->ops.abi_minor >= 1 || b->ops.abi_major > 1)
+      d.roles = r->flags & (LOOM_RECORD_F_LAUNCH | LOOM_RECORD_F_MEMORY | LOOM_RECORD_F_COMM);
     if (d.device == LOOM_DEVICE_HOST && !d.resource) d.resource = loom__tid();
     size_t before = bs->nargs;
     if (copy_args(&bs->args, &bs->nargs, &bs->cap_args, args, args ? r->nargs : 0) ||

@@ -140,7 +140,8 @@ static void event(jw *w, const loom__ev *e) {
       loom__out_lit(w->o, ",\"id\":");
       jint(w, (int64_t)e->correlation);
     }
-    if (pass == 1 || (!e->external_id && (!e->correlation || async) && !e->nargs)) {
+    unsigned roles = LOOM__EV_ROLE_OF(e);
+    if (pass == 1 || (!e->external_id && (!e->correlation || async) && !e->nargs && !roles)) {
       loom__out_lit(w->o, "},\n");
       continue;
     }
@@ -155,6 +156,13 @@ static void event(jw *w, const loom__ev *e) {
       if (!first) loom__out_lit(w->o, ",");
       loom__out_lit(w->o, "\"correlation\":");
       jint(w, (int64_t)e->correlation);
+      first = 0;
+    }
+    if (roles) { /* the report vocabulary (docs/formats.md) */
+      char v[32];
+      if (!first) loom__out_lit(w->o, ",");
+      loom__out_lit(w->o, "\"loom_role\":");
+      jcstr(w, (loom__role_format(roles, v), v));
       first = 0;
     }
     jargs(w, w->t->args + e->args_off, e->nargs, first);

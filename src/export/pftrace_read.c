@@ -102,6 +102,8 @@ typedef struct rd {
   int64_t window_end_ts;
   const loom__sink *sink;     /* streaming: events go here in batches */
   uint32_t ext_key, corr_key; /* interned "External id", "correlation" */
+  uint32_t role_key;          /* interned "loom_role": becomes the event's marks */
+  int role_unknown;           /* a loom_role word loom does not know was read */
   int oom;
 } rd;
 
@@ -226,7 +228,10 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
   uint64_t num = a.type == LOOM_ARG_UINT ? a.v.u : (uint64_t)a.v.i;
   if (a.key == r->ext_key && a.type != LOOM_ARG_STRING) e->external_id = num;
   else if (a.key == r->corr_key && a.type != LOOM_ARG_STRING) e->correlation = num;
-  else if (loom__trace_add_arg(r->t, &a)) r->oom = 1;
+  else if (a.key == r->role_key && a.type == LOOM_ARG_STRING) {
+    const char *val = loom__trace_cstr(r->t, a.v.s);
+    e->flags |= (uint16_t)(loom__role_parse(val, strlen(val), &r->role_unknown) << LOOM__EV_ROLE_SHIFT);
+  } else if (loom__trace_add_arg(r->t, &a)) r->oom = 1;
 }
 
 static void track_event(rd *r, pbr m) {
@@ -422,6 +427,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, loom_tr
   if (r.t) {
     r.ext_key = loom__trace_str(r.t, "External id");
     r.corr_key = loom__trace_str(r.t, "correlation");
+    r.role_key = loom__trace_str(r.t, "loom_role");
   }
   uint8_t *buf = NULL;
   size_t cap = 0;
@@ -471,6 +477,8 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, loom_tr
     if (r.oom) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   }
   if (st == LOOM_OK && offset == 0) st = loom__fail(LOOM_EFORMAT, "%s: empty file", path);
+  if (st == LOOM_OK && r.role_unknown && loom__role_warning(r.t, path))
+    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   if (st == LOOM_OK && finish(&r)) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   free(buf);
   fclose(fp);

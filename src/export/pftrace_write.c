@@ -111,6 +111,7 @@ typedef struct writer {
   loom__map async_tracks;    /* hash(track, id) -> uuid */
   uint8_t *seen_name, *seen_cat, *seen_arg; /* interned already */
   uint32_t iid_ext, iid_corr;   /* iids of "External id", "correlation" */
+  uint32_t iid_role;            /* iid of "loom_role" (the event's marks) */
   uint64_t dropped_overlap;
   int64_t last_ts;
   pb pkt, te, tmp, interned, names;
@@ -218,7 +219,7 @@ static uint64_t async_track(writer *w, const loom__ev *e) {
  * the trace's string ids. */
 static const char *field_arg_name(const writer *w, uint32_t id) {
   return id == w->iid_ext ? "External id" : id == w->iid_corr ? "correlation"
-                                                               : loom__trace_cstr(w->t, id);
+       : id == w->iid_role ? "loom_role" : loom__trace_cstr(w->t, id);
 }
 
 /* Appends one interned entry (iid, name) of the given InternedData field,
@@ -245,6 +246,18 @@ static void annotation(writer *w, pb *te, uint32_t key, int type, int64_t i, uin
   case LOOM_ARG_DOUBLE: pb_double(m, PF_DA_DOUBLE, d); break;
   default: pb_str(m, PF_DA_STRING, loom__trace_cstr(w->t, s)); break;
   }
+  pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
+}
+
+/* The marks as a string annotation "loom_role", as in the JSON. */
+static void role_annotation(writer *w, pb *te, unsigned roles) {
+  char v[32];
+  loom__role_format(roles, v);
+  pb *m = &w->names;
+  m->n = 0;
+  intern_into(w, w->seen_arg, PF_ID_DEBUG_ANNOTATION_NAMES, w->iid_role);
+  pb_uint(m, PF_DA_NAME_IID, w->iid_role);
+  pb_str(m, PF_DA_STRING, v);
   pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
 }
 
@@ -300,6 +313,7 @@ static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
       annotation(w, te, w->iid_ext, LOOM_ARG_UINT, 0, e->external_id, 0, 0);
     if (e->correlation && e->ph != LOOM__PH_ASYNC)
       annotation(w, te, w->iid_corr, LOOM_ARG_UINT, 0, e->correlation, 0, 0);
+    if (LOOM__EV_ROLE_OF(e)) role_annotation(w, te, LOOM__EV_ROLE_OF(e));
     for (uint16_t k = 0; k < e->nargs; k++) {
       const loom__targ *a = &t->args[e->args_off + k];
       annotation(w, te, a->key, a->type, a->v.i, a->v.u, a->v.d, a->v.s);
@@ -515,9 +529,10 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
   size_t nstr = t->strs.n ? t->strs.n : 1;
   w.iid_ext = (uint32_t)nstr;
   w.iid_corr = (uint32_t)nstr + 1;
-  w.seen_name = calloc(nstr + 2, 1);
-  w.seen_cat = calloc(nstr + 2, 1);
-  w.seen_arg = calloc(nstr + 2, 1);
+  w.iid_role = (uint32_t)nstr + 2;
+  w.seen_name = calloc(nstr + 3, 1);
+  w.seen_cat = calloc(nstr + 3, 1);
+  w.seen_arg = calloc(nstr + 3, 1);
   w.track_uuid = calloc(t->ntracks + 1, sizeof *w.track_uuid);
   uint32_t *of = NULL, *on = NULL, *inf = NULL, *inn = NULL;
   edge *g = NULL;

@@ -57,6 +57,7 @@ typedef struct cur_ev {
   uint64_t id;
   int bp_e, global;
   uint64_t correlation, external_id;
+  unsigned roles;       /* from "loom_role": LOOM_RECORD_F_* */
   loom__targ args[64];
   size_t nargs;
 } cur_ev;
@@ -95,6 +96,8 @@ typedef struct reader {
   uint32_t key_id;        /* interned current key inside args */
   struct { uint32_t id; uint32_t len; } kcache[256]; /* arg keys, names */
   uint32_t ext_key, corr_key;
+  uint32_t role_key, dir_key; /* "loom_role", "direction": read even when streaming */
+  int role_unknown;           /* a loom_role word loom does not know was read */
   int oom;
   char err[256];
 } reader;
@@ -271,7 +274,8 @@ static void end_event(reader *r) {
   uint32_t track = track_of(r, c->pid, c->tid);
   loom__ev e = {.ts = c->ts, .dur = c->has_dur ? c->dur : 0, .correlation = c->correlation,
                 .external_id = c->external_id, .name = c->name, .cat = c->cat,
-                .track = track, .kind = (uint8_t)kind, .ph = LOOM__PH_COMPLETE};
+                .track = track, .kind = (uint8_t)kind, .ph = LOOM__PH_COMPLETE,
+                .flags = (uint16_t)(c->roles << LOOM__EV_ROLE_SHIFT)};
   switch (c->ph) {
   case 'X':
     break;
@@ -430,6 +434,9 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
     }
     if (a.key == r->ext_key && type == LOOM_ARG_INT) c->external_id = (uint64_t)i;
     else if (a.key == r->corr_key && type == LOOM_ARG_INT) c->correlation = (uint64_t)i;
+    else if (a.key == r->role_key && type == LOOM_ARG_STRING)
+      c->roles |= loom__role_parse(loom__trace_cstr(r->t, s), loom__strtab_len(&r->t->strs, s),
+                                   &r->role_unknown);
     else add_arg(r, a);
     return 1;
   }
@@ -505,7 +512,10 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   if (r->where == AT_EVENT && (r->kcode == K_TS || r->kcode == K_DUR))
     return on_value(r, LOOM_ARG_INT, 0, 0, 0, (const char *)s, n);
   /* Streaming keeps memory flat: string arguments of events are not
-   * interned (they can be unique per event); metadata's are. */
+   * interned (they can be unique per event); metadata's are, and so are the
+   * report's reserved ones, whose values are a handful of words. */
+  if (r->where == AT_ARGS && (r->key_id == r->role_key || r->key_id == r->dir_key))
+    return on_value(r, LOOM_ARG_STRING, 0, 0, cached_str(r, s, n), NULL, 0);
   if (r->sink && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') return 1;
   if (r->where == AT_EVENT && (r->kcode == K_NAME || r->kcode == K_CAT || r->kcode == K_PH))
     return on_value(r, LOOM_ARG_STRING, 0, 0, cached_str(r, s, n), NULL, 0);
@@ -715,6 +725,8 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, loom_trace
   if (r.t) {
     r.ext_key = loom__trace_str(r.t, "External id");
     r.corr_key = loom__trace_str(r.t, "correlation");
+    r.role_key = loom__trace_str(r.t, "loom_role");
+    r.dir_key = loom__trace_str(r.t, "direction");
   }
   yajl_handle y = r.t ? yajl_alloc(&callbacks, NULL, &r) : NULL;
   if (!y) {
@@ -784,6 +796,8 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, loom_trace
   if (st == LOOM_OK && r.depth != 0)
     st = loom__fail(LOOM_EFORMAT, "%s: truncated JSON at byte offset %llu", path,
                     (unsigned long long)offset);
+  if (st == LOOM_OK && r.role_unknown && loom__role_warning(r.t, path))
+    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   if (st == LOOM_OK && (r.oom || finish(&r) != 0))
     st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   if (map) munmap(map, map_len);

@@ -3,6 +3,7 @@
  */
 #include "trace.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,6 +158,43 @@ loom_kind loom__kind_of_category(const char *cat) {
   return LOOM_KIND_MARKER;
 }
 
+static const char *const role_words[] = {"launch", "memory", "comm"};
+
+size_t loom__role_format(unsigned roles, char *buf) {
+  size_t n = 0;
+  for (unsigned i = 0; i < 3; i++) {
+    if (!(roles & (1u << i))) continue;
+    if (n) buf[n++] = ',';
+    size_t k = strlen(role_words[i]);
+    memcpy(buf + n, role_words[i], k);
+    n += k;
+  }
+  buf[n] = 0;
+  return n;
+}
+
+unsigned loom__role_parse(const char *s, size_t n, int *unknown) {
+  unsigned roles = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j < n && s[j] != ',') j++;
+    unsigned bit = 0;
+    for (unsigned w = 0; w < 3; w++)
+      if (j - i == strlen(role_words[w]) && !memcmp(s + i, role_words[w], j - i)) bit = 1u << w;
+    if (!bit) *unknown = 1;
+    roles |= bit;
+    i = j + 1;
+  }
+  return roles;
+}
+
+int loom__role_warning(loom_trace *t, const char *path) {
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s: \"loom_role\" values with words other than launch, memory "
+           "and comm (a newer loom's?): those words were ignored", path);
+  return loom__trace_add_warning(t, msg);
+}
+
 size_t loom_trace_event_count(const loom_trace *t) { return t ? t->nev : 0; }
 
 loom_status loom_trace_event(const loom_trace *t, size_t i, loom_event_view *out) {
@@ -179,6 +217,7 @@ loom_status loom_trace_event(const loom_trace *t, size_t i, loom_event_view *out
   out->device = k->device;
   out->unclosed = (e->flags & LOOM__EV_UNCLOSED) != 0;
   out->projected = (e->flags & LOOM__EV_PROJECTED) != 0;
+  out->roles = LOOM__EV_ROLE_OF(e);
   return LOOM_OK;
 }
 

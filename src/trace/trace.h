@@ -31,8 +31,27 @@ enum {
 enum {
   LOOM__EV_UNCLOSED = 1u << 0, /* range still open at stop, closed there */
   LOOM__EV_PROJECTED = 1u << 1, /* range projected onto a device queue */
-  LOOM__EV_OPEN = 1u << 2       /* a reader still waits for its end (streaming) */
+  LOOM__EV_OPEN = 1u << 2,      /* a reader still waits for its end (streaming) */
+  /* What the record is for (LOOM_RECORD_F_* << LOOM__EV_ROLE_SHIFT): the
+   * report vocabulary a backend gave, kept in every format ("loom_role"). */
+  LOOM__EV_LAUNCH = LOOM_RECORD_F_LAUNCH << 3,
+  LOOM__EV_MEMORY = LOOM_RECORD_F_MEMORY << 3,
+  LOOM__EV_COMM = LOOM_RECORD_F_COMM << 3
 };
+#define LOOM__EV_ROLE_SHIFT 3
+#define LOOM__EV_ROLES (LOOM__EV_LAUNCH | LOOM__EV_MEMORY | LOOM__EV_COMM)
+/* The role marks of e as LOOM_RECORD_F_* bits. */
+#define LOOM__EV_ROLE_OF(e) (((e)->flags & LOOM__EV_ROLES) >> LOOM__EV_ROLE_SHIFT)
+
+/* "loom_role" values: the marks as a comma-separated list in this order
+ * ("launch", "memory", "comm"; "launch,comm").  Writes into buf (>= 32
+ * bytes) and returns its length, 0 when there is no mark. */
+size_t loom__role_format(unsigned roles, char *buf);
+/* Parses a "loom_role" value into LOOM_RECORD_F_* bits; *unknown gets 1 when
+ * a word is not one of the three (the known words still count). */
+unsigned loom__role_parse(const char *s, size_t n, int *unknown);
+/* Readers: the warning that some loom_role words of path were not known. */
+int loom__role_warning(loom_trace *t, const char *path);
 
 typedef struct loom__ev {
   int64_t ts;            /* epoch ns */
