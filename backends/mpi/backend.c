@@ -226,22 +226,6 @@ uint64_t mpil_bytes(int count, MPI_Datatype t) {
   return (uint64_t)count * (uint64_t)sz;
 }
 
-void mpil_emit(mpil_call *c, loom_string_id *name_id, const char *name, int kind, uint64_t end) {
-  if (!*name_id) *name_id = mpil_host->intern(mpil_self, name, SIZE_MAX);
-  loom_record r = {.struct_size = sizeof r,
-                   .kind = (uint16_t)kind,
-                   .flags = kind == LOOM_KIND_COLLECTIVE ? LOOM_RECORD_F_COMM : 0,
-                   .clock = mpil_clk,
-                   .device = LOOM_DEVICE_HOST,
-                   .start = c->t0,
-                   .end = end,
-                   .name = *name_id,
-                   .nargs = c->n,
-                   .category = "mpi",
-                   .args = c->a};
-  mpil_host->emit(mpil_self, &r);
-}
-
 void mpil_recv_complete(const mpil_req *q, const MPI_Status *st, uint64_t t0, uint64_t t1,
                         unsigned gen) {
   static __typeof__(&PMPI_Get_count) cnt;
@@ -254,7 +238,7 @@ void mpil_recv_complete(const mpil_req *q, const MPI_Status *st, uint64_t t0, ui
   mpil_u(&c, "recv_bytes", n > 0 ? (uint64_t)n : 0);
   mpil_u(&c, "comm", q->comm_id);
   mpil_u(&c, "request", q->id);
-  mpil_i(&c, "wait_start_ns", mpil_host->clock_to_epoch_ns(mpil_self, mpil_clk, t0));
+  mpil_i(&c, mpil_key_wait_start, (int64_t)t0); /* converted at flush */
   MPIL_EMIT(&c, "MPI_Recv_complete", LOOM_KIND_INSTANT, t1);
 }
 
@@ -292,7 +276,7 @@ static loom_status b_probe(loom_backend *b, char *why, size_t n) {
 static loom_status b_configure(loom_backend *b, uint32_t kinds) {
   (void)kinds;
   mpil_self = b;
-  loom_status st = mpil_host->clock_declare(b, LOOM_CLOCK_MONOTONIC, "mpi", &mpil_clk);
+  loom_status st = mpil_host->clock_declare(b, MPIL_CLOCK, "mpi", &mpil_clk);
   if (st == LOOM_OK) st = mpil_host->clock_declare(b, LOOM_CLOCK_REALTIME, "mpi sync", &mpil_rt);
   return st;
 }
@@ -311,7 +295,12 @@ static loom_status b_stop(loom_backend *b) {
 }
 static loom_status b_flush(loom_backend *b) {
   (void)b;
+  mpil_buffer_flush();
   return LOOM_OK;
+}
+static void b_destroy(loom_backend *b) {
+  (void)b;
+  mpil_buffer_free();
 }
 
 /* loom record's default: record "mpi" where an MPI library is installed. */
@@ -341,6 +330,7 @@ static const loom_backend_ops ops = {
     .start = b_start,
     .stop = b_stop,
     .flush = b_flush,
+    .destroy = b_destroy,
     .enable = &enable,
 };
 

@@ -169,9 +169,9 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st) {
 /* ---- wait / test ------------------------------------------------------------------ */
 /* Per-thread room for the handles (they become MPI_REQUEST_NULL on
  * completion) and for statuses the program ignores; grown, never per call. */
-static __thread MPI_Request *saved;
-static __thread MPI_Status *stbuf;
-static __thread int room;
+static MPIL_TLS MPI_Request *saved;
+static MPIL_TLS MPI_Status *stbuf;
+static MPIL_TLS int room;
 
 static int ensure(int n) {
   if (n <= room) return 1;
