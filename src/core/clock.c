@@ -9,6 +9,7 @@
  * standard domain) that backends provide; between points the map is
  * piecewise linear, outside it extends the nearest segment.
  */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,11 @@ static double tsc_rate(void) {
 }
 
 void loom__timeline_begin(loom__timeline *tl) {
+  int64_t shift = tl->shift_ns;
+  double ppm = tl->shift_ppm;
   memset(tl, 0, sizeof *tl);
+  tl->shift_ns = shift;
+  tl->shift_ppm = ppm;
   tl->tsc_ns_per_tick = tsc_rate();
   for (int d = 0; d < 4; d++) tl->start[d] = take_pair((loom_clock_domain)d);
 }
@@ -85,8 +90,30 @@ void loom__timeline_end(loom__timeline *tl) {
   tl->have_stop = 1;
 }
 
-int64_t loom__timeline_convert(const loom__timeline *tl, loom_clock_domain d,
-                               uint64_t ts) {
+int loom__timeline_set_shift(loom__timeline *tl, const char *spec) {
+  char *end;
+  errno = 0;
+  long long off = strtoll(spec, &end, 10);
+  if (errno || end == spec || (*end && *end != ':')) return -1;
+  double ppm = 0;
+  if (*end == ':') {
+    const char *p = end + 1;
+    ppm = strtod(p, &end);
+    if (end == p || *end || !(ppm > -1e6 && ppm < 1e6)) return -1;
+  }
+  tl->shift_ns = (int64_t)off;
+  tl->shift_ppm = ppm;
+  return 0;
+}
+
+/* The test-only shift of the whole timeline (identity unless set). */
+static int64_t shifted(const loom__timeline *tl, int64_t real) {
+  if (!tl->shift_ns && tl->shift_ppm == 0) return real;
+  double since = (double)(real - tl->start[LOOM_CLOCK_REALTIME].real);
+  return real + tl->shift_ns + (int64_t)(tl->shift_ppm * 1e-6 * since);
+}
+
+static int64_t to_real(const loom__timeline *tl, loom_clock_domain d, uint64_t ts) {
   if (d == LOOM_CLOCK_REALTIME) return (int64_t)ts;
   if ((unsigned)d > LOOM_CLOCK_TSC) return (int64_t)ts;
   const loom__clock_pair *a = &tl->start[d], *b = &tl->stop[d];
@@ -96,6 +123,11 @@ int64_t loom__timeline_convert(const loom__timeline *tl, loom_clock_domain d,
     slope = (double)(b->real - a->real) / (double)(b->dom - a->dom);
   double delta = (double)(int64_t)(ts - a->dom);
   return a->real + (int64_t)(delta * slope + (delta >= 0 ? 0.5 : -0.5));
+}
+
+int64_t loom__timeline_convert(const loom__timeline *tl, loom_clock_domain d,
+                               uint64_t ts) {
+  return shifted(tl, to_real(tl, d, ts));
 }
 
 static int cmp_sync(const void *pa, const void *pb) {

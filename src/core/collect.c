@@ -602,8 +602,11 @@ static int add_devices(loom_session *s, loom_trace *t) {
 loom_status loom__session_collect(loom_session *s, loom_trace **out) {
   loom_trace *t = loom__trace_new();
   if (!t) return loom__fail(LOOM_ENOMEM, "out of memory building the trace");
-  t->start_ns = s->tl.start[LOOM_CLOCK_REALTIME].real;
-  t->end_ns = s->tl.stop[LOOM_CLOCK_REALTIME].real;
+  /* Through the timeline so the test-only clock shift moves them too. */
+  t->start_ns = loom__timeline_convert(&s->tl, LOOM_CLOCK_REALTIME,
+                                       (uint64_t)s->tl.start[LOOM_CLOCK_REALTIME].real);
+  t->end_ns = loom__timeline_convert(&s->tl, LOOM_CLOCK_REALTIME,
+                                     (uint64_t)s->tl.stop[LOOM_CLOCK_REALTIME].real);
   t->trace_name = loom__trace_str(t, s->name);
   t->window_end = 1;
   int64_t pid = getpid();

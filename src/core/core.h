@@ -60,10 +60,17 @@ typedef struct loom__timeline {
   loom__clock_pair start[4], stop[4];
   int have_stop;
   double tsc_ns_per_tick; /* nominal rate measured at init */
+  /* Test-only option test_clock_shift=OFFSET_NS:PPM: the whole timeline
+   * reads real + shift_ns + shift_ppm * 1e-6 * (real - start), as if the
+   * process ran on another host (kept across loom__timeline_begin). */
+  int64_t shift_ns;
+  double shift_ppm;
 } loom__timeline;
 
 void loom__timeline_begin(loom__timeline *tl);
 void loom__timeline_end(loom__timeline *tl);
+/* Parses test_clock_shift's value into tl; -1 when malformed. */
+int loom__timeline_set_shift(loom__timeline *tl, const char *spec);
 int64_t loom__timeline_convert(const loom__timeline *tl, loom_clock_domain d,
                                uint64_t ts);
 

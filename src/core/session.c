@@ -209,6 +209,10 @@ static loom_status read_sizes(loom_session *s) {
   if ((v = loom__opts_get(&s->opts, "memory_cap")) && loom__parse_size(v, &s->cap_bytes))
     return loom__fail(LOOM_EINVAL, "option memory_cap='%s': expected a size "
                       "(suffix k, m or g allowed)", v);
+  if ((v = loom__opts_get(&s->opts, "test_clock_shift")) && *v &&
+      loom__timeline_set_shift(&s->tl, v))
+    return loom__fail(LOOM_EINVAL, "option test_clock_shift='%s': expected OFFSET_NS or "
+                      "OFFSET_NS:PPM (integer ns, optional drift in parts per million)", v);
   return LOOM_OK;
 }
 
