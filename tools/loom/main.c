@@ -148,6 +148,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "convert")) return cmd_convert(argc, argv);
   if (!strcmp(argv[1], "report")) return cmd_report(argc, argv);
   if (!strcmp(argv[1], "record")) return cmd_record(argc, argv);
+  if (!strcmp(argv[1], "merge")) { int cmd_merge(int, char **); return cmd_merge(argc, argv); } /* merge.c */
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;
