@@ -222,6 +222,27 @@ static void device_props(jw *w) {
   loom__out_lit(w->o, "],\n");
 }
 
+static const char *meta_value(const loom_trace *t, const char *key) {
+  for (size_t i = 0; i < t->nmeta; i++)
+    if (!strcmp(loom__trace_cstr(t, t->meta[i].key), key)) return loom__trace_cstr(t, t->meta[i].value);
+  return NULL;
+}
+
+/* Kineto's top-level distributedInfo, written when the rank is known (the
+ * "rank"/"world_size"/"distributed_backend" metadata stay as they are). */
+static void dist_info(jw *w) {
+  const char *rank = meta_value(w->t, "rank");
+  if (!rank) return;
+  const char *size = meta_value(w->t, "world_size"), *be = meta_value(w->t, "distributed_backend");
+  loom__out_lit(w->o, "\"distributedInfo\":{\"backend\":");
+  jcstr(w, be ? be : "");
+  loom__out_lit(w->o, ",\"rank\":");
+  jint(w, strtoll(rank, NULL, 10));
+  loom__out_lit(w->o, ",\"world_size\":");
+  jint(w, size ? strtoll(size, NULL, 10) : 0);
+  loom__out_lit(w->o, "},\n");
+}
+
 static void header(jw *w) {
   const loom_trace *t = w->t;
   loom__out_lit(w->o, "{\"schemaVersion\":1,\n");
@@ -232,6 +253,7 @@ static void header(jw *w) {
     jstr(w, t->meta[i].value);
     loom__out_lit(w->o, ",\n");
   }
+  dist_info(w);
   loom__out_lit(w->o, "\"loom_dropped\":");
   jint(w, (int64_t)t->dropped);
   loom__out_lit(w->o, ",\n\"loom_warnings\":[");

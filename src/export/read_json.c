@@ -62,7 +62,7 @@ typedef struct cur_ev {
   size_t nargs;
 } cur_ev;
 
-enum { AT_TOP, AT_EVENTS, AT_EVENT, AT_ARGS, AT_DEVPROPS, AT_DEVICE, AT_WARNINGS, AT_SKIP };
+enum { AT_TOP, AT_EVENTS, AT_EVENT, AT_ARGS, AT_DEVPROPS, AT_DEVICE, AT_WARNINGS, AT_DISTINFO, AT_SKIP };
 
 typedef struct reader {
   loom_trace *t;
@@ -395,6 +395,33 @@ static uint32_t cached_str(reader *r, const unsigned char *s, size_t n) {
   return cache_intern(r, s, n, 128 + (quick_hash(s, n) & 127));
 }
 
+/* Sets a metadata key, replacing an earlier value: Kineto's distributedInfo
+ * and loom's own "rank"/"world_size" keys describe the same thing, and a
+ * trace loom wrote carries both. */
+static void set_meta(reader *r, const char *key, uint32_t value) {
+  uint32_t k = loom__trace_str(r->t, key);
+  for (size_t i = 0; i < r->t->nmeta; i++)
+    if (r->t->meta[i].key == k) {
+      r->t->meta[i].value = value;
+      return;
+    }
+  loom__kv kv = {k, value};
+  if (LOOM__PUSH(r->t->meta, r->t->nmeta, r->t->cap_meta, kv)) r->oom = 1;
+}
+
+/* distributedInfo {"backend", "rank", "world_size"} -> the schema's keys. */
+static void dist_info(reader *r, int type, int64_t i, uint32_t s) {
+  const char *key = !strcmp(r->key, "backend") ? "distributed_backend" : r->key;
+  if (strcmp(key, "distributed_backend") && strcmp(key, "rank") && strcmp(key, "world_size")) return;
+  if (type == LOOM_ARG_STRING) {
+    set_meta(r, key, s);
+  } else if (type == LOOM_ARG_INT) {
+    char b[32];
+    snprintf(b, sizeof b, "%lld", (long long)i);
+    set_meta(r, key, loom__trace_str(r->t, b));
+  }
+}
+
 static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t s,
                     const char *num, size_t nlen) {
   cur_ev *c = &r->ev;
@@ -452,10 +479,10 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
     } else if (!strcmp(r->key, "traceName") && type == LOOM_ARG_STRING) {
       r->t->trace_name = s;
     } else if (type == LOOM_ARG_STRING) {
-      loom__kv kv = {loom__trace_str(r->t, r->key), s};
-      if (LOOM__PUSH(r->t->meta, r->t->nmeta, r->t->cap_meta, kv)) r->oom = 1;
+      set_meta(r, r->key, s);
     }
   }
+  if (r->where == AT_DISTINFO) dist_info(r, type, i, s);
   return 1;
 }
 
@@ -557,6 +584,7 @@ static void begin_container(reader *r, int is_map) {
     if (!strcmp(r->top_key, "traceEvents") && !is_map) r->where = AT_EVENTS;
     else if (!strcmp(r->top_key, "deviceProperties") && !is_map) r->where = AT_DEVPROPS;
     else if (!strcmp(r->top_key, "loom_warnings") && !is_map) r->where = AT_WARNINGS;
+    else if (!strcmp(r->top_key, "distributedInfo") && is_map) r->where = AT_DISTINFO;
     else r->skip_ret = r->where, r->where = AT_SKIP, r->skip_depth = r->depth;
   } else if (r->where == AT_EVENTS && is_map) {
     memset(&r->ev, 0, sizeof r->ev);
@@ -613,6 +641,7 @@ static void end_container(reader *r, int is_map) {
   case AT_EVENTS:
   case AT_DEVPROPS:
   case AT_WARNINGS:
+  case AT_DISTINFO:
     r->where = AT_TOP;
     break;
   default:

@@ -90,6 +90,7 @@ static int cmd_convert(int argc, char **argv) {
 
 int cmd_record(int argc, char **argv);        /* record.c */
 int cmd_check_backend(int argc, char **argv); /* check.c */
+int cmd_merge(int argc, char **argv);         /* merge.c */
 
 /* loom report TRACE [--json] [-o FILE] [--html FILE] [--top N] ... */
 static int cmd_report(int argc, char **argv) {
@@ -154,6 +155,8 @@ static void usage(FILE *f) {
              "  backends [--no-probe] [--plugin PATH]...\n"
              "               list the backends of every plug-in found, probed, with their\n"
              "               state and what loom record sets up for them\n"
+             "  merge TRACE... -o OUT [--sort-memory MB] [--no-align]\n"
+             "               one timeline from several processes' or ranks' traces\n"
              "  check-backend PLUGIN.so\n"
              "               check a plug-in the way loom uses it and print what to fix\n");
 }
@@ -172,6 +175,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "report")) return cmd_report(argc, argv);
   if (!strcmp(argv[1], "record")) return cmd_record(argc, argv);
   if (!strcmp(argv[1], "check-backend")) return cmd_check_backend(argc, argv);
+  if (!strcmp(argv[1], "merge")) return cmd_merge(argc, argv);
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;

@@ -1,0 +1,75 @@
+/*
+ * align.c - clock relation of a merge input to the reference input, from
+ * the "clock_sync" markers the traces carry (docs/multirank.md).
+ *
+ * Each point says: at local time t, add offset to get the reference's time.
+ * Two or more points give a line through the first and the last (the init
+ * and finalize measurements), so a drifting clock is corrected over the
+ * whole run; one point gives a constant.  Without points, processes on the
+ * reference's host share its CLOCK_REALTIME and need nothing; others cannot
+ * be related and are merged unaligned, which the output says.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "merge/merge.h"
+
+const char *loom__meta_get(const loom_trace *t, const char *key) {
+  for (size_t i = 0; i < t->nmeta; i++)
+    if (!strcmp(loom__trace_cstr(t, t->meta[i].key), key)) return loom__trace_cstr(t, t->meta[i].value);
+  return NULL;
+}
+
+const loom__targ *loom__ev_arg(const loom_trace *t, const loom__ev *e, uint32_t key) {
+  if (!key) return NULL;
+  for (uint16_t i = 0; i < e->nargs; i++)
+    if (t->args[e->args_off + i].key == key) return &t->args[e->args_off + i];
+  return NULL;
+}
+
+static int arg_i64(const loom_trace *t, const loom__ev *e, uint32_t key, int64_t *v) {
+  const loom__targ *a = loom__ev_arg(t, e, key);
+  if (!a) return 0;
+  if (a->type == LOOM_ARG_INT || a->type == LOOM_ARG_UINT) *v = a->v.i;
+  else if (a->type == LOOM_ARG_DOUBLE) *v = (int64_t)a->v.d;
+  else if (a->type == LOOM_ARG_STRING) *v = strtoll(loom__trace_cstr(t, a->v.s), NULL, 10);
+  else return 0;
+  return 1;
+}
+
+int loom__merge_align(loom__minput *in, const loom__minput *ref, loom_trace *out) {
+  const loom_trace *t = in->t;
+  uint32_t name = loom__strtab_find(&t->strs, "clock_sync", 10);
+  uint32_t k_off = loom__strtab_find(&t->strs, "offset_ns", 9);
+  uint32_t k_rtt = loom__strtab_find(&t->strs, "rtt_ns", 6);
+  int64_t t_first = 0, o_first = 0, t_last = 0, o_last = 0, rtt_max = 0;
+  int n = 0;
+  for (size_t i = 0; name && i < t->nev; i++) {
+    const loom__ev *e = &t->ev[i];
+    int64_t off, rtt = 0;
+    if (e->name != name || !arg_i64(t, e, k_off, &off)) continue;
+    arg_i64(t, e, k_rtt, &rtt);
+    if (!n || e->ts < t_first) t_first = e->ts, o_first = off;
+    if (!n || e->ts >= t_last) t_last = e->ts, o_last = off;
+    if (rtt > rtt_max) rtt_max = rtt;
+    n++;
+  }
+  in->npoints = n;
+  in->aligned = 1;
+  in->t0 = t_first;
+  in->off0 = o_first;
+  in->slope = n >= 2 && t_last > t_first ? (double)(o_last - o_first) / (double)(t_last - t_first) : 0;
+  in->err_ns = rtt_max / 2;
+  if (n || in == ref) return 0;
+  const char *h = loom__meta_get(t, "hostname"), *rh = loom__meta_get(ref->t, "hostname");
+  if (h && rh && !strcmp(h, rh)) return 0; /* one host: one CLOCK_REALTIME */
+  in->aligned = 0;
+  char msg[1200];
+  snprintf(msg, sizeof msg, "%s: no clock relation to rank %ld (no clock_sync points and %s): "
+           "merged unaligned", in->path, ref->rank < 0 ? 0 : ref->rank,
+           h && rh ? "another host" : "hostname unknown");
+  loom__log(LOOM_SEV_WARNING, "%s", msg);
+  return loom__trace_add_warning(out, msg);
+}
