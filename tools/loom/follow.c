@@ -58,6 +58,10 @@ int loom__follow_setup(loom_follow *f, const char *out, const char *mode) {
   /* Orphans (a daemonized helper, workers whose parent died) come to loom
    * record, so it sees them end and can wait for their traces. */
   prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  /* Absolute: the processes may change their working folder. */
+  char *abs = f->to_dir ? realpath(f->out, NULL) : NULL;
+  if (abs && strlen(abs) < sizeof f->out) snprintf(f->out, sizeof f->out, "%s", abs);
+  free(abs);
   setenv("LOOM_RECORD_DIR", f->dir, 1);
   setenv("LOOM_RECORD_TRACEDIR", f->to_dir ? f->out : f->dir, 1);
   setenv("LOOM_RECORD_EXT", f->to_dir ? ".json" : ext_of(out), 1);

@@ -238,6 +238,11 @@ __attribute__((constructor)) static void loom_record_start(void) {
   if (!session) return;
   atexit(save);
   for (int i = 0; i < NCAUGHT; i++) {
+    /* SIGINT only in the program loom record started: a process that found
+     * a handler it did not install there behaves differently (Python then
+     * installs no KeyboardInterrupt handler, and its forkserver fails to
+     * restore it in each child). */
+    if (caught[i] == SIGINT && !top) continue;
     struct sigaction old;
     if (sigaction(caught[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
         !(old.sa_flags & SA_SIGINFO)) {
