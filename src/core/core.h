@@ -142,6 +142,11 @@ void loom__plugins_from_env(void);
 const loom_host *loom__host(void);
 
 
+/* fork.c: session options "meta.K=V" as trace metadata, "process_name" as
+ * the recording process's name (0, or -1 out of memory). */
+struct loom_trace;
+int loom__session_meta(const loom__opts *o, struct loom_trace *t);
+
 #endif
 
 /* ---- per-session data ---------------------------------------------------- */

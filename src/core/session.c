@@ -356,3 +356,7 @@ void loom_session_destroy(loom_session *s) {
   free(s);
   atomic_store(&session_active, 0);
 }
+
+/* fork.c: in a child forked without exec the parent's session, copied, is
+ * the parent's to finish; the child may create its own. */
+void loom__session_forked(void) { atomic_store(&session_active, 0); }

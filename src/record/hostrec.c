@@ -588,3 +588,23 @@ void loom_step(void) {
   if (IDLE()) return;
   put(LOOM__HR_STEP, 0, 0, atomic_fetch_add(&step_no, 1));
 }
+
+/* In a child forked without exec: the buffers of the list are the parent's
+ * (it writes their records), the parent's other threads do not exist here,
+ * and this thread's cached id is the parent's.  Forget them all (not freed:
+ * another thread may have held list_mu at the fork) and stop recording, so
+ * that a new session in the child starts from nothing. */
+void loom__hostrec_forked(void) {
+  atomic_store(&rec_on, 0);
+  pthread_mutex_init(&list_mu, NULL);
+  threads = NULL;
+  atomic_store(&bytes_used, 0);
+  atomic_store(&nhooks, 0);
+  for (int i = 0; i < LOOM__MAX_HOOKS; i++) atomic_store(&hooks[i], NULL);
+  if (tls_buf) pthread_setspecific(exit_key, NULL);
+  tls_buf = NULL;
+  tls_dead = 0;
+  tls_tid = 0;
+  op_depth = 0;
+  pthread_mutex_init(&names_mu, NULL);
+}

@@ -107,6 +107,10 @@ void loom__hostrec_set_hooks(const loom__ext_hook *const *hooks, size_t n);
 /* The name loom_thread_name gave thread tid (an interned id), or 0. */
 uint32_t loom__thread_name(uint64_t tid);
 
+/* In a child forked without exec (src/core/fork.c): forgets the parent's
+ * buffers and this thread's cached id, and stops recording. */
+void loom__hostrec_forked(void);
+
 /* The calling thread's OS id, cached. */
 uint32_t loom__tid(void);
 

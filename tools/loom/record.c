@@ -7,7 +7,8 @@
  * program ends), and every plug-in found, enabled as its backend's table
  * says (enable.c).
  * SIGINT and SIGTERM are forwarded to the program; its exit status (or the
- * signal that ended it) is passed through.  Prints a one-line summary.
+ * signal that ended it) is passed through.  Every process the program starts
+ * records too (follow.c); prints a summary.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "enable.h"
+#include "follow.h"
 #include "loom/loom.h"
 
 static pid_t child;
@@ -31,10 +33,14 @@ static void forward(int sig) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: loom record [-o FILE] [--devices LIST] [--duration SECONDS]\n"
-                  "                   [--option KEY=VALUE]... [--plugin PATH]... -- PROGRAM [ARGS...]\n"
-                  "  -o FILE          trace to write (.json, .json.gz, .pftrace);\n"
-                  "                   default loom-PROGRAM.json\n"
+  fprintf(stderr, "usage: loom record [-o FILE|DIR/] [--follow none|exec|all] [--devices LIST]\n"
+                  "                   [--duration SECONDS] [--option KEY=VALUE]... [--plugin PATH]...\n"
+                  "                   -- PROGRAM [ARGS...]\n"
+                  "  -o FILE          trace to write (.json, .json.gz, .pftrace), every process\n"
+                  "                   merged into it; default loom-PROGRAM.json\n"
+                  "  -o DIR/          one trace per process: DIR/PROGRAM-PID[-rankR].json\n"
+                  "  --follow MODE    processes to record: all (default; also children forked\n"
+                  "                   without exec), exec (those that exec'ed), none (PROGRAM)\n"
                   "  --devices LIST   device types to record (default: cpu and each plug-in's\n"
                   "                   type that asks to be recorded by default where its\n"
                   "                   runtime is installed; `loom backends` shows which)\n"
@@ -46,7 +52,7 @@ static int usage(void) {
 }
 
 int cmd_record(int argc, char **argv) {
-  const char *out = NULL, *devices = NULL, *duration = NULL;
+  const char *out = NULL, *devices = NULL, *duration = NULL, *follow = "all";
   char options[4096] = "";
   char *plugins[64];
   size_t nplugins = 0;
@@ -58,6 +64,7 @@ int cmd_record(int argc, char **argv) {
     }
     if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
     else if (!strcmp(argv[i], "--devices") && i + 1 < argc) devices = argv[++i];
+    else if (!strcmp(argv[i], "--follow") && i + 1 < argc) follow = argv[++i];
     else if (!strcmp(argv[i], "--duration") && i + 1 < argc) duration = argv[++i];
     else if (!strcmp(argv[i], "--plugin") && i + 1 < argc) {
       if (nplugins == sizeof plugins / sizeof plugins[0]) {
@@ -82,7 +89,7 @@ int cmd_record(int argc, char **argv) {
     fprintf(stderr, "loom record: cannot find loom-preload.so (set LOOM_LIBEXEC to its folder)\n");
     return 2;
   }
-  char preload[PATH_MAX + 32], outbuf[PATH_MAX], summary[64], default_devices[1024];
+  char preload[PATH_MAX + 32], outbuf[PATH_MAX], default_devices[1024];
   snprintf(preload, sizeof preload, "%s/loom-preload.so", libdir);
   if (!out) {
     char *prog = strdup(argv[i]);
@@ -90,20 +97,20 @@ int cmd_record(int argc, char **argv) {
     free(prog);
     out = outbuf;
   }
-  snprintf(summary, sizeof summary, "/tmp/loom-record-%d.summary", (int)getpid());
-  unlink(summary);
+  loom_follow fw;
+  if (loom__follow_setup(&fw, out, follow) != 0) return 2;
   /* Every plug-in, enabled in the program as its backend's table says. */
   plugin_set found = {0};
   int bad = plugins_discover(&found, libdir, plugins, nplugins, "loom record");
   if (bad || plugins_enable(&found, preload, default_devices, sizeof default_devices) != 0) {
     plugins_free(&found);
+    rmdir(fw.dir);
     return 2;
   }
   plugins_free(&found);
   if (!devices) devices = default_devices;
   setenv("LOOM_RECORD_OUTPUT", out, 1);
   setenv("LOOM_RECORD_DEVICES", devices, 1);
-  setenv("LOOM_RECORD_SUMMARY", summary, 1);
   setenv("LOOM_RECORD_NAME", argv[i], 1);
   if (*options) setenv("LOOM_RECORD_OPTIONS", options, 1);
   if (duration) setenv("LOOM_RECORD_DURATION", duration, 1);
@@ -117,6 +124,7 @@ int cmd_record(int argc, char **argv) {
   child = fork();
   if (child < 0) {
     perror("loom record: fork");
+    rmdir(fw.dir);
     return 2;
   }
   if (child == 0) {
@@ -129,19 +137,8 @@ int cmd_record(int argc, char **argv) {
     fprintf(stderr, "loom record: cannot run %s: %s\n", argv[i], strerror(errno));
     _exit(127);
   }
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  FILE *f = fopen(summary, "r");
-  char line[1024] = "";
-  if (f) {
-    if (!fgets(line, sizeof line, f)) line[0] = 0;
-    fclose(f);
-    unlink(summary);
-  }
-  if (line[0]) fprintf(stderr, "loom: %s", line);
-  else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 127))
-    fprintf(stderr, "loom: %s ended before loom could write a trace\n", argv[i]);
+  int status = loom__follow_wait(&fw, child);
+  loom__follow_finish(&fw, argv[i], status, child);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     signal(sig, SIG_DFL);

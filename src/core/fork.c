@@ -1,0 +1,66 @@
+/*
+ * fork.c - what the core does for a process that follows another: a child
+ * forked without exec (loom-preload's pthread_atfork handler), and labels a
+ * process's trace carries from session options.
+ *
+ * Session options "meta.KEY=VALUE" become trace metadata KEY=VALUE (the
+ * values percent-decoded, so that a command line may hold ',' and ';', the
+ * option separators: "%2C", "%3B", "%25"); option "process_name" names the
+ * recording process in the trace (e.g. "rank 1: python3 ddp.py").
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "trace/trace.h"
+
+void loom__session_forked(void);
+
+/* Private to loom-preload (declared there): called in the child of a fork
+ * that did not exec.  The parent's session and records are the parent's;
+ * the child drops them (not freed: other threads of the parent may have held
+ * their locks at the fork) and may then create a session of its own. */
+__attribute__((visibility("default"))) void loom__fork_child(void) {
+  loom__hostrec_forked();
+  loom__session_forked();
+}
+
+static int hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  c = tolower(c);
+  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* In place; a '%' not followed by two hex digits stays as it is. */
+static void percent_decode(char *s) {
+  char *w = s;
+  for (const char *r = s; *r; r++) {
+    int hi, lo;
+    if (r[0] == '%' && (hi = hexval((unsigned char)r[1])) >= 0 &&
+        (lo = hexval((unsigned char)r[2])) >= 0) {
+      *w++ = (char)(hi * 16 + lo);
+      r += 2;
+    } else {
+      *w++ = *r;
+    }
+  }
+  *w = 0;
+}
+
+int loom__session_meta(const loom__opts *o, loom_trace *t) {
+  for (size_t i = 0; i < o->n; i++) {
+    int is_meta = !strncmp(o->keys[i], "meta.", 5) && o->keys[i][5];
+    int is_name = !strcmp(o->keys[i], "process_name") && t->nprocs;
+    if (!is_meta && !is_name) continue;
+    char *v = loom__strdup(o->vals[i]);
+    if (!v) return -1;
+    percent_decode(v);
+    int rc = 0;
+    if (is_meta) rc = loom__trace_add_meta(t, o->keys[i] + 5, v);
+    else t->procs[0].name = loom__trace_str(t, v);
+    free(v);
+    if (rc) return -1;
+  }
+  return 0;
+}

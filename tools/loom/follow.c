@@ -1,0 +1,279 @@
+/*
+ * follow.c - the multi-process part of `loom record` (see follow.h).
+ *
+ * Every process under loom record writes <pid>.started into the session
+ * folder when it starts recording and <pid>.done once its trace is written
+ * (tools/loom/preload.c).  A process with a marker and no summary ended
+ * without writing a trace: killed by SIGKILL (loom record says so where it
+ * reaped the process itself), or exec'ed into a program that does not load
+ * the preload (a static binary).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "follow.h"
+#include "loom/loom.h"
+
+static const char *ext_of(const char *out) {
+  size_t n = strlen(out);
+  if (n > 8 && !strcmp(out + n - 8, ".json.gz")) return ".json.gz";
+  if (n > 8 && !strcmp(out + n - 8, ".pftrace")) return ".pftrace";
+  return ".json";
+}
+
+int loom__follow_setup(loom_follow *f, const char *out, const char *mode) {
+  memset(f, 0, sizeof *f);
+  if (strcmp(mode, "none") && strcmp(mode, "exec") && strcmp(mode, "all")) {
+    fprintf(stderr, "loom record: --follow takes none, exec or all, not '%s'\n", mode);
+    return 2;
+  }
+  struct stat st;
+  size_t n = strlen(out);
+  f->to_dir = (n && out[n - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode));
+  snprintf(f->out, sizeof f->out, "%s", out);
+  for (size_t k = strlen(f->out); f->to_dir && k > 1 && f->out[k - 1] == '/'; k--)
+    f->out[k - 1] = 0; /* names inside it read DIR/NAME */
+  if (f->to_dir && mkdir(out, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "loom record: cannot create folder %s: %s\n", out, strerror(errno));
+    return 2;
+  }
+  const char *tmp = getenv("TMPDIR");
+  snprintf(f->dir, sizeof f->dir, "%s/loom-record-%d-XXXXXX", tmp && *tmp ? tmp : "/tmp",
+           (int)getpid());
+  if (!mkdtemp(f->dir)) {
+    fprintf(stderr, "loom record: cannot create a session folder in %s: %s\n",
+            tmp && *tmp ? tmp : "/tmp", strerror(errno));
+    return 2;
+  }
+  /* Orphans (a daemonized helper, workers whose parent died) come to loom
+   * record, so it sees them end and can wait for their traces. */
+  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  /* Absolute: the processes may change their working folder. */
+  char *abs = f->to_dir ? realpath(f->out, NULL) : NULL;
+  if (abs && strlen(abs) < sizeof f->out) snprintf(f->out, sizeof f->out, "%s", abs);
+  free(abs);
+  setenv("LOOM_RECORD_DIR", f->dir, 1);
+  setenv("LOOM_RECORD_TRACEDIR", f->to_dir ? f->out : f->dir, 1);
+  setenv("LOOM_RECORD_EXT", f->to_dir ? ".json" : ext_of(out), 1);
+  setenv("LOOM_RECORD_FOLLOW", mode, 1);
+  return 0;
+}
+
+static void note_end(loom_follow *f, pid_t pid, int status) {
+  if (f->nended == f->cap) {
+    size_t cap = f->cap ? f->cap * 2 : 16;
+    void *p = realloc(f->ended, cap * sizeof *f->ended);
+    if (!p) return;
+    f->ended = p;
+    f->cap = cap;
+  }
+  f->ended[f->nended].pid = pid;
+  f->ended[f->nended++].status = status;
+}
+
+int loom__follow_wait(loom_follow *f, pid_t top) {
+  int top_status = 0, top_done = 0;
+  time_t since = 0;
+  for (;;) {
+    int st;
+    pid_t p = waitpid(-1, &st, top_done ? WNOHANG : 0);
+    if (p < 0 && errno == EINTR) continue;
+    if (p < 0) break; /* ECHILD: nobody left */
+    if (p == 0) {     /* descendants still running after the program ended */
+      if (!since) since = time(NULL);
+      else if (since > 0 && time(NULL) - since >= 5) {
+        fprintf(stderr, "loom: the program ended; waiting for the processes it left running\n");
+        since = -1;
+      }
+      struct timespec ts = {0, 20 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+      continue;
+    }
+    if (p == top) {
+      top_status = st;
+      top_done = 1;
+    } else {
+      note_end(f, p, st);
+    }
+  }
+  return top_status;
+}
+
+typedef struct proc {
+  pid_t pid;
+  char cmd[512];
+  char done[4200]; /* <pid>.done's line, "" when none */
+} proc;
+
+static int by_pid(const void *a, const void *b) {
+  const proc *x = a, *y = b;
+  return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static void read_line(const char *path, char *out, size_t n) {
+  out[0] = 0;
+  FILE *fp = fopen(path, "r");
+  if (!fp) return;
+  if (!fgets(out, (int)n, fp)) out[0] = 0;
+  fclose(fp);
+  out[strcspn(out, "\n")] = 0;
+}
+
+static proc *scan(const loom_follow *f, size_t *np) {
+  proc *v = NULL;
+  size_t n = 0, cap = 0;
+  DIR *d = opendir(f->dir);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char *end;
+    long pid = strtol(e->d_name, &end, 10);
+    if (end == e->d_name || strcmp(end, ".started")) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      proc *w = realloc(v, cap * sizeof *v);
+      if (!w) break;
+      v = w;
+    }
+    proc *p = &v[n++];
+    char path[PATH_MAX + 64];
+    p->pid = (pid_t)pid;
+    snprintf(path, sizeof path, "%s/%ld.started", f->dir, pid);
+    read_line(path, p->cmd, sizeof p->cmd);
+    snprintf(path, sizeof path, "%s/%ld.done", f->dir, pid);
+    read_line(path, p->done, sizeof p->done);
+  }
+  if (d) closedir(d);
+  if (n) qsort(v, n, sizeof *v, by_pid);
+  *np = n;
+  return v;
+}
+
+/* Why pid wrote no trace, as far as loom record knows. */
+static void why_lost(const loom_follow *f, pid_t pid, pid_t top, int top_status, char *out,
+                     size_t n) {
+  int known = 0, st = 0;
+  if (pid == top) known = 1, st = top_status;
+  for (size_t i = 0; i < f->nended && !known; i++)
+    if (f->ended[i].pid == pid) known = 1, st = f->ended[i].status;
+  if (known && WIFSIGNALED(st)) {
+    const char *abbrev = sigabbrev_np(WTERMSIG(st));
+    snprintf(out, n, "was killed by SIG%s before it could write a trace", abbrev ? abbrev : "?");
+  } else {
+    snprintf(out, n, "ended without writing a trace (killed by SIGKILL, or it exec'ed a "
+                     "program that does not load loom)");
+  }
+}
+
+static void rm_rf(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char p[PATH_MAX + 256];
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    unlink(p);
+  }
+  if (d) closedir(d);
+  rmdir(dir);
+}
+
+/* Moves a lone trace to the output (rename, else copy). */
+static int move_to(const char *from, const char *to) {
+  if (rename(from, to) == 0) return 0;
+  FILE *in = fopen(from, "rb"), *o = in ? fopen(to, "wb") : NULL;
+  if (!o) {
+    if (in) fclose(in);
+    return -1;
+  }
+  char buf[65536];
+  size_t k;
+  int bad = 0;
+  while ((k = fread(buf, 1, sizeof buf, in)) > 0)
+    if (fwrite(buf, 1, k, o) != k) bad = 1;
+  fclose(in);
+  if (fclose(o) != 0 || bad) return -1;
+  unlink(from);
+  return 0;
+}
+
+void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t top) {
+  size_t n = 0;
+  proc *v = scan(f, &n);
+  const char **inputs = calloc(n ? n : 1, sizeof *inputs);
+  size_t ninputs = 0, lost = 0;
+  unsigned long long total = 0;
+  if (n == 0 && !(WIFEXITED(top_status) && WEXITSTATUS(top_status) == 127))
+    fprintf(stderr, "loom: %s ended before loom could write a trace\n", prog);
+  if (n > 1) fprintf(stderr, "loom: %zu processes:\n", n);
+  for (size_t i = 0; i < n; i++) {
+    proc *p = &v[i];
+    char *tab = strchr(p->done, '\t');
+    if (!p->done[0] || !tab) {
+      char why[160];
+      why_lost(f, p->pid, top, top_status, why, sizeof why);
+      fprintf(stderr, "loom:   pid %d (%s) %s\n", (int)p->pid, p->cmd, why);
+      lost++;
+      continue;
+    }
+    *tab = 0;
+    const char *path = tab + 1;
+    if (!strcmp(p->done, "failed")) {
+      fprintf(stderr, "loom:   pid %d (%s) failed %s\n", (int)p->pid, p->cmd, path);
+      lost++;
+      continue;
+    }
+    unsigned long long ev = 0, fl = 0, dv = 0, dr = 0, wn = 0;
+    sscanf(p->done, "%llu %llu %llu %llu %llu", &ev, &fl, &dv, &dr, &wn);
+    total += ev;
+    inputs[ninputs++] = path;
+    if (n > 1 || f->to_dir)
+      fprintf(stderr, "loom:   pid %d (%s): %llu events, %llu dropped, %llu warning%s%s%s\n",
+              (int)p->pid, p->cmd, ev, dr, wn, wn == 1 ? "" : "s", f->to_dir ? " -> " : "",
+              f->to_dir ? path : "");
+    else
+      fprintf(stderr, "loom: %s: %llu events, %llu flows, %llu device%s, %llu dropped, "
+                      "%llu warning%s\n", f->out, ev, fl, dv, dv == 1 ? "" : "s", dr, wn,
+              wn == 1 ? "" : "s");
+  }
+  int keep = 0;
+  if (f->to_dir) {
+    if (n > 1 || lost)
+      fprintf(stderr, "loom: %zu trace%s in %s (%llu events)%s\n", ninputs, ninputs == 1 ? "" : "s",
+              f->out, total, lost ? "; some processes wrote none (above)" : "");
+  } else if (ninputs == 1) {
+    if (move_to(inputs[0], f->out) != 0) {
+      fprintf(stderr, "loom: cannot write %s: %s; the trace is kept in %s\n", f->out,
+              strerror(errno), f->dir);
+      keep = 1;
+    }
+  } else if (ninputs > 1) {
+    loom_merge_config mc = {.struct_size = sizeof mc, .ninputs = (uint32_t)ninputs,
+                            .inputs = inputs, .output = f->out};
+    loom_merge_result mr = {.struct_size = sizeof mr};
+    if (loom_merge(&mc, &mr) == LOOM_OK) {
+      fprintf(stderr, "loom: %s: %u processes merged, %llu events, %llu flows, %llu warning%s\n",
+              f->out, mr.processes, (unsigned long long)mr.events,
+              (unsigned long long)mr.flows, (unsigned long long)mr.warnings,
+              mr.warnings == 1 ? "" : "s");
+    } else {
+      fprintf(stderr, "loom: cannot merge the %zu traces into %s: %s\n"
+                      "loom: the per-process traces are kept in %s\n",
+              ninputs, f->out, loom_last_error(), f->dir);
+      keep = 1;
+    }
+  }
+  if (!keep) rm_rf(f->dir);
+  free(inputs);
+  free(v);
+  free(f->ended);
+}

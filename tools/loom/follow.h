@@ -1,0 +1,32 @@
+/*
+ * follow.h - `loom record` follows every process the program starts: a
+ * private session folder the processes write their traces and markers into,
+ * waiting for every descendant, the per-process summary and the merge.
+ */
+#ifndef LOOM_FOLLOW_H
+#define LOOM_FOLLOW_H
+#include <limits.h>
+#include <sys/types.h>
+
+typedef struct loom_follow {
+  char dir[PATH_MAX];   /* session folder (markers; traces unless to_dir) */
+  char out[PATH_MAX];   /* -o: the merged trace, or the folder of traces */
+  int to_dir;           /* -o DIR/: one trace per process, kept there */
+  struct { pid_t pid; int status; } *ended; /* descendants loom record reaped */
+  size_t nended, cap;
+} loom_follow;
+
+/* Checks --follow (none|exec|all), makes the session folder, becomes a child
+ * subreaper and sets the environment the preload reads.  0, or 2 after a
+ * message. */
+int loom__follow_setup(loom_follow *f, const char *out, const char *mode);
+/* Waits for top, then for every descendant still running (orphans come to
+ * loom record).  Returns top's wait status.  fwd: signals received are
+ * forwarded to top by the caller's handler. */
+int loom__follow_wait(loom_follow *f, pid_t top);
+/* Prints the summary (one line per process, the ones that wrote no trace
+ * named), merges the traces into the -o file (or keeps them in -o DIR/) and
+ * removes the session folder (kept, and said, when the merge fails).
+ * prog: the program, for messages. */
+void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t top);
+#endif
