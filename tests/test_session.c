@@ -100,8 +100,8 @@ static void test_one_session_at_a_time(void **state) {
 static void test_missing_device_warns(void **state) {
   (void)state;
   loom_session *s = ts_start("cpu, cuda", NULL);
-  assert_int_equal(loom_session_warning_count(s), 1);
-  assert_non_null(strstr(loom_session_warning(s, 0), "'cuda'"));
+  /* Said at stop: a backend for it may still register while recording. */
+  assert_int_equal(loom_session_warning_count(s), 0);
   loom_range_push("still recorded");
   loom_range_pop();
   loom_trace *t = ts_finish(s);
