@@ -3,7 +3,7 @@
  * broken plug-ins (wrong ABI, no entry point, missing file), registration
  * before init, from another thread while a session records and from a
  * library dlopen()ed after a session started (both join that session).
- * usage: test_plugins env|path|bad|late (ctest sets the environment).
+ * usage: test_plugins env|path|bad|late|abi10 (ctest sets the environment).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -72,6 +72,38 @@ static void test_bad(void **state) {
   assert_true(ts_warned(t, "cannot load plug-in /nonexistent/libloom-x.so", NULL));
   assert_true(ts_warned(t, "device 'future' requested", NULL));
   assert_true(ts_saved_contains(t, "refused: built for loom ABI 99.0"));
+  /* A too-small table: what is wrong, and the file; said once. */
+  assert_true(ts_warned(t, "libloom-smalltable.so refused: its struct_size is 24 bytes",
+                        "needs at least"));
+  size_t refusals = 0, inits = 0;
+  for (size_t i = 0; i < loom_trace_warning_count(t); i++) {
+    refusals += strstr(loom_trace_warning(t, i), "refused") != NULL;
+    inits += strstr(loom_trace_warning(t, i), "failed to initialise") != NULL;
+  }
+  assert_int_equal(refusals, 2); /* future, small: once each */
+  assert_int_equal(inits, 0);
+  loom_trace_free(t);
+}
+
+/* A plug-in built against the ABI 1.0 header loads, probes and records. */
+static void test_abi10(void **state) {
+  (void)state;
+  const char *path = getenv("LOOM_PLUGINS");
+  assert_non_null(path);
+  loom_session *s = ts_start("cpu,abi10", NULL);
+  void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  assert_non_null(h);
+  int (*probed)(void) = (int (*)(void))dlsym(h, "abi10_probed");
+  void (*run)(int) = (void (*)(int))dlsym(h, "abi10_run");
+  assert_non_null(run);
+  assert_int_equal(probed(), 1);
+  run(5);
+  loom_trace *t = ts_finish(s);
+  for (size_t i = 0; i < loom_trace_warning_count(t); i++)
+    fprintf(stderr, "warning: %s\n", loom_trace_warning(t, i));
+  assert_int_equal(loom_trace_warning_count(t), 0);
+  assert_int_equal(kernels(t, "abi10_kernel"), 5);
+  assert_int_equal(loom_trace_flow_count(t), 5);
   loom_trace_free(t);
 }
 
@@ -171,6 +203,8 @@ int main(int argc, char **argv) {
   struct CMUnitTest tests[1];
   if (!strcmp(mode, "env") || !strcmp(mode, "path"))
     tests[0] = (struct CMUnitTest)cmocka_unit_test(test_env);
+  else if (!strcmp(mode, "abi10"))
+    tests[0] = (struct CMUnitTest)cmocka_unit_test(test_abi10);
   else if (!strcmp(mode, "bad"))
     tests[0] = (struct CMUnitTest)cmocka_unit_test(test_bad);
   else
