@@ -2,8 +2,8 @@
  * registry.c - the list of registered backends and plug-in loading.
  *
  * Registration is valid at any time and from any thread, also before
- * loom_init and while a session records (the backend joins the next
- * session).  Entries are never removed: a plug-in's code stays loaded until
+ * loom_init and while a session records (the backend is offered to that
+ * session, which takes it at once if it asked for its device type).  Entries are never removed: a plug-in's code stays loaded until
  * the process exits, so a table pointer stays valid.  Only the registry and
  * the session look at backends; nothing else in the core knows their names.
  */
