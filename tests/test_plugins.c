@@ -174,6 +174,7 @@ static void test_late(void **state) {
   assert_int_equal(kernels(t, "k"), 3);
   assert_int_equal(kernels(t, "late_kernel"), 2);
   assert_int_equal(under_range(t, "device work", "simLaunchKernel"), 3);
+  assert_int_equal(loom_trace_flow_count(t), 5); /* each call linked to its kernel */
   for (size_t i = 0; i < loom_trace_warning_count(t); i++)
     fprintf(stderr, "warning: %s\n", loom_trace_warning(t, i));
   assert_int_equal(loom_trace_warning_count(t), 0); /* joining is no warning */
