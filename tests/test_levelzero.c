@@ -226,13 +226,21 @@ static void test_late(void **state) {
   (void)state;
   /* "xpu" without the plug-in: the warning tells how to load plug-ins. */
   loom_session *s = ts_start("cpu,xpu", NULL);
-  void *h = dlopen(LEVELZERO_PLUGIN, RTLD_NOW | RTLD_LOCAL); /* constructor registers */
-  assert_non_null(h);
   loom_trace *t = ts_finish(s);
   assert_true(ts_warned(t, "device 'xpu' requested but no backend", "LOOM_PLUGINS"));
   assert_true(ts_warned(t, "LOOM_PLUGIN_PATH", NULL));
   loom_trace_free(t);
-  /* the next session has it */
+  /* Loaded while a session records, it joins that session at once (and
+   * takes part in the next one too). */
+  s = ts_start("cpu,xpu", NULL);
+  void *h = dlopen(LEVELZERO_PLUGIN, RTLD_NOW | RTLD_LOCAL); /* constructor registers */
+  assert_non_null(h);
+  own_work();
+  t = ts_finish(s);
+  assert_false(ts_warned(t, "device 'xpu' requested", NULL));
+  assert_int_equal(inspect(t).kernels, 1);
+  assert_true(ts_saved_contains(t, "joined the session at"));
+  loom_trace_free(t);
   s = ts_start("cpu,xpu", NULL);
   own_work();
   t = ts_finish(s);

@@ -1,9 +1,9 @@
 /*
  * test_plugins.c - how backends arrive: LOOM_PLUGINS, LOOM_PLUGIN_PATH,
  * broken plug-ins (wrong ABI, no entry point, missing file), registration
- * before init, from another thread while a session records (joins the next
- * session), and from a library dlopen()ed after a session started.
- * usage: test_plugins env|path|bad|late (ctest sets the environment).
+ * before init, from another thread while a session records and from a
+ * library dlopen()ed after a session started (both join that session).
+ * usage: test_plugins env|path|bad|late|abi10 (ctest sets the environment).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -72,7 +72,58 @@ static void test_bad(void **state) {
   assert_true(ts_warned(t, "cannot load plug-in /nonexistent/libloom-x.so", NULL));
   assert_true(ts_warned(t, "device 'future' requested", NULL));
   assert_true(ts_saved_contains(t, "refused: built for loom ABI 99.0"));
+  /* A too-small table: what is wrong, and the file; said once. */
+  assert_true(ts_warned(t, "libloom-smalltable.so refused: its struct_size is 24 bytes",
+                        "needs at least"));
+  size_t refusals = 0, inits = 0;
+  for (size_t i = 0; i < loom_trace_warning_count(t); i++) {
+    refusals += strstr(loom_trace_warning(t, i), "refused") != NULL;
+    inits += strstr(loom_trace_warning(t, i), "failed to initialise") != NULL;
+  }
+  assert_int_equal(refusals, 2); /* future, small: once each */
+  assert_int_equal(inits, 0);
   loom_trace_free(t);
+}
+
+/* A plug-in built against the ABI 1.0 header loads, probes and records. */
+static void test_abi10(void **state) {
+  (void)state;
+  const char *path = getenv("LOOM_PLUGINS");
+  assert_non_null(path);
+  loom_session *s = ts_start("cpu,abi10", NULL);
+  void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  assert_non_null(h);
+  int (*probed)(void) = (int (*)(void))dlsym(h, "abi10_probed");
+  void (*run)(int) = (void (*)(int))dlsym(h, "abi10_run");
+  assert_non_null(run);
+  assert_int_equal(probed(), 1);
+  run(5);
+  loom_trace *t = ts_finish(s);
+  for (size_t i = 0; i < loom_trace_warning_count(t); i++)
+    fprintf(stderr, "warning: %s\n", loom_trace_warning(t, i));
+  assert_int_equal(loom_trace_warning_count(t), 0);
+  assert_int_equal(kernels(t, "abi10_kernel"), 5);
+  assert_int_equal(loom_trace_flow_count(t), 5);
+  loom_trace_free(t);
+}
+
+/* Runtime calls named call nested in a user range named range (same
+ * thread, inside its time). */
+static size_t under_range(const loom_trace *t, const char *range, const char *call) {
+  size_t n = 0, m = loom_trace_event_count(t);
+  for (size_t i = 0; i < m; i++) {
+    loom_event_view r = {.struct_size = sizeof r};
+    loom_trace_event(t, i, &r);
+    if (r.kind != LOOM_KIND_USER_RANGE || strcmp(r.name, range)) continue;
+    for (size_t j = 0; j < m; j++) {
+      loom_event_view c = {.struct_size = sizeof c};
+      loom_trace_event(t, j, &c);
+      if (c.kind == LOOM_KIND_RUNTIME && !strcmp(c.name, call) && c.tid == r.tid &&
+          c.start_ns >= r.start_ns && c.start_ns + c.dur_ns <= r.start_ns + r.dur_ns)
+        n++;
+    }
+  }
+  return n;
 }
 
 static void *register_late(void *arg) {
@@ -93,26 +144,48 @@ static void test_late(void **state) {
   assert_int_equal(c.start, 1); /* the early backend took part */
   loom_trace_free(t);
 
-  /* A session records; a backend arrives from another thread and a device
-   * extension is dlopen()ed: neither joins this session. */
+  /* A session records host work; then a backend arrives from another
+   * thread and a device extension is dlopen()ed: both join this session at
+   * once, and their device work from then on is in the trace. */
   loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu,sim,late"};
   loom_session *s = NULL;
   assert_int_equal(loom_session_create(&cfg, &s), LOOM_OK);
-  assert_int_equal(loom_session_warning_count(s), 2);
+  assert_int_equal(loom_session_warning_count(s), 0); /* said at stop, if still true */
   assert_int_equal(loom_session_start(s), LOOM_OK);
+  loom_range_push("before the load");
+  loom_range_pop();
   pthread_t th;
   pthread_create(&th, NULL, register_late, NULL);
   pthread_join(th, NULL);
-  assert_int_equal(fake_get_calls(0).probe, 0); /* lazy: nobody asked yet */
+  fake_calls lc = fake_get_calls(0);
+  assert_int_equal(lc.probe, 1); /* joined in the registering thread */
+  assert_int_equal(lc.start, 1);
   void *h = dlopen(SIM_PLUGIN, RTLD_NOW | RTLD_LOCAL);
   assert_non_null(h);
   uint64_t (*launch)(int, const char *, uint64_t, uint32_t, uint32_t) =
       (uint64_t(*)(int, const char *, uint64_t, uint32_t, uint32_t))dlsym(h, "simrt_launch");
-  launch(0, "k", 1000, 1, 1);
+  loom_range_push("device work");
+  for (int i = 0; i < 3; i++) launch(0, "k", 1000, 1, 1);
+  loom_range_pop();
   fake_launch(0, 0, "late_kernel", 1000);
+  fake_launch(0, 1, "late_kernel", 1000);
   assert_int_equal(loom_session_stop(s, &t), LOOM_OK);
   loom_session_destroy(s);
-  assert_int_equal(kernels(t, NULL), 0);
+  assert_int_equal(kernels(t, "k"), 3);
+  assert_int_equal(kernels(t, "late_kernel"), 2);
+  assert_int_equal(under_range(t, "device work", "simLaunchKernel"), 3);
+  assert_int_equal(loom_trace_flow_count(t), 5); /* each call linked to its kernel */
+  for (size_t i = 0; i < loom_trace_warning_count(t); i++)
+    fprintf(stderr, "warning: %s\n", loom_trace_warning(t, i));
+  assert_int_equal(loom_trace_warning_count(t), 0); /* joining is no warning */
+  assert_true(ts_saved_contains(t, "backend 'sim' joined the session at"));
+  assert_true(ts_saved_contains(t, "backend 'late' joined the session at"));
+  loom_trace_free(t);
+
+  /* A type asked for that nobody registers: said at stop, correctly. */
+  t = record_sim("cpu,nothere", 0);
+  assert_true(ts_warned(t, "device 'nothere' requested but no backend",
+                        "registered before or during the session"));
   loom_trace_free(t);
 
   /* The next session has both. */
@@ -131,6 +204,8 @@ int main(int argc, char **argv) {
   struct CMUnitTest tests[1];
   if (!strcmp(mode, "env") || !strcmp(mode, "path"))
     tests[0] = (struct CMUnitTest)cmocka_unit_test(test_env);
+  else if (!strcmp(mode, "abi10"))
+    tests[0] = (struct CMUnitTest)cmocka_unit_test(test_abi10);
   else if (!strcmp(mode, "bad"))
     tests[0] = (struct CMUnitTest)cmocka_unit_test(test_bad);
   else

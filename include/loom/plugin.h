@@ -111,18 +111,28 @@ typedef struct loom_host {
   uint32_t struct_size;   /* sizeof(loom_host) as the core built it */
   uint16_t abi_major, abi_minor;
 
-  /* Registers a backend.  Valid at any time and from any thread; a backend
-   * registered while a session records joins the next session.  The table
-   * must stay valid until the process exits.  Registering the same table
-   * twice is a no-op returning LOOM_OK.  LOOM_EABI on a major mismatch. */
+  /* Thread safety of the services: backend_register, clock_now, intern,
+   * external_id_current, thread_id and state may be called from any thread
+   * at any time; every other service from any thread while the backend is
+   * in a session (each takes the backend's lock).  See docs/writing-a-backend.md.
+   *
+   * Registers a backend.  Valid at any time and from any thread.  A backend
+   * registered while a session records joins that session at once when it
+   * asked for the backend's device type (or "all"): the core probes,
+   * configures and starts it in the registering thread.  The table must stay
+   * valid until the process exits.  Registering the same table twice is a
+   * no-op returning LOOM_OK.  LOOM_EABI on a major mismatch or a table
+   * smaller than ABI 1.0's (tables of every minor are accepted). */
   loom_status (*backend_register)(const struct loom_backend_ops *ops,
                                   const char *origin);
 
   /* Clocks.  clock_declare declares a clock in a standard domain, or a
    * device clock (LOOM_CLOCK_DEVICE) whose relation to a host domain is given
    * by clock_sync points: one point is an offset, two or more give a linear
-   * fit, so drift is interpolated (with one point the device clock is taken
-   * to tick in ns).  Clocks belong to the current session. */
+   * fit, so drift is interpolated (with one point the rate comes from
+   * clock_set_rate, else the clock is taken to tick in ns and the trace
+   * warns).  A device clock with no point is a warning too.  Clocks belong
+   * to the current session. */
   loom_status (*clock_declare)(loom_backend *b, loom_clock_domain domain,
                                const char *name, loom_clock *out);
   loom_status (*clock_sync)(loom_backend *b, loom_clock clk, uint64_t device_ts,
@@ -143,8 +153,11 @@ typedef struct loom_host {
                               const char *name, uint64_t native_id,
                               uint32_t *out_resource);
 
-  /* The record sink: copies *r.  Thread-safe; callable from any thread while
-   * the backend is started and during flush.  LOOM_ESTATE outside that. */
+  /* The record sink: copies *r.  Accepted from any thread from the moment a
+   * session takes the backend (just before probe) until its flush returns;
+   * LOOM_ESTATE outside that (after flush the record is also counted lost).
+   * Records and args count against the session's backend_memory_cap: past
+   * it, LOOM_ENOMEM and the record is counted lost ("backend memory cap"). */
   loom_status (*emit)(loom_backend *b, const loom_record *r);
 
   /* Records the backend (or its runtime) lost; reported in the trace. */
@@ -171,12 +184,15 @@ typedef struct loom_host {
   /* ---- ABI 1.1 (check struct_size before calling) ---- */
   /* Declares the tick rate of a device clock: ns_per_tick (1000 for a clock
    * in us).  With a rate, one sync point is enough; with two or more the
-   * fit is used and the rate only checks it.  LOOM_EINVAL for <= 0. */
+   * fit is used and the rate only checks it (a warning past 1%).
+   * LOOM_EINVAL for <= 0 or a clock that is not LOOM_CLOCK_DEVICE. */
   loom_status (*clock_set_rate)(loom_backend *b, loom_clock clk,
                                 double ns_per_tick);
   /* Asks the core to take sync points itself: it calls read(b, ctx) for
    * the device time and reads host_domain at once, at start, at stop and
-   * before flush (and when the backend joins a running session). */
+   * before flush (and when the backend joins a running session); called
+   * while recording, it also takes one point at once.  read runs with no
+   * core lock held. */
   loom_status (*clock_auto_sync)(loom_backend *b, loom_clock clk,
                                  uint64_t (*read)(loom_backend *b, void *ctx),
                                  void *ctx, loom_clock_domain host_domain);

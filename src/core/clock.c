@@ -10,7 +10,9 @@
  * piecewise linear, outside it extends the nearest segment.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -149,7 +151,11 @@ int64_t loom__clock_convert(const loom__timeline *tl, loom__clock *c,
     return loom__timeline_convert(tl, c->domain, ts);
   if (c->nsync == 0) return (int64_t)ts; /* reported by the session */
   const loom__sync *s = c->sync;
-  if (c->nsync == 1) return s[0].epoch + (int64_t)(ts - s[0].dev);
+  if (c->nsync == 1) { /* an offset, at the declared rate (else ns, warned) */
+    double delta = (double)(int64_t)(ts - s[0].dev);
+    double rate = c->ns_per_tick > 0 ? c->ns_per_tick : 1.0;
+    return s[0].epoch + (int64_t)(delta * rate + (delta >= 0 ? 0.5 : -0.5));
+  }
   /* Binary search for the segment [i, i+1] holding ts (clamped). */
   size_t lo = 0, hi = c->nsync - 1;
   while (hi - lo > 1) {
@@ -162,4 +168,35 @@ int64_t loom__clock_convert(const loom__timeline *tl, loom__clock *c,
   double slope = (double)(b->epoch - a->epoch) / (double)(b->dev - a->dev);
   double delta = (double)(int64_t)(ts - a->dev);
   return a->epoch + (int64_t)(delta * slope + (delta >= 0 ? 0.5 : -0.5));
+}
+
+/* The fit's rate over the whole span (first to last point), ns per tick. */
+static double fit_rate(const loom__clock *c) {
+  const loom__sync *a = &c->sync[0], *b = &c->sync[c->nsync - 1];
+  if (b->dev == a->dev) return 0;
+  return (double)(b->epoch - a->epoch) / (double)(b->dev - a->dev);
+}
+
+const char *loom__clock_problem(const loom__clock *c, char *buf, size_t n) {
+  if (c->domain != LOOM_CLOCK_DEVICE) return NULL;
+  if (c->nsync == 0) {
+    snprintf(buf, n, "device clock '%s' has no sync point, so its times cannot be "
+             "converted; they are taken as epoch ns and are likely wrong "
+             "(give clock_sync points or clock_auto_sync)", c->name);
+    return buf;
+  }
+  if (c->nsync == 1 && !(c->ns_per_tick > 0)) {
+    snprintf(buf, n, "device clock '%s' has one sync point and no rate, so it is "
+             "assumed to tick in ns; its times are wrong if it does not (declare "
+             "clock_set_rate or give a second sync point)", c->name);
+    return buf;
+  }
+  double fit = c->nsync >= 2 ? fit_rate(c) : 0;
+  if (c->ns_per_tick > 0 && fit > 0 && fabs(fit / c->ns_per_tick - 1.0) > 0.01) {
+    snprintf(buf, n, "device clock '%s': declared rate %.6g ns per tick disagrees "
+             "with its sync points (%.6g ns per tick) by more than 1%%; the sync "
+             "points are used", c->name, c->ns_per_tick, fit);
+    return buf;
+  }
+  return NULL;
 }

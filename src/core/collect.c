@@ -515,7 +515,9 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b,
                 .ph = ph, .src = bs->src,
                 .flags = (uint16_t)(d->roles << LOOM__EV_ROLE_SHIFT)};
   if (loom__trace_add_ev(t, &e)) return -1;
-  if (!host) {
+  /* A counter's arguments are its series: its device and queue are in its
+   * track, not extra series. */
+  if (!host && ph != LOOM__PH_COUNTER) {
     if (loom__trace_add_arg_int(t, "device", d->device) ||
         loom__trace_add_arg_int(t, "stream", t->tracks[track].tid))
       return -1;
@@ -528,10 +530,9 @@ static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, int6
   loom__bsess *bs = b->bs;
   for (size_t i = 0; i < bs->nclocks; i++) {
     loom__clock_finalize(&s->tl, &bs->clocks[i]);
-    if (bs->clocks[i].domain == LOOM_CLOCK_DEVICE && !bs->clocks[i].nsync)
-      loom__session_warn(s, "backend '%s': device clock '%s' has no sync points; "
-                         "its times are taken as epoch ns", b->ops.name,
-                         bs->clocks[i].name);
+    char why[512];
+    if (loom__clock_problem(&bs->clocks[i], why, sizeof why))
+      loom__session_warn(s, "backend '%s': %s", b->ops.name, why);
   }
   bk_stats st = {0, 0, 0};
   loom__map launched = {0};
@@ -622,6 +623,10 @@ loom_status loom__session_collect(loom_session *s, loom_trace **out) {
     rc = loom__trace_add_meta(t, "loom_version", loom_version_string()) ||
          loom__trace_add_meta(t, "host_name", host);
   if (rc == 0) rc = loom__session_meta(&s->opts, t); /* fork.c */
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i < s->nmeta && rc == 0; i++)
+    rc = loom__trace_add_meta(t, s->mkeys[i], s->mvals[i]);
+  pthread_mutex_unlock(&s->mu);
   pthread_mutex_lock(&s->warn.mu);
   for (size_t i = 0; i < s->warn.n && rc == 0; i++)
     rc = loom__trace_add_warning(t, s->warn.v[i]);

@@ -87,6 +87,10 @@ typedef struct loom__clock {
   char *name;
   loom__sync *sync;
   size_t nsync, cap_sync;
+  double ns_per_tick;            /* clock_set_rate; 0 = not declared */
+  uint64_t (*auto_read)(loom_backend *b, void *ctx); /* clock_auto_sync */
+  void *auto_ctx;
+  loom_clock_domain auto_domain;
 } loom__clock;
 
 /* Converts ts of a declared clock to epoch ns; for device clocks the sync
@@ -95,6 +99,10 @@ int64_t loom__clock_convert(const loom__timeline *tl, loom__clock *c,
                             uint64_t ts);
 /* Sorts a device clock's sync points and converts them (after stop). */
 void loom__clock_finalize(const loom__timeline *tl, loom__clock *c);
+/* What is wrong with a device clock's description, as a sentence for a
+ * warning (buf), or NULL when it converts exactly: no sync point, one point
+ * and no rate, a declared rate that disagrees with the fit by over 1%. */
+const char *loom__clock_problem(const loom__clock *c, char *buf, size_t n);
 
 /* ---- options ------------------------------------------------------------ */
 typedef struct loom__opts {
@@ -137,6 +145,11 @@ loom_status loom__backend_register(const loom_backend_ops *ops,
                                    const char *origin);
 /* Loads one plug-in file (path) and runs its entry point. */
 loom_status loom__plugin_load(const char *path);
+/* Offers a newly registered backend to the recording session, which takes
+ * it at once (probe, configure, start) when it asked for its device type. */
+void loom__session_offer(loom_backend *b);
+/* Takes one sync point of every auto-synced clock of b (clock_auto_sync). */
+void loom__clock_auto_sync_all(loom_backend *b);
 /* Loads LOOM_PLUGINS and LOOM_PLUGIN_PATH. */
 void loom__plugins_from_env(void);
 const loom_host *loom__host(void);
@@ -212,7 +225,21 @@ struct loom_session {
   loom__sres *res;
   size_t nres, cap_res;
   loom__timeline tl;
+  /* Requested device types other than cpu; all = every type asked for.
+   * want_found: a backend of that type took part (at create or later). */
+  char **want;
+  int *want_found;
+  size_t nwant, cap_want, cap_found;
+  int want_all;
+  char **mkeys, **mvals;    /* meta_set entries and join notes; under mu */
+  size_t nmeta, cap_mk, cap_mv;
+  /* Bytes of backend records and arguments held, against backend_memory_cap. */
+  _Atomic uint64_t bk_bytes;
+  uint64_t bk_cap;
 };
+
+/* Sets a trace metadata entry of s (last value wins); -1 out of memory. */
+int loom__session_meta_set(struct loom_session *s, const char *key, const char *value);
 
 /* Adds a warning to the session (and prints it). */
 void loom__session_warn(struct loom_session *s, const char *fmt, ...)

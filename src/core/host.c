@@ -23,7 +23,7 @@ static loom_status svc_clock_declare(loom_backend *b, loom_clock_domain d,
   loom_status st = LOOM_OK;
   pthread_mutex_lock(&b->mu);
   loom__bsess *bs = b->bs;
-  loom__clock c = {d, loom__strdup(name ? name : ""), NULL, 0, 0};
+  loom__clock c = {.domain = d, .name = loom__strdup(name ? name : "")};
   if (!bs || bs->closed) st = LOOM_ESTATE;
   else if (LOOM__PUSH(bs->clocks, bs->nclocks, bs->cap_clocks, c) != 0) st = LOOM_ENOMEM;
   else *out = (loom_clock)bs->nclocks;
@@ -50,6 +50,74 @@ static loom_status svc_clock_sync(loom_backend *b, loom_clock clk, uint64_t dev,
   }
   pthread_mutex_unlock(&b->mu);
   return st;
+}
+
+/* The device clock clk of b's open session, or NULL (b->mu held). */
+static loom__clock *device_clock(loom_backend *b, loom_clock clk) {
+  loom__bsess *bs = b->bs;
+  if (!bs || bs->closed || clk == 0 || clk > bs->nclocks) return NULL;
+  loom__clock *c = &bs->clocks[clk - 1];
+  return c->domain == LOOM_CLOCK_DEVICE ? c : NULL;
+}
+
+static loom_status svc_clock_set_rate(loom_backend *b, loom_clock clk, double ns_per_tick) {
+  if (!b || !(ns_per_tick > 0) || ns_per_tick > 1e15) return LOOM_EINVAL;
+  pthread_mutex_lock(&b->mu);
+  loom__clock *c = device_clock(b, clk);
+  if (c) c->ns_per_tick = ns_per_tick;
+  loom_status st = c ? LOOM_OK : b->bs && !b->bs->closed ? LOOM_EINVAL : LOOM_ESTATE;
+  pthread_mutex_unlock(&b->mu);
+  return st;
+}
+
+static loom_status svc_clock_auto_sync(loom_backend *b, loom_clock clk,
+                                       uint64_t (*read)(loom_backend *, void *),
+                                       void *ctx, loom_clock_domain hd) {
+  if (!b || !read || hd >= LOOM_CLOCK_DEVICE) return LOOM_EINVAL;
+  pthread_mutex_lock(&b->mu);
+  loom__clock *c = device_clock(b, clk);
+  if (c) {
+    c->auto_read = read;
+    c->auto_ctx = ctx;
+    c->auto_domain = hd;
+  }
+  loom_status st = c ? LOOM_OK : b->bs && !b->bs->closed ? LOOM_EINVAL : LOOM_ESTATE;
+  int started = c && b->bs->started;
+  pthread_mutex_unlock(&b->mu);
+  /* Asked for while recording: a first point now, not only at stop. */
+  if (started) loom__clock_auto_sync_all(b);
+  return st;
+}
+
+void loom__clock_auto_sync_all(loom_backend *b) {
+  enum { MAX = 16 };
+  struct { loom_clock clk; uint64_t (*read)(loom_backend *, void *); void *ctx;
+           loom_clock_domain hd; } todo[MAX];
+  size_t n = 0;
+  pthread_mutex_lock(&b->mu);
+  loom__bsess *bs = b->bs;
+  for (size_t i = 0; bs && !bs->closed && i < bs->nclocks && n < MAX; i++)
+    if (bs->clocks[i].auto_read)
+      todo[n++] = (__typeof__(todo[0])){(loom_clock)(i + 1), bs->clocks[i].auto_read,
+                                        bs->clocks[i].auto_ctx, bs->clocks[i].auto_domain};
+  pthread_mutex_unlock(&b->mu);
+  /* read() runs unlocked: it may call host services.  The host domain is
+   * read on both sides of it and the midpoint taken. */
+  for (size_t i = 0; i < n; i++) {
+    uint64_t h0 = loom__clock_now(todo[i].hd);
+    uint64_t dev = todo[i].read(b, todo[i].ctx);
+    uint64_t h1 = loom__clock_now(todo[i].hd);
+    svc_clock_sync(b, todo[i].clk, dev, todo[i].hd, h0 + (h1 - h0) / 2);
+  }
+}
+
+static loom_status svc_meta_set(loom_backend *b, const char *key, const char *value) {
+  if (!b || !key || !*key || !value) return LOOM_EINVAL;
+  pthread_mutex_lock(&b->mu);
+  struct loom_session *s = b->bs && !b->bs->closed ? b->bs->s : NULL;
+  int rc = s ? loom__session_meta_set(s, key, value) : 0;
+  pthread_mutex_unlock(&b->mu);
+  return !s ? LOOM_ESTATE : rc ? LOOM_ENOMEM : LOOM_OK;
 }
 
 static int64_t svc_to_epoch(loom_backend *b, loom_clock clk, uint64_t ts) {
@@ -203,10 +271,18 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
     if (b->ops.abi_minor >= 1 || b->ops.abi_major > 1)
       d.roles = r->flags & (LOOM_RECORD_F_LAUNCH | LOOM_RECORD_F_MEMORY | LOOM_RECORD_F_COMM);
     if (d.device == LOOM_DEVICE_HOST && !d.resource) d.resource = loom__tid();
-    size_t before = bs->nargs;
-    if (copy_args(&bs->args, &bs->nargs, &bs->cap_args, args, args ? r->nargs : 0) ||
+    size_t before = bs->nargs, nin = args ? r->nargs : 0;
+    uint64_t need = sizeof d + nin * sizeof(loom__targ);
+    struct loom_session *s = bs->s;
+    uint64_t used = atomic_fetch_add(&s->bk_bytes, need);
+    if (used + need > s->bk_cap) {
+      atomic_fetch_sub(&s->bk_bytes, need);
+      lost_locked(bs, 1, "backend memory cap (backend_memory_cap) reached");
+      st = LOOM_ENOMEM;
+    } else if (copy_args(&bs->args, &bs->nargs, &bs->cap_args, args, args ? r->nargs : 0) ||
         LOOM__PUSH(bs->recs, bs->nrecs, bs->cap_recs, d) != 0) {
       bs->nargs = before;
+      atomic_fetch_sub(&s->bk_bytes, need);
       lost_locked(bs, 1, "out of memory");
       st = LOOM_ENOMEM;
     } else {
@@ -298,6 +374,9 @@ static const loom_host host_table = {
     .external_id_current = svc_external_current,
     .thread_id = svc_thread_id,
     .state = svc_state,
+    .clock_set_rate = svc_clock_set_rate,
+    .clock_auto_sync = svc_clock_auto_sync,
+    .meta_set = svc_meta_set,
 };
 
 const loom_host *loom__host(void) { return &host_table; }

@@ -2,8 +2,8 @@
  * registry.c - the list of registered backends and plug-in loading.
  *
  * Registration is valid at any time and from any thread, also before
- * loom_init and while a session records (the backend joins the next
- * session).  Entries are never removed: a plug-in's code stays loaded until
+ * loom_init and while a session records (the backend is offered to that
+ * session, which takes it at once if it asked for its device type).  Entries are never removed: a plug-in's code stays loaded until
  * the process exits, so a table pointer stays valid.  Only the registry and
  * the session look at backends; nothing else in the core knows their names.
  */
@@ -21,8 +21,13 @@ static size_t nreg, cap_reg;
 /* Set while the loader runs a plug-in, so registrations name their file. */
 static __thread const char *loading_origin;
 
-/* Smallest table we accept: everything up to and including destroy. */
-#define OPS_MIN_SIZE (offsetof(loom_backend_ops, destroy) + sizeof(void (*)(void)))
+/* Smallest table we accept: an ABI 1.0 table, which ends with pop_external.
+ * Slots past a table's struct_size read as NULL (the copy is zero-extended),
+ * so a 1.0 table's `enable` is never read. */
+#define OPS_MIN_SIZE (offsetof(loom_backend_ops, pop_external) + sizeof(void (*)(void)))
+/* Set by a registration that refused its table while the loader runs a
+ * plug-in, so the loader does not warn a second time. */
+static __thread int refused_while_loading;
 
 static char *origin_of(const loom_backend_ops *ops, const char *origin) {
   if (origin) return loom__strdup(origin);
@@ -46,13 +51,25 @@ loom_status loom__backend_register(const loom_backend_ops *ops,
   }
   char *org = origin_of(ops, origin);
   const char *where = org ? org : "?";
-  if (ops->struct_size < OPS_MIN_SIZE || ops->abi_major != LOOM_ABI_MAJOR) {
-    const char *nm = ops->struct_size >= OPS_MIN_SIZE && ops->name ? ops->name : "?";
-    loom__warn_pending("backend '%s' from %s refused: built for loom ABI %u.%u "
-                       "(table of %u bytes), this loom speaks ABI %d.%d; rebuild "
-                       "the backend against this loom's headers",
-                       nm, where, (unsigned)ops->abi_major, (unsigned)ops->abi_minor,
-                       (unsigned)ops->struct_size, LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
+  if (loading_origin) refused_while_loading = 1; /* cleared below if accepted */
+  if (ops->abi_major != LOOM_ABI_MAJOR) {
+    int named = ops->struct_size >= offsetof(loom_backend_ops, device_type) && ops->name;
+    loom__warn_pending("backend '%s' from %s refused: built for loom ABI %u.%u, "
+                       "this loom speaks ABI %d.%d; rebuild the backend against "
+                       "this loom's headers", named ? ops->name : "?", where,
+                       (unsigned)ops->abi_major, (unsigned)ops->abi_minor,
+                       LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
+    free(org);
+    return loom__fail(LOOM_EABI, "backend ABI %u.%u does not match loom ABI %d.%d",
+                      (unsigned)ops->abi_major, (unsigned)ops->abi_minor,
+                      LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
+  }
+  if (ops->struct_size < OPS_MIN_SIZE) {
+    loom__warn_pending("backend table from %s refused: its struct_size is %u bytes, "
+                       "but an ops table of ABI 1.0 needs at least %zu bytes (it "
+                       "claims ABI %u.%u); set struct_size to sizeof(loom_backend_ops)",
+                       where, (unsigned)ops->struct_size, (size_t)OPS_MIN_SIZE,
+                       (unsigned)ops->abi_major, (unsigned)ops->abi_minor);
     free(org);
     return loom__fail(LOOM_EABI, "backend ABI %u.%u does not match loom ABI %d.%d",
                       (unsigned)ops->abi_major, (unsigned)ops->abi_minor,
@@ -69,6 +86,7 @@ loom_status loom__backend_register(const loom_backend_ops *ops,
   for (size_t i = 0; i < nreg; i++) {
     if (reg[i]->registered == ops) {
       pthread_mutex_unlock(&reg_mu);
+      refused_while_loading = 0;
       free(org);
       return LOOM_OK;
     }
@@ -106,8 +124,10 @@ loom_status loom__backend_register(const loom_backend_ops *ops,
   }
   b->index = nreg - 1;
   pthread_mutex_unlock(&reg_mu);
+  refused_while_loading = 0;
   loom__log(LOOM_SEV_INFO, "registered backend '%s' (%s) from %s", b->ops.name,
             b->ops.device_type, b->origin);
+  loom__session_offer(b); /* joins a session recording now, if it asked */
   return LOOM_OK;
 }
 
@@ -164,10 +184,15 @@ loom_status loom__plugin_load(const char *path) {
     return loom__fail(LOOM_EFORMAT, "%s exports no %s", path, LOOM_PLUGIN_ENTRY_SYMBOL);
   }
   const char *prev = loading_origin;
+  int prev_refused = refused_while_loading;
   loading_origin = path;
+  refused_while_loading = 0;
   loom_status st = entry(loom__host());
+  int refused = refused_while_loading;
   loading_origin = prev;
-  if (st != LOOM_OK)
+  refused_while_loading = prev_refused;
+  /* A refusal was already warned about, with its reason. */
+  if (st != LOOM_OK && !refused)
     loom__warn_pending("plug-in %s failed to initialise: %s", path, loom_strerror(st));
   return st;
 }

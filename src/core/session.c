@@ -17,6 +17,42 @@
 
 static atomic_int session_active;
 
+/* The recording session, for backends registered while it records (they
+ * join it at once).  live_mu is held through a late join, and stop takes it
+ * to clear live first, so a join is either complete or never begins. */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static loom_session *live;
+/* Set in the thread running a late join: a backend its operations register
+ * in turn waits for the next session (live_mu is held). */
+static __thread int joining;
+
+int loom__session_meta_set(loom_session *s, const char *key, const char *value) {
+  char *v = loom__strdup(value), *k = NULL;
+  int rc = v ? 0 : -1;
+  pthread_mutex_lock(&s->mu);
+  size_t i = 0;
+  while (i < s->nmeta && strcmp(s->mkeys[i], key)) i++;
+  if (rc == 0 && i < s->nmeta) {
+    free(s->mvals[i]);
+    s->mvals[i] = v;
+    v = NULL;
+  } else if (rc == 0) {
+    size_t n = s->nmeta;
+    k = loom__strdup(key);
+    if (!k || LOOM__PUSH(s->mkeys, n, s->cap_mk, k) != 0 ||
+        LOOM__PUSH(s->mvals, s->nmeta, s->cap_mv, v) != 0) {
+      rc = -1;
+      s->nmeta = i; /* the key slot (if written) is dropped */
+    } else {
+      k = v = NULL;
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  free(k);
+  free(v);
+  return rc;
+}
+
 void loom__session_warn(struct loom_session *s, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -104,6 +140,15 @@ static void remove_backend(loom_session *s, size_t i, int destroy) {
 
 static void drop_backend(loom_session *s, size_t i) { remove_backend(s, i, 1); }
 
+/* Tells the host recorder which backends keep their own external ids. */
+static void set_hooks(loom_session *s) {
+  const loom__ext_hook *hooks[LOOM__MAX_HOOKS];
+  size_t nh = 0;
+  for (size_t i = 0; i < s->nbk && nh < LOOM__MAX_HOOKS; i++)
+    if (s->bk[i]->hook.push) hooks[nh++] = &s->bk[i]->hook;
+  loom__hostrec_set_hooks(hooks, nh);
+}
+
 /* Probes b (already joined, so it sees the session's options and its
  * reports reach this session). */
 static int probe(loom_session *s, loom_backend *b, const char *dev) {
@@ -162,13 +207,24 @@ static loom_status select_device(loom_session *s, const char *dev,
     }
     usable = 1;
   }
-  if (is_all) s->host = 1;
-  if (!found)
-    loom__session_warn(s, "device '%s' requested but no backend for it is "
-                       "registered; it is not recorded (built-in backends are "
-                       "listed by 'loom backends'; plug-ins load from "
-                       "LOOM_PLUGINS or LOOM_PLUGIN_PATH)", dev);
-  else if (!usable && found > 1)
+  if (is_all) {
+    s->host = 1;
+    s->want_all = 1;
+  } else if (strcmp(dev, "cpu")) {
+    /* A type nobody serves now may still be registered while the session
+     * records; stop says so if none ever was. */
+    char *w = loom__strdup(dev);
+    size_t n = s->nwant;
+    if (!w || LOOM__PUSH(s->want, s->nwant, s->cap_want, w) != 0) {
+      free(w);
+      return loom__fail(LOOM_ENOMEM, "out of memory");
+    }
+    if (LOOM__PUSH(s->want_found, n, s->cap_found, found) != 0) {
+      free(s->want[--s->nwant]);
+      return loom__fail(LOOM_ENOMEM, "out of memory");
+    }
+  }
+  if (found && !usable && found > 1)
     loom__session_warn(s, "device '%s' is not recorded: none of its %d backends works", dev, found);
   return LOOM_OK;
 }
@@ -213,6 +269,11 @@ static loom_status read_sizes(loom_session *s) {
       loom__timeline_set_shift(&s->tl, v))
     return loom__fail(LOOM_EINVAL, "option test_clock_shift='%s': expected OFFSET_NS or "
                       "OFFSET_NS:PPM (integer ns, optional drift in parts per million)", v);
+  s->bk_cap = 1ull << 30;
+  if ((v = loom__opts_get(&s->opts, "backend_memory_cap")) &&
+      (loom__parse_size(v, &s->bk_cap) || s->bk_cap == 0))
+    return loom__fail(LOOM_EINVAL, "option backend_memory_cap='%s': expected a "
+                      "size above 0 (suffix k, m or g allowed)", v);
   return LOOM_OK;
 }
 
@@ -281,22 +342,107 @@ loom_status loom_session_start(loom_session *s) {
     pthread_mutex_lock(&b->mu);
     b->bs->started = 1;
     pthread_mutex_unlock(&b->mu);
+    loom__clock_auto_sync_all(b);
     i++;
   }
-  const loom__ext_hook *hooks[LOOM__MAX_HOOKS];
-  size_t nh = 0;
-  for (size_t i = 0; i < s->nbk && nh < LOOM__MAX_HOOKS; i++)
-    if (s->bk[i]->hook.push) hooks[nh++] = &s->bk[i]->hook;
-  loom__hostrec_set_hooks(hooks, nh);
+  set_hooks(s);
   s->state = LOOM__S_RECORDING;
+  pthread_mutex_lock(&live_mu);
+  live = s;
+  pthread_mutex_unlock(&live_mu);
   return LOOM_OK;
+}
+
+/* Is type among the device types s asked for? */
+static int wants(loom_session *s, const char *type, size_t *idx) {
+  for (size_t i = 0; i < s->nwant; i++)
+    if (!strcasecmp(s->want[i], type)) {
+      *idx = i;
+      return 1;
+    }
+  *idx = SIZE_MAX;
+  return s->want_all;
+}
+
+static long index_of(const loom_session *s, const loom_backend *b) {
+  for (size_t i = 0; i < s->nbk; i++)
+    if (s->bk[i] == b) return (long)i;
+  return -1;
+}
+
+/* Probes, configures and starts b in the recording session s (live_mu
+ * held), as create and start would have; failures are warnings. */
+static void late_join(loom_session *s, loom_backend *b, size_t want) {
+  const char *type = b->ops.device_type;
+  if (want != SIZE_MAX) s->want_found[want] = 1;
+  if (join(s, b) != 0) {
+    loom__session_warn(s, "backend '%s' registered while recording could not "
+                       "join the session: out of memory", b->ops.name);
+    return;
+  }
+  if (!probe(s, b, type)) {
+    remove_backend(s, (size_t)index_of(s, b), 0);
+    return;
+  }
+  loom_status st = b->ops.configure ? b->ops.configure(b, s->kinds) : LOOM_OK;
+  if (st == LOOM_OK) st = b->ops.start(b);
+  if (st != LOOM_OK) {
+    loom__session_warn(s, "device '%s': backend '%s' registered while recording "
+                       "failed to configure or start (%s); recording goes on "
+                       "without it", type, b->ops.name, loom_strerror(st));
+    set_state(b, LOOM_BACKEND_UNAVAILABLE, "late join failed");
+    drop_backend(s, (size_t)index_of(s, b));
+    return;
+  }
+  pthread_mutex_lock(&b->mu);
+  b->bs->started = 1;
+  pthread_mutex_unlock(&b->mu);
+  loom__clock_auto_sync_all(b);
+  set_hooks(s);
+  /* When it joined, in the trace: records before that moment were not seen. */
+  int64_t now = (int64_t)loom__clock_now(LOOM_CLOCK_REALTIME);
+  int64_t since = now - s->tl.start[LOOM_CLOCK_REALTIME].real;
+  char key[160], msg[256];
+  snprintf(key, sizeof key, "backend_joined.%s", b->ops.name);
+  snprintf(msg, sizeof msg, "backend '%s' joined the session at %.6f s after its "
+           "start (epoch %lld ns)", b->ops.name, (double)since * 1e-9, (long long)now);
+  loom__session_meta_set(s, key, msg);
+  loom__log(LOOM_SEV_INFO, "%s", msg);
+}
+
+void loom__session_offer(loom_backend *b) {
+  if (joining) {
+    loom__log(LOOM_SEV_INFO, "backend '%s' was registered during another backend's "
+              "late join; it joins the next session", b->ops.name);
+    return;
+  }
+  pthread_mutex_lock(&live_mu);
+  loom_session *s = live;
+  size_t want;
+  if (s && wants(s, b->ops.device_type, &want) && index_of(s, b) < 0) {
+    joining = 1;
+    late_join(s, b, want);
+    joining = 0;
+  }
+  pthread_mutex_unlock(&live_mu);
 }
 
 /* Stops and flushes every backend; afterwards no record is accepted. */
 static void stop_all(loom_session *s) {
+  pthread_mutex_lock(&live_mu); /* waits for a late join under way */
+  live = NULL;
+  pthread_mutex_unlock(&live_mu);
   loom__hostrec_set_hooks(NULL, 0);
+  for (size_t i = 0; i < s->nwant; i++)
+    if (!s->want_found[i])
+      loom__session_warn(s, "device '%s' requested but no backend for it was "
+                         "registered before or during the session; it is not "
+                         "recorded (built-in backends are listed by 'loom "
+                         "backends'; plug-ins load from LOOM_PLUGINS or "
+                         "LOOM_PLUGIN_PATH)", s->want[i]);
   for (size_t i = 0; i < s->nbk; i++) {
     loom_backend *b = s->bk[i];
+    loom__clock_auto_sync_all(b);
     loom_status st = b->ops.stop(b);
     if (st != LOOM_OK)
       loom__session_warn(s, "backend '%s' failed to stop: %s", b->ops.name,
@@ -306,6 +452,7 @@ static void stop_all(loom_session *s) {
   loom__timeline_end(&s->tl);
   for (size_t i = 0; i < s->nbk; i++) {
     loom_backend *b = s->bk[i];
+    loom__clock_auto_sync_all(b);
     loom_status st = b->ops.flush ? b->ops.flush(b) : LOOM_OK;
     if (st != LOOM_OK)
       loom__session_warn(s, "backend '%s' failed to flush: %s; records it still "
@@ -350,6 +497,15 @@ void loom_session_destroy(loom_session *s) {
   free(s->devs);
   for (size_t i = 0; i < s->nres; i++) free(s->res[i].name);
   free(s->res);
+  for (size_t i = 0; i < s->nwant; i++) free(s->want[i]);
+  free(s->want);
+  free(s->want_found);
+  for (size_t i = 0; i < s->nmeta; i++) {
+    free(s->mkeys[i]);
+    free(s->mvals[i]);
+  }
+  free(s->mkeys);
+  free(s->mvals);
   loom__opts_free(&s->opts);
   free(s->name);
   pthread_mutex_destroy(&s->mu);

@@ -1,0 +1,252 @@
+/* FROZEN: include/loom/plugin.h as of ABI 1.0 (git show 4fc295e~1), for the
+ * test plug-in abi10.c that proves a 1.0 plug-in still loads.  Never edit. */
+/*
+ * plugin.h - the backend ABI of loom.
+ *
+ * A backend connects one device runtime (OpenCL, Level Zero, CUPTI, a
+ * simulator, a vendor's own) to loom.  It is a const table of operations
+ * (loom_backend_ops) registered with the core, built in or shipped as a shared
+ * library.  The core hands it a size-stamped table of services (loom_host):
+ * clocks, string interning, devices and resources, the record sink, loss
+ * counts, warnings, configuration and logging.  A backend only emits raw
+ * records; the core converts clocks, links host calls to device work, attaches
+ * framework ops, projects ranges and writes every output format.
+ *
+ * This header is plain C and depends on nothing but loom.h and the C library,
+ * so a backend compiles with any C compiler against the installed headers.
+ *
+ * Versioning rules (see docs/writing-a-backend.md):
+ *  - LOOM_ABI_MAJOR changes only when an existing field or slot changes
+ *    meaning; the core refuses a backend with another major version.
+ *  - LOOM_ABI_MINOR grows when fields or slots are appended.  Every struct
+ *    crossing the boundary starts with its size; each side reads only the
+ *    fields that fit in the size the other side declared.
+ *  - Enum values are never renumbered.
+ */
+#ifndef LOOM_PLUGIN_H
+#define LOOM_PLUGIN_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <loom/loom.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOM_ABI_MAJOR 1
+#define LOOM_ABI_MINOR 0
+
+/* Opaque handle of one registered backend, passed to every operation and
+ * given back to every host service. */
+typedef struct loom_backend loom_backend;
+struct loom_backend_ops;
+
+/* ---- clocks ------------------------------------------------------------- */
+typedef enum loom_clock_domain {
+  LOOM_CLOCK_MONOTONIC = 0,     /* clock_gettime(CLOCK_MONOTONIC), ns */
+  LOOM_CLOCK_MONOTONIC_RAW = 1, /* clock_gettime(CLOCK_MONOTONIC_RAW), ns */
+  LOOM_CLOCK_REALTIME = 2,      /* clock_gettime(CLOCK_REALTIME), ns */
+  LOOM_CLOCK_TSC = 3,           /* the CPU's time-stamp counter, ticks */
+  LOOM_CLOCK_DEVICE = 4         /* a device clock described by sync points */
+} loom_clock_domain;
+
+/* A declared clock of a backend (index, 0 is never valid). */
+typedef uint32_t loom_clock;
+
+/* ---- arguments and records ---------------------------------------------- */
+/* loom_arg and loom_arg_type are defined in loom.h. */
+
+#define LOOM_DEVICE_HOST UINT32_MAX /* record happened on a host thread */
+
+/* One record as a backend emits it.  The core copies it (and its args). */
+typedef struct loom_record {
+  uint32_t struct_size;   /* sizeof(loom_record) */
+  uint16_t kind;          /* loom_kind */
+  uint16_t flags;         /* reserved, 0 */
+  loom_clock clock;       /* the declared clock of start and end */
+  uint32_t device;        /* device index from device_add, or LOOM_DEVICE_HOST */
+  /* For device records: resource index from resource_add (the queue/stream).
+   * For host records: the OS thread id (host->thread_id()), 0 = caller. */
+  uint32_t resource;
+  uint64_t start, end;    /* in `clock`; end == start for instants */
+  loom_string_id name;    /* from host->intern */
+  uint32_t nargs;
+  uint64_t correlation;   /* links a host runtime call and its device work */
+  uint64_t external_id;   /* framework op; 0 lets the core find it */
+  const char *category;   /* optional category override, NULL for default */
+  const loom_arg *args;   /* nargs typed arguments, or NULL */
+} loom_record;
+
+/* Description of a device.  Strings and props are copied by the core. */
+typedef struct loom_device_info {
+  uint32_t struct_size; /* sizeof(loom_device_info) */
+  uint32_t nprops;
+  const char *name;     /* "NVIDIA H200", "pthread-..." */
+  const char *vendor;
+  const char *type;     /* "gpu", "cpu", "accelerator", ... */
+  const loom_arg *props;/* extra properties (memory, compute units, ...) */
+} loom_device_info;
+
+typedef enum loom_severity {
+  LOOM_SEV_DEBUG = 0, /* log only, when LOOM_LOG=debug */
+  LOOM_SEV_INFO = 1,  /* log only */
+  LOOM_SEV_WARNING = 2, /* stderr and trace metadata */
+  LOOM_SEV_ERROR = 3    /* stderr and trace metadata */
+} loom_severity;
+
+/* ---- services the core provides ----------------------------------------- */
+typedef struct loom_host {
+  uint32_t struct_size;   /* sizeof(loom_host) as the core built it */
+  uint16_t abi_major, abi_minor;
+
+  /* Registers a backend.  Valid at any time and from any thread; a backend
+   * registered while a session records joins the next session.  The table
+   * must stay valid until the process exits.  Registering the same table
+   * twice is a no-op returning LOOM_OK.  LOOM_EABI on a major mismatch. */
+  loom_status (*backend_register)(const struct loom_backend_ops *ops,
+                                  const char *origin);
+
+  /* Clocks.  clock_declare declares a clock in a standard domain, or a
+   * device clock (LOOM_CLOCK_DEVICE) whose relation to a host domain is given
+   * by clock_sync points: one point is an offset, two or more give a linear
+   * fit, so drift is interpolated (with one point the device clock is taken
+   * to tick in ns).  Clocks belong to the current session. */
+  loom_status (*clock_declare)(loom_backend *b, loom_clock_domain domain,
+                               const char *name, loom_clock *out);
+  loom_status (*clock_sync)(loom_backend *b, loom_clock clk, uint64_t device_ts,
+                            loom_clock_domain host_domain, uint64_t host_ts);
+  /* The current time in a standard domain. */
+  uint64_t (*clock_now)(loom_clock_domain domain);
+  /* Converts a timestamp of a declared clock to Unix epoch ns on the session
+   * timeline (what the trace will show). */
+  int64_t (*clock_to_epoch_ns)(loom_backend *b, loom_clock clk, uint64_t ts);
+
+  /* Interns a string (len bytes, or up to NUL when len is SIZE_MAX). */
+  loom_string_id (*intern)(loom_backend *b, const char *s, size_t len);
+
+  /* Devices and resources (queues, streams) of the current session. */
+  loom_status (*device_add)(loom_backend *b, const loom_device_info *info,
+                            uint32_t *out_device);
+  loom_status (*resource_add)(loom_backend *b, uint32_t device,
+                              const char *name, uint64_t native_id,
+                              uint32_t *out_resource);
+
+  /* The record sink: copies *r.  Thread-safe; callable from any thread while
+   * the backend is started and during flush.  LOOM_ESTATE outside that. */
+  loom_status (*emit)(loom_backend *b, const loom_record *r);
+
+  /* Records the backend (or its runtime) lost; reported in the trace. */
+  void (*count_lost)(loom_backend *b, uint64_t n, const char *reason);
+
+  /* Warnings and errors reach stderr and the trace metadata; debug and info
+   * go to the log only. */
+  void (*report)(loom_backend *b, loom_severity sev, const char *fmt, ...);
+  void (*vreport)(loom_backend *b, loom_severity sev, const char *fmt,
+                  va_list ap);
+
+  /* Session option (see loom_session_config.options), else the environment
+   * variable LOOM_<KEY> ('.' and '-' become '_'), else NULL.  Valid from
+   * probe on. */
+  const char *(*config_get)(loom_backend *b, const char *key);
+
+  /* The external id of the framework op open on the calling thread, or 0. */
+  uint64_t (*external_id_current)(void);
+  /* The calling thread's OS id (what host records carry in `resource`). */
+  uint32_t (*thread_id)(void);
+  /* The private state the core allocated for the backend (state_size). */
+  void *(*state)(loom_backend *b);
+} loom_host;
+
+/* ---- the backend's operations ------------------------------------------- */
+enum {
+  /* The table is a cheap stub: its runtime is loaded in probe/configure
+   * only when a session asks for its device type.  Informational: the core
+   * never probes at registration anyway; `loom backends` shows it. */
+  LOOM_BACKEND_F_LAZY = 1u << 0
+};
+
+/* Every operation returns LOOM_OK or another loom_status; on failure it
+ * should call host->report with the reason first. */
+typedef struct loom_backend_ops {
+  uint32_t struct_size;     /* sizeof(loom_backend_ops) */
+  uint16_t abi_major;       /* LOOM_ABI_MAJOR */
+  uint16_t abi_minor;       /* LOOM_ABI_MINOR */
+  const char *name;         /* unique backend name */
+  const char *device_type;  /* the device type it serves */
+  uint32_t kinds;           /* LOOM_KIND_BIT mask of what it can emit */
+  uint32_t flags;           /* LOOM_BACKEND_F_* */
+  /* Bytes of private state (host->state): allocated zeroed at registration,
+   * kept across sessions until the process exits. */
+  size_t state_size;
+  /* Category of LOOM_KIND_RUNTIME / DRIVER records ("opencl_runtime"); NULL
+   * gives "<device_type>_runtime" and "<device_type>_driver". */
+  const char *runtime_category;
+  const char *driver_category;
+
+  /* Is the runtime usable here?  Called by the first session that asks for
+   * the device type (and by later ones until it succeeds), never at
+   * registration: a lazy stub loads its runtime here.  Must not start
+   * recording.  On failure write the reason into why (why_len bytes). */
+  loom_status (*probe)(loom_backend *b, char *why, size_t why_len);
+  /* Session settings: the requested kinds.  Options via host->config_get.
+   * Declare clocks and add devices here or in start. */
+  loom_status (*configure)(loom_backend *b, uint32_t kinds);
+  loom_status (*start)(loom_backend *b);
+  loom_status (*stop)(loom_backend *b);
+  /* Emit every record still held (called after stop, before processing). */
+  loom_status (*flush)(loom_backend *b);
+  /* Session over: release per-session resources.  May be NULL. */
+  void (*destroy)(loom_backend *b);
+
+  /* Optional (NULL = not supported): the core calls these when a framework
+   * op begins/ends on the calling thread, for runtimes that keep their own
+   * external correlation stack.  Called on the app's hot path: keep them
+   * cheap.  A pop may come without its push (an op begun before start). */
+  void (*push_external)(loom_backend *b, uint64_t external_id);
+  void (*pop_external)(loom_backend *b);
+} loom_backend_ops;
+
+/* ---- plug-in entry point ------------------------------------------------ */
+/* A plug-in shared library exports this symbol; the core calls it with its
+ * host table, and the plug-in registers its backends with
+ * host->backend_register.  Return LOOM_OK or a failure status. */
+#define LOOM_PLUGIN_ENTRY_SYMBOL "loom_plugin_entry"
+typedef loom_status (*loom_plugin_entry_fn)(const loom_host *host);
+
+/* Exported by libloom: the host table, for libraries that find loom already
+ * loaded in the process (loom_plugin_attach below). */
+#define LOOM_HOST_GET_SYMBOL "loom_host_get"
+typedef const loom_host *(*loom_host_get_fn)(uint16_t abi_major);
+/* Returns the host table when abi_major matches this loom, else NULL (and a
+ * warning).  Plug-ins that link libloom may call it directly. */
+LOOM_EXTERN const loom_host *loom_host_get(uint16_t abi_major);
+
+#ifdef LOOM_PLUGIN_WANT_ATTACH
+#include <dlfcn.h>
+/* For a plug-in loaded by other means (a device extension dlopen()ed by the
+ * program after loom started): finds libloom in the process without linking
+ * against it and runs entry.  Returns LOOM_ENOTFOUND when loom is not loaded
+ * (then the plug-in is inert), else entry's status.  Call it from a
+ * constructor with a static function (not loom_plugin_entry itself: that
+ * name may resolve to another plug-in's); registering twice is harmless. */
+static inline loom_status loom_plugin_attach(loom_plugin_entry_fn entry) {
+  loom_host_get_fn get =
+      (loom_host_get_fn)(uintptr_t)dlsym(RTLD_DEFAULT, LOOM_HOST_GET_SYMBOL);
+  if (!get) {
+    void *h = dlopen("libloom.so.0", RTLD_NOW | RTLD_NOLOAD);
+    if (h) get = (loom_host_get_fn)(uintptr_t)dlsym(h, LOOM_HOST_GET_SYMBOL);
+  }
+  if (!get) return LOOM_ENOTFOUND;
+  const loom_host *host = get(LOOM_ABI_MAJOR);
+  if (!host) return LOOM_EABI;
+  return entry(host);
+}
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOOM_PLUGIN_H */
