@@ -1,11 +1,12 @@
 /*
  * report.c - the text and JSON forms of a report (the HTML page is in
  * report_html.c).  Both print the same figures from the same model; the
- * JSON schema is "loom-report/1", documented in docs/report.md: times are
+ * JSON schema is "loom-report/2", documented in docs/report.md: times are
  * integer nanoseconds relative to the trace's first event unless a key
  * says otherwise, shares are percentages.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,6 +304,8 @@ void loom__report_text(const loom__report *r, loom__out *o, size_t top) {
     }
   }
 
+  loom__report_ranks_text(r, o, top);
+
   if (r->nunknown || r->orphan_work || r->unclosed) {
     outf(o, "\nNot understood or incomplete\n");
     for (size_t i = 0; i < r->nunknown; i++)
@@ -354,7 +357,7 @@ static void json_moves(loom__out *o, const loom__report *r, int group, const cha
 }
 
 void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
-  outf(o, "{\"schema\":\"loom-report/1\",\"input\":{\"path\":");
+  outf(o, "{\"schema\":\"loom-report/2\",\"input\":{\"path\":");
   js(o, r->path);
   outf(o, ",\"events\":%llu,\"analysed\":%llu,\"start_epoch_ns\":%lld,\"span_ns\":%lld,"
        "\"events_by_kind\":{", (unsigned long long)r->nevents, (unsigned long long)r->nkept,
@@ -510,8 +513,9 @@ void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
       first = 0;
     }
   }
-  outf(o, "]");
-  outf(o, "},\"not_understood\":{\"categories\":[");
+  outf(o, "]}");
+  loom__report_ranks_json(r, o, top);
+  outf(o, ",\"not_understood\":{\"categories\":[");
   for (size_t i = 0; i < r->nunknown; i++) {
     outf(o, "%s{\"category\":", i ? "," : "");
     js(o, S(r, r->unknown[i].cat));
@@ -540,6 +544,10 @@ loom_status loom_report_open(const char *path, const loom_report_options *opts, 
   if (opts) {
     o.sort_budget = opts->sort_memory;
     o.hta_include_last_step = opts->hta_include_last_step;
+    if (opts->struct_size >= offsetof(loom_report_options, nmore_traces) + sizeof opts->nmore_traces) {
+      o.more = opts->more_traces;
+      o.nmore = opts->nmore_traces;
+    }
   }
   loom_report *h = calloc(1, sizeof *h);
   if (!h) return loom__fail(LOOM_ENOMEM, "out of memory");

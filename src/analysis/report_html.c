@@ -261,6 +261,7 @@ void loom__report_html(const loom__report *r, loom__out *o, size_t top) {
     hf(o, "</table></div>");
   }
 
+  loom__report_ranks_html(r, o, top);
   if (r->nunknown || r->orphan_work) {
     hf(o, "<h2>Not understood</h2><div class=\"card\"><ul>");
     for (size_t i = 0; i < r->nunknown; i++) {

@@ -14,7 +14,7 @@ grep -q "category \"mystery\": 1 events" "$tmp/out" || fail "unknown category no
 "$loom" report "$data/synthetic.json" --json -o "$tmp/r.json" --html "$tmp/r.html" >"$tmp/out" 2>"$tmp/err" \
   || fail "json + html exited $?"
 [ ! -s "$tmp/out" ] || fail "-o still printed to stdout"
-/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema"]=="loom-report/1"' \
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema"]=="loom-report/2"' \
   "$tmp/r.json" || fail "-o did not write the JSON report"
 grep -q "<svg" "$tmp/r.html" || fail "--html did not write the page"
 
