@@ -117,7 +117,7 @@ int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e, co
   }
   v.type = LOOM__RK_OTHER; /* every call: its time counts as communication */
   if (push(k, &v)) return -1;
-  if (v.a_seq != LOOM__RK_NONE && v.a_comm != LOOM__RK_NONE && e->kind == LOOM_KIND_COLLECTIVE) {
+  if (v.a_seq != LOOM__RK_NONE && v.a_comm != LOOM__RK_NONE && dst == LOOM__RK_NONE && src == LOOM__RK_NONE) {
     v.type = LOOM__RK_COLL;
     if (push(k, &v)) return -1;
   }
@@ -287,8 +287,27 @@ int32_t loom__ranks_straggler(const loom__ranks *k, size_t step) {
   return who;
 }
 
+/* Rank indices in ascending world rank (inputs may come in any order). */
+static int sort_ranks(loom__ranks *k) {
+  int64_t *ids = malloc((k->nranks + 1) * sizeof *ids);
+  int32_t *to = malloc((k->nranks + 1) * sizeof *to);
+  if (!ids || !to) {
+    free(ids), free(to);
+    return -1;
+  }
+  memcpy(ids, k->rank_id, k->nranks * sizeof *ids);
+  qsort(ids, k->nranks, sizeof *ids, cmp_i64);
+  for (size_t i = 0; i < k->nranks; i++)
+    for (size_t j = 0; j < k->nranks; j++)
+      if (ids[j] == k->rank_id[i]) to[i] = (int32_t)j;
+  for (size_t i = 0; i < k->nev; i++) k->ev[i].rank = to[k->ev[i].rank];
+  memcpy(k->rank_id, ids, k->nranks * sizeof *ids);
+  free(ids), free(to);
+  return 0;
+}
+
 int loom__ranks_finish(loom__ranks *k) {
-  if (k->oom || step_table(k) || loom__ranks_waits(k) || k->oom) return -1;
+  if (k->oom || sort_ranks(k) || step_table(k) || loom__ranks_waits(k) || k->oom) return -1;
   pace(k);
   return 0;
 }
