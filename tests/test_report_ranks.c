@@ -174,6 +174,37 @@ static void test_ranks_missing_ranks(void **state) {
   yajl_tree_free(rep);
 }
 
+/* rooted.json (gen.py), one step [0, 70 ms) on 3 ranks:
+ *  MPI_Bcast root 0: rank 0 enters at 20, ranks 1, 2 at 10 and 15, all leave
+ *  20.1: Late Broadcast 10 ms (rank 1) and 5 ms (rank 2), caused by rank 0;
+ *  MPI_Reduce root 1 enters at 30, ranks 0, 2 at 34 and 37; it leaves 37.1:
+ *  Early Reduce min(34, 37.1) - 30 = 4 ms on rank 1, caused by rank 0;
+ *  MPI_Ssend 2 -> 0 [40, 47.1), MPI_Recv on 0 at 47: Late Receiver 7 ms on
+ *  rank 2 (Late Sender 0: the send came first), caused by rank 0;
+ *  MPI_Send 1 -> 2 [50, 50.01) and its Recv at 60: the send had returned
+ *  (eager), so no Late Receiver, and no Late Sender. */
+static void test_ranks_rooted_and_late_receiver(void **state) {
+  (void)state;
+  yajl_val rep = report_of(DIR "rooted.json", NULL, 0);
+  yajl_val k = get(rep, "ranks", NULL, NULL);
+  assert_int_equal(num(k, "count"), 3);
+  assert_int_equal(num(k, "messages"), 2);
+  assert_int_equal(num(k, "pace_rank"), 0);
+  static const long long bcast[3] = {0, 10 * MS, 5 * MS}, reduce[3] = {0, 4 * MS, 0},
+                         lr[3] = {0, 0, 7 * MS}, caused[3] = {26 * MS, 0, 0};
+  for (size_t r = 0; r < 3; r++) {
+    yajl_val row = trow(rep, "ranks", r);
+    assert_int_equal(num(row, "late_broadcast_ns"), bcast[r]);
+    assert_int_equal(num(row, "early_reduce_ns"), reduce[r]);
+    assert_int_equal(num(row, "late_receiver_ns"), lr[r]);
+    assert_int_equal(num(row, "late_sender_ns"), 0);
+    assert_int_equal(num(row, "wait_nxn_ns") + num(row, "wait_barrier_ns"), 0);
+    assert_int_equal(num(row, "caused_ns"), caused[r]);
+  }
+  assert_int_equal(num(trow(rep, "steps", 0), "straggler"), 0);
+  yajl_tree_free(rep);
+}
+
 /* One process, no rank: one rank, no cross-rank figures to speak of. */
 static void test_ranks_single_trace(void **state) {
   (void)state;
@@ -188,6 +219,7 @@ static void test_ranks_single_trace(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ranks_merged), cmocka_unit_test(test_ranks_separate_files),
-      cmocka_unit_test(test_ranks_missing_ranks), cmocka_unit_test(test_ranks_single_trace)};
+      cmocka_unit_test(test_ranks_missing_ranks), cmocka_unit_test(test_ranks_rooted_and_late_receiver),
+      cmocka_unit_test(test_ranks_single_trace)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

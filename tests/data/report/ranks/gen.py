@@ -87,8 +87,29 @@ def write(path, procs, info=None):
         f.write("\n]}\n")
 
 
+def rooted():
+    """rooted.json: 3 ranks, one step [0, 70 ms): MPI_Bcast (root 0 late),
+    MPI_Reduce (root 1 early), MPI_Ssend 2 -> 0 received late, MPI_Send 1 -> 2
+    that returned before its receive was posted (eager: no Late Receiver)."""
+    ms = 1000
+    c = lambda r, seq, root: {"comm": 0, "comm_size": 3, "comm_rank": r, "seq": seq, "root": root}
+    ev = {r: [("X", "user_annotation", "ProfilerStep#1", BASE, 70 * ms, {})] for r in range(3)}
+    for r, t in ((0, 20 * ms), (1, 10 * ms), (2, 15 * ms)):
+        ev[r].append(("X", "mpi", "MPI_Bcast", BASE + t, 20 * ms + 100 - t, c(r, 0, 0)))
+    for r, t, end in ((1, 30 * ms, 37 * ms + 100), (0, 34 * ms, 34 * ms + 50), (2, 37 * ms, 37 * ms + 50)):
+        ev[r].append(("X", "mpi", "MPI_Reduce", BASE + t, end - t, c(r, 1, 1)))
+    p2p = {"comm": 0, "comm_size": 3}
+    ev[2].append(("X", "mpi", "MPI_Ssend", BASE + 40 * ms, 7 * ms + 100, dict(p2p, dst=0, tag=1, bytes=8)))
+    ev[0].append(("X", "mpi", "MPI_Recv", BASE + 47 * ms, 200, dict(p2p, src=2, recv_tag=1, recv_bytes=8)))
+    ev[1].append(("X", "mpi", "MPI_Send", BASE + 50 * ms, 10, dict(p2p, dst=2, tag=1, bytes=8)))
+    ev[2].append(("X", "mpi", "MPI_Recv", BASE + 60 * ms, 10, dict(p2p, src=1, recv_tag=1, recv_bytes=8)))
+    return ev
+
+
 def main():
     out = sys.argv[1]
+    ev = rooted()
+    write(os.path.join(out, "rooted.json"), [(600 + r, "rank %d: ./rooted" % r, ev[r]) for r in range(3)])
     ev = events()
     write(os.path.join(out, "merged.json"),
           [(500 + r, "rank %d: ./ring (pid %d)" % (r, 500 + r), ev[r]) for r in range(N)])
