@@ -109,7 +109,7 @@ int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e, co
   v.a_wait = arg_int(k, K_WAIT, args, n);
   int64_t src = arg_int(k, K_SRC, args, n), dst = arg_int(k, K_DST, args, n);
   if (e->ph == LOOM__PH_INSTANT) { /* MPI_Recv_complete: the wait that completed a receive */
-    if (src == LOOM__RK_NONE || v.a_wait == LOOM__RK_NONE) return 0;
+    if (src == LOOM__RK_NONE) return 0;
     v.type = LOOM__RK_DONE;
     v.a_peer = src;
     v.a_tag = arg_int(k, K_RTAG, args, n);
@@ -289,6 +289,7 @@ int32_t loom__ranks_straggler(const loom__ranks *k, size_t step) {
 
 /* Rank indices in ascending world rank (inputs may come in any order). */
 static int sort_ranks(loom__ranks *k) {
+  if (!k->nranks) return 0;
   int64_t *ids = malloc((k->nranks + 1) * sizeof *ids);
   int32_t *to = malloc((k->nranks + 1) * sizeof *to);
   if (!ids || !to) {

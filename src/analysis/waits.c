@@ -184,17 +184,23 @@ static int same_key(const msg *a, const msg *b) {
   return a->src == b->src && a->dst == b->dst && a->comm == b->comm && a->tag == b->tag;
 }
 
-/* Rank r's event of a given type and start t (binary search over ix, sorted
- * by (rank, ts)); NULL when none. */
-static const loom__rkev *find_at(const loom__ranks *k, const size_t *ix, size_t n, int32_t r, int64_t t) {
+/* The call of rank r that ended at t (a completion instant is written at
+ * its completing call's end): among the calls started at or before t (ix
+ * sorted by (rank, ts)), the latest one still running at t, 1 us of
+ * rounding allowed; NULL when none of the last 16 is. */
+static const loom__rkev *call_ending_at(const loom__ranks *k, const size_t *ix, size_t n, int32_t r, int64_t t) {
   size_t lo = 0, hi = n;
-  while (lo < hi) {
+  while (lo < hi) { /* first call after (r, t) */
     size_t mid = (lo + hi) / 2;
     const loom__rkev *e = &k->ev[ix[mid]];
-    if (e->rank < r || (e->rank == r && e->ts < t)) lo = mid + 1;
+    if (e->rank < r || (e->rank == r && e->ts <= t)) lo = mid + 1;
     else hi = mid;
   }
-  if (lo < n && k->ev[ix[lo]].rank == r && k->ev[ix[lo]].ts == t) return &k->ev[ix[lo]];
+  for (size_t i = lo, seen = 0; i-- > 0 && seen < 16; seen++) {
+    const loom__rkev *e = &k->ev[ix[i]];
+    if (e->rank != r) break;
+    if (e->end + 1000 >= t && e->end - 1000 <= t) return e;
+  }
   return NULL;
 }
 
@@ -231,7 +237,9 @@ static int64_t posted_at(const loom__ranks *k, const size_t *irecv, size_t n, co
 }
 
 /* Receives: a Recv is its own call; a completion's call is the wait that
- * starts at its wait_start_ns, posted at the latest Irecv of its request. */
+ * ended where it is (its enter on the aligned timeline: a merge moves
+ * events, not the wait_start_ns argument, which is the fallback), posted at
+ * the latest Irecv of its request. */
 static size_t receives(loom__ranks *k, msg *out, const size_t *calls, size_t ncalls, const size_t *irecv,
                        size_t nirecv) {
   size_t n = 0;
@@ -240,11 +248,11 @@ static size_t receives(loom__ranks *k, msg *out, const size_t *calls, size_t nca
     if (e->type != LOOM__RK_RECV && e->type != LOOM__RK_DONE) continue;
     msg m = {e->a_peer, k->rank_id[e->rank], e->a_comm, e->a_tag, e->ts, e->ts, e->end, i, e->name, 0, -1};
     if (e->type == LOOM__RK_DONE) {
-      m.enter = e->a_wait;
+      const loom__rkev *w = call_ending_at(k, calls, ncalls, e->rank, e->ts);
+      m.enter = w ? w->ts : e->a_wait != LOOM__RK_NONE ? e->a_wait : e->ts;
       m.leave = e->ts;
-      const loom__rkev *w = find_at(k, calls, ncalls, e->rank, e->a_wait);
       if (w) m.name = w->name;
-      m.order = posted_at(k, irecv, nirecv, e, e->a_wait);
+      m.order = posted_at(k, irecv, nirecv, e, m.enter);
     }
     out[n++] = m;
   }
