@@ -14,6 +14,7 @@
 
 #include "analysis.h"
 #include "export/outfile.h"
+#include "table.h"
 
 #define outf loom__outf
 
@@ -126,6 +127,32 @@ static void steps_of(const loom__report *r, step_stats *s) {
   qsort(s->slowest, r->nsteps, sizeof *s->slowest, cmp_step);
 }
 
+/* Copies by direction and fills by name: count, bytes, time, bandwidth
+ * (bytes / ns = GB/s).  which: 1 copies, 2 fills, 3 both (copies first). */
+#define MOVE_COLS(first, title)                                                                   \
+  {{first, title, LOOM__COL_STR}, {"count", "count", LOOM__COL_INT}, {"bytes", "bytes", LOOM__COL_INT}, \
+   {"time_ns", "time", LOOM__COL_US}, {"bandwidth_gbps", "GB/s", LOOM__COL_NUM}}
+static const loom__col move_cols[3][5] = {MOVE_COLS("direction", "direction"), MOVE_COLS("name", "fill"),
+                                          MOVE_COLS("name", "direction / fill")};
+
+loom__table *loom__report_moves(const loom__report *r, int which, const char *title) {
+  loom__table *t = loom__table_new(which == 2 ? "fills" : "transfers", title, move_cols[which - 1], 5);
+  for (int g = 0; t && g < 2; g++) {
+    if (!(which & (1 << g))) continue;
+    size_t n, *rows = loom__report_rows(r, g ? LOOM__G_FILL : LOOM__G_COPY, &n, 0);
+    for (size_t i = 0; i < n; i++) {
+      const loom__rname *c = &r->names[rows[i]];
+      loom__table_str(t, S(r, c->name));
+      loom__table_int(t, (int64_t)c->count);
+      loom__table_int(t, (int64_t)c->bytes);
+      loom__table_int(t, c->total);
+      loom__table_num(t, c->total > 0 ? (double)c->bytes / (double)c->total : 0);
+    }
+    free(rows);
+  }
+  return t;
+}
+
 static int64_t kernel_time_total(const loom__report *r) {
   int64_t t = 0;
   for (size_t i = 0; i < r->nnames; i++)
@@ -202,21 +229,9 @@ void loom__report_text(const loom__report *r, loom__out *o, size_t top) {
   }
   free(rows);
 
-  rows = loom__report_rows(r, LOOM__G_COPY, &n, 0);
-  size_t nf, *fills = loom__report_rows(r, LOOM__G_FILL, &nf, 0);
-  if (n || nf) {
-    outf(o, "\nTransfers (us; bandwidth in GB/s)\n");
-    outf(o, "  %-30s %8s %14s %12s %10s\n", "direction / fill", "count", "bytes", "time", "GB/s");
-    for (size_t i = 0; i < n + nf; i++) {
-      loom__rname *c = &r->names[i < n ? rows[i] : fills[i - n]];
-      trunc_name(nm, 31, S(r, c->name));
-      double bw = c->total > 0 ? (double)c->bytes / (double)c->total : 0;
-      outf(o, "  %-30s %8llu %14llu %12.3f %10.3f\n", nm, (unsigned long long)c->count,
-           (unsigned long long)c->bytes, us(c->total), bw);
-    }
-  }
-  free(rows);
-  free(fills);
+  loom__table *mv = loom__report_moves(r, 3, "Transfers and fills (bandwidth in GB/s)");
+  if (mv && loom__table_rows(mv)) loom__table_text(mv, o, 0);
+  loom__table_free(mv);
 
   if (r->ndevs) {
     outf(o, "\nLaunch latency: host call start -> device start (us)\n");
@@ -339,21 +354,12 @@ static void jqs(loom__out *o, loom__qs *q) {
        loom__qs_exact(q) ? "true" : "false");
 }
 
-/* Copies (by direction) or fills (by name): count, bytes, time, bandwidth. */
-static void json_moves(loom__out *o, const loom__report *r, int group, const char *key) {
-  size_t n, *rows = loom__report_rows(r, group, &n, 0);
-  outf(o, "[");
-  for (size_t i = 0; i < n; i++) {
-    loom__rname *c = &r->names[rows[i]];
-    outf(o, "%s{\"%s\":", i ? "," : "", key);
-    js(o, S(r, c->name));
-    outf(o, ",\"count\":%llu,\"bytes\":%llu,\"time_ns\":%lld,\"bandwidth_gbps\":",
-         (unsigned long long)c->count, (unsigned long long)c->bytes, (long long)c->total);
-    jnum(o, c->total > 0 ? (double)c->bytes / (double)c->total : 0);
-    outf(o, "}");
-  }
-  outf(o, "]");
-  free(rows);
+/* Copies (1) or fills (2): the rows of their table. */
+static void json_moves(loom__out *o, const loom__report *r, int which) {
+  loom__table *t = loom__report_moves(r, which, "");
+  if (t) loom__table_json_rows(t, o, 0);
+  else outf(o, "[]");
+  loom__table_free(t);
 }
 
 void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
@@ -428,9 +434,9 @@ void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
   }
   free(rows);
   outf(o, "]},\"transfers\":");
-  json_moves(o, r, LOOM__G_COPY, "direction");
+  json_moves(o, r, 1);
   outf(o, ",\"fills\":");
-  json_moves(o, r, LOOM__G_FILL, "name");
+  json_moves(o, r, 2);
   outf(o, ",\"host\":{");
   static const struct { int g; const char *key; } host[] = {
       {LOOM__G_OP, "ops"}, {LOOM__G_RANGE, "user_ranges"}, {LOOM__G_CALL, "runtime_calls"}};

@@ -10,6 +10,7 @@
 
 #include "analysis.h"
 #include "export/outfile.h"
+#include "table.h"
 
 #define hf loom__outf
 
@@ -208,16 +209,10 @@ void loom__report_html(const loom__report *r, loom__out *o, size_t top) {
   if (n) {
     hf(o, "<h2>Transfers by direction</h2><div class=\"card\">");
     bars(o, r, rows, n, "#2a9d8f", 1);
-    hf(o, "<table><tr><th class=\"n\">direction</th><th>count</th><th>bytes</th><th>time (us)</th>"
-          "<th>GB/s</th></tr>");
-    for (size_t i = 0; i < n; i++) {
-      loom__rname *c = &r->names[rows[i]];
-      hf(o, "<tr><td class=\"n\">");
-      hs(o, S(r, c->name), 60);
-      hf(o, "</td><td>%llu</td><td>%llu</td><td>%.3f</td><td>%.3f</td></tr>", (unsigned long long)c->count,
-         (unsigned long long)c->bytes, us(c->total), c->total ? (double)c->bytes / (double)c->total : 0);
-    }
-    hf(o, "</table></div>");
+    hf(o, "</div>");
+    loom__table *t = loom__report_moves(r, 1, "Transfers: figures");
+    if (t) loom__table_html(t, o, 0);
+    loom__table_free(t);
   }
   free(rows);
 

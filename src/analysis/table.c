@@ -57,6 +57,10 @@ void loom__table_pct(loom__table *t, double v) {
   loom__cell *c = cell(t);
   if (c) c->d = v;
 }
+void loom__table_num(loom__table *t, double v) {
+  loom__cell *c = cell(t);
+  if (c) c->d = v;
+}
 void loom__table_null(loom__table *t) {
   loom__cell *c = cell(t);
   if (c) c->null = 1;
@@ -89,13 +93,15 @@ static const char *fmt_cell(const loom__col *c, const loom__cell *v, char *buf, 
   case LOOM__COL_STR: return v->s;
   case LOOM__COL_NS: snprintf(buf, cap, "%.3f", (double)v->i / 1e6); break;
   case LOOM__COL_PCT: snprintf(buf, cap, "%.2f", v->d); break;
+  case LOOM__COL_NUM: snprintf(buf, cap, "%.3f", v->d); break;
+  case LOOM__COL_US: snprintf(buf, cap, "%.3f", (double)v->i / 1e3); break;
   default: snprintf(buf, cap, "%lld", (long long)v->i); break;
   }
   return buf;
 }
 
 static const char *col_title(const loom__col *c, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s%s", c->title, c->type == LOOM__COL_NS ? " (ms)" : c->type == LOOM__COL_PCT ? " %" : "");
+  snprintf(buf, cap, "%s%s", c->title, c->type == LOOM__COL_NS ? " (ms)" : c->type == LOOM__COL_US ? " (us)" : c->type == LOOM__COL_PCT ? " %" : "");
   return buf;
 }
 
@@ -127,8 +133,34 @@ void loom__table_text(const loom__table *t, loom__out *o, size_t top) {
 
 static void jstr(loom__out *o, const char *s) { loom__json_str(o, s, strlen(s)); }
 
+/* One value as JSON. */
+static void jcell(loom__out *o, const loom__col *c, const loom__cell *v) {
+  if (v->null) loom__outf(o, "null");
+  else if (c->type == LOOM__COL_STR) jstr(o, v->s);
+  else if (c->type == LOOM__COL_PCT) loom__outf(o, "%.2f", isfinite(v->d) ? v->d : 0);
+  else if (c->type != LOOM__COL_NUM) loom__outf(o, "%lld", (long long)v->i);
+  else if (!isfinite(v->d)) loom__outf(o, "0");
+  else if (v->d == (double)(int64_t)v->d && fabs(v->d) < 1e15) loom__outf(o, "%lld", (long long)v->d);
+  else loom__outf(o, "%.6f", v->d);
+}
+
+void loom__table_json_rows(const loom__table *t, loom__out *o, size_t top) {
+  loom__outf(o, "[");
+  for (size_t r = 0; r < shown(t, top); r++) {
+    loom__outf(o, "%s{", r ? "," : "");
+    for (size_t c = 0; c < t->ncols; c++) {
+      loom__outf(o, "%s", c ? "," : "");
+      jstr(o, t->cols[c].key);
+      loom__outf(o, ":");
+      jcell(o, &t->cols[c], &t->cells[r * t->ncols + c]);
+    }
+    loom__outf(o, "}");
+  }
+  loom__outf(o, "]");
+}
+
 void loom__table_json(const loom__table *t, loom__out *o, size_t top) {
-  static const char *const tn[] = {"string", "int", "ns", "pct"};
+  static const char *const tn[] = {"string", "int", "ns", "pct", "number", "ns"};
   loom__outf(o, "{\"title\":");
   jstr(o, t->title);
   loom__outf(o, ",\"columns\":[");
@@ -137,22 +169,9 @@ void loom__table_json(const loom__table *t, loom__out *o, size_t top) {
     jstr(o, t->cols[c].key);
     loom__outf(o, ",\"type\":\"%s\"}", tn[t->cols[c].type]);
   }
-  loom__outf(o, "],\"row_count\":%zu,\"rows\":[", loom__table_rows(t));
-  for (size_t r = 0; r < shown(t, top); r++) {
-    loom__outf(o, "%s{", r ? "," : "");
-    for (size_t c = 0; c < t->ncols; c++) {
-      const loom__cell *v = &t->cells[r * t->ncols + c];
-      loom__outf(o, "%s", c ? "," : "");
-      jstr(o, t->cols[c].key);
-      loom__outf(o, ":");
-      if (v->null) loom__outf(o, "null");
-      else if (t->cols[c].type == LOOM__COL_STR) jstr(o, v->s);
-      else if (t->cols[c].type == LOOM__COL_PCT) loom__outf(o, "%.2f", isfinite(v->d) ? v->d : 0);
-      else loom__outf(o, "%lld", (long long)v->i);
-    }
-    loom__outf(o, "}");
-  }
-  loom__outf(o, "],\"notes\":[");
+  loom__outf(o, "],\"row_count\":%zu,\"rows\":", loom__table_rows(t));
+  loom__table_json_rows(t, o, top);
+  loom__outf(o, ",\"notes\":[");
   for (size_t i = 0; i < t->nnotes; i++) {
     loom__outf(o, "%s", i ? "," : "");
     jstr(o, t->notes[i]);

@@ -12,7 +12,9 @@
 
 /* Column types: how a cell is printed.  NS: integer nanoseconds (JSON keys
  * end in _ns; text prints ms with 3 decimals). */
-enum { LOOM__COL_STR, LOOM__COL_INT, LOOM__COL_NS, LOOM__COL_PCT };
+enum { LOOM__COL_STR, LOOM__COL_INT, LOOM__COL_NS, LOOM__COL_PCT, LOOM__COL_NUM, LOOM__COL_US };
+/* NUM: a real number (JSON: an integer when integral, else 6 decimals;
+ * text 3 decimals).  US: integer nanoseconds printed as us in text. */
 
 typedef struct loom__col {
   const char *key;   /* JSON key (ends in _ns for NS columns) */
@@ -47,6 +49,7 @@ void loom__table_str(loom__table *t, const char *s);
 void loom__table_int(loom__table *t, int64_t v);
 void loom__table_pct(loom__table *t, double v);
 void loom__table_null(loom__table *t);
+void loom__table_num(loom__table *t, double v);
 void loom__table_note(loom__table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 size_t loom__table_rows(const loom__table *t);
 
@@ -55,5 +58,8 @@ struct loom__out;
 void loom__table_text(const loom__table *t, struct loom__out *o, size_t top);
 void loom__table_json(const loom__table *t, struct loom__out *o, size_t top);
 void loom__table_html(const loom__table *t, struct loom__out *o, size_t top);
+/* Only the rows, as a JSON array of objects (sections whose layout predates
+ * the table model). */
+void loom__table_json_rows(const loom__table *t, struct loom__out *o, size_t top);
 
 #endif
