@@ -192,6 +192,8 @@ void loom__outf(struct loom__out *o, const char *fmt, ...) __attribute__((format
 size_t *loom__report_rows(const loom__report *r, int group, size_t *n, int by_self);
 /* The copies (which 1), fills (2) or both (3) as a table (table.h). */
 struct loom__table *loom__report_moves(const loom__report *r, int which, const char *title);
+/* Ops, user ranges or runtime calls (group LOOM__G_*) by total or self time. */
+struct loom__table *loom__report_host(const loom__report *r, int group, int by_self, const char *title);
 /* Derived figures every writer prints the same way. */
 typedef struct loom__hta_temporal {
   int64_t kernel_time, idle, compute, non_compute;

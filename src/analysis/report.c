@@ -127,32 +127,6 @@ static void steps_of(const loom__report *r, step_stats *s) {
   qsort(s->slowest, r->nsteps, sizeof *s->slowest, cmp_step);
 }
 
-/* Copies by direction and fills by name: count, bytes, time, bandwidth
- * (bytes / ns = GB/s).  which: 1 copies, 2 fills, 3 both (copies first). */
-#define MOVE_COLS(first, title)                                                                   \
-  {{first, title, LOOM__COL_STR}, {"count", "count", LOOM__COL_INT}, {"bytes", "bytes", LOOM__COL_INT}, \
-   {"time_ns", "time", LOOM__COL_US}, {"bandwidth_gbps", "GB/s", LOOM__COL_NUM}}
-static const loom__col move_cols[3][5] = {MOVE_COLS("direction", "direction"), MOVE_COLS("name", "fill"),
-                                          MOVE_COLS("name", "direction / fill")};
-
-loom__table *loom__report_moves(const loom__report *r, int which, const char *title) {
-  loom__table *t = loom__table_new(which == 2 ? "fills" : "transfers", title, move_cols[which - 1], 5);
-  for (int g = 0; t && g < 2; g++) {
-    if (!(which & (1 << g))) continue;
-    size_t n, *rows = loom__report_rows(r, g ? LOOM__G_FILL : LOOM__G_COPY, &n, 0);
-    for (size_t i = 0; i < n; i++) {
-      const loom__rname *c = &r->names[rows[i]];
-      loom__table_str(t, S(r, c->name));
-      loom__table_int(t, (int64_t)c->count);
-      loom__table_int(t, (int64_t)c->bytes);
-      loom__table_int(t, c->total);
-      loom__table_num(t, c->total > 0 ? (double)c->bytes / (double)c->total : 0);
-    }
-    free(rows);
-  }
-  return t;
-}
-
 static int64_t kernel_time_total(const loom__report *r) {
   int64_t t = 0;
   for (size_t i = 0; i < r->nnames; i++)
@@ -247,28 +221,14 @@ void loom__report_text(const loom__report *r, loom__out *o, size_t top) {
 
   static const struct { int g; const char *title; } host[] = {
       {LOOM__G_OP, "Framework ops"}, {LOOM__G_RANGE, "User ranges"}, {LOOM__G_CALL, "Runtime calls"}};
-  for (size_t h = 0; h < 3; h++) {
-    for (int by_self = 0; by_self < 2; by_self++) {
-      rows = loom__report_rows(r, host[h].g, &n, by_self);
-      if (n && (!by_self || host[h].g != LOOM__G_CALL)) {
-        outf(o, "\n%s by %s time (%zu names; top %zu; us)\n", host[h].title, by_self ? "self" : "total",
-             n, limit(n, top));
-        outf(o, "  %-54s %8s %12s %12s", "name", "count", "total", "self");
-        if (host[h].g == LOOM__G_RANGE) outf(o, " %12s %8s", "device", "work");
-        outf(o, "\n");
-        for (size_t i = 0; i < limit(n, top); i++) {
-          loom__rname *k = &r->names[rows[i]];
-          trunc_name(nm, sizeof nm - 1, S(r, k->name));
-          outf(o, "  %-54s %8llu %12.3f %12.3f", nm, (unsigned long long)k->count, us(k->total),
-               us(k->self));
-          if (host[h].g == LOOM__G_RANGE)
-            outf(o, " %12.3f %8llu", us(k->dev_time), (unsigned long long)k->dev_count);
-          outf(o, "\n");
-        }
-      }
-      free(rows);
+  for (size_t h = 0; h < 3; h++)
+    for (int by_self = 0; by_self < 2 - (host[h].g == LOOM__G_CALL); by_self++) {
+      char title[96];
+      snprintf(title, sizeof title, "%s by %s time", host[h].title, by_self ? "self" : "total");
+      loom__table *t = loom__report_host(r, host[h].g, by_self, title);
+      if (t && loom__table_rows(t)) loom__table_text(t, o, top);
+      loom__table_free(t);
     }
-  }
 
   if (r->nsteps) {
     step_stats s;
@@ -441,22 +401,12 @@ void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
   static const struct { int g; const char *key; } host[] = {
       {LOOM__G_OP, "ops"}, {LOOM__G_RANGE, "user_ranges"}, {LOOM__G_CALL, "runtime_calls"}};
   for (size_t h = 0; h < 3; h++) {
-    rows = loom__report_rows(r, host[h].g, &n, 0);
-    outf(o, "%s\"%s\":{\"names\":%zu,\"top\":[", h ? "," : "", host[h].key, n);
-    for (size_t i = 0; i < limit(n, top); i++) {
-      loom__rname *k = &r->names[rows[i]];
-      outf(o, "%s{\"name\":", i ? "," : "");
-      js(o, S(r, k->name));
-      outf(o, ",\"count\":%llu,\"total_ns\":%lld,\"self_ns\":%lld,\"min_ns\":%lld,\"max_ns\":%lld",
-           (unsigned long long)k->count, (long long)k->total, (long long)k->self, (long long)k->min,
-           (long long)k->max);
-      if (host[h].g == LOOM__G_RANGE)
-        outf(o, ",\"device_time_ns\":%lld,\"device_work\":%llu", (long long)k->dev_time,
-             (unsigned long long)k->dev_count);
-      outf(o, "}");
-    }
-    outf(o, "]}");
-    free(rows);
+    loom__table *t = loom__report_host(r, host[h].g, 0, "");
+    outf(o, "%s\"%s\":{\"names\":%zu,\"top\":", h ? "," : "", host[h].key, t ? loom__table_rows(t) : 0);
+    if (t) loom__table_json_rows(t, o, top);
+    else outf(o, "[]");
+    outf(o, "}");
+    loom__table_free(t);
   }
   outf(o, "},\"steps\":{\"count\":%zu", r->nsteps);
   if (r->nsteps) {

@@ -104,23 +104,9 @@ static void bars(loom__out *o, const loom__report *r, const size_t *rows, size_t
 }
 
 static void host_table(loom__out *o, const loom__report *r, int g, const char *title, size_t top) {
-  size_t n, *rows = loom__report_rows(r, g, &n, 0);
-  if (n) {
-    hf(o, "<h2>%s (%zu names)</h2><div class=\"card\"><table><tr><th class=\"n\">name</th><th>count</th>"
-          "<th>total (us)</th><th>self (us)</th><th>max (us)</th>%s</tr>", title, n,
-       g == LOOM__G_RANGE ? "<th>device time (us)</th><th>device work</th>" : "");
-    for (size_t i = 0; i < limit(n, top); i++) {
-      const loom__rname *k = &r->names[rows[i]];
-      hf(o, "<tr><td class=\"n\">");
-      hs(o, S(r, k->name), 120);
-      hf(o, "</td><td>%llu</td><td>%.3f</td><td>%.3f</td><td>%.3f</td>", (unsigned long long)k->count,
-         us(k->total), us(k->self), us(k->max));
-      if (g == LOOM__G_RANGE) hf(o, "<td>%.3f</td><td>%llu</td>", us(k->dev_time), (unsigned long long)k->dev_count);
-      hf(o, "</tr>");
-    }
-    hf(o, "</table></div>");
-  }
-  free(rows);
+  loom__table *t = loom__report_host(r, g, 0, title);
+  if (t && loom__table_rows(t)) loom__table_html(t, o, top);
+  loom__table_free(t);
 }
 
 void loom__report_html(const loom__report *r, loom__out *o, size_t top) {
