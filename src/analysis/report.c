@@ -127,6 +127,24 @@ static void steps_of(const loom__report *r, step_stats *s) {
   qsort(s->slowest, r->nsteps, sizeof *s->slowest, cmp_step);
 }
 
+/* The steps, slowest first: their table (text and JSON). */
+static const loom__col slow_cols[] = {
+    {"name", "step", LOOM__COL_STR}, {"start_ns", "start", LOOM__COL_NS}, {"dur_ns", "time", LOOM__COL_NS},
+    {"device_time_ns", "device", LOOM__COL_NS}, {"device_work", "work", LOOM__COL_INT}};
+
+static loom__table *slowest_table(const loom__report *r, const step_stats *s) {
+  loom__table *t = loom__table_new("slowest", "Slowest steps", slow_cols, 5);
+  for (size_t i = 0; t && s->slowest && i < r->nsteps; i++) {
+    const loom__rstep *st = &r->steps[s->slowest[i]];
+    loom__table_str(t, S(r, st->name));
+    loom__table_int(t, st->ts - r->t0);
+    loom__table_int(t, st->dur);
+    loom__table_int(t, st->dev_time);
+    loom__table_int(t, (int64_t)st->dev_count);
+  }
+  return t;
+}
+
 static int64_t kernel_time_total(const loom__report *r) {
   int64_t t = 0;
   for (size_t i = 0; i < r->nnames; i++)
@@ -235,12 +253,9 @@ void loom__report_text(const loom__report *r, loom__out *o, size_t top) {
     steps_of(r, &s);
     outf(o, "\nSteps: %zu, mean %.3f ms, stddev %.3f ms, min %.3f, p50 %.3f, max %.3f ms\n",
          r->nsteps, s.mean / 1e6, s.stddev / 1e6, ms(s.min), s.p50 / 1e6, ms(s.max));
-    outf(o, "  slowest: %-30s %12s %12s %8s\n", "step", "time (ms)", "device (ms)", "work");
-    for (size_t i = 0; s.slowest && i < limit(r->nsteps, top ? (top < 5 ? top : 5) : 0); i++) {
-      const loom__rstep *st = &r->steps[s.slowest[i]];
-      outf(o, "           %-30s %12.3f %12.3f %8llu\n", S(r, st->name), ms(st->dur), ms(st->dev_time),
-           (unsigned long long)st->dev_count);
-    }
+    loom__table *t = slowest_table(r, &s);
+    if (t) loom__table_text(t, o, top ? (top < 5 ? top : 5) : 0);
+    loom__table_free(t);
     free(s.slowest);
   }
 
@@ -418,16 +433,11 @@ void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
     jnum(o, s.stddev);
     outf(o, ",\"p50_ns\":");
     jnum(o, s.p50);
-    outf(o, ",\"min_ns\":%lld,\"max_ns\":%lld,\"slowest\":[", (long long)s.min, (long long)s.max);
-    for (size_t i = 0; s.slowest && i < limit(r->nsteps, top); i++) {
-      const loom__rstep *st = &r->steps[s.slowest[i]];
-      outf(o, "%s{\"name\":", i ? "," : "");
-      js(o, S(r, st->name));
-      outf(o, ",\"start_ns\":%lld,\"dur_ns\":%lld,\"device_time_ns\":%lld,\"device_work\":%llu}",
-           (long long)(st->ts - r->t0), (long long)st->dur, (long long)st->dev_time,
-           (unsigned long long)st->dev_count);
-    }
-    outf(o, "]");
+    outf(o, ",\"min_ns\":%lld,\"max_ns\":%lld,\"slowest\":", (long long)s.min, (long long)s.max);
+    loom__table *t = slowest_table(r, &s);
+    if (t) loom__table_json_rows(t, o, top);
+    else outf(o, "[]");
+    loom__table_free(t);
     free(s.slowest);
   }
   const loom__rhta *H = &r->hta;
