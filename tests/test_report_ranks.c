@@ -205,6 +205,30 @@ static void test_ranks_rooted_and_late_receiver(void **state) {
   yajl_tree_free(rep);
 }
 
+/* The page's two rank x step heat maps: one cell per rank and step each,
+ * rank 2's step 3 the darkest of the step-time map, no script. */
+static void test_ranks_html_heat_maps(void **state) {
+  (void)state;
+  loom_report_options o = {.struct_size = sizeof o};
+  loom_report *r = NULL;
+  assert_int_equal(loom_report_open(DIR "merged.json", &o, &r), LOOM_OK);
+  char out[512];
+  tmp_path(out, sizeof out, ".ranks.html");
+  assert_int_equal(loom_report_write(r, LOOM_REPORT_HTML, out), LOOM_OK);
+  loom_report_free(r);
+  size_t n, cells = 0;
+  char *html = read_file(out, &n);
+  unlink(out);
+  assert_non_null(html);
+  for (const char *p = html; (p = strstr(p, "<rect x=")); p++) cells++;
+  assert_int_equal(cells, 2 * 4 * 5);
+  assert_non_null(strstr(html, "darkest = 181.390 ms"));      /* rank 2, step 3 */
+  assert_non_null(strstr(html, "darkest = 149.980 ms"));      /* rank 3 waits most */
+  assert_non_null(strstr(html, "<title>rank 2, step 3: 181.390 ms</title>"));
+  assert_null(strstr(html, "<script"));
+  free(html);
+}
+
 /* One process, no rank: one rank, no cross-rank figures to speak of. */
 static void test_ranks_single_trace(void **state) {
   (void)state;
@@ -220,6 +244,6 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ranks_merged), cmocka_unit_test(test_ranks_separate_files),
       cmocka_unit_test(test_ranks_missing_ranks), cmocka_unit_test(test_ranks_rooted_and_late_receiver),
-      cmocka_unit_test(test_ranks_single_trace)};
+      cmocka_unit_test(test_ranks_html_heat_maps), cmocka_unit_test(test_ranks_single_trace)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -197,7 +197,7 @@ void loom__report_ranks_json(const loom__report *r, loom__out *o, size_t top) {
 
 /* One heat map: rows = ranks, columns = steps; darker = larger. */
 static void heat(loom__out *o, const loom__ranks *k, const int64_t *m, const char *what, int hue) {
-  const int cw = k->nsteps > 40 ? 1000 / (int)k->nsteps : 25, ch = 18, lx = 70, ty = 20;
+  const int cw = k->nsteps > 25 ? 1000 / (int)k->nsteps : 40, ch = 22, lx = 70, ty = 20;
   int64_t mx = 0;
   for (size_t i = 0; i < k->nranks * k->nsteps; i++)
     if (m[i] > mx) mx = m[i];
@@ -211,7 +211,7 @@ static void heat(loom__out *o, const loom__ranks *k, const int64_t *m, const cha
                  (long long)k->step_no[s]);
   for (size_t r = 0; r < k->nranks; r++) {
     loom__outf(o, "<text x=\"0\" y=\"%d\" font-size=\"11\" fill=\"#1d2433\">rank %lld</text>",
-               ty + ch * (int)r + 13, (long long)k->rank_id[r]);
+               ty + ch * (int)r + 15, (long long)k->rank_id[r]);
     for (size_t s = 0; s < k->nsteps; s++) {
       int64_t v = m[r * k->nsteps + s];
       int light = v < 0 || !mx ? 97 : 92 - (int)(60.0 * (double)v / (double)mx);

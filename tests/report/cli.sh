@@ -39,4 +39,13 @@ TMPDIR=/nonexistent/dir "$loom" report "$tmp/big.json" --sort-memory 1 >"$tmp/ou
   || fail "unusable TMPDIR: exit $rc: $(cat "$tmp/err")"
 TMPDIR=/nonexistent/dir "$loom" report "$data/synthetic.json" >/dev/null 2>"$tmp/err" \
   || fail "a trace that fits the budget needs no temporary file: $(cat "$tmp/err")"
+# several traces: one rank each, compared across ranks
+r=$data/ranks
+"$loom" report "$r/rank0.json" "$r/rank1.json" "$r/rank2.json" "$r/rank3.json" >"$tmp/out" 2>"$tmp/err" \
+  || fail "report of 4 rank traces exited $?: $(cat "$tmp/err")"
+grep -q "rank that set the pace (caused the most waiting): 2" "$tmp/out" || fail "no pace rank in the text"
+grep -q "^Waiting per wait state and call" "$tmp/out" || fail "no call-site table in the text"
+"$loom" report "$r/rank0.json" "$r/nonexistent.json" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "nonexistent.json" "$tmp/err" || fail "a missing rank trace: exit $rc: $(cat "$tmp/err")"
 echo "ok"
