@@ -26,7 +26,8 @@
 
 /* Runs the analysis and returns the report's JSON text (malloc'ed). */
 static char *report_text(const char *trace, int include_last, size_t sort_memory) {
-  loom_report_options o = {sizeof o, 0, sort_memory, include_last};
+  loom_report_options o = {.struct_size = sizeof o, .sort_memory = sort_memory,
+                           .hta_include_last_step = include_last};
   loom_report *r = NULL;
   loom_status st = loom_report_open(trace, &o, &r);
   if (st != LOOM_OK) fail_msg("loom_report_open(%s): %s", trace, loom_last_error());
@@ -101,7 +102,7 @@ static void test_synthetic_loom_figures(void **state) {
   (void)state;
   char *text = report_text(SYNTH, 0, 0);
   yajl_val r = parse(text);
-  assert_string_equal(STR(r, "schema"), "loom-report/1");
+  assert_string_equal(STR(r, "schema"), "loom-report/2");
   assert_int_equal(NUM(r, "input", "events"), 17);
   yajl_val d = at(r, "devices", "#0", NULL);
   assert_int_equal(NUM(d, "pid"), 0);
@@ -484,7 +485,7 @@ static void test_bad_input(void **state) {
   unlink(path);
   free(text);
   /* options from a future version are refused, not misread */
-  loom_report_options o = {2, 0, 0, 0};
+  loom_report_options o = {.struct_size = 2};
   assert_int_equal(loom_report_open(SYNTH, &o, &r), LOOM_EINVAL);
 }
 

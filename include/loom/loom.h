@@ -217,6 +217,11 @@ typedef struct loom_report_options {
   size_t sort_memory;        /* bytes of records sorted in memory before they
                                 spill to a temporary file; 0 = 256 MiB */
   int hta_include_last_step; /* HTA leaves the last ProfilerStep out; 1 keeps it */
+  /* Appended: further traces, one rank each, analysed across ranks with the
+   * first (docs/report.md, "Ranks").  The per-trace sections describe the
+   * first trace. */
+  const char *const *more_traces;
+  size_t nmore_traces;
 } loom_report_options;
 
 /* opts may be NULL (defaults).  LOOM_EFORMAT / LOOM_EIO as loom_trace_load,

@@ -9,7 +9,7 @@
  * (names, per-name statistics, in-flight launches), never the trace's size.
  *
  * The report model below is what the text, JSON and HTML writers print; the
- * JSON schema ("loom-report/1") is documented in docs/report.md.
+ * JSON schema ("loom-report/2") is documented in docs/report.md.
  */
 #ifndef LOOM_ANALYSIS_H
 #define LOOM_ANALYSIS_H
@@ -164,11 +164,14 @@ typedef struct loom__report {
   loom__rstep *steps;
   size_t nsteps;
   loom__rhta hta;
+  struct loom__ranks *ranks; /* cross-rank figures (ranks.h) */
 } loom__report;
 
 typedef struct loom__report_opts {
   size_t sort_budget;       /* bytes; 0 = default (256 MiB) */
   int hta_include_last_step;
+  const char *const *more;  /* further inputs, one rank each (cross-rank figures) */
+  size_t nmore;
 } loom__report_opts;
 
 loom_status loom__analyze(const char *path, const loom__report_opts *o, loom__report **out);
@@ -180,6 +183,10 @@ struct loom__out;
 void loom__report_text(const loom__report *r, struct loom__out *o, size_t top);
 void loom__report_json(const loom__report *r, struct loom__out *o, size_t top);
 void loom__report_html(const loom__report *r, struct loom__out *o, size_t top);
+/* The cross-rank section (report_ranks.c). */
+void loom__report_ranks_text(const loom__report *r, struct loom__out *o, size_t top);
+void loom__report_ranks_json(const loom__report *r, struct loom__out *o, size_t top);
+void loom__report_ranks_html(const loom__report *r, struct loom__out *o, size_t top);
 
 /* printf onto o, any length. */
 void loom__outf(struct loom__out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -187,6 +194,10 @@ void loom__outf(struct loom__out *o, const char *fmt, ...) __attribute__((format
 /* Shared by the writers: rows of one group sorted by total time (then
  * name); the caller frees.  *n gets the count. */
 size_t *loom__report_rows(const loom__report *r, int group, size_t *n, int by_self);
+/* The copies (which 1), fills (2) or both (3) as a table (table.h). */
+struct loom__table *loom__report_moves(const loom__report *r, int which, const char *title);
+/* Ops, user ranges or runtime calls (group LOOM__G_*) by total or self time. */
+struct loom__table *loom__report_host(const loom__report *r, int group, int by_self, const char *title);
 /* Derived figures every writer prints the same way. */
 typedef struct loom__hta_temporal {
   int64_t kernel_time, idle, compute, non_compute;

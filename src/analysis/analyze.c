@@ -29,6 +29,7 @@
 
 #include "analysis.h"
 #include "core/core.h"
+#include "ranks.h"
 
 /* ---- what an event is for ------------------------------------------------
  * A trace written by loom carries the marks its backend gave each record
@@ -264,6 +265,7 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
   if (e->flags & LOOM__EV_UNCLOSED) rep->unclosed++;
   if (e->ts < rep->t0) rep->t0 = e->ts;
   if (e->ts + e->dur > rep->t1) rep->t1 = e->ts + e->dur;
+  if (rep->ranks && loom__ranks_event(rep->ranks, t, e, args)) return -1; /* cross-rank state */
   if (e->ph != LOOM__PH_COMPLETE) return 0;
   switch (e->kind) {
   case LOOM_KIND_MARKER:
@@ -738,7 +740,20 @@ void loom__report_free(loom__report *r) {
   free(r->steps);
   free(r->unknown);
   loom_trace_free(r->meta);
+  loom__ranks_free(r->ranks);
   free(r);
+}
+
+/* The cross-rank figures: this input's ranks, then the other inputs'. */
+static loom_status ranks_pass(loom__report *rep, const loom__report_opts *o) {
+  if (loom__ranks_end_input(rep->ranks, rep->meta))
+    return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", rep->path);
+  for (size_t i = 0; i < o->nmore; i++) {
+    loom_status st = loom__ranks_read(rep->ranks, o->more[i]);
+    if (st != LOOM_OK) return st;
+  }
+  if (loom__ranks_finish(rep->ranks)) return loom__fail(LOOM_ENOMEM, "out of memory matching ranks");
+  return LOOM_OK;
 }
 
 loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom__report **out) {
@@ -749,6 +764,10 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
   loom__report *rep = calloc(1, sizeof *rep);
   if (!rep) return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
   rep->path = path;
+  if (!(rep->ranks = loom__ranks_new())) {
+    free(rep);
+    return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
+  }
   rep->t0 = INT64_MAX;
   rep->t1 = INT64_MIN;
   an a;
@@ -803,6 +822,7 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
   } else {
     finish(&a);
     if (a.oom) st = loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
+    else st = ranks_pass(rep, &o);
   }
   an_free(&a);
   if (st != LOOM_OK) {

@@ -1,11 +1,12 @@
 /*
  * report.c - the text and JSON forms of a report (the HTML page is in
  * report_html.c).  Both print the same figures from the same model; the
- * JSON schema is "loom-report/1", documented in docs/report.md: times are
+ * JSON schema is "loom-report/2", documented in docs/report.md: times are
  * integer nanoseconds relative to the trace's first event unless a key
  * says otherwise, shares are percentages.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include "analysis.h"
 #include "export/outfile.h"
+#include "table.h"
 
 #define outf loom__outf
 
@@ -125,6 +127,24 @@ static void steps_of(const loom__report *r, step_stats *s) {
   qsort(s->slowest, r->nsteps, sizeof *s->slowest, cmp_step);
 }
 
+/* The steps, slowest first: their table (text and JSON). */
+static const loom__col slow_cols[] = {
+    {"name", "step", LOOM__COL_STR}, {"start_ns", "start", LOOM__COL_NS}, {"dur_ns", "time", LOOM__COL_NS},
+    {"device_time_ns", "device", LOOM__COL_NS}, {"device_work", "work", LOOM__COL_INT}};
+
+static loom__table *slowest_table(const loom__report *r, const step_stats *s) {
+  loom__table *t = loom__table_new("slowest", "Slowest steps", slow_cols, 5);
+  for (size_t i = 0; t && s->slowest && i < r->nsteps; i++) {
+    const loom__rstep *st = &r->steps[s->slowest[i]];
+    loom__table_str(t, S(r, st->name));
+    loom__table_int(t, st->ts - r->t0);
+    loom__table_int(t, st->dur);
+    loom__table_int(t, st->dev_time);
+    loom__table_int(t, (int64_t)st->dev_count);
+  }
+  return t;
+}
+
 static int64_t kernel_time_total(const loom__report *r) {
   int64_t t = 0;
   for (size_t i = 0; i < r->nnames; i++)
@@ -201,21 +221,9 @@ void loom__report_text(const loom__report *r, loom__out *o, size_t top) {
   }
   free(rows);
 
-  rows = loom__report_rows(r, LOOM__G_COPY, &n, 0);
-  size_t nf, *fills = loom__report_rows(r, LOOM__G_FILL, &nf, 0);
-  if (n || nf) {
-    outf(o, "\nTransfers (us; bandwidth in GB/s)\n");
-    outf(o, "  %-30s %8s %14s %12s %10s\n", "direction / fill", "count", "bytes", "time", "GB/s");
-    for (size_t i = 0; i < n + nf; i++) {
-      loom__rname *c = &r->names[i < n ? rows[i] : fills[i - n]];
-      trunc_name(nm, 31, S(r, c->name));
-      double bw = c->total > 0 ? (double)c->bytes / (double)c->total : 0;
-      outf(o, "  %-30s %8llu %14llu %12.3f %10.3f\n", nm, (unsigned long long)c->count,
-           (unsigned long long)c->bytes, us(c->total), bw);
-    }
-  }
-  free(rows);
-  free(fills);
+  loom__table *mv = loom__report_moves(r, 3, "Transfers and fills (bandwidth in GB/s)");
+  if (mv && loom__table_rows(mv)) loom__table_text(mv, o, 0);
+  loom__table_free(mv);
 
   if (r->ndevs) {
     outf(o, "\nLaunch latency: host call start -> device start (us)\n");
@@ -231,40 +239,23 @@ void loom__report_text(const loom__report *r, loom__out *o, size_t top) {
 
   static const struct { int g; const char *title; } host[] = {
       {LOOM__G_OP, "Framework ops"}, {LOOM__G_RANGE, "User ranges"}, {LOOM__G_CALL, "Runtime calls"}};
-  for (size_t h = 0; h < 3; h++) {
-    for (int by_self = 0; by_self < 2; by_self++) {
-      rows = loom__report_rows(r, host[h].g, &n, by_self);
-      if (n && (!by_self || host[h].g != LOOM__G_CALL)) {
-        outf(o, "\n%s by %s time (%zu names; top %zu; us)\n", host[h].title, by_self ? "self" : "total",
-             n, limit(n, top));
-        outf(o, "  %-54s %8s %12s %12s", "name", "count", "total", "self");
-        if (host[h].g == LOOM__G_RANGE) outf(o, " %12s %8s", "device", "work");
-        outf(o, "\n");
-        for (size_t i = 0; i < limit(n, top); i++) {
-          loom__rname *k = &r->names[rows[i]];
-          trunc_name(nm, sizeof nm - 1, S(r, k->name));
-          outf(o, "  %-54s %8llu %12.3f %12.3f", nm, (unsigned long long)k->count, us(k->total),
-               us(k->self));
-          if (host[h].g == LOOM__G_RANGE)
-            outf(o, " %12.3f %8llu", us(k->dev_time), (unsigned long long)k->dev_count);
-          outf(o, "\n");
-        }
-      }
-      free(rows);
+  for (size_t h = 0; h < 3; h++)
+    for (int by_self = 0; by_self < 2 - (host[h].g == LOOM__G_CALL); by_self++) {
+      char title[96];
+      snprintf(title, sizeof title, "%s by %s time", host[h].title, by_self ? "self" : "total");
+      loom__table *t = loom__report_host(r, host[h].g, by_self, title);
+      if (t && loom__table_rows(t)) loom__table_text(t, o, top);
+      loom__table_free(t);
     }
-  }
 
   if (r->nsteps) {
     step_stats s;
     steps_of(r, &s);
     outf(o, "\nSteps: %zu, mean %.3f ms, stddev %.3f ms, min %.3f, p50 %.3f, max %.3f ms\n",
          r->nsteps, s.mean / 1e6, s.stddev / 1e6, ms(s.min), s.p50 / 1e6, ms(s.max));
-    outf(o, "  slowest: %-30s %12s %12s %8s\n", "step", "time (ms)", "device (ms)", "work");
-    for (size_t i = 0; s.slowest && i < limit(r->nsteps, top ? (top < 5 ? top : 5) : 0); i++) {
-      const loom__rstep *st = &r->steps[s.slowest[i]];
-      outf(o, "           %-30s %12.3f %12.3f %8llu\n", S(r, st->name), ms(st->dur), ms(st->dev_time),
-           (unsigned long long)st->dev_count);
-    }
+    loom__table *t = slowest_table(r, &s);
+    if (t) loom__table_text(t, o, top ? (top < 5 ? top : 5) : 0);
+    loom__table_free(t);
     free(s.slowest);
   }
 
@@ -303,6 +294,8 @@ void loom__report_text(const loom__report *r, loom__out *o, size_t top) {
     }
   }
 
+  loom__report_ranks_text(r, o, top);
+
   if (r->nunknown || r->orphan_work || r->unclosed) {
     outf(o, "\nNot understood or incomplete\n");
     for (size_t i = 0; i < r->nunknown; i++)
@@ -336,25 +329,16 @@ static void jqs(loom__out *o, loom__qs *q) {
        loom__qs_exact(q) ? "true" : "false");
 }
 
-/* Copies (by direction) or fills (by name): count, bytes, time, bandwidth. */
-static void json_moves(loom__out *o, const loom__report *r, int group, const char *key) {
-  size_t n, *rows = loom__report_rows(r, group, &n, 0);
-  outf(o, "[");
-  for (size_t i = 0; i < n; i++) {
-    loom__rname *c = &r->names[rows[i]];
-    outf(o, "%s{\"%s\":", i ? "," : "", key);
-    js(o, S(r, c->name));
-    outf(o, ",\"count\":%llu,\"bytes\":%llu,\"time_ns\":%lld,\"bandwidth_gbps\":",
-         (unsigned long long)c->count, (unsigned long long)c->bytes, (long long)c->total);
-    jnum(o, c->total > 0 ? (double)c->bytes / (double)c->total : 0);
-    outf(o, "}");
-  }
-  outf(o, "]");
-  free(rows);
+/* Copies (1) or fills (2): the rows of their table. */
+static void json_moves(loom__out *o, const loom__report *r, int which) {
+  loom__table *t = loom__report_moves(r, which, "");
+  if (t) loom__table_json_rows(t, o, 0);
+  else outf(o, "[]");
+  loom__table_free(t);
 }
 
 void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
-  outf(o, "{\"schema\":\"loom-report/1\",\"input\":{\"path\":");
+  outf(o, "{\"schema\":\"loom-report/2\",\"input\":{\"path\":");
   js(o, r->path);
   outf(o, ",\"events\":%llu,\"analysed\":%llu,\"start_epoch_ns\":%lld,\"span_ns\":%lld,"
        "\"events_by_kind\":{", (unsigned long long)r->nevents, (unsigned long long)r->nkept,
@@ -425,29 +409,19 @@ void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
   }
   free(rows);
   outf(o, "]},\"transfers\":");
-  json_moves(o, r, LOOM__G_COPY, "direction");
+  json_moves(o, r, 1);
   outf(o, ",\"fills\":");
-  json_moves(o, r, LOOM__G_FILL, "name");
+  json_moves(o, r, 2);
   outf(o, ",\"host\":{");
   static const struct { int g; const char *key; } host[] = {
       {LOOM__G_OP, "ops"}, {LOOM__G_RANGE, "user_ranges"}, {LOOM__G_CALL, "runtime_calls"}};
   for (size_t h = 0; h < 3; h++) {
-    rows = loom__report_rows(r, host[h].g, &n, 0);
-    outf(o, "%s\"%s\":{\"names\":%zu,\"top\":[", h ? "," : "", host[h].key, n);
-    for (size_t i = 0; i < limit(n, top); i++) {
-      loom__rname *k = &r->names[rows[i]];
-      outf(o, "%s{\"name\":", i ? "," : "");
-      js(o, S(r, k->name));
-      outf(o, ",\"count\":%llu,\"total_ns\":%lld,\"self_ns\":%lld,\"min_ns\":%lld,\"max_ns\":%lld",
-           (unsigned long long)k->count, (long long)k->total, (long long)k->self, (long long)k->min,
-           (long long)k->max);
-      if (host[h].g == LOOM__G_RANGE)
-        outf(o, ",\"device_time_ns\":%lld,\"device_work\":%llu", (long long)k->dev_time,
-             (unsigned long long)k->dev_count);
-      outf(o, "}");
-    }
-    outf(o, "]}");
-    free(rows);
+    loom__table *t = loom__report_host(r, host[h].g, 0, "");
+    outf(o, "%s\"%s\":{\"names\":%zu,\"top\":", h ? "," : "", host[h].key, t ? loom__table_rows(t) : 0);
+    if (t) loom__table_json_rows(t, o, top);
+    else outf(o, "[]");
+    outf(o, "}");
+    loom__table_free(t);
   }
   outf(o, "},\"steps\":{\"count\":%zu", r->nsteps);
   if (r->nsteps) {
@@ -459,16 +433,11 @@ void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
     jnum(o, s.stddev);
     outf(o, ",\"p50_ns\":");
     jnum(o, s.p50);
-    outf(o, ",\"min_ns\":%lld,\"max_ns\":%lld,\"slowest\":[", (long long)s.min, (long long)s.max);
-    for (size_t i = 0; s.slowest && i < limit(r->nsteps, top); i++) {
-      const loom__rstep *st = &r->steps[s.slowest[i]];
-      outf(o, "%s{\"name\":", i ? "," : "");
-      js(o, S(r, st->name));
-      outf(o, ",\"start_ns\":%lld,\"dur_ns\":%lld,\"device_time_ns\":%lld,\"device_work\":%llu}",
-           (long long)(st->ts - r->t0), (long long)st->dur, (long long)st->dev_time,
-           (unsigned long long)st->dev_count);
-    }
-    outf(o, "]");
+    outf(o, ",\"min_ns\":%lld,\"max_ns\":%lld,\"slowest\":", (long long)s.min, (long long)s.max);
+    loom__table *t = slowest_table(r, &s);
+    if (t) loom__table_json_rows(t, o, top);
+    else outf(o, "[]");
+    loom__table_free(t);
     free(s.slowest);
   }
   const loom__rhta *H = &r->hta;
@@ -510,8 +479,9 @@ void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
       first = 0;
     }
   }
-  outf(o, "]");
-  outf(o, "},\"not_understood\":{\"categories\":[");
+  outf(o, "]}");
+  loom__report_ranks_json(r, o, top);
+  outf(o, ",\"not_understood\":{\"categories\":[");
   for (size_t i = 0; i < r->nunknown; i++) {
     outf(o, "%s{\"category\":", i ? "," : "");
     js(o, S(r, r->unknown[i].cat));
@@ -540,6 +510,10 @@ loom_status loom_report_open(const char *path, const loom_report_options *opts, 
   if (opts) {
     o.sort_budget = opts->sort_memory;
     o.hta_include_last_step = opts->hta_include_last_step;
+    if (opts->struct_size >= offsetof(loom_report_options, nmore_traces) + sizeof opts->nmore_traces) {
+      o.more = opts->more_traces;
+      o.nmore = opts->nmore_traces;
+    }
   }
   loom_report *h = calloc(1, sizeof *h);
   if (!h) return loom__fail(LOOM_ENOMEM, "out of memory");

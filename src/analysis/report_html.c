@@ -10,6 +10,7 @@
 
 #include "analysis.h"
 #include "export/outfile.h"
+#include "table.h"
 
 #define hf loom__outf
 
@@ -103,23 +104,9 @@ static void bars(loom__out *o, const loom__report *r, const size_t *rows, size_t
 }
 
 static void host_table(loom__out *o, const loom__report *r, int g, const char *title, size_t top) {
-  size_t n, *rows = loom__report_rows(r, g, &n, 0);
-  if (n) {
-    hf(o, "<h2>%s (%zu names)</h2><div class=\"card\"><table><tr><th class=\"n\">name</th><th>count</th>"
-          "<th>total (us)</th><th>self (us)</th><th>max (us)</th>%s</tr>", title, n,
-       g == LOOM__G_RANGE ? "<th>device time (us)</th><th>device work</th>" : "");
-    for (size_t i = 0; i < limit(n, top); i++) {
-      const loom__rname *k = &r->names[rows[i]];
-      hf(o, "<tr><td class=\"n\">");
-      hs(o, S(r, k->name), 120);
-      hf(o, "</td><td>%llu</td><td>%.3f</td><td>%.3f</td><td>%.3f</td>", (unsigned long long)k->count,
-         us(k->total), us(k->self), us(k->max));
-      if (g == LOOM__G_RANGE) hf(o, "<td>%.3f</td><td>%llu</td>", us(k->dev_time), (unsigned long long)k->dev_count);
-      hf(o, "</tr>");
-    }
-    hf(o, "</table></div>");
-  }
-  free(rows);
+  loom__table *t = loom__report_host(r, g, 0, title);
+  if (t && loom__table_rows(t)) loom__table_html(t, o, top);
+  loom__table_free(t);
 }
 
 void loom__report_html(const loom__report *r, loom__out *o, size_t top) {
@@ -208,16 +195,10 @@ void loom__report_html(const loom__report *r, loom__out *o, size_t top) {
   if (n) {
     hf(o, "<h2>Transfers by direction</h2><div class=\"card\">");
     bars(o, r, rows, n, "#2a9d8f", 1);
-    hf(o, "<table><tr><th class=\"n\">direction</th><th>count</th><th>bytes</th><th>time (us)</th>"
-          "<th>GB/s</th></tr>");
-    for (size_t i = 0; i < n; i++) {
-      loom__rname *c = &r->names[rows[i]];
-      hf(o, "<tr><td class=\"n\">");
-      hs(o, S(r, c->name), 60);
-      hf(o, "</td><td>%llu</td><td>%llu</td><td>%.3f</td><td>%.3f</td></tr>", (unsigned long long)c->count,
-         (unsigned long long)c->bytes, us(c->total), c->total ? (double)c->bytes / (double)c->total : 0);
-    }
-    hf(o, "</table></div>");
+    hf(o, "</div>");
+    loom__table *t = loom__report_moves(r, 1, "Transfers: figures");
+    if (t) loom__table_html(t, o, 0);
+    loom__table_free(t);
   }
   free(rows);
 
@@ -261,6 +242,7 @@ void loom__report_html(const loom__report *r, loom__out *o, size_t top) {
     hf(o, "</table></div>");
   }
 
+  loom__report_ranks_html(r, o, top);
   if (r->nunknown || r->orphan_work) {
     hf(o, "<h2>Not understood</h2><div class=\"card\"><ul>");
     for (size_t i = 0; i < r->nunknown; i++) {

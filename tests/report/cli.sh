@@ -14,7 +14,7 @@ grep -q "category \"mystery\": 1 events" "$tmp/out" || fail "unknown category no
 "$loom" report "$data/synthetic.json" --json -o "$tmp/r.json" --html "$tmp/r.html" >"$tmp/out" 2>"$tmp/err" \
   || fail "json + html exited $?"
 [ ! -s "$tmp/out" ] || fail "-o still printed to stdout"
-/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema"]=="loom-report/1"' \
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema"]=="loom-report/2"' \
   "$tmp/r.json" || fail "-o did not write the JSON report"
 grep -q "<svg" "$tmp/r.html" || fail "--html did not write the page"
 
@@ -39,4 +39,13 @@ TMPDIR=/nonexistent/dir "$loom" report "$tmp/big.json" --sort-memory 1 >"$tmp/ou
   || fail "unusable TMPDIR: exit $rc: $(cat "$tmp/err")"
 TMPDIR=/nonexistent/dir "$loom" report "$data/synthetic.json" >/dev/null 2>"$tmp/err" \
   || fail "a trace that fits the budget needs no temporary file: $(cat "$tmp/err")"
+# several traces: one rank each, compared across ranks
+r=$data/ranks
+"$loom" report "$r/rank0.json" "$r/rank1.json" "$r/rank2.json" "$r/rank3.json" >"$tmp/out" 2>"$tmp/err" \
+  || fail "report of 4 rank traces exited $?: $(cat "$tmp/err")"
+grep -q "rank that set the pace (caused the most waiting): 2" "$tmp/out" || fail "no pace rank in the text"
+grep -q "^Waiting per wait state and call" "$tmp/out" || fail "no call-site table in the text"
+"$loom" report "$r/rank0.json" "$r/nonexistent.json" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "nonexistent.json" "$tmp/err" || fail "a missing rank trace: exit $rc: $(cat "$tmp/err")"
 echo "ok"

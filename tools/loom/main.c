@@ -92,39 +92,48 @@ int cmd_record(int argc, char **argv);        /* record.c */
 int cmd_check_backend(int argc, char **argv); /* check.c */
 int cmd_merge(int argc, char **argv);         /* merge.c */
 
-/* loom report TRACE [--json] [-o FILE] [--html FILE] [--top N] ... */
+/* loom report TRACE... [--json] [-o FILE] [--html FILE] [--top N] ...
+ * Several traces: one rank each, analysed across ranks (docs/report.md). */
 static int cmd_report(int argc, char **argv) {
   const char *in = NULL, *out = NULL, *html = NULL;
+  const char **more = calloc((size_t)argc, sizeof *more);
+  size_t nmore = 0;
   int json = 0;
-  loom_report_options o = {sizeof o, 20, 0, 0};
+  loom_report_options o = {.struct_size = sizeof o, .top = 20};
+  if (!more) {
+    fprintf(stderr, "loom report: out of memory\n");
+    return 1;
+  }
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
-    int more = i + 1 < argc;
+    int more_args = i + 1 < argc;
     if (!strcmp(a, "--json")) json = 1;
-    else if (!strcmp(a, "--html") && more) html = argv[++i];
-    else if (!strcmp(a, "-o") && more) out = argv[++i];
-    else if (!strcmp(a, "--top") && more) o.top = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(a, "--html") && more_args) html = argv[++i];
+    else if (!strcmp(a, "-o") && more_args) out = argv[++i];
+    else if (!strcmp(a, "--top") && more_args) o.top = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(a, "--all")) o.top = 0;
-    else if (!strcmp(a, "--sort-memory") && more) o.sort_memory = strtoull(argv[++i], NULL, 10) << 20;
+    else if (!strcmp(a, "--sort-memory") && more_args) o.sort_memory = strtoull(argv[++i], NULL, 10) << 20;
     else if (!strcmp(a, "--include-last-step")) o.hta_include_last_step = 1;
     else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "loom report: unknown or incomplete option '%s'\n", a);
       in = NULL;
       break;
     } else if (!in) in = a;
-    else {
-      fprintf(stderr, "loom report: more than one trace given ('%s')\n", a);
-      return 2;
-    }
+    else more[nmore++] = a;
   }
+  o.more_traces = more;
+  o.nmore_traces = nmore;
   if (!in) {
-    fprintf(stderr, "usage: loom report TRACE [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
-                    "                   [--sort-memory MB] [--include-last-step]\n");
+    fprintf(stderr, "usage: loom report TRACE... [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
+                    "                   [--sort-memory MB] [--include-last-step]\n"
+                    "  several traces: one rank each, compared across ranks\n");
+    free(more);
     return 2;
   }
   loom_report *r;
   if (loom_report_open(in, &o, &r) != LOOM_OK) {
     fprintf(stderr, "loom report: %s\n", loom_last_error());
+    free(more);
     return 1;
   }
   int rc = 0;
@@ -139,6 +148,7 @@ static int cmd_report(int argc, char **argv) {
     fprintf(stderr, "loom report: wrote %s\n", html);
   }
   loom_report_free(r);
+  free(more);
   return rc;
 }
 
@@ -149,7 +159,7 @@ static void usage(FILE *f) {
              "               run a program with loom injected and write its trace\n"
              "  convert IN OUT\n"
              "               convert a trace (Chrome/Kineto JSON, .json.gz, .pftrace)\n"
-             "  report TRACE [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
+             "  report TRACE... [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
              "               analyse a trace: devices, kernels, transfers, launch latency,\n"
              "               overlap, host ops, user ranges, steps, HTA's figures\n"
              "  backends [--no-probe] [--plugin PATH]...\n"

@@ -1,0 +1,243 @@
+/*
+ * report_ranks.c - the cross-rank section of the report: tables built from
+ * the ranks analysis (ranks.h) on the table model (table.h), so the text,
+ * JSON and HTML forms print the same figures, plus the HTML page's rank x
+ * step heat maps (inline SVG, no script).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "export/outfile.h"
+#include "ranks.h"
+#include "table.h"
+
+#define W_COLS                                                                                     \
+  {"late_sender_ns", "late sender", LOOM__COL_NS}, {"late_receiver_ns", "late receiver", LOOM__COL_NS}, \
+  {"wait_nxn_ns", "wait N x N", LOOM__COL_NS}, {"wait_barrier_ns", "wait barrier", LOOM__COL_NS},   \
+  {"late_broadcast_ns", "late bcast", LOOM__COL_NS}, {"early_reduce_ns", "early reduce", LOOM__COL_NS}
+
+static const loom__col rank_cols[] = {
+    {"rank", "rank", LOOM__COL_INT}, {"steps", "steps", LOOM__COL_INT},
+    {"step_time_ns", "step time", LOOM__COL_NS}, {"communication_ns", "comm", LOOM__COL_NS},
+    {"waiting_ns", "waiting", LOOM__COL_NS}, W_COLS,
+    {"caused_ns", "caused", LOOM__COL_NS}, {"straggler_steps", "straggler in", LOOM__COL_INT}};
+static const loom__col step_cols[] = {
+    {"step", "step", LOOM__COL_INT}, {"ranks", "ranks", LOOM__COL_INT},
+    {"max_ns", "max", LOOM__COL_NS}, {"min_ns", "min", LOOM__COL_NS},
+    {"imbalance_ns", "max-min", LOOM__COL_NS}, {"slowest_rank", "slowest", LOOM__COL_INT},
+    {"waiting_ns", "waiting", LOOM__COL_NS}, W_COLS, {"straggler", "straggler", LOOM__COL_INT}};
+static const loom__col cell_cols[] = {
+    {"rank", "rank", LOOM__COL_INT}, {"step", "step", LOOM__COL_INT},
+    {"step_time_ns", "step time", LOOM__COL_NS}, {"waiting_ns", "waiting", LOOM__COL_NS},
+    {"caused_ns", "caused", LOOM__COL_NS}};
+static const loom__col site_cols[] = {
+    {"state", "wait state", LOOM__COL_STR}, {"call", "call", LOOM__COL_STR},
+    {"calls", "calls", LOOM__COL_INT}, {"waiting_ns", "waiting", LOOM__COL_NS}};
+#define NCOLS(a) (sizeof a / sizeof a[0])
+
+enum { T_RANKS, T_STEPS, T_CELLS, T_SITES, T_COUNT };
+static const char *const table_key[T_COUNT] = {"ranks", "steps", "rank_steps", "wait_sites"};
+
+static int64_t at(const int64_t *m, const loom__ranks *k, size_t r, size_t s) { return m[r * k->nsteps + s]; }
+
+static void rank_rows(loom__table *t, const loom__ranks *k) {
+  for (size_t r = 0; r < k->nranks; r++) {
+    int64_t steps = 0, time = 0, caused = 0, wait = 0, strag = 0;
+    for (size_t s = 0; s < k->nsteps; s++) {
+      if (at(k->step_ns, k, r, s) >= 0) steps++, time += at(k->step_ns, k, r, s);
+      caused += at(k->caused_ns, k, r, s);
+      strag += loom__ranks_straggler(k, s) == (int32_t)r;
+    }
+    for (int w = 0; w < LOOM__W_COUNT_; w++) wait += k->state_ns[r * LOOM__W_COUNT_ + w];
+    loom__table_int(t, k->rank_id[r]);
+    loom__table_int(t, steps);
+    loom__table_int(t, time);
+    loom__table_int(t, k->comm_ns[r]);
+    loom__table_int(t, wait);
+    for (int w = 0; w < LOOM__W_COUNT_; w++) loom__table_int(t, k->state_ns[r * LOOM__W_COUNT_ + w]);
+    loom__table_int(t, caused);
+    loom__table_int(t, strag);
+  }
+}
+
+static void step_rows(loom__table *t, const loom__ranks *k) {
+  for (size_t s = 0; s < k->nsteps; s++) {
+    int64_t mx = -1, mn = -1, n = 0, wait = 0;
+    size_t slow = 0;
+    for (size_t r = 0; r < k->nranks; r++) {
+      int64_t v = at(k->step_ns, k, r, s);
+      if (v < 0) continue;
+      if (v > mx) mx = v, slow = r;
+      if (mn < 0 || v < mn) mn = v;
+      n++;
+    }
+    for (int w = 0; w < LOOM__W_COUNT_; w++) wait += k->step_state_ns[s * LOOM__W_COUNT_ + w];
+    loom__table_int(t, k->step_no[s]);
+    loom__table_int(t, n);
+    loom__table_int(t, mx);
+    loom__table_int(t, mn);
+    loom__table_int(t, mx - mn);
+    loom__table_int(t, k->rank_id[slow]);
+    loom__table_int(t, wait);
+    for (int w = 0; w < LOOM__W_COUNT_; w++) loom__table_int(t, k->step_state_ns[s * LOOM__W_COUNT_ + w]);
+    int32_t who = loom__ranks_straggler(k, s);
+    if (who >= 0) loom__table_int(t, k->rank_id[who]);
+    else loom__table_null(t);
+  }
+}
+
+static void cell_rows(loom__table *t, const loom__ranks *k) {
+  for (size_t r = 0; r < k->nranks; r++)
+    for (size_t s = 0; s < k->nsteps; s++) {
+      loom__table_int(t, k->rank_id[r]);
+      loom__table_int(t, k->step_no[s]);
+      if (at(k->step_ns, k, r, s) >= 0) loom__table_int(t, at(k->step_ns, k, r, s));
+      else loom__table_null(t);
+      loom__table_int(t, at(k->wait_ns, k, r, s));
+      loom__table_int(t, at(k->caused_ns, k, r, s));
+    }
+}
+
+static _Thread_local const loom__ranks *SITES;
+static int cmp_site(const void *pa, const void *pb) {
+  const loom__rsite *a = &SITES->sites[*(const size_t *)pa], *b = &SITES->sites[*(const size_t *)pb];
+  if (a->total != b->total) return a->total > b->total ? -1 : 1;
+  if (a->state != b->state) return a->state < b->state ? -1 : 1;
+  return strcmp(loom__strtab_get(&SITES->strs, a->name), loom__strtab_get(&SITES->strs, b->name));
+}
+
+static void site_rows(loom__table *t, const loom__ranks *k) {
+  size_t *ix = malloc((k->nsites + 1) * sizeof *ix);
+  if (!ix) {
+    t->oom = 1;
+    return;
+  }
+  for (size_t i = 0; i < k->nsites; i++) ix[i] = i;
+  SITES = k;
+  qsort(ix, k->nsites, sizeof *ix, cmp_site);
+  for (size_t i = 0; i < k->nsites; i++) {
+    const loom__rsite *s = &k->sites[ix[i]];
+    loom__table_str(t, loom__wait_name[s->state]);
+    loom__table_str(t, loom__strtab_get(&k->strs, s->name));
+    loom__table_int(t, (int64_t)s->calls);
+    loom__table_int(t, s->total);
+  }
+  free(ix);
+}
+
+static void build(const loom__ranks *k, loom__table *t[T_COUNT]) {
+  t[T_RANKS] = loom__table_new(table_key[T_RANKS], "Ranks: step time, communication and waiting (Scalasca's "
+                               "wait states; caused = waiting of others this rank was late for)",
+                               rank_cols, NCOLS(rank_cols));
+  t[T_STEPS] = loom__table_new(table_key[T_STEPS], "Steps across ranks (straggler: the rank that caused the "
+                               "most waiting in the step)", step_cols, NCOLS(step_cols));
+  t[T_CELLS] = loom__table_new(table_key[T_CELLS], "Rank x step", cell_cols, NCOLS(cell_cols));
+  t[T_SITES] = loom__table_new(table_key[T_SITES], "Waiting per wait state and call", site_cols,
+                               NCOLS(site_cols));
+  for (int i = 0; i < T_COUNT; i++)
+    if (!t[i]) return;
+  rank_rows(t[T_RANKS], k);
+  step_rows(t[T_STEPS], k);
+  cell_rows(t[T_CELLS], k);
+  site_rows(t[T_SITES], k);
+  loom__table_note(t[T_RANKS], "%llu messages matched, %llu sends and %llu receives unmatched; %llu collective "
+                   "instances", (unsigned long long)k->messages, (unsigned long long)k->unmatched_sends,
+                   (unsigned long long)k->unmatched_recvs, (unsigned long long)k->coll_instances);
+  if (k->pace_step >= 0)
+    loom__table_note(t[T_RANKS], "slowest step: %lld", (long long)k->step_no[k->pace_step]);
+  if (k->pace_rank >= 0)
+    loom__table_note(t[T_RANKS], "rank that set the pace (caused the most waiting): %lld",
+                     (long long)k->rank_id[k->pace_rank]);
+}
+
+static void drop(loom__table *t[T_COUNT]) {
+  for (int i = 0; i < T_COUNT; i++) loom__table_free(t[i]);
+}
+
+/* Shown in text and HTML when there is more than one rank. */
+static int worth(const loom__ranks *k) { return k && k->nranks >= 2; }
+
+void loom__report_ranks_text(const loom__report *r, loom__out *o, size_t top) {
+  if (!worth(r->ranks)) return;
+  loom__table *t[T_COUNT] = {0};
+  build(r->ranks, t);
+  for (int i = 0; i < T_COUNT; i++)
+    if (t[i] && i != T_CELLS) loom__table_text(t[i], o, i == T_SITES ? top : 0);
+  drop(t);
+}
+
+void loom__report_ranks_json(const loom__report *r, loom__out *o, size_t top) {
+  const loom__ranks *k = r->ranks;
+  loom__outf(o, ",\"ranks\":{\"count\":%zu", k ? k->nranks : 0);
+  if (k) {
+    loom__outf(o, ",\"messages\":%llu,\"unmatched_sends\":%llu,\"unmatched_receives\":%llu,"
+               "\"collective_instances\":%llu,\"slowest_step\":", (unsigned long long)k->messages,
+               (unsigned long long)k->unmatched_sends, (unsigned long long)k->unmatched_recvs,
+               (unsigned long long)k->coll_instances);
+    if (k->pace_step >= 0) loom__outf(o, "%lld", (long long)k->step_no[k->pace_step]);
+    else loom__outf(o, "null");
+    loom__outf(o, ",\"pace_rank\":");
+    if (k->pace_rank >= 0) loom__outf(o, "%lld", (long long)k->rank_id[k->pace_rank]);
+    else loom__outf(o, "null");
+    loom__table *t[T_COUNT] = {0};
+    build(k, t);
+    loom__outf(o, ",\"tables\":{");
+    for (int i = 0; i < T_COUNT; i++) {
+      loom__outf(o, "%s\"%s\":", i ? "," : "", table_key[i]);
+      if (t[i]) loom__table_json(t[i], o, i == T_SITES ? top : 0);
+      else loom__outf(o, "null");
+    }
+    loom__outf(o, "}");
+    drop(t);
+  }
+  loom__outf(o, "}");
+}
+
+/* One heat map: rows = ranks, columns = steps; darker = larger. */
+static void heat(loom__out *o, const loom__ranks *k, const int64_t *m, const char *what, int hue) {
+  const int cw = k->nsteps > 25 ? 1000 / (int)k->nsteps : 40, ch = 22, lx = 70, ty = 20;
+  int64_t mx = 0;
+  for (size_t i = 0; i < k->nranks * k->nsteps; i++)
+    if (m[i] > mx) mx = m[i];
+  int w = lx + cw * (int)k->nsteps + 10, h = ty + ch * (int)k->nranks + 10;
+  loom__outf(o, "<p class=\"note\">%s per rank (rows) and step (columns); darkest = %.3f ms</p>"
+             "<svg role=\"img\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\">", what, (double)mx / 1e6, w, h,
+             w, h);
+  for (size_t s = 0; s < k->nsteps; s++)
+    if (k->nsteps <= 40 || s % 10 == 0)
+      loom__outf(o, "<text x=\"%d\" y=\"14\" font-size=\"10\" fill=\"#5b6478\">%lld</text>", lx + cw * (int)s,
+                 (long long)k->step_no[s]);
+  for (size_t r = 0; r < k->nranks; r++) {
+    loom__outf(o, "<text x=\"0\" y=\"%d\" font-size=\"11\" fill=\"#1d2433\">rank %lld</text>",
+               ty + ch * (int)r + 15, (long long)k->rank_id[r]);
+    for (size_t s = 0; s < k->nsteps; s++) {
+      int64_t v = m[r * k->nsteps + s];
+      int light = v < 0 || !mx ? 97 : 92 - (int)(60.0 * (double)v / (double)mx);
+      loom__outf(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"hsl(%d,60%%,%d%%)\">"
+                 "<title>rank %lld, step %lld: %.3f ms</title></rect>", lx + cw * (int)s, ty + ch * (int)r,
+                 cw - 1, ch - 1, hue, light, (long long)k->rank_id[r], (long long)k->step_no[s],
+                 v < 0 ? 0 : (double)v / 1e6);
+    }
+  }
+  loom__outf(o, "</svg>");
+}
+
+void loom__report_ranks_html(const loom__report *r, loom__out *o, size_t top) {
+  const loom__ranks *k = r->ranks;
+  if (!worth(k)) return;
+  loom__outf(o, "<h2>Ranks: %zu</h2><div class=\"card\">", k->nranks);
+  if (k->nsteps) {
+    heat(o, k, k->step_ns, "Step time", 222);
+    heat(o, k, k->wait_ns, "Waiting time (wait states)", 12);
+  } else {
+    loom__outf(o, "<p class=\"note\">No ProfilerStep ranges: no rank x step maps.</p>");
+  }
+  loom__outf(o, "</div>");
+  loom__table *t[T_COUNT] = {0};
+  build(k, t);
+  for (int i = 0; i < T_COUNT; i++)
+    if (t[i] && i != T_CELLS) loom__table_html(t[i], o, i == T_SITES ? top : 0);
+  drop(t);
+}

@@ -1,0 +1,249 @@
+/*
+ * test_report_ranks.c - `loom report`'s cross-rank figures against answers
+ * worked out by hand on tests/data/report/ranks (written by gen.py there).
+ *
+ * 4 ranks, 5 steps; step s starts at (s-1)*400 ms on every rank.  In each:
+ * compute 10 ms, MPI_Barrier (leaves 0.1 ms after the last enter), compute
+ * 10 ms, MPI_Allreduce (leaves 0.2 ms after the last enter), compute 10 ms,
+ * a ring: MPI_Irecv at t0 (10 us), MPI_Isend to r+1 at t0+20 us (10 us),
+ * MPI_Waitall at t0+40 us leaving 50 us after the later of its enter and
+ * its sender's Isend enter; the step ends 1 ms after the Waitall.  Rank 2
+ * computes 50 ms longer before each of the three in step 3.
+ *
+ * Normal step (ms): barrier [10, 10.1), allreduce [20.1, 20.3), t0 = 30.3,
+ * Waitall [30.34, 30.39), step 31.39; nobody waits (the Isend at 30.32 is
+ * before every Waitall's enter, the collectives are entered together).
+ * Step 3: barrier enters 10 (rank 2: 60), all leave 60.1: Wait at Barrier
+ * 50 ms on ranks 0, 1, 3; allreduce enters 70.1 (rank 2: 120.1), leaves
+ * 120.3: Wait at N x N 50 ms on ranks 0, 1, 3; t0 = 130.3 (rank 2: 180.3).
+ * Rank 3 receives from rank 2: its Waitall enters 130.34, rank 2's Isend
+ * enters 180.32: Late Sender 49.98 ms, it leaves 180.37, step 181.37.
+ * Rank 2's Waitall [180.34, 180.39), step 181.39; ranks 0, 1: 131.39.
+ * Rank 2 caused 3 x 50 + 3 x 50 + 49.98 = 349.98 ms of waiting: the
+ * straggler of step 3, and of no other step (nobody waited there).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <yajl/yajl_tree.h>
+
+#include "loom/loom.h"
+#include "testutil.h"
+
+#define DIR LOOM_TESTS_DIR "/data/report/ranks/"
+#define MS 1000000LL
+
+/* The report of trace (and more, one rank each) as parsed JSON. */
+static yajl_val report_of(const char *trace, const char *const *more, size_t nmore) {
+  loom_report_options o = {.struct_size = sizeof o, .more_traces = more, .nmore_traces = nmore};
+  loom_report *r = NULL;
+  if (loom_report_open(trace, &o, &r) != LOOM_OK) fail_msg("loom_report_open(%s): %s", trace, loom_last_error());
+  char out[512];
+  tmp_path(out, sizeof out, ".ranks.json");
+  assert_int_equal(loom_report_write(r, LOOM_REPORT_JSON, out), LOOM_OK);
+  loom_report_free(r);
+  size_t n;
+  char *text = read_file(out, &n);
+  unlink(out);
+  assert_non_null(text);
+  char err[256];
+  yajl_val v = yajl_tree_parse(text, err, sizeof err);
+  free(text);
+  if (!v) fail_msg("report JSON does not parse: %s", err);
+  return v;
+}
+
+static yajl_val get(yajl_val v, const char *a, const char *b, const char *c) {
+  const char *p[4] = {a, b, c, NULL};
+  return yajl_tree_get(v, p, yajl_t_any);
+}
+
+static long long num(yajl_val v, const char *key) {
+  const char *p[2] = {key, NULL};
+  yajl_val x = yajl_tree_get(v, p, yajl_t_any);
+  if (!x || !YAJL_IS_NUMBER(x)) fail_msg("no number at %s", key);
+  return (long long)YAJL_GET_DOUBLE(x);
+}
+
+/* Row i of table key in the "ranks" section. */
+static yajl_val trow(yajl_val rep, const char *key, size_t i) {
+  yajl_val rows = get(rep, "ranks", "tables", key);
+  const char *p[2] = {"rows", NULL};
+  rows = rows ? yajl_tree_get(rows, p, yajl_t_array) : NULL;
+  if (!rows || i >= rows->u.array.len) fail_msg("table %s has no row %zu", key, i);
+  return rows->u.array.values[i];
+}
+
+static void check_ranks(yajl_val rep) {
+  yajl_val k = get(rep, "ranks", NULL, NULL);
+  assert_non_null(k);
+  assert_int_equal(num(k, "count"), 4);
+  assert_int_equal(num(k, "messages"), 20); /* 4 ranks x 5 steps, all matched */
+  assert_int_equal(num(k, "unmatched_sends"), 0);
+  assert_int_equal(num(k, "unmatched_receives"), 0);
+  assert_int_equal(num(k, "collective_instances"), 10);
+  assert_int_equal(num(k, "slowest_step"), 3);
+  assert_int_equal(num(k, "pace_rank"), 2);
+  for (size_t r = 0; r < 4; r++) {
+    yajl_val row = trow(rep, "ranks", r);
+    assert_int_equal(num(row, "rank"), (long long)r);
+    assert_int_equal(num(row, "steps"), 5);
+    long long late = r == 2 ? 0 : 50 * MS;
+    assert_int_equal(num(row, "wait_barrier_ns"), late);
+    assert_int_equal(num(row, "wait_nxn_ns"), late);
+    assert_int_equal(num(row, "late_sender_ns"), r == 3 ? 49980000 : 0);
+    assert_int_equal(num(row, "late_receiver_ns"), 0);
+    assert_int_equal(num(row, "late_broadcast_ns"), 0);
+    assert_int_equal(num(row, "early_reduce_ns"), 0);
+    assert_int_equal(num(row, "caused_ns"), r == 2 ? 349980000 : 0);
+    assert_int_equal(num(row, "straggler_steps"), r == 2 ? 1 : 0);
+    /* barrier 0.1 + allreduce 0.2 + Irecv 0.01 + Isend 0.01 + Waitall 0.05
+     * per normal step; step 3 adds the waiting (rank 2 waits nowhere). */
+    long long comm = 5 * 370000LL + (r == 2 ? 0 : 100 * MS) + (r == 3 ? 49980000 : 0);
+    assert_int_equal(num(row, "communication_ns"), comm);
+  }
+  for (size_t s = 0; s < 5; s++) {
+    yajl_val row = trow(rep, "steps", s);
+    assert_int_equal(num(row, "step"), (long long)s + 1);
+    assert_int_equal(num(row, "ranks"), 4);
+    assert_int_equal(num(row, "waiting_ns"), s == 2 ? 349980000 : 0);
+    assert_int_equal(num(row, "max_ns"), s == 2 ? 181390000 : 31390000);
+    assert_int_equal(num(row, "min_ns"), s == 2 ? 131390000 : 31390000);
+    const char *p[2] = {"straggler", NULL};
+    yajl_val who = yajl_tree_get(row, p, yajl_t_any);
+    if (s == 2) assert_int_equal(num(row, "straggler"), 2);
+    else assert_true(who && YAJL_IS_NULL(who)); /* nobody waited: no straggler */
+  }
+  static const long long step3[4] = {131390000, 131390000, 181390000, 181370000};
+  static const long long wait3[4] = {100 * MS, 100 * MS, 0, 149980000};
+  for (size_t r = 0; r < 4; r++)
+    for (size_t s = 0; s < 5; s++) {
+      yajl_val row = trow(rep, "rank_steps", r * 5 + s);
+      assert_int_equal(num(row, "rank"), (long long)r);
+      assert_int_equal(num(row, "step"), (long long)s + 1);
+      assert_int_equal(num(row, "step_time_ns"), s == 2 ? step3[r] : 31390000);
+      assert_int_equal(num(row, "waiting_ns"), s == 2 ? wait3[r] : 0);
+    }
+  /* per call site: the three ranks that waited, at each of the three */
+  yajl_val site = trow(rep, "wait_sites", 2);
+  assert_string_equal(YAJL_GET_STRING(get(site, "call", NULL, NULL)), "MPI_Waitall");
+  assert_string_equal(YAJL_GET_STRING(get(site, "state", NULL, NULL)), "late_sender");
+  assert_int_equal(num(site, "calls"), 1);
+  assert_int_equal(num(site, "waiting_ns"), 49980000);
+  for (size_t i = 0; i < 2; i++) {
+    site = trow(rep, "wait_sites", i);
+    assert_int_equal(num(site, "calls"), 3);
+    assert_int_equal(num(site, "waiting_ns"), 150 * MS);
+  }
+}
+
+static void test_ranks_merged(void **state) {
+  (void)state;
+  yajl_val rep = report_of(DIR "merged.json", NULL, 0);
+  check_ranks(rep);
+  yajl_tree_free(rep);
+}
+
+static void test_ranks_separate_files(void **state) {
+  (void)state;
+  const char *more[] = {DIR "rank1.json", DIR "rank2.json", DIR "rank3.json"};
+  yajl_val rep = report_of(DIR "rank0.json", more, 3);
+  check_ranks(rep);
+  yajl_tree_free(rep);
+}
+
+/* Half the ranks: messages to and from the missing ones are counted as
+ * unmatched, collectives are matched over the ranks present. */
+static void test_ranks_missing_ranks(void **state) {
+  (void)state;
+  const char *more[] = {DIR "rank1.json"};
+  yajl_val rep = report_of(DIR "rank0.json", more, 1);
+  yajl_val k = get(rep, "ranks", NULL, NULL);
+  assert_int_equal(num(k, "count"), 2);
+  assert_int_equal(num(k, "messages"), 5);           /* 0 -> 1, once per step */
+  assert_int_equal(num(k, "unmatched_sends"), 5);    /* 1 -> 2 */
+  assert_int_equal(num(k, "unmatched_receives"), 5); /* 3 -> 0 */
+  assert_int_equal(num(k, "collective_instances"), 10);
+  for (size_t r = 0; r < 2; r++) /* ranks 0 and 1 enter everything together */
+    assert_int_equal(num(trow(rep, "ranks", r), "waiting_ns"), 0);
+  yajl_tree_free(rep);
+}
+
+/* rooted.json (gen.py), one step [0, 70 ms) on 3 ranks:
+ *  MPI_Bcast root 0: rank 0 enters at 20, ranks 1, 2 at 10 and 15, all leave
+ *  20.1: Late Broadcast 10 ms (rank 1) and 5 ms (rank 2), caused by rank 0;
+ *  MPI_Reduce root 1 enters at 30, ranks 0, 2 at 34 and 37; it leaves 37.1:
+ *  Early Reduce min(34, 37.1) - 30 = 4 ms on rank 1, caused by rank 0;
+ *  MPI_Ssend 2 -> 0 [40, 47.1), MPI_Recv on 0 at 47: Late Receiver 7 ms on
+ *  rank 2 (Late Sender 0: the send came first), caused by rank 0;
+ *  MPI_Send 1 -> 2 [50, 50.01) and its Recv at 60: the send had returned
+ *  (eager), so no Late Receiver, and no Late Sender. */
+static void test_ranks_rooted_and_late_receiver(void **state) {
+  (void)state;
+  yajl_val rep = report_of(DIR "rooted.json", NULL, 0);
+  yajl_val k = get(rep, "ranks", NULL, NULL);
+  assert_int_equal(num(k, "count"), 3);
+  assert_int_equal(num(k, "messages"), 2);
+  assert_int_equal(num(k, "pace_rank"), 0);
+  static const long long bcast[3] = {0, 10 * MS, 5 * MS}, reduce[3] = {0, 4 * MS, 0},
+                         lr[3] = {0, 0, 7 * MS}, caused[3] = {26 * MS, 0, 0};
+  for (size_t r = 0; r < 3; r++) {
+    yajl_val row = trow(rep, "ranks", r);
+    assert_int_equal(num(row, "late_broadcast_ns"), bcast[r]);
+    assert_int_equal(num(row, "early_reduce_ns"), reduce[r]);
+    assert_int_equal(num(row, "late_receiver_ns"), lr[r]);
+    assert_int_equal(num(row, "late_sender_ns"), 0);
+    assert_int_equal(num(row, "wait_nxn_ns") + num(row, "wait_barrier_ns"), 0);
+    assert_int_equal(num(row, "caused_ns"), caused[r]);
+  }
+  assert_int_equal(num(trow(rep, "steps", 0), "straggler"), 0);
+  yajl_tree_free(rep);
+}
+
+/* The page's two rank x step heat maps: one cell per rank and step each,
+ * rank 2's step 3 the darkest of the step-time map, no script. */
+static void test_ranks_html_heat_maps(void **state) {
+  (void)state;
+  loom_report_options o = {.struct_size = sizeof o};
+  loom_report *r = NULL;
+  assert_int_equal(loom_report_open(DIR "merged.json", &o, &r), LOOM_OK);
+  char out[512];
+  tmp_path(out, sizeof out, ".ranks.html");
+  assert_int_equal(loom_report_write(r, LOOM_REPORT_HTML, out), LOOM_OK);
+  loom_report_free(r);
+  size_t n, cells = 0;
+  char *html = read_file(out, &n);
+  unlink(out);
+  assert_non_null(html);
+  for (const char *p = html; (p = strstr(p, "<rect x=")); p++) cells++;
+  assert_int_equal(cells, 2 * 4 * 5);
+  assert_non_null(strstr(html, "darkest = 181.390 ms"));      /* rank 2, step 3 */
+  assert_non_null(strstr(html, "darkest = 149.980 ms"));      /* rank 3 waits most */
+  assert_non_null(strstr(html, "<title>rank 2, step 3: 181.390 ms</title>"));
+  assert_null(strstr(html, "<script"));
+  free(html);
+}
+
+/* One process, no rank: one rank, no cross-rank figures to speak of. */
+static void test_ranks_single_trace(void **state) {
+  (void)state;
+  yajl_val rep = report_of(LOOM_TESTS_DIR "/data/report/synthetic.json", NULL, 0);
+  yajl_val k = get(rep, "ranks", NULL, NULL);
+  assert_int_equal(num(k, "count"), 1);
+  assert_int_equal(num(k, "messages"), 0);
+  assert_int_equal(num(trow(rep, "ranks", 0), "steps"), 2);
+  yajl_tree_free(rep);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ranks_merged), cmocka_unit_test(test_ranks_separate_files),
+      cmocka_unit_test(test_ranks_missing_ranks), cmocka_unit_test(test_ranks_rooted_and_late_receiver),
+      cmocka_unit_test(test_ranks_html_heat_maps), cmocka_unit_test(test_ranks_single_trace)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
