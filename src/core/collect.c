@@ -616,7 +616,7 @@ loom_status loom__session_collect(loom_session *s, loom_trace **out) {
   gethostname(host, sizeof host - 1);
   if (rc == 0)
     rc = loom__trace_add_meta(t, "loom_version", loom_version_string()) ||
-         loom__trace_add_meta(t, "host_name", host);
+         loom__trace_add_meta(t, "host_name", host) || loom__meta_apply(t);
   pthread_mutex_lock(&s->warn.mu);
   for (size_t i = 0; i < s->warn.n && rc == 0; i++)
     rc = loom__trace_add_warning(t, s->warn.v[i]);
