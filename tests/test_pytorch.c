@@ -284,10 +284,68 @@ static void test_shapes_off(void **state) {
   unlink(trace);
 }
 
+/* The args of the first cpu_op named name (empty when none). */
+static const char *op_args(const char *json, const char *name, char *buf, size_t n) {
+  char key[256];
+  snprintf(key, sizeof key, "\"cat\":\"cpu_op\",\"name\":\"%s\"", name);
+  const char *p = strstr(json, key);
+  buf[0] = 0;
+  return p ? event_args(p, buf, n) : buf;
+}
+
+/* torch.distributed (tests/integrations/torch_dist.py, a one-rank gloo
+ * world): each c10d op carries Kineto's collective arguments with the real
+ * sizes and types, groups are numbered in the order first used, and the
+ * trace names the rank, world size and backend (its distributedInfo). */
+static void test_collectives(void **state) {
+  (void)state;
+  char trace[256], cmd[2048], *out = NULL;
+  tmp_path(trace, sizeof trace, ".json");
+  snprintf(cmd, sizeof cmd, "'%s' record -o '%s' -- '%s' '%s' 2>&1", LOOM_BIN, trace, PYTHON,
+           TORCH_DIST);
+  int rc = ts_run(cmd, &out);
+  print_message("%s", out ? out : "");
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(out, "sum 16.0")); /* the program ran as it does alone */
+  free(out);
+  size_t len = 0;
+  char *json = read_file(trace, &len);
+  assert_non_null(json);
+  char a[1024];
+  static const struct {
+    const char *op, *want[8];
+  } cases[] = {
+      {"c10d::allreduce_",
+       {"\"Collective name\":\"allreduce\"", "\"In msg nelems\":16,", "\"Out msg nelems\":16,",
+        "\"dtype\":\"Float\"", "\"Group size\":1,", "\"Rank\":0,", "\"Process Group Name\":\"0\""}},
+      {"c10d::broadcast_",
+       {"\"Collective name\":\"broadcast\"", "\"In msg nelems\":8,", "\"dtype\":\"Long\"",
+        "\"Process Group Name\":\"0\""}},
+      {"c10d::allgather_",
+       {"\"Collective name\":\"allgather\"", "\"In msg nelems\":4,", "\"Out msg nelems\":4,",
+        "\"Process Group Name\":\"1\"", "\"Process Group Description\":\"undefined\""}},
+      {"c10d::barrier", {"\"Collective name\":\"barrier\"", "\"Group size\":1,"}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    op_args(json, cases[i].op, a, sizeof a);
+    print_message("%s %s\n", cases[i].op, a);
+    for (size_t k = 0; k < 8 && cases[i].want[k]; k++) assert_non_null(strstr(a, cases[i].want[k]));
+  }
+  assert_non_null(strstr(json, "\"rank\":\"0\""));
+  assert_non_null(strstr(json, "\"world_size\":\"1\""));
+  assert_non_null(strstr(json, "\"distributed_backend\":\"gloo\""));
+  free(json);
+  tp_require();
+  assert_int_equal(tp_int(trace, "select count(*) from slice where name like 'c10d::%'"), 4);
+  assert_int_equal(tp_errors(trace), 0);
+  unlink(trace);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ops_match_profiler),
       cmocka_unit_test(test_shapes_off),
+      cmocka_unit_test(test_collectives),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@
  */
 #include <ATen/record_function.h>
 #include <dlfcn.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <loom/loom.h>
 
 #include <atomic>
@@ -29,7 +30,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace {
 using string_id_fn = uint32_t (*)(const char *);
@@ -39,6 +42,7 @@ using str_fn = void (*)(const char *);
 using op_begin_args_fn = void (*)(const char *, uint64_t, const loom_arg *, uint32_t);
 using op_begin_raw_fn = void (*)(const char *, uint64_t, const loom_arg *, uint32_t, const void *,
                                  uint32_t, loom_raw_format_fn);
+using meta_set_fn = loom_status (*)(const char *, const char *);
 
 string_id_fn string_id_of;
 op_begin_id_fn op_begin_id;
@@ -46,6 +50,7 @@ void_fn op_end, range_pop;
 str_fn range_push_str;
 op_begin_args_fn op_begin_args; // null: record ops without arguments
 op_begin_raw_fn op_begin_raw;   // null: format the inputs on every op
+meta_set_fn meta_set;           // null: an older libloom (no distributedInfo)
 bool shapes = true;             // LOOM_PYTORCH_SHAPES=0: no Input Dims / Input type
 std::atomic<uint64_t> next_id{1};
 
@@ -253,6 +258,104 @@ void capture_dtype_names() {
   }
 }
 
+// ---- collectives: Kineto's arguments on c10d ops ----------------------------
+// 1.13 records each torch.distributed call as a c10d op ("c10d::allreduce_")
+// whose inputs are the tensors, the ProcessGroup object and scalars, around
+// the backend's own op ("gloo:all_reduce"); it has no record_param_comms.
+// The c10d op gets the arguments later PyTorch versions write on
+// record_param_comms (ParamCommsUtils), and the first group seen with the
+// largest size gives the trace's distributedInfo.  Groups have no names in
+// 1.13: they are numbered in the order first seen ("0", "1", ...).
+struct CommCount {
+  int64_t nelems = 0;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  void add(const at::Tensor &t) {
+    if (!t.defined()) return;
+    nelems += t.numel();
+    if (dtype == c10::ScalarType::Undefined) dtype = t.scalar_type();
+  }
+  void add(const c10::IValue &v) {
+    if (v.isTensor()) add(v.toTensor());
+    else if (v.isTensorList())
+      for (const at::Tensor &t : v.toTensorList().vec()) add(t);
+    else if (v.isList())
+      for (const c10::IValue &e : v.toListRef()) add(e);
+  }
+  static bool holds_tensors(const c10::IValue &v) {
+    return v.isTensor() || v.isTensorList() || v.isList();
+  }
+};
+
+std::mutex pg_mu;
+std::vector<const c10d::ProcessGroup *> pg_seen; // index = group name
+int dist_size = 0;                                // largest group reported
+
+int pg_number(const c10d::ProcessGroup *pg) {
+  std::lock_guard<std::mutex> g(pg_mu);
+  for (size_t i = 0; i < pg_seen.size(); i++)
+    if (pg_seen[i] == pg) return static_cast<int>(i);
+  pg_seen.push_back(pg);
+  if (meta_set && pg->getSize() > dist_size) {
+    dist_size = pg->getSize();
+    std::string backend = "unknown";
+    try {
+      backend = pg->getBackendName();
+    } catch (...) {
+    }
+    meta_set("rank", std::to_string(pg->getRank()).c_str());
+    meta_set("world_size", std::to_string(pg->getSize()).c_str());
+    meta_set("distributed_backend", backend.c_str());
+  }
+  return static_cast<int>(pg_seen.size() - 1);
+}
+
+const c10d::ProcessGroup *as_group(const c10::IValue &v) {
+  if (!v.isCustomClass()) return nullptr;
+  try {
+    return v.toCustomClass<c10d::ProcessGroup>().get();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+bool is_collective(const char *name) { return !std::strncmp(name, "c10d::", 6); }
+
+void begin_collective(const at::RecordFunction &fn, const char *name, uint64_t ext) {
+  std::string coll = name + 6;
+  if (!coll.empty() && coll.back() == '_') coll.pop_back();
+  const c10d::ProcessGroup *pg = nullptr;
+  std::vector<const c10::IValue *> data; // tensor inputs before the group
+  int64_t peer = -1;
+  for (const c10::IValue &v : fn.inputs()) {
+    if (!pg && (pg = as_group(v))) continue;
+    if (!pg && CommCount::holds_tensors(v)) data.push_back(&v);
+    else if (pg && peer < 0 && v.isInt()) peer = v.toInt(); // send/recv peer, root
+  }
+  // one tensor argument is both ends; with two, the first is the output
+  CommCount in, out;
+  if (!data.empty()) in.add(*data.back()), out.add(*data.front());
+  std::string pgname = pg ? std::to_string(pg_number(pg)) : "";
+  const char *dtype = in.dtype != c10::ScalarType::Undefined ? c10::toString(in.dtype) : "";
+  loom_arg a[10];
+  uint32_t n = 0;
+  auto str = [&](const char *k, const char *v) {
+    a[n].key = k, a[n].type = LOOM_ARG_STRING, a[n].v.s = v, n++;
+  };
+  auto num = [&](const char *k, int64_t v) { a[n].key = k, a[n].type = LOOM_ARG_INT, a[n].v.i = v, n++; };
+  str("Collective name", coll.c_str());
+  if (!data.empty()) num("In msg nelems", in.nelems), num("Out msg nelems", out.nelems), str("dtype", dtype);
+  if (pg) {
+    num("Group size", pg->getSize());
+    num("Rank", pg->getRank());
+    str("Process Group Name", pgname.c_str());
+    str("Process Group Description", "undefined");
+    if (peer >= 0 && coll == "send") num("Dst Rank", peer);
+    else if (peer >= 0 && (coll == "recv" || coll == "recv_any_source")) num("Src Rank", peer);
+  }
+  if (fn.seqNr() >= 0) num("Sequence number", fn.seqNr());
+  op_begin_args(name, ext, a, n);
+}
+
 // One thread_local object: one TLS lookup per op (this module is dlopen()ed,
 // so each thread_local access is a __tls_get_addr call).  loom copies the
 // strings during the call, so one buffer per thread is enough even for ops
@@ -275,6 +378,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
     return nullptr;
   }
   uint64_t ext = next_id.fetch_add(1, std::memory_order_relaxed);
+  if (op_begin_args && is_collective(name)) {
+    begin_collective(fn, name, ext);
+    return nullptr;
+  }
   if (!op_begin_args) {
     op_begin_id(string_id_of(name), ext);
     return nullptr;
@@ -339,6 +446,7 @@ extern "C" __attribute__((visibility("default"))) int loom_pytorch_shim_init(voi
       !find(range_pop, "loom_range_pop"))
     return -1;
   find(op_begin_args, "loom_op_begin_args"); // optional
+  find(meta_set, "loom_meta_set");           // optional
   if (op_begin_args && find(op_begin_raw, "loom_op_begin_raw")) capture_dtype_names(); // optional
   // Input shapes and types cost PyTorch a copy of every op's inputs; they
   // can be turned off (LOOM_PYTORCH_SHAPES=0, or `loom record --option

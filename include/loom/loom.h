@@ -377,6 +377,13 @@ LOOM_EXTERN void loom_counter(const char *name, double value);
  * (an id the OS gives to a later thread keeps it until renamed). */
 LOOM_EXTERN void loom_thread_name(uint64_t tid, const char *name);
 
+/* Sets a metadata entry (a string) of every trace this process collects
+ * from now on; the last value of a key wins, NULL removes it.  "rank",
+ * "world_size" and "distributed_backend" become the trace's distributedInfo
+ * (the PyTorch adapter sets them from torch.distributed's process group).
+ * Takes a lock: not an instrumentation call. */
+LOOM_EXTERN loom_status loom_meta_set(const char *key, const char *value);
+
 /* Marks the end of an iteration and the start of the next one (written as
  * "ProfilerStep#N" ranges on the calling thread). */
 LOOM_EXTERN void loom_step(void);

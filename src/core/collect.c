@@ -627,6 +627,7 @@ loom_status loom__session_collect(loom_session *s, loom_trace **out) {
   for (size_t i = 0; i < s->nmeta && rc == 0; i++)
     rc = loom__trace_add_meta(t, s->mkeys[i], s->mvals[i]);
   pthread_mutex_unlock(&s->mu);
+  if (rc == 0) rc = loom__meta_apply(t); /* meta.c: the program's own, last */
   pthread_mutex_lock(&s->warn.mu);
   for (size_t i = 0; i < s->warn.n && rc == 0; i++)
     rc = loom__trace_add_warning(t, s->warn.v[i]);

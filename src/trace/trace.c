@@ -111,8 +111,15 @@ int loom__trace_add_arg_str(loom_trace *t, const char *key, const char *v) {
   return loom__trace_add_arg(t, &a);
 }
 
+/* A key is written once: a later value replaces an earlier one (a session
+ * option, a backend and the program may all name the rank). */
 int loom__trace_add_meta(loom_trace *t, const char *key, const char *value) {
   loom__kv kv = {loom__trace_str(t, key), loom__trace_str(t, value)};
+  for (size_t i = 0; i < t->nmeta; i++)
+    if (t->meta[i].key == kv.key) {
+      t->meta[i].value = kv.value;
+      return 0;
+    }
   return LOOM__PUSH(t->meta, t->nmeta, t->cap_meta, kv);
 }
 
