@@ -27,7 +27,8 @@ enum frt_dir { FRT_HTOD = 1, FRT_DTOH = 2, FRT_DTOD = 3 };
 
 int frt_init(void); /* 0 on success; loads FRT_TOOLS */
 frt_queue *frt_queue_create(const char *name);
-/* Each enqueue returns its id (> 0), also the id its work carries. */
+/* Each enqueue returns its id (> 0), also the id its work carries; 0 when
+ * the queue already holds 64 items (finish it first). */
 uint64_t frt_enqueue_kernel(frt_queue *q, const char *name, uint32_t dur_us);
 uint64_t frt_enqueue_copy(frt_queue *q, enum frt_dir dir, uint64_t bytes);
 /* Submits the queue's batch to the device and waits until it has run. */

@@ -11,8 +11,9 @@
  *    runtime late; loaded through LOOM_PLUGINS it registers the usual way;
  *  - lazy: probe dlopen()s the runtime and finds its tracing interface;
  *  - the device clock ticks in us: declared with clock_set_rate(1000) and
- *    sync points the core takes itself (clock_auto_sync), or taken here at
- *    start and stop with a core that lacks them;
+ *    sync points against CLOCK_REALTIME that the core takes itself
+ *    (clock_auto_sync), or taken here at start and stop with a core that
+ *    lacks those slots; two or more points interpolate the 100 ppm drift;
  *  - runtime calls marked LOOM_RECORD_F_LAUNCH / _MEMORY, kernels and copies
  *    (with "bytes" and "direction") on one resource per queue, correlated by
  *    the runtime's call ids, and the runtime's "queue depth" counter.
@@ -44,27 +45,31 @@ static struct {
   void (*hooks_install)(const frt_hooks *);
 } g;
 
-static _Thread_local uint64_t call_start; /* api_enter -> api_exit (no nesting) */
+/* The call open on this thread: api_enter -> api_exit (calls do not nest). */
+static _Thread_local struct { uint64_t id, start; } call;
 
 static void on_enter(void *u, const char *fn, uint64_t id) {
-  (void)u, (void)fn, (void)id;
-  call_start = g.host->clock_now(LOOM_CLOCK_MONOTONIC);
+  (void)u, (void)fn;
+  call.id = id;
+  call.start = g.host->clock_now(LOOM_CLOCK_MONOTONIC);
 }
 
 static void on_exit_(void *u, const char *fn, uint64_t id) {
   (void)u;
-  if (!atomic_load(&g.recording)) return;
+  /* A call that began before the hooks were installed has no start. */
+  if (!atomic_load(&g.recording) || call.id != id) return;
   uint16_t flags = !strcmp(fn, "frtEnqueueKernel") ? LOOM_RECORD_F_LAUNCH
                  : !strcmp(fn, "frtEnqueueCopy") ? LOOM_RECORD_F_MEMORY : 0;
   loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_RUNTIME, .flags = flags,
                    .clock = g.host_clk, .device = LOOM_DEVICE_HOST,
-                   .start = call_start, .end = g.host->clock_now(LOOM_CLOCK_MONOTONIC),
+                   .start = call.start, .end = g.host->clock_now(LOOM_CLOCK_MONOTONIC),
                    .name = g.host->intern(g.b, fn, SIZE_MAX), .correlation = id};
   g.host->emit(g.b, &r);
 }
 
 /* The resource of a queue, added on first use: queues made before the
- * session, or before the backend joined, are known too. */
+ * session, or before the backend joined, are known too.  Two threads adding
+ * it at once add two resources with the same native id: one track still. */
 static uint32_t resource(uint32_t q, const char *name) {
   if (q >= MAXQ) return UINT32_MAX;
   uint32_t r = atomic_load(&g.res[q]);
