@@ -301,6 +301,10 @@ static void test_replay(void **state) {
   assert_int_equal(f.launch.tid, tid);
   assert_int_equal(f.launch.external_id, 42);
   assert_near(f.launch.start_ns, base + 1000);
+  /* marks for loom report: the launch call, no mark on the kernel */
+  assert_int_equal(f.launch.roles, LOOM_RECORD_F_LAUNCH);
+  assert_int_equal(f.kernel.roles, 0);
+  assert_true(ts_saved_contains(t, "\"direction\":\"HtoD\""));
   assert_string_equal(f.memcpy_.name, "Memcpy HtoD (Pageable -> Device)");
   assert_string_equal(f.memset_.name, "Memset (Device)");
   assert_string_equal(f.sync.name, "Stream Sync");

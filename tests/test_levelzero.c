@@ -33,11 +33,13 @@ typedef struct counts {
   size_t kernels, scale, square, copies, fills, barriers, calls, syncs, flows;
   size_t inside_call, after_call; /* device work within its call / after it */
   int brackets_ok;
+  int marks_ok; /* append calls are marked for loom report by what they append */
 } counts;
 
 static counts inspect(loom_trace *t) {
   counts c = {0};
   c.brackets_ok = 1;
+  c.marks_ok = 1;
   int64_t last_host_end = 0;
   for (size_t i = 0; i < loom_trace_event_count(t); i++) {
     loom_event_view v = {.struct_size = sizeof v};
@@ -69,6 +71,9 @@ static counts inspect(loom_trace *t) {
               (long long)call.dur_ns, (long long)last_host_end);
       c.brackets_ok = 0;
     }
+    unsigned want = work.kind == LOOM_KIND_KERNEL ? LOOM_RECORD_F_LAUNCH
+                  : work.kind == LOOM_KIND_MEMCPY || work.kind == LOOM_KIND_MEMSET ? LOOM_RECORD_F_MEMORY : 0;
+    if (call.roles != want || work.roles) c.marks_ok = 0;
     if (work.start_ns >= call.start_ns - 1000 && work.start_ns + work.dur_ns <= call.start_ns + call.dur_ns + 1000)
       c.inside_call++;
     else if (work.start_ns >= call.start_ns + call.dur_ns)
@@ -109,6 +114,7 @@ static void test_record(void **state) {
    * not traced by this backend; the two host syncs are xpu_sync) */
   assert_int_equal(c.calls, 39);
   assert_true(c.brackets_ok);
+  assert_true(c.marks_ok);
   /* The fake device runs immediate commands inside their append call, so
    * after the conversion (7e12 offset, 500 ppm drift, 32-bit kernel
    * timestamps) each lies inside its call within 1 us; the regular list's 6
@@ -181,6 +187,7 @@ static void test_rerun(void **state) {
   assert_int_equal(c.flows, 6 + 6 * 3);
   assert_int_equal(c.syncs, 2 * 3);
   assert_true(c.brackets_ok);
+  assert_true(c.marks_ok);
   assert_int_equal(c.inside_call, 6);
   loom_trace_summary s = {.struct_size = sizeof s};
   loom_trace_summarize(t, &s);
@@ -252,6 +259,7 @@ static void test_late(void **state) {
   assert_int_equal(c.copies, 1);
   assert_int_equal(c.flows, 2);
   assert_true(c.brackets_ok);
+  assert_true(c.marks_ok);
   assert_int_equal(c.inside_call, 2);
   size_t named = 0;
   for (size_t i = 0; i < loom_trace_event_count(t); i++) {

@@ -29,11 +29,13 @@ static int record(const char *app, const char *mode, const char *trace, char **o
 typedef struct counts {
   size_t kernels, copies, fills, calls, flows, queues;
   int brackets_ok;
+  int marks_ok; /* every enqueue call is marked for loom report by what it enqueued */
 } counts;
 
 static counts inspect(loom_trace *t) {
   counts c = {0};
   c.brackets_ok = 1;
+  c.marks_ok = 1;
   int64_t last_host_end = 0;
   for (size_t i = 0; i < loom_trace_event_count(t); i++) {
     loom_event_view v = {.struct_size = sizeof v};
@@ -56,6 +58,8 @@ static counts inspect(loom_trace *t) {
     if (work.start_ns < call.start_ns - 1000 || work.start_ns + work.dur_ns > last_host_end + 1000 ||
         strcmp(call.category, "opencl_runtime") || work.device == UINT32_MAX)
       c.brackets_ok = 0;
+    unsigned want = work.kind == LOOM_KIND_KERNEL ? LOOM_RECORD_F_LAUNCH : LOOM_RECORD_F_MEMORY;
+    if (call.roles != want || work.roles) c.marks_ok = 0;
   }
   return c;
 }
@@ -92,6 +96,7 @@ static void basic_for(const char *app) {
   assert_int_equal(c.copies, 2); /* one write, one read */
   assert_int_equal(c.flows, 6);
   assert_true(c.brackets_ok);
+  assert_true(c.marks_ok);
   loom_trace_summary s = {.struct_size = sizeof s};
   loom_trace_summarize(t, &s);
   assert_int_equal(s.devices, 1);
@@ -141,6 +146,7 @@ static void test_app_events_and_profiling(void **state) {
   assert_int_equal(c.copies, 2);
   assert_int_equal(c.flows, 7);
   assert_true(c.brackets_ok);
+  assert_true(c.marks_ok);
   loom_trace_free(t);
   assert_int_equal(record(CLAPP, "profiling 3", trace, NULL), 0);
   t = ts_load(trace);
@@ -165,6 +171,7 @@ static void test_two_threads_two_queues(void **state) {
   assert_int_equal(c.copies, 4);
   assert_int_equal(c.flows, 10);
   assert_true(c.brackets_ok);
+  assert_true(c.marks_ok);
   const char *q[] = {"select count(*) from thread where name like 'queue %'",
                      "select count(distinct utid) from thread_track join slice on slice.track_id = thread_track.id where slice.category = 'opencl_runtime'"};
   long long r[2];

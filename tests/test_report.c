@@ -451,6 +451,11 @@ static void test_vendor_variants(void **state) {
   assert_int_equal(NUM(d1, "idle_other_ns"), 10000);
   assert_int_equal(NUM(row(at(r, "transfers", NULL), "direction", "HtoD"), "bytes"), 8000);
   assert_int_equal(NUM(row(at(r, "transfers", NULL), "direction", "other"), "count"), 1);
+  /* HTA's kernel type goes by name in a trace without marks: "CopyHostToDevice"
+   * has no "Memcpy", so it is COMPUTATION as in HTA (20 + 15 + 8); MEMORY is
+   * "Memcpy M2D" alone (10). */
+  assert_int_equal(NUM(r, "hta", "temporal_breakdown", "compute_time_ns"), 43000);
+  assert_int_equal(NUM(row(at(r, "hta", "kernel_types", NULL), "kernel_type", "MEMORY"), "sum_ns"), 10000);
   assert_int_equal(NUM(r, "not_understood", "device_work_without_launch"), 0);
   yajl_val cats = at(r, "not_understood", "categories", NULL);
   assert_int_equal(cats->u.array.len, 2);

@@ -19,9 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <dlfcn.h>
 #include <yajl/yajl_tree.h>
 
 #include "loom/loom.h"
+#include "simrt.h"
 #include "testutil.h"
 
 static const loom_host *host;
@@ -323,9 +325,53 @@ static void test_perfetto_reads_marks(void **state) {
   loom_trace_free(t);
 }
 
+/* The example plug-in (examples/plugin-sim, loaded through LOOM_PLUGINS):
+ * "simLaunchKernel", "simMemcpyAsync" and "simMemsetAsync" are in no
+ * report-names.def; its marks make them 4 launches, 3 copies, 1 fill. */
+static void test_sim_plugin_launches(void **state) {
+  (void)state;
+  loom_session *s = ts_start("sim", NULL);
+  void *h = dlopen(SIM_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
+  if (!h) fail_msg("the sim plug-in is not loaded (LOOM_PLUGINS)");
+  uint64_t (*launch)(int, const char *, uint64_t, uint32_t, uint32_t) =
+      (uint64_t(*)(int, const char *, uint64_t, uint32_t, uint32_t))dlsym(h, "simrt_launch");
+  uint64_t (*copy)(int, enum simrt_copy, size_t) =
+      (uint64_t(*)(int, enum simrt_copy, size_t))dlsym(h, "simrt_memcpy");
+  uint64_t (*fill)(int, size_t) = (uint64_t(*)(int, size_t))dlsym(h, "simrt_memset");
+  uint64_t (*sync)(int) = (uint64_t(*)(int))dlsym(h, "simrt_synchronize");
+  assert_true(launch && copy && fill && sync);
+  for (int i = 0; i < 4; i++) launch(i % 2, "simKernel", 2000, 1, 1);
+  copy(0, SIMRT_H2D, 1000);
+  copy(0, SIMRT_H2D, 3000);
+  copy(1, SIMRT_D2H, 500);
+  fill(1, 64);
+  sync(0);
+  sync(1);
+  loom_trace *t = ts_finish(s);
+  char js[512];
+  tmp_path(js, sizeof js, ".json");
+  assert_int_equal(loom_trace_save(t, js), LOOM_OK);
+  loom_trace_free(t);
+  char *text = report_text(js);
+  char err[256];
+  yajl_val r = yajl_tree_parse(text, err, sizeof err);
+  assert_non_null(r);
+  /* every launch, copy and fill call: 4 + 3 + 1 (the syncs are not) */
+  assert_int_equal(NUM(r, "hta", "launch_stats", "launches"), 8);
+  assert_int_equal(NUM(r, "devices", "#0", "launch_latency", "count"), 8);
+  yajl_val tr = at(r, "transfers", NULL);
+  assert_int_equal(NUM(row(tr, "direction", "HtoD"), "count"), 2);
+  assert_int_equal(NUM(row(tr, "direction", "HtoD"), "bytes"), 4000);
+  assert_int_equal(NUM(row(tr, "direction", "DtoH"), "bytes"), 500);
+  yajl_tree_free(r);
+  free(text);
+  unlink(js);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_unknown_runtime_every_format),
                                      cmocka_unit_test(test_unknown_role_word),
+                                     cmocka_unit_test(test_sim_plugin_launches),
                                      cmocka_unit_test(test_perfetto_reads_marks)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

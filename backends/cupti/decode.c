@@ -205,13 +205,38 @@ static loom_string_id strip_version(const char *s) {
   return cupti_host->intern(cupti_self, s, (size_t)(v - s));
 }
 
-static loom_string_id api_name(int runtime, uint32_t cbid) {
+/* What an API call enqueues, for loom report (LOOM_RECORD_F_*): kernel
+ * and graph launches, and copies and fills. */
+static uint16_t api_roles(const char *s) {
+  static const char *const launch[] = {"cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch"};
+  static const char *const memory[] = {"cudaMemcpy", "cudaMemset", "cuMemcpy", "cuMemset"};
+  if (strstr(s, "LaunchHostFunc")) return 0; /* host work, not device compute */
+  for (size_t i = 0; i < 4; i++) {
+    if (!strncmp(s, launch[i], strlen(launch[i]))) return LOOM_RECORD_F_LAUNCH;
+    if (!strncmp(s, memory[i], strlen(memory[i]))) return LOOM_RECORD_F_MEMORY;
+  }
+  return 0;
+}
+
+/* Communication kernels of NCCL: "ncclKernel_...", "ncclDevKernel_..."
+ * (mangled: "_Z<length>nccl..."). */
+static uint16_t kernel_roles(const char *mangled) {
+  const char *s = mangled ? mangled : "";
+  if (s[0] == '_' && s[1] == 'Z') s += 2 + strspn(s + 2, "0123456789");
+  return !strncmp(s, "nccl", 4) ? LOOM_RECORD_F_COMM : 0;
+}
+
+static loom_string_id api_name(int runtime, uint32_t cbid, uint16_t *roles) {
   const char *s = NULL;
   CUpti_CallbackDomain dom = runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
-  if (atomic_load(&cupti_loaded) && cupti.GetCallbackName(dom, cbid, &s) == CUPTI_SUCCESS && s)
+  *roles = 0;
+  if (atomic_load(&cupti_loaded) && cupti.GetCallbackName(dom, cbid, &s) == CUPTI_SUCCESS && s) {
+    *roles = api_roles(s);
     return runtime ? strip_version(s) : intern(s);
+  }
   s = runtime ? table_name(runtime_names, sizeof runtime_names / sizeof *runtime_names, cbid)
               : table_name(driver_names, sizeof driver_names / sizeof *driver_names, cbid);
+  if (s) *roles = api_roles(s);
   if (s) return intern(s);
   char buf[48];
   snprintf(buf, sizeof buf, "%s#%u", runtime ? "cudaRuntimeApi" : "cudaDriverApi", cbid);
@@ -256,13 +281,20 @@ static const char *overhead_name(unsigned kind) {
 }
 
 /* ---- one function per record kind (mu held) ----------------------------- */
-static void emit(uint16_t kind, uint32_t dev, uint32_t res, uint64_t start, uint64_t end,
-                 loom_string_id name, uint32_t corr, const loom_arg *args, uint32_t nargs) {
-  loom_record r = {.struct_size = sizeof r, .kind = kind, .clock = cupti_clock, .device = dev,
+/* roles: LOOM_RECORD_F_* (what the record is for, for loom report). */
+static void emit_as(uint16_t kind, uint16_t roles, uint32_t dev, uint32_t res, uint64_t start,
+                    uint64_t end, loom_string_id name, uint32_t corr, const loom_arg *args,
+                    uint32_t nargs) {
+  loom_record r = {.struct_size = sizeof r, .kind = kind, .flags = roles, .clock = cupti_clock, .device = dev,
                    .resource = res, .start = start, .end = end < start ? start : end,
                    .name = name, .correlation = corr, .external_id = external_of(corr),
                    .nargs = nargs, .args = nargs ? args : NULL};
   cupti_host->emit(cupti_self, &r);
+}
+
+static void emit(uint16_t kind, uint32_t dev, uint32_t res, uint64_t start, uint64_t end,
+                 loom_string_id name, uint32_t corr, const loom_arg *args, uint32_t nargs) {
+  emit_as(kind, 0, dev, res, start, end, name, corr, args, nargs);
 }
 
 #define ARG_U(k, x) ((loom_arg){.key = (k), .type = LOOM_ARG_UINT, .v.u = (x)})
@@ -288,7 +320,8 @@ static void decode_kernel(const CUpti_ActivityKernel10 *k) {
                  (uint64_t)(uint32_t)k->staticSharedMemory + (uint32_t)k->dynamicSharedMemory);
   a[n++] = ARG_U("context", k->contextId);
   n = graph_args(a, n, k->graphId, k->graphNodeId);
-  emit(LOOM_KIND_KERNEL, dev, res, k->start, k->end, kernel_name(k->name), k->correlationId, a, n);
+  emit_as(LOOM_KIND_KERNEL, kernel_roles(k->name), dev, res, k->start, k->end, kernel_name(k->name),
+          k->correlationId, a, n);
 }
 
 static void decode_memcpy(const CUpti_ActivityMemcpy6 *m) {
@@ -299,6 +332,7 @@ static void decode_memcpy(const CUpti_ActivityMemcpy6 *m) {
   loom_arg a[6];
   uint32_t n = 0;
   a[n++] = ARG_U("bytes", m->bytes);
+  if (m->copyKind && copy_kind(m->copyKind)[0] != 'U') a[n++] = ARG_S("direction", copy_kind(m->copyKind));
   a[n++] = ARG_U("context", m->contextId);
   n = graph_args(a, n, m->graphId, m->graphNodeId);
   emit(LOOM_KIND_MEMCPY, dev, res, m->start, m->end, intern(name), m->correlationId, a, n);
@@ -322,8 +356,10 @@ static void decode_api(const CUpti_ActivityAPI *api) {
   uint32_t tid = api->threadId;
   map_entry *e = map_put(&corrs, api->correlationId);
   if (e) e->b = tid;
-  emit(runtime ? LOOM_KIND_RUNTIME : LOOM_KIND_DRIVER, LOOM_DEVICE_HOST, tid, api->start,
-       api->end, api_name(runtime, api->cbid), api->correlationId, NULL, 0);
+  uint16_t roles;
+  loom_string_id name = api_name(runtime, api->cbid, &roles);
+  emit_as(runtime ? LOOM_KIND_RUNTIME : LOOM_KIND_DRIVER, roles, LOOM_DEVICE_HOST, tid, api->start,
+          api->end, name, api->correlationId, NULL, 0);
 }
 
 static void decode_external(const CUpti_ActivityExternalCorrelation *x) {

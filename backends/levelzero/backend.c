@@ -393,13 +393,16 @@ static uint32_t api_name(const char *s) {
   return host->intern(self, s, SIZE_MAX);
 }
 
-static void emit_call(const char *api, int kind, uint64_t corr) {
+/* roles: LOOM_RECORD_F_* (what the call enqueues, for loom report). */
+static void emit_call_as(const char *api, int kind, uint64_t corr, uint16_t roles) {
   if (!atomic_load(&recording)) return;
-  loom_record r = {.struct_size = sizeof r, .kind = (uint16_t)kind, .clock = host_clk,
+  loom_record r = {.struct_size = sizeof r, .kind = (uint16_t)kind, .flags = roles, .clock = host_clk,
                    .device = LOOM_DEVICE_HOST, .resource = host->thread_id(), .start = cur.t0,
                    .end = raw_now(), .name = api_name(api), .correlation = corr};
   host->emit(self, &r);
 }
+
+static void emit_call(const char *api, int kind, uint64_t corr) { emit_call_as(api, kind, corr, 0); }
 
 static const char *mem_kind(ze_context_handle_t ctx, const void *p) {
   ze_memory_allocation_properties_t pr = {.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES};
@@ -431,7 +434,9 @@ static void cmd_prologue(ze_command_list_handle_t l, ze_event_handle_t *sig) {
 static void cmd_epilogue(const char *api, ze_result_t res, ze_command_list_handle_t l, cmd *c,
                          ze_event_handle_t ev) {
   if (!cur.corr) return;
-  emit_call(api, LOOM_KIND_RUNTIME, res == ZE_RESULT_SUCCESS ? cur.corr : 0);
+  uint16_t roles = c->kind == LOOM_KIND_KERNEL ? LOOM_RECORD_F_LAUNCH
+                 : c->kind == LOOM_KIND_MEMCPY || c->kind == LOOM_KIND_MEMSET ? LOOM_RECORD_F_MEMORY : 0;
+  emit_call_as(api, LOOM_KIND_RUNTIME, res == ZE_RESULT_SUCCESS ? cur.corr : 0, roles);
   pthread_mutex_lock(&mu);
   obj *o = find_obj(l);
   if (res != ZE_RESULT_SUCCESS || !o || !ev) {

@@ -278,8 +278,9 @@ void ocl_call_begin(ocl_call *c, cl_command_queue q, cl_event *app_event) {
   c->t0 = ocl_now();
 }
 
-static void emit_call(uint32_t api, uint64_t t0, uint64_t t1, uint64_t corr, int kind) {
-  loom_record r = {.struct_size = sizeof r, .kind = (uint16_t)kind, .clock = host_clk,
+/* roles: LOOM_RECORD_F_* (what the call enqueues, for loom report). */
+static void emit_call(uint32_t api, uint64_t t0, uint64_t t1, uint64_t corr, int kind, uint16_t roles) {
+  loom_record r = {.struct_size = sizeof r, .kind = (uint16_t)kind, .flags = roles, .clock = host_clk,
                    .device = LOOM_DEVICE_HOST, .start = t0, .end = t1,
                    .name = api, .correlation = corr};
   host->emit(self, &r);
@@ -348,7 +349,7 @@ static void harvest(queue_entry *qe, size_t max, uint64_t wait_until) {
 }
 
 void ocl_host_call(uint32_t api, uint64_t t0, int kind) {
-  emit_call(api, t0, ocl_now(), 0, kind);
+  emit_call(api, t0, ocl_now(), 0, kind, 0);
 }
 
 void ocl_queue_finished(cl_command_queue q) {
@@ -382,7 +383,9 @@ cl_int ocl_call_end(ocl_call *c, uint32_t api, cl_int rc, int kind, uint32_t nam
                     const size_t *lws, cl_event *app_event) {
   uint64_t t1 = ocl_now();
   int follow = rc == CL_SUCCESS && kind >= 0 && *c->evp;
-  emit_call(api, c->t0, t1, follow ? c->corr : 0, LOOM_KIND_RUNTIME);
+  uint16_t roles = kind == LOOM_KIND_KERNEL ? LOOM_RECORD_F_LAUNCH
+                 : kind == LOOM_KIND_MEMCPY || kind == LOOM_KIND_MEMSET ? LOOM_RECORD_F_MEMORY : 0;
+  emit_call(api, c->t0, t1, follow ? c->corr : 0, LOOM_KIND_RUNTIME, roles);
   if (!follow) {
     if (c->mine) ocl_next.clReleaseEvent(c->mine);
     return rc;

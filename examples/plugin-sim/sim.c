@@ -66,10 +66,12 @@ static uint64_t dev_of(uint64_t raw) {
 EXPORT uint64_t simrt_device_now(void) { return dev_of(raw_now()); }
 
 /* ---- the runtime -------------------------------------------------------- */
+/* roles tells loom report what the call enqueues (LOOM_RECORD_F_*): loom
+ * knows no "sim" names, the marks travel with the trace instead. */
 static void emit_call(const char *name, uint64_t t0, uint64_t t1, uint64_t corr,
-                      int q) {
+                      int q, uint16_t roles) {
   loom_arg args[1] = {{.key = "queue", .type = LOOM_ARG_INT, .v.i = q}};
-  loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_RUNTIME,
+  loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_RUNTIME, .flags = roles,
                    .clock = g.host_clk, .device = LOOM_DEVICE_HOST,
                    .start = t0, .end = t1,
                    .name = g.host->intern(g.b, name, SIZE_MAX),
@@ -108,7 +110,9 @@ static uint64_t submit(int q, const char *call, op o, uint64_t dur_ns) {
     }
   }
   pthread_mutex_unlock(&g.mu);
-  if (atomic_load(&g.recording)) emit_call(call, t0, raw_now(), corr, q);
+  if (atomic_load(&g.recording))
+    emit_call(call, t0, raw_now(), corr, q,
+              o.kind == LOOM_KIND_KERNEL ? LOOM_RECORD_F_LAUNCH : LOOM_RECORD_F_MEMORY);
   return corr;
 }
 

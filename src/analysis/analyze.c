@@ -148,6 +148,7 @@ typedef struct launch {
   int32_t step;     /* index in rep->steps or -1 */
   uint8_t is_launch; /* marked launch or memory call, or by its name */
   uint8_t timed;     /* counts in loom's launch latency: a launch, or unmarked */
+  uint8_t memory;    /* marked memory call: what it launched is a copy or fill */
 } launch;
 
 /* An idle gap [gap, s) ended by work whose launch call is l: the part
@@ -456,7 +457,8 @@ static void host_event(an *a, const loom__arec *r) {
     if (r->ts >= s->ts && r->ts < s->ts + s->dur) step = a->cur_step;
   }
   launch l = {r->ts, r->dur, stack_id(a, h), step, (uint8_t)is_launch_call(r, nf),
-              (uint8_t)(!(r->role & ROLE_MASK) || is_launch_call(r, nf))};
+              (uint8_t)(!(r->role & ROLE_MASK) || is_launch_call(r, nf)),
+              (uint8_t)((r->role & LOOM_RECORD_F_MEMORY) != 0)};
   uint64_t *old = loom__map_get(&a->inflight, r->corr);
   if (old) {
     a->ls[*old - 1] = l;
@@ -600,9 +602,13 @@ static void hta_event(an *a, const loom__arec *r) {
   int64_t s = r->ts, e = r->ts + r->dur, gap;
   /* HTA classifies by name: communication as the runtime's rules say,
    * memory by "Memcpy" / "Memset", the rest (syncs too) computation.  loom
-   * also takes the marks, and copies and fills by their kind. */
+   * also takes the vocabulary of its own traces: communication marks, and
+   * copies and fills that carry a "direction" or were launched by a call
+   * marked memory (traces of other tools keep HTA's rule exactly). */
   unsigned nf = name_flags(a, a->t, r->name);
-  int memory = (nf & NF_MEMORY) || r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET;
+  int memory = (nf & NF_MEMORY) ||
+               ((r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET) &&
+                ((r->role >> LOOM__AREC_DIR_SHIFT) || (l && l->memory)));
   unsigned bit = is_comm_work(r, nf) ? 2u : memory ? 4u : 1u;
   for (unsigned m = 1; m < 8; m++)
     if (m & bit) uset_add(&a->hu[m], s, e, &gap);
