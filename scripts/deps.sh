@@ -11,6 +11,8 @@ pkgs="$pkgs g++ libtorch-dev python3-torch"
 # loom report's tests: pandas for the independent Holistic Trace Analysis
 # figures, Chromium to render the HTML page headless.
 pkgs="$pkgs python3-pandas chromium"
+# MPI backend (PMPI wrappers built against OpenMPI's mpi.h) and its mpirun tests.
+pkgs="$pkgs openmpi-bin libopenmpi-dev"
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 missing=""

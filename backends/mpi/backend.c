@@ -171,9 +171,9 @@ uint64_t mpil_req_add(MPI_Request req, const mpil_comm *c, unsigned gen) {
   lock();
   for (unsigned i = 0; i < NREQ; i++) {
     mpil_req *r = &reqs[(h + i) & (NREQ - 1)];
+    /* A slot of an older session is free to take: its request is gone.
+     * Taking it keeps every chain intact (it was occupied). */
     if (!r->req || r->req == req || r->gen != gen) {
-      /* A slot of an older session is free: its request is long gone. */
-      if (r->req && r->gen != gen && r->req != req) continue;
       *r = (mpil_req){.req = req, .id = id, .comm_id = c ? c->id : 0, .comm = c, .gen = gen};
       unlock();
       return id;
