@@ -117,7 +117,7 @@ static loom_trace *record_foo(void) {
 
 /* ---- reading the report ---------------------------------------------------- */
 static char *report_text(const char *trace) {
-  loom_report_options o = {sizeof o, 0, 0, 0};
+  loom_report_options o = {.struct_size = sizeof o};
   loom_report *r = NULL;
   if (loom_report_open(trace, &o, &r) != LOOM_OK)
     fail_msg("loom_report_open(%s): %s", trace, loom_last_error());
