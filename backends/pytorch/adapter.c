@@ -8,10 +8,12 @@
  *
  * Detection: at load time (a C++ program linked against libtorch) and after
  * every dlopen() the program makes (Python importing torch): this library
- * interposes dlopen().  Limit: a dlopen() of a bare name that relied on the
- * calling library's RUNPATH/$ORIGIN now resolves as if called from here
- * (glibc takes the caller from the return address); absolute paths, which
- * Python uses for extension modules, are unaffected.
+ * interposes dlopen().  glibc takes the search path of a bare name from the
+ * caller (the return address), which is now this library: so a bare name is
+ * looked up here the way glibc would for the real caller (its DT_RPATH, then
+ * LD_LIBRARY_PATH, then its DT_RUNPATH, $ORIGIN expanded) before the plain
+ * call, and a program that finds its libraries through its own RUNPATH
+ * works unchanged.
  *
  * It is also a plug-in for `loom record` only: its table says "preload me,
  * do not load me through LOOM_PLUGINS" (ops.enable), so loom record needs no
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "loom/plugin.h"
 
@@ -75,10 +78,67 @@ static void try_attach(void) {
   pthread_mutex_unlock(&mu);
 }
 
+/* Tries dir/file for each dir of a ':'-separated list ($ORIGIN = origin). */
+static void *open_in(const char *list, const char *origin, const char *file, int mode) {
+  char path[PATH_MAX];
+  for (const char *p = list; p && *p;) {
+    const char *end = strchr(p, ':');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < sizeof path - 1;) {
+      size_t o = !strncmp(p + i, "$ORIGIN", 7) ? 7 : !strncmp(p + i, "${ORIGIN}", 9) ? 9 : 0;
+      if (o && i + o <= n) {
+        k += (size_t)snprintf(path + k, sizeof path - k, "%s", origin);
+        i += o;
+      } else {
+        path[k++] = p[i++];
+      }
+    }
+    if (k && k + strlen(file) + 2 < sizeof path) {
+      snprintf(path + k, sizeof path - k, "/%s", file);
+      if (access(path, F_OK) == 0) {
+        void *h = real_dlopen(path, mode);
+        if (h) return h;
+      }
+    }
+    p = end ? end + 1 : NULL;
+  }
+  return NULL;
+}
+
+/* A bare name, searched as glibc would for the caller at `from`. */
+static void *open_as_caller(const char *file, int mode, const void *from) {
+  Dl_info info;
+  struct link_map *lm = NULL;
+  if (!file || strchr(file, '/') || !dladdr1(from, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+    return NULL;
+  const char *strtab = NULL;
+  ElfW(Xword) rpath = 0, runpath = 0;
+  int has_rpath = 0, has_runpath = 0;
+  for (const ElfW(Dyn) *d = lm->l_ld; d && d->d_tag != DT_NULL; d++) {
+    if (d->d_tag == DT_STRTAB) strtab = (const char *)d->d_un.d_ptr;
+    else if (d->d_tag == DT_RPATH) rpath = d->d_un.d_val, has_rpath = 1;
+    else if (d->d_tag == DT_RUNPATH) runpath = d->d_un.d_val, has_runpath = 1;
+  }
+  if (!strtab || !(has_rpath || has_runpath)) return NULL;
+  char origin[PATH_MAX] = "";
+  const char *self = lm->l_name && *lm->l_name ? lm->l_name : NULL;
+  if (self) snprintf(origin, sizeof origin, "%s", self);
+  else if (readlink("/proc/self/exe", origin, sizeof origin - 1) < 0) origin[0] = 0;
+  char *slash = strrchr(origin, '/');
+  if (slash) *slash = 0;
+  if (has_runpath) { /* RUNPATH: LD_LIBRARY_PATH first, and RPATH is ignored */
+    void *h = open_in(getenv("LD_LIBRARY_PATH"), origin, file, mode);
+    return h ? h : open_in(strtab + runpath, origin, file, mode);
+  }
+  return open_in(strtab + rpath, origin, file, mode);
+}
+
 EXPORT void *dlopen(const char *file, int mode) {
   if (!real_dlopen) real_dlopen = (void *(*)(const char *, int))(uintptr_t)dlsym(RTLD_NEXT, "dlopen");
   depth++;
-  void *h = real_dlopen(file, mode);
+  void *h = open_as_caller(file, mode, __builtin_return_address(0));
+  if (!h) h = real_dlopen(file, mode);
   depth--;
   /* only once the outermost dlopen() returned: everything is initialised */
   if (h && !depth && !(mode & RTLD_NOLOAD) && !atomic_load_explicit(&attached, memory_order_relaxed))

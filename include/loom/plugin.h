@@ -191,8 +191,10 @@ typedef struct loom_host {
   /* Asks the core to take sync points itself: it calls read(b, ctx) for
    * the device time and reads host_domain at once, at start, at stop and
    * before flush (and when the backend joins a running session); called
-   * while recording, it also takes one point at once.  read runs with no
-   * core lock held. */
+   * while recording, it also takes one point at once.  Each point reads the
+   * host domain on both sides of read() a few times (7) and keeps the
+   * narrowest bracket's midpoint, so read must be cheap and repeatable.
+   * read runs with no core lock held. */
   loom_status (*clock_auto_sync)(loom_backend *b, loom_clock clk,
                                  uint64_t (*read)(loom_backend *b, void *ctx),
                                  void *ctx, loom_clock_domain host_domain);
