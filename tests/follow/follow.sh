@@ -114,7 +114,8 @@ if [ "$MERGE_READY" = 1 ]; then
   ls -d "$W"/loom-record-* >/dev/null 2>&1 && fail "merge: session folder left behind"
 else
   d=$(sed -n 's/.*per-process traces are kept in \(.*\)$/\1/p' "$W/m.err")
-  [ -n "$d" ] && [ "$(ntraces "$d")" -eq 4 ] || fail "merge failure: traces not kept: $(cat "$W/m.err")"
+  [ -n "$d" ] && [ "$(ntraces "$d")" -eq 3 ] || fail "merge failure: traces not kept: $(cat "$W/m.err")"
+  [ "$(count "$W/m.json" parent)" = 5 ] || fail "merge failure: the first program's trace not at -o"
 fi
 ok "merge (MERGE_READY=$MERGE_READY)"
 
