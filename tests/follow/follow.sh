@@ -21,9 +21,12 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
 
 # count TRACE NAME: slices (instants included) named NAME, by trace_processor
+# (one run per trace, all names at once, kept next to the trace)
 count() {
-  node "$TP" --tp-dir "$TP_DIR" "$1" "select count(*) as n from slice where name = '$2'" |
-    sed -n 's/.*"n":\([0-9]*\).*/\1/p'
+  [ -f "$1.tp" ] || node "$TP" --tp-dir "$TP_DIR" "$1" \
+    "select name, count(*) as n from slice group by name" >"$1.tp"
+  n=$(sed 's/},{/}\n{/g' "$1.tp" | sed -n "s/.*\"name\":\"$2\",\"n\":\([0-9]*\).*/\1/p")
+  echo "${n:-0}"
 }
 # counts DIR NAME: the per-trace counts of NAME in DIR's traces, sorted, space-separated
 counts() {
@@ -92,7 +95,17 @@ for m in spawn forkserver fork; do
 done
 ok "python multiprocessing"
 
-# 7. -o FILE with several processes: one merged trace (needs loom_merge)
+# 7. the rank from the launcher's environment: in the file name and the labels
+RANK=1 WORLD_SIZE=2 "$LOOM" record -o "$W/rank/" -- "$POOL" leaf 2 2>/dev/null
+f=$(ls "$W"/rank/*-rank1.json 2>/dev/null)
+if [ -z "$f" ]; then fail "rank: no *-rank1.json in $(ls "$W/rank")"; else
+  grep -q '"rank": *"1"' "$f" && grep -q '"world_size": *"2"' "$f" || fail "rank: metadata"
+  grep -q "\"name\": *\"rank 1: $POOL leaf 2\"" "$f" || fail "rank: process name"
+  [ "$(count "$f" leaf)" = 2 ] || fail "rank: leaf count"
+fi
+ok rank
+
+# 8. -o FILE with several processes: one merged trace (needs loom_merge)
 TMPDIR="$W" "$LOOM" record -o "$W/m.json" -- "$POOL" fork 3 2>"$W/m.err"
 [ $? -eq 0 ] || fail "merge: exit status"
 if [ "$MERGE_READY" = 1 ]; then
@@ -101,7 +114,8 @@ if [ "$MERGE_READY" = 1 ]; then
   ls -d "$W"/loom-record-* >/dev/null 2>&1 && fail "merge: session folder left behind"
 else
   d=$(sed -n 's/.*per-process traces are kept in \(.*\)$/\1/p' "$W/m.err")
-  [ -n "$d" ] && [ "$(ntraces "$d")" -eq 4 ] || fail "merge failure: traces not kept: $(cat "$W/m.err")"
+  [ -n "$d" ] && [ "$(ntraces "$d")" -eq 3 ] || fail "merge failure: traces not kept: $(cat "$W/m.err")"
+  [ "$(count "$W/m.json" parent)" = 5 ] || fail "merge failure: the first program's trace not at -o"
 fi
 ok "merge (MERGE_READY=$MERGE_READY)"
 

@@ -66,6 +66,7 @@ int loom__follow_setup(loom_follow *f, const char *out, const char *mode) {
   setenv("LOOM_RECORD_TRACEDIR", f->to_dir ? f->out : f->dir, 1);
   setenv("LOOM_RECORD_EXT", f->to_dir ? ".json" : ext_of(out), 1);
   setenv("LOOM_RECORD_FOLLOW", mode, 1);
+  if (!f->to_dir) setenv("LOOM_RECORD_TOP_OUTPUT", "1", 1);
   return 0;
 }
 
@@ -251,12 +252,19 @@ void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t
       fprintf(stderr, "loom: %zu trace%s in %s (%llu events)%s\n", ninputs, ninputs == 1 ? "" : "s",
               f->out, total, lost ? "; some processes wrote none (above)" : "");
   } else if (ninputs == 1) {
-    if (move_to(inputs[0], f->out) != 0) {
+    if (strcmp(inputs[0], f->out) && move_to(inputs[0], f->out) != 0) {
       fprintf(stderr, "loom: cannot write %s: %s; the trace is kept in %s\n", f->out,
               strerror(errno), f->dir);
       keep = 1;
     }
   } else if (ninputs > 1) {
+    /* The first program's trace is at the output: an input, not the output. */
+    char top_in[PATH_MAX + 32];
+    snprintf(top_in, sizeof top_in, "%s/top%s", f->dir, ext_of(f->out));
+    size_t ti = ninputs;
+    for (size_t k = 0; k < ninputs; k++)
+      if (!strcmp(inputs[k], f->out) && rename(f->out, top_in) == 0) ti = k;
+    if (ti < ninputs) inputs[ti] = top_in;
     loom_merge_config mc = {.struct_size = sizeof mc, .ninputs = (uint32_t)ninputs,
                             .inputs = inputs, .output = f->out};
     loom_merge_result mr = {.struct_size = sizeof mr};
@@ -269,6 +277,8 @@ void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t
       fprintf(stderr, "loom: cannot merge the %zu traces into %s: %s\n"
                       "loom: the per-process traces are kept in %s\n",
               ninputs, f->out, loom_last_error(), f->dir);
+      if (ti < ninputs && rename(top_in, f->out) == 0)
+        fprintf(stderr, "loom: %s holds the trace of %s alone\n", f->out, prog);
       keep = 1;
     }
   }

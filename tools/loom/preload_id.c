@@ -70,8 +70,11 @@ static void program(char *out, size_t n) {
 }
 
 const char *loom__rec_trace_path(char *out, size_t n) {
-  const char *dir = getenv("LOOM_RECORD_TRACEDIR");
-  if (!dir || !*dir) {
+  const char *dir = getenv("LOOM_RECORD_TRACEDIR"), *top = getenv("LOOM_RECORD_PID");
+  /* -o FILE: the first program writes FILE itself (seen there at once with
+   * --duration; kept there if the others cannot be merged into it). */
+  int top_direct = getenv("LOOM_RECORD_TOP_OUTPUT") && top && atol(top) == (long)getpid();
+  if (!dir || !*dir || top_direct) {
     const char *o = getenv("LOOM_RECORD_OUTPUT");
     return o && *o ? o : "loom-trace.json";
   }
