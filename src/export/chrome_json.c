@@ -28,6 +28,7 @@ typedef struct jw {
   /* Per track: ,"pid":P,"tid":T */
   char (*pt)[48];
   uint8_t *pt_len;
+  uint32_t mpi_cat; /* string id of "mpi", 0 when the trace has none */
 } jw;
 
 static int jw_prepare(jw *w) {
@@ -170,15 +171,34 @@ static void event(jw *w, const loom__ev *e) {
   }
 }
 
-static void flow_end(jw *w, char ph, const loom__flow *f, const loom__ev *e) {
-  char head[] = "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":";
-  head[7] = ph;
-  loom__out_mem(w->o, head, sizeof head - 1);
+/* A flow end at ts.  Messages between ranks (their sending call has the
+ * schema's category "mpi") are "mpi_message" flows; the rest Kineto's
+ * "ac2g" (host call -> device work). */
+static void flow_end(jw *w, char ph, const loom__flow *f, const loom__ev *e, const loom__ev *from,
+                     int64_t ts) {
+  const char *cat = from->cat == w->mpi_cat && w->mpi_cat ? "mpi_message" : "ac2g";
+  loom__out_lit(w->o, "{\"ph\":\"");
+  loom__out_mem(w->o, &ph, 1);
+  loom__out_lit(w->o, "\",\"cat\":\"");
+  loom__out_mem(w->o, cat, strlen(cat));
+  loom__out_lit(w->o, "\",\"name\":\"");
+  loom__out_mem(w->o, cat, strlen(cat));
+  loom__out_lit(w->o, "\",\"id\":");
   jint(w, (int64_t)f->id);
   pid_tid(w, e->track);
-  ts_field(w, ",\"ts\":", 6, e->ts - w->base);
+  ts_field(w, ",\"ts\":", 6, ts - w->base);
   if (ph == 'f') loom__out_lit(w->o, ",\"bp\":\"e\"");
   loom__out_lit(w->o, "},\n");
+}
+
+/* Both ends of flow f.  The end binds to the slice enclosing its time
+ * (trace_processor wants it after the start): a receive that began before
+ * the send (a wait) takes the flow at its last nanosecond. */
+static void flow(jw *w, const loom__flow *f) {
+  const loom__ev *a = &w->t->ev[f->from], *b = &w->t->ev[f->to];
+  int64_t end = b->ts >= a->ts ? b->ts : b->ts + (b->dur > 0 ? b->dur - 1 : 0);
+  flow_end(w, 's', f, a, a, a->ts);
+  flow_end(w, 'f', f, b, a, end);
 }
 
 static void meta_event(jw *w, const char *what, int64_t pid, int64_t tid,
@@ -234,12 +254,16 @@ static void dist_info(jw *w) {
   const char *rank = meta_value(w->t, "rank");
   if (!rank) return;
   const char *size = meta_value(w->t, "world_size"), *be = meta_value(w->t, "distributed_backend");
-  loom__out_lit(w->o, "\"distributedInfo\":{\"backend\":");
-  jcstr(w, be ? be : "");
-  loom__out_lit(w->o, ",\"rank\":");
+  loom__out_lit(w->o, "\"distributedInfo\":{\"rank\":");
   jint(w, strtoll(rank, NULL, 10));
-  loom__out_lit(w->o, ",\"world_size\":");
-  jint(w, size ? strtoll(size, NULL, 10) : 0);
+  if (size) {
+    loom__out_lit(w->o, ",\"world_size\":");
+    jint(w, strtoll(size, NULL, 10));
+  }
+  if (be) {
+    loom__out_lit(w->o, ",\"backend\":");
+    jcstr(w, be);
+  }
   loom__out_lit(w->o, "},\n");
 }
 
@@ -296,10 +320,8 @@ loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int g
   header(&w);
   metadata_events(&w);
   for (size_t i = 0; i < t->nev; i++) event(&w, &t->ev[i]);
-  for (size_t i = 0; i < t->nflows; i++) {
-    flow_end(&w, 's', &t->flows[i], &t->ev[t->flows[i].from]);
-    flow_end(&w, 'f', &t->flows[i], &t->ev[t->flows[i].to]);
-  }
+  w.mpi_cat = loom__strtab_find(&t->strs, "mpi", 3);
+  for (size_t i = 0; i < t->nflows; i++) flow(&w, &t->flows[i]);
   /* Kineto closes the event list with a global instant marking the end of
    * the recording window (kept when a trace read from a file had it). */
   if (t->window_end) {

@@ -1,0 +1,328 @@
+/*
+ * test_merge.c - loom_merge(): traces of several ranks into one timeline.
+ *
+ * The per-rank inputs are Chrome JSON files written here with known
+ * metadata, MPI-style records and clock_sync points, so every expected
+ * count and time follows from the test's own numbers; the real Kineto
+ * traces in tests/data/kineto are merged as two ranks.  Merged traces are
+ * read back by loom and by Perfetto's trace_processor.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char dir[256];
+
+static void path_of(char *b, size_t n, const char *name) { snprintf(b, n, "%s/%s", dir, name); }
+
+/* A rank's trace: header with metadata, then events the caller adds. */
+static FILE *open_rank(const char *name, int rank, const char *host, long pid) {
+  char p[512];
+  path_of(p, sizeof p, name);
+  FILE *f = fopen(p, "w");
+  assert_non_null(f);
+  fprintf(f, "{\"schemaVersion\":1,\"rank\":\"%d\",\"world_size\":\"2\",\"hostname\":\"%s\","
+             "\"command_line\":\"./app --rank %d\",\"baseTimeNanoseconds\":0,\"traceEvents\":[\n"
+             "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%ld,\"tid\":0,\"args\":{\"name\":\"app\"}}",
+          rank, host, rank, pid);
+  return f;
+}
+
+static void us(FILE *f, const char *key, long long ns) {
+  fprintf(f, ",\"%s\":%lld.%03lld", key, ns / 1000, ns % 1000);
+}
+
+/* A slice (dur > 0) or instant (dur < 0) with raw JSON args. */
+static void ev(FILE *f, long pid, const char *name, const char *cat, long long ts, long long dur,
+               const char *args) {
+  fprintf(f, ",\n{\"ph\":\"%s\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%ld,\"tid\":%ld", dur < 0 ? "i" : "X",
+          name, cat, pid, pid);
+  us(f, "ts", ts);
+  if (dur >= 0) us(f, "dur", dur);
+  else fprintf(f, ",\"s\":\"t\"");
+  fprintf(f, ",\"args\":{%s}}", args ? args : "");
+}
+
+static void close_rank(FILE *f) {
+  fprintf(f, "\n]}\n");
+  fclose(f);
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  rewind(f);
+  char *b = malloc((size_t)n + 1);
+  assert_non_null(b);
+  assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+  b[n] = 0;
+  fclose(f);
+  return b;
+}
+
+static loom_status merge(const char *const *in, uint32_t n, const char *out, uint32_t flags,
+                         loom_merge_result *r) {
+  loom_merge_config c = {.struct_size = sizeof c, .ninputs = n, .inputs = in, .output = out, .flags = flags};
+  r->struct_size = sizeof *r;
+  return loom_merge(&c, r);
+}
+
+#define T0 1700000000000000000LL
+
+/* Rank 1 (listed first, same pid as rank 0) sends to rank 0, which
+ * completes the receive in a wait; one more send stays unmatched. */
+static void test_two_ranks(void **state) {
+  (void)state;
+  FILE *a = open_rank("r1.json", 1, "hostA", 4242), *b = open_rank("r0.json", 0, "hostA", 4242);
+  ev(a, 4242, "compute", "user_annotation", T0, 500000, NULL);
+  ev(a, 4242, "MPI_Send", "mpi", T0 + 100000, 2000, "\"comm\":0,\"dst\":0,\"tag\":7,\"bytes\":64");
+  ev(a, 4242, "MPI_Send", "mpi", T0 + 200000, 2000, "\"comm\":0,\"dst\":0,\"tag\":9,\"bytes\":64");
+  ev(b, 4242, "MPI_Irecv", "mpi", T0 + 50000, 1000, "\"comm\":0,\"request\":1");
+  ev(b, 4242, "MPI_Wait", "mpi", T0 + 90000, 20000, "\"comm\":0");
+  ev(b, 4242, "MPI_Recv_complete", "mpi", T0 + 110000, -1,
+     "\"comm\":0,\"src\":1,\"recv_tag\":7,\"recv_bytes\":64,\"request\":1");
+  close_rank(a);
+  close_rank(b);
+  char p1[512], p0[512], out[512];
+  path_of(p1, sizeof p1, "r1.json");
+  path_of(p0, sizeof p0, "r0.json");
+  path_of(out, sizeof out, "two.json");
+  const char *in[] = {p1, p0};
+  loom_merge_result r;
+  assert_int_equal(merge(in, 2, out, 0, &r), LOOM_OK);
+  assert_int_equal(r.processes, 2);
+  assert_int_equal(r.events, 6);
+  assert_int_equal(r.flows, 1);
+  loom_trace *t = ts_load(out);
+  assert_true(ts_warned(t, p1, "pid 4242 also in another input: renumbered 1"));
+  assert_true(ts_warned(t, "1 point-to-point message ends without", NULL));
+  loom_event_view from, to;
+  ts_flow(t, 0, &from, &to);
+  assert_string_equal(from.name, "MPI_Send");
+  assert_int_equal(from.start_ns, T0 + 100000);
+  assert_string_equal(to.name, "MPI_Wait");
+  assert_int_not_equal(from.pid, to.pid);
+  loom_trace_free(t);
+  char *text = slurp(out);
+  assert_non_null(text);
+  /* rank 0 first, with the schema's names and Kineto's distributedInfo */
+  char *n0 = strstr(text, "rank 0: ./app --rank 0 (pid 4242)"), *n1 = strstr(text, "rank 1: ./app --rank 1 (pid 4242)");
+  assert_non_null(n0);
+  assert_non_null(n1);
+  assert_true(n0 < n1);
+  assert_non_null(strstr(text, "\"distributedInfo\":{\"rank\":0,\"world_size\":2}"));
+  assert_non_null(strstr(text, "\"ranks/1/hostname\":\"hostA\""));
+  free(text);
+  tp_require();
+  const char *q[] = {"select count(*) from slice where dur > 0",
+                     "select count(*) from process where name like 'rank _: ./app%'",
+                     "select count(*) from flow",
+                     "select count(distinct upid) from thread join thread_track using(utid) "
+                     "join slice on slice.track_id = thread_track.id"};
+  long long v[4];
+  tp_ints(out, q, v, 4);
+  assert_int_equal(v[0], 5);
+  assert_int_equal(v[1], 2);
+  assert_int_equal(v[2], 1);
+  assert_int_equal(v[3], 2);
+  assert_int_equal(tp_errors(out), 0);
+}
+
+/* Two real Kineto traces (ranks 0 and 1 in their distributedInfo). */
+static void test_kineto(void **state) {
+  (void)state;
+  const char *in[] = {LOOM_TESTS_DIR "/data/kineto/hta_trace_compare_base.json.gz",
+                      LOOM_TESTS_DIR "/data/kineto/hta_gpu_simple_add.json.gz"};
+  size_t nev = 0, nfl = 0;
+  for (int i = 0; i < 2; i++) {
+    loom_trace *t = ts_load(in[i]);
+    nev += loom_trace_event_count(t);
+    nfl += loom_trace_flow_count(t);
+    loom_trace_free(t);
+  }
+  char out[512];
+  path_of(out, sizeof out, "kineto.json.gz"); /* .pftrace leaves out slices that overlap without nesting */
+  loom_merge_result r;
+  assert_int_equal(merge(in, 2, out, 0, &r), LOOM_OK);
+  assert_int_equal(r.events, nev);
+  assert_int_equal(r.flows, nfl);
+  loom_trace *t = ts_load(out);
+  assert_int_equal(loom_trace_event_count(t), nev);
+  assert_int_equal(loom_trace_flow_count(t), nfl);
+  /* no hostnames, no sync points: each says it was merged unaligned */
+  assert_true(ts_warned(t, in[0], "merged unaligned"));
+  loom_trace_free(t);
+  tp_require();
+  /* that input has two processes that are not devices (its pid and pid 1, renumbered) */
+  assert_int_equal(tp_int(out, "select count(*) from process where name like 'rank 1: % (pid %)'"), 2);
+  /* hta_gpu_simple_add has slices overlapping without nesting that
+   * trace_processor drops from it alone too: the merge adds no error. */
+  char alone[512];
+  path_of(alone, sizeof alone, "alone.json");
+  loom_trace *a = ts_load(in[1]);
+  assert_int_equal(loom_trace_save(a, alone), LOOM_OK);
+  loom_trace_free(a);
+  const char *drops = "select coalesce(sum(value), 0) from stats where name = 'slice_drop_overlapping_complete_event'";
+  assert_int_equal(tp_int(out, drops), tp_int(alone, drops));
+  assert_int_equal(tp_int(out, "select count(*) from stats where value > 0 and severity in ('error','data_loss') "
+                               "and name != 'slice_drop_overlapping_complete_event'"), 0);
+}
+
+/* Rank 1 sends, on a clock 250 ms ahead that runs 50 ppm fast; its
+ * clock_sync points (init and finalize, rtt 20 us, each 3 us off the
+ * truth) must bring every receive after its send. */
+#define SHIFT 250000000LL
+#define PPM 50
+#define RTT 20000LL
+static long long local1(long long truth) { return truth + SHIFT + (truth - T0) * PPM / 1000000; }
+
+static void write_shifted(void) {
+  FILE *a = open_rank("s1.json", 1, "hostB", 200), *b = open_rank("s0.json", 0, "hostA", 100);
+  long long ti = T0 + 1000000, tf = T0 + 10000000000LL;
+  char args[256];
+  long long pts[2] = {ti, tf};
+  for (int k = 0; k < 2; k++) {
+    snprintf(args, sizeof args, "\"reference_rank\":0,\"offset_ns\":%lld,\"rtt_ns\":%lld,\"phase\":\"%s\"",
+             pts[k] - local1(pts[k]) + 3000, RTT, k ? "finalize" : "init");
+    ev(a, 200, "clock_sync", "loom", local1(pts[k]), -1, args);
+    ev(b, 100, "clock_sync", "loom", pts[k], -1, "\"reference_rank\":0,\"offset_ns\":0,\"rtt_ns\":0");
+  }
+  for (int m = 0; m < 10; m++) { /* one message a second, 40 us in flight */
+    long long t = T0 + 500000000LL + m * 1000000000LL;
+    ev(a, 200, "MPI_Send", "mpi", local1(t), 5000, "\"comm\":0,\"dst\":0,\"tag\":1,\"bytes\":8");
+    ev(b, 100, "MPI_Recv", "mpi", t + 30000, 15000, "\"comm\":0,\"src\":1,\"recv_tag\":1,\"recv_bytes\":8");
+  }
+  close_rank(a);
+  close_rank(b);
+}
+
+static long long meta_ll(const char *text, const char *key) {
+  char k[128];
+  snprintf(k, sizeof k, "\"%s\":\"", key);
+  const char *p = strstr(text, k);
+  assert_non_null(p);
+  return strtoll(p + strlen(k), NULL, 10);
+}
+
+static size_t ordered_flows(const char *out) {
+  loom_trace *t = ts_load(out);
+  size_t ok = 0;
+  for (size_t i = 0; i < loom_trace_flow_count(t); i++) {
+    loom_event_view from, to;
+    ts_flow(t, i, &from, &to);
+    ok += to.start_ns + to.dur_ns >= from.start_ns;
+  }
+  loom_trace_free(t);
+  return ok;
+}
+
+static void test_clock_alignment(void **state) {
+  (void)state;
+  write_shifted();
+  char p1[512], p0[512], out[512], raw[512];
+  path_of(p1, sizeof p1, "s1.json");
+  path_of(p0, sizeof p0, "s0.json");
+  path_of(out, sizeof out, "aligned.json");
+  path_of(raw, sizeof raw, "unaligned.json");
+  const char *in[] = {p1, p0};
+  loom_merge_result r;
+  assert_int_equal(merge(in, 2, raw, LOOM_MERGE_F_NO_ALIGN, &r), LOOM_OK);
+  assert_int_equal(r.flows, 10);
+  assert_int_equal(ordered_flows(raw), 0); /* 250 ms ahead: every receive "before" its send */
+  assert_int_equal(merge(in, 2, out, 0, &r), LOOM_OK);
+  assert_int_equal(r.flows, 10);
+  assert_int_equal(ordered_flows(out), 10);
+  char *text = slurp(out);
+  long long ti = T0 + 1000000, truth = ti - local1(ti);
+  long long got = meta_ll(text, "ranks/1/clock_offset_ns"), err = meta_ll(text, "ranks/1/clock_error_ns");
+  assert_int_equal(err, RTT / 2);
+  assert_true(llabs(got - truth) <= err);
+  assert_int_equal(meta_ll(text, "ranks/1/clock_points"), 2);
+  free(text);
+  tp_require();
+  assert_int_equal(tp_int(out, "select count(*) from flow"), 10);
+  assert_int_equal(tp_errors(out), 0);
+}
+
+static void expect_fail(const char *const *in, uint32_t n, const char *out, const char *a, const char *b) {
+  loom_merge_result r;
+  assert_int_not_equal(merge(in, n, out, 0, &r), LOOM_OK);
+  const char *e = loom_last_error();
+  if (!strstr(e, a) || (b && !strstr(e, b))) fail_msg("error '%s' lacks '%s' / '%s'", e, a, b ? b : "");
+  if (out) assert_int_equal(access(out, F_OK), -1); /* nothing written */
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  write_shifted();
+  char p1[512], p0[512], junk[512], out[512], p0b[512];
+  path_of(p1, sizeof p1, "s1.json");
+  path_of(p0, sizeof p0, "s0.json");
+  path_of(junk, sizeof junk, "junk.txt");
+  path_of(out, sizeof out, "bad.json");
+  FILE *f = fopen(junk, "w");
+  fputs("hello, not a trace\n", f);
+  fclose(f);
+  const char *notrace[] = {p0, junk};
+  expect_fail(notrace, 2, out, junk, NULL);
+  path_of(p0b, sizeof p0b, "s0copy.json");
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "cp %s %s", p0, p0b);
+  assert_int_equal(system(cmd), 0);
+  const char *twice[] = {p0, p1, p0b};
+  expect_fail(twice, 3, out, p0, p0b);
+  expect_fail(twice, 0, out, "no input", NULL);
+  const char *ok[] = {p0, p1};
+  expect_fail(ok, 2, "/nonexistent-dir/merged.json", "/nonexistent-dir/merged.json", NULL);
+  expect_fail(ok, 2, NULL, "no output", NULL);
+}
+
+/* Other host, no sync points: a warning names the input, times kept. */
+static void test_no_clock_relation(void **state) {
+  (void)state;
+  FILE *a = open_rank("h1.json", 1, "hostB", 7), *b = open_rank("h0.json", 0, "hostA", 8);
+  ev(a, 7, "step", "user_annotation", T0 + 77, 1000, NULL);
+  ev(b, 8, "step", "user_annotation", T0, 1000, NULL);
+  close_rank(a);
+  close_rank(b);
+  char p1[512], p0[512], out[512];
+  path_of(p1, sizeof p1, "h1.json");
+  path_of(p0, sizeof p0, "h0.json");
+  path_of(out, sizeof out, "hosts.json");
+  const char *in[] = {p0, p1};
+  loom_merge_result r;
+  assert_int_equal(merge(in, 2, out, 0, &r), LOOM_OK);
+  assert_int_equal(r.warnings, 1);
+  loom_trace *t = ts_load(out);
+  assert_true(ts_warned(t, p1, "no clock relation to rank 0"));
+  int64_t starts = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    starts += v.start_ns - T0;
+  }
+  assert_int_equal(starts, 77);
+  loom_trace_free(t);
+}
+
+int main(void) {
+  snprintf(dir, sizeof dir, "%s/loom-merge-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(dir)) return 1;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_two_ranks),         cmocka_unit_test(test_kineto),
+      cmocka_unit_test(test_clock_alignment),   cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_no_clock_relation),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  if (!getenv("LOOM_TEST_KEEP")) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) rc = rc ? rc : 1;
+  }
+  return rc;
+}
