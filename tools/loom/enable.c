@@ -233,6 +233,8 @@ typedef struct enable_ctx {
   strlist preload;
   char *devices;
   size_t ndevices;
+  const loom_backend_enable *done[64]; /* applied once, even if shared by tables */
+  size_t ndone;
   int rc;
 } enable_ctx;
 
@@ -281,9 +283,20 @@ static void apply_one(const loom_backend_info *b, void *user) {
   size_t k = plugin_index(c->ps, b->origin);
   if (!en) return;
   if ((en->flags & LOOM_ENABLE_F_NO_PLUGIN_LOAD) && k < c->ps->n) (*c->skip)[k] = 1;
+  if ((en->flags & LOOM_ENABLE_F_DEFAULT) && (!en->default_check || en->default_check()))
+    devices_add(c->devices, c->ndevices, b->device_type);
+  for (size_t i = 0; i < c->ndone; i++)
+    if (c->done[i] == b->enable) return;
+  if (c->ndone < sizeof c->done / sizeof c->done[0]) c->done[c->ndone++] = b->enable;
   for (uint32_t i = 0; en->env && i < en->nenv; i++) {
     const loom_env_setting *s = &en->env[i];
-    if (!s->name || !*s->name || strchr(s->name, '=') || !s->value) continue;
+    if (!s->name || !*s->name || strchr(s->name, '=') || !s->value ||
+        s->how > LOOM_ENV_PREPEND_PATH) {
+      fprintf(stderr, "loom record: backend '%s': environment setting %u is malformed "
+                      "(no name, no value or unknown how); ignored (loom check-backend %s "
+                      "says more)\n", b->name, (unsigned)i, b->origin);
+      continue;
+    }
     char *v = enable_subst(s->value, b->origin);
     if (!v) continue;
     if (s->how == LOOM_ENV_PREPEND_PATH) prepend_env(s->name, v);
@@ -293,8 +306,6 @@ static void apply_one(const loom_backend_info *b, void *user) {
   if (en->flags & LOOM_ENABLE_F_PRELOAD_SELF) apply_preload(c, b, "");
   for (const char *const *p = en->preload; p && *p; p++)
     if (**p) apply_preload(c, b, *p);
-  if ((en->flags & LOOM_ENABLE_F_DEFAULT) && (!en->default_check || en->default_check()))
-    devices_add(c->devices, c->ndevices, b->device_type);
 }
 
 int plugins_enable(const plugin_set *ps, const char *preload_first, char *devices, size_t n) {
