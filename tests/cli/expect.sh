@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs a command and checks its exit status and that its output (stdout and
-# stderr) holds each expected line, as a fixed string.
+# stderr) holds each expected line, as a fixed string; a line given as
+# '!TEXT' must not be there.
 # usage: expect.sh RC 'LINE'... -- COMMAND ARGS...
 set -u
 want_rc=$1
@@ -23,10 +24,18 @@ fi
 i=1
 while [ $i -le $n ]; do
   eval "l=\$line_$i"
-  if ! printf '%s\n' "$out" | grep -qF -- "$l"; then
-    echo "expect.sh: missing: $l"
-    fail=1
-  fi
+  case $l in
+  !*)
+    if printf '%s\n' "$out" | grep -qF -- "${l#!}"; then
+      echo "expect.sh: unexpected: ${l#!}"
+      fail=1
+    fi ;;
+  *)
+    if ! printf '%s\n' "$out" | grep -qF -- "$l"; then
+      echo "expect.sh: missing: $l"
+      fail=1
+    fi ;;
+  esac
   i=$((i + 1))
 done
 exit $fail

@@ -56,8 +56,14 @@ static const loom_env_setting env[] = {
     {"VENDORX_TOOL", "$SELF", LOOM_ENV_SET_IF_UNSET},
     {"VENDORX_PATH", "$DIR", LOOM_ENV_PREPEND_PATH},
 };
+#ifdef NOT_HERE
+static int not_here(void) { return 0; } /* its runtime is not installed */
+#endif
 static const loom_backend_enable enable = {
     .struct_size = sizeof(loom_backend_enable),
+#ifdef NOT_HERE
+    .default_check = not_here,
+#endif
 #ifdef ENABLED
     .flags = LOOM_ENABLE_F_DEFAULT,
 #else

@@ -207,6 +207,9 @@ static void check_enable(const loom_backend_enable *e, const char *path) {
                                        "taken from the plug-in's folder)", full);
     loads = 1;
   }
+  if ((e->flags & LOOM_ENABLE_F_DEFAULT) && e->default_check)
+    note("enable: default_check says the runtime is %sinstalled here",
+         e->default_check() ? "" : "not ");
   if ((e->flags & LOOM_ENABLE_F_NO_PLUGIN_LOAD) && !loads)
     error("enable: LOOM_ENABLE_F_NO_PLUGIN_LOAD but no env setting or preload that would load it: "
           "the backend would never register in the program");
@@ -229,6 +232,10 @@ static void check_table(const loom_backend_ops *o, const char *path) {
   else if (o->abi_minor > LOOM_ABI_MINOR)
     note("table: ABI %u.%u is newer than this loom's %d.%d: what it appended is ignored",
          (unsigned)o->abi_major, (unsigned)o->abi_minor, LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
+  if (o->abi_major == LOOM_ABI_MAJOR && o->abi_minor >= 1 && !HAS(o, enable))
+    error("table: says ABI %u.%u but its struct_size (%u) does not reach the 1.1 slot enable: "
+          "set struct_size = sizeof(loom_backend_ops)", (unsigned)o->abi_major,
+          (unsigned)o->abi_minor, (unsigned)o->struct_size);
   if (!o->name || !*o->name) error("table: no name (a unique backend name)");
   if (!o->device_type || !*o->device_type) error("table: no device_type (the device type it serves)");
   if (!o->start) error("table: no start operation (required)");

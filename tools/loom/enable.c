@@ -81,10 +81,23 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static void append(char **list, const char *item) {
+  size_t old = *list ? strlen(*list) : 0, add = strlen(item);
+  char *v = realloc(*list, old + add + 2);
+  if (!v) return;
+  if (old) v[old++] = ':';
+  memcpy(v + old, item, add + 1);
+  *list = v;
+}
+
 /* The registry's convention: libloom-*.so, in name order. */
-static void add_folder(plugin_set *ps, const char *dir) {
+static void add_folder(plugin_set *ps, const char *dir, int user) {
   DIR *d = opendir(dir);
-  if (!d) return; /* the registry warns about LOOM_PLUGIN_PATH folders */
+  if (!d) {
+    /* Left to the program's registry, which says so in the trace. */
+    if (user) append(&ps->bad_folders, dir);
+    return;
+  }
   char **names = NULL;
   size_t n = 0, cap = 0;
   for (struct dirent *e; (e = readdir(d)) != NULL;) {
@@ -111,7 +124,7 @@ static void add_folder(plugin_set *ps, const char *dir) {
 static void add_list(plugin_set *ps, const char *list, int folders) {
   char *copy = list ? strdup(list) : NULL, *save = NULL;
   for (char *p = copy ? strtok_r(copy, ":", &save) : NULL; p; p = strtok_r(NULL, ":", &save))
-    if (*p) folders ? add_folder(ps, p) : set_add(ps, p);
+    if (*p) folders ? add_folder(ps, p, 1) : set_add(ps, p);
   free(copy);
 }
 
@@ -124,7 +137,7 @@ int plugins_discover(plugin_set *ps, const char *libdir, char *const *extra,
   setenv("LOOM_LOG", "quiet", 1);
   loom_init(); /* loads LOOM_PLUGINS and LOOM_PLUGIN_PATH itself */
   size_t first = ps->n;
-  if (libdir) add_folder(ps, libdir);
+  if (libdir) add_folder(ps, libdir, 0);
   size_t ninstalled = ps->n;
   add_list(ps, getenv("LOOM_PLUGIN_PATH"), 1);
   add_list(ps, getenv("LOOM_PLUGINS"), 0);
@@ -151,6 +164,7 @@ int plugins_discover(plugin_set *ps, const char *libdir, char *const *extra,
 void plugins_free(plugin_set *ps) {
   for (size_t i = 0; i < ps->n; i++) free(ps->paths[i]);
   free(ps->paths);
+  free(ps->bad_folders);
   memset(ps, 0, sizeof *ps);
 }
 
@@ -219,6 +233,8 @@ typedef struct enable_ctx {
   strlist preload;
   char *devices;
   size_t ndevices;
+  const loom_backend_enable *done[64]; /* applied once, even if shared by tables */
+  size_t ndone;
   int rc;
 } enable_ctx;
 
@@ -267,9 +283,20 @@ static void apply_one(const loom_backend_info *b, void *user) {
   size_t k = plugin_index(c->ps, b->origin);
   if (!en) return;
   if ((en->flags & LOOM_ENABLE_F_NO_PLUGIN_LOAD) && k < c->ps->n) (*c->skip)[k] = 1;
+  if ((en->flags & LOOM_ENABLE_F_DEFAULT) && (!en->default_check || en->default_check()))
+    devices_add(c->devices, c->ndevices, b->device_type);
+  for (size_t i = 0; i < c->ndone; i++)
+    if (c->done[i] == b->enable) return;
+  if (c->ndone < sizeof c->done / sizeof c->done[0]) c->done[c->ndone++] = b->enable;
   for (uint32_t i = 0; en->env && i < en->nenv; i++) {
     const loom_env_setting *s = &en->env[i];
-    if (!s->name || !*s->name || strchr(s->name, '=') || !s->value) continue;
+    if (!s->name || !*s->name || strchr(s->name, '=') || !s->value ||
+        s->how > LOOM_ENV_PREPEND_PATH) {
+      fprintf(stderr, "loom record: backend '%s': environment setting %u is malformed "
+                      "(no name, no value or unknown how); ignored (loom check-backend %s "
+                      "says more)\n", b->name, (unsigned)i, b->origin);
+      continue;
+    }
     char *v = enable_subst(s->value, b->origin);
     if (!v) continue;
     if (s->how == LOOM_ENV_PREPEND_PATH) prepend_env(s->name, v);
@@ -279,8 +306,6 @@ static void apply_one(const loom_backend_info *b, void *user) {
   if (en->flags & LOOM_ENABLE_F_PRELOAD_SELF) apply_preload(c, b, "");
   for (const char *const *p = en->preload; p && *p; p++)
     if (**p) apply_preload(c, b, *p);
-  if ((en->flags & LOOM_ENABLE_F_DEFAULT) && (!en->default_check || en->default_check()))
-    devices_add(c->devices, c->ndevices, b->device_type);
 }
 
 int plugins_enable(const plugin_set *ps, const char *preload_first, char *devices, size_t n) {
@@ -290,13 +315,15 @@ int plugins_enable(const plugin_set *ps, const char *preload_first, char *device
   enable_ctx c = {.ps = ps, .skip = &skip, .devices = devices, .ndevices = n};
   loom_backends_list(apply_one, &c);
   /* Every plug-in found goes to the program by name; folders are resolved
-   * here, so a file that asks not to be loaded is not found there again. */
+   * here, so a file that asks not to be loaded is not found there again
+   * (only folders that cannot be opened stay, for the program to report). */
   strlist plugins = {0};
   for (size_t i = 0; i < ps->n; i++)
     if (!skip[i]) list_add(&plugins, ps->paths[i]);
   if (plugins.s) setenv("LOOM_PLUGINS", plugins.s, 1);
   else unsetenv("LOOM_PLUGINS");
-  unsetenv("LOOM_PLUGIN_PATH");
+  if (ps->bad_folders) setenv("LOOM_PLUGIN_PATH", ps->bad_folders, 1);
+  else unsetenv("LOOM_PLUGIN_PATH");
   list_add(&c.preload, preload_first);
   if (c.preload.s) prepend_env("LD_PRELOAD", c.preload.s);
   free(plugins.s);

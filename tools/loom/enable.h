@@ -16,6 +16,7 @@
 typedef struct plugin_set {
   char **paths;
   size_t n, cap;
+  char *bad_folders; /* LOOM_PLUGIN_PATH folders that cannot be opened, or NULL */
 } plugin_set;
 
 /* The folder of loom's injected libraries and installed plug-ins:
