@@ -6,8 +6,9 @@
 
 Each rank trains a small Linear model for 3 steps inside a
 record_function("workload") region under PyTorch's own profiler, and writes
-OUTDIR/rank<R>.txt: "rank R pid P profiler ops N" (the ops that start inside
-"workload", user ranges excluded), so a trace of every process can be
+OUTDIR/rank<R>.txt: "rank R pid P profiler ops N" (the ops below "workload"
+in the profiler's event tree, user ranges excluded) and then "NAME COUNT"
+per op name, so a trace of every process can be
 compared rank by rank with the profiler's count.
 """
 import os
@@ -33,13 +34,26 @@ def train(rank, world, outdir):
                     opt.zero_grad()
                     nn.functional.mse_loss(model(x), y).backward()
                     opt.step()
-    w = next(e for e in prof.function_events if e.name == "workload")
-    ev = [e for e in prof.function_events if e is not w and
-          w.time_range.start <= e.time_range.start <= w.time_range.end]
-    user = sum(1 for e in ev if e.name == "train_step" or e.name.startswith("Optimizer.")
-               or e.name.startswith("gloo:"))
+    # PyTorch's own event tree (its function_events list loses some of the
+    # reducer's ops): every event below "workload", user ranges apart.
+    stack = list(prof.kineto_results.experimental_event_tree())
+    root = None
+    while stack and root is None:
+        n = stack.pop()
+        if n.name == "workload":
+            root = n
+        stack.extend(n.children)
+    names, stack = {}, list(root.children)
+    while stack:
+        n = stack.pop()
+        names[n.name] = names.get(n.name, 0) + 1
+        stack.extend(n.children)
+    user = ("train_step", "Optimizer.", "gloo:", "DistributedDataParallel.")
+    ops = {k: v for k, v in names.items() if not k.startswith(user)}
     with open(os.path.join(outdir, "rank%d.txt" % rank), "w") as f:
-        f.write("rank %d pid %d profiler ops %d\n" % (rank, os.getpid(), len(ev) - user))
+        f.write("rank %d pid %d profiler ops %d\n" % (rank, os.getpid(), sum(ops.values())))
+        for k in sorted(ops):
+            f.write("%s %d\n" % (k, ops[k]))
     dist.barrier()
     dist.destroy_process_group()
 
