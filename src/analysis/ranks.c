@@ -128,10 +128,14 @@ int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e, co
     v.blocking = (uint8_t)blocking_send(name);
     if (push(k, &v)) return -1;
   }
-  if (src != LOOM__RK_NONE) {
+  /* A receive is complete where the call names what arrived ("recv_tag");
+   * a nonblocking receive may name what it posted ("src", "tag") and is
+   * only a post. */
+  int64_t rtag = arg_int(k, K_RTAG, args, n);
+  if (src != LOOM__RK_NONE && rtag != LOOM__RK_NONE) {
     v.type = LOOM__RK_RECV;
     v.a_peer = src;
-    v.a_tag = arg_int(k, K_RTAG, args, n);
+    v.a_tag = rtag;
     if (push(k, &v)) return -1;
   } else if (v.a_req != LOOM__RK_NONE && !strncmp(name, "MPI_Irecv", 9)) {
     v.type = LOOM__RK_IRECV;

@@ -178,7 +178,12 @@ static int copy_events(merger *m, loom__map *pmap, const loom__minput *in, size_
   }
   for (size_t i = 0; i < t->nev; i++) {
     loom__ev e = t->ev[i];
+    /* both ends through the (drifting) offset, so ranges that abut in the
+     * input still abut: shifting the start alone would stretch or shrink
+     * each range by the drift over its length */
+    int64_t end = loom__merge_shift(in, e.ts + e.dur);
     e.ts = loom__merge_shift(in, e.ts);
+    if (e.dur) e.dur = end > e.ts ? end - e.ts : 0;
     e.name = xs(out, t, e.name), e.cat = xs(out, t, e.cat);
     e.track = tmap[e.track];
     e.correlation = uniq(e.correlation, k), e.external_id = uniq(e.external_id, k);
