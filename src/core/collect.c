@@ -624,8 +624,7 @@ loom_status loom__session_collect(loom_session *s, loom_trace **out) {
          loom__trace_add_meta(t, "host_name", host);
   if (rc == 0) rc = loom__session_meta(&s->opts, t); /* fork.c */
   pthread_mutex_lock(&s->mu);
-  for (size_t i = 0; i < s->nmeta && rc == 0; i++)
-    rc = loom__trace_add_meta(t, s->mkeys[i], s->mvals[i]);
+  if (rc == 0) rc = loom__kvs_to_trace(&s->meta, t);
   pthread_mutex_unlock(&s->mu);
   if (rc == 0) rc = loom__meta_apply(t); /* meta.c: the program's own, last */
   pthread_mutex_lock(&s->warn.mu);

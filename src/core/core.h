@@ -163,6 +163,15 @@ int loom__session_meta(const loom__opts *o, struct loom_trace *t);
 #endif
 
 /* ---- per-session data ---------------------------------------------------- */
+/* Metadata strings, last value of a key wins (meta.c). */
+typedef struct loom__kvs {
+  char **keys, **vals;
+  size_t n, cap;
+} loom__kvs;
+/* Sets key (value copied; NULL removes it).  -1 when out of memory. */
+int loom__kvs_set(loom__kvs *m, const char *key, const char *value);
+int loom__kvs_to_trace(const loom__kvs *m, struct loom_trace *t);
+void loom__kvs_free(loom__kvs *m);
 #include "trace/trace.h"
 
 /* A backend record as stored until processing; strings are interner ids. */
@@ -231,8 +240,7 @@ struct loom_session {
   int *want_found;
   size_t nwant, cap_want, cap_found;
   int want_all;
-  char **mkeys, **mvals;    /* meta_set entries and join notes; under mu */
-  size_t nmeta, cap_mk, cap_mv;
+  loom__kvs meta;           /* meta_set entries and join notes; under mu */
   /* Bytes of backend records and arguments held, against backend_memory_cap. */
   _Atomic uint64_t bk_bytes;
   uint64_t bk_cap;

@@ -1,6 +1,7 @@
 /*
- * meta.c - process metadata: key/value strings the program (or an adapter
- * running inside it) sets with loom_meta_set(), written into every trace
+ * meta.c - trace metadata as key/value strings, last value of a key wins:
+ * the list type a session keeps (backends' meta_set, join notes) and the
+ * process's own list, set with loom_meta_set() and written into every trace
  * collected afterwards ("rank", "world_size" and "distributed_backend" make
  * the trace's distributedInfo).  Not a hot-path call: it takes a lock.
  */
@@ -9,50 +10,74 @@
 
 #include "core.h"
 
+int loom__kvs_set(loom__kvs *m, const char *key, const char *value) {
+  size_t i = 0;
+  while (i < m->n && strcmp(m->keys[i], key)) i++;
+  char *v = value ? loom__strdup(value) : NULL;
+  if (value && !v) return -1;
+  if (i < m->n) { /* replace, or remove (NULL) */
+    free(m->vals[i]);
+    if (v) {
+      m->vals[i] = v;
+      return 0;
+    }
+    free(m->keys[i]);
+    m->n--;
+    memmove(m->keys + i, m->keys + i + 1, (m->n - i) * sizeof *m->keys);
+    memmove(m->vals + i, m->vals + i + 1, (m->n - i) * sizeof *m->vals);
+    return 0;
+  }
+  if (!v) return 0;
+  if (m->n == m->cap) {
+    size_t cap = m->cap ? 2 * m->cap : 8;
+    char **k2 = realloc(m->keys, cap * sizeof *k2);
+    if (k2) m->keys = k2;
+    char **v2 = k2 ? realloc(m->vals, cap * sizeof *v2) : NULL;
+    if (!v2) {
+      free(v);
+      return -1;
+    }
+    m->vals = v2, m->cap = cap;
+  }
+  char *k = loom__strdup(key);
+  if (!k) {
+    free(v);
+    return -1;
+  }
+  m->keys[m->n] = k;
+  m->vals[m->n++] = v;
+  return 0;
+}
+
+int loom__kvs_to_trace(const loom__kvs *m, loom_trace *t) {
+  for (size_t i = 0; i < m->n; i++)
+    if (loom__trace_add_meta(t, m->keys[i], m->vals[i])) return -1;
+  return 0;
+}
+
+void loom__kvs_free(loom__kvs *m) {
+  for (size_t i = 0; i < m->n; i++) free(m->keys[i]), free(m->vals[i]);
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
 static pthread_mutex_t meta_mu = PTHREAD_MUTEX_INITIALIZER;
-static char **keys, **vals;
-static size_t nmeta, cap_meta;
+static loom__kvs process_meta;
 
 LOOM_EXTERN loom_status loom_meta_set(const char *key, const char *value) {
   if (!key || !*key) return loom__fail(LOOM_EINVAL, "loom_meta_set: empty key");
-  char *v = value ? loom__strdup(value) : NULL;
-  if (value && !v) return loom__fail(LOOM_ENOMEM, "out of memory");
   pthread_mutex_lock(&meta_mu);
-  size_t i = 0;
-  while (i < nmeta && strcmp(keys[i], key)) i++;
-  loom_status st = LOOM_OK;
-  if (i < nmeta) {
-    free(vals[i]);
-    vals[i] = v;
-  } else if (v) {
-    if (nmeta == cap_meta) {
-      size_t cap = cap_meta ? 2 * cap_meta : 8;
-      char **k2 = realloc(keys, cap * sizeof *k2), **v2 = k2 ? realloc(vals, cap * sizeof *v2) : NULL;
-      if (k2) keys = k2;
-      if (v2) vals = v2, cap_meta = cap;
-    }
-    char *k = nmeta < cap_meta ? loom__strdup(key) : NULL;
-    if (k) {
-      keys[nmeta] = k;
-      vals[nmeta++] = v;
-    } else {
-      free(v);
-      st = loom__fail(LOOM_ENOMEM, "out of memory");
-    }
-  }
+  int rc = loom__kvs_set(&process_meta, key, value);
   pthread_mutex_unlock(&meta_mu);
-  return st;
+  return rc ? loom__fail(LOOM_ENOMEM, "out of memory") : LOOM_OK;
 }
 
 /* Writes the process metadata into t, last: a key already in t takes the
  * process's value (the program knows best). */
 int loom__meta_apply(loom_trace *t) {
-  int rc = 0;
   pthread_mutex_lock(&meta_mu);
-  for (size_t i = 0; i < nmeta && rc == 0; i++) {
-    if (!vals[i]) continue; /* removed */
-    rc = loom__trace_add_meta(t, keys[i], vals[i]);
-  }
+  int rc = loom__kvs_to_trace(&process_meta, t);
   pthread_mutex_unlock(&meta_mu);
   return rc;
 }

@@ -27,29 +27,9 @@ static loom_session *live;
 static __thread int joining;
 
 int loom__session_meta_set(loom_session *s, const char *key, const char *value) {
-  char *v = loom__strdup(value), *k = NULL;
-  int rc = v ? 0 : -1;
   pthread_mutex_lock(&s->mu);
-  size_t i = 0;
-  while (i < s->nmeta && strcmp(s->mkeys[i], key)) i++;
-  if (rc == 0 && i < s->nmeta) {
-    free(s->mvals[i]);
-    s->mvals[i] = v;
-    v = NULL;
-  } else if (rc == 0) {
-    size_t n = s->nmeta;
-    k = loom__strdup(key);
-    if (!k || LOOM__PUSH(s->mkeys, n, s->cap_mk, k) != 0 ||
-        LOOM__PUSH(s->mvals, s->nmeta, s->cap_mv, v) != 0) {
-      rc = -1;
-      s->nmeta = i; /* the key slot (if written) is dropped */
-    } else {
-      k = v = NULL;
-    }
-  }
+  int rc = loom__kvs_set(&s->meta, key, value);
   pthread_mutex_unlock(&s->mu);
-  free(k);
-  free(v);
   return rc;
 }
 
@@ -500,12 +480,7 @@ void loom_session_destroy(loom_session *s) {
   for (size_t i = 0; i < s->nwant; i++) free(s->want[i]);
   free(s->want);
   free(s->want_found);
-  for (size_t i = 0; i < s->nmeta; i++) {
-    free(s->mkeys[i]);
-    free(s->mvals[i]);
-  }
-  free(s->mkeys);
-  free(s->mvals);
+  loom__kvs_free(&s->meta);
   loom__opts_free(&s->opts);
   free(s->name);
   pthread_mutex_destroy(&s->mu);
