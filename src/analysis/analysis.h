@@ -177,16 +177,12 @@ typedef struct loom__report_opts {
 loom_status loom__analyze(const char *path, const loom__report_opts *o, loom__report **out);
 void loom__report_free(loom__report *r);
 
-/* Writers (report.c, report_html.c) append to o (a file or memory buffer);
- * top = rows per table, 0 = all. */
+/* Writers (report.c: the report model of report_model.h, rendered) append
+ * to o (a file or memory buffer); top = rows per table, 0 = all. */
 struct loom__out;
 void loom__report_text(const loom__report *r, struct loom__out *o, size_t top);
 void loom__report_json(const loom__report *r, struct loom__out *o, size_t top);
 void loom__report_html(const loom__report *r, struct loom__out *o, size_t top);
-/* The cross-rank section (report_ranks.c). */
-void loom__report_ranks_text(const loom__report *r, struct loom__out *o, size_t top);
-void loom__report_ranks_json(const loom__report *r, struct loom__out *o, size_t top);
-void loom__report_ranks_html(const loom__report *r, struct loom__out *o, size_t top);
 
 /* printf onto o, any length. */
 void loom__outf(struct loom__out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -194,11 +190,7 @@ void loom__outf(struct loom__out *o, const char *fmt, ...) __attribute__((format
 /* Shared by the writers: rows of one group sorted by total time (then
  * name); the caller frees.  *n gets the count. */
 size_t *loom__report_rows(const loom__report *r, int group, size_t *n, int by_self);
-/* The copies (which 1), fills (2) or both (3) as a table (table.h). */
-struct loom__table *loom__report_moves(const loom__report *r, int which, const char *title);
-/* Ops, user ranges or runtime calls (group LOOM__G_*) by total or self time. */
-struct loom__table *loom__report_host(const loom__report *r, int group, int by_self, const char *title);
-/* Derived figures every writer prints the same way. */
+/* HTA's temporal breakdown from its union measures. */
 typedef struct loom__hta_temporal {
   int64_t kernel_time, idle, compute, non_compute;
   double idle_pct, compute_pct, non_compute_pct;

@@ -1,8 +1,8 @@
 /*
  * report_ranks.c - the cross-rank section of the report: tables built from
  * the ranks analysis (ranks.h) on the table model (table.h), so the text,
- * JSON and HTML forms print the same figures, plus the HTML page's rank x
- * step heat maps (inline SVG, no script).
+ * JSON and HTML forms print the same figures; the HTML page draws the rank
+ * x step table as two heat maps (table_chart.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include "analysis.h"
 #include "export/outfile.h"
 #include "ranks.h"
+#include "report_model.h"
 #include "table.h"
 
 #define W_COLS                                                                                     \
@@ -152,92 +153,45 @@ static void build(const loom__ranks *k, loom__table *t[T_COUNT]) {
                      (long long)k->rank_id[k->pace_rank]);
 }
 
-static void drop(loom__table *t[T_COUNT]) {
-  for (int i = 0; i < T_COUNT; i++) loom__table_free(t[i]);
+static const loom__col sum_cols[] = {
+    {"count", "ranks", LOOM__COL_INT}, {"messages", "messages matched", LOOM__COL_INT},
+    {"unmatched_sends", "sends unmatched", LOOM__COL_INT}, {"unmatched_receives", "receives unmatched", LOOM__COL_INT},
+    {"collective_instances", "collective instances", LOOM__COL_INT}, {"slowest_step", "slowest step", LOOM__COL_INT},
+    {"pace_rank", "rank that set the pace", LOOM__COL_INT}};
+static const char *const table_path[T_COUNT] = {"ranks.tables.ranks", "ranks.tables.steps",
+                                                "ranks.tables.rank_steps", "ranks.tables.wait_sites"};
+
+/* The figures of the section (JSON: the keys of "ranks"; the text gives
+ * them as the ranks table's notes). */
+static void summary(const loom__ranks *k, loom__model *m, int hide) {
+  loom__table *t = loom__model_add(m, "ranks", "Ranks", sum_cols, k ? NCOLS(sum_cols) : 1,
+                                   LOOM__TF_RECORD | LOOM__TF_NOTEXT | hide);
+  loom__table_int(t, k ? (int64_t)k->nranks : 0);
+  if (!k) return;
+  loom__table_int(t, (int64_t)k->messages);
+  loom__table_int(t, (int64_t)k->unmatched_sends);
+  loom__table_int(t, (int64_t)k->unmatched_recvs);
+  loom__table_int(t, (int64_t)k->coll_instances);
+  if (k->pace_step >= 0) loom__table_int(t, k->step_no[k->pace_step]);
+  else loom__table_null(t);
+  if (k->pace_rank >= 0) loom__table_int(t, k->rank_id[k->pace_rank]);
+  else loom__table_null(t);
 }
 
-/* Shown in text and HTML when there is more than one rank. */
-static int worth(const loom__ranks *k) { return k && k->nranks >= 2; }
-
-void loom__report_ranks_text(const loom__report *r, loom__out *o, size_t top) {
-  if (!worth(r->ranks)) return;
-  loom__table *t[T_COUNT] = {0};
-  build(r->ranks, t);
-  for (int i = 0; i < T_COUNT; i++)
-    if (t[i] && i != T_CELLS) loom__table_text(t[i], o, i == T_SITES ? top : 0);
-  drop(t);
-}
-
-void loom__report_ranks_json(const loom__report *r, loom__out *o, size_t top) {
+/* Shown in text and HTML when there is more than one rank; the rank x step
+ * table is the page's two heat maps (step time, waiting). */
+void loom__report_ranks(const loom__report *r, loom__model *m) {
   const loom__ranks *k = r->ranks;
-  loom__outf(o, ",\"ranks\":{\"count\":%zu", k ? k->nranks : 0);
-  if (k) {
-    loom__outf(o, ",\"messages\":%llu,\"unmatched_sends\":%llu,\"unmatched_receives\":%llu,"
-               "\"collective_instances\":%llu,\"slowest_step\":", (unsigned long long)k->messages,
-               (unsigned long long)k->unmatched_sends, (unsigned long long)k->unmatched_recvs,
-               (unsigned long long)k->coll_instances);
-    if (k->pace_step >= 0) loom__outf(o, "%lld", (long long)k->step_no[k->pace_step]);
-    else loom__outf(o, "null");
-    loom__outf(o, ",\"pace_rank\":");
-    if (k->pace_rank >= 0) loom__outf(o, "%lld", (long long)k->rank_id[k->pace_rank]);
-    else loom__outf(o, "null");
-    loom__table *t[T_COUNT] = {0};
-    build(k, t);
-    loom__outf(o, ",\"tables\":{");
-    for (int i = 0; i < T_COUNT; i++) {
-      loom__outf(o, "%s\"%s\":", i ? "," : "", table_key[i]);
-      if (t[i]) loom__table_json(t[i], o, i == T_SITES ? top : 0);
-      else loom__outf(o, "null");
-    }
-    loom__outf(o, "}");
-    drop(t);
-  }
-  loom__outf(o, "}");
-}
-
-/* One heat map: rows = ranks, columns = steps; darker = larger. */
-static void heat(loom__out *o, const loom__ranks *k, const int64_t *m, const char *what, int hue) {
-  const int cw = k->nsteps > 25 ? 1000 / (int)k->nsteps : 40, ch = 22, lx = 70, ty = 20;
-  int64_t mx = 0;
-  for (size_t i = 0; i < k->nranks * k->nsteps; i++)
-    if (m[i] > mx) mx = m[i];
-  int w = lx + cw * (int)k->nsteps + 10, h = ty + ch * (int)k->nranks + 10;
-  loom__outf(o, "<p class=\"note\">%s per rank (rows) and step (columns); darkest = %.3f ms</p>"
-             "<svg role=\"img\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\">", what, (double)mx / 1e6, w, h,
-             w, h);
-  for (size_t s = 0; s < k->nsteps; s++)
-    if (k->nsteps <= 40 || s % 10 == 0)
-      loom__outf(o, "<text x=\"%d\" y=\"14\" font-size=\"10\" fill=\"#5b6478\">%lld</text>", lx + cw * (int)s,
-                 (long long)k->step_no[s]);
-  for (size_t r = 0; r < k->nranks; r++) {
-    loom__outf(o, "<text x=\"0\" y=\"%d\" font-size=\"11\" fill=\"#1d2433\">rank %lld</text>",
-               ty + ch * (int)r + 15, (long long)k->rank_id[r]);
-    for (size_t s = 0; s < k->nsteps; s++) {
-      int64_t v = m[r * k->nsteps + s];
-      int light = v < 0 || !mx ? 97 : 92 - (int)(60.0 * (double)v / (double)mx);
-      loom__outf(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"hsl(%d,60%%,%d%%)\">"
-                 "<title>rank %lld, step %lld: %.3f ms</title></rect>", lx + cw * (int)s, ty + ch * (int)r,
-                 cw - 1, ch - 1, hue, light, (long long)k->rank_id[r], (long long)k->step_no[s],
-                 v < 0 ? 0 : (double)v / 1e6);
-    }
-  }
-  loom__outf(o, "</svg>");
-}
-
-void loom__report_ranks_html(const loom__report *r, loom__out *o, size_t top) {
-  const loom__ranks *k = r->ranks;
-  if (!worth(k)) return;
-  loom__outf(o, "<h2>Ranks: %zu</h2><div class=\"card\">", k->nranks);
-  if (k->nsteps) {
-    heat(o, k, k->step_ns, "Step time", 222);
-    heat(o, k, k->wait_ns, "Waiting time (wait states)", 12);
-  } else {
-    loom__outf(o, "<p class=\"note\">No ProfilerStep ranges: no rank x step maps.</p>");
-  }
-  loom__outf(o, "</div>");
+  int hide = k && k->nranks >= 2 ? 0 : LOOM__TF_NOTEXT | LOOM__TF_NOHTML;
+  summary(k, m, hide);
+  if (!k) return;
   loom__table *t[T_COUNT] = {0};
   build(k, t);
-  for (int i = 0; i < T_COUNT; i++)
-    if (t[i] && i != T_CELLS) loom__table_html(t[i], o, i == T_SITES ? top : 0);
-  drop(t);
+  for (int i = 0; i < T_COUNT; i++) {
+    int flags = LOOM__TF_FULL | hide | (i == T_SITES ? 0 : LOOM__TF_ALL);
+    if (i == T_CELLS) flags |= LOOM__TF_NOTEXT | LOOM__TF_NOHTML;
+    if (i == T_CELLS && t[i] && !hide) t[i]->chart = LOOM__CHART_HEAT, t[i]->chart_cols = 1u << 2 | 1u << 3;
+    if (t[i]) loom__model_put(m, t[i], table_path[i], flags);
+    else m->oom = 1;
+  }
 }
