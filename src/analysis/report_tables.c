@@ -173,7 +173,8 @@ void loom__report_kernels(const loom__report *r, loom__model *m) {
   size_t n, *rows = loom__report_rows(r, LOOM__G_KERNEL, &n, 0);
   int64_t total = 0;
   for (size_t i = 0; i < n; i++) total += r->names[rows[i]].total;
-  loom__table *t = loom__model_add(m, "kernels", "Kernels", ktotal_cols, 1, LOOM__TF_RECORD | LOOM__TF_NOTEXT);
+  loom__table *t = loom__model_add(m, "kernels", "Kernels", ktotal_cols, 1,
+                                   LOOM__TF_RECORD | LOOM__TF_NOTEXT | (n ? 0 : LOOM__TF_NOHTML));
   loom__table_int(t, total);
   t = loom__model_add(m, "kernels.top", "", kernel_cols, NCOLS(kernel_cols), LOOM__TF_OWN_COUNT);
   if (t) t->count_at = "kernels.names", t->chart = LOOM__CHART_BARS, t->chart_cols = 1u << 3;
