@@ -12,7 +12,7 @@
 #include "table.h"
 
 #define MAXV 40   /* columns shown */
-#define MAXW 48   /* widest column, in characters */
+#define MAXW 60   /* widest column, in characters */
 
 /* The columns a renderer shows, and for a child table the matching column
  * of each (by title; -1: none). */
@@ -54,8 +54,10 @@ static void line(const loom__table *t, const view *v, const size_t *w, size_t ro
   loom__out_lit(o, " ");
   for (size_t j = 0; j < v->n; j++) {
     const char *s = row_cell(t, v, row, child, j, buf, sizeof buf);
-    if (t->cols[v->col[j]].type == LOOM__COL_STR) loom__outf(o, " %-*.*s", (int)w[j], (int)w[j], s);
-    else loom__outf(o, " %*s", (int)w[j], s);
+    int n = (int)w[j];
+    if (t->cols[v->col[j]].type != LOOM__COL_STR) loom__outf(o, " %*s", n, s);
+    else if (strlen(s) > w[j]) loom__outf(o, " %.*s...", n - 3, s); /* long names end in "..." */
+    else loom__outf(o, " %-*s", n, s);
   }
   loom__out_lit(o, "\n");
 }
