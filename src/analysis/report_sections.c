@@ -38,7 +38,7 @@ static void host_table(const loom__report *r, loom__model *m, const struct host_
                                    h->by_self ? LOOM__TF_NOJSON : 0);
   if (t) t->count_at = h->count_at;
   size_t n, *rows = loom__report_rows(r, h->group, &n, h->by_self);
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0, made = loom__model_limit(m, t, n); i < made; i++) {
     const loom__rname *k = &r->names[rows[i]];
     loom__table_str(t, S(r, k->name));
     loom__table_int(t, (int64_t)k->count);
@@ -105,7 +105,7 @@ void loom__report_steps(const loom__report *r, loom__model *m) {
   for (size_t i = 0; i < r->nsteps; i++) ix[i] = i;
   steps_rep = r;
   qsort(ix, r->nsteps, sizeof *ix, cmp_step);
-  for (size_t i = 0; i < r->nsteps; i++) {
+  for (size_t i = 0, made = loom__model_limit(m, t, r->nsteps); i < made; i++) {
     const loom__rstep *st = &r->steps[ix[i]];
     loom__table_str(t, S(r, st->name));
     loom__table_int(t, st->ts - r->t0);

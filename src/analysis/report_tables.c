@@ -179,7 +179,7 @@ void loom__report_kernels(const loom__report *r, loom__model *m) {
   t = loom__model_add(m, "kernels.top", "", kernel_cols, NCOLS(kernel_cols), LOOM__TF_OWN_COUNT);
   if (t) t->count_at = "kernels.names", t->chart = LOOM__CHART_BARS, t->chart_cols = 1u << 3;
   loom__table_retitle(t, "Kernels (%zu names; top %zu by total time)", n, m->top && m->top < n ? m->top : n);
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0, made = loom__model_limit(m, t, n); i < made; i++) {
     loom__rname *k = &r->names[rows[i]];
     loom__table_str(t, S(r, k->name));
     loom__table_str(t, class_name[k->cls < 3 ? k->cls : 0]);

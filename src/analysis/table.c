@@ -109,6 +109,7 @@ void loom__table_note(loom__table *t, const char *fmt, ...) {
 }
 
 size_t loom__table_rows(const loom__table *t) { return t->ncols ? t->ncells / t->ncols : 0; }
+size_t loom__table_count(const loom__table *t) { return loom__table_rows(t) + t->more; }
 
 const loom__cell *loom__table_at(const loom__table *t, size_t row, size_t col) {
   return &t->cells[row * t->ncols + col];
@@ -147,6 +148,12 @@ void loom__model_free(loom__model *m) {
   for (size_t i = 0; i < m->n; i++) loom__table_free(m->t[i]);
   free(m->t);
   memset(m, 0, sizeof *m);
+}
+
+size_t loom__model_limit(const loom__model *m, loom__table *t, size_t n) {
+  size_t k = !t || (t->flags & LOOM__TF_ALL) || !m->top || m->top >= n ? n : m->top;
+  if (t) t->more = n - k;
+  return k;
 }
 
 size_t loom__table_shown(const loom__model *m, const loom__table *t, int text) {

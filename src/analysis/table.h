@@ -56,8 +56,7 @@ enum {
   LOOM__TF_FULL = 16,      /* JSON: the whole table {title, columns, row_count, rows, notes} */
   LOOM__TF_MAP = 32,       /* JSON: {"<column 0>": column 1, ...} */
   LOOM__TF_OWN_COUNT = 64, /* the title says how many rows are shown */
-  LOOM__TF_ALL = 128,      /* never limited to the report's top N */
-  LOOM__TF_SHOW_EMPTY = 256
+  LOOM__TF_ALL = 128       /* never limited to the report's top N */
 };
 enum { LOOM__CHART_NONE, LOOM__CHART_BARS, LOOM__CHART_TIMELINE, LOOM__CHART_HEAT };
 
@@ -68,6 +67,7 @@ typedef struct loom__table {
   size_t ncols;
   loom__cell *cells;  /* row-major */
   size_t ncells, cap;
+  size_t more;            /* rows past the report's top N: counted, not made */
   char **notes;
   size_t nnotes, cap_notes;
   int oom;
@@ -100,6 +100,8 @@ void loom__table_num(loom__table *t, double v);
 void loom__table_ints(loom__table *t, const int64_t *v, size_t n);
 void loom__table_note(loom__table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 size_t loom__table_rows(const loom__table *t);
+/* Rows made plus rows only counted (t->more). */
+size_t loom__table_count(const loom__table *t);
 /* A child table (freed with t); call loom__table_parent before each of its rows. */
 loom__table *loom__table_child(loom__table *t, const char *key, const loom__col *cols, size_t ncols);
 void loom__table_parent(loom__table *child, size_t parent_row);
@@ -125,6 +127,10 @@ loom__table *loom__model_add(loom__model *m, const char *path, const char *title
 /* Appends a table made elsewhere (owned by the model from now on). */
 void loom__model_put(loom__model *m, loom__table *t, const char *path, int flags);
 void loom__model_free(loom__model *m);
+/* How many of n rows a builder makes for t: the report's top N unless t
+ * shows all (the rest are counted in t->more, so a trace of a million
+ * names does not make a million rows to print twenty). */
+size_t loom__model_limit(const loom__model *m, loom__table *t, size_t n);
 /* Rows a renderer shows of t (JSON: text_max does not apply). */
 size_t loom__table_shown(const loom__model *m, const loom__table *t, int text);
 

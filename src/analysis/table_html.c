@@ -112,7 +112,7 @@ static void record_html(const loom__table *t, loom__out *o) {
 static void section_html(const loom__model *m, const loom__table *t, loom__out *o) {
   int table = !(t->flags & LOOM__TF_NOHTML);
   if (!table && t->chart == LOOM__CHART_NONE) return;
-  if (!loom__table_rows(t) && !(t->flags & LOOM__TF_SHOW_EMPTY)) return;
+  if (!loom__table_rows(t)) return;
   loom__out_lit(o, "<h2>");
   loom__html_esc(o, t->title, 400);
   loom__out_lit(o, "</h2>");

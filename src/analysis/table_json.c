@@ -154,7 +154,7 @@ void loom__table_json(const loom__table *t, loom__out *o, size_t rows) {
     loom__outf(o, ",\"type\":\"%s\"}", tn[t->cols[c].type]);
     first = 0;
   }
-  loom__outf(o, "],\"row_count\":%zu,\"rows\":", loom__table_rows(t));
+  loom__outf(o, "],\"row_count\":%zu,\"rows\":", loom__table_count(t));
   rows_json(&t, 1, o, rows);
   loom__out_lit(o, ",\"notes\":[");
   for (size_t i = 0; i < t->nnotes; i++) {
@@ -214,7 +214,7 @@ void loom__model_json(const loom__model *m, loom__out *o) {
     }
     if (t->count_at) {
       jw_key(&w, t->count_at);
-      loom__outf(o, "%zu", loom__table_rows(t));
+      loom__outf(o, "%zu", loom__table_count(t));
     }
     jw_key(&w, t->path);
     if (t->flags & LOOM__TF_MAP) map_json(t, o);

@@ -86,8 +86,8 @@ void loom__table_text(const loom__table *t, loom__out *o, size_t rows) {
   view_of(t, LOOM__CF_NOTEXT, &v);
   widths(t, &v, rows, w);
   loom__outf(o, "\n%s", t->title);
-  if (rows < loom__table_rows(t) && !(t->flags & LOOM__TF_OWN_COUNT))
-    loom__outf(o, " (top %zu of %zu)", rows, loom__table_rows(t));
+  if (rows < loom__table_count(t) && !(t->flags & LOOM__TF_OWN_COUNT))
+    loom__outf(o, " (top %zu of %zu)", rows, loom__table_count(t));
   loom__out_lit(o, "\n ");
   for (size_t j = 0; j < v.n; j++) {
     const char *s = loom__col_header(&t->cols[v.col[j]], buf, sizeof buf);
@@ -122,7 +122,7 @@ void loom__model_text(const loom__model *m, loom__out *o) {
   for (size_t i = 0; i < m->n; i++) {
     const loom__table *t = m->t[i];
     if (t->flags & LOOM__TF_NOTEXT) continue;
-    if (!loom__table_rows(t) && !(t->flags & LOOM__TF_SHOW_EMPTY)) continue;
+    if (!loom__table_rows(t)) continue;
     if (t->flags & LOOM__TF_RECORD) record_text(t, o);
     else loom__table_text(t, o, loom__table_shown(m, t, 1));
   }
