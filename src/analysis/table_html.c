@@ -30,17 +30,16 @@ static const char *css =
     ".note{color:#5b6478;font-size:12px}";
 
 void loom__html_esc(loom__out *o, const char *s, size_t max) {
-  size_t n = 0;
-  for (; *s && n < max; s++, n++) {
-    switch (*s) {
-    case '&': loom__out_lit(o, "&amp;"); break;
-    case '<': loom__out_lit(o, "&lt;"); break;
-    case '>': loom__out_lit(o, "&gt;"); break;
-    case '"': loom__out_lit(o, "&quot;"); break;
-    default: loom__out_mem(o, s, 1);
-    }
+  size_t n = strnlen(s, max), run = 0;
+  for (size_t i = 0; i < n; i++) { /* runs of plain bytes go out at once */
+    const char *e = s[i] == '&' ? "&amp;" : s[i] == '<' ? "&lt;" : s[i] == '>' ? "&gt;" : s[i] == '"' ? "&quot;" : NULL;
+    if (!e) continue;
+    loom__out_mem(o, s + run, i - run);
+    loom__out_mem(o, e, strlen(e));
+    run = i + 1;
   }
-  if (*s) loom__out_lit(o, "&hellip;");
+  loom__out_mem(o, s + run, n - run);
+  if (s[n]) loom__out_lit(o, "&hellip;");
 }
 
 static int shown_col(const loom__col *c) { return !(c->flags & LOOM__CF_NOHTML) && c->type != LOOM__COL_INTS; }

@@ -48,8 +48,9 @@ static void jw_key(jw *w, const char *path) {
   char part[DEPTH + 1][NAMELEN];
   int n = 0;
   for (const char *p = path; n <= DEPTH; n++) {
-    size_t len = strcspn(p, ".");
-    snprintf(part[n], NAMELEN, "%.*s", (int)len, p);
+    size_t len = strcspn(p, "."), k = len < NAMELEN ? len : NAMELEN - 1;
+    memcpy(part[n], p, k);
+    part[n][k] = 0;
     if (!p[len]) {
       n++;
       break;
@@ -63,7 +64,7 @@ static void jw_key(jw *w, const char *path) {
     sep(w);
     js(w->o, part[w->depth]);
     loom__out_lit(w->o, ":{");
-    snprintf(w->open[w->depth], NAMELEN, "%s", part[w->depth]);
+    memcpy(w->open[w->depth], part[w->depth], NAMELEN);
     w->first[w->depth + 1] = 1;
   }
   sep(w);

@@ -4,7 +4,9 @@
  * its child rows indented below their parent, then its notes; a record is
  * one "name  value" line per figure.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis.h"
@@ -49,15 +51,49 @@ static const char *row_cell(const loom__table *t, const view *v, size_t row, int
   return buf;
 }
 
-static void line(const loom__table *t, const view *v, const size_t *w, size_t row, int child, loom__out *o) {
+/* The cells of the lines shown, each formatted once, in print order (each
+ * row, then its child rows). */
+typedef struct grid {
+  loom__out m;  /* the strings, each ended by a NUL */
+  size_t *off;  /* [line * view.n + j] */
+  size_t lines;
+} grid;
+
+static void grid_line(grid *g, const loom__table *t, const view *v, size_t row, int child, size_t cap) {
   char buf[160];
-  loom__out_lit(o, " ");
+  if (g->lines >= cap) return;
   for (size_t j = 0; j < v->n; j++) {
     const char *s = row_cell(t, v, row, child, j, buf, sizeof buf);
+    g->off[g->lines * v->n + j] = g->m.len;
+    loom__out_mem(&g->m, s, strlen(s) + 1);
+  }
+  g->lines++;
+}
+
+static int grid_of(const loom__table *t, const view *v, size_t rows, grid *g) {
+  size_t cap = rows;
+  for (size_t k = 0; t->child && k < t->child->nparent; k++) cap += t->child->parent[k] < rows;
+  memset(g, 0, sizeof *g);
+  if (loom__out_mem_init(&g->m) || !(g->off = malloc((cap * v->n + 1) * sizeof *g->off))) return -1;
+  for (size_t r = 0; r < rows; r++) {
+    grid_line(g, t, v, r, 0, cap);
+    for (size_t k = 0; t->child && k < t->child->nparent; k++)
+      if (t->child->parent[k] == r) grid_line(g, t, v, k, 1, cap);
+  }
+  return g->m.failed ? -1 : 0;
+}
+
+static const char *grid_at(const grid *g, const view *v, size_t line, size_t j) {
+  return g->m.buf + g->off[line * v->n + j];
+}
+
+static void cells_out(const loom__table *t, const view *v, const size_t *w, const char *const *s, loom__out *o) {
+  loom__out_lit(o, " ");
+  for (size_t j = 0; j < v->n; j++) {
     int n = (int)w[j];
-    if (t->cols[v->col[j]].type != LOOM__COL_STR) loom__outf(o, " %*s", n, s);
-    else if (strlen(s) > w[j]) loom__outf(o, " %.*s...", n - 3, s); /* long names end in "..." */
-    else loom__outf(o, " %-*s", n, s);
+    if (t->cols[v->col[j]].type != LOOM__COL_STR) loom__outf(o, " %*s", n, s[j]);
+    else if (strlen(s[j]) > w[j]) loom__outf(o, " %.*s...", n - 3, s[j]); /* long names end in "..." */
+    else loom__outf(o, " %-*s", n, s[j]);
   }
   loom__out_lit(o, "\n");
 }
@@ -66,41 +102,35 @@ static void widen_to(size_t *w, const char *s, size_t max) {
   size_t n = strlen(s);
   if (n > *w) *w = n > max ? max : n;
 }
-static void widen(size_t *w, const char *s) { widen_to(w, s, MAXW); }
-
-static void widths(const loom__table *t, const view *v, size_t rows, size_t *w) {
-  char buf[160];
-  for (size_t j = 0; j < v->n; j++) {
-    w[j] = 0;
-    widen(&w[j], loom__col_header(&t->cols[v->col[j]], buf, sizeof buf));
-    for (size_t r = 0; r < rows; r++) widen(&w[j], row_cell(t, v, r, 0, j, buf, sizeof buf));
-    for (size_t k = 0; t->child && k < t->child->nparent; k++)
-      if (t->child->parent[k] < rows) widen(&w[j], row_cell(t, v, k, 1, j, buf, sizeof buf));
-  }
-}
 
 void loom__table_text(const loom__table *t, loom__out *o, size_t rows) {
   view v;
+  grid g;
   size_t w[MAXV];
-  char buf[160];
+  char head[MAXV][96];
+  const char *s[MAXV];
   view_of(t, LOOM__CF_NOTEXT, &v);
-  widths(t, &v, rows, w);
-  loom__outf(o, "\n%s", t->title);
-  if (rows < loom__table_count(t) && !(t->flags & LOOM__TF_OWN_COUNT))
-    loom__outf(o, " (top %zu of %zu)", rows, loom__table_count(t));
-  loom__out_lit(o, "\n ");
-  for (size_t j = 0; j < v.n; j++) {
-    const char *s = loom__col_header(&t->cols[v.col[j]], buf, sizeof buf);
-    if (t->cols[v.col[j]].type == LOOM__COL_STR) loom__outf(o, " %-*.*s", (int)w[j], (int)w[j], s);
-    else loom__outf(o, " %*s", (int)w[j], s);
+  if (grid_of(t, &v, rows, &g)) {
+    o->failed = ENOMEM;
+  } else {
+    for (size_t j = 0; j < v.n; j++) {
+      w[j] = 0;
+      widen_to(&w[j], s[j] = loom__col_header(&t->cols[v.col[j]], head[j], sizeof head[j]), MAXW);
+      for (size_t l = 0; l < g.lines; l++) widen_to(&w[j], grid_at(&g, &v, l, j), MAXW);
+    }
+    loom__outf(o, "\n%s", t->title);
+    if (rows < loom__table_count(t) && !(t->flags & LOOM__TF_OWN_COUNT))
+      loom__outf(o, " (top %zu of %zu)", rows, loom__table_count(t));
+    loom__out_lit(o, "\n");
+    cells_out(t, &v, w, s, o);
+    for (size_t l = 0; l < g.lines; l++) {
+      for (size_t j = 0; j < v.n; j++) s[j] = grid_at(&g, &v, l, j);
+      cells_out(t, &v, w, s, o);
+    }
+    for (size_t i = 0; i < t->nnotes; i++) loom__outf(o, "  %s\n", t->notes[i]);
   }
-  loom__out_lit(o, "\n");
-  for (size_t r = 0; r < rows; r++) {
-    line(t, &v, w, r, 0, o);
-    for (size_t k = 0; t->child && k < t->child->nparent; k++)
-      if (t->child->parent[k] == r) line(t, &v, w, k, 1, o);
-  }
-  for (size_t i = 0; i < t->nnotes; i++) loom__outf(o, "  %s\n", t->notes[i]);
+  free(g.m.buf);
+  free(g.off);
 }
 
 /* A record: "title" then one aligned "name  value" line per figure. */
