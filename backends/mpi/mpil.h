@@ -97,6 +97,13 @@ typedef struct mpil_call {
   loom_arg a[12];
   uint32_t n;
 } mpil_call;
+/* Declares call record c: only its header is written, not the 12 args (a
+ * zeroing initializer is a `rep stos` of 300 bytes on every call). */
+#define MPIL_CALL(c, g, t)                                                   \
+  mpil_call c;                                                               \
+  c.gen = (g);                                                               \
+  c.t0 = (t);                                                                \
+  c.n = 0
 static inline void mpil_i(mpil_call *c, const char *k, int64_t v) {
   c->a[c->n++] = (loom_arg){.key = k, .type = LOOM_ARG_INT, .v.i = v};
 }
@@ -105,15 +112,29 @@ static inline void mpil_u(mpil_call *c, const char *k, uint64_t v) {
 }
 /* comm, comm_size, comm_rank */
 MPIL_HIDDEN void mpil_comm_args(mpil_call *c, const mpil_comm *m);
+/* The record's shape: name, kind, arg keys and types.  Records store only
+ * times, a layout pointer and the values; layouts live until exit. */
+typedef struct mpil_layout mpil_layout;
+/* A call site's last layout: the next call there nearly always has it. */
+typedef struct mpil_site {
+  _Atomic(const mpil_layout *) last;
+} mpil_site;
 /* Appends the call's record to the thread's buffer (buffer.c); name, arg
  * keys and string values must be literals.  flush emits them all. */
-MPIL_HIDDEN void mpil_emit(mpil_call *c, const char *name, int kind, uint64_t end);
-#define MPIL_EMIT(c, nm, kind, end) mpil_emit((c), nm, (kind), (end))
+MPIL_HIDDEN void mpil_emit(mpil_site *site, const mpil_call *c, const char *name, int kind,
+                           uint64_t end);
+#define MPIL_EMIT(c, nm, kind, end)                                          \
+  do {                                                                       \
+    static mpil_site site_;                                                  \
+    mpil_emit(&site_, (c), nm, (kind), (end));                               \
+  } while (0)
 MPIL_HIDDEN void mpil_buffer_flush(void);
 MPIL_HIDDEN void mpil_buffer_free(void);
 /* The arg key whose value is a raw clock reading, converted at flush. */
 extern MPIL_HIDDEN const char mpil_key_wait_start[];
 MPIL_HIDDEN uint64_t mpil_bytes(int count, MPI_Datatype t);
+/* Bytes a completed receive brought (MPI_Get_count in MPI_BYTE). */
+MPIL_HIDDEN uint64_t mpil_status_bytes(const MPI_Status *st);
 /* For each completed receive: the MPI_Recv_complete instant. */
 MPIL_HIDDEN void mpil_recv_complete(const mpil_req *r, const MPI_Status *st, uint64_t t0,
                                     uint64_t t1, unsigned gen);
