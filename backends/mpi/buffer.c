@@ -30,14 +30,14 @@ typedef struct chunk {
   _Alignas(8) unsigned char data[];
 } chunk;
 
-#define MAXARGS ((int)(sizeof(((mpil_call *)0)->a) / sizeof(loom_arg)))
+#define MAXARGS MPIL_MAXARGS
 
 struct mpil_layout {
   const char *name;
   uint16_t kind, nargs;
   int16_t wait_at; /* index of the wait_start_ns argument, -1 if none */
+  uint32_t types;  /* as mpil_call's */
   const char *keys[MAXARGS];
-  uint8_t types[MAXARGS];
   struct mpil_layout *next;
 };
 
@@ -83,9 +83,10 @@ static pthread_mutex_t lay_mu = PTHREAD_MUTEX_INITIALIZER;
 static mpil_layout *layouts;
 
 static int same(const mpil_layout *l, const mpil_call *c, const char *name, int kind) {
-  if (!l || l->name != name || l->kind != kind || l->nargs != c->n) return 0;
+  if (!l || l->name != name || l->kind != kind || l->nargs != c->n || l->types != c->types)
+    return 0;
   for (uint32_t i = 0; i < c->n; i++)
-    if (l->keys[i] != c->a[i].key || l->types[i] != (uint8_t)c->a[i].type) return 0;
+    if (l->keys[i] != c->k[i]) return 0;
   return 1;
 }
 
@@ -95,17 +96,24 @@ static const mpil_layout *layout_of(const mpil_call *c, const char *name, int ki
   while (l && !same(l, c, name, kind)) l = l->next;
   if (!l && (l = calloc(1, sizeof *l))) {
     *l = (mpil_layout){.name = name, .kind = (uint16_t)kind, .nargs = (uint16_t)c->n,
-                       .wait_at = -1, .next = layouts};
+                       .wait_at = -1, .types = c->types, .next = layouts};
     for (uint32_t i = 0; i < c->n; i++) {
-      l->keys[i] = c->a[i].key;
-      l->types[i] = (uint8_t)c->a[i].type;
-      if (c->a[i].key == mpil_key_wait_start) l->wait_at = (int16_t)i;
+      l->keys[i] = c->k[i];
+      if (c->k[i] == mpil_key_wait_start) l->wait_at = (int16_t)i;
     }
     layouts = l;
   }
   pthread_mutex_unlock(&lay_mu);
   return l;
 }
+
+static void to_args(const char *const *keys, uint32_t types, const uint64_t *v, uint32_t n,
+                    loom_arg *a) {
+  for (uint32_t i = 0; i < n; i++)
+    a[i] = (loom_arg){.key = keys[i], .type = (loom_arg_type)((types >> (2 * i)) & 3), .v.u = v[i]};
+}
+
+void mpil_call_args(const mpil_call *c, loom_arg *a) { to_args(c->k, c->types, c->v, c->n, a); }
 
 void mpil_emit(mpil_site *site, const mpil_call *c, const char *name, int kind, uint64_t end) {
   const mpil_layout *l = atomic_load_explicit(&site->last, memory_order_acquire);
@@ -130,7 +138,7 @@ void mpil_emit(mpil_site *site, const mpil_call *c, const char *name, int kind, 
   r->t0 = c->t0;
   r->t1 = end;
   r->lay = l;
-  for (uint32_t i = 0; i < c->n; i++) r->v[i] = c->a[i].v.u;
+  memcpy(r->v, c->v, c->n * sizeof(uint64_t));
   atomic_store_explicit(&k->used, used + need, memory_order_release);
 }
 
@@ -154,8 +162,7 @@ void mpil_buffer_flush(void) {
       const rec *h = (const rec *)(k->data + at);
       const mpil_layout *l = h->lay;
       loom_arg a[MAXARGS];
-      for (uint16_t i = 0; i < l->nargs; i++)
-        a[i] = (loom_arg){.key = l->keys[i], .type = (loom_arg_type)l->types[i], .v.u = h->v[i]};
+      to_args(l->keys, l->types, h->v, l->nargs, a);
       if (l->wait_at >= 0) /* a raw clock reading: the trace shows epoch ns */
         a[l->wait_at].v.i = mpil_host->clock_to_epoch_ns(mpil_self, mpil_clk, h->v[l->wait_at]);
       loom_record r = {.struct_size = sizeof r,

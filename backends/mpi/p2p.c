@@ -28,9 +28,7 @@ static void recv_args(mpil_call *c, const mpil_comm *m, const MPI_Status *st) {
 }
 
 #define BEGIN(c)                                                              \
-  mpil_call c;                                                                \
-  c.gen = mpil_on();                                                          \
-  c.n = 0;                                                                    \
+  MPIL_CALL(c, mpil_on(), 0);                                                 \
   if (c.gen) c.t0 = mpil_now()
 
 /* ---- blocking and nonblocking sends ------------------------------------------ */
