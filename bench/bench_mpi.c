@@ -2,33 +2,76 @@
  * bench_mpi.c - what libloom-mpi.so adds to an MPI call.
  *
  * Two ranks (or one: then the loops talk to MPI_COMM_SELF, free of the
- * other process's scheduling noise); two loops: a nonblocking ping-pong (rank 0: Irecv, Isend,
- * Waitall; rank 1 the same: 3 calls an iteration) and an 8-byte allreduce
- * (1 call).  Each loop runs in three modes, interleaved, for several rounds:
- *   floor:  the same loop through PMPI_* (no wrapper at all);
+ * other process's scheduling noise); two loops: a nonblocking ping-pong
+ * (Irecv, Isend, Waitall: 3 calls an iteration, and loom records 4: the
+ * completed receive is an instant of its own) and an 8-byte allreduce
+ * (1 call).  Each loop runs in four modes, interleaved (the order rotates
+ * from round to round) for many short rounds:
+ *   base:   the loop through PMPI_* (no wrapper at all);
+ *   floor:  base plus what any tracer must pay per call: two clock reads
+ *           around it and one 64-byte record stored into a buffer that is
+ *           already in memory (loom's chunks are pooled too);
  *   idle:   MPI_* through the wrappers, no session recording;
  *   loom:   MPI_* with a loom session recording "mpi" (records kept).
- * Prints min and median ns per iteration and per call, the added ns per call
- * against the floor and the ratio.  Run (from the build folder):
- *   mpirun -np 2 --oversubscribe -x LOOM_PLUGINS=$PWD/plugins/libloom-mpi.so \
+ * Each timed loop follows an untimed tenth of it in the same mode.
+ * Prints per mode min and median ns per iteration; per call the added ns
+ * against base from the mins, from the medians, and the median of the
+ * per-round differences (each round's modes ran seconds apart at most, so
+ * this one is the least sensitive to a busy machine); the ratio to base; and
+ * loom's added cost against the floor's.  Run (from the build folder):
+ *   mpirun -np 1 -x LOOM_PLUGINS=$PWD/plugins/libloom-mpi.so \
  *          -x LD_PRELOAD=$PWD/plugins/libloom-mpi.so bench/bench_mpi [iters] [rounds]
- * (as root also OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1).
+ * (-np 2 --oversubscribe for two ranks; as root also OMPI_ALLOW_RUN_AS_ROOT=1
+ * OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1).
  */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "loom/loom.h"
 
-enum { FLOOR, IDLE, LOOM, NMODE };
-static const char *const mode_name[NMODE] = {"floor (PMPI)", "idle (no session)", "loom"};
+enum { BASE, FLOOR, IDLE, LOOM, NMODE };
+static const char *const mode_name[NMODE] = {"base (PMPI)", "floor (2 clocks+store)",
+                                             "idle (no session)", "loom"};
+enum { PINGPONG, ALLREDUCE, NLOOP };
+static const char *const loop_name[NLOOP] = {"ping-pong Irecv+Isend+Waitall (3 calls)",
+                                             "allreduce 8 bytes (1 call)"};
+static const int calls[NLOOP] = {3, 1};
 
 static double now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
+
+/* The floor's clock: the one libloom-mpi.so reads (mpil.h). */
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static inline uint64_t tick(void) { return __rdtsc(); }
+#else
+static inline uint64_t tick(void) { return (uint64_t)now_ns(); }
+#endif
+
+typedef struct frec {
+  uint64_t t0, t1;
+  const char *name;
+  uint64_t v[5];
+} frec; /* 64 bytes: one cache line */
+static frec *fbuf;
+static size_t fat;
+
+/* What the floor pays around one call: its two clock reads and one store.
+ * The compiler must keep the store (fbuf escapes through fat's reader). */
+#define FLOORED(name, a, b, CALL)                                            \
+  do {                                                                       \
+    uint64_t t0_ = tick();                                                   \
+    CALL;                                                                    \
+    uint64_t t1_ = tick();                                                   \
+    fbuf[fat++] = (frec){t0_, t1_, name, {(uint64_t)(a), (uint64_t)(b), 0, 0, 0}}; \
+  } while (0)
 
 static MPI_Comm comm; /* WORLD with 2 ranks; SELF with 1 (no other process's noise) */
 
@@ -37,10 +80,14 @@ static void pingpong(int mode, int rank, long iters) {
   int peer = comm == MPI_COMM_SELF ? 0 : 1 - rank;
   for (long i = 0; i < iters; i++) {
     MPI_Request r[2];
-    if (mode == FLOOR) {
+    if (mode == BASE) {
       PMPI_Irecv(&in, 1, MPI_DOUBLE, peer, 7, comm, &r[0]);
       PMPI_Isend(&out, 1, MPI_DOUBLE, peer, 7, comm, &r[1]);
       PMPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+    } else if (mode == FLOOR) {
+      FLOORED("MPI_Irecv", peer, 7, PMPI_Irecv(&in, 1, MPI_DOUBLE, peer, 7, comm, &r[0]));
+      FLOORED("MPI_Isend", peer, 7, PMPI_Isend(&out, 1, MPI_DOUBLE, peer, 7, comm, &r[1]));
+      FLOORED("MPI_Waitall", 2, 0, PMPI_Waitall(2, r, MPI_STATUSES_IGNORE));
     } else {
       MPI_Irecv(&in, 1, MPI_DOUBLE, peer, 7, comm, &r[0]);
       MPI_Isend(&out, 1, MPI_DOUBLE, peer, 7, comm, &r[1]);
@@ -52,7 +99,9 @@ static void pingpong(int mode, int rank, long iters) {
 static void allreduce(int mode, long iters) {
   double v = 1, s = 0;
   for (long i = 0; i < iters; i++) {
-    if (mode == FLOOR) PMPI_Allreduce(&v, &s, 1, MPI_DOUBLE, MPI_SUM, comm);
+    if (mode == BASE) PMPI_Allreduce(&v, &s, 1, MPI_DOUBLE, MPI_SUM, comm);
+    else if (mode == FLOOR)
+      FLOORED("MPI_Allreduce", 8, i, PMPI_Allreduce(&v, &s, 1, MPI_DOUBLE, MPI_SUM, comm));
     else MPI_Allreduce(&v, &s, 1, MPI_DOUBLE, MPI_SUM, comm);
   }
 }
@@ -62,20 +111,76 @@ static int cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+static double median(const double *v, int n) {
+  double *s = malloc(sizeof *s * (size_t)n);
+  memcpy(s, v, sizeof *s * (size_t)n);
+  qsort(s, (size_t)n, sizeof *s, cmp);
+  double m = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  free(s);
+  return m;
+}
+
+static double minimum(const double *v, int n) {
+  double m = v[0];
+  for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
+  return m;
+}
+
+/* Median over rounds of (mode - base) in the same round, per call. */
+static double paired(double *const t[NMODE], int m, int rounds, int ncalls) {
+  double *d = malloc(sizeof *d * (size_t)rounds);
+  for (int r = 0; r < rounds; r++) d[r] = (t[m][r] - t[BASE][r]) / ncalls;
+  double x = median(d, rounds);
+  free(d);
+  return x;
+}
+
+static void report(int size, long iters, long warm, int rounds, size_t events,
+                   double *t[NLOOP][NMODE]) {
+  /* 4 records per ping-pong iteration (Irecv, Isend, Waitall, the receive's
+   * completion), 1 per allreduce. */
+  printf("bench_mpi: %ld iterations (+%ld warm-up) x %d rounds, %d rank(s), modes interleaved; "
+         "last loom round: %zu events (expected %ld)\n",
+         iters, warm, rounds, size, events, 5 * (iters + warm));
+  for (int l = 0; l < NLOOP; l++) {
+    double mn[NMODE], md[NMODE];
+    for (int m = 0; m < NMODE; m++) mn[m] = minimum(t[l][m], rounds), md[m] = median(t[l][m], rounds);
+    printf("%s\n", loop_name[l]);
+    for (int m = 0; m < NMODE; m++)
+      printf("  %-22s min %7.1f median %7.1f ns/iter | added/call: min %+6.1f median %+6.1f "
+             "paired %+6.1f ns | ratio %.2f\n",
+             mode_name[m], mn[m], md[m], (mn[m] - mn[BASE]) / calls[l],
+             (md[m] - md[BASE]) / calls[l], paired(t[l], m, rounds, calls[l]), md[m] / md[BASE]);
+    double lo = paired(t[l], LOOM, rounds, calls[l]), fl = paired(t[l], FLOOR, rounds, calls[l]);
+    printf("  => loom adds %.1f ns per call (median, paired), the floor %.1f: %.2fx the floor\n",
+           lo, fl, fl > 0 ? lo / fl : 0);
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   comm = size == 1 ? MPI_COMM_SELF : MPI_COMM_WORLD;
-  long iters = argc > 1 ? atol(argv[1]) : 20000;
-  int rounds = argc > 2 ? atoi(argv[2]) : 7;
-  double *t[2][NMODE];
-  for (int l = 0; l < 2; l++)
+  long iters = argc > 1 ? atol(argv[1]) : 2000;
+  int rounds = argc > 2 ? atoi(argv[2]) : 41;
+  if (iters < 1 || rounds < 1) {
+    fprintf(stderr, "bench_mpi: iterations and rounds must be positive\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  /* The floor's buffer: touched once, like loom's pooled chunks. */
+  fbuf = calloc((size_t)iters * 3, sizeof *fbuf);
+  double *t[NLOOP][NMODE];
+  for (int l = 0; l < NLOOP; l++)
     for (int m = 0; m < NMODE; m++) t[l][m] = calloc((size_t)rounds, sizeof(double));
+  if (!fbuf || !t[NLOOP - 1][NMODE - 1]) MPI_Abort(MPI_COMM_WORLD, 2);
+  memset(fbuf, 1, (size_t)iters * 3 * sizeof *fbuf);
   size_t events = 0;
-  pingpong(FLOOR, rank, iters / 10); /* warm up */
-  allreduce(FLOOR, iters / 10);
+  long warm = iters / 10 + 1;
+  pingpong(BASE, rank, iters); /* warm up */
+  allreduce(BASE, iters);
+  uint64_t check = 0;
   for (int r = 0; r < rounds; r++)
     for (int k = 0; k < NMODE; k++) {
       int m = (k + r) % NMODE; /* rotate the order from round to round */
@@ -87,12 +192,19 @@ int main(int argc, char **argv) {
           MPI_Abort(MPI_COMM_WORLD, 1);
         }
       }
-      for (int l = 0; l < 2; l++) {
-        MPI_Barrier(MPI_COMM_WORLD);
+      for (int l = 0; l < NLOOP; l++) {
+        /* Untimed warm-up in the same mode: caches and the branch predictor
+         * are where a long run keeps them, whatever ran just before. */
+        fat = 0;
+        if (l == PINGPONG) pingpong(m, rank, warm);
+        else allreduce(m, warm);
+        PMPI_Barrier(MPI_COMM_WORLD);
+        fat = 0;
         double t0 = now_ns();
-        if (l == 0) pingpong(m, rank, iters);
+        if (l == PINGPONG) pingpong(m, rank, iters);
         else allreduce(m, iters);
         t[l][m][r] = (now_ns() - t0) / (double)iters;
+        if (fat) check += fbuf[fat - 1].t1 - fbuf[0].t0;
       }
       if (s) {
         loom_trace *tr = NULL;
@@ -101,27 +213,8 @@ int main(int argc, char **argv) {
         loom_session_destroy(s);
       }
     }
-  if (rank == 0) {
-    static const char *const loop[2] = {"ping-pong Irecv+Isend+Waitall (3 calls)",
-                                        "allreduce 8 bytes (1 call)"};
-    static const int calls[2] = {3, 1};
-    printf("bench_mpi: %ld iterations x %d rounds, %d rank(s); last loom round: %zu events\n",
-           iters, rounds, size, events);
-    for (int l = 0; l < 2; l++) {
-      double mins[NMODE], meds[NMODE];
-      for (int m = 0; m < NMODE; m++) {
-        qsort(t[l][m], (size_t)rounds, sizeof(double), cmp);
-        mins[m] = t[l][m][0];
-        meds[m] = t[l][m][rounds / 2];
-      }
-      printf("%s\n", loop[l]);
-      for (int m = 0; m < NMODE; m++)
-        printf("  %-18s min %8.1f ns/iter  median %8.1f ns/iter  added/call: min %+7.1f ns"
-               "  median %+7.1f ns  ratio %.3f\n",
-               mode_name[m], mins[m], meds[m], (mins[m] - mins[FLOOR]) / calls[l],
-               (meds[m] - meds[FLOOR]) / calls[l], meds[m] / meds[FLOOR]);
-    }
-  }
+  if (rank == 0) report(size, iters, warm, rounds, events, t);
+  if (check == 1) printf("(floor checksum %llu)\n", (unsigned long long)check);
   MPI_Finalize();
   return 0;
 }

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #define LOOM_PLUGIN_WANT_ATTACH
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,11 +255,55 @@ void mpil_comm_args(mpil_call *c, const mpil_comm *m) {
   mpil_i(c, "comm_rank", m->rank);
 }
 
+/* Predefined datatypes are static objects (OpenMPI: &ompi_mpi_*, in the
+ * program's data segment when it refers to them, else in libmpi's), never
+ * freed, their size fixed: each thread keeps the last few sizes and skips
+ * MPI_Type_size (5 ns a call).  A program's own types live on the heap,
+ * outside the segment of ompi_mpi_byte, and are asked every time (one
+ * could be freed and another made at its address); MPI_Type_free also
+ * empties the caches, in case a program's heap were in that segment. */
+static _Atomic uintptr_t predef_lo, predef_hi;
+static pthread_once_t predef_once = PTHREAD_ONCE_INIT;
+static int predef_seg(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  uintptr_t a = (uintptr_t)data;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
+    if (p->p_type == PT_LOAD && a >= lo && a < hi) {
+      atomic_store(&predef_lo, lo);
+      atomic_store(&predef_hi, hi);
+      return 1;
+    }
+  }
+  return 0;
+}
+static void predef_find(void) {
+  if (&ompi_mpi_byte) dl_iterate_phdr(predef_seg, (void *)&ompi_mpi_byte);
+}
+
+#define NTCACHE 4
+static MPIL_TLS struct {
+  MPI_Datatype t;
+  unsigned epoch;
+  int size;
+} tcache[NTCACHE];
+static atomic_uint type_epoch = 1;
+void mpil_type_freed(void) { atomic_fetch_add_explicit(&type_epoch, 1, memory_order_release); }
+
 uint64_t mpil_bytes(int count, MPI_Datatype t) {
   static __typeof__(&PMPI_Type_size) fn;
   if (!fn) fn = (__typeof__(fn))mpil_sym("PMPI_Type_size");
+  if (count <= 0 || !fn || t == MPI_DATATYPE_NULL) return 0;
+  uintptr_t a = (uintptr_t)t, hi = atomic_load_explicit(&predef_hi, memory_order_relaxed);
+  if (!hi) pthread_once(&predef_once, predef_find), hi = atomic_load(&predef_hi);
+  int pre = a < hi && a >= atomic_load_explicit(&predef_lo, memory_order_relaxed);
+  unsigned k = (unsigned)(a >> 9) & (NTCACHE - 1); /* OpenMPI pads them to 512 bytes */
+  unsigned e = atomic_load_explicit(&type_epoch, memory_order_acquire);
   int sz = 0;
-  if (count <= 0 || !fn || t == MPI_DATATYPE_NULL || fn(t, &sz) != MPI_SUCCESS) return 0;
+  if (pre && tcache[k].t == t && tcache[k].epoch == e) sz = tcache[k].size;
+  else if (fn(t, &sz) != MPI_SUCCESS) return 0;
+  else if (pre) tcache[k].t = t, tcache[k].epoch = e, tcache[k].size = sz;
   return (uint64_t)count * (uint64_t)sz;
 }
 

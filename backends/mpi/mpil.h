@@ -151,6 +151,8 @@ MPIL_HIDDEN void mpil_buffer_free(void);
 /* The arg key whose value is a raw clock reading, converted at flush. */
 extern MPIL_HIDDEN const char mpil_key_wait_start[];
 MPIL_HIDDEN uint64_t mpil_bytes(int count, MPI_Datatype t);
+/* MPI_Type_free: forget the sizes mpil_bytes keeps. */
+MPIL_HIDDEN void mpil_type_freed(void);
 /* Bytes a completed receive brought (MPI_Get_count in MPI_BYTE). */
 MPIL_HIDDEN uint64_t mpil_status_bytes(const MPI_Status *st);
 /* For each completed receive: the MPI_Recv_complete instant. */
