@@ -182,7 +182,7 @@ void mpil_comm_freed(MPI_Comm comm) {
 /* ---- receive requests -------------------------------------------------------- */
 #define NREQ 4096
 static mpil_req reqs[NREQ];
-static atomic_uint_fast64_t next_req = 1;
+static uint64_t next_req = 1; /* under the table lock */
 /* How many tracked receives hash to each bucket (other bits of the hash
  * than the table's): a wait/test on a send request, half of what a
  * ping-pong completes, sees a zero and skips the locked probe.  The
@@ -191,11 +191,17 @@ static atomic_uint_fast64_t next_req = 1;
 #define NFILTER 8192
 static _Atomic uint16_t filter[NFILTER];
 static inline _Atomic uint16_t *filter_of(uint64_t h) { return &filter[(h >> 40) & (NFILTER - 1)]; }
+/* Changed under the table lock only: a load and a store, no locked add. */
+static inline void filter_add(uint64_t h, int d) {
+  _Atomic uint16_t *f = filter_of(h);
+  atomic_store_explicit(f, (uint16_t)(atomic_load_explicit(f, memory_order_relaxed) + d),
+                        memory_order_relaxed);
+}
 
 uint64_t mpil_req_add(MPI_Request req, const mpil_comm *c, unsigned gen) {
-  uint64_t id = atomic_fetch_add_explicit(&next_req, 1, memory_order_relaxed);
   uint64_t h = mix((uint64_t)(uintptr_t)req);
   lock();
+  uint64_t id = next_req++;
   for (unsigned i = 0; i < NREQ; i++) {
     mpil_req *r = &reqs[(h + i) & (NREQ - 1)];
     /* A slot of an older session is free to take: its request is gone.
@@ -203,12 +209,8 @@ uint64_t mpil_req_add(MPI_Request req, const mpil_comm *c, unsigned gen) {
     if (!r->req || r->req == req || r->gen != gen) {
       /* A slot taken over (same handle, or an older session's) keeps its
        * filter count: the count is of occupied slots per bucket. */
-      if (!r->req) atomic_fetch_add_explicit(filter_of(h), 1, memory_order_relaxed);
-      else if (r->req != req) {
-        atomic_fetch_sub_explicit(filter_of(mix((uint64_t)(uintptr_t)r->req)), 1,
-                                  memory_order_relaxed);
-        atomic_fetch_add_explicit(filter_of(h), 1, memory_order_relaxed);
-      }
+      if (!r->req) filter_add(h, 1);
+      else if (r->req != req) filter_add(mix((uint64_t)(uintptr_t)r->req), -1), filter_add(h, 1);
       *r = (mpil_req){.req = req, .id = id, .comm_id = c ? c->id : 0, .comm = c, .gen = gen};
       unlock();
       return id;
@@ -230,7 +232,7 @@ mpil_req mpil_req_take(MPI_Request req, unsigned gen) {
     if (!reqs[k].req) break;
     if (reqs[k].req != req) continue;
     if (reqs[k].gen == gen) out = reqs[k];
-    atomic_fetch_sub_explicit(filter_of(h), 1, memory_order_relaxed);
+    filter_add(h, -1);
     /* backward-shift removal */
     unsigned at = k;
     for (unsigned j = (at + 1) & (NREQ - 1); reqs[j].req; j = (j + 1) & (NREQ - 1)) {
