@@ -16,9 +16,12 @@
  * Each timed loop follows an untimed tenth of it in the same mode.
  * Prints per mode min and median ns per iteration; per call the added ns
  * against base from the mins, from the medians, and the median of the
- * per-round differences (each round's modes ran seconds apart at most, so
+ * per-round differences (each round's modes ran milliseconds apart, so
  * this one is the least sensitive to a busy machine); the ratio to base; and
- * loom's added cost against the floor's.  Run (from the build folder):
+ * loom's added cost against the floor's.  Before those rounds, the process's
+ * first session (fresh memory, as a single `loom record` run has it): slices
+ * of base, loom, base, with the page faults taken and the events recorded
+ * against the number expected.  Run (from the build folder):
  *   mpirun -np 1 -x LOOM_PLUGINS=$PWD/plugins/libloom-mpi.so \
  *          -x LD_PRELOAD=$PWD/plugins/libloom-mpi.so bench/bench_mpi [iters] [rounds]
  * (-np 2 --oversubscribe for two ranks; as root also OMPI_ALLOW_RUN_AS_ROOT=1
@@ -226,7 +229,10 @@ int main(int argc, char **argv) {
   double *t[NLOOP][NMODE];
   for (int l = 0; l < NLOOP; l++)
     for (int m = 0; m < NMODE; m++) t[l][m] = calloc((size_t)rounds, sizeof(double));
-  if (!fbuf || !t[NLOOP - 1][NMODE - 1]) MPI_Abort(MPI_COMM_WORLD, 2);
+  for (int l = 0; l < NLOOP; l++)
+    for (int m = 0; m < NMODE; m++)
+      if (!t[l][m]) MPI_Abort(MPI_COMM_WORLD, 2);
+  if (!fbuf) MPI_Abort(MPI_COMM_WORLD, 2);
   memset(fbuf, 1, (size_t)iters * 3 * sizeof *fbuf);
   size_t events = 0;
   long warm = iters / 10 + 1;
