@@ -27,7 +27,7 @@ static uint64_t sum_counts(const int *counts, int n, MPI_Datatype dt) {
   if (m) __atomic_store_n(&m->coll_seq, seq + 1, __ATOMIC_RELAXED);           \
   unsigned gen = mpil_on();                                                   \
   if (!gen) return CALL;                                                      \
-  MPIL_CALL(c, gen, mpil_now());                               \
+  MPIL_CALL(c, gen, mpil_now());                                              \
   int rc = CALL;                                                              \
   uint64_t t1 = mpil_now();                                                   \
   mpil_comm_args(&c, m);                                                      \
@@ -120,7 +120,7 @@ int MPI_Exscan(const void *sb, void *rb, int n, MPI_Datatype dt, MPI_Op op, MPI_
 #define CREATE(name, comm, out, CALL)                                          \
   MPIL_REAL(name);                                                            \
   unsigned gen = mpil_on();                                                   \
-  MPIL_CALL(c, gen, gen ? mpil_now() : 0);                     \
+  MPIL_CALL(c, gen, gen ? mpil_now() : 0);                                    \
   int rc = CALL;                                                              \
   uint64_t t1 = gen ? mpil_now() : 0;                                         \
   if (rc == MPI_SUCCESS) mpil_comm_created(*(out));                           \
