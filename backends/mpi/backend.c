@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #define LOOM_PLUGIN_WANT_ATTACH
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,12 +122,28 @@ static void describe(mpil_comm *c, MPI_Comm comm, int created) {
   c->id = (mix(h + n) >> 1) | (1ull << 62);
 }
 
+/* Each thread remembers the slots of the last few communicators it used,
+ * valid while comm_epoch is unchanged: every creation and free bumps it (a
+ * free moves other slots).  A hit costs two loads instead of the table lock
+ * and a probe on every call. */
+static atomic_uint comm_epoch = 1;
+#define NCACHE 4
+static MPIL_TLS struct {
+  MPI_Comm comm;
+  unsigned epoch;
+  mpil_comm *c;
+} ccache[NCACHE];
+
 mpil_comm *mpil_comm_get(MPI_Comm comm) {
   if (mpil_world_size <= 0 || comm == MPI_COMM_NULL) return NULL;
+  unsigned e = atomic_load_explicit(&comm_epoch, memory_order_acquire);
+  unsigned k = (unsigned)((uintptr_t)comm >> 6) & (NCACHE - 1);
+  if (ccache[k].comm == comm && ccache[k].epoch == e) return ccache[k].c;
   lock();
   mpil_comm *c = slot_of(comm, 1);
   if (c && !c->comm) describe(c, comm, 0);
   unlock();
+  if (c) ccache[k].comm = comm, ccache[k].epoch = e, ccache[k].c = c;
   return c;
 }
 
@@ -138,6 +155,7 @@ void mpil_comm_created(MPI_Comm comm) {
     free(c->world);
     describe(c, comm, 1);
   }
+  atomic_fetch_add_explicit(&comm_epoch, 1, memory_order_release);
   unlock();
 }
 
@@ -156,6 +174,7 @@ void mpil_comm_freed(MPI_Comm comm) {
       }
     }
     memset(&comms[i], 0, sizeof comms[i]);
+    atomic_fetch_add_explicit(&comm_epoch, 1, memory_order_release);
   }
   unlock();
 }
@@ -163,17 +182,35 @@ void mpil_comm_freed(MPI_Comm comm) {
 /* ---- receive requests -------------------------------------------------------- */
 #define NREQ 4096
 static mpil_req reqs[NREQ];
-static atomic_uint_fast64_t next_req = 1;
+static uint64_t next_req = 1; /* under the table lock */
+/* How many tracked receives hash to each bucket (other bits of the hash
+ * than the table's): a wait/test on a send request, half of what a
+ * ping-pong completes, sees a zero and skips the locked probe.  The
+ * receive's MPI_Irecv returned before any call can complete it, so the
+ * increment is visible to the thread that completes it. */
+#define NFILTER 8192
+static _Atomic uint16_t filter[NFILTER];
+static inline _Atomic uint16_t *filter_of(uint64_t h) { return &filter[(h >> 40) & (NFILTER - 1)]; }
+/* Changed under the table lock only: a load and a store, no locked add. */
+static inline void filter_add(uint64_t h, int d) {
+  _Atomic uint16_t *f = filter_of(h);
+  atomic_store_explicit(f, (uint16_t)(atomic_load_explicit(f, memory_order_relaxed) + d),
+                        memory_order_relaxed);
+}
 
 uint64_t mpil_req_add(MPI_Request req, const mpil_comm *c, unsigned gen) {
-  uint64_t id = atomic_fetch_add_explicit(&next_req, 1, memory_order_relaxed);
   uint64_t h = mix((uint64_t)(uintptr_t)req);
   lock();
+  uint64_t id = next_req++;
   for (unsigned i = 0; i < NREQ; i++) {
     mpil_req *r = &reqs[(h + i) & (NREQ - 1)];
     /* A slot of an older session is free to take: its request is gone.
      * Taking it keeps every chain intact (it was occupied). */
     if (!r->req || r->req == req || r->gen != gen) {
+      /* A slot taken over (same handle, or an older session's) keeps its
+       * filter count: the count is of occupied slots per bucket. */
+      if (!r->req) filter_add(h, 1);
+      else if (r->req != req) filter_add(mix((uint64_t)(uintptr_t)r->req), -1), filter_add(h, 1);
       *r = (mpil_req){.req = req, .id = id, .comm_id = c ? c->id : 0, .comm = c, .gen = gen};
       unlock();
       return id;
@@ -188,12 +225,14 @@ mpil_req mpil_req_take(MPI_Request req, unsigned gen) {
   mpil_req out = {0};
   if (!req || req == MPI_REQUEST_NULL) return out;
   uint64_t h = mix((uint64_t)(uintptr_t)req);
+  if (!atomic_load_explicit(filter_of(h), memory_order_relaxed)) return out;
   lock();
   for (unsigned i = 0; i < NREQ; i++) {
     unsigned k = (unsigned)(h + i) & (NREQ - 1);
     if (!reqs[k].req) break;
     if (reqs[k].req != req) continue;
     if (reqs[k].gen == gen) out = reqs[k];
+    filter_add(h, -1);
     /* backward-shift removal */
     unsigned at = k;
     for (unsigned j = (at + 1) & (NREQ - 1); reqs[j].req; j = (j + 1) & (NREQ - 1)) {
@@ -218,24 +257,79 @@ void mpil_comm_args(mpil_call *c, const mpil_comm *m) {
   mpil_i(c, "comm_rank", m->rank);
 }
 
+/* Predefined datatypes are static objects (OpenMPI: &ompi_mpi_*, in the
+ * program's data segment when it refers to them, else in libmpi's), never
+ * freed, their size fixed: each thread keeps the last few sizes and skips
+ * MPI_Type_size (5 ns a call).  A program's own types live on the heap,
+ * outside the segment of ompi_mpi_byte, and are asked every time (one
+ * could be freed and another made at its address); MPI_Type_free also
+ * empties the caches, in case a program's heap were in that segment. */
+static _Atomic uintptr_t predef_lo, predef_hi;
+static pthread_once_t predef_once = PTHREAD_ONCE_INIT;
+static int predef_seg(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  uintptr_t a = (uintptr_t)data;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
+    if (p->p_type == PT_LOAD && a >= lo && a < hi) {
+      atomic_store(&predef_lo, lo);
+      atomic_store(&predef_hi, hi);
+      return 1;
+    }
+  }
+  return 0;
+}
+static void predef_find(void) {
+  if (&ompi_mpi_byte) dl_iterate_phdr(predef_seg, (void *)&ompi_mpi_byte);
+}
+
+#define NTCACHE 4
+static MPIL_TLS struct {
+  MPI_Datatype t;
+  unsigned epoch;
+  int size;
+} tcache[NTCACHE];
+static atomic_uint type_epoch = 1;
+void mpil_type_freed(void) { atomic_fetch_add_explicit(&type_epoch, 1, memory_order_release); }
+
 uint64_t mpil_bytes(int count, MPI_Datatype t) {
   static __typeof__(&PMPI_Type_size) fn;
   if (!fn) fn = (__typeof__(fn))mpil_sym("PMPI_Type_size");
+  if (count <= 0 || !fn || t == MPI_DATATYPE_NULL) return 0;
+  uintptr_t a = (uintptr_t)t, hi = atomic_load_explicit(&predef_hi, memory_order_relaxed);
+  if (!hi) pthread_once(&predef_once, predef_find), hi = atomic_load(&predef_hi);
+  int pre = a < hi && a >= atomic_load_explicit(&predef_lo, memory_order_relaxed);
+  unsigned k = (unsigned)(a >> 9) & (NTCACHE - 1); /* OpenMPI pads them to 512 bytes */
+  unsigned e = atomic_load_explicit(&type_epoch, memory_order_acquire);
   int sz = 0;
-  if (count <= 0 || !fn || t == MPI_DATATYPE_NULL || fn(t, &sz) != MPI_SUCCESS) return 0;
+  if (pre && tcache[k].t == t && tcache[k].epoch == e) sz = tcache[k].size;
+  else if (fn(t, &sz) != MPI_SUCCESS) return 0;
+  else if (pre) tcache[k].t = t, tcache[k].epoch = e, tcache[k].size = sz;
   return (uint64_t)count * (uint64_t)sz;
 }
 
-void mpil_recv_complete(const mpil_req *q, const MPI_Status *st, uint64_t t0, uint64_t t1,
-                        unsigned gen) {
+/* OpenMPI's status carries the byte count (what MPI_Get_count divides by
+ * the type's size, 1 for MPI_BYTE): read, it costs nothing, where the call
+ * costs 8 ns, and stays right past INT_MAX bytes (MPI_UNDEFINED there). */
+uint64_t mpil_status_bytes(const MPI_Status *st) {
+#ifdef OPEN_MPI
+  return (uint64_t)st->_ucount;
+#else
   static __typeof__(&PMPI_Get_count) cnt;
   if (!cnt) cnt = (__typeof__(cnt))mpil_sym("PMPI_Get_count");
   int n = 0;
   if (cnt) cnt(st, MPI_BYTE, &n);
-  mpil_call c = {.gen = gen, .t0 = t1};
+  return n > 0 ? (uint64_t)n : 0;
+#endif
+}
+
+void mpil_recv_complete(const mpil_req *q, const MPI_Status *st, uint64_t t0, uint64_t t1,
+                        unsigned gen) {
+  MPIL_CALL(c, gen, t1);
   mpil_i(&c, "src", mpil_world_of(q->comm, st->MPI_SOURCE));
   mpil_i(&c, "recv_tag", st->MPI_TAG);
-  mpil_u(&c, "recv_bytes", n > 0 ? (uint64_t)n : 0);
+  mpil_u(&c, "recv_bytes", mpil_status_bytes(st));
   mpil_u(&c, "comm", q->comm_id);
   mpil_u(&c, "request", q->id);
   mpil_i(&c, mpil_key_wait_start, (int64_t)t0); /* converted at flush */

@@ -30,11 +30,13 @@ static int64_t epoch(uint64_t t) {
 static void emit(const char *phase, uint64_t at, int64_t offset, uint64_t rtt) {
   unsigned gen = mpil_on();
   if (!gen) return;
-  mpil_call c = {.gen = gen, .t0 = at};
+  MPIL_CALL(c, gen, at);
   mpil_i(&c, "reference_rank", 0);
   mpil_i(&c, "offset_ns", offset);
   mpil_u(&c, "rtt_ns", rtt);
-  c.a[c.n++] = (loom_arg){.key = "phase", .type = LOOM_ARG_STRING, .v.s = phase};
+  mpil_s(&c, "phase", phase);
+  loom_arg a[MPIL_MAXARGS];
+  mpil_call_args(&c, a);
   static loom_string_id id;
   static unsigned idgen;
   if (idgen != gen) id = 0, idgen = gen;
@@ -48,7 +50,7 @@ static void emit(const char *phase, uint64_t at, int64_t offset, uint64_t rtt) {
                    .name = id,
                    .nargs = c.n,
                    .category = "loom",
-                   .args = c.a};
+                   .args = a};
   mpil_host->emit(mpil_self, &r);
 }
 

@@ -17,14 +17,17 @@ static uint64_t sum_counts(const int *counts, int n, MPI_Datatype dt) {
   return s;
 }
 
-/* seq is taken before the call: a failing collective still used a number. */
+/* seq is taken before the call: a failing collective still used a number.
+ * MPI forbids concurrent collectives on one communicator (the user must
+ * order them), so a load and a store are enough: no locked add (3 ns). */
 #define COLL(name, comm, root, bytes_expr, CALL)                               \
   MPIL_REAL(name);                                                            \
   mpil_comm *m = mpil_comm_get(comm);                                         \
-  uint64_t seq = m ? __atomic_fetch_add(&m->coll_seq, 1, __ATOMIC_RELAXED) : 0; \
+  uint64_t seq = m ? __atomic_load_n(&m->coll_seq, __ATOMIC_RELAXED) : 0;     \
+  if (m) __atomic_store_n(&m->coll_seq, seq + 1, __ATOMIC_RELAXED);           \
   unsigned gen = mpil_on();                                                   \
   if (!gen) return CALL;                                                      \
-  mpil_call c = {.gen = gen, .t0 = mpil_now()};                               \
+  MPIL_CALL(c, gen, mpil_now());                                              \
   int rc = CALL;                                                              \
   uint64_t t1 = mpil_now();                                                   \
   mpil_comm_args(&c, m);                                                      \
@@ -117,7 +120,7 @@ int MPI_Exscan(const void *sb, void *rb, int n, MPI_Datatype dt, MPI_Op op, MPI_
 #define CREATE(name, comm, out, CALL)                                          \
   MPIL_REAL(name);                                                            \
   unsigned gen = mpil_on();                                                   \
-  mpil_call c = {.gen = gen, .t0 = gen ? mpil_now() : 0};                     \
+  MPIL_CALL(c, gen, gen ? mpil_now() : 0);                                    \
   int rc = CALL;                                                              \
   uint64_t t1 = gen ? mpil_now() : 0;                                         \
   if (rc == MPI_SUCCESS) mpil_comm_created(*(out));                           \
@@ -144,12 +147,20 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *out) {
 int MPI_Comm_free(MPI_Comm *comm) {
   MPIL_REAL(MPI_Comm_free);
   unsigned gen = mpil_on();
-  mpil_call c = {.gen = gen, .t0 = gen ? mpil_now() : 0};
+  MPIL_CALL(c, gen, gen ? mpil_now() : 0);
   if (gen) mpil_comm_args(&c, mpil_comm_get(*comm));
   mpil_comm_freed(*comm);
   int rc = real_(comm);
   if (gen) MPIL_EMIT(&c, "MPI_Comm_free", LOOM_KIND_RUNTIME, mpil_now());
   return rc;
+}
+
+/* Not recorded: only keeps mpil_bytes' datatype sizes right (forgotten
+ * before the free: after it, another thread may make a type there). */
+int MPI_Type_free(MPI_Datatype *t) {
+  MPIL_REAL(MPI_Type_free);
+  mpil_type_freed();
+  return real_(t);
 }
 
 /* ---- init and finalize ------------------------------------------------------------- */
@@ -160,7 +171,7 @@ int MPI_Init(int *argc, char ***argv) {
   uint64_t t1 = mpil_on() ? mpil_now() : 0;
   if (rc != MPI_SUCCESS) return rc;
   mpil_after_init();
-  mpil_call c = {.gen = mpil_on(), .t0 = t0};
+  MPIL_CALL(c, mpil_on(), t0);
   if (c.gen && t0) {
     mpil_comm_args(&c, mpil_comm_get(MPI_COMM_WORLD));
     MPIL_EMIT(&c, "MPI_Init", LOOM_KIND_RUNTIME, t1);
@@ -176,7 +187,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   uint64_t t1 = mpil_on() ? mpil_now() : 0;
   if (rc != MPI_SUCCESS) return rc;
   mpil_after_init();
-  mpil_call c = {.gen = mpil_on(), .t0 = t0};
+  MPIL_CALL(c, mpil_on(), t0);
   if (c.gen && t0) {
     mpil_comm_args(&c, mpil_comm_get(MPI_COMM_WORLD));
     mpil_i(&c, "required", required);
@@ -191,7 +202,7 @@ int MPI_Finalize(void) {
   MPIL_REAL(MPI_Finalize);
   mpil_clock_sync("finalize");
   unsigned gen = mpil_on();
-  mpil_call c = {.gen = gen, .t0 = gen ? mpil_now() : 0};
+  MPIL_CALL(c, gen, gen ? mpil_now() : 0);
   int rc = real_();
   if (gen) MPIL_EMIT(&c, "MPI_Finalize", LOOM_KIND_RUNTIME, mpil_now());
   mpil_world_size = 0; /* handles are no longer valid */

@@ -91,29 +91,70 @@ MPIL_HIDDEN uint64_t mpil_req_add(MPI_Request req, const mpil_comm *c, unsigned 
 MPIL_HIDDEN mpil_req mpil_req_take(MPI_Request req, unsigned gen);
 
 /* ---- records ------------------------------------------------------------- */
+#define MPIL_MAXARGS 12
+/* A call's record while the wrapper builds it: keys, types (2 bits each,
+ * loom_arg_type) and values apart, so that checking the call site's layout
+ * is one compare for the types and one per key. */
 typedef struct mpil_call {
   unsigned gen;
-  uint64_t t0;
-  loom_arg a[12];
   uint32_t n;
+  uint32_t types;
+  uint64_t t0;
+  const char *k[MPIL_MAXARGS];
+  uint64_t v[MPIL_MAXARGS];
 } mpil_call;
+/* Declares call record c: only its header is written, not the args (a
+ * zeroing initializer is a `rep stos` of 200 bytes on every call). */
+#define MPIL_CALL(c, g, t)                                                   \
+  mpil_call c;                                                               \
+  c.gen = (g);                                                               \
+  c.t0 = (t);                                                                \
+  c.n = 0;                                                                   \
+  c.types = 0
+static inline void mpil_arg(mpil_call *c, const char *k, loom_arg_type t, uint64_t v) {
+  c->types |= (uint32_t)t << (2 * c->n);
+  c->k[c->n] = k;
+  c->v[c->n++] = v;
+}
 static inline void mpil_i(mpil_call *c, const char *k, int64_t v) {
-  c->a[c->n++] = (loom_arg){.key = k, .type = LOOM_ARG_INT, .v.i = v};
+  mpil_arg(c, k, LOOM_ARG_INT, (uint64_t)v);
 }
 static inline void mpil_u(mpil_call *c, const char *k, uint64_t v) {
-  c->a[c->n++] = (loom_arg){.key = k, .type = LOOM_ARG_UINT, .v.u = v};
+  mpil_arg(c, k, LOOM_ARG_UINT, v);
 }
+/* s must be a literal (kept by pointer until flush). */
+static inline void mpil_s(mpil_call *c, const char *k, const char *s) {
+  mpil_arg(c, k, LOOM_ARG_STRING, (uint64_t)(uintptr_t)s);
+}
+/* The call's args as the host takes them (a holds MPIL_MAXARGS). */
+MPIL_HIDDEN void mpil_call_args(const mpil_call *c, loom_arg *a);
 /* comm, comm_size, comm_rank */
 MPIL_HIDDEN void mpil_comm_args(mpil_call *c, const mpil_comm *m);
+/* The record's shape: name, kind, arg keys and types.  Records store only
+ * times, a layout pointer and the values; layouts live until exit. */
+typedef struct mpil_layout mpil_layout;
+/* A call site's last layout: the next call there nearly always has it. */
+typedef struct mpil_site {
+  _Atomic(const mpil_layout *) last;
+} mpil_site;
 /* Appends the call's record to the thread's buffer (buffer.c); name, arg
  * keys and string values must be literals.  flush emits them all. */
-MPIL_HIDDEN void mpil_emit(mpil_call *c, const char *name, int kind, uint64_t end);
-#define MPIL_EMIT(c, nm, kind, end) mpil_emit((c), nm, (kind), (end))
+MPIL_HIDDEN void mpil_emit(mpil_site *site, const mpil_call *c, const char *name, int kind,
+                           uint64_t end);
+#define MPIL_EMIT(c, nm, kind, end)                                          \
+  do {                                                                       \
+    static mpil_site site_;                                                  \
+    mpil_emit(&site_, (c), nm, (kind), (end));                               \
+  } while (0)
 MPIL_HIDDEN void mpil_buffer_flush(void);
 MPIL_HIDDEN void mpil_buffer_free(void);
 /* The arg key whose value is a raw clock reading, converted at flush. */
 extern MPIL_HIDDEN const char mpil_key_wait_start[];
 MPIL_HIDDEN uint64_t mpil_bytes(int count, MPI_Datatype t);
+/* MPI_Type_free: forget the sizes mpil_bytes keeps. */
+MPIL_HIDDEN void mpil_type_freed(void);
+/* Bytes a completed receive brought (MPI_Get_count in MPI_BYTE). */
+MPIL_HIDDEN uint64_t mpil_status_bytes(const MPI_Status *st);
 /* For each completed receive: the MPI_Recv_complete instant. */
 MPIL_HIDDEN void mpil_recv_complete(const mpil_req *r, const MPI_Status *st, uint64_t t0,
                                     uint64_t t1, unsigned gen);

@@ -22,19 +22,13 @@ static void send_args(mpil_call *c, const mpil_comm *m, int dest, int tag, int c
 }
 
 static void recv_args(mpil_call *c, const mpil_comm *m, const MPI_Status *st) {
-  static __typeof__(&PMPI_Get_count) cnt;
-  if (!cnt) cnt = (__typeof__(cnt))mpil_sym("PMPI_Get_count");
-  int n = 0;
-  if (cnt) cnt(st, MPI_BYTE, &n);
   mpil_i(c, "src", mpil_world_of(m, st->MPI_SOURCE));
   mpil_i(c, "recv_tag", st->MPI_TAG);
-  mpil_u(c, "recv_bytes", n > 0 ? (uint64_t)n : 0);
+  mpil_u(c, "recv_bytes", mpil_status_bytes(st));
 }
 
 #define BEGIN(c)                                                              \
-  mpil_call c;                                                                \
-  c.gen = mpil_on();                                                          \
-  c.n = 0;                                                                    \
+  MPIL_CALL(c, mpil_on(), 0);                                                 \
   if (c.gen) c.t0 = mpil_now()
 
 /* ---- blocking and nonblocking sends ------------------------------------------ */
