@@ -81,18 +81,22 @@ void mpil_emit(mpil_call *c, const char *name, int kind, uint64_t end) {
   atomic_store_explicit(&k->used, used + need, memory_order_release);
 }
 
-/* Names are literals: a few distinct pointers, interned once each. */
-static loom_string_id name_id(const char *name, const char **keys, loom_string_id *ids, int *n) {
+/* Names are literals: a few distinct pointers, interned and given their
+ * marks (roles.c) once each. */
+static loom_string_id name_id(const char *name, const char **keys, loom_string_id *ids,
+                              uint16_t *marks, int *n, uint16_t *mark) {
   for (int i = 0; i < *n; i++)
-    if (keys[i] == name) return ids[i];
+    if (keys[i] == name) return *mark = marks[i], ids[i];
   loom_string_id id = mpil_host->intern(mpil_self, name, SIZE_MAX);
-  if (*n < 64) keys[*n] = name, ids[(*n)++] = id;
+  *mark = mpil_roles(name);
+  if (*n < 64) keys[*n] = name, ids[*n] = id, marks[(*n)++] = *mark;
   return id;
 }
 
 void mpil_buffer_flush(void) {
   const char *keys[64];
   loom_string_id ids[64];
+  uint16_t marks[64], mark;
   int nids = 0;
   pthread_mutex_lock(&list_mu);
   for (chunk *k = chunks; k; k = k->next) {
@@ -103,15 +107,16 @@ void mpil_buffer_flush(void) {
       for (uint16_t i = 0; i < h->nargs; i++)
         if (a[i].key == mpil_key_wait_start)
           a[i].v.i = mpil_host->clock_to_epoch_ns(mpil_self, mpil_clk, (uint64_t)a[i].v.i);
+      loom_string_id name = name_id(h->name, keys, ids, marks, &nids, &mark);
       loom_record r = {.struct_size = sizeof r,
                        .kind = h->kind,
-                       .flags = h->kind == LOOM_KIND_COLLECTIVE ? LOOM_RECORD_F_COMM : 0,
+                       .flags = mark,
                        .clock = mpil_clk,
                        .device = LOOM_DEVICE_HOST,
                        .resource = k->tid,
                        .start = h->t0,
                        .end = h->t1,
-                       .name = name_id(h->name, keys, ids, &nids),
+                       .name = name,
                        .nargs = h->nargs,
                        .category = "mpi",
                        .args = a};

@@ -110,6 +110,8 @@ MPIL_HIDDEN void mpil_comm_args(mpil_call *c, const mpil_comm *m);
 MPIL_HIDDEN void mpil_emit(mpil_call *c, const char *name, int kind, uint64_t end);
 #define MPIL_EMIT(c, nm, kind, end) mpil_emit((c), nm, (kind), (end))
 MPIL_HIDDEN void mpil_buffer_flush(void);
+/* The marks (LOOM_RECORD_F_*) of the call named name (roles.c). */
+MPIL_HIDDEN uint16_t mpil_roles(const char *name);
 MPIL_HIDDEN void mpil_buffer_free(void);
 /* The arg key whose value is a raw clock reading, converted at flush. */
 extern MPIL_HIDDEN const char mpil_key_wait_start[];

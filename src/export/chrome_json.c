@@ -28,7 +28,7 @@ typedef struct jw {
   /* Per track: ,"pid":P,"tid":T */
   char (*pt)[48];
   uint8_t *pt_len;
-  uint32_t mpi_cat; /* string id of "mpi", 0 when the trace has none */
+  uint32_t dst_key; /* string id of "dst" (a sending call's argument), 0: none */
 } jw;
 
 static int jw_prepare(jw *w) {
@@ -160,7 +160,7 @@ static void event(jw *w, const loom__ev *e) {
       first = 0;
     }
     if (roles) { /* the report vocabulary (docs/formats.md) */
-      char v[32];
+      char v[LOOM__ROLE_BUF];
       if (!first) loom__out_lit(w->o, ",");
       loom__out_lit(w->o, "\"loom_role\":");
       jcstr(w, (loom__role_format(roles, v), v));
@@ -171,19 +171,33 @@ static void event(jw *w, const loom__ev *e) {
   }
 }
 
-/* A flow end at ts.  Messages between ranks (their sending call has the
- * schema's category "mpi") are "mpi_message" flows; the rest Kineto's
- * "ac2g" (host call -> device work). */
+static int has_arg(const loom_trace *t, const loom__ev *e, uint32_t key) {
+  for (uint16_t i = 0; key && i < e->nargs; i++)
+    if (t->args[e->args_off + i].key == key) return 1;
+  return 0;
+}
+
+/* A flow end at ts.  Messages between ranks (the sending call is marked
+ * "send", or, in traces written before the marks, names a "dst") are
+ * "<the sending call's category>_message" flows ("mpi_message"); the rest
+ * Kineto's "ac2g" (host call -> device work). */
 static void flow_end(jw *w, char ph, const loom__flow *f, const loom__ev *e, const loom__ev *from,
                      int64_t ts) {
-  const char *cat = from->cat == w->mpi_cat && w->mpi_cat ? "mpi_message" : "ac2g";
+  char cat[80] = "ac2g";
+  if ((LOOM__EV_ROLE_OF(from) & LOOM_RECORD_F_SEND) || has_arg(w->t, from, w->dst_key)) {
+    const char *c = loom__trace_cstr(w->t, from->cat);
+    size_t n = strlen(c);
+    if (n > sizeof cat - 9) n = sizeof cat - 9;
+    memcpy(cat, c, n);
+    memcpy(cat + n, n ? "_message" : "message", n ? 9 : 8);
+  }
   loom__out_lit(w->o, "{\"ph\":\"");
   loom__out_mem(w->o, &ph, 1);
-  loom__out_lit(w->o, "\",\"cat\":\"");
-  loom__out_mem(w->o, cat, strlen(cat));
-  loom__out_lit(w->o, "\",\"name\":\"");
-  loom__out_mem(w->o, cat, strlen(cat));
-  loom__out_lit(w->o, "\",\"id\":");
+  loom__out_lit(w->o, "\",\"cat\":");
+  jcstr(w, cat);
+  loom__out_lit(w->o, ",\"name\":");
+  jcstr(w, cat);
+  loom__out_lit(w->o, ",\"id\":");
   jint(w, (int64_t)f->id);
   pid_tid(w, e->track);
   ts_field(w, ",\"ts\":", 6, ts - w->base);
@@ -320,7 +334,7 @@ loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int g
   header(&w);
   metadata_events(&w);
   for (size_t i = 0; i < t->nev; i++) event(&w, &t->ev[i]);
-  w.mpi_cat = loom__strtab_find(&t->strs, "mpi", 3);
+  w.dst_key = loom__strtab_find(&t->strs, "dst", 3);
   for (size_t i = 0; i < t->nflows; i++) flow(&w, &t->flows[i]);
   /* Kineto closes the event list with a global instant marking the end of
    * the recording window (kept when a trace read from a file had it). */

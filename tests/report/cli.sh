@@ -43,7 +43,7 @@ TMPDIR=/nonexistent/dir "$loom" report "$data/synthetic.json" >/dev/null 2>"$tmp
 r=$data/ranks
 "$loom" report "$r/rank0.json" "$r/rank1.json" "$r/rank2.json" "$r/rank3.json" >"$tmp/out" 2>"$tmp/err" \
   || fail "report of 4 rank traces exited $?: $(cat "$tmp/err")"
-grep -q "rank that set the pace (caused the most waiting): 2" "$tmp/out" || fail "no pace rank in the text"
+grep -q "rank that set the pace (root cause of the most waiting): 2" "$tmp/out" || fail "no pace rank in the text"
 grep -q "^Waiting per wait state and call" "$tmp/out" || fail "no call-site table in the text"
 "$loom" report "$r/rank0.json" "$r/nonexistent.json" >/dev/null 2>"$tmp/err"
 rc=$?
