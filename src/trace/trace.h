@@ -179,7 +179,7 @@ int loom__trace_add_warning(loom_trace *t, const char *msg);
 loom_kind loom__kind_of_category(const char *cat);
 /* Readers: the kind of an event whose category gave kind and that carries
  * the marks roles.  A category that names no kind (LOOM_KIND_MARKER: a
- * runtime's own, "mpi") with marks is a call of that runtime: a collective
+ * runtime's own) with marks is a call of that runtime: a collective
  * when a collective pattern is marked, else a runtime call (an instant
  * stays an instant). */
 loom_kind loom__kind_of_marks(loom_kind kind, unsigned roles, int instant);
