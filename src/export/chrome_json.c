@@ -28,7 +28,6 @@ typedef struct jw {
   /* Per track: ,"pid":P,"tid":T */
   char (*pt)[48];
   uint8_t *pt_len;
-  uint32_t dst_key; /* string id of "dst" (a sending call's argument), 0: none */
 } jw;
 
 static int jw_prepare(jw *w) {
@@ -171,20 +170,16 @@ static void event(jw *w, const loom__ev *e) {
   }
 }
 
-static int has_arg(const loom_trace *t, const loom__ev *e, uint32_t key) {
-  for (uint16_t i = 0; key && i < e->nargs; i++)
-    if (t->args[e->args_off + i].key == key) return 1;
-  return 0;
-}
-
 /* A flow end at ts.  Messages between ranks (the sending call is marked
- * "send", or, in traces written before the marks, names a "dst") are
- * "<the sending call's category>_message" flows ("mpi_message"); the rest
- * Kineto's "ac2g" (host call -> device work). */
+ * "send", or, in traces written before the marks, the flow joins host calls
+ * of two processes) are "<the sending call's category>_message" flows
+ * ("mpi_message"); the rest Kineto's "ac2g" (host call -> device work). */
 static void flow_end(jw *w, char ph, const loom__flow *f, const loom__ev *e, const loom__ev *from,
-                     int64_t ts) {
+                     const loom__ev *to, int64_t ts) {
+  const loom__track *x = &w->t->tracks[from->track], *y = &w->t->tracks[to->track];
   char cat[80] = "ac2g";
-  if ((LOOM__EV_ROLE_OF(from) & LOOM_RECORD_F_SEND) || has_arg(w->t, from, w->dst_key)) {
+  if ((LOOM__EV_ROLE_OF(from) & LOOM_RECORD_F_SEND) ||
+      (x->device == LOOM_DEVICE_HOST && y->device == LOOM_DEVICE_HOST && x->pid != y->pid)) {
     const char *c = loom__trace_cstr(w->t, from->cat);
     size_t n = strlen(c);
     if (n > sizeof cat - 9) n = sizeof cat - 9;
@@ -211,8 +206,8 @@ static void flow_end(jw *w, char ph, const loom__flow *f, const loom__ev *e, con
 static void flow(jw *w, const loom__flow *f) {
   const loom__ev *a = &w->t->ev[f->from], *b = &w->t->ev[f->to];
   int64_t end = b->ts >= a->ts ? b->ts : b->ts + (b->dur > 0 ? b->dur - 1 : 0);
-  flow_end(w, 's', f, a, a, a->ts);
-  flow_end(w, 'f', f, b, a, end);
+  flow_end(w, 's', f, a, a, b, a->ts);
+  flow_end(w, 'f', f, b, a, b, end);
 }
 
 static void meta_event(jw *w, const char *what, int64_t pid, int64_t tid,
@@ -334,7 +329,6 @@ loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int g
   header(&w);
   metadata_events(&w);
   for (size_t i = 0; i < t->nev; i++) event(&w, &t->ev[i]);
-  w.dst_key = loom__strtab_find(&t->strs, "dst", 3);
   for (size_t i = 0; i < t->nflows; i++) flow(&w, &t->flows[i]);
   /* Kineto closes the event list with a global instant marking the end of
    * the recording window (kept when a trace read from a file had it). */

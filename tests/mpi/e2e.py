@@ -60,6 +60,8 @@ def attempt():
                                                   "where category = 'mpi'") == 4)
         check("no trace_processor errors", tp(trace, "select count(*) as n from stats where value > 0 and "
                                                      "severity in ('error','data_loss')") == 0)
+    flows = [e for e in json.load(open(trace))["traceEvents"] if e.get("ph") in ("s", "f")]
+    check("40 flow ends, all mpi_message", len(flows) == 40 and all(e["cat"] == "mpi_message" for e in flows))
     out = subprocess.run([loom, "report", "--json", "--all", trace], capture_output=True, text=True, check=True)
     full = json.loads(out.stdout)
     rep = full["ranks"]
