@@ -12,9 +12,9 @@
 const char *const loom__wait_name[LOOM__W_COUNT_] = {"late_sender", "late_receiver", "wait_nxn",
                                                      "wait_barrier", "late_broadcast", "early_reduce"};
 
-enum { K_COMM, K_SEQ, K_ROOT, K_DST, K_SRC, K_TAG, K_RTAG, K_REQ, K_WAIT, K_COUNT_ };
+enum { K_COMM, K_SEQ, K_ROOT, K_DST, K_SRC, K_TAG, K_RTAG, K_REQ, K_WAIT, K_UNCLOSED, K_COUNT_ };
 static const char *const key_str[K_COUNT_] = {"comm", "seq", "root", "dst", "src", "tag", "recv_tag",
-                                             "request", "wait_start_ns"};
+                                             "request", "wait_start_ns", "unclosed"};
 
 loom__ranks *loom__ranks_new(void) {
   loom__ranks *k = calloc(1, sizeof *k);
@@ -160,6 +160,10 @@ int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e, co
   v.step = -1;
   if (e->ph == LOOM__PH_COMPLETE && (e->kind == LOOM_KIND_USER_RANGE || e->kind == LOOM_KIND_CPU_OP) &&
       (v.step = (int32_t)step_number(name)) >= 0) {
+    /* A step the end of the recording closed (loom's "unclosed" mark: the
+     * last loom_step's, up to the program's exit) is not an iteration. */
+    int64_t open = arg_int(k, K_UNCLOSED, args, e->nargs);
+    if ((e->flags & LOOM__EV_UNCLOSED) || (open != LOOM__RK_NONE && open)) return 0;
     v.type = LOOM__RK_STEP;
     return push(k, &v);
   }

@@ -75,7 +75,7 @@ typedef struct loom__ranks {
   loom__rkev *ev;
   size_t nev, cap_ev, file0;  /* file0: first event of the input being read */
   int input;                  /* inputs read so far */
-  uint32_t k[10];             /* key ids in the current input's strings */
+  uint32_t k[16];             /* key ids in the current input's strings (ranks.c) */
   size_t kstrs;
   loom__map name_marks;       /* name id + 1 -> listed marks + 1 (current input) */
   /* results (loom__ranks_finish) */
