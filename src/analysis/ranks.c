@@ -325,7 +325,6 @@ static int step_table(loom__ranks *k) {
   for (size_t i = 0; i < cells; i++) k->step_ns[i] = -1;
   for (size_t i = 0; i < k->nev; i++) {
     const loom__rkev *e = &k->ev[i];
-    if (e->type == LOOM__RK_OTHER) k->comm_ns[e->rank] += e->end - e->ts;
     if (e->type != LOOM__RK_STEP) continue;
     size_t s = 0;
     while (k->step_no[s] != e->step) s++;

@@ -86,7 +86,7 @@ typedef struct loom__ranks {
   int64_t *step_ns, *wait_ns; /* [rank * nsteps + step]; step_ns -1 when absent */
   int64_t *state_ns;          /* [rank * LOOM__W_COUNT_ + state] */
   int64_t *step_state_ns;     /* [step * LOOM__W_COUNT_ + state] */
-  int64_t *comm_ns;           /* per rank: time in communication calls */
+  int64_t *comm_ns;           /* per rank: time in communication calls in its steps */
   int64_t *caused_ns;         /* [rank * nsteps + step]: waiting this rank caused */
   int64_t *root_ns;           /* [rank * nsteps + step]: waiting whose chain ends here */
   loom__map waits_for;        /* (step * nranks + waiter) * nranks + root + 1 -> ns */

@@ -436,6 +436,12 @@ int loom__ranks_waits(loom__ranks *k) {
     if (!SI.count[steps[i].rank]++) SI.first[steps[i].rank] = i;
   }
   SI.ev = steps;
+  /* Communication time: the calls in the rank's steps (setup and teardown
+   * are not iterations), or all of them for a rank without steps. */
+  for (size_t i = 0; i < nc; i++) {
+    const loom__rkev *e = &k->ev[calls[i]];
+    if (!SI.count[e->rank] || step_at(k, e->rank, e->ts) >= 0) k->comm_ns[e->rank] += e->end - e->ts;
+  }
   if (collectives(k) || messages(k, calls, nc, irecv, ni) || k->oom || account(k)) goto out;
   rc = 0;
 out:
