@@ -106,13 +106,14 @@ static unsigned listed_marks(const char *n) {
 unsigned loom__ranks_marks(loom__ranks *k, const loom_trace *t, const loom__ev *e) {
   unsigned m = LOOM__EV_ROLE_OF(e);
   if ((m & MSG_MARKS) || (m & (LOOM_RECORD_F_LAUNCH | LOOM_RECORD_F_MEMORY))) return m;
-  uint64_t *c = loom__map_get(&k->name_marks, (uint64_t)e->name + 1);
-  if (!c) {
-    unsigned l = listed_marks(loom__trace_cstr(t, e->name));
-    if (loom__map_put(&k->name_marks, (uint64_t)e->name + 1, (uint64_t)l + 1)) k->oom = 1;
-    return m | l;
+  if (k->last_name != e->name + 1) { /* names come in runs: one lookup per run */
+    uint64_t *c = loom__map_get(&k->name_marks, (uint64_t)e->name + 1);
+    unsigned l = c ? (unsigned)(*c - 1) : listed_marks(loom__trace_cstr(t, e->name));
+    if (!c && loom__map_put(&k->name_marks, (uint64_t)e->name + 1, (uint64_t)l + 1)) k->oom = 1;
+    k->last_name = e->name + 1;
+    k->last_marks = l;
   }
-  return m | (unsigned)(*c - 1);
+  return m | k->last_marks;
 }
 
 /* The wait state of a collective: its marked pattern, else (unmarked
@@ -277,6 +278,7 @@ int loom__ranks_end_input(loom__ranks *k, const loom_trace *meta) {
   k->kstrs = 0;
   loom__map_free(&k->name_marks); /* string ids are the input's */
   memset(&k->name_marks, 0, sizeof k->name_marks);
+  k->last_name = 0;
   return k->oom ? -1 : 0;
 }
 

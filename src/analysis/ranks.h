@@ -78,6 +78,8 @@ typedef struct loom__ranks {
   uint32_t k[16];             /* key ids in the current input's strings (ranks.c) */
   size_t kstrs;
   loom__map name_marks;       /* name id + 1 -> listed marks + 1 (current input) */
+  uint64_t last_name;         /* name id + 1 of the last lookup, 0: none */
+  unsigned last_marks;
   /* results (loom__ranks_finish) */
   int64_t *rank_id;           /* world rank of each rank index */
   size_t nranks;
