@@ -117,6 +117,8 @@ static void test_two_ranks(void **state) {
   assert_true(n0 < n1);
   assert_non_null(strstr(text, "\"distributedInfo\":{\"rank\":0,\"world_size\":2}"));
   assert_non_null(strstr(text, "\"ranks/1/hostname\":\"hostA\""));
+  /* inputs without marks: the flow joins calls of two processes, a message */
+  assert_non_null(strstr(text, "\"ph\":\"s\",\"cat\":\"mpi_message\""));
   free(text);
   tp_require();
   const char *q[] = {"select count(*) from slice where dur > 0",

@@ -38,9 +38,11 @@
 #define DIR LOOM_TESTS_DIR "/data/report/ranks/"
 #define MS 1000000LL
 
-/* The report of trace (and more, one rank each) as parsed JSON. */
-static yajl_val report_of(const char *trace, const char *const *more, size_t nmore) {
-  loom_report_options o = {.struct_size = sizeof o, .more_traces = more, .nmore_traces = nmore};
+/* The report of trace (and more, one rank each) as parsed JSON; threshold:
+ * the options' wait_threshold_ns. */
+static yajl_val report_with(const char *trace, const char *const *more, size_t nmore, int64_t threshold) {
+  loom_report_options o = {.struct_size = sizeof o, .more_traces = more, .nmore_traces = nmore,
+                           .wait_threshold_ns = threshold};
   loom_report *r = NULL;
   if (loom_report_open(trace, &o, &r) != LOOM_OK) fail_msg("loom_report_open(%s): %s", trace, loom_last_error());
   char out[512];
@@ -56,6 +58,10 @@ static yajl_val report_of(const char *trace, const char *const *more, size_t nmo
   free(text);
   if (!v) fail_msg("report JSON does not parse: %s", err);
   return v;
+}
+
+static yajl_val report_of(const char *trace, const char *const *more, size_t nmore) {
+  return report_with(trace, more, nmore, 0);
 }
 
 static yajl_val get(yajl_val v, const char *a, const char *b, const char *c) {
@@ -142,10 +148,25 @@ static void check_ranks(yajl_val rep) {
   }
 }
 
+static size_t rows_in(yajl_val rep, const char *key) {
+  yajl_val t = get(rep, "ranks", "tables", key);
+  const char *p[2] = {"rows", NULL};
+  yajl_val rows = t ? yajl_tree_get(t, p, yajl_t_array) : NULL;
+  return rows ? rows->u.array.len : 0;
+}
+
+/* merged.json is written as loom wrote MPI traces before the records carried
+ * marks: the calls are understood by the MPI backend's role description. */
 static void test_ranks_merged(void **state) {
   (void)state;
   yajl_val rep = report_of(DIR "merged.json", NULL, 0);
   check_ranks(rep);
+  yajl_val cats = get(rep, "not_understood", "categories", NULL);
+  assert_true(cats && YAJL_IS_ARRAY(cats));
+  assert_int_equal(cats->u.array.len, 0); /* category "mpi" included */
+  /* Rank 2 was late by itself: every wait's chain ends at it. */
+  assert_int_equal(num(trow(rep, "ranks", 2), "root_caused_ns"), 349980000);
+  assert_int_equal(rows_in(rep, "waits_for"), 3);
   yajl_tree_free(rep);
 }
 
@@ -205,6 +226,112 @@ static void test_ranks_rooted_and_late_receiver(void **state) {
   yajl_tree_free(rep);
 }
 
+/* chain.json (gen.py): the MPI backend's records with their marks.  Step 1:
+ * rank 3's Waitall [10.04, 60.07) waits for rank 2's Isend at 60.02: Late
+ * Sender 49.98 ms, caused by rank 2.  Ranks 0 and 1 enter the allreduce at
+ * 20, rank 2 at 60.14, rank 3 last at 60.17: Wait at N x N 40.17 ms on 0
+ * and 1, caused by rank 3, 0.03 ms on rank 2 (noise: under 1 ms).  But rank
+ * 3 was late because it waited for rank 2 until 60.02: of each 40.17 ms,
+ * [20, 60.02) = 40.02 ms is rank 2's doing, [60.02, 60.17) = 0.15 ms rank
+ * 3's.  Rank 2 is at the root of 49.98 + 2 x 40.02 = 130.02 ms, rank 3 of
+ * 0.30 ms: rank 2 is the straggler.  Step 2: rank 0's MPI_Test [120,
+ * 150.2) completes a receive whose send began at 150; a test does not wait:
+ * no Late Sender. */
+static void check_chain(yajl_val rep) {
+  yajl_val k = get(rep, "ranks", NULL, NULL);
+  assert_int_equal(num(k, "messages"), 5);
+  assert_int_equal(num(k, "collective_instances"), 1);
+  assert_int_equal(num(k, "pace_rank"), 2);
+  assert_int_equal(num(k, "wait_threshold_ns"), 1000000);
+  assert_int_equal(num(k, "waits_below_threshold"), 1);
+  static const long long nxn[4] = {40170000, 40170000, 0, 0}, ls[4] = {0, 0, 0, 49980000},
+                         caused[4] = {0, 0, 49980000, 80340000}, root[4] = {0, 0, 130020000, 300000},
+                         noise[4] = {0, 0, 30000, 0};
+  for (size_t r = 0; r < 4; r++) {
+    yajl_val row = trow(rep, "ranks", r);
+    assert_int_equal(num(row, "wait_nxn_ns"), nxn[r]);
+    assert_int_equal(num(row, "late_sender_ns"), ls[r]);
+    assert_int_equal(num(row, "caused_ns"), caused[r]);
+    assert_int_equal(num(row, "root_caused_ns"), root[r]);
+    assert_int_equal(num(row, "below_threshold_ns"), noise[r]);
+    assert_int_equal(num(row, "straggler_steps"), r == 2);
+  }
+  assert_int_equal(num(trow(rep, "steps", 0), "straggler"), 2);
+  const char *p[2] = {"straggler", NULL};
+  yajl_val who = yajl_tree_get(trow(rep, "steps", 1), p, yajl_t_any);
+  assert_true(who && YAJL_IS_NULL(who));
+  /* who waited for whom, the most first */
+  static const long long wf[5][4] = {{1, 3, 2, 49980000}, {1, 0, 2, 40020000}, {1, 1, 2, 40020000},
+                                     {1, 0, 3, 150000}, {1, 1, 3, 150000}};
+  assert_int_equal(rows_in(rep, "waits_for"), 5);
+  for (size_t i = 0; i < 5; i++) {
+    yajl_val row = trow(rep, "waits_for", i);
+    assert_int_equal(num(row, "step"), wf[i][0]);
+    assert_int_equal(num(row, "rank"), wf[i][1]);
+    assert_int_equal(num(row, "waited_for"), wf[i][2]);
+    assert_int_equal(num(row, "waiting_ns"), wf[i][3]);
+  }
+  yajl_val cats = get(rep, "not_understood", "categories", NULL);
+  assert_true(cats && YAJL_IS_ARRAY(cats));
+  assert_int_equal(cats->u.array.len, 0);
+}
+
+static void test_ranks_root_cause(void **state) {
+  (void)state;
+  yajl_val rep = report_of(DIR "chain.json", NULL, 0);
+  check_chain(rep);
+  yajl_tree_free(rep);
+}
+
+/* The marks survive loom's own formats: the same figures from a .pftrace
+ * and a Chrome JSON that loom wrote from it (and "mpi" is understood in
+ * both, the records' kinds coming from their marks). */
+static void test_ranks_marks_round_trip(void **state) {
+  (void)state;
+  loom_trace *t = NULL;
+  assert_int_equal(loom_trace_load(DIR "chain.json", &t), LOOM_OK);
+  char pf[512], js[512];
+  tmp_path(pf, sizeof pf, ".chain.pftrace");
+  tmp_path(js, sizeof js, ".chain.json");
+  assert_int_equal(loom_trace_save(t, pf), LOOM_OK);
+  loom_trace_free(t);
+  t = NULL;
+  assert_int_equal(loom_trace_load(pf, &t), LOOM_OK);
+  assert_int_equal(loom_trace_save(t, js), LOOM_OK);
+  loom_trace_free(t);
+  const char *paths[2] = {pf, js};
+  for (int i = 0; i < 2; i++) {
+    yajl_val rep = report_of(paths[i], NULL, 0);
+    check_chain(rep);
+    yajl_tree_free(rep);
+    unlink(paths[i]);
+  }
+}
+
+/* The threshold: every wait counts (< 0), or waits under 45 ms are noise,
+ * and then rank 3's Late Sender is the only wait state, and rank 2 the root
+ * of just that. */
+static void test_ranks_wait_threshold(void **state) {
+  (void)state;
+  yajl_val rep = report_with(DIR "chain.json", NULL, 0, -1);
+  assert_int_equal(num(get(rep, "ranks", NULL, NULL), "waits_below_threshold"), 0);
+  assert_int_equal(num(trow(rep, "ranks", 2), "wait_nxn_ns"), 30000);
+  assert_int_equal(num(trow(rep, "ranks", 2), "below_threshold_ns"), 0);
+  yajl_tree_free(rep);
+  rep = report_with(DIR "chain.json", NULL, 0, 45 * MS);
+  assert_int_equal(num(get(rep, "ranks", NULL, NULL), "waits_below_threshold"), 3);
+  static const long long wait[4] = {0, 0, 0, 49980000}, root[4] = {0, 0, 49980000, 0},
+                         noise[4] = {40170000, 40170000, 30000, 0};
+  for (size_t r = 0; r < 4; r++) {
+    yajl_val row = trow(rep, "ranks", r);
+    assert_int_equal(num(row, "waiting_ns"), wait[r]);
+    assert_int_equal(num(row, "root_caused_ns"), root[r]);
+    assert_int_equal(num(row, "below_threshold_ns"), noise[r]);
+  }
+  assert_int_equal(rows_in(rep, "waits_for"), 1);
+  yajl_tree_free(rep);
+}
+
 /* The page's two rank x step heat maps: one cell per rank and step each,
  * rank 2's step 3 the darkest of the step-time map, no script. */
 static void test_ranks_html_heat_maps(void **state) {
@@ -244,6 +371,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ranks_merged), cmocka_unit_test(test_ranks_separate_files),
       cmocka_unit_test(test_ranks_missing_ranks), cmocka_unit_test(test_ranks_rooted_and_late_receiver),
-      cmocka_unit_test(test_ranks_html_heat_maps), cmocka_unit_test(test_ranks_single_trace)};
+      cmocka_unit_test(test_ranks_html_heat_maps), cmocka_unit_test(test_ranks_single_trace),
+      cmocka_unit_test(test_ranks_root_cause), cmocka_unit_test(test_ranks_marks_round_trip),
+      cmocka_unit_test(test_ranks_wait_threshold)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -162,18 +162,22 @@ void mpil_emit(mpil_site *site, const mpil_call *c, const char *name, int kind, 
   atomic_store_explicit(&k->used, used + need, memory_order_release);
 }
 
-/* Names are literals: a few distinct pointers, interned once each. */
-static loom_string_id name_id(const char *name, const char **keys, loom_string_id *ids, int *n) {
+/* Names are literals: a few distinct pointers, interned and given their
+ * marks (roles.c) once each. */
+static loom_string_id name_id(const char *name, const char **keys, loom_string_id *ids,
+                              uint16_t *marks, int *n, uint16_t *mark) {
   for (int i = 0; i < *n; i++)
-    if (keys[i] == name) return ids[i];
+    if (keys[i] == name) return *mark = marks[i], ids[i];
   loom_string_id id = mpil_host->intern(mpil_self, name, SIZE_MAX);
-  if (*n < 64) keys[*n] = name, ids[(*n)++] = id;
+  *mark = mpil_roles(name);
+  if (*n < 64) keys[*n] = name, ids[*n] = id, marks[(*n)++] = *mark;
   return id;
 }
 
 void mpil_buffer_flush(void) {
   const char *keys[64];
   loom_string_id ids[64];
+  uint16_t marks[64], mark;
   int nids = 0;
   pthread_mutex_lock(&list_mu);
   for (chunk *k = chunks; k; k = k->next) {
@@ -185,15 +189,16 @@ void mpil_buffer_flush(void) {
       to_args(l->keys, l->types, h->v, l->nargs, a);
       if (l->wait_at >= 0) /* a raw clock reading: the trace shows epoch ns */
         a[l->wait_at].v.i = mpil_host->clock_to_epoch_ns(mpil_self, mpil_clk, h->v[l->wait_at]);
+      loom_string_id name = name_id(l->name, keys, ids, marks, &nids, &mark);
       loom_record r = {.struct_size = sizeof r,
                        .kind = l->kind,
-                       .flags = l->kind == LOOM_KIND_COLLECTIVE ? LOOM_RECORD_F_COMM : 0,
+                       .flags = mark,
                        .clock = mpil_clk,
                        .device = LOOM_DEVICE_HOST,
                        .resource = k->tid,
                        .start = h->t0,
                        .end = h->t1,
-                       .name = name_id(l->name, keys, ids, &nids),
+                       .name = name,
                        .nargs = l->nargs,
                        .category = "mpi",
                        .args = a};

@@ -147,6 +147,8 @@ MPIL_HIDDEN void mpil_emit(mpil_site *site, const mpil_call *c, const char *name
     mpil_emit(&site_, (c), nm, (kind), (end));                               \
   } while (0)
 MPIL_HIDDEN void mpil_buffer_flush(void);
+/* The marks (LOOM_RECORD_F_*) of the call named name (roles.c). */
+MPIL_HIDDEN uint16_t mpil_roles(const char *name);
 MPIL_HIDDEN void mpil_buffer_free(void);
 /* The arg key whose value is a raw clock reading, converted at flush. */
 extern MPIL_HIDDEN const char mpil_key_wait_start[];

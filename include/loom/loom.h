@@ -222,6 +222,9 @@ typedef struct loom_report_options {
    * first trace. */
   const char *const *more_traces;
   size_t nmore_traces;
+  /* Appended: waits shorter than this are noise, not wait states (docs/
+   * report.md, "Ranks"); 0 = the default (1 ms), < 0 = every wait counts. */
+  int64_t wait_threshold_ns;
 } loom_report_options;
 
 /* opts may be NULL (defaults).  LOOM_EFORMAT / LOOM_EIO as loom_trace_load,
@@ -263,7 +266,8 @@ typedef struct loom_event_view {
   uint32_t device;          /* device index, or UINT32_MAX for host events */
   unsigned unclosed : 1;    /* range was still open at stop */
   unsigned projected : 1;   /* user range projected onto a device queue */
-  unsigned roles : 3;       /* LOOM_RECORD_F_* marks of its record (plugin.h) */
+  unsigned roles : 11;      /* LOOM_RECORD_F_* marks of its record (plugin.h); the
+                               widening kept the bits and the size where 3 were */
 } loom_event_view;
 
 /* Number of events, and event i (LOOM_EINVAL past the end).  Events are

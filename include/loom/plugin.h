@@ -86,7 +86,20 @@ typedef struct loom_record {
 enum {
   LOOM_RECORD_F_LAUNCH = 1u << 0, /* runtime call that enqueues device compute */
   LOOM_RECORD_F_MEMORY = 1u << 1, /* runtime call that enqueues a copy or fill */
-  LOOM_RECORD_F_COMM = 1u << 2    /* device work (or collective) that communicates */
+  LOOM_RECORD_F_COMM = 1u << 2,   /* device work, collective or call that communicates */
+  /* Message passing (appended; a core that predates them ignores them): what
+   * a communication call does, so `loom report` finds Scalasca's wait states
+   * from its arguments (docs/multirank.md) whatever the runtime calls it. */
+  LOOM_RECORD_F_SEND = 1u << 3,       /* sends a message: "dst", "tag", "comm" */
+  LOOM_RECORD_F_RECV = 1u << 4,       /* completes a receive: "src", "recv_tag", "comm";
+                                         an instant: at the end of the call that did */
+  LOOM_RECORD_F_POST = 1u << 5,       /* posts a nonblocking receive: "request" */
+  LOOM_RECORD_F_WAIT = 1u << 6,       /* blocks until a partner acts (a synchronous
+                                         send, a wait for requests; not a test) */
+  LOOM_RECORD_F_BARRIER = 1u << 7,    /* collective, "comm", "seq": all wait for the last */
+  LOOM_RECORD_F_NXN = 1u << 8,        /* the same with data (allreduce, alltoall...) */
+  LOOM_RECORD_F_ONE_TO_ALL = 1u << 9, /* from "root": the others wait for it (bcast) */
+  LOOM_RECORD_F_ALL_TO_ONE = 1u << 10 /* to "root": it waits for the first (reduce) */
 };
 
 /* Description of a device.  Strings and props are copied by the core. */

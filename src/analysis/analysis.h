@@ -172,6 +172,7 @@ typedef struct loom__report_opts {
   int hta_include_last_step;
   const char *const *more;  /* further inputs, one rank each (cross-rank figures) */
   size_t nmore;
+  int64_t wait_threshold_ns; /* 0: LOOM__WAIT_THRESHOLD_NS; < 0: none */
 } loom__report_opts;
 
 loom_status loom__analyze(const char *path, const loom__report_opts *o, loom__report **out);

@@ -40,7 +40,9 @@
 enum { N_LAUNCH, N_LAUNCH_MEMORY, N_COMM_PREFIX, N_COMM_SUBSTR };
 static const struct { int kind; const char *s; } rule_names[] = {
 #define LOOM_REPORT_NAME(k, str) {N_##k, str},
+#define LOOM_REPORT_ROLES(str, marks) /* marks of older traces' calls: ranks.c */
 #include "report_names.h"
+#undef LOOM_REPORT_ROLES
 #undef LOOM_REPORT_NAME
     {-1, NULL}};
 
@@ -261,6 +263,15 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
     if (!a->cat_trace) a->cat_trace = loom__strtab_find(&t->strs, "Trace", 5);
     if (!a->cat_marker) a->cat_marker = loom__strtab_find(&t->strs, "marker", 6);
   }
+  loom__ev ek;
+  /* Older traces' calls of a runtime's own category (no marks in the file)
+   * get them from its role description (ranks.c). */
+  if (e->kind == LOOM_KIND_MARKER && rep->ranks) {
+    ek = *e;
+    ek.kind = (uint8_t)loom__kind_of_marks(LOOM_KIND_MARKER, loom__ranks_marks(rep->ranks, t, e),
+                                           e->ph == LOOM__PH_INSTANT);
+    e = &ek;
+  }
   rep->nevents++;
   if (e->kind < LOOM_KIND_COUNT_) rep->by_kind[e->kind]++;
   if (e->flags & LOOM__EV_UNCLOSED) rep->unclosed++;
@@ -291,7 +302,7 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
   }
   loom__arec r = {.ts = e->ts, .dur = e->dur < 0 ? 0 : e->dur, .corr = e->correlation,
                   .name = e->name, .track = e->track, .kind = e->kind,
-                  .role = (uint8_t)LOOM__EV_ROLE_OF(e)};
+                  .role = (uint8_t)(LOOM__EV_ROLE_OF(e) & ROLE_MASK)};
   /* HTA's GPU events: whatever has a "stream" other than -1; loom also
    * counts device work that has no stream argument at all, on its queue. */
   int has_stream = 0;
@@ -774,6 +785,7 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
     free(rep);
     return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
   }
+  if (o.wait_threshold_ns) rep->ranks->wait_threshold_ns = o.wait_threshold_ns < 0 ? 0 : o.wait_threshold_ns;
   rep->t0 = INT64_MAX;
   rep->t1 = INT64_MIN;
   an a;

@@ -12,9 +12,9 @@
 const char *const loom__wait_name[LOOM__W_COUNT_] = {"late_sender", "late_receiver", "wait_nxn",
                                                      "wait_barrier", "late_broadcast", "early_reduce"};
 
-enum { K_COMM, K_SEQ, K_ROOT, K_DST, K_SRC, K_TAG, K_RTAG, K_REQ, K_WAIT, K_MPI };
-static const char *const key_str[10] = {"comm", "seq", "root", "dst", "src", "tag", "recv_tag",
-                                        "request", "wait_start_ns", "mpi"};
+enum { K_COMM, K_SEQ, K_ROOT, K_DST, K_SRC, K_TAG, K_RTAG, K_REQ, K_WAIT, K_UNCLOSED, K_COUNT_ };
+static const char *const key_str[K_COUNT_] = {"comm", "seq", "root", "dst", "src", "tag", "recv_tag",
+                                             "request", "wait_start_ns", "unclosed"};
 
 loom__ranks *loom__ranks_new(void) {
   loom__ranks *k = calloc(1, sizeof *k);
@@ -22,12 +22,15 @@ loom__ranks *loom__ranks_new(void) {
   loom__strtab_init(&k->strs);
   k->pace_step = -1;
   k->pace_rank = -1;
+  k->wait_threshold_ns = LOOM__WAIT_THRESHOLD_NS;
   return k;
 }
 
 void loom__ranks_free(loom__ranks *k) {
   if (!k) return;
   loom__strtab_free(&k->strs);
+  loom__map_free(&k->name_marks);
+  loom__map_free(&k->waits_for);
   free(k->ev);
   free(k->rank_id);
   free(k->step_no);
@@ -37,6 +40,9 @@ void loom__ranks_free(loom__ranks *k) {
   free(k->step_state_ns);
   free(k->comm_ns);
   free(k->caused_ns);
+  free(k->root_ns);
+  free(k->noise_ns);
+  free(k->waits);
   free(k->sites);
   free(k);
 }
@@ -44,7 +50,7 @@ void loom__ranks_free(loom__ranks *k) {
 static void lookup_keys(loom__ranks *k, const loom_trace *t) {
   if (t->strs.n == k->kstrs) return;
   k->kstrs = t->strs.n;
-  for (int i = 0; i < 10; i++)
+  for (int i = 0; i < K_COUNT_; i++)
     if (!k->k[i]) k->k[i] = loom__strtab_find(&t->strs, key_str[i], strlen(key_str[i]));
 }
 
@@ -72,10 +78,72 @@ static int push(loom__ranks *k, const loom__rkev *v) {
   return 0;
 }
 
-/* A send that waits for its receive to be posted (Late Receiver). */
-static int blocking_send(const char *n) {
-  return !strcmp(n, "MPI_Send") || !strcmp(n, "MPI_Ssend") || !strcmp(n, "MPI_Rsend") ||
-         !strcmp(n, "MPI_Sendrecv") || !strcmp(n, "MPI_Sendrecv_replace");
+/* ---- what an event is for ------------------------------------------------
+ * The marks a backend gave the record (LOOM_RECORD_F_*: send, recv, post,
+ * wait, the collective patterns), with the arguments they promise.  A trace
+ * written before the marks existed has none (or only "comm"): its names are
+ * looked up in the role descriptions the backends list
+ * (backends/x/report-names.def, LOOM_REPORT_ROLES), once per name. */
+#define LOOM_REPORT_NAME(k, str)
+#define LOOM_REPORT_ROLES(str, marks) {str, marks},
+static const struct { const char *name; unsigned marks; } role_names[] = {
+#include "report_names.h"
+    {NULL, 0}};
+#undef LOOM_REPORT_ROLES
+#undef LOOM_REPORT_NAME
+
+#define MSG_MARKS (LOOM__ROLE_ALL & ~(unsigned)(LOOM_RECORD_F_LAUNCH | LOOM_RECORD_F_MEMORY | LOOM_RECORD_F_COMM))
+
+static unsigned listed_marks(const char *n) {
+  for (size_t i = 0; role_names[i].name; i++) {
+    const char *t = role_names[i].name;
+    size_t len = strlen(t);
+    if (len && t[len - 1] == '*' ? !strncmp(n, t, len - 1) : !strcmp(n, t)) return role_names[i].marks;
+  }
+  return 0;
+}
+
+unsigned loom__ranks_marks(loom__ranks *k, const loom_trace *t, const loom__ev *e) {
+  unsigned m = LOOM__EV_ROLE_OF(e);
+  if ((m & MSG_MARKS) || (m & (LOOM_RECORD_F_LAUNCH | LOOM_RECORD_F_MEMORY))) return m;
+  if (k->last_name != e->name + 1) { /* names come in runs: one lookup per run */
+    uint64_t *c = loom__map_get(&k->name_marks, (uint64_t)e->name + 1);
+    unsigned l = c ? (unsigned)(*c - 1) : listed_marks(loom__trace_cstr(t, e->name));
+    if (!c && loom__map_put(&k->name_marks, (uint64_t)e->name + 1, (uint64_t)l + 1)) k->oom = 1;
+    k->last_name = e->name + 1;
+    k->last_marks = l;
+  }
+  return m | k->last_marks;
+}
+
+/* The wait state of a collective: its marked pattern, else (unmarked
+ * collectives of other tools) its name compared without case, underscores
+ * and a "lib:" prefix ("all_reduce", "gloo:allreduce"); nonblocking ones
+ * wait in their completion call and have none: -1. */
+static int pattern_of(unsigned m, const char *name) {
+  if (m & LOOM_RECORD_F_BARRIER) return LOOM__W_BARRIER;
+  if (m & LOOM_RECORD_F_NXN) return LOOM__W_NXN;
+  if (m & LOOM_RECORD_F_ONE_TO_ALL) return LOOM__W_LATE_BCAST;
+  if (m & LOOM_RECORD_F_ALL_TO_ONE) return LOOM__W_EARLY_REDUCE;
+  const char *c = strrchr(name, ':');
+  if (c) name = c + 1;
+  char n[40];
+  size_t j = 0;
+  for (; *name && j + 1 < sizeof n; name++)
+    if (*name != '_') n[j++] = (char)(*name >= 'A' && *name <= 'Z' ? *name + 32 : *name);
+  n[j] = 0;
+  static const char *const nxn[] = {"allreduce", "allgather", "allgatherv", "alltoall", "alltoallv",
+                                    "alltoallw", "reducescatter", "reducescatterblock", "scan", "exscan"};
+  static const char *const bcast[] = {"bcast", "broadcast", "scatter", "scatterv"};
+  static const char *const reduce[] = {"reduce", "gather", "gatherv"};
+  if (!strcmp(n, "barrier")) return LOOM__W_BARRIER;
+  for (size_t i = 0; i < sizeof nxn / sizeof *nxn; i++)
+    if (!strcmp(n, nxn[i])) return LOOM__W_NXN;
+  for (size_t i = 0; i < sizeof bcast / sizeof *bcast; i++)
+    if (!strcmp(n, bcast[i])) return LOOM__W_LATE_BCAST;
+  for (size_t i = 0; i < sizeof reduce / sizeof *reduce; i++)
+    if (!strcmp(n, reduce[i])) return LOOM__W_EARLY_REDUCE;
+  return -1;
 }
 
 int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e, const loom__targ *args) {
@@ -93,12 +161,16 @@ int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e, co
   v.step = -1;
   if (e->ph == LOOM__PH_COMPLETE && (e->kind == LOOM_KIND_USER_RANGE || e->kind == LOOM_KIND_CPU_OP) &&
       (v.step = (int32_t)step_number(name)) >= 0) {
+    /* A step the end of the recording closed (loom's "unclosed" mark: the
+     * last loom_step's, up to the program's exit) is not an iteration. */
+    int64_t open = arg_int(k, K_UNCLOSED, args, e->nargs);
+    if ((e->flags & LOOM__EV_UNCLOSED) || (open != LOOM__RK_NONE && open)) return 0;
     v.type = LOOM__RK_STEP;
     return push(k, &v);
   }
   v.step = -1;
-  int comm = e->kind == LOOM_KIND_COLLECTIVE || (k->k[K_MPI] && e->cat == k->k[K_MPI]);
-  if (!comm) return 0;
+  unsigned m = loom__ranks_marks(k, t, e);
+  if (e->kind != LOOM_KIND_COLLECTIVE && !(m & (MSG_MARKS | LOOM_RECORD_F_COMM))) return 0;
   v.name = loom__strtab_intern(&k->strs, name, strlen(name));
   if (!v.name) return k->oom = 1, -1;
   uint16_t n = e->nargs;
@@ -107,37 +179,37 @@ int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e, co
   v.a_root = arg_int(k, K_ROOT, args, n);
   v.a_req = arg_int(k, K_REQ, args, n);
   v.a_wait = arg_int(k, K_WAIT, args, n);
+  v.blocking = (m & LOOM_RECORD_F_WAIT) != 0;
   int64_t src = arg_int(k, K_SRC, args, n), dst = arg_int(k, K_DST, args, n);
-  if (e->ph == LOOM__PH_INSTANT) { /* MPI_Recv_complete: the wait that completed a receive */
-    if (src == LOOM__RK_NONE) return 0;
+  int64_t rtag = arg_int(k, K_RTAG, args, n);
+  if (e->ph == LOOM__PH_INSTANT) { /* a receive a wait call completed, at its end */
+    if (!(m & LOOM_RECORD_F_RECV) || src == LOOM__RK_NONE || rtag == LOOM__RK_NONE) return 0;
     v.type = LOOM__RK_DONE;
     v.a_peer = src;
-    v.a_tag = arg_int(k, K_RTAG, args, n);
+    v.a_tag = rtag;
     return push(k, &v);
   }
   v.type = LOOM__RK_OTHER; /* every call: its time counts as communication */
   if (push(k, &v)) return -1;
-  if (v.a_seq != LOOM__RK_NONE && v.a_comm != LOOM__RK_NONE && dst == LOOM__RK_NONE && src == LOOM__RK_NONE) {
+  int pat = (m & LOOM__ROLE_PATTERNS) || e->kind == LOOM_KIND_COLLECTIVE ? pattern_of(m, name) : -1;
+  if (pat >= 0 && v.a_seq != LOOM__RK_NONE && v.a_comm != LOOM__RK_NONE) {
     v.type = LOOM__RK_COLL;
+    v.pattern = (uint8_t)pat;
     if (push(k, &v)) return -1;
   }
-  if (dst != LOOM__RK_NONE) {
+  if ((m & LOOM_RECORD_F_SEND) && dst != LOOM__RK_NONE) {
     v.type = LOOM__RK_SEND;
     v.a_peer = dst;
     v.a_tag = arg_int(k, K_TAG, args, n);
-    v.blocking = (uint8_t)blocking_send(name);
     if (push(k, &v)) return -1;
   }
-  /* A receive is complete where the call names what arrived ("recv_tag");
-   * a nonblocking receive may name what it posted ("src", "tag") and is
-   * only a post. */
-  int64_t rtag = arg_int(k, K_RTAG, args, n);
-  if (src != LOOM__RK_NONE && rtag != LOOM__RK_NONE) {
+  /* A receive completes where the call names what arrived ("recv_tag"). */
+  if ((m & LOOM_RECORD_F_RECV) && src != LOOM__RK_NONE && rtag != LOOM__RK_NONE) {
     v.type = LOOM__RK_RECV;
     v.a_peer = src;
     v.a_tag = rtag;
     if (push(k, &v)) return -1;
-  } else if (v.a_req != LOOM__RK_NONE && !strncmp(name, "MPI_Irecv", 9)) {
+  } else if ((m & LOOM_RECORD_F_POST) && v.a_req != LOOM__RK_NONE) {
     v.type = LOOM__RK_IRECV;
     if (push(k, &v)) return -1;
   }
@@ -204,6 +276,9 @@ int loom__ranks_end_input(loom__ranks *k, const loom_trace *meta) {
   k->input++;
   memset(k->k, 0, sizeof k->k);
   k->kstrs = 0;
+  loom__map_free(&k->name_marks); /* string ids are the input's */
+  memset(&k->name_marks, 0, sizeof k->name_marks);
+  k->last_name = 0;
   return k->oom ? -1 : 0;
 }
 
@@ -242,15 +317,16 @@ static int step_table(loom__ranks *k) {
   k->step_ns = malloc(cells * sizeof *k->step_ns);
   k->wait_ns = calloc(cells, sizeof *k->wait_ns);
   k->caused_ns = calloc(cells, sizeof *k->caused_ns);
+  k->root_ns = calloc(cells, sizeof *k->root_ns);
+  k->noise_ns = calloc(k->nranks + 1, sizeof *k->noise_ns);
   k->state_ns = calloc(k->nranks * LOOM__W_COUNT_ + 1, sizeof *k->state_ns);
   k->step_state_ns = calloc(k->nsteps * LOOM__W_COUNT_ + 1, sizeof *k->step_state_ns);
   k->comm_ns = calloc(k->nranks + 1, sizeof *k->comm_ns);
-  if (!k->step_ns || !k->wait_ns || !k->caused_ns || !k->state_ns || !k->step_state_ns || !k->comm_ns)
+  if (!k->step_ns || !k->wait_ns || !k->caused_ns || !k->root_ns || !k->noise_ns || !k->state_ns || !k->step_state_ns || !k->comm_ns)
     return -1;
   for (size_t i = 0; i < cells; i++) k->step_ns[i] = -1;
   for (size_t i = 0; i < k->nev; i++) {
     const loom__rkev *e = &k->ev[i];
-    if (e->type == LOOM__RK_OTHER) k->comm_ns[e->rank] += e->end - e->ts;
     if (e->type != LOOM__RK_STEP) continue;
     size_t s = 0;
     while (k->step_no[s] != e->step) s++;
@@ -260,8 +336,8 @@ static int step_table(loom__ranks *k) {
   return 0;
 }
 
-/* The slowest step (its longest rank) and the rank that caused the most
- * waiting. */
+/* The slowest step (its longest rank) and the rank at the root of the
+ * most waiting. */
 static void pace(loom__ranks *k) {
   int64_t best = -1, most = 0;
   for (size_t s = 0; s < k->nsteps; s++)
@@ -272,7 +348,7 @@ static void pace(loom__ranks *k) {
       }
   for (size_t r = 0; r < k->nranks; r++) {
     int64_t c = 0;
-    for (size_t s = 0; s < k->nsteps; s++) c += k->caused_ns[r * k->nsteps + s];
+    for (size_t s = 0; s < k->nsteps; s++) c += k->root_ns[r * k->nsteps + s];
     if (c > most) {
       most = c;
       k->pace_rank = (int32_t)r;
@@ -284,8 +360,8 @@ int32_t loom__ranks_straggler(const loom__ranks *k, size_t step) {
   int32_t who = -1;
   int64_t most = 0;
   for (size_t r = 0; r < k->nranks; r++)
-    if (k->caused_ns[r * k->nsteps + step] > most) {
-      most = k->caused_ns[r * k->nsteps + step];
+    if (k->root_ns[r * k->nsteps + step] > most) {
+      most = k->root_ns[r * k->nsteps + step];
       who = (int32_t)r;
     }
   return who;

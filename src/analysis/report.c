@@ -130,6 +130,8 @@ loom_status loom_report_open(const char *path, const loom_report_options *opts, 
       o.more = opts->more_traces;
       o.nmore = opts->nmore_traces;
     }
+    if (opts->struct_size >= offsetof(loom_report_options, wait_threshold_ns) + sizeof(int64_t))
+      o.wait_threshold_ns = opts->wait_threshold_ns;
   }
   loom_report *h = calloc(1, sizeof *h);
   if (!h) return loom__fail(LOOM_ENOMEM, "out of memory");

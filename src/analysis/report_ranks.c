@@ -23,7 +23,8 @@ static const loom__col rank_cols[] = {
     {"rank", "rank", LOOM__COL_INT}, {"steps", "steps", LOOM__COL_INT},
     {"step_time_ns", "step time", LOOM__COL_NS}, {"communication_ns", "comm", LOOM__COL_NS},
     {"waiting_ns", "waiting", LOOM__COL_NS}, W_COLS,
-    {"caused_ns", "caused", LOOM__COL_NS}, {"straggler_steps", "straggler in", LOOM__COL_INT}};
+    {"caused_ns", "caused", LOOM__COL_NS}, {"root_caused_ns", "root cause of", LOOM__COL_NS},
+    {"below_threshold_ns", "noise", LOOM__COL_NS}, {"straggler_steps", "straggler in", LOOM__COL_INT}};
 static const loom__col step_cols[] = {
     {"step", "step", LOOM__COL_INT}, {"ranks", "ranks", LOOM__COL_INT},
     {"max_ns", "max", LOOM__COL_NS}, {"min_ns", "min", LOOM__COL_NS},
@@ -32,23 +33,27 @@ static const loom__col step_cols[] = {
 static const loom__col cell_cols[] = {
     {"rank", "rank", LOOM__COL_INT}, {"step", "step", LOOM__COL_INT},
     {"step_time_ns", "step time", LOOM__COL_NS}, {"waiting_ns", "waiting", LOOM__COL_NS},
-    {"caused_ns", "caused", LOOM__COL_NS}};
+    {"caused_ns", "caused", LOOM__COL_NS}, {"root_caused_ns", "root cause of", LOOM__COL_NS}};
 static const loom__col site_cols[] = {
     {"state", "wait state", LOOM__COL_STR}, {"call", "call", LOOM__COL_STR},
     {"calls", "calls", LOOM__COL_INT}, {"waiting_ns", "waiting", LOOM__COL_NS}};
+static const loom__col for_cols[] = {
+    {"step", "step", LOOM__COL_INT}, {"rank", "rank", LOOM__COL_INT},
+    {"waited_for", "waited for", LOOM__COL_INT}, {"waiting_ns", "waiting", LOOM__COL_NS}};
 #define NCOLS(a) (sizeof a / sizeof a[0])
 
-enum { T_RANKS, T_STEPS, T_CELLS, T_SITES, T_COUNT };
-static const char *const table_key[T_COUNT] = {"ranks", "steps", "rank_steps", "wait_sites"};
+enum { T_RANKS, T_STEPS, T_CELLS, T_SITES, T_FOR, T_COUNT };
+static const char *const table_key[T_COUNT] = {"ranks", "steps", "rank_steps", "wait_sites", "waits_for"};
 
 static int64_t at(const int64_t *m, const loom__ranks *k, size_t r, size_t s) { return m[r * k->nsteps + s]; }
 
 static void rank_rows(loom__table *t, const loom__ranks *k) {
   for (size_t r = 0; r < k->nranks; r++) {
-    int64_t steps = 0, time = 0, caused = 0, wait = 0, strag = 0;
+    int64_t steps = 0, time = 0, caused = 0, root = 0, wait = 0, strag = 0;
     for (size_t s = 0; s < k->nsteps; s++) {
       if (at(k->step_ns, k, r, s) >= 0) steps++, time += at(k->step_ns, k, r, s);
       caused += at(k->caused_ns, k, r, s);
+      root += at(k->root_ns, k, r, s);
       strag += loom__ranks_straggler(k, s) == (int32_t)r;
     }
     for (int w = 0; w < LOOM__W_COUNT_; w++) wait += k->state_ns[r * LOOM__W_COUNT_ + w];
@@ -59,6 +64,8 @@ static void rank_rows(loom__table *t, const loom__ranks *k) {
     loom__table_int(t, wait);
     for (int w = 0; w < LOOM__W_COUNT_; w++) loom__table_int(t, k->state_ns[r * LOOM__W_COUNT_ + w]);
     loom__table_int(t, caused);
+    loom__table_int(t, root);
+    loom__table_int(t, k->noise_ns[r]);
     loom__table_int(t, strag);
   }
 }
@@ -98,6 +105,7 @@ static void cell_rows(loom__table *t, const loom__ranks *k) {
       else loom__table_null(t);
       loom__table_int(t, at(k->wait_ns, k, r, s));
       loom__table_int(t, at(k->caused_ns, k, r, s));
+      loom__table_int(t, at(k->root_ns, k, r, s));
     }
 }
 
@@ -128,28 +136,63 @@ static void site_rows(loom__table *t, const loom__ranks *k) {
   free(ix);
 }
 
+/* Who waited for whom: (step, rank, root) cells, the most waiting first. */
+typedef struct wf { uint64_t key, ns; } wf;
+static int cmp_wf(const void *pa, const void *pb) {
+  const wf *a = pa, *b = pb;
+  if (a->ns != b->ns) return a->ns > b->ns ? -1 : 1;
+  return a->key < b->key ? -1 : a->key > b->key;
+}
+
+static void for_rows(loom__table *t, const loom__ranks *k) {
+  wf *v = malloc((k->waits_for.n + 1) * sizeof *v);
+  if (!v) {
+    t->oom = 1;
+    return;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < k->waits_for.cap; i++)
+    if (k->waits_for.keys[i]) v[n++] = (wf){k->waits_for.keys[i] - 1, k->waits_for.vals[i]};
+  qsort(v, n, sizeof *v, cmp_wf);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t root = v[i].key % k->nranks, who = v[i].key / k->nranks % k->nranks, s = v[i].key / k->nranks / k->nranks;
+    loom__table_int(t, k->step_no[s]);
+    loom__table_int(t, k->rank_id[who]);
+    loom__table_int(t, k->rank_id[root]);
+    loom__table_int(t, (int64_t)v[i].ns);
+  }
+  free(v);
+}
+
 static void build(const loom__ranks *k, loom__table *t[T_COUNT]) {
   t[T_RANKS] = loom__table_new(table_key[T_RANKS], "Ranks: step time, communication and waiting (Scalasca's "
-                               "wait states; caused = waiting of others this rank was late for)",
-                               rank_cols, NCOLS(rank_cols));
-  t[T_STEPS] = loom__table_new(table_key[T_STEPS], "Steps across ranks (straggler: the rank that caused the "
-                               "most waiting in the step)", step_cols, NCOLS(step_cols));
+                               "wait states; caused = waiting of others this rank was late for; root cause "
+                               "of = waiting that ends at this rank, following ranks that were late because "
+                               "they waited)", rank_cols, NCOLS(rank_cols));
+  t[T_STEPS] = loom__table_new(table_key[T_STEPS], "Steps across ranks (straggler: the rank at the root of "
+                               "the most waiting in the step)", step_cols, NCOLS(step_cols));
   t[T_CELLS] = loom__table_new(table_key[T_CELLS], "Rank x step", cell_cols, NCOLS(cell_cols));
   t[T_SITES] = loom__table_new(table_key[T_SITES], "Waiting per wait state and call", site_cols,
                                NCOLS(site_cols));
+  t[T_FOR] = loom__table_new(table_key[T_FOR], "Who waited for whom (the rank at the root of each wait)",
+                             for_cols, NCOLS(for_cols));
   for (int i = 0; i < T_COUNT; i++)
     if (!t[i]) return;
   rank_rows(t[T_RANKS], k);
   step_rows(t[T_STEPS], k);
   cell_rows(t[T_CELLS], k);
   site_rows(t[T_SITES], k);
+  for_rows(t[T_FOR], k);
   loom__table_note(t[T_RANKS], "%llu messages matched, %llu sends and %llu receives unmatched; %llu collective "
                    "instances", (unsigned long long)k->messages, (unsigned long long)k->unmatched_sends,
                    (unsigned long long)k->unmatched_recvs, (unsigned long long)k->coll_instances);
+  loom__table_note(t[T_RANKS], "waits under %.3f ms are noise: not wait states, charged to nobody "
+                   "(%llu, in the noise column)", (double)k->wait_threshold_ns / 1e6,
+                   (unsigned long long)k->noise_waits);
   if (k->pace_step >= 0)
     loom__table_note(t[T_RANKS], "slowest step: %lld", (long long)k->step_no[k->pace_step]);
   if (k->pace_rank >= 0)
-    loom__table_note(t[T_RANKS], "rank that set the pace (caused the most waiting): %lld",
+    loom__table_note(t[T_RANKS], "rank that set the pace (root cause of the most waiting): %lld",
                      (long long)k->rank_id[k->pace_rank]);
 }
 
@@ -157,9 +200,11 @@ static const loom__col sum_cols[] = {
     {"count", "ranks", LOOM__COL_INT}, {"messages", "messages matched", LOOM__COL_INT},
     {"unmatched_sends", "sends unmatched", LOOM__COL_INT}, {"unmatched_receives", "receives unmatched", LOOM__COL_INT},
     {"collective_instances", "collective instances", LOOM__COL_INT}, {"slowest_step", "slowest step", LOOM__COL_INT},
+    {"wait_threshold_ns", "wait threshold", LOOM__COL_NS}, {"waits_below_threshold", "waits below it", LOOM__COL_INT},
     {"pace_rank", "rank that set the pace", LOOM__COL_INT}};
 static const char *const table_path[T_COUNT] = {"ranks.tables.ranks", "ranks.tables.steps",
-                                                "ranks.tables.rank_steps", "ranks.tables.wait_sites"};
+                                                "ranks.tables.rank_steps", "ranks.tables.wait_sites",
+                                                "ranks.tables.waits_for"};
 
 /* The figures of the section (JSON: the keys of "ranks"; the text gives
  * them as the ranks table's notes). */
@@ -174,6 +219,8 @@ static void summary(const loom__ranks *k, loom__model *m, int hide) {
   loom__table_int(t, (int64_t)k->coll_instances);
   if (k->pace_step >= 0) loom__table_int(t, k->step_no[k->pace_step]);
   else loom__table_null(t);
+  loom__table_int(t, k->wait_threshold_ns);
+  loom__table_int(t, (int64_t)k->noise_waits);
   if (k->pace_rank >= 0) loom__table_int(t, k->rank_id[k->pace_rank]);
   else loom__table_null(t);
 }
@@ -188,7 +235,7 @@ void loom__report_ranks(const loom__report *r, loom__model *m) {
   loom__table *t[T_COUNT] = {0};
   build(k, t);
   for (int i = 0; i < T_COUNT; i++) {
-    int flags = LOOM__TF_FULL | hide | (i == T_SITES ? 0 : LOOM__TF_ALL);
+    int flags = LOOM__TF_FULL | hide | (i >= T_SITES ? 0 : LOOM__TF_ALL);
     if (i == T_CELLS) flags |= LOOM__TF_NOTEXT | LOOM__TF_NOHTML;
     if (i == T_CELLS && t[i] && !hide) t[i]->chart = LOOM__CHART_HEAT, t[i]->chart_cols = 1u << 2 | 1u << 3;
     if (t[i]) loom__model_put(m, t[i], table_path[i], flags);

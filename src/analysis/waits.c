@@ -60,44 +60,15 @@ static void site_add(loom__ranks *k, int state, uint32_t name, int64_t ns) {
   if (LOOM__PUSH(k->sites, k->nsites, k->cap_sites, s)) k->oom = 1;
 }
 
-/* rank r waited ns in state at time t (its call's enter), because of rank by. */
+/* rank r waited ns in state from time t (its call's enter) on, because of
+ * rank by: kept until every wait is known (account() below). */
 static void waited(loom__ranks *k, int state, int32_t r, int64_t t, uint32_t name, int64_t ns, int32_t by) {
   if (ns <= 0) return;
-  int32_t s = step_at(k, r, t);
-  k->state_ns[(size_t)r * LOOM__W_COUNT_ + state] += ns;
-  if (s >= 0) {
-    k->wait_ns[(size_t)r * k->nsteps + s] += ns;
-    k->step_state_ns[(size_t)s * LOOM__W_COUNT_ + state] += ns;
-    if (by >= 0) k->caused_ns[(size_t)by * k->nsteps + s] += ns;
-  }
-  site_add(k, state, name, ns);
+  loom__rwait w = {t, t + ns, r, by, step_at(k, r, t), name, (uint8_t)state};
+  if (LOOM__PUSH(k->waits, k->nwaits, k->cap_waits, w)) k->oom = 1;
 }
 
 /* ---- collectives ---------------------------------------------------------- */
-/* The collective's pattern from its name: "MPI_Allreduce", "all_reduce",
- * "allreduce" alike; nonblocking ones ("MPI_Iallreduce") wait in their
- * completion call, not here, and give -1. */
-static int coll_state(const char *name) {
-  char n[40];
-  size_t j = 0;
-  if (!strncmp(name, "MPI_", 4)) name += 4;
-  for (; *name && j + 1 < sizeof n; name++)
-    if (*name != '_') n[j++] = (char)(*name >= 'A' && *name <= 'Z' ? *name + 32 : *name);
-  n[j] = 0;
-  static const char *const nxn[] = {"allreduce", "allgather", "allgatherv", "alltoall", "alltoallv",
-                                    "alltoallw", "reducescatter", "reducescatterblock", "scan", "exscan"};
-  static const char *const bcast[] = {"bcast", "broadcast", "scatter", "scatterv"};
-  static const char *const reduce[] = {"reduce", "gather", "gatherv"};
-  if (!strcmp(n, "barrier")) return LOOM__W_BARRIER;
-  for (size_t i = 0; i < sizeof nxn / sizeof *nxn; i++)
-    if (!strcmp(n, nxn[i])) return LOOM__W_NXN;
-  for (size_t i = 0; i < sizeof bcast / sizeof *bcast; i++)
-    if (!strcmp(n, bcast[i])) return LOOM__W_LATE_BCAST;
-  for (size_t i = 0; i < sizeof reduce / sizeof *reduce; i++)
-    if (!strcmp(n, reduce[i])) return LOOM__W_EARLY_REDUCE;
-  return -1;
-}
-
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static _Thread_local const loom__ranks *SORT_K;
@@ -113,7 +84,7 @@ static int cmp_coll(const void *pa, const void *pb) {
 /* One instance: members m[0..n). */
 static void coll_instance(loom__ranks *k, const size_t *m, size_t n) {
   const loom__rkev *e0 = &k->ev[m[0]];
-  int state = coll_state(loom__strtab_get(&k->strs, e0->name));
+  int state = e0->pattern;
   k->coll_instances++;
   if (state < 0 || n < 2) return;
   if (state == LOOM__W_BARRIER || state == LOOM__W_NXN) {
@@ -169,6 +140,7 @@ typedef struct msg {
   uint32_t name;               /* the waiting call's name */
   int64_t wait;                /* receives: Late Sender before the Waitall rule */
   int32_t by;                  /* receives: the sender's rank index, -1 */
+  int tested;                  /* completed by a call that does not wait (a test) */
 } msg;
 
 static int cmp_msg(const void *pa, const void *pb) {
@@ -246,12 +218,12 @@ static size_t receives(loom__ranks *k, msg *out, const size_t *calls, size_t nca
   for (size_t i = 0; i < k->nev; i++) {
     const loom__rkev *e = &k->ev[i];
     if (e->type != LOOM__RK_RECV && e->type != LOOM__RK_DONE) continue;
-    msg m = {e->a_peer, k->rank_id[e->rank], e->a_comm, e->a_tag, e->ts, e->ts, e->end, i, e->name, 0, -1};
+    msg m = {e->a_peer, k->rank_id[e->rank], e->a_comm, e->a_tag, e->ts, e->ts, e->end, i, e->name, 0, -1, 0};
     if (e->type == LOOM__RK_DONE) {
       const loom__rkev *w = call_ending_at(k, calls, ncalls, e->rank, e->ts);
       m.enter = w ? w->ts : e->a_wait != LOOM__RK_NONE ? e->a_wait : e->ts;
       m.leave = e->ts;
-      if (w) m.name = w->name;
+      if (w) m.name = w->name, m.tested = !w->blocking;
       m.order = posted_at(k, irecv, nirecv, e, m.enter);
     }
     out[n++] = m;
@@ -264,7 +236,7 @@ static size_t sends(const loom__ranks *k, msg *out) {
   for (size_t i = 0; i < k->nev; i++) {
     const loom__rkev *e = &k->ev[i];
     if (e->type != LOOM__RK_SEND) continue;
-    msg m = {k->rank_id[e->rank], e->a_peer, e->a_comm, e->a_tag, e->ts, e->ts, e->end, i, e->name, 0, -1};
+    msg m = {k->rank_id[e->rank], e->a_peer, e->a_comm, e->a_tag, e->ts, e->ts, e->end, i, e->name, 0, -1, 0};
     out[n++] = m;
   }
   return n;
@@ -285,7 +257,9 @@ static int cmp_wait(const void *pa, const void *pb) {
 }
 
 /* Late Sender; where one wait completes several receives (same rank, same
- * enter and leave) only the latest sender counts: the largest wait. */
+ * enter and leave) only the latest sender counts: the largest wait.  A test
+ * call that completed a receive did not wait for it (Scalasca leaves tests
+ * out). */
 static void late_senders(loom__ranks *k, msg *rv, size_t n) {
   qsort(rv, n, sizeof *rv, cmp_wait);
   for (size_t i = 0; i < n; i++) {
@@ -293,7 +267,7 @@ static void late_senders(loom__ranks *k, msg *rv, size_t n) {
     if (i && e->type == LOOM__RK_DONE && k->ev[rv[i - 1].ev].type == LOOM__RK_DONE &&
         rv[i - 1].dst == rv[i].dst && rv[i - 1].enter == rv[i].enter && rv[i - 1].leave == rv[i].leave)
       continue;
-    waited(k, LOOM__W_LATE_SENDER, e->rank, rv[i].enter, rv[i].name, rv[i].wait, rv[i].by);
+    if (!rv[i].tested) waited(k, LOOM__W_LATE_SENDER, e->rank, rv[i].enter, rv[i].name, rv[i].wait, rv[i].by);
   }
 }
 
@@ -326,6 +300,116 @@ static int messages(loom__ranks *k, const size_t *calls, size_t ncalls, const si
   return 0;
 }
 
+/* ---- what each wait is charged to ----------------------------------------------
+ * A wait at or above the threshold counts: per rank, step, state and call,
+ * and as caused by the rank that was late (by).  Below it, it is noise: the
+ * time ranks always take to meet, summed apart, charged to nobody.
+ * Root cause: while rank A waited for rank B, B may itself have been
+ * waiting (a Late Sender on rank C, a collective...): that part of A's wait
+ * is C's doing, and so on along the chain until a rank that was not
+ * waiting (computing, sleeping: delayed).  So each nanosecond of a wait is
+ * charged to the rank at the end of its chain, in the waiter's step. */
+typedef struct seg { int64_t t0, t1; int32_t by; } seg;
+typedef struct segs {
+  seg *v;
+  size_t *first, *count; /* per rank: its disjoint waiting segments, in time order */
+} segs;
+
+static int cmp_wait_rank(const void *pa, const void *pb) {
+  const loom__rwait *a = pa, *b = pb;
+  if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+  if (a->t0 != b->t0) return a->t0 < b->t0 ? -1 : 1;
+  return a->t1 < b->t1 ? -1 : a->t1 > b->t1;
+}
+
+/* Every counted wait of each rank as disjoint segments (a later wait that
+ * overlaps an earlier one keeps only its part after it). */
+static int build_segs(const loom__ranks *k, segs *g) {
+  size_t n = 0, nw = k->nwaits;
+  loom__rwait *w = malloc((nw + 1) * sizeof *w);
+  g->v = malloc((nw + 1) * sizeof *g->v);
+  g->first = calloc(k->nranks + 1, sizeof *g->first);
+  g->count = calloc(k->nranks + 1, sizeof *g->count);
+  if (!w || !g->v || !g->first || !g->count) return free(w), -1;
+  size_t m = 0;
+  for (size_t i = 0; i < nw; i++)
+    if (k->waits[i].t1 - k->waits[i].t0 >= k->wait_threshold_ns) w[m++] = k->waits[i];
+  qsort(w, m, sizeof *w, cmp_wait_rank);
+  for (size_t i = 0; i < m; i++) {
+    seg x = {w[i].t0, w[i].t1, w[i].by};
+    if (n && g->v[n - 1].t1 > x.t0 && w[i - 1].rank == w[i].rank) {
+      if (x.t1 <= g->v[n - 1].t1) continue;
+      x.t0 = g->v[n - 1].t1;
+    }
+    if (!g->count[w[i].rank]++) g->first[w[i].rank] = n;
+    g->v[n++] = x;
+  }
+  free(w);
+  return 0;
+}
+
+#define BLAME_DEPTH 64 /* a chain longer than this ends where it is */
+
+/* ns of rank who's waiting in step s ends at rank root. */
+static void charge(loom__ranks *k, int32_t who, int32_t root, size_t s, int64_t ns) {
+  if (ns <= 0) return;
+  k->root_ns[(size_t)root * k->nsteps + s] += ns;
+  uint64_t key = ((uint64_t)s * k->nranks + (uint64_t)who) * k->nranks + (uint64_t)root + 1;
+  uint64_t *v = loom__map_get(&k->waits_for, key);
+  if (v) *v += (uint64_t)ns;
+  else if (loom__map_put(&k->waits_for, key, (uint64_t)ns)) k->oom = 1;
+}
+
+/* [a, b) of rank who's waiting in step s, caused by rank r: r's own where r
+ * was not waiting itself, else passed on to whoever r waited for. */
+static void blame(loom__ranks *k, const segs *g, int32_t who, int32_t r, int64_t a, int64_t b, size_t s,
+                  int depth) {
+  const seg *v = g->v + g->first[r];
+  size_t lo = 0, hi = g->count[r];
+  while (lo < hi) { /* first segment ending after a */
+    size_t mid = (lo + hi) / 2;
+    if (v[mid].t1 <= a) lo = mid + 1;
+    else hi = mid;
+  }
+  int64_t cur = a;
+  for (size_t i = lo; i < g->count[r] && v[i].t0 < b; i++) {
+    int64_t x = v[i].t0 > a ? v[i].t0 : a, y = v[i].t1 < b ? v[i].t1 : b;
+    charge(k, who, r, s, x - cur);
+    if (v[i].by >= 0 && v[i].by != r && depth < BLAME_DEPTH) blame(k, g, who, v[i].by, x, y, s, depth + 1);
+    else charge(k, who, r, s, y - x);
+    cur = y;
+  }
+  charge(k, who, r, s, b - cur);
+}
+
+static int account(loom__ranks *k) {
+  for (size_t i = 0; i < k->nwaits; i++) {
+    const loom__rwait *w = &k->waits[i];
+    int64_t ns = w->t1 - w->t0;
+    if (ns < k->wait_threshold_ns) {
+      k->noise_ns[w->rank] += ns;
+      k->noise_waits++;
+      continue;
+    }
+    k->state_ns[(size_t)w->rank * LOOM__W_COUNT_ + w->state] += ns;
+    if (w->step >= 0) {
+      k->wait_ns[(size_t)w->rank * k->nsteps + w->step] += ns;
+      k->step_state_ns[(size_t)w->step * LOOM__W_COUNT_ + w->state] += ns;
+      if (w->by >= 0) k->caused_ns[(size_t)w->by * k->nsteps + w->step] += ns;
+    }
+    site_add(k, w->state, w->name, ns);
+  }
+  segs g = {0};
+  int rc = build_segs(k, &g);
+  for (size_t i = 0; !rc && i < k->nwaits; i++) {
+    const loom__rwait *w = &k->waits[i];
+    if (w->t1 - w->t0 >= k->wait_threshold_ns && w->step >= 0 && w->by >= 0 && w->by != w->rank)
+      blame(k, &g, w->rank, w->by, w->t0, w->t1, (size_t)w->step, 0);
+  }
+  free(g.v), free(g.first), free(g.count);
+  return rc;
+}
+
 int loom__ranks_waits(loom__ranks *k) {
   /* Steps first, sorted by (rank, ts), for step_at(). */
   size_t n = k->nev;
@@ -352,7 +436,13 @@ int loom__ranks_waits(loom__ranks *k) {
     if (!SI.count[steps[i].rank]++) SI.first[steps[i].rank] = i;
   }
   SI.ev = steps;
-  if (collectives(k) || messages(k, calls, nc, irecv, ni)) goto out;
+  /* Communication time: the calls in the rank's steps (setup and teardown
+   * are not iterations), or all of them for a rank without steps. */
+  for (size_t i = 0; i < nc; i++) {
+    const loom__rkev *e = &k->ev[calls[i]];
+    if (!SI.count[e->rank] || step_at(k, e->rank, e->ts) >= 0) k->comm_ns[e->rank] += e->end - e->ts;
+  }
+  if (collectives(k) || messages(k, calls, nc, irecv, ni) || k->oom || account(k)) goto out;
   rc = 0;
 out:
   free(ix), free(calls), free(irecv), free(steps), free(SI.first), free(SI.count);

@@ -278,7 +278,7 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
                     r->resource, (uint32_t)bs->nargs, 0, r->kind, 0};
     /* Marks exist from ABI 1.1 on; bits loom does not know are not kept. */
     if (b->ops.abi_minor >= 1 || b->ops.abi_major > 1)
-      d.roles = r->flags & (LOOM_RECORD_F_LAUNCH | LOOM_RECORD_F_MEMORY | LOOM_RECORD_F_COMM);
+      d.roles = (uint16_t)(r->flags & LOOM__ROLE_ALL);
     if (d.device == LOOM_DEVICE_HOST && !d.resource) d.resource = loom__tid();
     size_t before = bs->nargs, nin = args ? r->nargs : 0;
     uint64_t need = sizeof d + nin * sizeof(loom__targ);

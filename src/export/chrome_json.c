@@ -28,7 +28,6 @@ typedef struct jw {
   /* Per track: ,"pid":P,"tid":T */
   char (*pt)[48];
   uint8_t *pt_len;
-  uint32_t mpi_cat; /* string id of "mpi", 0 when the trace has none */
 } jw;
 
 static int jw_prepare(jw *w) {
@@ -160,7 +159,7 @@ static void event(jw *w, const loom__ev *e) {
       first = 0;
     }
     if (roles) { /* the report vocabulary (docs/formats.md) */
-      char v[32];
+      char v[LOOM__ROLE_BUF];
       if (!first) loom__out_lit(w->o, ",");
       loom__out_lit(w->o, "\"loom_role\":");
       jcstr(w, (loom__role_format(roles, v), v));
@@ -171,19 +170,29 @@ static void event(jw *w, const loom__ev *e) {
   }
 }
 
-/* A flow end at ts.  Messages between ranks (their sending call has the
- * schema's category "mpi") are "mpi_message" flows; the rest Kineto's
- * "ac2g" (host call -> device work). */
+/* A flow end at ts.  Messages between ranks (the sending call is marked
+ * "send", or, in traces written before the marks, the flow joins host calls
+ * of two processes) are "<the sending call's category>_message" flows
+ * ("mpi_message"); the rest Kineto's "ac2g" (host call -> device work). */
 static void flow_end(jw *w, char ph, const loom__flow *f, const loom__ev *e, const loom__ev *from,
-                     int64_t ts) {
-  const char *cat = from->cat == w->mpi_cat && w->mpi_cat ? "mpi_message" : "ac2g";
+                     const loom__ev *to, int64_t ts) {
+  const loom__track *x = &w->t->tracks[from->track], *y = &w->t->tracks[to->track];
+  char cat[80] = "ac2g";
+  if ((LOOM__EV_ROLE_OF(from) & LOOM_RECORD_F_SEND) ||
+      (x->device == LOOM_DEVICE_HOST && y->device == LOOM_DEVICE_HOST && x->pid != y->pid)) {
+    const char *c = loom__trace_cstr(w->t, from->cat);
+    size_t n = strlen(c);
+    if (n > sizeof cat - 9) n = sizeof cat - 9;
+    memcpy(cat, c, n);
+    memcpy(cat + n, n ? "_message" : "message", n ? 9 : 8);
+  }
   loom__out_lit(w->o, "{\"ph\":\"");
   loom__out_mem(w->o, &ph, 1);
-  loom__out_lit(w->o, "\",\"cat\":\"");
-  loom__out_mem(w->o, cat, strlen(cat));
-  loom__out_lit(w->o, "\",\"name\":\"");
-  loom__out_mem(w->o, cat, strlen(cat));
-  loom__out_lit(w->o, "\",\"id\":");
+  loom__out_lit(w->o, "\",\"cat\":");
+  jcstr(w, cat);
+  loom__out_lit(w->o, ",\"name\":");
+  jcstr(w, cat);
+  loom__out_lit(w->o, ",\"id\":");
   jint(w, (int64_t)f->id);
   pid_tid(w, e->track);
   ts_field(w, ",\"ts\":", 6, ts - w->base);
@@ -197,8 +206,8 @@ static void flow_end(jw *w, char ph, const loom__flow *f, const loom__ev *e, con
 static void flow(jw *w, const loom__flow *f) {
   const loom__ev *a = &w->t->ev[f->from], *b = &w->t->ev[f->to];
   int64_t end = b->ts >= a->ts ? b->ts : b->ts + (b->dur > 0 ? b->dur - 1 : 0);
-  flow_end(w, 's', f, a, a, a->ts);
-  flow_end(w, 'f', f, b, a, end);
+  flow_end(w, 's', f, a, a, b, a->ts);
+  flow_end(w, 'f', f, b, a, b, end);
 }
 
 static void meta_event(jw *w, const char *what, int64_t pid, int64_t tid,
@@ -320,7 +329,6 @@ loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int g
   header(&w);
   metadata_events(&w);
   for (size_t i = 0; i < t->nev; i++) event(&w, &t->ev[i]);
-  w.mpi_cat = loom__strtab_find(&t->strs, "mpi", 3);
   for (size_t i = 0; i < t->nflows; i++) flow(&w, &t->flows[i]);
   /* Kineto closes the event list with a global instant marking the end of
    * the recording window (kept when a trace read from a file had it). */

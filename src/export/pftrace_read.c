@@ -304,6 +304,8 @@ static void track_event(rd *r, pbr m) {
   if (loom__trace_add_ev(t, &e)) { r->oom = 1; return; }
   loom__ev *added = &t->ev[t->nev - 1];
   for (int i = 0; i < nann; i++) annotation(r, ann[i], added);
+  added->kind = (uint8_t)loom__kind_of_marks((loom_kind)added->kind, LOOM__EV_ROLE_OF(added),
+                                             added->ph == LOOM__PH_INSTANT);
   if (added->ph == LOOM__PH_ASYNC)
     added->correlation = strtoull(loom__trace_cstr(t, own->desc) + 6, NULL, 10);
   if (loom__kind_on_device(added->kind) && t->tracks[k->track].device == LOOM_DEVICE_HOST)

@@ -251,7 +251,7 @@ static void annotation(writer *w, pb *te, uint32_t key, int type, int64_t i, uin
 
 /* The marks as a string annotation "loom_role", as in the JSON. */
 static void role_annotation(writer *w, pb *te, unsigned roles) {
-  char v[32];
+  char v[LOOM__ROLE_BUF];
   loom__role_format(roles, v);
   pb *m = &w->names;
   m->n = 0;

@@ -270,6 +270,7 @@ static void end_event(reader *r) {
     }
     if (kind == LOOM_KIND_MARKER && strcmp(cat, "marker")) kind = LOOM_KIND_INSTANT;
   }
+  kind = loom__kind_of_marks(kind, c->roles, 0);
   if (loom__kind_on_device(kind) || !strcmp(cat, "gpu_user_annotation")) mark_device(r, c->pid);
   uint32_t track = track_of(r, c->pid, c->tid);
   loom__ev e = {.ts = c->ts, .dur = c->has_dur ? c->dur : 0, .correlation = c->correlation,

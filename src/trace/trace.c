@@ -165,11 +165,20 @@ loom_kind loom__kind_of_category(const char *cat) {
   return LOOM_KIND_MARKER;
 }
 
-static const char *const role_words[] = {"launch", "memory", "comm"};
+loom_kind loom__kind_of_marks(loom_kind kind, unsigned roles, int instant) {
+  if (kind != LOOM_KIND_MARKER || !(roles & LOOM__ROLE_ALL)) return kind;
+  if (instant) return LOOM_KIND_INSTANT;
+  return roles & LOOM__ROLE_PATTERNS ? LOOM_KIND_COLLECTIVE : LOOM_KIND_RUNTIME;
+}
+
+/* Bit i of the marks is role_words[i]. */
+static const char *const role_words[LOOM__ROLE_BITS] = {
+    "launch", "memory", "comm", "send", "recv", "post", "wait", "barrier", "nxn", "one_to_all",
+    "all_to_one"};
 
 size_t loom__role_format(unsigned roles, char *buf) {
   size_t n = 0;
-  for (unsigned i = 0; i < 3; i++) {
+  for (unsigned i = 0; i < LOOM__ROLE_BITS; i++) {
     if (!(roles & (1u << i))) continue;
     if (n) buf[n++] = ',';
     size_t k = strlen(role_words[i]);
@@ -186,7 +195,7 @@ unsigned loom__role_parse(const char *s, size_t n, int *unknown) {
     size_t j = i;
     while (j < n && s[j] != ',') j++;
     unsigned bit = 0;
-    for (unsigned w = 0; w < 3; w++)
+    for (unsigned w = 0; w < LOOM__ROLE_BITS; w++)
       if (j - i == strlen(role_words[w]) && !memcmp(s + i, role_words[w], j - i)) bit = 1u << w;
     if (!bit) *unknown = 1;
     roles |= bit;
@@ -197,8 +206,8 @@ unsigned loom__role_parse(const char *s, size_t n, int *unknown) {
 
 int loom__role_warning(loom_trace *t, const char *path) {
   char msg[512];
-  snprintf(msg, sizeof msg, "%s: \"loom_role\" values with words other than launch, memory "
-           "and comm (a newer loom's?): those words were ignored", path);
+  snprintf(msg, sizeof msg, "%s: \"loom_role\" values with words this loom does not know "
+           "(a newer loom's?): those words were ignored", path);
   return loom__trace_add_warning(t, msg);
 }
 

@@ -37,18 +37,26 @@ enum {
   LOOM__EV_LAUNCH = LOOM_RECORD_F_LAUNCH << 3,
   LOOM__EV_MEMORY = LOOM_RECORD_F_MEMORY << 3,
   LOOM__EV_COMM = LOOM_RECORD_F_COMM << 3
+  /* bits 6-13: the message-passing marks (LOOM_RECORD_F_SEND ... << 3) */
 };
 #define LOOM__EV_ROLE_SHIFT 3
-#define LOOM__EV_ROLES (LOOM__EV_LAUNCH | LOOM__EV_MEMORY | LOOM__EV_COMM)
+#define LOOM__ROLE_BITS 11 /* LOOM_RECORD_F_LAUNCH .. LOOM_RECORD_F_ALL_TO_ONE */
+#define LOOM__ROLE_ALL ((1u << LOOM__ROLE_BITS) - 1)
+#define LOOM__EV_ROLES (LOOM__ROLE_ALL << LOOM__EV_ROLE_SHIFT)
+/* The collective patterns among the marks. */
+#define LOOM__ROLE_PATTERNS                                                      \
+  (LOOM_RECORD_F_BARRIER | LOOM_RECORD_F_NXN | LOOM_RECORD_F_ONE_TO_ALL | LOOM_RECORD_F_ALL_TO_ONE)
 /* The role marks of e as LOOM_RECORD_F_* bits. */
 #define LOOM__EV_ROLE_OF(e) (((e)->flags & LOOM__EV_ROLES) >> LOOM__EV_ROLE_SHIFT)
 
 /* "loom_role" values: the marks as a comma-separated list in this order
- * ("launch", "memory", "comm"; "launch,comm").  Writes into buf (>= 32
- * bytes) and returns its length, 0 when there is no mark. */
+ * ("launch", "memory", "comm", "send", "recv", "post", "wait", "barrier",
+ * "nxn", "one_to_all", "all_to_one"; "comm,send,wait").  Writes into buf
+ * (>= 96 bytes) and returns its length, 0 when there is no mark. */
+#define LOOM__ROLE_BUF 96
 size_t loom__role_format(unsigned roles, char *buf);
 /* Parses a "loom_role" value into LOOM_RECORD_F_* bits; *unknown gets 1 when
- * a word is not one of the three (the known words still count). */
+ * a word is not one of those (the known words still count). */
 unsigned loom__role_parse(const char *s, size_t n, int *unknown);
 /* Readers: the warning that some loom_role words of path were not known. */
 int loom__role_warning(loom_trace *t, const char *path);
@@ -169,6 +177,12 @@ int loom__trace_add_warning(loom_trace *t, const char *msg);
 /* The record kind a category string stands for (Kineto's names and loom's
  * "<type>_runtime" style), or LOOM_KIND_MARKER when unknown. */
 loom_kind loom__kind_of_category(const char *cat);
+/* Readers: the kind of an event whose category gave kind and that carries
+ * the marks roles.  A category that names no kind (LOOM_KIND_MARKER: a
+ * runtime's own) with marks is a call of that runtime: a collective
+ * when a collective pattern is marked, else a runtime call (an instant
+ * stays an instant). */
+loom_kind loom__kind_of_marks(loom_kind kind, unsigned roles, int instant);
 /* Kinds that run on a device track. */
 static inline int loom__kind_on_device(int kind) {
   return kind == LOOM_KIND_KERNEL || kind == LOOM_KIND_MEMCPY || kind == LOOM_KIND_MEMSET;

@@ -57,11 +57,20 @@ EXPECT = {"MPI_Init": 1, "MPI_Irecv": 5, "MPI_Isend": 5, "MPI_Waitall": 5,
           "clock_sync": 2, "MPI_Finalize": 1}
 
 
+# The marks each call carries (the backend's role description, loom_role in
+# the file): what loom report reads instead of MPI's names.
+ROLES = {"MPI_Init": "comm", "MPI_Irecv": "comm,post", "MPI_Isend": "comm,send",
+         "MPI_Waitall": "comm,wait", "MPI_Recv_complete": "comm,recv", "MPI_Allreduce": "comm,nxn",
+         "MPI_Barrier": "comm,barrier", "MPI_Finalize": "comm"}
+
+
 def check_rank(t, r):
     counts = {}
     for e in events(t):
         counts[e["name"]] = counts.get(e["name"], 0) + 1
     check(counts == EXPECT, "rank %d: records %s, expected %s" % (r, counts, EXPECT))
+    roles = {(e["name"], e.get("args", {}).get("loom_role")) for e in events(t) if e["cat"] == "mpi"}
+    check(roles == set(ROLES.items()), "rank %d: marks %s, expected %s" % (r, sorted(roles), sorted(ROLES.items())))
     left, right = (r + N - 1) % N, (r + 1) % N
     irecv, isend = events(t, "MPI_Irecv"), events(t, "MPI_Isend")
     waits, done = events(t, "MPI_Waitall"), events(t, "MPI_Recv_complete")

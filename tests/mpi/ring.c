@@ -1,8 +1,11 @@
 /*
  * ring.c - the 4-rank MPI program of the MPI backend's tests: 5 steps, each
- * a ring exchange with nonblocking calls (Irecv from the left, Isend to the
- * right, Waitall), an 8-byte allreduce and a barrier, then loom_step().
- * Rank 2 sleeps 50 ms before step 3 (a late sender the analysis can find).
+ * loom_step() (so step s is ProfilerStep#s; a last one after the loop ends
+ * step 4 before MPI_Finalize), a ring exchange with nonblocking calls (Irecv
+ * from the left, Isend to the right, Waitall), an 8-byte allreduce and a
+ * barrier.  Rank 2 sleeps 50 ms before step 3's exchange (a late sender the
+ * analysis can find), inside a user range "late" so that a test can compare
+ * the waiting with how long the sleep really took.
  * Step s sends 4*(s+1) ints with tag 100+s.  An optional argument: ms to
  * pause before MPI_Finalize (lets a clock skew grow between the sync points).
  */
@@ -21,7 +24,12 @@ int main(int argc, char **argv) {
   int out[20], in[20];
   double sum = 0;
   for (int s = 0; s < 5; s++) {
-    if (rank == 2 && s == 3) nanosleep(&(struct timespec){0, 50000000}, NULL);
+    loom_step();
+    if (rank == 2 && s == 3) {
+      loom_range_push("late");
+      nanosleep(&(struct timespec){0, 50000000}, NULL);
+      loom_range_pop();
+    }
     for (int i = 0; i < 20; i++) out[i] = rank * 100 + s;
     MPI_Request req[2];
     MPI_Irecv(in, 4 * (s + 1), MPI_INT, (rank + size - 1) % size, 100 + s, MPI_COMM_WORLD,
@@ -36,8 +44,8 @@ int main(int argc, char **argv) {
     MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     sum += r;
     MPI_Barrier(MPI_COMM_WORLD);
-    loom_step();
   }
+  loom_step();
   if (rank == 0) printf("sum %g\n", sum);
   long pause = argc > 1 ? atol(argv[1]) : 0;
   if (pause > 0) nanosleep(&(struct timespec){pause / 1000, pause % 1000 * 1000000}, NULL);

@@ -43,8 +43,17 @@ TMPDIR=/nonexistent/dir "$loom" report "$data/synthetic.json" >/dev/null 2>"$tmp
 r=$data/ranks
 "$loom" report "$r/rank0.json" "$r/rank1.json" "$r/rank2.json" "$r/rank3.json" >"$tmp/out" 2>"$tmp/err" \
   || fail "report of 4 rank traces exited $?: $(cat "$tmp/err")"
-grep -q "rank that set the pace (caused the most waiting): 2" "$tmp/out" || fail "no pace rank in the text"
+grep -q "rank that set the pace (root cause of the most waiting): 2" "$tmp/out" || fail "no pace rank in the text"
 grep -q "^Waiting per wait state and call" "$tmp/out" || fail "no call-site table in the text"
+# the noise threshold: 45 ms leaves only rank 3's Late Sender (49.98 ms) a wait state
+"$loom" report "$r/chain.json" --wait-threshold 45000 >"$tmp/out" 2>"$tmp/err" \
+  || fail "--wait-threshold exited $?: $(cat "$tmp/err")"
+grep -q "waits under 45.000 ms are noise" "$tmp/out" || fail "--wait-threshold 45000 not applied"
+grep -q "^  late_sender MPI_Waitall  *1  *49.980" "$tmp/out" || fail "--wait-threshold: $(grep -A3 '^Waiting' "$tmp/out")"
+! grep -q "^  wait_nxn " "$tmp/out" || fail "--wait-threshold: N x N waits under 45 ms still wait states"
+"$loom" report "$r/chain.json" --wait-threshold 1ms >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "wait-threshold wants microseconds (a number >= 0), not '1ms'" "$tmp/err" \
+  || fail "bad --wait-threshold: exit $rc: $(cat "$tmp/err")"
 "$loom" report "$r/rank0.json" "$r/nonexistent.json" >/dev/null 2>"$tmp/err"
 rc=$?
 [ $rc -eq 1 ] && grep -q "nonexistent.json" "$tmp/err" || fail "a missing rank trace: exit $rc: $(cat "$tmp/err")"

@@ -114,7 +114,17 @@ static int cmd_report(int argc, char **argv) {
     else if (!strcmp(a, "--all")) o.top = 0;
     else if (!strcmp(a, "--sort-memory") && more_args) o.sort_memory = strtoull(argv[++i], NULL, 10) << 20;
     else if (!strcmp(a, "--include-last-step")) o.hta_include_last_step = 1;
-    else if (a[0] == '-' && a[1]) {
+    else if (!strcmp(a, "--wait-threshold") && more_args) {
+      char *end;
+      double us = strtod(argv[++i], &end);
+      if (end == argv[i] || *end || !(us >= 0) || us > 9e12) {
+        fprintf(stderr, "loom report: --wait-threshold wants microseconds (a number >= 0), not '%s'\n", argv[i]);
+        in = NULL;
+        break;
+      }
+      o.wait_threshold_ns = us > 0 ? (int64_t)(us * 1000 + 0.5) : -1;
+      if (!o.wait_threshold_ns) o.wait_threshold_ns = -1;
+    } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "loom report: unknown or incomplete option '%s'\n", a);
       in = NULL;
       break;
@@ -125,7 +135,7 @@ static int cmd_report(int argc, char **argv) {
   o.nmore_traces = nmore;
   if (!in) {
     fprintf(stderr, "usage: loom report TRACE... [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
-                    "                   [--sort-memory MB] [--include-last-step]\n"
+                    "                   [--sort-memory MB] [--include-last-step] [--wait-threshold US]\n"
                     "  several traces: one rank each, compared across ranks\n");
     free(more);
     return 2;

@@ -106,8 +106,56 @@ def rooted():
     return ev
 
 
+def chain():
+    """chain.json: what the MPI backend writes (category "mpi", every call
+    with its "loom_role" marks), 4 ranks.  Step 1 [0, 100 ms): each rank
+    Irecv from r-1 and Isend to r+1 at 10 ms (rank 2: at 60 ms, it computes
+    50 ms longer), Waitall 40 us after its Irecv, leaving 50 us after the
+    later of its enter and its sender's Isend; then each computes 0.1 ms
+    (rank 2: 0.05) and enters an MPI_Allreduce, except ranks 0 and 1, which
+    need nothing from rank 2 and enter it at 20 ms; it leaves 0.2 ms after
+    the last enter.  Step 2 [100, 200 ms): rank 0 completes a receive from
+    rank 1 (Isend at 150 ms) with an MPI_Test [120, 150.2) that does not wait."""
+    ms = 1000
+    role = {"MPI_Irecv": "comm,post", "MPI_Isend": "comm,send", "MPI_Waitall": "comm,wait",
+            "MPI_Recv_complete": "comm,recv", "MPI_Allreduce": "comm,nxn", "MPI_Test": "comm"}
+    ev = {r: [("X", "user_annotation", "ProfilerStep#%d" % s, BASE + (s - 1) * 100 * ms, 100 * ms, {})
+              for s in (1, 2)] for r in range(N)}
+
+    def call(r, ph, name, ts, dur, args):
+        ev[r].append((ph, "mpi", name, BASE + ts, dur, dict(args, loom_role=role[name])))
+
+    t0 = {r: (60 if r == 2 else 10) * ms for r in range(N)}
+    leave = {r: max(t0[r] + 40, t0[(r - 1) % N] + 20) + 50 for r in range(N)}
+    for r in range(N):
+        src, dst = (r - 1) % N, (r + 1) % N
+        c = {"comm": 0, "comm_size": N, "comm_rank": r}
+        call(r, "X", "MPI_Irecv", t0[r], 10, dict(c, src=src, tag=7, request=1))
+        call(r, "X", "MPI_Isend", t0[r] + 20, 10, dict(c, dst=dst, tag=7, bytes=8))
+        call(r, "X", "MPI_Waitall", t0[r] + 40, leave[r] - t0[r] - 40, {"count": 2})
+        call(r, "i", "MPI_Recv_complete", leave[r], 0,
+             {"src": src, "recv_tag": 7, "recv_bytes": 8, "comm": 0, "request": 1,
+              "wait_start_ns": (BASE + t0[r] + 40) * 1000})
+    enter = {0: 20 * ms, 1: 20 * ms, 2: leave[2] + 50, 3: leave[3] + 100}
+    end = max(enter.values()) + 200
+    for r in range(N):
+        call(r, "X", "MPI_Allreduce", enter[r], end - enter[r],
+             {"comm": 0, "comm_size": N, "comm_rank": r, "seq": 0, "bytes": 8})
+    call(1, "X", "MPI_Isend", 150 * ms, 10, {"comm": 0, "comm_size": N, "comm_rank": 1, "dst": 0, "tag": 9,
+                                             "bytes": 8})
+    call(0, "X", "MPI_Irecv", 110 * ms, 10, {"comm": 0, "comm_size": N, "comm_rank": 0, "src": 1, "tag": 9,
+                                             "request": 2})
+    call(0, "X", "MPI_Test", 120 * ms, 30 * ms + 200, {"flag": 1})
+    call(0, "i", "MPI_Recv_complete", 150 * ms + 200, 0,
+         {"src": 1, "recv_tag": 9, "recv_bytes": 8, "comm": 0, "request": 2,
+          "wait_start_ns": (BASE + 120 * ms) * 1000})
+    return ev
+
+
 def main():
     out = sys.argv[1]
+    ev = chain()
+    write(os.path.join(out, "chain.json"), [(700 + r, "rank %d: ./chain" % r, ev[r]) for r in range(N)])
     ev = rooted()
     write(os.path.join(out, "rooted.json"), [(600 + r, "rank %d: ./rooted" % r, ev[r]) for r in range(3)])
     ev = events()
