@@ -18,7 +18,6 @@
 #include "core/trigger.h"
 #include "testutil.h"
 
-int loom__window_path(char *buf, size_t n, const char *pattern, unsigned seq, int multi);
 
 /* What one finished window held. */
 typedef struct win {
@@ -27,7 +26,9 @@ typedef struct win {
   int steps[16], nsteps, unclosed_steps;
   int work, kernels, flows;
   int64_t start_ns, end_ns, first_work_ns, last_work_end_ns;
+  int labelled; /* its metadata names it as label_want says */
 } win;
+static char label_want[160];
 static win wins[16];
 static int nwins;
 
@@ -43,6 +44,11 @@ static void on_window(loom_trace *t, const char *out, unsigned seq, void *ud) {
   w->start_ns = s.start_ns;
   w->end_ns = s.end_ns;
   w->flows = (int)loom_trace_flow_count(t);
+  if (label_want[0]) {
+    char needle[200];
+    snprintf(needle, sizeof needle, label_want, seq);
+    w->labelled = ts_saved_contains(t, needle);
+  }
   for (size_t i = 0; i < loom_trace_event_count(t); i++) {
     loom_event_view v = {.struct_size = sizeof v};
     loom_trace_event(t, i, &v);
@@ -115,9 +121,12 @@ static void test_step_window(void **state) {
 static void test_schedule(void **state) {
   (void)state;
   /* cycles of 4: step 0 wait, 1 warmup, 2-3 active; 4 wait, 5 warmup, 6-7 active */
+  snprintf(label_want, sizeof label_want, "cycle %%u of schedule wait=1 warmup=1 active=2 repeat=2");
   loom_session *s = windowed("wait=1,warmup=1,active=2,repeat=2,output=/tmp/s.json");
   run_steps(20, 0);
   finish(s);
+  label_want[0] = 0;
+  assert_true(wins[0].labelled && wins[1].labelled);
   assert_int_equal(nwins, 2);
   assert_string_equal(steps_of(0), "2,3");
   assert_string_equal(steps_of(1), "6,7");
