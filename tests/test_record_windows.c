@@ -195,6 +195,9 @@ static void test_delay_duration(void **state) {
  * DIR/<program>-<pid>-<seq>.json (a shell running the program twice). */
 static void test_follow_dir(void **state) {
   (void)state;
+#ifdef NO_SHELL_FOLLOW
+  skip();
+#endif
   tp_require();
   char dir[256], cmd[2048];
   tmp_path(dir, sizeof dir, "-windows/");
