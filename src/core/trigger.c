@@ -149,6 +149,30 @@ static loom_status read_cfg(loom_session *s, tcfg *c) {
   return LOOM_OK;
 }
 
+static int hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* In place: %XX as the option syntax escapes ',' ';' '%' (a '%' not
+ * followed by two hex digits stays as it is). */
+static void percent_decode(char *s) {
+  char *w = s;
+  for (const char *r = s; *r; r++) {
+    int hi, lo;
+    if (r[0] == '%' && (hi = hexval((unsigned char)r[1])) >= 0 &&
+        (lo = hexval((unsigned char)r[2])) >= 0) {
+      *w++ = (char)(hi * 16 + lo);
+      r += 2;
+    } else {
+      *w++ = *r;
+    }
+  }
+  *w = 0;
+}
+
 loom_status loom__trigger_configure(loom_session *s) {
   pthread_once(&cv_once, init_cv);
   tcfg c = {0};
@@ -160,6 +184,7 @@ loom_status loom__trigger_configure(loom_session *s) {
     return loom__fail(LOOM_EINVAL, "option windows='%s': expected on or off", w);
   const char *o = loom__opts_get(&s->opts, "output");
   if (o && *o && !(c.output = loom__strdup(o))) return loom__fail(LOOM_ENOMEM, "out of memory");
+  if (c.output) percent_decode(c.output);
   s->windows = c.window || on_demand;
   pthread_mutex_lock(&T.mu);
   free(T.cfg.output);
