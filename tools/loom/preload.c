@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "loom/loom.h"
 #include "preload_id.h"
 
@@ -95,6 +96,7 @@ static void save(void) {
   summary(out, st, t);
   if (st != LOOM_OK) fprintf(stderr, "loom: %s\n", loom_last_error());
   loom_trace_free(t);
+  loom__ctl_stop("the program ended before the window did");
   pthread_mutex_unlock(&save_mu);
 }
 
@@ -167,6 +169,7 @@ static void begin(void) {
     return;
   }
   session_pid = getpid();
+  loom__ctl_start(); /* loom trigger's socket (ctl.c) */
 }
 
 static void start_watcher(void) {
@@ -202,6 +205,7 @@ static void forked_child(void) {
   atomic_store(&saved, 0);
   pthread_mutex_init(&save_mu, NULL);
   close_pipes();
+  loom__ctl_forked();
   loom__fork_child();
   if (follow_mode() < 2) return;
   begin();
