@@ -52,6 +52,8 @@ static char sock_path[108];
 static pid_t owner_pid;
 static char done_msg[4200]; /* "done FILE\n" / "failed WHY\n", for the waiter */
 static int done_pending;
+static int gen;          /* a stopped server's thread sees it change and ends */
+static int old_fd = -1;  /* the socket of the server stopped before */
 
 static void say(int fd, const char *fmt, ...) {
   char line[4400];
@@ -227,12 +229,12 @@ static void finish_window(void) {
 }
 
 static void *server(void *arg) {
-  (void)arg;
+  int mine = (int)(intptr_t)arg;
   for (;;) {
     pthread_mutex_lock(&mu);
-    int w = waiter, lfd = listen_fd;
+    int w = waiter, lfd = listen_fd, g = gen;
     pthread_mutex_unlock(&mu);
-    if (lfd < 0) return NULL;
+    if (lfd < 0 || g != mine) return NULL;
     struct pollfd p[3] = {{lfd, POLLIN, 0}, {wake_fd[0], POLLIN, 0}, {w, POLLIN, 0}};
     int r = poll(p, w >= 0 ? 3 : 2, -1);
     if (r < 0 && errno == EINTR) continue;
@@ -285,11 +287,14 @@ void loom__ctl_start(void) {
       return;
     }
   }
-  if (pipe2(wake_fd, O_CLOEXEC | O_NONBLOCK) != 0) {
+  if (wake_fd[0] < 0 && pipe2(wake_fd, O_CLOEXEC | O_NONBLOCK) != 0) {
     loom__ctl_stop(NULL);
     return;
   }
   owner_pid = getpid();
+  pthread_mutex_lock(&mu);
+  int g = ++gen;
+  pthread_mutex_unlock(&mu);
   pthread_t th;
   pthread_attr_t at;
   pthread_attr_init(&at);
@@ -297,7 +302,7 @@ void loom__ctl_start(void) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  if (pthread_create(&th, &at, server, NULL) != 0) loom__ctl_stop(NULL);
+  if (pthread_create(&th, &at, server, (void *)(intptr_t)g) != 0) loom__ctl_stop(NULL);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&at);
 }
@@ -322,8 +327,10 @@ void loom__ctl_stop(const char *why) {
     close(waiter);
     waiter = -1;
   }
-  /* The thread sees listen_fd < 0 when it next wakes; the fds stay open
-   * (it may be polling them) until the process ends. */
+  /* The thread sees listen_fd < 0 when it next wakes; the socket is closed
+   * at the next start (it may be polling it now). */
+  if (old_fd >= 0) close(old_fd);
+  old_fd = listen_fd;
   listen_fd = -1;
   pthread_mutex_unlock(&mu);
   if (wake_fd[1] >= 0 && write(wake_fd[1], "s", 1) < 0) {
@@ -333,10 +340,11 @@ void loom__ctl_stop(const char *why) {
 void loom__ctl_forked(void) {
   pthread_mutex_init(&mu, NULL);
   if (listen_fd >= 0) close(listen_fd);
+  if (old_fd >= 0) close(old_fd);
   if (waiter >= 0) close(waiter);
   for (int i = 0; i < 2; i++)
     if (wake_fd[i] >= 0) close(wake_fd[i]), wake_fd[i] = -1;
-  listen_fd = waiter = -1;
+  listen_fd = waiter = old_fd = -1;
   sock_path[0] = 0;
   state = ST_IDLE;
   done_pending = 0;
