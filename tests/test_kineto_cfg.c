@@ -102,7 +102,8 @@ static void test_roundup(void **state) {
   assert_int_equal(parse("PROFILE_START_ITERATION=5", &r, err, sizeof err), 0);
   assert_int_equal(r.start_step, -1);
   assert_int_equal(r.duration_ns, 500000000LL);
-  assert_non_null(strstr(warned, "PROFILE_START_ITERATION: no effect without ACTIVITIES_ITERATIONS"));
+  assert_non_null(
+      strstr(warned, "PROFILE_START_ITERATION: no effect without ACTIVITIES_ITERATIONS"));
   /* ROUNDUP=0: no effect, as in Kineto, and said so */
   assert_int_equal(parse("ACTIVITIES_ITERATIONS=1\nPROFILE_START_ITERATION_ROUNDUP=0", &r, err,
                          sizeof err), 0);

@@ -53,8 +53,8 @@ static long start_app(int steps) {
   recorder = fork();
   assert_true(recorder >= 0);
   if (recorder == 0) {
-    execl(LOOM_BIN, LOOM_BIN, "record", "--option", "windows=on", "-o", out, "--", ONDEMAND_APP, nsteps,
-          "20", pidfile, (char *)NULL);
+    execl(LOOM_BIN, LOOM_BIN, "record", "--option", "windows=on", "-o", out, "--", ONDEMAND_APP,
+          nsteps, "20", pidfile, (char *)NULL);
     _exit(127);
   }
   for (int i = 0; i < 1000; i++) {

@@ -197,8 +197,10 @@ static void serve(int fd) {
   } else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
     say(fd, "refused cannot tell who is asking: %s\n", strerror(errno));
   } else if (cr.uid != 0 && cr.uid != geteuid()) {
-    say(fd, "refused uid %u may not control process %ld (only uid %u or root may)\n",
-        (unsigned)cr.uid, (long)getpid(), (unsigned)geteuid());
+    char who[32] = "root";
+    if (geteuid() != 0) snprintf(who, sizeof who, "uid %u or root", (unsigned)geteuid());
+    say(fd, "refused uid %u may not control process %ld (only %s may)\n", (unsigned)cr.uid,
+        (long)getpid(), who);
   } else {
     char op[32];
     if (!field(req, "op", op, sizeof op)) op[0] = 0;

@@ -155,7 +155,8 @@ static int one_key(parse_ctx *c, const char *key, const char *val) {
     c->has_start = v >= 0;
   } else if (!strcmp(key, "PROFILE_START_ITERATION_ROUNDUP")) {
     if (whole(c, key, val, 0, &v)) return -1;
-    if (!v) warnf(c, "PROFILE_START_ITERATION_ROUNDUP=0: no effect (Kineto's rule: it must be >= 1)");
+    if (!v)
+      warnf(c, "PROFILE_START_ITERATION_ROUNDUP=0: no effect (Kineto's rule: it must be >= 1)");
     r->roundup = v;
     c->has_roundup = v > 0;
   } else if (!strcmp(key, "ACTIVITIES_WARMUP_ITERATIONS")) {

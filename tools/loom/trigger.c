@@ -116,7 +116,8 @@ static int open_process(long pid) {
   where w;
   char sock[4096], why[4400] = "";
   if (!candidates(pid, &w)) {
-    fprintf(stderr, "loom trigger: process %ld is not recording with loom: no such process\n", pid);
+    fprintf(stderr, "loom trigger: process %ld is not recording with loom: no such process\n",
+            pid);
     return -1;
   }
   for (int i = 0; i < w.n; i++) {
