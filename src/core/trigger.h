@@ -41,4 +41,11 @@ typedef void (*loom__window_done_fn)(loom_trace *t, const char *out, unsigned se
 __attribute__((visibility("default"))) void loom__trigger_set_done(loom__window_done_fn fn,
                                                                    void *ud);
 
+/* For `loom trigger` (tools/loom/ctl.c): the number of the next step to
+ * begin (0 before the first), and the controller's state: 0 idle, 1 a
+ * window armed, 2 one recording (or being written), with the window
+ * described in desc. */
+__attribute__((visibility("default"))) int64_t loom__trigger_next_step(void);
+__attribute__((visibility("default"))) int loom__trigger_state(char *desc, size_t n);
+
 #endif

@@ -95,25 +95,32 @@ static void expect_in(const char *out, const char *needle) {
   if (!strstr(out, needle)) fail_msg("'%s' not in:\n%s", needle, out);
 }
 
+#define TP_ERRORS "select count(*) from stats where value > 0 and severity in ('error','data_loss')"
+
+/* Exactly `steps` steps, each with its ranges, and 0 errors (one
+ * trace_processor run). */
 static void check_steps_file(const char *file, long long steps) {
   static const char *const q[] = {
+      TP_ERRORS,
       "select count(*) from slice where name like 'ProfilerStep#%'",
       "select count(*) from slice where name = 'step_work'",
       "select count(*) from slice where name = 'inner'",
   };
-  long long v[3];
-  assert_int_equal(tp_errors(file), 0);
-  tp_ints(file, q, v, 3);
-  assert_int_equal(v[0], steps);
+  long long v[4];
+  tp_ints(file, q, v, 4);
+  assert_int_equal(v[0], 0);
   assert_int_equal(v[1], steps);
-  assert_int_equal(v[2], 2 * steps);
+  assert_int_equal(v[2], steps);
+  assert_int_equal(v[3], 2 * steps);
 }
 
+/* The checks in trace_processor come after the program ended: they take
+ * seconds each, the windows are asked while it runs. */
 static void test_windows(void **state) {
   (void)state;
   tp_require();
-  long pid = start_app(150);
-  char *out, file[700];
+  long pid = start_app(300);
+  char *out, dur[700], steps[700], longw[700], wrote[800];
   /* --list shows it, waiting */
   assert_int_equal(trigger(&out, "--list"), 0);
   char row[128];
@@ -123,25 +130,20 @@ static void test_windows(void **state) {
   expect_in(out, "idle");
   free(out);
   /* a time window */
-  snprintf(file, sizeof file, "%s/dur.json", dir);
-  assert_int_equal(trigger(&out, "%ld --duration 0.3 -o %s", pid, file), 0);
-  char wrote[800];
-  snprintf(wrote, sizeof wrote, "wrote %s", file);
+  snprintf(dur, sizeof dur, "%s/dur.json", dir);
+  assert_int_equal(trigger(&out, "%ld --duration 0.3 -o %s", pid, dur), 0);
+  snprintf(wrote, sizeof wrote, "wrote %s", dur);
   expect_in(out, wrote);
   free(out);
-  assert_int_equal(tp_errors(file), 0);
-  long long n = tp_int(file, "select count(*) from slice where name = 'step_work'");
-  long long span = tp_int(file, "select max(ts + dur) - min(ts) from slice where name = 'inner'");
-  assert_true(n >= 5);           /* 15 steps fit in 0.3 s */
-  assert_true(span <= 300000000); /* nothing from outside the window */
-  /* a step window: exactly its steps */
-  snprintf(file, sizeof file, "%s/steps.json", dir);
-  assert_int_equal(trigger(&out, "%ld --steps 3 -o %s", pid, file), 0);
+  /* a step window, asked at once after the first was written */
+  snprintf(steps, sizeof steps, "%s/steps.json", dir);
+  assert_int_equal(trigger(&out, "%ld --steps 3 -o %s", pid, steps), 0);
+  snprintf(wrote, sizeof wrote, "wrote %s", steps);
+  expect_in(out, wrote);
   free(out);
-  check_steps_file(file, 3);
   /* a second trigger while one runs: busy, naming the window in progress */
-  snprintf(file, sizeof file, "%s/long.json", dir);
-  assert_int_equal(trigger(&out, "%ld --steps 25 --no-wait -o %s", pid, file), 0);
+  snprintf(longw, sizeof longw, "%s/long.json", dir);
+  assert_int_equal(trigger(&out, "%ld --steps 25 --no-wait -o %s", pid, longw), 0);
   expect_in(out, "window armed");
   free(out);
   assert_int_equal(trigger(&out, "%ld --duration 0.1", pid), 1);
@@ -152,41 +154,59 @@ static void test_windows(void **state) {
   expect_in(out, "25 steps");
   free(out);
   end_app();
-  check_steps_file(file, 25);
+  static const char *const q[] = {
+      TP_ERRORS,
+      "select count(*) from slice where name = 'step_work'",
+      "select max(ts + dur) - min(ts) from slice",
+  };
+  long long v[3];
+  tp_ints(dur, q, v, 3);
+  assert_int_equal(v[0], 0);
+  assert_true(v[1] >= 5); /* 15 steps of 20 ms fit in 0.3 s */
+  /* nothing from outside the window: it spans 0.3 s, give or take how late
+   * the controller's timer thread wakes up on a loaded machine */
+  if (v[2] < 150000000 || v[2] > 350000000) fail_msg("the 0.3 s window spans %lld ns", v[2]);
+  check_steps_file(steps, 3);
+  check_steps_file(longw, 25);
 }
 
 static void test_kineto(void **state) {
   (void)state;
   tp_require();
-  long pid = start_app(150);
+  long pid = start_app(300);
   char *out, file[700];
   snprintf(file, sizeof file, "%s/kineto.json", dir);
   assert_int_equal(trigger(&out, "%ld --config 'ACTIVITIES_ITERATIONS=2\\n"
                                  "ACTIVITIES_LOG_FILE=%s\\nNOT_A_KINETO_KEY=1'", pid, file), 0);
   expect_in(out, "warning: NOT_A_KINETO_KEY: unknown key");
   free(out);
-  check_steps_file(file, 2);
-  /* from a file; the start rounded up to a multiple of 10 */
+  /* from a file, as dynolog sends it: the start rounded up to a multiple of 10 */
   char cfg[700], rfile[700];
   snprintf(cfg, sizeof cfg, "%s/on-demand.conf", dir);
   snprintf(rfile, sizeof rfile, "%s/roundup.json", dir);
   FILE *f = fopen(cfg, "w");
   assert_non_null(f);
-  fprintf(f, "# as dynolog sends it\nACTIVITIES_ITERATIONS=3\nPROFILE_START_ITERATION=0\n"
+  fprintf(f, "# a dynolog request\nACTIVITIES_ITERATIONS=3\nPROFILE_START_ITERATION=0\n"
              "PROFILE_START_ITERATION_ROUNDUP=10\nACTIVITIES_LOG_FILE=%s\n", rfile);
   fclose(f);
   assert_int_equal(trigger(&out, "%ld --config %s", pid, cfg), 0);
   free(out);
-  check_steps_file(rfile, 3);
-  long long first = tp_int(rfile, "select min(cast(substr(name, 14) as int)) from slice "
-                                  "where name like 'ProfilerStep#%'");
-  assert_true(first > 0);
-  assert_int_equal(first % 10, 0);
   /* a bad value: the key and the value, nothing sent */
   assert_int_equal(trigger(&out, "%ld --config 'ACTIVITIES_DURATION_MSECS=soon'", pid), 2);
   expect_in(out, "ACTIVITIES_DURATION_MSECS=soon: not a whole number");
   free(out);
   end_app();
+  check_steps_file(file, 2);
+  check_steps_file(rfile, 3);
+  static const char *const q[] = {
+      "select min(cast(substr(name, 14) as int)) from slice where name like 'ProfilerStep#%'",
+      "select max(cast(substr(name, 14) as int)) from slice where name like 'ProfilerStep#%'",
+  };
+  long long v[2];
+  tp_ints(rfile, q, v, 2);
+  assert_true(v[0] > 0);
+  assert_int_equal(v[0] % 10, 0);
+  assert_int_equal(v[1], v[0] + 2);
 }
 
 static void test_other_uid(void **state) {

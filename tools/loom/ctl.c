@@ -34,12 +34,6 @@
 #include "kineto_cfg.h"
 #include "preload_id.h"
 
-/* Offered by the window controller where it has them: the number of the
- * next step to begin (Kineto's start-step rules need it) and its state
- * (0 idle, 1 armed, 2 recording, with a description of the window). */
-__attribute__((weak)) int64_t loom__trigger_next_step(void);
-__attribute__((weak)) int loom__trigger_state(char *desc, size_t n);
-
 enum { ST_IDLE, ST_ARMED, ST_RECORDING };
 static const char *const state_names[] = {"idle", "armed", "recording"};
 
@@ -119,11 +113,8 @@ static void answer_info(int fd) {
   char prog[256], desc[256];
   loom__rec_program(prog, sizeof prog);
   const char *rank = loom__rec_rank();
-  pthread_mutex_lock(&mu);
-  int st = state;
-  snprintf(desc, sizeof desc, "%s", st == ST_IDLE ? "-" : window_desc);
-  pthread_mutex_unlock(&mu);
-  if (loom__trigger_state) st = loom__trigger_state(desc, sizeof desc);
+  /* the controller's: also windows loom record's options armed */
+  int st = loom__trigger_state(desc, sizeof desc);
   if (st < ST_IDLE || st > ST_RECORDING) st = ST_IDLE;
   say(fd, "info pid=%ld program=%s rank=%s state=%s window=%s\n", (long)getpid(), prog,
       rank && *rank ? rank : "-", state_names[st], st == ST_IDLE ? "-" : desc);
@@ -143,15 +134,7 @@ static int answer_trigger(int fd, const char *req) {
                         .start_step = -1,
                         .out = field(req, "out", out, sizeof out)};
   if (r.out && !*r.out) r.out = NULL;
-  if (k.start_step >= 0) {
-    if (!loom__trigger_next_step && (k.roundup > 0 || k.warmup > 0)) {
-      say(fd, "error this loom's window controller does not tell the current step: "
-              "PROFILE_START_ITERATION_ROUNDUP and ACTIVITIES_WARMUP_ITERATIONS cannot apply\n");
-      return 0;
-    }
-    r.start_step = loom__trigger_next_step ? loom__ondemand_start(&k, loom__trigger_next_step())
-                                           : k.start_step;
-  }
+  if (k.start_step >= 0) r.start_step = loom__ondemand_start(&k, loom__trigger_next_step());
   if (r.steps <= 0 && r.duration_ns <= 0) {
     say(fd, "error a window needs a duration or a number of steps\n");
     return 0;
