@@ -1,6 +1,6 @@
 /*
  * test_ondemand.c - `loom trigger` on programs running under `loom record
- * --option windows=on` (ondemand_app: steps of 20 ms, each a "step_work" range
+ * --on-demand` (ondemand_app: steps of 20 ms, each a "step_work" range
  * holding two "inner" ranges):
  *   windows   a --duration window and a --steps window on one run: two
  *             files, the steps one with exactly 3 steps (3 ProfilerStep,
@@ -53,7 +53,7 @@ static long start_app(int steps) {
   recorder = fork();
   assert_true(recorder >= 0);
   if (recorder == 0) {
-    execl(LOOM_BIN, LOOM_BIN, "record", "--option", "windows=on", "-o", out, "--", ONDEMAND_APP,
+    execl(LOOM_BIN, LOOM_BIN, "record", "--on-demand", "-o", out, "--", ONDEMAND_APP,
           nsteps, "20", pidfile, (char *)NULL);
     _exit(127);
   }
