@@ -59,6 +59,7 @@ static struct {
   int64_t start_step, steps, first_step, duration_ns;
   int need_step;              /* begins at a step, once begin_at passed */
   int64_t cycle;              /* the schedule cycle being recorded */
+  int64_t end_cycle;          /* the cycle a plan's end writes */
   char out[4096];             /* this window's pattern ("" the session's) */
   int multi;                  /* the session may write several windows */
   char what[192];             /* the window, for the busy message */
@@ -149,6 +150,30 @@ static loom_status read_cfg(loom_session *s, tcfg *c) {
   return LOOM_OK;
 }
 
+static int hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* In place: %XX as the option syntax escapes ',' ';' '%' (a '%' not
+ * followed by two hex digits stays as it is). */
+static void percent_decode(char *s) {
+  char *w = s;
+  for (const char *r = s; *r; r++) {
+    int hi, lo;
+    if (r[0] == '%' && (hi = hexval((unsigned char)r[1])) >= 0 &&
+        (lo = hexval((unsigned char)r[2])) >= 0) {
+      *w++ = (char)(hi * 16 + lo);
+      r += 2;
+    } else {
+      *w++ = *r;
+    }
+  }
+  *w = 0;
+}
+
 loom_status loom__trigger_configure(loom_session *s) {
   pthread_once(&cv_once, init_cv);
   tcfg c = {0};
@@ -160,6 +185,7 @@ loom_status loom__trigger_configure(loom_session *s) {
     return loom__fail(LOOM_EINVAL, "option windows='%s': expected on or off", w);
   const char *o = loom__opts_get(&s->opts, "output");
   if (o && *o && !(c.output = loom__strdup(o))) return loom__fail(LOOM_ENOMEM, "out of memory");
+  if (c.output) percent_decode(c.output);
   s->windows = c.window || on_demand;
   pthread_mutex_lock(&T.mu);
   free(T.cfg.output);
@@ -190,9 +216,7 @@ static const char *rank_str(void) {
   return "0";
 }
 
-__attribute__((visibility("default"))) int loom__window_path(char *buf, size_t n,
-                                                             const char *pattern, unsigned seq,
-                                                             int multi) {
+int loom__window_path(char *buf, size_t n, const char *pattern, unsigned seq, int multi) {
   char seqs[16];
   snprintf(seqs, sizeof seqs, "%u", seq);
   int has_seq = strstr(pattern, "{seq}") != NULL;
@@ -226,6 +250,7 @@ __attribute__((visibility("default"))) int loom__window_path(char *buf, size_t n
 
 /* ---- windows --------------------------------------------------------------- */
 static void *timer_main(void *arg);
+static void label(loom_trace *t, const char *what, unsigned seq);
 
 static void need_thread(void) {
   if (T.thread_on) return;
@@ -272,13 +297,19 @@ static void run_plan(step_plan p) {
   snprintf(pattern, sizeof pattern, "%s", T.out);
   int multi = T.multi;
   unsigned seq = p.end == 1 ? ++T.seq : 0;
+  char what[sizeof T.what + 48];
+  if (T.sched) snprintf(what, sizeof what, "cycle %lld of %s", (long long)T.end_cycle + 1, T.what);
+  else snprintf(what, sizeof what, "%s", T.what);
   pthread_mutex_unlock(&T.mu);
   if (p.end) {
     if (p.close_step) loom__hostrec_step_end();
     loom_trace *t = NULL;
     loom_status st = loom__session_window_end(s, p.end == 1, &t);
     if (st != LOOM_OK) loom__log(LOOM_SEV_ERROR, "window %u: %s", seq, loom_last_error());
-    else if (t) deliver(s, t, pattern, seq, multi);
+    else if (t) {
+      label(t, what, seq);
+      deliver(s, t, pattern, seq, multi);
+    }
   }
   if (p.begin) loom__session_window_begin(s);
   pthread_mutex_lock(&T.mu);
@@ -304,6 +335,7 @@ static step_plan sched_step(int64_t n) {
   step_plan p = {0, 0, 0};
   int64_t cyc;
   int act = sched_action(&T.cfg, n, &cyc);
+  T.end_cycle = T.cycle;
   if (T.phase == P_ON && (act != A_RECORD || cyc != T.cycle)) p.end = 1, p.close_step = 1;
   else if (T.phase == P_WARMUP && !(act == A_WARMUP && cyc == T.cycle)) p.end = 2;
   int from = p.end ? P_IDLE : T.phase;
@@ -317,8 +349,7 @@ static step_plan sched_step(int64_t n) {
   T.phase = p.begin ? p.begin : (p.end ? P_ARMED : T.phase);
   if (T.cfg.repeat > 0 && !p.begin && T.phase != P_ON && T.phase != P_WARMUP &&
       (n - T.cfg.skip_first) / (T.cfg.wait + T.cfg.warmup + T.cfg.active) >= T.cfg.repeat) {
-    T.phase = P_IDLE; /* every cycle done */
-    T.sched = 0;
+    T.phase = P_IDLE; /* every cycle done (a request may arm a window again) */
   }
   return p;
 }
@@ -469,6 +500,33 @@ int loom__trigger_request(const loom__window_req *r) {
   return st;
 }
 
+static void label(loom_trace *t, const char *what, unsigned seq) {
+  char sq[16];
+  snprintf(sq, sizeof sq, "%u", seq);
+  /* which window of the run this is (not lost silently if it fails) */
+  if (loom__trace_add_meta(t, "loom_window", what) || loom__trace_add_meta(t, "loom_window_seq", sq))
+    loom__log(LOOM_SEV_WARNING, "window %u: out of memory labelling its trace", seq);
+}
+
+void loom__trigger_write(loom_trace *t, const char *out, const char *what) {
+  if (!t) return;
+  pthread_once(&cv_once, init_cv);
+  pthread_mutex_lock(&T.mu);
+  unsigned seq = ++T.seq;
+  loom_session *s = T.s ? T.s : T.owner;
+  pthread_mutex_unlock(&T.mu);
+  label(t, what ? what : "dump", seq);
+  if (!s) { /* no session to name it after: the name as given, or the default */
+    char path[4096];
+    if (loom__window_path(path, sizeof path, out ? out : "loom-{program}-{seq}.json", seq, 0) == 0 &&
+        loom_trace_save(t, path) != LOOM_OK)
+      loom__log(LOOM_SEV_ERROR, "window %u: %s", seq, loom_last_error());
+    loom_trace_free(t);
+    return;
+  }
+  deliver(s, t, out ? out : "", seq, out == NULL);
+}
+
 void loom__trigger_set_done(loom__window_done_fn fn, void *ud) {
   pthread_mutex_lock(&T.mu);
   T.fn = fn;
@@ -509,6 +567,7 @@ void loom__trigger_session_stop(loom_session *s) {
     loom__hostrec_watch_steps(0);
     /* A window in progress is written (cut short by the end of the run);
      * warmup records are not. */
+    T.end_cycle = T.cycle;
     if (T.phase == P_ON) run_plan((step_plan){1, 0, 0});
     else if (T.phase == P_WARMUP) run_plan((step_plan){2, 0, 0});
     T.phase = P_IDLE;
