@@ -14,8 +14,9 @@
  *   otheruid  as uid nobody: kept out by the folder's mode, and refused by
  *             the process itself (SO_PEERCRED) when past it with
  *             CAP_DAC_OVERRIDE (needs root and setpriv, else skipped);
- *   unknown   a pid not under loom, a pid that does not exist, and a socket
- *             left by a killed process each get their message.
+ *   unknown   a pid not under loom, a pid that does not exist, a socket left
+ *             by a killed process, and a process recording its whole run
+ *             each get their message.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,9 +42,9 @@ static void sleep_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
-/* Starts `loom record --on-demand -- ondemand_app STEPS 20 PIDFILE` and
+/* Starts `loom record [--on-demand] -- ondemand_app STEPS 20 PIDFILE` and
  * returns the program's pid, once it runs. */
-static long start_app(int steps) {
+static long start_app_as(int steps, int on_demand) {
   char pidfile[600], out[600], nsteps[16];
   tmp_path(dir, sizeof dir, "-ondemand");
   assert_int_equal(mkdir(dir, 0755), 0);
@@ -53,8 +54,12 @@ static long start_app(int steps) {
   recorder = fork();
   assert_true(recorder >= 0);
   if (recorder == 0) {
-    execl(LOOM_BIN, LOOM_BIN, "record", "--on-demand", "-o", out, "--", ONDEMAND_APP,
-          nsteps, "20", pidfile, (char *)NULL);
+    if (on_demand)
+      execl(LOOM_BIN, LOOM_BIN, "record", "--on-demand", "-o", out, "--", ONDEMAND_APP, nsteps,
+            "20", pidfile, (char *)NULL);
+    else
+      execl(LOOM_BIN, LOOM_BIN, "record", "-o", out, "--", ONDEMAND_APP, nsteps, "20", pidfile,
+            (char *)NULL);
     _exit(127);
   }
   for (int i = 0; i < 1000; i++) {
@@ -71,6 +76,8 @@ static long start_app(int steps) {
   fail_msg("ondemand_app did not start");
   return -1;
 }
+
+static long start_app(int steps) { return start_app_as(steps, 1); }
 
 static void end_app(void) {
   int st;
@@ -295,6 +302,12 @@ static void test_unknown(void **state) {
   struct stat st;
   assert_int_equal(lstat(sock, &st), -1);
   assert_int_equal(errno, ENOENT);
+  /* under loom record, recording the whole run: nothing to trigger, said so */
+  long pid = start_app_as(20, 0);
+  assert_int_equal(trigger(&out, "%ld --steps 2", pid), 1);
+  expect_in(out, "no session in window mode");
+  free(out);
+  end_app();
   /* bad command lines */
   assert_int_equal(trigger(&out, "12x --steps 2"), 2);
   expect_in(out, "'12x' is not a process id");

@@ -34,6 +34,11 @@
 #include "kineto_cfg.h"
 #include "preload_id.h"
 
+/* The flight recorder's dump (src/core/ring.c), where this loom has one: a
+ * process recording in ring mode answers a trigger with the window its
+ * rings hold. */
+__attribute__((weak)) loom_trace *loom__ring_dump(const char *reason);
+
 enum { ST_IDLE, ST_ARMED, ST_RECORDING };
 static const char *const state_names[] = {"idle", "armed", "recording"};
 
@@ -158,14 +163,26 @@ static int answer_trigger(int fd, const char *req) {
     return 0;
   }
   int rc = loom__trigger_request(&r);
+  char why[512];
+  snprintf(why, sizeof why, "%s", loom_last_error());
+  if (rc == LOOM_ESTATE && loom__ring_dump) { /* not in window mode: in ring mode? */
+    loom_trace *t = loom__ring_dump("loom trigger");
+    if (t) {
+      snprintf(desc, sizeof desc, "a dump of the ring (the most recent records it holds; "
+                                  "the window asked does not apply)");
+      say(fd, "armed %s\n", desc);
+      loom__trigger_write(t, r.out, "loom trigger"); /* the done function tells the waiter */
+      return wait;
+    }
+  }
   if (rc != 0) {
     pthread_mutex_lock(&mu);
     state = ST_IDLE;
     waiter = -1;
     pthread_mutex_unlock(&mu);
   }
-  if (rc == LOOM_EBUSY) say(fd, "busy %s\n", loom_last_error());
-  else if (rc != 0) say(fd, "error %s\n", loom_last_error());
+  if (rc == LOOM_EBUSY) say(fd, "busy %s\n", why);
+  else if (rc != 0) say(fd, "error %s\n", why);
   else say(fd, "armed %s\n", desc);
   return rc == 0 && wait;
 }
