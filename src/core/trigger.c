@@ -615,6 +615,10 @@ int loom__trigger_state(char *desc, size_t n) {
   pthread_mutex_lock(&T.mu);
   int st = T.phase == P_IDLE ? (T.busy ? 2 : 0) : T.phase == P_ARMED ? 1 : 2;
   snprintf(desc, n, "%s", T.what[0] ? T.what : st ? "ending" : "-");
+  if (!T.s) { /* recording, but not in window mode */
+    st = 2;
+    snprintf(desc, n, "the whole run (not in window mode; in ring mode a trigger dumps the ring)");
+  }
   pthread_mutex_unlock(&T.mu);
   return st;
 }

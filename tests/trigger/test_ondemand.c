@@ -303,9 +303,12 @@ static void test_unknown(void **state) {
   assert_int_equal(lstat(sock, &st), -1);
   assert_int_equal(errno, ENOENT);
   /* under loom record, recording the whole run: nothing to trigger, said so */
-  long pid = start_app_as(20, 0);
+  long pid = start_app_as(75, 0);
   assert_int_equal(trigger(&out, "%ld --steps 2", pid), 1);
   expect_in(out, "no session in window mode");
+  free(out);
+  assert_int_equal(trigger(&out, "--list"), 0);
+  expect_in(out, "the whole run (not in window mode");
   free(out);
   end_app();
   /* bad command lines */
