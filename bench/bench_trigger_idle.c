@@ -18,9 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "loom/loom.h"
 #include "../tools/loom/ctl.h"
@@ -76,6 +78,20 @@ static double run_waiting(void) {
   return ns;
 }
 
+/* Asks the server what `loom trigger --list` asks; 1 when it answers. */
+static int answers(const char *sock) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%.*s", (int)sizeof a.sun_path - 1, sock);
+  char buf[512] = "";
+  const char req[] = LOOM_CTL_MAGIC "\nop=info\n\n";
+  int ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+           write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1) &&
+           read(fd, buf, sizeof buf - 1) > 0 && !strncmp(buf, "info ", 5);
+  if (fd >= 0) close(fd);
+  return ok;
+}
+
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -100,10 +116,9 @@ int main(int argc, char **argv) {
   char dir[4096], sock[4200];
   loom__ctl_dir_name(dir, sizeof dir, getenv("XDG_RUNTIME_DIR"), geteuid());
   loom__ctl_sock_path(sock, sizeof sock, dir, (long)getpid());
-  struct stat st;
-  int served = stat(sock, &st) == 0 && S_ISSOCK(st.st_mode);
+  int served = answers(sock);
   wait_end();
-  if (!served) fprintf(stderr, "bench: warning: no control socket at %s\n", sock);
+  if (!served) fprintf(stderr, "bench: no control socket answers at %s\n", sock);
 
   double *fl = calloc((size_t)rounds, sizeof *fl), *idle = calloc((size_t)rounds, sizeof *idle),
          *wt = calloc((size_t)rounds, sizeof *wt);
