@@ -104,9 +104,12 @@ static int64_t field_int(const char *req, const char *key, int64_t dflt) {
 }
 
 static void describe(const loom__window_req *r, char *out, size_t n) {
+  const char *s = r->steps == 1 ? "" : "s";
   if (r->steps > 0 && r->start_step >= 0)
-    snprintf(out, n, "%lld steps from step %lld", (long long)r->steps, (long long)r->start_step);
-  else if (r->steps > 0) snprintf(out, n, "%lld steps from the next one", (long long)r->steps);
+    snprintf(out, n, "%lld step%s from step %lld", (long long)r->steps, s,
+             (long long)r->start_step);
+  else if (r->steps > 0)
+    snprintf(out, n, "%lld step%s from the next one", (long long)r->steps, s);
   else snprintf(out, n, "%.3f s", (double)r->duration_ns / 1e9);
   if (r->delay_ns > 0) {
     size_t l = strlen(out);

@@ -263,7 +263,7 @@ int loom__kineto_load(const char *arg, loom__ondemand *r, loom__cfg_warn_fn warn
   FILE *f = strchr(arg, '=') ? NULL : fopen(arg, "r");
   if (!f) {
     if (!strchr(arg, '=')) {
-      snprintf(err, nerr, "--config %s: %s (give a file or KEY=VALUE text)", arg,
+      snprintf(err, nerr, "%s: %s (give a file or KEY=VALUE text)", arg,
                strerror(errno));
       return -1;
     }
@@ -274,7 +274,7 @@ int loom__kineto_load(const char *arg, loom__ondemand *r, loom__cfg_warn_fn warn
   int big = !feof(f);
   fclose(f);
   if (big) {
-    snprintf(err, nerr, "--config %s: larger than %zu bytes", arg, sizeof text - 1);
+    snprintf(err, nerr, "%s: larger than %zu bytes", arg, sizeof text - 1);
     return -1;
   }
   text[n] = 0;
