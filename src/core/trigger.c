@@ -560,9 +560,23 @@ void loom__trigger_session_start(loom_session *s) {
   pthread_mutex_unlock(&T.mu);
 }
 
-void loom__trigger_session_stop(loom_session *s) {
+int loom__trigger_session_stop(loom_session *s) {
   pthread_mutex_lock(&T.mu);
-  while (T.busy) pthread_cond_wait(&T.cv, &T.mu);
+  /* A window's beginning or end in progress is waited for, within bounds:
+   * the thread doing it may be the one a fatal signal interrupted, whose
+   * handler waits for this stop (the preload's watcher) to write the trace. */
+  int64_t until = mono_ns() + 10 * 1000000000ll;
+  while (T.busy && T.s == s && mono_ns() < until) {
+    struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
+    pthread_cond_timedwait(&T.cv, &T.mu, &ts);
+  }
+  if (T.busy && T.s == s) {
+    loom__log(LOOM_SEV_WARNING, "a window was still being begun or written when the session "
+              "stopped (10 s); it is left as it is");
+    T.s = NULL;
+    pthread_mutex_unlock(&T.mu);
+    return -1;
+  }
   if (T.s == s) {
     loom__hostrec_watch_steps(0);
     /* A window in progress is written (cut short by the end of the run);
@@ -577,6 +591,7 @@ void loom__trigger_session_stop(loom_session *s) {
     T.s = NULL;
   }
   pthread_mutex_unlock(&T.mu);
+  return 0;
 }
 
 void loom__trigger_session_gone(loom_session *s) {
