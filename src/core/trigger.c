@@ -482,9 +482,13 @@ int loom__trigger_request(const loom__window_req *r) {
   pthread_once(&cv_once, init_cv);
   pthread_mutex_lock(&T.mu);
   /* A window being written (its done function may have told a client it
-   * is) is not in the way: wait for it, as a request just after it should
-   * succeed. */
-  while (T.busy) pthread_cond_wait(&T.cv, &T.mu);
+   * is) is not in the way: wait for it (at most 10 s), as a request just
+   * after it should succeed. */
+  int64_t until = mono_ns() + 10000000000LL;
+  while (T.busy && mono_ns() < until) {
+    struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
+    pthread_cond_timedwait(&T.cv, &T.mu, &ts);
+  }
   loom_status st = LOOM_OK;
   if (!T.s) {
     st = loom__fail(LOOM_ESTATE, "this process has no session in window mode (loom record "
@@ -632,7 +636,8 @@ int loom__trigger_state(char *desc, size_t n) {
   snprintf(desc, n, "%s", T.what[0] ? T.what : st ? "ending" : "-");
   if (!T.s) { /* recording, but not in window mode */
     st = 2;
-    snprintf(desc, n, "the whole run (not in window mode; in ring mode a trigger dumps the ring)");
+    snprintf(desc, n, "the whole run (not in window mode; in ring mode a trigger dumps "
+                      "the ring)");
   }
   pthread_mutex_unlock(&T.mu);
   return st;
