@@ -6,7 +6,8 @@
  *             files, the steps one with exactly 3 steps (3 ProfilerStep,
  *             3 step_work, 6 inner), the duration one no longer than asked;
  *             both 0 errors in trace_processor; a second trigger while a
- *             window runs is told busy; --list shows the program;
+ *             window runs is told busy; --list shows the program; a client
+ *             waiting for a window the program ends before is told so;
  *   kineto    --config with Kineto's keys: ACTIVITIES_ITERATIONS and
  *             ACTIVITIES_LOG_FILE give that file with exactly those steps,
  *             PROFILE_START_ITERATION_ROUNDUP starts on a multiple, an
@@ -159,6 +160,13 @@ static void test_windows(void **state) {
   free(out);
   assert_int_equal(trigger(&out, "--list"), 0);
   expect_in(out, "25 steps");
+  free(out);
+  /* a window the program ends before: the waiting client hears so (once
+   * the 25 steps are written) */
+  for (int i = 0; i < 1000 && access(longw, F_OK) != 0; i++) sleep_ms(10);
+  sleep_ms(200);
+  assert_int_equal(trigger(&out, "%ld --steps 2 --start-step 1000000", pid), 1);
+  expect_in(out, "the program ended before the window did");
   free(out);
   end_app();
   static const char *const q[] = {
