@@ -259,23 +259,27 @@ static void *server(void *arg) {
 
 /* Binds <dir>/<pid>.sock; 0 or -1 with why. */
 static int open_socket(const char *dir, char *why, size_t n) {
+  char path[sizeof sock_path];
   if (loom__ctl_dir_check(dir, geteuid(), 1, why, n) != 0) return -1;
-  if (loom__ctl_sock_path(sock_path, sizeof sock_path, dir, (long)getpid()) != 0) {
+  if (loom__ctl_sock_path(path, sizeof path, dir, (long)getpid()) != 0) {
     snprintf(why, n, "%s: too long for a socket name", dir);
     return -1;
   }
-  unlink(sock_path); /* a dead process's with our pid: the folder is ours */
+  unlink(path); /* a dead process's with our pid: the folder is ours */
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   struct sockaddr_un a = {.sun_family = AF_UNIX};
-  snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || chmod(sock_path, 0600) != 0 ||
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || chmod(path, 0600) != 0 ||
       listen(fd, 8) != 0) {
-    snprintf(why, n, "%s: %s", sock_path, strerror(errno));
+    snprintf(why, n, "%s: %s", path, strerror(errno));
     if (fd >= 0) close(fd);
-    sock_path[0] = 0;
     return -1;
   }
+  /* a server stopped before may still have a thread reading these */
+  pthread_mutex_lock(&mu);
+  snprintf(sock_path, sizeof sock_path, "%s", path);
   listen_fd = fd;
+  pthread_mutex_unlock(&mu);
   return 0;
 }
 
