@@ -34,7 +34,9 @@ static int usage(void) {
       "  --delay SEC --duration SEC begin after SEC seconds, stop after SEC seconds\n"
       "  --wait W --warmup U --active A --repeat R [--skip-first S]\n"
       "                   torch.profiler's schedule: a file per cycle of active steps;\n"
-      "                   --repeat 0: until the program ends\n");
+      "                   --repeat 0: until the program ends\n"
+      "  --on-demand      nothing until `loom trigger PID` asks for a window\n"
+      "                   (session option windows=on)\n");
   return 2;
 }
 
@@ -99,6 +101,10 @@ int record_opts_parse(record_opts *o, int argc, char **argv) {
       break;
     }
     if (a[0] != '-') break; /* the program, without "--" */
+    if (!strcmp(a, "--on-demand")) { /* records nothing until `loom trigger` asks */
+      if (add_option(o, "windows=on")) return 2;
+      continue;
+    }
     if (!v) return usage();
     int rc;
     if (!strcmp(a, "-o")) o->out = v;
