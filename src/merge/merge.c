@@ -133,7 +133,7 @@ static loom_status read_input(reading *r, loom__minput *in, uint32_t i, int last
   r->idx = i;
   r->sync_name = r->k_off = r->k_rtt = 0;
   r->strs_seen = 0;
-  memset(r->smap, 0, r->cap_smap * sizeof *r->smap);
+  if (r->smap) memset(r->smap, 0, r->cap_smap * sizeof *r->smap);
   loom__sink sink = {on_event, r};
   loom__flow_sink fs = {on_flow, r};
   loom_status st = loom__trace_stream_flows(in->path, &sink, &fs, &in->t);

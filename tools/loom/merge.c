@@ -71,7 +71,8 @@ int cmd_merge(int argc, char **argv) {
   loom_status st = loom_merge(&cfg, &r);
   free(in);
   if (st != LOOM_OK) {
-    fprintf(stderr, "loom merge: %s\n", loom_last_error());
+    const char *e = loom_last_error(); /* most messages name the command already */
+    fprintf(stderr, "%s%s\n", strncmp(e, "loom merge:", 11) ? "loom merge: " : "", e);
     return 1;
   }
   printf("%s: %u processes, %llu events, %llu flows, %llu warnings (sorted in %llu runs, %llu "
