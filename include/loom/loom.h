@@ -424,14 +424,20 @@ typedef struct loom_merge_config {
   uint32_t ninputs;
   const char *const *inputs;   /* trace paths */
   const char *output;          /* .json, .json.gz or .pftrace; atomic */
-  uint64_t sort_memory;        /* bytes for the sort; 0 = 256 MiB */
+  uint64_t sort_memory;        /* bytes for the sort (at least 1 MiB);
+                                  0 = 256 MiB */
   uint32_t flags;              /* LOOM_MERGE_F_* */
 } loom_merge_config;
 typedef struct loom_merge_result {
   uint32_t struct_size;        /* sizeof(loom_merge_result) */
   uint32_t processes;          /* process groups written */
-  uint64_t events, flows;      /* written */
+  uint64_t events, flows;      /* written; flows: messages matched plus the
+                                  inputs' flow starts carried over */
   uint64_t warnings;           /* warnings the output carries */
+  /* appended (struct_size tells whether a caller's struct has them): */
+  uint64_t sort_runs;          /* sorted runs merged (inputs + spills) */
+  uint64_t sort_spilled;       /* runs written to the temporary file */
+  uint64_t sort_memory;        /* the sort budget used, bytes */
 } loom_merge_result;
 /* result may be NULL.  LOOM_EFORMAT / LOOM_EINVAL with a message naming the
  * input on bad input (not a trace, the same rank twice); nothing is written

@@ -28,11 +28,14 @@ typedef struct jw {
   /* Per track: ,"pid":P,"tid":T */
   char (*pt)[48];
   uint8_t *pt_len;
+  size_t nstr;      /* strings escaped (those interned later: jcstr) */
+  int streaming;    /* warnings go after the events (known at the end) */
 } jw;
 
 static int jw_prepare(jw *w) {
   const loom_trace *t = w->t;
   size_t n = t->strs.n ? t->strs.n : 1;
+  w->nstr = n;
   w->esc_off = malloc(n * sizeof *w->esc_off);
   w->esc_len = malloc(n * sizeof *w->esc_len);
   w->pt = malloc((t->ntracks + 1) * sizeof *w->pt);
@@ -122,7 +125,7 @@ static void ts_field(jw *w, const char *key, size_t klen, int64_t ns) {
   w->o->len += loom__fmt_us(d, ns);
 }
 
-static void event(jw *w, const loom__ev *e) {
+static void event(jw *w, const loom__ev *e, const loom__targ *args) {
   int async = e->ph == LOOM__PH_ASYNC;
   for (int pass = 0; pass < (async ? 2 : 1); pass++) {
     char ph = async ? (pass ? 'e' : 'b') : (char)e->ph;
@@ -165,49 +168,65 @@ static void event(jw *w, const loom__ev *e) {
       jcstr(w, (loom__role_format(roles, v), v));
       first = 0;
     }
-    jargs(w, w->t->args + e->args_off, e->nargs, first);
+    jargs(w, args, e->nargs, first);
     loom__out_lit(w->o, "}},\n");
   }
 }
 
-/* A flow end at ts.  Messages between ranks (the sending call is marked
- * "send", or, in traces written before the marks, the flow joins host calls
- * of two processes) are "<the sending call's category>_message" flows
- * ("mpi_message"); the rest Kineto's "ac2g" (host call -> device work). */
-static void flow_end(jw *w, char ph, const loom__flow *f, const loom__ev *e, const loom__ev *from,
-                     const loom__ev *to, int64_t ts) {
-  const loom__track *x = &w->t->tracks[from->track], *y = &w->t->tracks[to->track];
-  char cat[80] = "ac2g";
-  if ((LOOM__EV_ROLE_OF(from) & LOOM_RECORD_F_SEND) ||
-      (x->device == LOOM_DEVICE_HOST && y->device == LOOM_DEVICE_HOST && x->pid != y->pid)) {
-    const char *c = loom__trace_cstr(w->t, from->cat);
-    size_t n = strlen(c);
-    if (n > sizeof cat - 9) n = sizeof cat - 9;
-    memcpy(cat, c, n);
-    memcpy(cat + n, n ? "_message" : "message", n ? 9 : 8);
-  }
+/* The category of a message flow: the sending call's category with
+ * "_message" ("mpi" -> "mpi_message"), so a backend's messages keep its
+ * vocabulary and the core names none. */
+static const char *message_cat(jw *w, uint32_t cat_id, char buf[80]) {
+  const char *c = cat_id ? loom__trace_cstr(w->t, cat_id) : "";
+  size_t n = strlen(c);
+  if (n > 80 - 9) n = 80 - 9;
+  memcpy(buf, c, n);
+  memcpy(buf + n, n ? "_message" : "message", n ? 9 : 8);
+  return buf;
+}
+
+/* A flow end at ts; its category and name are cat_id/name_id, or cat. */
+static void flow_end(jw *w, char ph, uint64_t id, uint32_t track, int64_t ts, int bp_e,
+                     const char *cat, uint32_t name_id, uint32_t cat_id) {
   loom__out_lit(w->o, "{\"ph\":\"");
   loom__out_mem(w->o, &ph, 1);
   loom__out_lit(w->o, "\",\"cat\":");
-  jcstr(w, cat);
+  if (cat_id) jstr(w, cat_id);
+  else jcstr(w, cat);
   loom__out_lit(w->o, ",\"name\":");
-  jcstr(w, cat);
+  if (name_id) jstr(w, name_id);
+  else jcstr(w, cat);
   loom__out_lit(w->o, ",\"id\":");
-  jint(w, (int64_t)f->id);
-  pid_tid(w, e->track);
+  jint(w, (int64_t)id);
+  pid_tid(w, track);
   ts_field(w, ",\"ts\":", 6, ts - w->base);
-  if (ph == 'f') loom__out_lit(w->o, ",\"bp\":\"e\"");
+  if (ph == 'f' && bp_e) loom__out_lit(w->o, ",\"bp\":\"e\"");
   loom__out_lit(w->o, "},\n");
 }
 
-/* Both ends of flow f.  The end binds to the slice enclosing its time
- * (trace_processor wants it after the start): a receive that began before
- * the send (a wait) takes the flow at its last nanosecond. */
+/* A flow from a (on from_track at from_ts) to b, which binds to the slice
+ * enclosing its time (trace_processor wants it after the start): a b that
+ * began before a (a wait) takes the flow at its last nanosecond. */
+static void flow_pair(jw *w, const char *cat, uint64_t id, uint32_t from_track, int64_t from_ts,
+                      uint32_t to_track, int64_t to_ts, int64_t to_dur) {
+  int64_t end = to_ts >= from_ts ? to_ts : to_ts + (to_dur > 0 ? to_dur - 1 : 0);
+  flow_end(w, 's', id, from_track, from_ts, 0, cat, 0, 0);
+  flow_end(w, 'f', id, to_track, end, 1, cat, 0, 0);
+}
+
+/* Both ends of flow f.  Messages between ranks (the sending call is marked
+ * "send", or, in traces written before the marks, the flow joins host calls
+ * of two processes) are "<the sending call's category>_message" flows; the
+ * rest Kineto's "ac2g" (host call -> device work). */
 static void flow(jw *w, const loom__flow *f) {
   const loom__ev *a = &w->t->ev[f->from], *b = &w->t->ev[f->to];
-  int64_t end = b->ts >= a->ts ? b->ts : b->ts + (b->dur > 0 ? b->dur - 1 : 0);
-  flow_end(w, 's', f, a, a, b, a->ts);
-  flow_end(w, 'f', f, b, a, b, end);
+  const loom__track *x = &w->t->tracks[a->track], *y = &w->t->tracks[b->track];
+  char buf[80];
+  const char *cat = "ac2g";
+  if ((LOOM__EV_ROLE_OF(a) & LOOM_RECORD_F_SEND) ||
+      (x->device == LOOM_DEVICE_HOST && y->device == LOOM_DEVICE_HOST && x->pid != y->pid))
+    cat = message_cat(w, a->cat, buf);
+  flow_pair(w, cat, f->id, a->track, a->ts, b->track, b->ts, b->dur);
 }
 
 static void meta_event(jw *w, const char *what, int64_t pid, int64_t tid,
@@ -276,6 +295,17 @@ static void dist_info(jw *w) {
   loom__out_lit(w->o, "},\n");
 }
 
+static void warnings(jw *w) {
+  const loom_trace *t = w->t;
+  loom__out_lit(w->o, "\"loom_warnings\":[");
+  for (size_t i = 0; i < t->nwarnings; i++) {
+    if (i) loom__out_lit(w->o, ",\n");
+    if (t->warnings[i] < w->nstr) jstr(w, t->warnings[i]);
+    else jcstr(w, loom__trace_cstr(t, t->warnings[i]));
+  }
+  loom__out_lit(w->o, "]");
+}
+
 static void header(jw *w) {
   const loom_trace *t = w->t;
   loom__out_lit(w->o, "{\"schemaVersion\":1,\n");
@@ -289,12 +319,12 @@ static void header(jw *w) {
   dist_info(w);
   loom__out_lit(w->o, "\"loom_dropped\":");
   jint(w, (int64_t)t->dropped);
-  loom__out_lit(w->o, ",\n\"loom_warnings\":[");
-  for (size_t i = 0; i < t->nwarnings; i++) {
-    if (i) loom__out_lit(w->o, ",\n");
-    jstr(w, t->warnings[i]);
+  loom__out_lit(w->o, ",\n");
+  if (!w->streaming) {
+    warnings(w);
+    loom__out_lit(w->o, ",\n");
   }
-  loom__out_lit(w->o, "],\n\"displayTimeUnit\":\"ms\",\n\"baseTimeNanoseconds\":");
+  loom__out_lit(w->o, "\"displayTimeUnit\":\"ms\",\n\"baseTimeNanoseconds\":");
   jint(w, w->base);
   loom__out_lit(w->o, ",\n\"traceEvents\":[\n");
 }
@@ -314,40 +344,110 @@ static void metadata_events(jw *w) {
   }
 }
 
-loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int gzip) {
-  loom__out o;
-  jw w = {.o = &o, .t = t, .base = t->start_ns & ~BASE_MASK};
-  if (jw_prepare(&w) != 0) {
-    jw_release(&w);
+/* Kineto closes the event list with a global instant marking the end of
+ * the recording window (kept when a trace read from a file had it); then
+ * the trailer. */
+static void trailer(jw *w) {
+  const loom_trace *t = w->t;
+  loom__out *o = w->o;
+  if (t->window_end) {
+    loom__out_lit(o, "{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"marker\",\"name\":\"Record Window End\",\"pid\":");
+    jint(w, t->nprocs ? t->procs[0].pid : 0);
+    loom__out_lit(o, ",\"tid\":0,\"ts\":");
+    char *d = loom__out_reserve(o, 32);
+    o->len += loom__fmt_us(d, t->end_ns - w->base);
+    loom__out_lit(o, "},\n");
+  }
+  /* JSON allows no trailing comma: rewind the last ",\n" (the buffer holds
+   * at least the last event: it is flushed only when it fills). */
+  if (o->len >= 2 && o->buf[o->len - 2] == ',') o->len -= 2;
+  loom__out_lit(o, "\n],\n");
+  if (w->streaming) {
+    warnings(w);
+    loom__out_lit(o, ",\n");
+  }
+  loom__out_lit(o, "\"traceName\":");
+  if (t->trace_name < w->nstr) jstr(w, t->trace_name);
+  else jcstr(w, loom__trace_cstr(t, t->trace_name));
+  loom__out_lit(o, "}\n");
+}
+
+static loom_status jw_open(jw *w, loom__out *o, const loom_trace *t, const char *path, int gzip) {
+  w->o = o;
+  w->t = t;
+  w->base = t->start_ns & ~BASE_MASK;
+  if (jw_prepare(w) != 0) {
+    jw_release(w);
     return loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
   }
-  loom_status st = loom__out_open(&o, path, gzip);
+  loom_status st = loom__out_open(o, path, gzip);
   if (st != LOOM_OK) {
-    jw_release(&w);
+    jw_release(w);
     return st;
   }
-  header(&w);
-  metadata_events(&w);
-  for (size_t i = 0; i < t->nev; i++) event(&w, &t->ev[i]);
+  header(w);
+  metadata_events(w);
+  return LOOM_OK;
+}
+
+loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int gzip) {
+  loom__out o;
+  jw w = {0};
+  loom_status st = jw_open(&w, &o, t, path, gzip);
+  if (st != LOOM_OK) return st;
+  for (size_t i = 0; i < t->nev; i++) event(&w, &t->ev[i], t->args + t->ev[i].args_off);
   for (size_t i = 0; i < t->nflows; i++) flow(&w, &t->flows[i]);
-  /* Kineto closes the event list with a global instant marking the end of
-   * the recording window (kept when a trace read from a file had it). */
-  if (t->window_end) {
-    loom__out_lit(&o, "{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"marker\",\"name\":\"Record Window End\",\"pid\":");
-    jint(&w, t->nprocs ? t->procs[0].pid : 0);
-    loom__out_lit(&o, ",\"tid\":0,\"ts\":");
-    char *d = loom__out_reserve(&o, 32);
-    o.len += loom__fmt_us(d, t->end_ns - w.base);
-    loom__out_lit(&o, "},\n");
-  }
-  /* JSON allows no trailing comma: close with an empty metadata-free
-   * object-less end by rewinding the last ",\n". */
-  if (o.len >= 2 && o.buf[o.len - 2] == ',') o.len -= 2;
-  loom__out_lit(&o, "\n],\n\"traceName\":");
-  jstr(&w, t->trace_name);
-  loom__out_lit(&o, "}\n");
+  trailer(&w);
   jw_release(&w);
   return loom__out_commit(&o);
+}
+
+/* ---- the same writer as a stream (loom merge) --------------------------- */
+struct loom__jstream {
+  jw w;
+  loom__out o;
+};
+
+loom_status loom__jstream_open(loom__jstream **out, const loom_trace *t, const char *path, int gzip) {
+  *out = calloc(1, sizeof **out);
+  if (!*out) return loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
+  (*out)->w.streaming = 1;
+  loom_status st = jw_open(&(*out)->w, &(*out)->o, t, path, gzip);
+  if (st != LOOM_OK) {
+    free(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+void loom__jstream_event(loom__jstream *s, const loom__ev *e, const loom__targ *args) {
+  event(&s->w, e, args);
+}
+
+void loom__jstream_flow(loom__jstream *s, char ph, uint64_t id, uint32_t track, int64_t ts, int bp_e,
+                        uint32_t name, uint32_t cat) {
+  flow_end(&s->w, ph, id, track, ts, bp_e, "ac2g", name, cat);
+}
+
+void loom__jstream_message(loom__jstream *s, uint64_t id, uint32_t cat, uint32_t from_track, int64_t from_ts,
+                           uint32_t to_track, int64_t to_ts, int64_t to_dur) {
+  char buf[80];
+  flow_pair(&s->w, message_cat(&s->w, cat, buf), id, from_track, from_ts, to_track, to_ts, to_dur);
+}
+
+loom_status loom__jstream_close(loom__jstream *s) {
+  trailer(&s->w);
+  jw_release(&s->w);
+  loom_status st = loom__out_commit(&s->o);
+  free(s);
+  return st;
+}
+
+void loom__jstream_abort(loom__jstream *s) {
+  if (!s) return;
+  jw_release(&s->w);
+  loom__out_abort(&s->o);
+  free(s);
 }
 
 loom_status loom_trace_save(const loom_trace *t, const char *path) {

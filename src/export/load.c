@@ -10,7 +10,8 @@
 #include "core/core.h"
 #include "trace/trace.h"
 
-static loom_status load(const char *path, const loom__sink *sink, loom_trace **out) {
+static loom_status load(const char *path, const loom__sink *sink, const loom__flow_sink *flows,
+                        loom_trace **out) {
   loom__clear_error();
   if (!path || !out) return loom__fail(LOOM_EINVAL, "loom_trace_load: NULL path or out");
   *out = NULL;
@@ -25,17 +26,22 @@ static loom_status load(const char *path, const loom__sink *sink, loom_trace **o
   while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t' ||
                    head[i] == 0xEF || head[i] == 0xBB || head[i] == 0xBF))
     i++;
-  if (i < n && (head[i] == '{' || head[i] == '[')) return loom__read_json(path, sink, out);
+  if (i < n && (head[i] == '{' || head[i] == '[')) return loom__read_json(path, sink, flows, out);
   /* A Perfetto trace starts with field 1 (packet), length-delimited: 0x0a. */
-  if (head[0] == 0x0a) return loom__read_pftrace(path, sink, out);
+  if (head[0] == 0x0a) return loom__read_pftrace(path, sink, flows, out);
   return loom__fail(LOOM_EFORMAT, "%s: not a trace loom can read (expected Chrome "
                     "JSON, gzip-compressed JSON or Perfetto protobuf) at byte offset 0", path);
 }
 
 loom_status loom_trace_load(const char *path, loom_trace **out) {
-  return load(path, NULL, out);
+  return load(path, NULL, NULL, out);
 }
 
 loom_status loom__trace_stream(const char *path, const loom__sink *sink, loom_trace **meta) {
-  return load(path, sink, meta);
+  return load(path, sink, NULL, meta);
+}
+
+loom_status loom__trace_stream_flows(const char *path, const loom__sink *sink,
+                                     const loom__flow_sink *flows, loom_trace **meta) {
+  return load(path, sink, flows, meta);
 }

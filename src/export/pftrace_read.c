@@ -101,6 +101,7 @@ typedef struct rd {
   int64_t ts;
   int64_t window_end_ts;
   const loom__sink *sink;     /* streaming: events go here in batches */
+  const loom__flow_sink *fsink; /* streaming: flow ends (may be NULL) */
   uint32_t ext_key, corr_key; /* interned "External id", "correlation" */
   uint32_t role_key;          /* interned "loom_role": becomes the event's marks */
   int role_unknown;           /* a loom_role word loom does not know was read */
@@ -311,6 +312,11 @@ static void track_event(rd *r, pbr m) {
   if (loom__kind_on_device(added->kind) && t->tracks[k->track].device == LOOM_DEVICE_HOST)
     for (size_t i = 0; i < t->ntracks; i++)
       if (t->tracks[i].pid == t->tracks[k->track].pid) t->tracks[i].device = (uint32_t)t->tracks[i].pid;
+  for (int i = 0; r->sink && r->fsink && i < x.nout + x.nin; i++) {
+    int out = i < x.nout; /* streaming: the ends bind to this event */
+    uint64_t id = out ? x.flows_out[i] : x.flows_in[i - x.nout];
+    if (r->fsink->flow(r->fsink->ctx, t, id, added->ts, added->track, out ? 's' : 'f', 1, 0, 0)) r->oom = 1;
+  }
   for (int i = 0; !r->sink && i < x.nout; i++) loom__map_put(&r->flow_src, x.flows_out[i], t->nev);
   for (int i = 0; !r->sink && i < x.nin; i++) loom__map_put(&r->flow_dst, x.flows_in[i], t->nev);
   if (x.type == PF_TYPE_SLICE_BEGIN) {
@@ -417,7 +423,8 @@ static int finish(rd *r) {
   return 0;
 }
 
-loom_status loom__read_pftrace(const char *path, const loom__sink *sink, loom_trace **out) {
+loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const loom__flow_sink *flows,
+                               loom_trace **out) {
   *out = NULL;
   FILE *fp = fopen(path, "rb");
   if (!fp) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
@@ -426,6 +433,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, loom_tr
   r.t = loom__trace_new();
   r.path = path;
   r.sink = sink;
+  r.fsink = flows;
   if (r.t) {
     r.ext_key = loom__trace_str(r.t, "External id");
     r.corr_key = loom__trace_str(r.t, "correlation");

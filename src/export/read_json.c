@@ -92,6 +92,7 @@ typedef struct reader {
   loom__map str_ids;   /* string pid/tid -> synthetic id */
   uint64_t next_str_id;
   const loom__sink *sink; /* streaming: events go here in batches */
+  const loom__flow_sink *fsink; /* streaming: flow ends (may be NULL) */
   int kcode;              /* K_* of the current key inside an event */
   uint32_t key_id;        /* interned current key inside args */
   struct { uint32_t id; uint32_t len; } kcache[256]; /* arg keys, names */
@@ -330,7 +331,12 @@ static void end_event(reader *r) {
   case 's':
   case 'f':
   case 't': {
-    if (r->sink) return; /* streaming reads skip flows */
+    if (r->sink) { /* streaming: to the flow sink when there is one */
+      if (r->fsink && r->fsink->flow(r->fsink->ctx, r->t, c->id, c->ts, track, c->ph,
+                                     c->ph == 's' || c->bp_e, c->name, c->cat))
+        r->oom = 1;
+      return;
+    }
     pending_flow f = {c->id, c->ts, track, c->ph, c->ph == 's' || c->bp_e};
     if (LOOM__PUSH(r->flows, r->nflows, r->cap_flows, f)) r->oom = 1;
     return;
@@ -742,7 +748,8 @@ static void reader_free(reader *r) {
   loom__map_free(&r->str_ids);
 }
 
-loom_status loom__read_json(const char *path, const loom__sink *sink, loom_trace **out) {
+loom_status loom__read_json(const char *path, const loom__sink *sink, const loom__flow_sink *flows,
+                            loom_trace **out) {
   *out = NULL;
   gzFile f = gzopen(path, "rb");
   if (!f) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
@@ -752,6 +759,7 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, loom_trace
   r.t = loom__trace_new();
   r.path = path;
   r.sink = sink;
+  r.fsink = flows;
   if (r.t) {
     r.ext_key = loom__trace_str(r.t, "External id");
     r.corr_key = loom__trace_str(r.t, "correlation");

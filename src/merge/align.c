@@ -22,38 +22,21 @@ const char *loom__meta_get(const loom_trace *t, const char *key) {
   return NULL;
 }
 
-const loom__targ *loom__ev_arg(const loom_trace *t, const loom__ev *e, uint32_t key) {
+const loom__targ *loom__arg_of(const loom__ev *e, const loom__targ *args, uint32_t key) {
   if (!key) return NULL;
   for (uint16_t i = 0; i < e->nargs; i++)
-    if (t->args[e->args_off + i].key == key) return &t->args[e->args_off + i];
+    if (args[i].key == key) return &args[i];
   return NULL;
 }
 
-static int arg_i64(const loom_trace *t, const loom__ev *e, uint32_t key, int64_t *v) {
-  const loom__targ *a = loom__ev_arg(t, e, key);
-  if (!a) return 0;
-  if (a->type == LOOM_ARG_INT || a->type == LOOM_ARG_UINT) *v = a->v.i;
-  else if (a->type == LOOM_ARG_DOUBLE) *v = (int64_t)a->v.d;
-  else if (a->type == LOOM_ARG_STRING) *v = strtoll(loom__trace_cstr(t, a->v.s), NULL, 10);
-  else return 0;
-  return 1;
-}
-
 int loom__merge_align(loom__minput *in, const loom__minput *ref, loom_trace *out) {
-  const loom_trace *t = in->t;
-  uint32_t name = loom__strtab_find(&t->strs, "clock_sync", 10);
-  uint32_t k_off = loom__strtab_find(&t->strs, "offset_ns", 9);
-  uint32_t k_rtt = loom__strtab_find(&t->strs, "rtt_ns", 6);
   int64_t t_first = 0, o_first = 0, t_last = 0, o_last = 0, rtt_max = 0;
   int n = 0;
-  for (size_t i = 0; name && i < t->nev; i++) {
-    const loom__ev *e = &t->ev[i];
-    int64_t off, rtt = 0;
-    if (e->name != name || !arg_i64(t, e, k_off, &off)) continue;
-    arg_i64(t, e, k_rtt, &rtt);
-    if (!n || e->ts < t_first) t_first = e->ts, o_first = off;
-    if (!n || e->ts >= t_last) t_last = e->ts, o_last = off;
-    if (rtt > rtt_max) rtt_max = rtt;
+  for (size_t i = 0; i < in->npts; i++) {
+    const loom__cpoint *p = &in->pts[i];
+    if (!n || p->ts < t_first) t_first = p->ts, o_first = p->off;
+    if (!n || p->ts >= t_last) t_last = p->ts, o_last = p->off;
+    if (p->rtt > rtt_max) rtt_max = p->rtt;
     n++;
   }
   in->npoints = n;
@@ -62,7 +45,7 @@ int loom__merge_align(loom__minput *in, const loom__minput *ref, loom_trace *out
   in->off0 = o_first;
   in->slope = n >= 2 && t_last > t_first ? (double)(o_last - o_first) / (double)(t_last - t_first) : 0;
   in->err_ns = rtt_max / 2;
-  const char *h = loom__meta_get(t, "hostname"), *rh = loom__meta_get(ref->t, "hostname");
+  const char *h = loom__meta_get(in->t, "hostname"), *rh = loom__meta_get(ref->t, "hostname");
   int same_host = h && rh && !strcmp(h, rh);
   /* One host shares one CLOCK_REALTIME: offsets measured there that lie
    * within their own error bound are measurement noise, and applying them

@@ -2,15 +2,25 @@
  * merge.c - loom_merge(): several traces (one per process or rank) into one
  * timeline (docs/multirank.md, "Merging").
  *
- * Every input is read whole, checked (a trace, a rank seen once), ordered by
- * rank, related in time to the reference (lowest rank, align.c) and copied
- * into one trace: pids kept unless taken, ids made unique per input, names
- * and metadata per schema.  Messages become flows (messages.c).  Nothing is
- * written unless every input was read.
+ * It streams, in bounded memory.  Each input is read once by the streaming
+ * readers, which keep only processes, tracks, metadata and strings; its
+ * events (strings already the output's) go to an external sort (sorter.c)
+ * whose runs never mix inputs, and its clock_sync points are collected on
+ * the way.  Once every input is read and checked (a trace, a rank seen
+ * once), the inputs are ordered by rank, related in time to the reference
+ * (lowest rank, align.c), and the runs are merged through a heap comparing
+ * shifted times straight into the streaming JSON writer: pids kept unless
+ * taken, ids made unique per input, names and metadata per schema,
+ * messages matched into flows on the way (messages.c).  Nothing is written
+ * unless every input was read.  A .pftrace output is written from a
+ * temporary merged JSON (the protobuf writer needs the whole trace).
  */
+#include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "merge/merge.h"
@@ -18,10 +28,7 @@
 /* Ids of input k live in their own range (Perfetto links correlation and
  * flow ids across processes otherwise, issue #978); input 0 keeps its own. */
 #define ID_SHIFT 40
-
-static uint32_t xs(loom_trace *out, const loom_trace *in, uint32_t id) {
-  return id ? loom__trace_str(out, loom__trace_cstr(in, id)) : 0;
-}
+#define DEFAULT_SORT_MEMORY (256ull << 20)
 
 static int cmp_order(const void *pa, const void *pb) {
   const loom__minput *a = *(loom__minput *const *)pa, *b = *(loom__minput *const *)pb;
@@ -30,30 +37,151 @@ static int cmp_order(const void *pa, const void *pb) {
   return a->order < b->order ? -1 : a->order > b->order;
 }
 
-static loom_status load_all(const loom_merge_config *cfg, loom__minput *in) {
-  for (uint32_t i = 0; i < cfg->ninputs; i++) {
+/* ---- reading: every input once, into the sort --------------------------- */
+typedef struct reading {
+  loom__sorter *s;
+  loom_trace *out;
+  loom__minput *in;
+  uint32_t idx;
+  uint64_t *seq;
+  uint32_t sync_name, k_off, k_rtt; /* the input's ids, 0 until seen */
+  size_t strs_seen;                 /* input strings when they were looked up */
+  uint32_t *smap;                   /* input string id -> output id (0: not yet) */
+  size_t cap_smap;
+  loom__targ *abuf;
+  size_t cap_abuf;
+  int failed;                       /* the sort failed: its message is kept */
+  char err[512];
+} reading;
+
+static uint32_t tr(reading *r, const loom_trace *t, uint32_t id) {
+  if (!id) return 0;
+  if (id >= r->cap_smap) {
+    size_t old = r->cap_smap, need = (size_t)id + 1;
+    if (loom__grow((void **)&r->smap, &r->cap_smap, need, sizeof *r->smap)) return UINT32_MAX;
+    memset(r->smap + old, 0, (r->cap_smap - old) * sizeof *r->smap);
+  }
+  if (!r->smap[id]) r->smap[id] = loom__trace_str(r->out, loom__trace_cstr(t, id));
+  return r->smap[id] ? r->smap[id] : UINT32_MAX;
+}
+
+static int arg_i64(const loom_trace *t, const loom__ev *e, const loom__targ *args, uint32_t key, int64_t *v) {
+  const loom__targ *a = loom__arg_of(e, args, key);
+  if (!a) return 0;
+  if (a->type == LOOM_ARG_INT || a->type == LOOM_ARG_UINT) *v = a->v.i;
+  else if (a->type == LOOM_ARG_DOUBLE) *v = (int64_t)a->v.d;
+  else if (a->type == LOOM_ARG_STRING) *v = strtoll(loom__trace_cstr(t, a->v.s), NULL, 10);
+  else return 0;
+  return 1;
+}
+
+/* A clock_sync point (docs/multirank.md): offset_ns and rtt_ns. */
+static int sync_point(reading *r, const loom_trace *t, const loom__ev *e, const loom__targ *args) {
+  if (r->strs_seen != t->strs.n && !r->sync_name) {
+    r->strs_seen = t->strs.n;
+    r->sync_name = loom__strtab_find(&t->strs, "clock_sync", 10);
+  }
+  if (!r->sync_name || e->name != r->sync_name) return 0;
+  if (!r->k_off) r->k_off = loom__strtab_find(&t->strs, "offset_ns", 9);
+  if (!r->k_rtt) r->k_rtt = loom__strtab_find(&t->strs, "rtt_ns", 6);
+  loom__cpoint p = {e->ts, 0, 0};
+  if (!arg_i64(t, e, args, r->k_off, &p.off)) return 0;
+  arg_i64(t, e, args, r->k_rtt, &p.rtt);
+  return LOOM__PUSH(r->in->pts, r->in->npts, r->in->cap_pts, p);
+}
+
+static int add_rec(reading *r, const loom__ev *e, const loom__targ *args) {
+  if (loom__sorter_add(r->s, r->idx, (*r->seq)++, e, args) == 0) return 0;
+  snprintf(r->err, sizeof r->err, "%s", loom_last_error());
+  r->failed = 1;
+  return -1;
+}
+
+static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loom__targ *args) {
+  reading *r = ctx;
+  loom__minput *in = r->in;
+  if (sync_point(r, t, e, args)) return -1;
+  if (!in->nev || e->ts < in->min_ts) in->min_ts = e->ts;
+  if (!in->nev || e->ts + e->dur > in->max_end) in->max_end = e->ts + e->dur;
+  in->nev++;
+  loom__ev x = *e;
+  x.name = tr(r, t, e->name), x.cat = tr(r, t, e->cat);
+  if (e->nargs > r->cap_abuf && loom__grow((void **)&r->abuf, &r->cap_abuf, e->nargs, sizeof *r->abuf))
+    return -1;
+  for (uint16_t i = 0; i < e->nargs; i++) {
+    loom__targ a = args[i];
+    a.key = tr(r, t, a.key);
+    if (a.type == LOOM_ARG_STRING) a.v.s = tr(r, t, a.v.s);
+    if (a.key == UINT32_MAX || (a.type == LOOM_ARG_STRING && a.v.s == UINT32_MAX)) return -1;
+    r->abuf[i] = a;
+  }
+  if (x.name == UINT32_MAX || x.cat == UINT32_MAX) return -1;
+  return add_rec(r, &x, r->abuf);
+}
+
+static int on_flow(void *ctx, const loom_trace *t, uint64_t id, int64_t ts, uint32_t track, char ph,
+                   int bind_enclosing, uint32_t name, uint32_t cat) {
+  reading *r = ctx;
+  loom__ev x = {.ts = ts, .correlation = id, .track = track, .ph = (uint8_t)ph,
+                .kind = (uint8_t)(bind_enclosing != 0), .name = tr(r, t, name), .cat = tr(r, t, cat)};
+  if (x.name == UINT32_MAX || x.cat == UINT32_MAX) return -1;
+  return add_rec(r, &x, NULL);
+}
+
+static loom_status read_input(reading *r, loom__minput *in, uint32_t i, int last) {
+  r->in = in;
+  r->idx = i;
+  r->sync_name = r->k_off = r->k_rtt = 0;
+  r->strs_seen = 0;
+  if (r->smap) memset(r->smap, 0, r->cap_smap * sizeof *r->smap);
+  loom__sink sink = {on_event, r};
+  loom__flow_sink fs = {on_flow, r};
+  loom_status st = loom__trace_stream_flows(in->path, &sink, &fs, &in->t);
+  if (r->failed) return loom__fail(LOOM_EIO, "%s", r->err);
+  if (st != LOOM_OK) return st; /* the reader's message names the file */
+  int64_t base = in->t->base_ns;
+  for (size_t k = 0; k < in->npts; k++) in->pts[k].ts += base;
+  in->min_ts += base;
+  in->max_end += base;
+  if (loom__sorter_end_input(r->s, last)) return r->s->status;
+  return LOOM_OK;
+}
+
+static loom_status read_all(const loom_merge_config *cfg, loom__minput *in, loom__sorter *s, loom_trace *out) {
+  uint64_t seq = 0;
+  reading r = {.s = s, .out = out, .seq = &seq};
+  loom_status st = LOOM_OK;
+  for (uint32_t i = 0; i < cfg->ninputs && st == LOOM_OK; i++) {
     in[i].path = cfg->inputs[i];
     in[i].order = i;
     in[i].rank = -1;
-    if (!in[i].path) return loom__fail(LOOM_EINVAL, "loom merge: input %u is NULL", i);
-    loom_status st = loom_trace_load(in[i].path, &in[i].t);
-    if (st != LOOM_OK) return st; /* the reader's message names the file */
-    const char *r = loom__meta_get(in[i].t, "rank");
+    if (!in[i].path) {
+      st = loom__fail(LOOM_EINVAL, "loom merge: input %u is NULL", i);
+      break;
+    }
+    st = read_input(&r, &in[i], i, i + 1 == cfg->ninputs);
+    if (st != LOOM_OK) break;
+    const char *rk = loom__meta_get(in[i].t, "rank");
     char *end;
-    if (r && *r) {
-      long v = strtol(r, &end, 10);
-      if (*end || v < 0)
-        return loom__fail(LOOM_EFORMAT, "%s: metadata rank '%s' is not a rank", in[i].path, r);
+    if (rk && *rk) {
+      long v = strtol(rk, &end, 10);
+      if (*end || v < 0) {
+        st = loom__fail(LOOM_EFORMAT, "%s: metadata rank '%s' is not a rank", in[i].path, rk);
+        break;
+      }
       in[i].rank = v;
     }
     for (uint32_t j = 0; j < i; j++)
       if (in[j].rank >= 0 && in[j].rank == in[i].rank)
-        return loom__fail(LOOM_EINVAL, "loom merge: rank %ld appears twice: %s and %s", in[i].rank,
-                          in[j].path, in[i].path);
+        st = loom__fail(LOOM_EINVAL, "loom merge: rank %ld appears twice: %s and %s", in[i].rank,
+                        in[j].path, in[i].path);
   }
-  return LOOM_OK;
+  free(r.smap);
+  free(r.abuf);
+  return st;
 }
 
+/* ---- the output's processes, tracks and metadata ------------------------ */
 typedef struct merger {
   loom_trace *out;
   loom__map used_pids;  /* output pid key -> 1 */
@@ -68,10 +196,14 @@ static int is_device_pid(const loom_trace *t, int64_t pid) {
   return 0;
 }
 
+static uint32_t xs(loom_trace *out, const loom_trace *in, uint32_t id) {
+  return id ? loom__trace_str(out, loom__trace_cstr(in, id)) : 0;
+}
+
 /* The output pid of pid in input `in`, taking a fresh one when another
- * input holds it; pmap remembers the choice for this input. */
-static int64_t map_pid(merger *m, loom__map *pmap, const loom__minput *in, int64_t pid) {
-  uint64_t *got = loom__map_get(pmap, LOOM__PID_KEY(pid));
+ * input holds it; in->pmap remembers the choice. */
+static int64_t map_pid(merger *m, loom__minput *in, int64_t pid) {
+  uint64_t *got = loom__map_get(&in->pmap, LOOM__PID_KEY(pid));
   if (got) return (int64_t)*got;
   int64_t o = pid;
   if (loom__map_get(&m->used_pids, LOOM__PID_KEY(pid))) {
@@ -84,7 +216,7 @@ static int64_t map_pid(merger *m, loom__map *pmap, const loom__minput *in, int64
     if (loom__trace_add_warning(m->out, msg)) return INT64_MIN;
     m->renumbered++;
   }
-  if (loom__map_put(&m->used_pids, LOOM__PID_KEY(o), 1) || loom__map_put(pmap, LOOM__PID_KEY(pid), (uint64_t)o))
+  if (loom__map_put(&m->used_pids, LOOM__PID_KEY(o), 1) || loom__map_put(&in->pmap, LOOM__PID_KEY(pid), (uint64_t)o))
     return INT64_MIN;
   if (in->rank >= 0 && loom__map_put(&m->rank_of, LOOM__PID_KEY(o), (uint64_t)in->rank)) return INT64_MIN;
   return o;
@@ -126,11 +258,11 @@ static void process_name(char *b, size_t n, const loom__minput *in, const char *
   else snprintf(b, n, "%s (pid %lld)", cmd, (long long)pid);
 }
 
-static int copy_procs(merger *m, loom__map *pmap, const loom__minput *in, int32_t sort) {
+static int copy_procs(merger *m, loom__minput *in, int32_t sort) {
   loom_trace *out = m->out, *t = in->t;
   for (size_t i = 0; i < t->nprocs; i++) {
     const loom__proc *p = &t->procs[i];
-    int64_t o = map_pid(m, pmap, in, p->pid);
+    int64_t o = map_pid(m, in, p->pid);
     if (o == INT64_MIN) return -1;
     char name[1400];
     const char *old = loom__trace_cstr(t, p->name);
@@ -145,7 +277,7 @@ static int copy_procs(merger *m, loom__map *pmap, const loom__minput *in, int32_
   }
   for (size_t i = 0; i < t->ndevs; i++) {
     loom__dev d = t->devs[i];
-    d.pid = map_pid(m, pmap, in, d.pid);
+    d.pid = map_pid(m, in, d.pid);
     if (d.pid == INT64_MIN) return -1;
     d.name = xs(out, t, d.name), d.vendor = xs(out, t, d.vendor), d.type = xs(out, t, d.type);
     d.device_type = xs(out, t, d.device_type), d.backend = xs(out, t, d.backend);
@@ -161,54 +293,19 @@ static int copy_procs(merger *m, loom__map *pmap, const loom__minput *in, int32_
   return 0;
 }
 
-static uint64_t uniq(uint64_t id, size_t k) { return id ? id + ((uint64_t)k << ID_SHIFT) : 0; }
-
-/* Tracks, events (times shifted to the reference), warnings of input k. */
-static int copy_events(merger *m, loom__map *pmap, const loom__minput *in, size_t k) {
+/* Tracks, warnings and window of input k. */
+static int copy_rest(merger *m, loom__minput *in) {
   loom_trace *out = m->out, *t = in->t;
-  uint32_t *tmap = malloc((t->ntracks + 1) * sizeof *tmap);
-  if (!tmap) return -1;
+  in->tmap = malloc((t->ntracks + 1) * sizeof *in->tmap);
+  if (!in->tmap) return -1;
   for (size_t i = 0; i < t->ntracks; i++) {
-    const loom__track *tr = &t->tracks[i];
-    int64_t pid = map_pid(m, pmap, in, tr->pid);
+    const loom__track *tk = &t->tracks[i];
+    int64_t pid = map_pid(m, in, tk->pid);
     if (pid == INT64_MIN ||
-        loom__trace_track(out, pid, tr->tid, tr->name ? loom__trace_cstr(t, tr->name) : NULL, tr->device, &tmap[i]))
-      goto oom;
-    out->tracks[tmap[i]].sort = tr->sort;
-  }
-  for (size_t i = 0; i < t->nev; i++) {
-    loom__ev e = t->ev[i];
-    /* both ends through the (drifting) offset, so ranges that abut in the
-     * input still abut: shifting the start alone would stretch or shrink
-     * each range by the drift over its length */
-    int64_t end = loom__merge_shift(in, e.ts + e.dur);
-    e.ts = loom__merge_shift(in, e.ts);
-    if (e.dur) e.dur = end > e.ts ? end - e.ts : 0;
-    e.name = xs(out, t, e.name), e.cat = xs(out, t, e.cat);
-    e.track = tmap[e.track];
-    e.correlation = uniq(e.correlation, k), e.external_id = uniq(e.external_id, k);
-    e.args_off = (uint32_t)out->nargs;
-    if (loom__trace_add_ev(out, &e)) goto oom;
-    for (uint16_t a = 0; a < t->ev[i].nargs; a++) {
-      loom__targ x = t->args[t->ev[i].args_off + a];
-      x.key = xs(out, t, x.key);
-      if (x.type == LOOM_ARG_STRING) x.v.s = xs(out, t, x.v.s);
-      if (loom__trace_add_arg(out, &x)) goto oom;
-    }
-  }
-  free(tmap);
-  return 0;
-oom:
-  free(tmap);
-  return -1;
-}
-
-static int copy_rest(loom_trace *out, const loom__minput *in, size_t ev_base, size_t k) {
-  const loom_trace *t = in->t;
-  for (size_t i = 0; i < t->nflows; i++) {
-    loom__flow f = {(uint32_t)(t->flows[i].from + ev_base), (uint32_t)(t->flows[i].to + ev_base),
-                    uniq(t->flows[i].id ? t->flows[i].id : i + 1, k)};
-    if (LOOM__PUSH(out->flows, out->nflows, out->cap_flows, f)) return -1;
+        loom__trace_track(out, pid, tk->tid, tk->name ? loom__trace_cstr(t, tk->name) : NULL, tk->device,
+                          &in->tmap[i]))
+      return -1;
+    out->tracks[in->tmap[i]].sort = tk->sort;
   }
   for (size_t i = 0; i < t->nwarnings; i++) {
     char msg[2048];
@@ -220,45 +317,248 @@ static int copy_rest(loom_trace *out, const loom__minput *in, size_t ev_base, si
   return 0;
 }
 
-static int build(merger *m, loom__minput **ord, size_t n, uint64_t flags, loom_merge_result *res) {
+/* The output's span from the inputs' (shifted) spans. */
+static void span(loom_trace *out, loom__minput **ord, size_t n) {
+  int any = 0;
+  for (size_t k = 0; k < n; k++) {
+    const loom__minput *in = ord[k];
+    int64_t a = loom__merge_shift(in, in->min_ts), b = loom__merge_shift(in, in->max_end);
+    if (in->t->window_end && loom__merge_shift(in, in->t->end_ns) > b) b = loom__merge_shift(in, in->t->end_ns);
+    if (!in->nev && !in->t->window_end) continue;
+    if (!in->nev) a = b;
+    if (!any || a < out->start_ns) out->start_ns = a;
+    if (!any || b > out->end_ns) out->end_ns = b;
+    any = 1;
+  }
+}
+
+static int build(merger *m, loom__minput **ord, size_t n, uint32_t flags) {
   loom_trace *out = m->out;
   for (size_t k = 0; k < n; k++) {
-    loom__minput *in = ord[k];
-    if (flags & LOOM_MERGE_F_NO_ALIGN) in->aligned = 0;
-    else if (loom__merge_align(in, ord[0], out)) return -1;
+    ord[k]->k = k;
+    if (flags & LOOM_MERGE_F_NO_ALIGN) ord[k]->aligned = 0;
+    else if (loom__merge_align(ord[k], ord[0], out)) return -1;
   }
   for (size_t k = 0; k < n; k++) {
-    loom__map pmap = {0};
     loom__minput *in = ord[k];
-    size_t ev_base = out->nev;
     int32_t sort = in->rank >= 0 ? (int32_t)in->rank : (int32_t)(k + 1000000);
-    int bad = copy_meta(out, in, k) || copy_procs(m, &pmap, in, sort) || copy_events(m, &pmap, in, k) ||
-              copy_rest(out, in, ev_base, k);
-    loom__map_free(&pmap);
-    if (bad) return -1;
-    loom_trace_free(in->t); /* its copy is in out */
-    in->t = NULL;
+    if (copy_meta(out, in, k) || copy_procs(m, in, sort) || copy_rest(m, in)) return -1;
   }
-  if (!out->trace_name) out->trace_name = loom__trace_str(out, "loom merge");
-  loom__trace_span(out);
-  if (loom__trace_sort_by_time(out)) return -1;
-  uint64_t matched = 0, unmatched = 0, before = out->nflows;
-  if (loom__merge_messages(out, &m->rank_of, ((uint64_t)n + 1) << ID_SHIFT, &matched, &unmatched)) return -1;
-  if (unmatched) {
+  out->trace_name = loom__trace_str(out, "loom merge");
+  span(out, ord, n);
+  return 0;
+}
+
+/* ---- writing: the runs merged in shifted time order ---------------------- */
+typedef struct cursor {
+  loom__mrun *run;
+  const loom__minput *in;
+  const loom__mrec *rec;
+  int64_t ts, dur; /* shifted */
+} cursor;
+
+typedef struct heap {
+  cursor *c;
+  uint32_t *h;
+  size_t n;
+} heap;
+
+static int less(const cursor *a, const cursor *b) {
+  if (a->ts != b->ts) return a->ts < b->ts;
+  if (a->dur != b->dur) return a->dur > b->dur; /* parents first */
+  if (a->in->k != b->in->k) return a->in->k < b->in->k;
+  return a->rec->seq < b->rec->seq;
+}
+
+static void sift_down(heap *hp, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, k = i;
+    if (l < hp->n && less(&hp->c[hp->h[l]], &hp->c[hp->h[k]])) k = l;
+    if (r < hp->n && less(&hp->c[hp->h[r]], &hp->c[hp->h[k]])) k = r;
+    if (k == i) return;
+    uint32_t t = hp->h[i];
+    hp->h[i] = hp->h[k];
+    hp->h[k] = t;
+    i = k;
+  }
+}
+
+/* Moves the cursor to its run's next record; 0 at the run's end. */
+static int advance(loom__sorter *s, cursor *c) {
+  c->rec = loom__sorter_run_next(s, c->run);
+  if (!c->rec) return 0;
+  /* both ends through the (drifting) offset, so ranges that abut in the
+   * input still abut: shifting the start alone would stretch or shrink
+   * each range by the drift over its length */
+  int64_t ts = c->rec->e.ts + c->in->t->base_ns;
+  c->ts = loom__merge_shift(c->in, ts);
+  c->dur = 0;
+  if (c->rec->e.dur) {
+    int64_t end = loom__merge_shift(c->in, ts + c->rec->e.dur);
+    c->dur = end > c->ts ? end - c->ts : 0;
+  }
+  return 1;
+}
+
+static uint64_t uniq(uint64_t id, size_t k) { return id ? id + ((uint64_t)k << ID_SHIFT) : 0; }
+
+typedef struct counts {
+  uint64_t events, flows, matched, unmatched;
+} counts;
+
+static int is_flow_end(uint8_t ph) { return ph == 's' || ph == 't' || ph == 'f'; }
+
+/* Writes one record; returns -1 when out of memory. */
+static int emit(const cursor *c, loom__jstream *w, loom__match *mt, counts *n) {
+  const loom__minput *in = c->in;
+  loom__ev e = c->rec->e;
+  const loom__targ *args = (const loom__targ *)(c->rec + 1);
+  uint32_t track = in->tmap[e.track];
+  if (is_flow_end(e.ph)) {
+    loom__jstream_flow(w, (char)e.ph, uniq(e.correlation, in->k), track, c->ts, e.kind, e.name, e.cat);
+    n->flows += e.ph == 's'; /* a flow carried over counts once, at its start */
+    return 0;
+  }
+  e.ts = c->ts;
+  e.dur = c->dur;
+  e.track = track;
+  e.correlation = uniq(e.correlation, in->k), e.external_id = uniq(e.external_id, in->k);
+  if (mt && loom__match_event(mt, &e, args, w)) return -1;
+  loom__jstream_event(w, &e, args);
+  n->events++;
+  return 0;
+}
+
+static loom_status stream_out(loom__sorter *s, merger *m, loom__minput *in, size_t ninputs, const char *path,
+                              int gzip, counts *n) {
+  loom_trace *out = m->out;
+  if (loom__sorter_finish(s)) return s->status;
+  heap hp = {calloc(s->nruns + 1, sizeof *hp.c), calloc(s->nruns + 1, sizeof *hp.h), 0};
+  int64_t *rank_of_track = malloc((out->ntracks + 1) * sizeof *rank_of_track);
+  if (!hp.c || !hp.h || !rank_of_track) {
+    free(hp.c), free(hp.h), free(rank_of_track);
+    return loom__fail(LOOM_ENOMEM, "out of memory merging traces into %s", path);
+  }
+  for (size_t i = 0; i < out->ntracks; i++) {
+    uint64_t *r = loom__map_get(&m->rank_of, LOOM__PID_KEY(out->tracks[i].pid));
+    rank_of_track[i] = r ? (int64_t)*r : -1;
+  }
+  int err = 0;
+  loom__match *mt = loom__match_new(out, rank_of_track, ((uint64_t)ninputs + 1) << ID_SHIFT, &err);
+  loom__jstream *w = NULL;
+  loom_status st = err ? loom__fail(LOOM_ENOMEM, "out of memory merging traces into %s", path)
+                       : loom__jstream_open(&w, out, path, gzip);
+  for (size_t i = 0; st == LOOM_OK && i < s->nruns; i++) {
+    hp.c[i] = (cursor){.run = &s->runs[i], .in = &in[s->runs[i].input]};
+    if (advance(s, &hp.c[i])) hp.h[hp.n++] = (uint32_t)i;
+  }
+  for (size_t i = hp.n / 2 + 1; i-- > 0;) sift_down(&hp, i);
+  while (st == LOOM_OK && hp.n) {
+    cursor *c = &hp.c[hp.h[0]];
+    if (emit(c, w, mt, n)) {
+      st = loom__fail(LOOM_ENOMEM, "out of memory merging traces into %s", path);
+      break;
+    }
+    if (!advance(s, c)) hp.h[0] = hp.h[--hp.n];
+    sift_down(&hp, 0);
+  }
+  if (st == LOOM_OK && s->status) st = s->status; /* a run could not be read */
+  loom__match_free(mt, &n->matched, &n->unmatched);
+  n->flows += n->matched;
+  if (st == LOOM_OK && n->unmatched) {
     char msg[256];
     snprintf(msg, sizeof msg, "%llu point-to-point message ends without a matching partner "
-             "(a rank missing or the trace cut)", (unsigned long long)unmatched);
+             "(a rank missing or the trace cut)", (unsigned long long)n->unmatched);
     loom__log(LOOM_SEV_WARNING, "%s", msg);
-    if (loom__trace_add_warning(out, msg)) return -1;
+    if (loom__trace_add_warning(out, msg)) st = loom__fail(LOOM_ENOMEM, "out of memory");
   }
-  if (res) {
-    res->processes = (uint32_t)out->nprocs;
-    res->events = out->nev;
-    res->flows = out->nflows;
-    res->warnings = out->nwarnings;
+  if (st == LOOM_OK) st = loom__jstream_close(w);
+  else loom__jstream_abort(w);
+  free(hp.c);
+  free(hp.h);
+  free(rank_of_track);
+  return st;
+}
+
+/* ---- the entry point ------------------------------------------------------ */
+static int has_ext(const char *path, const char *ext) {
+  size_t n = strlen(path), e = strlen(ext);
+  return n >= e && !strcmp(path + n - e, ext);
+}
+
+/* Fails before reading anything when the output cannot be written. */
+static loom_status check_output(const char *path) {
+  if (!has_ext(path, ".json") && !has_ext(path, ".json.gz") && !has_ext(path, ".pftrace"))
+    return loom__fail(LOOM_EUNSUPPORTED, "cannot write %s: unknown extension (supported: .json, "
+                      ".json.gz, .pftrace)", path);
+  return LOOM_OK;
+}
+
+/* .pftrace: the merged JSON goes to a temporary file first. */
+static loom_status write_output(loom__sorter *s, merger *m, loom__minput *in, const loom_merge_config *cfg,
+                                counts *n) {
+  if (!has_ext(cfg->output, ".pftrace"))
+    return stream_out(s, m, in, cfg->ninputs, cfg->output, has_ext(cfg->output, ".gz") ? 1 : -1, n);
+  const char *d = getenv("TMPDIR");
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s/loom-merge-XXXXXX.json", d && *d ? d : "/tmp");
+  int fd = mkstemps(tmp, 5);
+  if (fd < 0) return loom__fail(LOOM_EIO, "loom merge: cannot create a temporary file %s: %s", tmp, strerror(errno));
+  close(fd);
+  loom_status st = stream_out(s, m, in, cfg->ninputs, tmp, -1, n);
+  loom_trace *t = NULL;
+  if (st == LOOM_OK) st = loom_trace_load(tmp, &t);
+  if (st == LOOM_OK) st = loom_trace_save(t, cfg->output);
+  loom_trace_free(t);
+  unlink(tmp);
+  return st;
+}
+
+LOOM_EXTERN loom_status loom_merge(const loom_merge_config *cfg, loom_merge_result *result) {
+  loom__clear_error();
+  if (!cfg || cfg->struct_size < offsetof(loom_merge_config, flags) + sizeof cfg->flags)
+    return loom__fail(LOOM_EINVAL, "loom_merge: NULL or short config");
+  if (!cfg->ninputs || !cfg->inputs) return loom__fail(LOOM_EINVAL, "loom merge: no input traces given");
+  if (!cfg->output) return loom__fail(LOOM_EINVAL, "loom merge: no output given");
+  loom_status st = check_output(cfg->output);
+  if (st != LOOM_OK) return st;
+  loom__minput *in = calloc(cfg->ninputs, sizeof *in);
+  loom__minput **ord = calloc(cfg->ninputs, sizeof *ord);
+  merger m = {.out = loom__trace_new(), .next_pid = 1};
+  loom__sorter s;
+  uint64_t budget = cfg->sort_memory ? cfg->sort_memory : DEFAULT_SORT_MEMORY;
+  st = loom__sorter_init(&s, budget);
+  if (st == LOOM_OK && (!in || !ord || !m.out)) st = loom__fail(LOOM_ENOMEM, "out of memory merging traces");
+  if (st == LOOM_OK) st = read_all(cfg, in, &s, m.out);
+  counts n = {0};
+  if (st == LOOM_OK) {
+    for (uint32_t i = 0; i < cfg->ninputs; i++) ord[i] = &in[i];
+    qsort(ord, cfg->ninputs, sizeof *ord, cmp_order);
+    if (build(&m, ord, cfg->ninputs, cfg->flags))
+      st = loom__fail(LOOM_ENOMEM, "out of memory merging traces into %s", cfg->output);
   }
-  (void)before;
-  return 0;
+  if (st == LOOM_OK) st = write_output(&s, &m, in, cfg, &n);
+  if (st == LOOM_OK && result) {
+    loom_merge_result res = {.struct_size = sizeof res, .processes = (uint32_t)m.out->nprocs,
+                             .events = n.events, .flows = n.flows, .warnings = m.out->nwarnings,
+                             .sort_runs = s.nruns, .sort_spilled = s.spilled, .sort_memory = s.budget};
+    uint32_t size = result->struct_size < sizeof res ? result->struct_size : (uint32_t)sizeof res;
+    memcpy(result, &res, size);
+    result->struct_size = size;
+  }
+  loom__sorter_free(&s);
+  for (uint32_t i = 0; in && i < cfg->ninputs; i++) {
+    loom_trace_free(in[i].t);
+    free(in[i].pts);
+    free(in[i].tmap);
+    loom__map_free(&in[i].pmap);
+  }
+  free(in);
+  free(ord);
+  loom__map_free(&m.used_pids);
+  loom__map_free(&m.rank_of);
+  loom_trace_free(m.out);
+  return st;
 }
 
 typedef struct sort_key {
@@ -293,54 +593,4 @@ int loom__trace_sort_by_time(loom_trace *t) {
   free(idx);
   free(inv);
   return 0;
-}
-
-/* Fails before reading anything when the output cannot be written. */
-static loom_status check_output(const char *path) {
-  size_t n = strlen(path);
-  int ok = (n >= 5 && !strcmp(path + n - 5, ".json")) || (n >= 8 && !strcmp(path + n - 8, ".json.gz")) ||
-           (n >= 8 && !strcmp(path + n - 8, ".pftrace"));
-  if (!ok)
-    return loom__fail(LOOM_EUNSUPPORTED, "cannot write %s: unknown extension (supported: .json, "
-                      ".json.gz, .pftrace)", path);
-  return LOOM_OK;
-}
-
-LOOM_EXTERN loom_status loom_merge(const loom_merge_config *cfg, loom_merge_result *result) {
-  loom__clear_error();
-  if (!cfg || cfg->struct_size < sizeof *cfg) return loom__fail(LOOM_EINVAL, "loom_merge: NULL or short config");
-  if (!cfg->ninputs || !cfg->inputs) return loom__fail(LOOM_EINVAL, "loom merge: no input traces given");
-  if (!cfg->output) return loom__fail(LOOM_EINVAL, "loom merge: no output given");
-  loom_status st = check_output(cfg->output);
-  if (st != LOOM_OK) return st;
-  loom__minput *in = calloc(cfg->ninputs, sizeof *in);
-  loom__minput **ord = calloc(cfg->ninputs, sizeof *ord);
-  merger m = {.out = loom__trace_new(), .next_pid = 1};
-  if (!in || !ord || !m.out) {
-    st = loom__fail(LOOM_ENOMEM, "out of memory merging traces");
-    goto done;
-  }
-  st = load_all(cfg, in);
-  if (st != LOOM_OK) goto done;
-  for (uint32_t i = 0; i < cfg->ninputs; i++) ord[i] = &in[i];
-  qsort(ord, cfg->ninputs, sizeof *ord, cmp_order);
-  loom_merge_result res = {.struct_size = sizeof res};
-  if (build(&m, ord, cfg->ninputs, cfg->flags, &res)) {
-    st = loom__fail(LOOM_ENOMEM, "out of memory merging traces into %s", cfg->output);
-    goto done;
-  }
-  st = loom_trace_save(m.out, cfg->output);
-  if (st == LOOM_OK && result) {
-    uint32_t size = result->struct_size < sizeof res ? result->struct_size : (uint32_t)sizeof res;
-    memcpy(result, &res, size);
-    result->struct_size = size;
-  }
-done:
-  for (uint32_t i = 0; in && i < cfg->ninputs; i++) loom_trace_free(in[i].t);
-  free(in);
-  free(ord);
-  loom__map_free(&m.used_pids);
-  loom__map_free(&m.rank_of);
-  loom_trace_free(m.out);
-  return st;
 }

@@ -1,13 +1,16 @@
 /*
- * messages.c - point-to-point messages of a merged trace as flows.
+ * messages.c - point-to-point messages of a merge as flows, matched while
+ * the merged events stream by in time order.
  *
  * A sending call carries "dst" and "tag", a call or completion record that
  * received carries "src" and "recv_tag" (docs/multirank.md); both carry
  * "comm".  Messages between one pair on one communicator with one tag do
  * not overtake each other, so the k-th send matches the k-th receive of the
- * same (source, destination, communicator, tag), in time order.  A
- * completion instant stands for the wait call around it: the flow ends on
- * that call's slice.
+ * same (source, destination, communicator, tag), in time order: per key a
+ * FIFO holds the ends still waiting for their partner, nothing else is
+ * kept.  A completion instant stands for the wait call around it: the flow
+ * ends on that call's slice, found on a stack of the slices still open on
+ * each track.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,86 +18,148 @@
 #include "core/core.h"
 #include "merge/merge.h"
 
-typedef struct msg_end {
-  int64_t src, dst, tag;
-  uint64_t comm;
-  int64_t ts;
-  uint32_t ev;
-  int recv;
-} msg_end;
+typedef struct end_ {
+  int64_t ts, dur;
+  uint32_t track, cat; /* cat: the call's category (the flow's is "<cat>_message") */
+} end_;
 
-static int cmp_end(const void *pa, const void *pb) {
-  const msg_end *a = pa, *b = pb;
-#define CMP(f) if (a->f != b->f) return a->f < b->f ? -1 : 1
-  CMP(src); CMP(dst); CMP(comm); CMP(tag); CMP(recv); CMP(ts); CMP(ev);
-#undef CMP
-  return 0;
+typedef struct key_ {
+  int64_t src, dst, tag, comm;
+  int recv;        /* what the queue holds: 0 sends, 1 receives */
+  end_ *q;
+  size_t head, n, cap;
+} key_;
+
+typedef struct open_ {
+  int64_t ts, end;
+} open_;
+
+typedef struct stack_ {
+  open_ *v;
+  size_t n, cap;
+} stack_;
+
+struct loom__match {
+  uint32_t k_dst, k_tag, k_src, k_rtag, k_comm;
+  const int64_t *rank_of_track;
+  size_t ntracks;
+  stack_ *open;     /* per output track */
+  loom__map key_of; /* hash -> index + 1 */
+  key_ *keys;
+  size_t nkeys, cap_keys;
+  uint64_t next_id, matched;
+};
+
+loom__match *loom__match_new(const loom_trace *out, const int64_t *rank_of_track, uint64_t first_id,
+                           int *err) {
+  *err = 0;
+  uint32_t k_dst = loom__strtab_find(&out->strs, "dst", 3), k_tag = loom__strtab_find(&out->strs, "tag", 3);
+  uint32_t k_src = loom__strtab_find(&out->strs, "src", 3);
+  uint32_t k_rtag = loom__strtab_find(&out->strs, "recv_tag", 8);
+  uint32_t k_comm = loom__strtab_find(&out->strs, "comm", 4);
+  if (!k_comm || !((k_dst && k_tag) || (k_src && k_rtag))) return NULL;
+  loom__match *m = calloc(1, sizeof *m);
+  if (m) m->open = calloc(out->ntracks + 1, sizeof *m->open);
+  if (!m || !m->open) {
+    free(m);
+    *err = 1;
+    return NULL;
+  }
+  m->k_dst = k_dst, m->k_tag = k_tag, m->k_src = k_src, m->k_rtag = k_rtag, m->k_comm = k_comm;
+  m->rank_of_track = rank_of_track;
+  m->ntracks = out->ntracks;
+  m->next_id = first_id;
+  return m;
 }
 
-static int get_int(const loom_trace *t, const loom__ev *e, uint32_t key, int64_t *v) {
-  const loom__targ *a = loom__ev_arg(t, e, key);
+static int get_int(const loom__ev *e, const loom__targ *args, uint32_t key, int64_t *v) {
+  const loom__targ *a = loom__arg_of(e, args, key);
   if (!a || (a->type != LOOM_ARG_INT && a->type != LOOM_ARG_UINT)) return 0;
   *v = a->v.i;
   return 1;
 }
 
-/* The slice on e's track that encloses instant i (the completing call). */
-static uint32_t enclosing(const loom_trace *t, size_t i) {
-  const loom__ev *e = &t->ev[i];
-  for (size_t j = i, steps = 0; j-- > 0 && steps < 65536; steps++) {
-    const loom__ev *p = &t->ev[j];
-    if (p->track == e->track && p->ph == LOOM__PH_COMPLETE && p->ts <= e->ts && p->ts + p->dur >= e->ts)
-      return (uint32_t)j;
+static key_ *key_for(loom__match *m, int64_t src, int64_t dst, int64_t comm, int64_t tag) {
+  uint64_t h = loom__hash_u64((uint64_t)src * 0x9E3779B97F4A7C15ull ^ (uint64_t)dst << 21 ^
+                              (uint64_t)comm * 0xC2B2AE3D27D4EB4Full ^ (uint64_t)tag);
+  for (;; h = loom__hash_u64(h + 1)) {
+    uint64_t hk = h | 1; /* the map reserves 0 */
+    uint64_t *i = loom__map_get(&m->key_of, hk);
+    if (!i) {
+      key_ k = {src, dst, tag, comm, 0, NULL, 0, 0, 0};
+      if (LOOM__PUSH(m->keys, m->nkeys, m->cap_keys, k) || loom__map_put(&m->key_of, hk, m->nkeys))
+        return NULL;
+      return &m->keys[m->nkeys - 1];
+    }
+    key_ *k = &m->keys[*i - 1];
+    if (k->src == src && k->dst == dst && k->comm == comm && k->tag == tag) return k;
   }
-  return (uint32_t)i;
 }
 
-int loom__merge_messages(loom_trace *t, const loom__map *rank_of_pid, uint64_t first_flow_id,
-                         uint64_t *matched, uint64_t *unmatched) {
-  *matched = *unmatched = 0;
-  uint32_t k_dst = loom__strtab_find(&t->strs, "dst", 3), k_tag = loom__strtab_find(&t->strs, "tag", 3);
-  uint32_t k_src = loom__strtab_find(&t->strs, "src", 3);
-  uint32_t k_rtag = loom__strtab_find(&t->strs, "recv_tag", 8);
-  uint32_t k_comm = loom__strtab_find(&t->strs, "comm", 4);
-  if (!k_comm || !((k_dst && k_tag) || (k_src && k_rtag))) return 0;
-  msg_end *v = NULL;
-  size_t n = 0, cap = 0;
-  for (size_t i = 0; i < t->nev; i++) {
-    const loom__ev *e = &t->ev[i];
-    int64_t a, b, comm;
-    if (!e->nargs || !get_int(t, e, k_comm, &comm)) continue;
-    uint64_t *r = loom__map_get(rank_of_pid, LOOM__PID_KEY(t->tracks[e->track].pid));
-    if (!r) continue;
-    int64_t me = (int64_t)*r;
-    if (get_int(t, e, k_dst, &a) && get_int(t, e, k_tag, &b)) {
-      msg_end m = {me, a, b, (uint64_t)comm, e->ts, (uint32_t)i, 0};
-      if (LOOM__PUSH(v, n, cap, m)) goto oom;
-    }
-    if (get_int(t, e, k_src, &a) && get_int(t, e, k_rtag, &b)) {
-      uint32_t to = e->ph == LOOM__PH_INSTANT ? enclosing(t, i) : (uint32_t)i;
-      msg_end m = {a, me, b, (uint64_t)comm, e->ts + e->dur, to, 1};
-      if (LOOM__PUSH(v, n, cap, m)) goto oom;
-    }
+/* One end arrives: matched with the oldest waiting end of the other kind,
+ * or queued. */
+static int arrive(loom__match *m, key_ *k, int recv, end_ x, loom__jstream *w) {
+  if (k->n > k->head && k->recv != recv) {
+    end_ o = k->q[k->head++];
+    if (k->head == k->n) k->head = k->n = 0;
+    const end_ *s = recv ? &o : &x, *r = recv ? &x : &o;
+    loom__jstream_message(w, m->next_id++, s->cat, s->track, s->ts, r->track, r->ts, r->dur);
+    m->matched++;
+    return 0;
   }
-  qsort(v, n, sizeof *v, cmp_end);
-  for (size_t g = 0; g < n;) {
-    size_t s = g, r, end;
-    for (end = g; end < n && v[end].src == v[g].src && v[end].dst == v[g].dst &&
-                  v[end].comm == v[g].comm && v[end].tag == v[g].tag;
-         end++) {}
-    for (r = g; r < end && !v[r].recv; r++) {}
-    size_t nsend = r - s, nrecv = end - r, k = nsend < nrecv ? nsend : nrecv;
-    for (size_t i = 0; i < k; i++) {
-      loom__flow f = {v[s + i].ev, v[r + i].ev, first_flow_id + *matched};
-      if (LOOM__PUSH(t->flows, t->nflows, t->cap_flows, f)) goto oom;
-      ++*matched;
-    }
-    *unmatched += nsend + nrecv - 2 * k;
-    g = end;
+  if (k->head == k->n) k->head = k->n = 0;
+  if (k->head > 1024 && k->head * 2 > k->n) { /* drop what was consumed */
+    memmove(k->q, k->q + k->head, (k->n - k->head) * sizeof *k->q);
+    k->n -= k->head;
+    k->head = 0;
   }
-  free(v);
+  k->recv = recv;
+  return LOOM__PUSH(k->q, k->n, k->cap, x);
+}
+
+/* The innermost slice still open on the track at ts; pops the ended ones. */
+static const open_ *enclosing(stack_ *st, int64_t ts) {
+  while (st->n && st->v[st->n - 1].end < ts) st->n--;
+  return st->n ? &st->v[st->n - 1] : NULL;
+}
+
+int loom__match_event(loom__match *m, const loom__ev *e, const loom__targ *args, loom__jstream *w) {
+  if (e->track >= m->ntracks) return 0;
+  stack_ *st = &m->open[e->track];
+  if (e->ph == LOOM__PH_COMPLETE) {
+    enclosing(st, e->ts);
+    open_ o = {e->ts, e->ts + e->dur};
+    if (LOOM__PUSH(st->v, st->n, st->cap, o)) return -1;
+  }
+  int64_t a, b, comm, me = m->rank_of_track[e->track];
+  if (!e->nargs || me < 0 || !get_int(e, args, m->k_comm, &comm)) return 0;
+  if (get_int(e, args, m->k_dst, &a) && get_int(e, args, m->k_tag, &b)) {
+    key_ *k = key_for(m, me, a, comm, b);
+    if (!k || arrive(m, k, 0, (end_){e->ts, e->dur, e->track, e->cat}, w)) return -1;
+  }
+  if (get_int(e, args, m->k_src, &a) && get_int(e, args, m->k_rtag, &b)) {
+    end_ x = {e->ts, e->dur, e->track, e->cat};
+    if (e->ph == LOOM__PH_INSTANT) {
+      const open_ *o = enclosing(st, e->ts);
+      if (o) x.ts = o->ts, x.dur = o->end - o->ts;
+    }
+    key_ *k = key_for(m, a, me, comm, b);
+    if (!k || arrive(m, k, 1, x, w)) return -1;
+  }
   return 0;
-oom:
-  free(v);
-  return -1;
+}
+
+void loom__match_free(loom__match *m, uint64_t *matched, uint64_t *unmatched) {
+  *matched = *unmatched = 0;
+  if (!m) return;
+  *matched = m->matched;
+  for (size_t i = 0; i < m->nkeys; i++) {
+    *unmatched += m->keys[i].n - m->keys[i].head;
+    free(m->keys[i].q);
+  }
+  for (size_t i = 0; i < m->ntracks; i++) free(m->open[i].v);
+  free(m->open);
+  free(m->keys);
+  loom__map_free(&m->key_of);
+  free(m);
 }

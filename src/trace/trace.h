@@ -192,22 +192,40 @@ static inline int loom__kind_on_device(int kind) {
  * .pftrace.  sink NULL: the whole trace into *out; else streamed (see
  * loom__sink below).  Errors name the file and offset. */
 struct loom__sink;
-loom_status loom__read_json(const char *path, const struct loom__sink *sink, loom_trace **out);
-loom_status loom__read_pftrace(const char *path, const struct loom__sink *sink, loom_trace **out);
+struct loom__flow_sink;
+loom_status loom__read_json(const char *path, const struct loom__sink *sink,
+                            const struct loom__flow_sink *flows, loom_trace **out);
+loom_status loom__read_pftrace(const char *path, const struct loom__sink *sink,
+                               const struct loom__flow_sink *flows, loom_trace **out);
 /* Streaming reads.  Instead of keeping every event, a reader hands events to
  * a sink in batches and keeps only processes, tracks, devices, metadata,
  * warnings and strings: memory follows the size of those, not the number of
  * events.  Events come in file order, not sorted; ts lacks the file's base
- * (trace->base_ns, known only at the end).  Flows are not read.  args points
+ * (trace->base_ns, known only at the end).  Flows are not read (see
+ * loom__trace_stream_flows).  args points
  * at e->nargs arguments, valid during the call.  A non-zero return stops the
  * read (as out of memory). */
 typedef struct loom__sink {
   int (*event)(void *ctx, const loom_trace *t, const loom__ev *e, const loom__targ *args);
   void *ctx;
 } loom__sink;
+/* Flow ends of a streaming read (loom__trace_stream_flows), each as read,
+ * before the events it binds to reach the event sink (readers flush in
+ * batches); ts lacks the base like the events'.  ph 's' (start, binds to
+ * the slice enclosing ts), 't' (step) or 'f' (end; bind_enclosing 0: binds
+ * to the next slice starting at or after ts).  name and cat are string ids
+ * of t (0 when the format has none).  Non-zero stops the read. */
+typedef struct loom__flow_sink {
+  int (*flow)(void *ctx, const loom_trace *t, uint64_t id, int64_t ts, uint32_t track, char ph,
+              int bind_enclosing, uint32_t name, uint32_t cat);
+  void *ctx;
+} loom__flow_sink;
 
 /* Reads path (any format loom reads) into *meta (no events) through sink. */
 loom_status loom__trace_stream(const char *path, const loom__sink *sink, loom_trace **meta);
+/* The same, with the flow ends to flows (may be NULL). */
+loom_status loom__trace_stream_flows(const char *path, const loom__sink *sink,
+                                     const loom__flow_sink *flows, loom_trace **meta);
 /* For readers: hands every event except those flagged LOOM__EV_OPEN to the
  * sink and moves the open ones (with their arguments) to the front in
  * order.  keep[] points at the reader's indices of the open events, which
@@ -237,5 +255,23 @@ int loom__trace_sort_by_time(loom_trace *t);
 /* Writes Chrome trace JSON (Kineto conventions) to path, atomically;
  * gzip >= 0 compresses at that zlib level. */
 loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int gzip);
+
+/* The same JSON written as a stream, for outputs never held whole (loom
+ * merge): open writes the header from t's metadata, processes, tracks and
+ * devices (every string an event will use must be in t by then); events
+ * and flow ends follow in any order (trace_processor sorts them); close
+ * writes t's warnings (also those added meanwhile) and commits, abort
+ * removes the output.  Flow ends: name/cat 0 = "ac2g"; a message is both
+ * ends, category "<cat>_message" (cat: the sending call's category id),
+ * the end bound as loom__write_chrome_json does. */
+typedef struct loom__jstream loom__jstream;
+loom_status loom__jstream_open(loom__jstream **out, const loom_trace *t, const char *path, int gzip);
+void loom__jstream_event(loom__jstream *s, const loom__ev *e, const loom__targ *args);
+void loom__jstream_flow(loom__jstream *s, char ph, uint64_t id, uint32_t track, int64_t ts, int bp_e,
+                        uint32_t name, uint32_t cat);
+void loom__jstream_message(loom__jstream *s, uint64_t id, uint32_t cat, uint32_t from_track, int64_t from_ts,
+                           uint32_t to_track, int64_t to_ts, int64_t to_dur);
+loom_status loom__jstream_close(loom__jstream *s);
+void loom__jstream_abort(loom__jstream *s);
 
 #endif

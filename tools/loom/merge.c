@@ -1,7 +1,10 @@
 /*
- * merge.c - `loom merge TRACE... -o OUT [--sort-memory MB] [--no-align]`:
- * one timeline from the traces of several processes or ranks.
+ * merge.c - `loom merge TRACE... -o OUT [--sort-memory SIZE] [--no-align]`:
+ * one timeline from the traces of several processes or ranks, merged in
+ * memory bounded by the sort budget (docs/multirank.md).
  */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,10 +12,28 @@
 #include "loom/loom.h"
 
 static int usage(void) {
-  fprintf(stderr, "usage: loom merge TRACE... -o OUT [--sort-memory MB] [--no-align]\n"
+  fprintf(stderr, "usage: loom merge TRACE... -o OUT [--sort-memory SIZE] [--no-align]\n"
                   "  OUT: .json, .json.gz or .pftrace; one process group per rank, clocks\n"
-                  "  aligned from the traces' clock_sync points, messages as flows\n");
+                  "  aligned from the traces' clock_sync points, messages as flows\n"
+                  "  --sort-memory SIZE: memory for the sort (default 256m, at least 1m;\n"
+                  "  k, m, g suffixes; a plain number is MiB); beyond it, sorted runs go\n"
+                  "  to temporary files in $TMPDIR\n");
   return 2;
+}
+
+/* SIZE: a number with k, m or g (a plain number is MiB); 0 when bad. */
+static uint64_t parse_size(const char *s) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *s == '-') return 0;
+  int shift = 20;
+  if (*end == 'k' || *end == 'K') shift = 10, end++;
+  else if (*end == 'm' || *end == 'M') shift = 20, end++;
+  else if (*end == 'g' || *end == 'G') shift = 30, end++;
+  if (*end == 'b' || *end == 'B') end++;
+  if (*end || v > (UINT64_MAX >> shift)) return 0;
+  return (uint64_t)v << shift;
 }
 
 int cmd_merge(int argc, char **argv) {
@@ -23,7 +44,15 @@ int cmd_merge(int argc, char **argv) {
     const char *a = argv[i];
     int more = i + 1 < argc;
     if (!strcmp(a, "-o") && more) cfg.output = argv[++i];
-    else if (!strcmp(a, "--sort-memory") && more) cfg.sort_memory = strtoull(argv[++i], NULL, 10) << 20;
+    else if (!strcmp(a, "--sort-memory") && more) {
+      cfg.sort_memory = parse_size(argv[++i]);
+      if (cfg.sort_memory < (1u << 20)) {
+        fprintf(stderr, "loom merge: --sort-memory '%s' is not a size of at least 1m (e.g. 64m, 2g)\n",
+                argv[i]);
+        free(in);
+        return 2;
+      }
+    }
     else if (!strcmp(a, "--no-align")) cfg.flags |= LOOM_MERGE_F_NO_ALIGN;
     else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "loom merge: unknown or incomplete option '%s'\n", a);
@@ -42,10 +71,13 @@ int cmd_merge(int argc, char **argv) {
   loom_status st = loom_merge(&cfg, &r);
   free(in);
   if (st != LOOM_OK) {
-    fprintf(stderr, "loom merge: %s\n", loom_last_error());
+    const char *e = loom_last_error(); /* most messages name the command already */
+    fprintf(stderr, "%s%s\n", strncmp(e, "loom merge:", 11) ? "loom merge: " : "", e);
     return 1;
   }
-  printf("%s: %u processes, %llu events, %llu flows, %llu warnings\n", cfg.output, r.processes,
-         (unsigned long long)r.events, (unsigned long long)r.flows, (unsigned long long)r.warnings);
+  printf("%s: %u processes, %llu events, %llu flows, %llu warnings (sorted in %llu runs, %llu "
+         "spilled, within %llu MiB)\n", cfg.output, r.processes, (unsigned long long)r.events,
+         (unsigned long long)r.flows, (unsigned long long)r.warnings, (unsigned long long)r.sort_runs,
+         (unsigned long long)r.sort_spilled, (unsigned long long)(r.sort_memory >> 20));
   return 0;
 }
