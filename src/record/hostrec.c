@@ -81,6 +81,10 @@ uint32_t loom__tid(void) {
 }
 
 /* ---- buffers ------------------------------------------------------------- */
+/* Default chunk memory; the arena (arena.c) replaces these when it is on. */
+loom__chunk *loom__chunk_alloc(size_t bytes) { return malloc(bytes); }
+void loom__chunk_free(loom__chunk *c) { free(c); }
+
 static void thread_exit(void *p) {
   loom__tbuf *t = p;
   pthread_getname_np(pthread_self(), t->name, sizeof t->name);
@@ -95,12 +99,12 @@ static void free_chunks(loom__tbuf *t) {
   for (loom__chunk *c = t->head, *nx; c; c = nx) {
     nx = c->next;
     atomic_fetch_sub(&bytes_used, sizeof *c + c->cap * sizeof(loom__hrec));
-    free(c);
+    loom__chunk_free(c);
   }
   for (loom__chunk *c = t->pending, *nx; c; c = nx) {
     nx = c->next;
     atomic_fetch_sub(&bytes_used, sizeof *c + c->cap * sizeof(loom__hrec));
-    free(c);
+    loom__chunk_free(c);
   }
   t->head = t->tail = t->pending = NULL;
   atomic_store_explicit(&t->pos, NULL, memory_order_relaxed);
@@ -142,7 +146,7 @@ static loom__chunk *new_chunk(void) {
   uint64_t used = atomic_fetch_add(&bytes_used, bytes) + bytes;
   uint64_t cap = atomic_load_explicit(&cap_bytes, memory_order_relaxed);
   loom__chunk *c = NULL;
-  if (!cap || used <= cap) c = malloc(bytes);
+  if (!cap || used <= cap) c = loom__chunk_alloc(bytes);
   if (!c) {
     atomic_fetch_sub(&bytes_used, bytes);
     return NULL;

@@ -65,6 +65,14 @@ typedef struct loom__chunk {
   loom__hrec recs[];
 } loom__chunk;
 
+/* Memory for host record chunks (and the tbufs' chunk lists).  Every chunk
+ * hostrec.c uses comes from here: malloc by default; under `loom record` from
+ * the process's shared-memory arena (arena.c), so that the records outlive a
+ * killed process.  bytes: sizeof(loom__chunk) + cap * sizeof(loom__hrec).
+ * NULL when none can be had. */
+loom__chunk *loom__chunk_alloc(size_t bytes);
+void loom__chunk_free(loom__chunk *c);
+
 typedef struct loom__tbuf {
   _Atomic(loom__hrec *) pos; /* next free slot; published with release */
   loom__hrec *end;           /* end of the current chunk */
