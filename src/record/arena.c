@@ -140,7 +140,7 @@ void loom__arena_str(uint32_t id, const char *s, size_t len) {
 }
 
 /* ---- mapping snapshots ----------------------------------------------------- */
-void loom__arena_maps(void) {
+__attribute__((visibility("default"))) void loom__arena_maps(void) {
   if (!loom__arena_on()) return;
   FILE *f = fopen("/proc/self/maps", "re");
   if (!f) return;
