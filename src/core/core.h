@@ -198,6 +198,7 @@ typedef struct loom__bsess {
   loom__clock *clocks; /* index = loom_clock - 1 */
   size_t nclocks, cap_clocks;
   uint64_t lost;
+  uint64_t bytes;   /* records and arguments held, against backend_memory_cap */
   /* Loss counts by reason (the first few distinct reasons; others join the
    * last slot's count). */
   struct { char *reason; uint64_t n; } lost_by[4];
@@ -217,6 +218,11 @@ typedef struct loom__sres {
 } loom__sres;
 
 enum { LOOM__S_CREATED, LOOM__S_RECORDING, LOOM__S_STOPPED };
+
+/* Default bounds (docs/survival.md): host records of all threads of a
+ * process (memory_cap) and each backend's records (backend_memory_cap). */
+#define LOOM__DEFAULT_MEMORY_CAP (1ull << 30)
+#define LOOM__DEFAULT_BACKEND_MEMORY_CAP (1ull << 30)
 
 struct loom_session {
   int state;
@@ -241,8 +247,8 @@ struct loom_session {
   size_t nwant, cap_want, cap_found;
   int want_all;
   loom__kvs meta;           /* meta_set entries and join notes; under mu */
-  /* Bytes of backend records and arguments held, against backend_memory_cap. */
-  _Atomic uint64_t bk_bytes;
+  /* backend_memory_cap: bytes of records and arguments each backend may
+   * hold (loom__bsess.bytes) */
   uint64_t bk_cap;
 };
 

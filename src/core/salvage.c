@@ -306,6 +306,8 @@ loom_status loom__salvage(const char *path, const char *death, loom__salvage_res
   pthread_mutex_init(&s->warn.mu, NULL);
   s->kinds = LOOM_KINDS_ALL | LOOM_KIND_BIT(LOOM_KIND_MARKER);
   s->host = 1;
+  s->chunk_bytes = v.h->chunk_bytes;
+  s->cap_bytes = v.h->cap_bytes;
   memcpy(&s->tl, v.h->tl, sizeof s->tl);
   /* The same host's clocks, read now: the stop readings of the timeline. */
   loom__timeline_end(&s->tl);

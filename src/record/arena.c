@@ -35,7 +35,6 @@ static loom__ahdr *hdr;
 static unsigned char *cur;  /* current segment */
 static uint64_t cur_used, cur_size, file_size;
 static uint64_t maps_seq;
-static char path_buf[4096];
 
 static loom__aobj *free_list; /* linked through the first word of the body */
 static inline loom__aobj **next_free(loom__aobj *o) { return (loom__aobj **)(void *)(o + 1); }
@@ -246,7 +245,10 @@ __attribute__((visibility("default"))) int loom__arena_begin(const char *path, c
     unlink(path);
     fd = -1;
   }
-  if (rc == 0) snprintf(path_buf, sizeof path_buf, "%s", path);
+  static int handler;
+  /* a child forked without exec that does not record (--follow exec, or
+   * none) must not write here either (an interned string would) */
+  if (rc == 0 && !handler++) pthread_atfork(NULL, NULL, loom__arena_forked);
   pthread_mutex_unlock(&mu);
   if (rc == 0) {
     atomic_store_explicit(&on, 1, memory_order_release);
@@ -256,13 +258,12 @@ __attribute__((visibility("default"))) int loom__arena_begin(const char *path, c
   return rc;
 }
 
-/* The process's trace was written: nothing to rebuild, the file goes (its
- * memory stays mapped, still in use by the buffers). */
+/* The session's trace was written: nothing to rebuild until the next
+ * session starts (a process recording several windows calls it after each).
+ * The file stays: the buffers in it are reused; loom record removes it with
+ * its session folder. */
 __attribute__((visibility("default"))) void loom__arena_end(void) {
-  if (!hdr) return;
-  atomic_store_explicit(&hdr->recording, 0, memory_order_release);
-  if (path_buf[0]) unlink(path_buf);
-  path_buf[0] = 0;
+  if (hdr) atomic_store_explicit(&hdr->recording, 0, memory_order_release);
 }
 
 /* A forked child shares the parent's mappings: its writes would land in the
@@ -270,8 +271,10 @@ __attribute__((visibility("default"))) void loom__arena_end(void) {
  * address (the child keeps reading what is there), and the child opens its
  * own arena when it records. */
 void loom__arena_forked(void) {
+  /* twice in a child that records (fork.c, then this file's own handler):
+   * the second time the arena is already the child's own */
+  if (!hdr || hdr->pid == (int32_t)getpid()) return;
   atomic_store(&on, 0);
-  if (!hdr) return;
   uint32_t n = atomic_load(&hdr->nseg);
   loom__aseg seg[LOOM__ARENA_MAXSEG];
   memcpy(seg, hdr->seg, n * sizeof *seg);
@@ -285,6 +288,5 @@ void loom__arena_forked(void) {
   cur_used = cur_size = file_size = 0;
   free_list = NULL;
   maps_seq = 0;
-  path_buf[0] = 0;
   pthread_mutex_init(&mu, NULL);
 }

@@ -101,7 +101,7 @@ static void save(void) {
   }
   summary(out, st, t);
   /* written: nothing for loom record to rebuild (else it rebuilds the trace
-   * from the arena) */
+   * from the arena, src/core/salvage.c) */
   if (st == LOOM_OK) loom__arena_end();
   if (st != LOOM_OK) fprintf(stderr, "loom: %s\n", loom_last_error());
   loom_trace_free(t);
