@@ -77,6 +77,19 @@ static loom__aobj *from_free_list(uint32_t kind, uint64_t size) {
   return NULL;
 }
 
+/* A chunk's pages are made present at once (one call, here in the slow
+ * path) rather than one fault per page under the records: a fault on a
+ * shared file page costs more than on anonymous memory.  Where the kernel
+ * cannot (before Linux 5.14) they fault in as they are written. */
+static void prefault(void *p, uint64_t size) {
+#ifdef MADV_POPULATE_WRITE
+  uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095, e = (uintptr_t)p + size;
+  (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#else
+  (void)p, (void)size;
+#endif
+}
+
 void *loom__arena_alloc(uint32_t kind, size_t bytes) {
   if (!loom__arena_on()) return NULL;
   uint64_t size = round16(sizeof(loom__aobj) + bytes);
@@ -101,6 +114,7 @@ void *loom__arena_alloc(uint32_t kind, size_t bytes) {
   if (kind != LOOM__AO_STR && kind != LOOM__AO_MAPS)
     atomic_store_explicit(&o->state, LOOM__AS_LIVE, memory_order_release);
   pthread_mutex_unlock(&mu);
+  if (kind == LOOM__AO_CHUNK) prefault(o, o->size);
   return o + 1;
 }
 
