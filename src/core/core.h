@@ -199,6 +199,7 @@ typedef struct loom__bsess {
   size_t nclocks, cap_clocks;
   uint64_t lost;
   uint64_t bytes;   /* records and arguments held, against backend_memory_cap */
+  int arena_slot;   /* its count of records held in the arena (arena.c) */
   /* Loss counts by reason (the first few distinct reasons; others join the
    * last slot's count). */
   struct { char *reason; uint64_t n; } lost_by[4];

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record/arena.h"
 #include "core.h"
 #include "record/record.h"
 
@@ -293,6 +294,7 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
       st = LOOM_ENOMEM;
     } else {
       bs->bytes += need;
+      loom__arena_bk_held(&bs->arena_slot, b->ops.name, 1); /* for a salvage */
       bs->recs[bs->nrecs - 1].nargs = (uint16_t)(bs->nargs - before);
     }
   }

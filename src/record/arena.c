@@ -220,7 +220,27 @@ void loom__arena_session(const void *tl, size_t tl_size, int domain, const char 
   }
   hdr->opts[len] = 0;
   hdr->opts_len = (uint32_t)len;
+  for (uint32_t i = 0; i < LOOM__ARENA_MAXBK; i++) atomic_store(&hdr->bk[i].held, 0);
+  atomic_store(&hdr->nbk, 0);
   atomic_store_explicit(&hdr->recording, 1, memory_order_release);
+}
+
+void loom__arena_bk_held(int *slot, const char *name, uint64_t n) {
+  if (!loom__arena_on()) return;
+  if (!*slot) {
+    pthread_mutex_lock(&mu);
+    uint32_t k = atomic_load(&hdr->nbk);
+    for (uint32_t i = 0; i < k && !*slot; i++)
+      if (!strncmp(hdr->bk[i].name, name, sizeof hdr->bk[i].name - 1)) *slot = (int)i + 1;
+    if (!*slot && k < LOOM__ARENA_MAXBK) {
+      snprintf(hdr->bk[k].name, sizeof hdr->bk[k].name, "%s", name);
+      atomic_store_explicit(&hdr->nbk, k + 1, memory_order_release);
+      *slot = (int)k + 1;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!*slot) *slot = -1; /* more backends than slots: not counted */
+  }
+  if (*slot > 0) atomic_fetch_add_explicit(&hdr->bk[*slot - 1].held, n, memory_order_relaxed);
 }
 
 /* ---- open, close, fork ---------------------------------------------------- */

@@ -1,10 +1,10 @@
 #!/bin/sh
-# survive.sh LOOM DIE LIB TP_DIR - a process killed while `loom record` records
+# survive.sh LOOM DIE LIB TP_DIR SIM - a process killed while `loom record` records
 # it still leaves its trace, rebuilt from its shared-memory arena: SIGKILL,
 # an out-of-memory death, a followed child killed by SIGKILL, a thread that
 # had exited.  Traces are counted in Perfetto's trace_processor.
 set -u
-LOOM=$1 DIE=$2 LIB=$3 TP_DIR=$4
+LOOM=$1 DIE=$2 LIB=$3 TP_DIR=$4 SIM=$5
 HERE=$(cd "$(dirname "$0")" && pwd)
 TP="$HERE/../tp/tp.mjs"
 W=$(mktemp -d "${TMPDIR:-/tmp}/loom-survive-test.XXXXXX")
@@ -96,7 +96,18 @@ got=$(q "$W/race.json")
 case "$got" in "busy="[0-9]*" errors=0 unclosed="[0-4]) ;; *) fail "race: '$got'" ;; esac
 ok "killed mid-write: '$got'"
 
-# 7. a process that writes its trace leaves no arena behind, and is not rebuilt
+# 7. a backend's records are in the process's memory: counted lost, with why
+(trap - EXIT; "$LOOM" record --devices cpu,sim -o "$W/sim.json" -- "$SIM" 100 2>"$W/sim.err")
+got=$(q "$W/sim.json")
+case "$got" in "step=100 errors=0 unclosed=0") ;; *) fail "sim: '$got'" ;; esac
+grep -q "100 ranges and 0 ops kept, 100 backend records lost with its memory" "$W/sim.err" &&
+  grep -q "sim.json: 100 events, 0 flows, 0 devices, 100 dropped" "$W/sim.err" ||
+  fail "sim: summary: $(cat "$W/sim.err")"
+grep -q "backend 'sim' lost 100 records (100: they were in the process's memory when it died" "$W/sim.json" ||
+  fail "sim: no warning in the trace"
+ok "backend records counted lost"
+
+# 8. a process that writes its trace leaves no arena behind, and is not rebuilt
 "$LOOM" record -o "$W/ok/" -- sh -c 'true' 2>"$W/ok.err"
 grep -q "rebuilt" "$W/ok.err" && fail "ok: a trace that was written was rebuilt"
 ls "${TMPDIR:-/tmp}"/loom-record-$$-* >/dev/null 2>&1 && fail "ok: session folder left"
