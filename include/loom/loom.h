@@ -148,7 +148,8 @@ typedef struct loom_session_config {
   /* Options as "key=value" pairs separated by ',' or ';'.  Keys are looked up
    * by backends through the host's config service; unknown keys are kept.
    * Keys read by the core: buffer_size (bytes per thread chunk),
-   * memory_cap (bytes for host records, 0 = unbounded).  Each key may also
+   * memory_cap (bytes for host records, default 1g, 0 = unbounded),
+   * backend_memory_cap (bytes of each backend's records, default 1g).  Each key may also
    * come from the environment as LOOM_<KEY> (upper case, '.' -> '_'). */
   const char *options;
   /* Optional trace name written in the trace (traceName). */
