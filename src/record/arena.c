@@ -47,7 +47,9 @@ static inline uint64_t round16(uint64_t n) { return (n + 15) & ~(uint64_t)15; }
 static int add_segment(uint64_t need) {
   uint32_t n = atomic_load_explicit(&hdr->nseg, memory_order_relaxed);
   if (n >= LOOM__ARENA_MAXSEG) return -1;
-  uint64_t size = cur_size * 2;
+  /* a quarter of what the file holds: the disk reserved ahead of use stays
+   * within 25% (and 64 segments still reach terabytes) */
+  uint64_t size = file_size / 4;
   if (size < SEG_MIN) size = SEG_MIN;
   if (size > SEG_MAX) size = SEG_MAX;
   if (size < need) size = round16(need + 4096);
