@@ -198,6 +198,8 @@ typedef struct loom__bsess {
   loom__clock *clocks; /* index = loom_clock - 1 */
   size_t nclocks, cap_clocks;
   uint64_t lost;
+  uint64_t bytes;   /* records and arguments held, against backend_memory_cap */
+  int arena_slot;   /* its count of records held in the arena (arena.c) */
   /* Loss counts by reason (the first few distinct reasons; others join the
    * last slot's count). */
   struct { char *reason; uint64_t n; } lost_by[4];
@@ -217,6 +219,11 @@ typedef struct loom__sres {
 } loom__sres;
 
 enum { LOOM__S_CREATED, LOOM__S_RECORDING, LOOM__S_STOPPED };
+
+/* Default bounds (docs/survival.md): host records of all threads of a
+ * process (memory_cap) and each backend's records (backend_memory_cap). */
+#define LOOM__DEFAULT_MEMORY_CAP (1ull << 30)
+#define LOOM__DEFAULT_BACKEND_MEMORY_CAP (1ull << 30)
 
 struct loom_session {
   int state;
@@ -241,8 +248,8 @@ struct loom_session {
   size_t nwant, cap_want, cap_found;
   int want_all;
   loom__kvs meta;           /* meta_set entries and join notes; under mu */
-  /* Bytes of backend records and arguments held, against backend_memory_cap. */
-  _Atomic uint64_t bk_bytes;
+  /* backend_memory_cap: bytes of records and arguments each backend may
+   * hold (loom__bsess.bytes) */
   uint64_t bk_cap;
   /* Window mode (trigger.c): the session records only within windows.
    * warn_keep: warnings of create, kept in every window's trace. */
@@ -284,3 +291,23 @@ void loom__session_vreport(struct loom_session *s, loom_severity sev,
 int loom__meta_apply(loom_trace *t);
 /* Builds the trace of a stopped session (collect.c). */
 loom_status loom__session_collect(struct loom_session *s, loom_trace **out);
+
+/* The host records collect turns into a trace: this process's own (live),
+ * or a dead process's rebuilt from its arena (salvage.c, dead = 1). */
+typedef struct loom__rec_image {
+  int64_t pid;
+  const char *comm;       /* process name (NULL: this process's) */
+  loom_clock_domain dom;  /* the records' clock */
+  int dead;               /* names below; no live thread names; raw
+                             formats (functions of the dead) not called */
+  loom__tbuf **threads;   /* dead: its buffers (live: the recorder's) */
+  size_t nthreads;
+  /* dead: a record's name (pointer or interned id) as a string */
+  const char *(*name)(void *ud, uint64_t name, uint16_t flags);
+  void *ud;
+  int64_t end_ns;         /* the trace's end (0: the session's stop) */
+  uint64_t raw_unformatted; /* out: raw op arguments not formatted */
+} loom__rec_image;
+/* collect.c: the trace of session s (its timeline, options, backends) with
+ * img's host records. */
+loom_status loom__collect_image(struct loom_session *s, loom__rec_image *img, loom_trace **out);

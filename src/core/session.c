@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "core.h"
+#include "record/arena.h"
 #include "record/record.h"
 
 static atomic_int session_active;
@@ -242,14 +243,17 @@ static loom_status read_sizes(loom_session *s) {
       (loom__parse_size(v, &s->chunk_bytes) || s->chunk_bytes < 1024))
     return loom__fail(LOOM_EINVAL, "option buffer_size='%s': expected a size of "
                       "at least 1024 bytes (suffix k, m or g allowed)", v);
+  /* Bounded by default (docs/survival.md): a long job cannot take the host's
+   * memory; 0 asks for no bound. */
+  s->cap_bytes = LOOM__DEFAULT_MEMORY_CAP;
   if ((v = loom__opts_get(&s->opts, "memory_cap")) && loom__parse_size(v, &s->cap_bytes))
     return loom__fail(LOOM_EINVAL, "option memory_cap='%s': expected a size "
-                      "(suffix k, m or g allowed)", v);
+                      "(suffix k, m or g allowed; 0 for no bound)", v);
   if ((v = loom__opts_get(&s->opts, "test_clock_shift")) && *v &&
       loom__timeline_set_shift(&s->tl, v))
     return loom__fail(LOOM_EINVAL, "option test_clock_shift='%s': expected OFFSET_NS or "
                       "OFFSET_NS:PPM (integer ns, optional drift in parts per million)", v);
-  s->bk_cap = 1ull << 30;
+  s->bk_cap = LOOM__DEFAULT_BACKEND_MEMORY_CAP;
   if ((v = loom__opts_get(&s->opts, "backend_memory_cap")) &&
       (loom__parse_size(v, &s->bk_cap) || s->bk_cap == 0))
     return loom__fail(LOOM_EINVAL, "option backend_memory_cap='%s': expected a "
@@ -303,6 +307,13 @@ loom_status loom_session_create(const loom_session_config *cfg, loom_session **o
   return LOOM_OK;
 }
 
+/* Under loom record: what a salvage of this process needs (arena.c). */
+static void arena_session(loom_session *s) {
+  loom__arena_session(&s->tl, sizeof s->tl, loom__hostrec_domain(), s->name,
+                      (const char *const *)s->opts.keys, (const char *const *)s->opts.vals,
+                      s->opts.n, s->chunk_bytes, s->cap_bytes);
+}
+
 /* Starts every backend of s; one that fails leaves the session. */
 static void start_backends(loom_session *s) {
   for (size_t i = 0; i < s->nbk;) {
@@ -341,6 +352,7 @@ loom_status loom_session_start(loom_session *s) {
   }
   loom__timeline_begin(&s->tl);
   if (s->host) loom__hostrec_start(s->chunk_bytes, s->cap_bytes);
+  arena_session(s);
   start_backends(s);
   return LOOM_OK;
 }
@@ -348,6 +360,7 @@ loom_status loom_session_start(loom_session *s) {
 loom_status loom__session_window_begin(loom_session *s) {
   loom__timeline_begin(&s->tl);
   if (s->host) loom__hostrec_resume(s->chunk_bytes, s->cap_bytes);
+  arena_session(s);
   start_backends(s);
   return LOOM_OK;
 }
@@ -487,7 +500,6 @@ static void next_window(loom_session *s) {
     leave(b);
   }
   clear_devices(s);
-  atomic_store(&s->bk_bytes, 0);
   s->nbk = 0; /* join appends at an index no later than the one read */
   for (size_t i = 0; i < n; i++) {
     loom_backend *b = s->bk[i];

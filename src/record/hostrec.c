@@ -22,6 +22,7 @@
 #endif
 
 #include "core/trigger.h"
+#include "arena.h"
 #include "record.h"
 #include "util/util.h"
 
@@ -85,6 +86,33 @@ uint32_t loom__tid(void) {
 }
 
 /* ---- buffers ------------------------------------------------------------- */
+/* Chunk memory: the shared-memory arena when it is on (under `loom record`,
+ * so the records outlive a killed process), else malloc (also when the
+ * arena cannot grow: the live trace keeps those records). */
+loom__chunk *loom__chunk_alloc(size_t bytes) {
+  if (loom__arena_on()) {
+    loom__chunk *c = loom__arena_alloc(LOOM__AO_CHUNK, bytes);
+    if (c) return c;
+  }
+  return malloc(bytes);
+}
+
+void loom__chunk_free(loom__chunk *c) {
+  if (loom__arena_owns(c)) loom__arena_free(c);
+  else free(c);
+}
+
+/* Thread buffers live with their chunks: the salvager finds them there. */
+static loom__tbuf *tbuf_alloc(void) {
+  loom__tbuf *t = loom__arena_on() ? loom__arena_alloc(LOOM__AO_TBUF, sizeof *t) : NULL;
+  return t ? t : calloc(1, sizeof *t);
+}
+
+static void tbuf_free(loom__tbuf *t) {
+  if (loom__arena_owns(t)) loom__arena_free(t);
+  else free(t);
+}
+
 static void thread_exit(void *p) {
   loom__tbuf *t = p;
   pthread_getname_np(pthread_self(), t->name, sizeof t->name);
@@ -99,12 +127,12 @@ static void free_chunks(loom__tbuf *t) {
   for (loom__chunk *c = t->head, *nx; c; c = nx) {
     nx = c->next;
     atomic_fetch_sub(&bytes_used, sizeof *c + c->cap * sizeof(loom__hrec));
-    free(c);
+    loom__chunk_free(c);
   }
   for (loom__chunk *c = t->pending, *nx; c; c = nx) {
     nx = c->next;
     atomic_fetch_sub(&bytes_used, sizeof *c + c->cap * sizeof(loom__hrec));
-    free(c);
+    loom__chunk_free(c);
   }
   t->head = t->tail = t->pending = NULL;
   atomic_store_explicit(&t->pos, NULL, memory_order_relaxed);
@@ -117,7 +145,7 @@ static loom__tbuf *acquire(void) {
   if (tls_dead) return NULL;
   loom__tbuf *t = tls_buf;
   if (!t) {
-    t = calloc(1, sizeof *t);
+    t = tbuf_alloc();
     if (!t) return NULL;
     t->tid = (pid_t)loom__tid();
     pthread_getname_np(pthread_self(), t->name, sizeof t->name);
@@ -146,7 +174,7 @@ static loom__chunk *new_chunk(void) {
   uint64_t used = atomic_fetch_add(&bytes_used, bytes) + bytes;
   uint64_t cap = atomic_load_explicit(&cap_bytes, memory_order_relaxed);
   loom__chunk *c = NULL;
-  if (!cap || used <= cap) c = malloc(bytes);
+  if (!cap || used <= cap) c = loom__chunk_alloc(bytes);
   if (!c) {
     atomic_fetch_sub(&bytes_used, bytes);
     return NULL;
@@ -229,7 +257,7 @@ void loom__hostrec_resume(uint64_t chunk, uint64_t cap) {
   loom__hostrec_domain();
   atomic_store(&chunk_bytes, chunk ? chunk : 256 * 1024);
   atomic_store(&cap_bytes, cap);
-  atomic_fetch_add(&epoch, 1);
+  loom__arena_epoch(atomic_fetch_add(&epoch, 1) + 1);
   atomic_store(&rec_on, 1);
 }
 
@@ -264,7 +292,7 @@ void loom__hostrec_release(void) {
       *pp = t->next;
       free_chunks(t);
       free(t->icache);
-      free(t);
+      tbuf_free(t);
     } else {
       pp = &t->next;
     }

@@ -20,6 +20,9 @@
 /* ---- interner (thread-safe; strings live until the process exits) ------- */
 uint32_t loom__intern(const char *s, size_t len);
 const char *loom__intern_get(uint32_t id);
+/* Copies every string interned so far into the arena (arena.c, when it
+ * opens); later ones are copied as they are interned. */
+void loom__intern_mirror(void);
 
 /* ---- host records ------------------------------------------------------- */
 enum {
@@ -65,6 +68,14 @@ typedef struct loom__chunk {
   size_t cap;
   loom__hrec recs[];
 } loom__chunk;
+
+/* Memory for host record chunks (and the tbufs' chunk lists).  Every chunk
+ * hostrec.c uses comes from here: malloc by default; under `loom record` from
+ * the process's shared-memory arena (arena.c), so that the records outlive a
+ * killed process.  bytes: sizeof(loom__chunk) + cap * sizeof(loom__hrec).
+ * NULL when none can be had. */
+loom__chunk *loom__chunk_alloc(size_t bytes);
+void loom__chunk_free(loom__chunk *c);
 
 typedef struct loom__tbuf {
   _Atomic(loom__hrec *) pos; /* next free slot; published with release */

@@ -25,6 +25,8 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -45,6 +47,11 @@
 
 /* src/core/fork.c, private to loom-preload. */
 void loom__fork_child(void);
+/* src/record/arena.c, private to loom-preload: the records in shared memory
+ * (docs/survival.md). */
+int loom__arena_begin(const char *path, const char *out);
+void loom__arena_end(void);
+void loom__arena_maps(void);
 
 static loom_session *session;
 static atomic_int saved;
@@ -107,6 +114,7 @@ static void window_done(loom_trace *t, const char *out, unsigned seq, void *ud) 
   loom_status st = loom_trace_save(t, out);
   if (st != LOOM_OK) fprintf(stderr, "loom: %s\n", loom_last_error());
   summary(out, st, t, strcmp(p, out) ? seq : 0);
+  if (st == LOOM_OK) loom__arena_end(); /* written: not to be rebuilt */
   atomic_fetch_add(&windows_written, 1);
   loom__ctl_window_done(out, st == LOOM_OK, st == LOOM_OK ? NULL : loom_last_error());
 }
@@ -139,6 +147,9 @@ static void save(void) {
     st = loom_trace_save(t, out);
   }
   summary(out, st, t, 0);
+  /* written: nothing for loom record to rebuild (else it rebuilds the trace
+   * from the arena, src/core/salvage.c) */
+  if (st == LOOM_OK) loom__arena_end();
   if (st != LOOM_OK) fprintf(stderr, "loom: %s\n", loom_last_error());
   loom_trace_free(t);
   loom__ctl_stop("the program ended before the window did");
@@ -163,12 +174,48 @@ static void on_signal(int sig) {
 /* Waits for signals (writes the trace if not yet done, then lets each
  * signal's handler continue).  It serves signals until the process ends, so
  * a handler never waits for a watcher that is gone.  (--duration and the
- * other windows are the core's: src/core/trigger.c.) */
+ * other windows are the core's: src/core/trigger.c.)  Once a second it also
+ * checks whether the loaded objects changed (check_objects). */
+/* The loaded objects changed (dlopen, dlclose): a new snapshot of the
+ * mappings, so that the salvager can read the string literals of a library
+ * loaded while recording.  Checked once a second from the watcher (not by
+ * interposing dlopen: that would change which object's search path a
+ * program's dlopen uses). */
+static int count_objects(struct dl_phdr_info *info, size_t size, void *data) {
+  unsigned long long *n = data;
+  *n = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs
+           ? info->dlpi_adds * 1000003ull + info->dlpi_subs : 0;
+  return 1; /* the counters are the same in every entry */
+}
+
+static unsigned long long objects_seen; /* when the last snapshot was taken */
+/* dl_iterate_phdr holds the loader's write lock, which fork does not reset
+ * in the child: a fork never happens while the watcher is in it. */
+static pthread_mutex_t objects_mu = PTHREAD_MUTEX_INITIALIZER;
+static void objects_lock(void) { pthread_mutex_lock(&objects_mu); }
+static void objects_unlock(void) { pthread_mutex_unlock(&objects_mu); }
+static void objects_reset(void) { pthread_mutex_init(&objects_mu, NULL); }
+
+static void check_objects(void) {
+  unsigned long long n = 0;
+  objects_lock();
+  dl_iterate_phdr(count_objects, &n);
+  objects_unlock();
+  if (n != objects_seen) {
+    loom__arena_maps();
+    objects_seen = n;
+  }
+}
+
 static void *watcher(void *arg) {
   (void)arg;
   struct pollfd p = {sigpipe_fd[0], POLLIN, 0};
   for (;;) {
-    int r = poll(&p, 1, -1);
+    int r = poll(&p, 1, 1000);
+    if (r == 0) {
+      check_objects();
+      continue;
+    }
     if (r < 0 && errno == EINTR) continue;
     unsigned char sig = 0, ack = 1;
     if (r < 0 || read(sigpipe_fd[0], &sig, 1) != 1) return NULL;
@@ -215,6 +262,13 @@ static void begin(void) {
                              .devices = getenv("LOOM_RECORD_DEVICES"),
                              .options = opts,
                              .name = getenv("LOOM_RECORD_NAME")};
+  char arena[4096], outbuf[4096];
+  /* the objects loaded now are in the arena's first snapshot */
+  dl_iterate_phdr(count_objects, &objects_seen);
+  if (loom__rec_file(arena, sizeof arena, ".arena") == 0 &&
+      loom__arena_begin(arena, loom__rec_trace_path(outbuf, sizeof outbuf)) != 0)
+    fprintf(stderr, "loom: cannot create %s (%s); recording goes on, but if this process "
+            "is killed its records are lost\n", arena, strerror(errno));
   loom__rec_mark_started();
   if (loom_session_create(&cfg, &session) != LOOM_OK || loom_session_start(session) != LOOM_OK) {
     fprintf(stderr, "loom: cannot start recording (pid %d): %s\n", (int)getpid(),
@@ -292,6 +346,7 @@ __attribute__((constructor)) static void loom_record_start(void) {
   int top = pid && atol(pid) == (long)getpid();
   if (!getenv("LOOM_RECORD_DIR") && !top) return;
   int follow = follow_mode();
+  pthread_atfork(objects_lock, objects_unlock, objects_reset);
   if (follow > 0) pthread_atfork(NULL, NULL, forked_child);
   if (!top && follow == 0) return;
   begin();
