@@ -1,0 +1,44 @@
+/*
+ * trigger.h - recording windows: the core's controller that turns recording
+ * on and off within one session (steps, time, torch.profiler-style
+ * schedules, requests from outside) and hands each finished window's trace
+ * to a done function.  One controller per process (there is one session at
+ * a time); every backend is started at a window's beginning and stopped and
+ * flushed at its end, so a window's file holds its device work and nothing
+ * from outside it.
+ *
+ * The entry points below are exported from libloom (hidden elsewhere) so
+ * that loom-preload.so and its control socket can call them.
+ */
+#ifndef LOOM_TRIGGER_H
+#define LOOM_TRIGGER_H
+
+#include <stdint.h>
+
+#include "loom/loom.h"
+
+typedef struct loom__window_req {
+  int64_t delay_ns;     /* wait this long first (0: now) */
+  int64_t duration_ns;  /* >0: the window lasts this long */
+  int64_t start_step;   /* >=0: begin at this step number; -1: at once */
+  int64_t steps;        /* >0: the window lasts this many steps */
+  const char *out;      /* file for this window; NULL: the session's output pattern */
+} loom__window_req;
+
+/* From any thread: arm one window on the running process's session.  0;
+ * LOOM_EBUSY (with a message naming the window in progress) when a window
+ * is armed or recording. */
+__attribute__((visibility("default"))) int loom__trigger_request(const loom__window_req *r);
+
+/* Called for every step (loom_step, PyTorch's ProfilerStep#N through the
+ * adapter). */
+__attribute__((visibility("default"))) void loom__trigger_step(uint64_t step);
+
+/* Where a finished window goes (the preload sets it: writes the file; tests
+ * may set their own).  t is the caller's to free; out is the expanded file
+ * name (never NULL); seq counts the session's windows from 1. */
+typedef void (*loom__window_done_fn)(loom_trace *t, const char *out, unsigned seq, void *ud);
+__attribute__((visibility("default"))) void loom__trigger_set_done(loom__window_done_fn fn,
+                                                                   void *ud);
+
+#endif
