@@ -148,7 +148,8 @@ typedef struct loom_session_config {
   /* Options as "key=value" pairs separated by ',' or ';'.  Keys are looked up
    * by backends through the host's config service; unknown keys are kept.
    * Keys read by the core: buffer_size (bytes per thread chunk),
-   * memory_cap (bytes for host records, 0 = unbounded).  Each key may also
+   * memory_cap (bytes for host records, 0 = unbounded), mode=ring with
+   * ring_size, slow_step, slow_step_warmup, dump_cooldown (docs/ring.md).  Each key may also
    * come from the environment as LOOM_<KEY> (upper case, '.' -> '_'). */
   const char *options;
   /* Optional trace name written in the trace (traceName). */
@@ -175,6 +176,17 @@ LOOM_EXTERN loom_status loom_session_stop(loom_session *s, loom_trace **out);
 
 /* Destroys a session; stops it first (discarding the trace) if it records. */
 LOOM_EXTERN void loom_session_destroy(loom_session *s);
+
+/* Flight recorder (session option mode=ring): the trace of the window the
+ * session's rings hold now, while recording goes on; reason is written into
+ * its metadata (ring_dump_reason).  Ranges whose begin was overwritten are
+ * left out whole, device work goes with the host call that launched it, and
+ * the trace says how many records were overwritten and where the kept window
+ * starts (metadata ring_overwritten_records, ring_window_start_ns, and a
+ * warning).  *out is the caller's (loom_trace_free).  LOOM_ESTATE when s does
+ * not record or not in ring mode; LOOM_ENOMEM.  See docs/ring.md. */
+LOOM_EXTERN loom_status loom_session_dump(loom_session *s, const char *reason,
+                                          loom_trace **out);
 
 /* Number of warnings so far in the session and the i-th one (NULL past end). */
 LOOM_EXTERN size_t loom_session_warning_count(const loom_session *s);

@@ -198,6 +198,9 @@ typedef struct loom__bsess {
   loom__clock *clocks; /* index = loom_clock - 1 */
   size_t nclocks, cap_clocks;
   uint64_t lost;
+  /* Ring mode: bytes of records and arguments held against the backend's
+   * ring (ring_bk_bytes), and records overwritten to stay within it. */
+  uint64_t bytes, overwritten;
   /* Loss counts by reason (the first few distinct reasons; others join the
    * last slot's count). */
   struct { char *reason; uint64_t n; } lost_by[4];
@@ -244,6 +247,10 @@ struct loom_session {
   /* Bytes of backend records and arguments held, against backend_memory_cap. */
   _Atomic uint64_t bk_bytes;
   uint64_t bk_cap;
+  /* Ring mode (mode=ring, ring.c): host records kept within ring_bytes for
+   * all threads, each backend's within ring_bk_bytes, oldest overwritten. */
+  int ring;
+  uint64_t ring_bytes, ring_bk_bytes;
 };
 
 /* Sets a trace metadata entry of s (last value wins); -1 out of memory. */
@@ -259,3 +266,19 @@ void loom__session_vreport(struct loom_session *s, loom_severity sev,
 int loom__meta_apply(loom_trace *t);
 /* Builds the trace of a stopped session (collect.c). */
 loom_status loom__session_collect(struct loom_session *s, loom_trace **out);
+/* The trace of the window a ring-mode session's rings hold now; recording
+ * goes on (collect.c; ring.c serializes it with stop). */
+loom_status loom__session_collect_dump(struct loom_session *s, const char *reason,
+                                       loom_trace **out);
+
+/* ---- ring mode (ring.c) -------------------------------------------------- */
+/* Reads mode, ring_size and the slow-step options into s (at create). */
+loom_status loom__ring_configure(struct loom_session *s);
+/* At start (before the host recorder starts) and at the beginning of stop:
+ * a dump is possible between the two. */
+void loom__ring_begin(struct loom_session *s);
+void loom__ring_end(struct loom_session *s);
+/* Snapshot of the rings of the recording session as a trace (NULL: no
+ * ring-mode session records, or out of memory; loom_last_error says which).
+ * Recording goes on. */
+__attribute__((visibility("default"))) loom_trace *loom__ring_dump(const char *reason);

@@ -254,7 +254,7 @@ static loom_status read_sizes(loom_session *s) {
       (loom__parse_size(v, &s->bk_cap) || s->bk_cap == 0))
     return loom__fail(LOOM_EINVAL, "option backend_memory_cap='%s': expected a "
                       "size above 0 (suffix k, m or g allowed)", v);
-  return LOOM_OK;
+  return loom__ring_configure(s);
 }
 
 loom_status loom_session_create(const loom_session_config *cfg, loom_session **out) {
@@ -307,7 +307,8 @@ loom_status loom_session_start(loom_session *s) {
   if (s->state != LOOM__S_CREATED)
     return loom__fail(LOOM_ESTATE, "loom_session_start: session already started");
   loom__timeline_begin(&s->tl);
-  if (s->host) loom__hostrec_start(s->chunk_bytes, s->cap_bytes);
+  loom__ring_begin(s);
+  if (s->host) loom__hostrec_start(s->chunk_bytes, s->ring ? s->ring_bytes : s->cap_bytes);
   for (size_t i = 0; i < s->nbk;) {
     loom_backend *b = s->bk[i];
     loom_status st = b->ops.start(b);
@@ -409,6 +410,7 @@ void loom__session_offer(loom_backend *b) {
 
 /* Stops and flushes every backend; afterwards no record is accepted. */
 static void stop_all(loom_session *s) {
+  loom__ring_end(s); /* waits for a ring dump under way */
   pthread_mutex_lock(&live_mu); /* waits for a late join under way */
   live = NULL;
   pthread_mutex_unlock(&live_mu);

@@ -1,0 +1,235 @@
+/*
+ * ring.c - flight-recorder mode (session option mode=ring, `loom record
+ * --ring SIZE`): the session keeps only the most recent records, within a
+ * budget, and a dump writes the window the rings hold while recording goes
+ * on; the slow-step trigger dumps the ring when a step takes k times the
+ * running median.
+ *
+ * The rings themselves live where the records are written: hostrec.c (each
+ * thread recycles its own oldest chunk, no lock on the hot path) and host.c
+ * (a backend's records, under the lock its emit takes anyway, drop their
+ * oldest quarter when the backend's ring is full).  This file holds the
+ * options, the serialization of dumps with the session's stop (mu), and the
+ * step watch.  Dumps triggered by a slow step are built and written by a
+ * thread of their own, so the program's thread only pays for noticing.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "record/record.h"
+
+/* mu: held through a dump and while the session's stop takes live away, so
+ * a dump never runs into a collection or a freed session. */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static loom_session *live;
+
+/* The step watch (under mu). */
+#define WIN 64
+static struct {
+  double k;            /* slow_step: 0 = off */
+  uint64_t warmup;     /* steps measured before it arms */
+  int64_t cooldown_ns; /* dump_cooldown */
+  int64_t last_ts;     /* the previous step's start (epoch ns) */
+  uint64_t last_no;
+  int have_last;
+  int64_t dur[WIN];    /* the last WIN step durations */
+  uint64_t ndur;
+  int64_t last_dump;   /* epoch ns of the last slow-step dump; 0 none */
+  unsigned seq;        /* dumps of this session */
+  char out[4096];      /* output the dump file names are made from */
+} w;
+
+static const char *opt(loom_session *s, const char *key) { return loom__opts_get(&s->opts, key); }
+
+static loom_status bad(const char *key, const char *v, const char *want) {
+  return loom__fail(LOOM_EINVAL, "option %s='%s': expected %s", key, v, want);
+}
+
+static int parse_double(const char *v, double *out) {
+  char *e;
+  *out = strtod(v, &e);
+  return e == v || *e;
+}
+
+loom_status loom__ring_configure(loom_session *s) {
+  const char *v = opt(s, "mode");
+  if (v && strcmp(v, "ring") && strcmp(v, "normal"))
+    return bad("mode", v, "'ring' (flight recorder) or 'normal'");
+  s->ring = v && !strcmp(v, "ring");
+  const char *slow = opt(s, "slow_step");
+  static const char *const ring_only[] = {"ring_size", "slow_step", "slow_step_warmup",
+                                          "dump_cooldown"};
+  for (size_t i = 0; !s->ring && i < sizeof ring_only / sizeof *ring_only; i++)
+    if ((v = opt(s, ring_only[i])))
+      return loom__fail(LOOM_EINVAL, "option %s='%s' needs mode=ring (loom record --ring SIZE)",
+                        ring_only[i], v);
+  memset(&w, 0, sizeof w);
+  if (!s->ring) return LOOM_OK;
+  /* The budget: ring_size, else memory_cap, else 64 MiB. */
+  s->ring_bytes = s->cap_bytes ? s->cap_bytes : 64ull << 20;
+  if ((v = opt(s, "ring_size")) && (loom__parse_size(v, &s->ring_bytes) || s->ring_bytes < 2048))
+    return bad("ring_size", v, "a size of at least 2k (suffix k, m or g allowed)");
+  s->ring_bk_bytes = opt(s, "backend_memory_cap") ? s->bk_cap : s->ring_bytes;
+  if (!opt(s, "buffer_size")) { /* chunks small enough for a ring of 16 */
+    uint64_t c = s->ring_bytes / 16;
+    s->chunk_bytes = c < 1024 ? 1024 : c > 256 * 1024 ? 256 * 1024 : c;
+  }
+  w.warmup = 10;
+  w.cooldown_ns = 60ll * 1000000000ll;
+  if (slow && (parse_double(slow, &w.k) || !(w.k > 1)))
+    return bad("slow_step", slow, "a factor above 1 (a step that many times slower than "
+                                  "the running median dumps the ring)");
+  if ((v = opt(s, "slow_step_warmup"))) {
+    double d;
+    if (parse_double(v, &d) || d < 1 || d > 1e9 || d != (double)(uint64_t)d)
+      return bad("slow_step_warmup", v, "a whole number of steps of at least 1");
+    w.warmup = (uint64_t)d;
+  }
+  if ((v = opt(s, "dump_cooldown"))) {
+    double d;
+    if (parse_double(v, &d) || d < 0 || d > 1e9)
+      return bad("dump_cooldown", v, "seconds (0 or more) between two slow-step dumps");
+    w.cooldown_ns = (int64_t)(d * 1e9);
+  }
+  const char *o = opt(s, "output");
+  if (!o) o = getenv("LOOM_RECORD_OUTPUT");
+  snprintf(w.out, sizeof w.out, "%s", o && *o ? o : "loom-ring.json");
+  return LOOM_OK;
+}
+
+void loom__ring_begin(loom_session *s) {
+  loom__hostrec_set_ring(s->ring);
+  pthread_mutex_lock(&mu);
+  live = s->ring ? s : NULL;
+  pthread_mutex_unlock(&mu);
+}
+
+void loom__ring_end(loom_session *s) {
+  (void)s;
+  pthread_mutex_lock(&mu); /* waits for a dump under way */
+  live = NULL;
+  pthread_mutex_unlock(&mu);
+}
+
+loom_trace *loom__ring_dump(const char *reason) {
+  loom_trace *t = NULL;
+  pthread_mutex_lock(&mu);
+  if (!live) loom__fail(LOOM_ESTATE, "no session records in ring mode (mode=ring)");
+  else if (loom__session_collect_dump(live, reason, &t) != LOOM_OK) t = NULL;
+  pthread_mutex_unlock(&mu);
+  return t;
+}
+
+LOOM_EXTERN loom_status loom_session_dump(loom_session *s, const char *reason, loom_trace **out) {
+  loom__clear_error();
+  if (out) *out = NULL;
+  if (!s || !out) return loom__fail(LOOM_EINVAL, "loom_session_dump: NULL session or out");
+  if (s->state != LOOM__S_RECORDING)
+    return loom__fail(LOOM_ESTATE, "loom_session_dump: the session is not recording");
+  if (!s->ring)
+    return loom__fail(LOOM_ESTATE, "loom_session_dump: the session does not record in ring "
+                      "mode (option mode=ring)");
+  *out = loom__ring_dump(reason ? reason : "loom_session_dump");
+  return *out ? LOOM_OK : LOOM_ENOMEM;
+}
+
+/* ---- the slow-step trigger ---------------------------------------------- */
+/* path with "-dump<seq>" before its extension (.json, .json.gz, .pftrace). */
+static void dump_path(char *buf, size_t n, const char *path, unsigned seq) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  const char *ext = strstr(base, ".json");
+  if (!ext) ext = strstr(base, ".pftrace");
+  if (!ext) ext = base + strlen(base);
+  snprintf(buf, n, "%.*s-dump%u%s", (int)(ext - path), path, seq, ext);
+}
+
+typedef struct dump_job {
+  char reason[256];
+  char out[4096 + 32];
+} dump_job;
+
+static void *dump_thread(void *arg) {
+  dump_job *j = arg;
+  loom_trace *t = loom__ring_dump(j->reason);
+  if (t) {
+    if (loom_trace_save(t, j->out) == LOOM_OK)
+      loom__log(LOOM_SEV_WARNING, "ring dumped to %s (%s)", j->out, j->reason);
+    else
+      loom__log(LOOM_SEV_ERROR, "ring dump (%s) not written: %s", j->reason, loom_last_error());
+    loom_trace_free(t);
+  }
+  free(j);
+  return NULL;
+}
+
+static void start_dump(const char *reason, unsigned seq) {
+  dump_job *j = calloc(1, sizeof *j);
+  if (!j) return;
+  snprintf(j->reason, sizeof j->reason, "%s", reason);
+  dump_path(j->out, sizeof j->out, w.out, seq);
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  /* The dump thread must not take the program's signals. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t th;
+  if (pthread_create(&th, &at, dump_thread, j) != 0) free(j);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&at);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int64_t median(void) {
+  size_t n = w.ndur < WIN ? (size_t)w.ndur : WIN;
+  int64_t v[WIN];
+  memcpy(v, w.dur, n * sizeof *v);
+  qsort(v, n, sizeof *v, cmp_i64);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Step `no` begins at ts (host ticks): the step before it just ended.  Once
+ * warmup steps were measured, one longer than k times the median of the
+ * last WIN dumps the ring (with that step inside: its end is this step's
+ * begin, already recorded), at most once per cooldown. */
+void loom__ring_step(uint64_t no, uint64_t ts) {
+  pthread_mutex_lock(&mu);
+  if (!live || !(w.k > 1)) {
+    pthread_mutex_unlock(&mu);
+    return;
+  }
+  int64_t now = loom__timeline_convert(&live->tl, loom__hostrec_domain(), ts);
+  if (w.have_last) {
+    int64_t d = now - w.last_ts;
+    if (w.ndur >= w.warmup) {
+      int64_t m = median();
+      if (m > 0 && (double)d > w.k * (double)m &&
+          (!w.last_dump || now - w.last_dump >= w.cooldown_ns)) {
+        char reason[256];
+        snprintf(reason, sizeof reason, "slow step: ProfilerStep#%llu took %.3f ms, %.1f times "
+                 "the median %.3f ms of the last %llu steps (slow_step=%g)",
+                 (unsigned long long)w.last_no, (double)d * 1e-6, (double)d / (double)m,
+                 (double)m * 1e-6, (unsigned long long)(w.ndur < WIN ? w.ndur : WIN), w.k);
+        w.last_dump = now;
+        start_dump(reason, ++w.seq);
+      }
+    }
+    w.dur[w.ndur % WIN] = d;
+    w.ndur++;
+  }
+  w.last_ts = now;
+  w.last_no = no;
+  w.have_last = 1;
+  pthread_mutex_unlock(&mu);
+}
