@@ -313,10 +313,15 @@ static size_t snap_list(loom__tbuf *t, loom__chunk ***list, loom__hrec **pos) {
   return n;
 }
 
-static int copy_one(loom__tbuf *t, loom__ring_copy *out) {
+/* 1: t holds no records of session ep (nothing copied). */
+static int copy_one(loom__tbuf *t, unsigned ep, loom__ring_copy *out) {
   loom__chunk **list;
   loom__hrec *pos;
   pthread_mutex_lock(&t->mu);
+  if (t->epoch != ep) { /* set by its owner under mu */
+    pthread_mutex_unlock(&t->mu);
+    return 1;
+  }
   size_t n = snap_list(t, &list, &pos);
   uint64_t over = atomic_load_explicit(&t->overwritten, memory_order_relaxed);
   pthread_mutex_unlock(&t->mu);
@@ -352,8 +357,9 @@ static int copy_one(loom__tbuf *t, loom__ring_copy *out) {
   atomic_store_explicit(&out->view.pos, dst->recs + total, memory_order_relaxed);
   out->view.epoch = t->epoch;
   out->view.tid = t->tid;
-  atomic_store_explicit(&out->view.exited, atomic_load(&t->exited), memory_order_relaxed);
-  memcpy(out->view.name, t->name, sizeof t->name);
+  int exited = atomic_load_explicit(&t->exited, memory_order_acquire);
+  atomic_store_explicit(&out->view.exited, exited, memory_order_relaxed);
+  if (exited) memcpy(out->view.name, t->name, sizeof t->name); /* else read live */
   atomic_store_explicit(&out->view.dropped, atomic_load(&t->dropped), memory_order_relaxed);
   atomic_store_explicit(&out->view.overwritten, over, memory_order_relaxed);
   return 0;
@@ -361,8 +367,13 @@ static int copy_one(loom__tbuf *t, loom__ring_copy *out) {
 
 loom__ring_copy *loom__hostrec_ring_copy(size_t *n) {
   *n = 0;
-  size_t nt;
-  loom__tbuf **th = loom__hostrec_threads(&nt);
+  unsigned ep = atomic_load(&epoch);
+  size_t nt = 0, cap = 0;
+  loom__tbuf **th = NULL;
+  pthread_mutex_lock(&list_mu);
+  for (loom__tbuf *t = threads; t; t = t->next)
+    if (LOOM__PUSH(th, nt, cap, t) != 0) break;
+  pthread_mutex_unlock(&list_mu);
   loom__ring_copy *out = nt ? calloc(nt, sizeof *out) : NULL;
   if (!out) {
     free(th);
@@ -373,7 +384,7 @@ loom__ring_copy *loom__hostrec_ring_copy(size_t *n) {
   atomic_fetch_add(&dump_active, 1);
   size_t k = 0;
   for (size_t i = 0; i < nt; i++)
-    if (copy_one(th[i], &out[k]) == 0) k++;
+    if (copy_one(th[i], ep, &out[k]) == 0) k++;
   atomic_fetch_sub(&dump_active, 1);
   free(th);
   *n = k;
