@@ -38,6 +38,7 @@ static void cwarn(loom_session *s, const char *fmt, ...) {
 typedef struct namer {
   loom_trace *t;
   loom__map cache;
+  loom__rec_image *img;
 } namer;
 
 static uint32_t name_of(namer *nm, uint64_t name, uint16_t flags) {
@@ -45,16 +46,17 @@ static uint32_t name_of(namer *nm, uint64_t name, uint16_t flags) {
   if (!key) return 0;
   uint64_t *hit = loom__map_get(&nm->cache, key);
   if (hit) return (uint32_t)*hit;
-  const char *s = (flags & LOOM__HR_F_ID) ? loom__intern_get((uint32_t)name)
-                                          : (const char *)(uintptr_t)name;
+  const char *s = nm->img->name ? nm->img->name(nm->img->ud, name, flags)
+                 : (flags & LOOM__HR_F_ID) ? loom__intern_get((uint32_t)name)
+                                           : (const char *)(uintptr_t)name;
   uint32_t id = loom__trace_str(nm->t, s ? s : "");
   loom__map_put(&nm->cache, key, id);
   return id;
 }
 
 /* Kineto's label; a name given with loom_thread_name wins over the OS's. */
-static void thread_label(char *buf, size_t n, pid_t tid, const char *name) {
-  uint32_t given = loom__thread_name((uint64_t)tid);
+static void thread_label(char *buf, size_t n, pid_t tid, const char *name, int dead) {
+  uint32_t given = dead ? 0 : loom__thread_name((uint64_t)tid);
   const char *g = given ? loom__intern_get(given) : NULL;
   if (g && *g) name = g;
   snprintf(buf, n, "thread %d (%s)", (int)tid, name && *name ? name : "unnamed");
@@ -111,6 +113,7 @@ typedef struct host_ctx {
   loom__targ *raw_args;      /* the entries' formatted arguments */
   size_t nraw_args, cap_raw_args;
   char *fmt_buf;             /* LOOM_RAW_FORMAT_BUF bytes for format() */
+  loom__rec_image *img;
   uint64_t raw_bad;          /* raw records cut short (cannot happen) */
   /* ring mode: ends whose begin was overwritten, records overwritten, and
    * the latest first-kept time of a ring that overwrote */
@@ -188,6 +191,10 @@ static int raw_record(host_ctx *h, hr_cursor *k, const loom__hrec *r, open_range
     memcpy(b + off, p, sizeof *p);
   }
   if (!op) return 0;
+  if (h->img->dead) { /* its format function was in the dead process */
+    h->img->raw_unformatted++;
+    return 0;
+  }
   loom_raw_format_fn fmt = (loom_raw_format_fn)(uintptr_t)r->name;
   uint64_t key = loom__hash_words(b, n) ^ loom__hash_u64((uint64_t)(uintptr_t)r->name);
   if (!key) key = 1;
@@ -262,9 +269,9 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
   loom_trace *t = h->t;
   h->npargs = 0; /* the op-argument stack is per thread */
   char name[64], label[256];
-  if (atomic_load(&tb->exited)) snprintf(name, sizeof name, "%s", tb->name);
+  if (h->img->dead || atomic_load(&tb->exited)) snprintf(name, sizeof name, "%s", tb->name);
   else live_thread_name(tb->tid, name, sizeof name);
-  thread_label(label, sizeof label, tb->tid, name);
+  thread_label(label, sizeof label, tb->tid, name, h->img->dead);
   uint32_t track;
   if (loom__trace_track(t, h->pid, tb->tid, label, LOOM_DEVICE_HOST, &track)) return -1;
   open_range *ranges = NULL, *ops = NULL;
@@ -406,20 +413,20 @@ typedef struct ring_info {
   int64_t start; /* latest first-kept time of a ring that overwrote; 0 none */
 } ring_info;
 
-static int collect_host(loom_session *s, loom_trace *t, int64_t pid, int dump, ring_info *ri) {
-  host_ctx h = {.s = s, .t = t, .nm = {t, {0}}, .dom = loom__hostrec_domain(), .pid = pid};
+static int collect_host(loom_session *s, loom_trace *t, loom__rec_image *img, ring_info *ri) {
+  host_ctx h = {.s = s, .t = t, .nm = {t, {0}, img}, .dom = img->dom, .pid = img->pid, .img = img};
   h.c_user = loom__trace_str(t, "user_annotation");
   h.c_op = loom__trace_str(t, "cpu_op");
   h.c_instant = loom__trace_str(t, "cpu_instant_event");
   h.c_marker = loom__trace_str(t, "marker");
   h.c_counter = loom__trace_str(t, "counter");
-  size_t n;
+  size_t n = img->nthreads;
   loom__tbuf **th = NULL;
   loom__ring_copy *cp = NULL;
-  if (dump) cp = loom__hostrec_ring_copy(&n);
-  else th = loom__hostrec_threads(&n);
+  if (img->dump) cp = loom__hostrec_ring_copy(&n);
+  else th = img->dead ? img->threads : loom__hostrec_threads(&n);
   int rc = 0;
-  for (size_t i = 0; i < n && rc == 0; i++) rc = host_thread(&h, dump ? &cp[i].view : th[i]);
+  for (size_t i = 0; i < n && rc == 0; i++) rc = host_thread(&h, cp ? &cp[i].view : th[i]);
   if (rc == 0) rc = host_async(&h);
   for (size_t i = 0; cp && i < n; i++) free(cp[i].chunk);
   free(cp);
@@ -429,7 +436,7 @@ static int collect_host(loom_session *s, loom_trace *t, int64_t pid, int dump, r
   if (h.unmatched)
     cwarn(s, "%llu range ends without a matching begin were ignored",
                        (unsigned long long)h.unmatched);
-  free(th);
+  if (!img->dead) free(th);
   free(h.marks);
   free(h.pargs);
   free(h.raws);
@@ -441,7 +448,7 @@ static int collect_host(loom_session *s, loom_trace *t, int64_t pid, int dump, r
     cwarn(s, "%llu raw op arguments were cut short and dropped",
                        (unsigned long long)h.raw_bad);
   loom__map_free(&h.nm.cache);
-  if (!dump) loom__hostrec_release();
+  if (!img->dead && !img->dump) loom__hostrec_release();
   return rc;
 }
 
@@ -526,7 +533,7 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b, loom_
       track = (uint32_t)known;
     } else {
       live_thread_name((pid_t)d->resource, tname, sizeof tname);
-      thread_label(label, sizeof label, (pid_t)d->resource, tname);
+      thread_label(label, sizeof label, (pid_t)d->resource, tname, 0);
       if (loom__trace_track(t, pid, d->resource, label, LOOM_DEVICE_HOST, &track)) return -1;
     }
   } else {
@@ -749,9 +756,16 @@ static int ring_report(loom_session *s, loom_trace *t, const ring_info *ri, cons
   return rc;
 }
 
-/* Builds the trace of a stopped session, or (reason != NULL) of a ring-mode
- * session that goes on recording: the window its rings hold now. */
-static loom_status collect(loom_session *s, const char *reason, loom_trace **out) {
+loom_status loom__session_collect(loom_session *s, loom_trace **out) {
+  loom__rec_image img = {.pid = getpid(), .dom = loom__hostrec_domain()};
+  return loom__collect_image(s, &img, out);
+}
+
+/* The trace of session s with img's host records: a stopped session's, a
+ * dead process's, or (img->dump) the window a ring-mode session's rings hold
+ * now, while it goes on recording. */
+loom_status loom__collect_image(loom_session *s, loom__rec_image *img, loom_trace **out) {
+  const char *reason = img->dump;
   int dump = reason != NULL;
   loom_trace *t = loom__trace_new();
   if (!t) return loom__fail(LOOM_ENOMEM, "out of memory building the trace");
@@ -762,15 +776,16 @@ static loom_status collect(loom_session *s, const char *reason, loom_trace **out
                                        (uint64_t)s->tl.start[LOOM_CLOCK_REALTIME].real);
   uint64_t end = dump ? loom__clock_now(LOOM_CLOCK_REALTIME)
                       : (uint64_t)s->tl.stop[LOOM_CLOCK_REALTIME].real;
-  t->end_ns = loom__timeline_convert(&s->tl, LOOM_CLOCK_REALTIME, end);
+  t->end_ns = img->end_ns ? img->end_ns : loom__timeline_convert(&s->tl, LOOM_CLOCK_REALTIME, end);
   t->trace_name = loom__trace_str(t, s->name);
   t->window_end = 1;
-  int64_t pid = getpid();
+  int64_t pid = img->pid;
   char comm[64];
-  live_thread_name((pid_t)pid, comm, sizeof comm);
+  if (img->comm) snprintf(comm, sizeof comm, "%s", img->comm);
+  else live_thread_name((pid_t)pid, comm, sizeof comm);
   ring_info ri = {0};
   int rc = loom__trace_add_proc(t, pid, comm[0] ? comm : "host", "CPU", 0);
-  if (rc == 0 && s->host) rc = collect_host(s, t, pid, dump, &ri);
+  if (rc == 0 && s->host) rc = collect_host(s, t, img, &ri);
   if (rc == 0) {
     pthread_mutex_lock(&s->mu); /* backends may add devices meanwhile */
     rc = add_devices(s, t);
@@ -792,7 +807,7 @@ static loom_status collect(loom_session *s, const char *reason, loom_trace **out
   pthread_mutex_lock(&s->mu);
   if (rc == 0) rc = loom__kvs_to_trace(&s->meta, t);
   pthread_mutex_unlock(&s->mu);
-  if (rc == 0) rc = loom__meta_apply(t); /* meta.c: the program's own, last */
+  if (rc == 0 && !img->dead) rc = loom__meta_apply(t); /* meta.c: the program's own, last */
   pthread_mutex_lock(&s->warn.mu);
   for (size_t i = 0; i < s->warn.n && rc == 0; i++)
     rc = loom__trace_add_warning(t, s->warn.v[i]);
@@ -809,10 +824,8 @@ static loom_status collect(loom_session *s, const char *reason, loom_trace **out
   return LOOM_OK;
 }
 
-loom_status loom__session_collect(loom_session *s, loom_trace **out) {
-  return collect(s, NULL, out);
-}
-
 loom_status loom__session_collect_dump(loom_session *s, const char *reason, loom_trace **out) {
-  return collect(s, reason ? reason : "dump", out);
+  loom__rec_image img = {.pid = getpid(), .dom = loom__hostrec_domain(),
+                         .dump = reason ? reason : "dump"};
+  return loom__collect_image(s, &img, out);
 }

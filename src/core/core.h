@@ -266,6 +266,27 @@ void loom__session_vreport(struct loom_session *s, loom_severity sev,
 int loom__meta_apply(loom_trace *t);
 /* Builds the trace of a stopped session (collect.c). */
 loom_status loom__session_collect(struct loom_session *s, loom_trace **out);
+
+/* The host records collect turns into a trace: this process's own (live),
+ * or a dead process's rebuilt from its arena (salvage.c, dead = 1). */
+typedef struct loom__rec_image {
+  int64_t pid;
+  const char *comm;       /* process name (NULL: this process's) */
+  loom_clock_domain dom;  /* the records' clock */
+  int dead;               /* names below; no live thread names; raw
+                             formats (functions of the dead) not called */
+  loom__tbuf **threads;   /* dead: its buffers (live: the recorder's) */
+  size_t nthreads;
+  /* dead: a record's name (pointer or interned id) as a string */
+  const char *(*name)(void *ud, uint64_t name, uint16_t flags);
+  void *ud;
+  int64_t end_ns;         /* the trace's end (0: the session's stop) */
+  uint64_t raw_unformatted; /* out: raw op arguments not formatted */
+  const char *dump;       /* ring mode: a dump while recording (its reason) */
+} loom__rec_image;
+/* collect.c: the trace of session s (its timeline, options, backends) with
+ * img's host records. */
+loom_status loom__collect_image(struct loom_session *s, loom__rec_image *img, loom_trace **out);
 /* The trace of the window a ring-mode session's rings hold now; recording
  * goes on (collect.c; ring.c serializes it with stop). */
 loom_status loom__session_collect_dump(struct loom_session *s, const char *reason,

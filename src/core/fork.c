@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "record/arena.h"
 #include "trace/trace.h"
 
 void loom__session_forked(void);
@@ -22,6 +23,7 @@ void loom__session_forked(void);
  * the child drops them (not freed: other threads of the parent may have held
  * their locks at the fork) and may then create a session of its own. */
 __attribute__((visibility("default"))) void loom__fork_child(void) {
+  loom__arena_forked();
   loom__hostrec_forked();
   loom__session_forked();
 }

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "core.h"
+#include "record/arena.h"
 #include "record/record.h"
 
 static atomic_int session_active;
@@ -309,6 +310,10 @@ loom_status loom_session_start(loom_session *s) {
   loom__timeline_begin(&s->tl);
   loom__ring_begin(s);
   if (s->host) loom__hostrec_start(s->chunk_bytes, s->ring ? s->ring_bytes : s->cap_bytes);
+  /* under loom record: what a salvage of this process needs (arena.c) */
+  loom__arena_session(&s->tl, sizeof s->tl, loom__hostrec_domain(), s->name,
+                      (const char *const *)s->opts.keys, (const char *const *)s->opts.vals,
+                      s->opts.n, s->chunk_bytes, s->cap_bytes);
   for (size_t i = 0; i < s->nbk;) {
     loom_backend *b = s->bk[i];
     loom_status st = b->ops.start(b);

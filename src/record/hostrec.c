@@ -21,6 +21,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "arena.h"
 #include "record.h"
 #include "util/util.h"
 
@@ -85,9 +86,32 @@ uint32_t loom__tid(void) {
 }
 
 /* ---- buffers ------------------------------------------------------------- */
-/* Default chunk memory; the arena (arena.c) replaces these when it is on. */
-loom__chunk *loom__chunk_alloc(size_t bytes) { return malloc(bytes); }
-void loom__chunk_free(loom__chunk *c) { free(c); }
+/* Chunk memory: the shared-memory arena when it is on (under `loom record`,
+ * so the records outlive a killed process), else malloc (also when the
+ * arena cannot grow: the live trace keeps those records). */
+loom__chunk *loom__chunk_alloc(size_t bytes) {
+  if (loom__arena_on()) {
+    loom__chunk *c = loom__arena_alloc(LOOM__AO_CHUNK, bytes);
+    if (c) return c;
+  }
+  return malloc(bytes);
+}
+
+void loom__chunk_free(loom__chunk *c) {
+  if (loom__arena_owns(c)) loom__arena_free(c);
+  else free(c);
+}
+
+/* Thread buffers live with their chunks: the salvager finds them there. */
+static loom__tbuf *tbuf_alloc(void) {
+  loom__tbuf *t = loom__arena_on() ? loom__arena_alloc(LOOM__AO_TBUF, sizeof *t) : NULL;
+  return t ? t : calloc(1, sizeof *t);
+}
+
+static void tbuf_free(loom__tbuf *t) {
+  if (loom__arena_owns(t)) loom__arena_free(t);
+  else free(t);
+}
 
 static void thread_exit(void *p) {
   loom__tbuf *t = p;
@@ -122,7 +146,7 @@ static loom__tbuf *acquire(void) {
   if (tls_dead) return NULL;
   loom__tbuf *t = tls_buf;
   if (!t) {
-    t = calloc(1, sizeof *t);
+    t = tbuf_alloc();
     if (!t) return NULL;
     t->tid = (pid_t)loom__tid();
     pthread_mutex_init(&t->mu, NULL);
@@ -290,7 +314,7 @@ void loom__hostrec_start(uint64_t chunk, uint64_t cap) {
   atomic_store(&cap_bytes, cap);
   atomic_store(&step_no, 0);
   atomic_store(&ring_live, 0);
-  atomic_fetch_add(&epoch, 1);
+  loom__arena_epoch(atomic_fetch_add(&epoch, 1) + 1);
   atomic_store(&rec_on, 1);
 }
 
@@ -411,7 +435,7 @@ void loom__hostrec_release(void) {
       *pp = t->next;
       free_chunks(t);
       free(t->icache);
-      free(t);
+      tbuf_free(t);
     } else {
       pp = &t->next;
     }

@@ -21,6 +21,9 @@
 /* ---- interner (thread-safe; strings live until the process exits) ------- */
 uint32_t loom__intern(const char *s, size_t len);
 const char *loom__intern_get(uint32_t id);
+/* Copies every string interned so far into the arena (arena.c, when it
+ * opens); later ones are copied as they are interned. */
+void loom__intern_mirror(void);
 
 /* ---- host records ------------------------------------------------------- */
 enum {

@@ -6,7 +6,9 @@
  * (tools/loom/preload.c).  A process with a marker and no summary ended
  * without writing a trace: killed by SIGKILL (loom record says so where it
  * reaped the process itself), or exec'ed into a program that does not load
- * the preload (a static binary).
+ * the preload (a static binary).  Such a process's records are still in its
+ * shared-memory arena, <pid>.arena: loom record rebuilds its trace from there
+ * (src/core/salvage.c) and says how the process died.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -21,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/salvage.h"
 #include "follow.h"
 #include "loom/loom.h"
 
@@ -29,6 +32,34 @@ static const char *ext_of(const char *out) {
   if (n > 8 && !strcmp(out + n - 8, ".json.gz")) return ".json.gz";
   if (n > 8 && !strcmp(out + n - 8, ".pftrace")) return ".pftrace";
   return ".json";
+}
+
+/* The kernel's count of OOM kills in loom record's memory cgroup (v2
+ * memory.events, v1 memory.oom_control), or -1 when it cannot be read. */
+static long long oom_kills(void) {
+  FILE *cg = fopen("/proc/self/cgroup", "re");
+  char line[2048], v2[2048] = "", v1[2048] = "";
+  while (cg && fgets(line, sizeof line, cg)) {
+    line[strcspn(line, "\n")] = 0;
+    if (!strncmp(line, "0::", 3)) snprintf(v2, sizeof v2, "%s", line + 3);
+    char *m = strstr(line, ":memory:");
+    if (m) snprintf(v1, sizeof v1, "%s", m + 8);
+  }
+  if (cg) fclose(cg);
+  char paths[3][2200];
+  snprintf(paths[0], sizeof paths[0], "/sys/fs/cgroup%s/memory.events", v2);
+  snprintf(paths[1], sizeof paths[1], "/sys/fs/cgroup/memory%s/memory.oom_control", v1);
+  snprintf(paths[2], sizeof paths[2], "/sys/fs/cgroup/memory/memory.oom_control");
+  for (int i = 0; i < 3; i++) {
+    if ((i == 0 && !v2[0]) || (i == 1 && !v1[0])) continue;
+    FILE *fp = fopen(paths[i], "re");
+    long long n = -1;
+    while (fp && fgets(line, sizeof line, fp))
+      if (sscanf(line, "oom_kill %lld", &n) == 1) break;
+    if (fp) fclose(fp);
+    if (n >= 0) return n;
+  }
+  return -1;
 }
 
 int loom__follow_setup(loom_follow *f, const char *out, const char *mode) {
@@ -62,6 +93,7 @@ int loom__follow_setup(loom_follow *f, const char *out, const char *mode) {
   char *abs = f->to_dir ? realpath(f->out, NULL) : NULL;
   if (abs && strlen(abs) < sizeof f->out) snprintf(f->out, sizeof f->out, "%s", abs);
   free(abs);
+  f->oom_kills = oom_kills();
   setenv("LOOM_RECORD_DIR", f->dir, 1);
   setenv("LOOM_RECORD_TRACEDIR", f->to_dir ? f->out : f->dir, 1);
   setenv("LOOM_RECORD_EXT", f->to_dir ? ".json" : ext_of(out), 1);
@@ -159,6 +191,65 @@ static proc *scan(const loom_follow *f, size_t *np) {
   return v;
 }
 
+/* How pid ended, as loom record knows it: 1 and *st when it reaped it. */
+static int end_status(const loom_follow *f, pid_t pid, pid_t top, int top_status, int *st) {
+  if (pid == top) return *st = top_status, 1;
+  for (size_t i = 0; i < f->nended; i++)
+    if (f->ended[i].pid == pid) return *st = f->ended[i].status, 1;
+  return 0;
+}
+
+/* How a process that wrote no trace died, as a phrase after its name. */
+static void death(const loom_follow *f, pid_t pid, pid_t top, int top_status, char *out,
+                  size_t n) {
+  int st = 0;
+  if (!end_status(f, pid, top, top_status, &st)) {
+    snprintf(out, n, "ended without writing a trace");
+  } else if (WIFSIGNALED(st)) {
+    const char *abbrev = sigabbrev_np(WTERMSIG(st));
+    long long k = WTERMSIG(st) == SIGKILL ? oom_kills() : -1;
+    const char *oom = WTERMSIG(st) != SIGKILL ? ""
+                      : k < 0 || f->oom_kills < 0 ? " (possibly out of memory)"
+                      : k > f->oom_kills ? " (out of memory: the kernel's OOM killer)" : "";
+    snprintf(out, n, "was killed by SIG%s%s", abbrev ? abbrev : "?", oom);
+  } else if (WIFEXITED(st)) {
+    snprintf(out, n, "exited with status %d without writing a trace", WEXITSTATUS(st));
+  } else {
+    snprintf(out, n, "ended without writing a trace");
+  }
+}
+
+/* The trace of p rebuilt from its arena, as its .done line; a line about it
+ * in msg.  0, or -1 (no arena, or it could not be rebuilt: msg says why). */
+static int salvage(const loom_follow *f, proc *p, pid_t top, int top_status, char *msg,
+                   size_t n) {
+  char path[PATH_MAX + 64], how[160];
+  snprintf(path, sizeof path, "%s/%d.arena", f->dir, (int)p->pid);
+  msg[0] = 0;
+  if (access(path, F_OK) != 0) return -1;
+  death(f, p->pid, top, top_status, how, sizeof how);
+  loom__salvage_result r;
+  if (loom__salvage(path, how, &r) != LOOM_OK) {
+    snprintf(msg, n, "%s; its records could not be rebuilt: %s", how, loom_last_error());
+    return -1;
+  }
+  snprintf(p->done, sizeof p->done, "%llu %llu %llu %llu %llu\t%s",
+           (unsigned long long)r.events, (unsigned long long)r.flows,
+           (unsigned long long)r.devices, (unsigned long long)r.dropped,
+           (unsigned long long)r.warnings, r.out);
+  char open_at[96] = "";
+  if (r.unclosed)
+    snprintf(open_at, sizeof open_at, ", %llu open at death (ended at its last record)",
+             (unsigned long long)r.unclosed);
+  char unres[96] = "";
+  if (r.unresolved)
+    snprintf(unres, sizeof unres, ", %llu names unreadable", (unsigned long long)r.unresolved);
+  snprintf(msg, n, "%s; loom rebuilt its trace from shared memory: %llu range%s and %llu "
+           "op%s kept%s%s", how, (unsigned long long)r.ranges, r.ranges == 1 ? "" : "s",
+           (unsigned long long)r.ops, r.ops == 1 ? "" : "s", open_at, unres);
+  return 0;
+}
+
 /* Why pid wrote no trace, as far as loom record knows. */
 static void why_lost(const loom_follow *f, pid_t pid, pid_t top, int top_status, char *out,
                      size_t n) {
@@ -219,20 +310,30 @@ void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t
   for (size_t i = 0; i < n; i++) {
     proc *p = &v[i];
     char *tab = strchr(p->done, '\t');
-    if (!p->done[0] || !tab) {
-      char why[160];
-      why_lost(f, p->pid, top, top_status, why, sizeof why);
-      fprintf(stderr, "loom:   pid %d (%s) %s\n", (int)p->pid, p->cmd, why);
-      lost++;
-      continue;
+    if (!p->done[0] || !tab || !strncmp(p->done, "failed\t", 7)) {
+      /* no trace (killed, or its save failed): rebuilt from its arena */
+      char failed[4200] = "", msg[1024];
+      if (p->done[0] && tab) snprintf(failed, sizeof failed, "%s", tab + 1);
+      if (salvage(f, p, top, top_status, msg, sizeof msg) == 0) {
+        if (failed[0]) fprintf(stderr, "loom:   pid %d (%s) failed %s\n", (int)p->pid, p->cmd, failed);
+        fprintf(stderr, "loom:   pid %d (%s) %s\n", (int)p->pid, p->cmd, msg);
+        tab = strchr(p->done, '\t');
+      } else if (failed[0]) {
+        fprintf(stderr, "loom:   pid %d (%s) failed %s%s%s\n", (int)p->pid, p->cmd, failed,
+                msg[0] ? "; " : "", msg);
+        lost++;
+        continue;
+      } else {
+        char why[160];
+        why_lost(f, p->pid, top, top_status, why, sizeof why);
+        fprintf(stderr, "loom:   pid %d (%s) %s%s%s\n", (int)p->pid, p->cmd, why,
+                msg[0] ? "; " : "", msg);
+        lost++;
+        continue;
+      }
     }
     *tab = 0;
     const char *path = tab + 1;
-    if (!strcmp(p->done, "failed")) {
-      fprintf(stderr, "loom:   pid %d (%s) failed %s\n", (int)p->pid, p->cmd, path);
-      lost++;
-      continue;
-    }
     unsigned long long ev = 0, fl = 0, dv = 0, dr = 0, wn = 0;
     sscanf(p->done, "%llu %llu %llu %llu %llu", &ev, &fl, &dv, &dr, &wn);
     total += ev;

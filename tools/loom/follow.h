@@ -14,6 +14,7 @@ typedef struct loom_follow {
   int to_dir;           /* -o DIR/: one trace per process, kept there */
   struct { pid_t pid; int status; } *ended; /* descendants loom record reaped */
   size_t nended, cap;
+  long long oom_kills;  /* the kernel's OOM kills at start (-1: unknown) */
 } loom_follow;
 
 /* Checks --follow (none|exec|all), makes the session folder, becomes a child

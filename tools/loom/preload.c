@@ -23,6 +23,8 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -41,6 +43,11 @@
 
 /* src/core/fork.c, private to loom-preload. */
 void loom__fork_child(void);
+/* src/record/arena.c, private to loom-preload: the records in shared memory
+ * (docs/survival.md). */
+int loom__arena_begin(const char *path, const char *out);
+void loom__arena_end(void);
+void loom__arena_maps(void);
 
 static loom_session *session;
 static atomic_int saved;
@@ -93,6 +100,9 @@ static void save(void) {
     st = loom_trace_save(t, out);
   }
   summary(out, st, t);
+  /* written: nothing for loom record to rebuild (else it rebuilds the trace
+   * from the arena) */
+  if (st == LOOM_OK) loom__arena_end();
   if (st != LOOM_OK) fprintf(stderr, "loom: %s\n", loom_last_error());
   loom_trace_free(t);
   pthread_mutex_unlock(&save_mu);
@@ -117,15 +127,52 @@ static void on_signal(int sig) {
  * on) and for signals (writes the trace if not yet done, then lets each
  * signal's handler continue).  It serves signals until the process ends, so
  * a handler never waits for a watcher that is gone. */
+/* The loaded objects changed (dlopen, dlclose): a new snapshot of the
+ * mappings, so that the salvager can read the string literals of a library
+ * loaded while recording.  Checked once a second from the watcher (not by
+ * interposing dlopen: that would change which object's search path a
+ * program's dlopen uses). */
+static int count_objects(struct dl_phdr_info *info, size_t size, void *data) {
+  unsigned long long *n = data;
+  *n = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs
+           ? info->dlpi_adds * 1000003ull + info->dlpi_subs : 0;
+  return 1; /* the counters are the same in every entry */
+}
+
+static void check_objects(void) {
+  static unsigned long long seen;
+  unsigned long long n = 0;
+  dl_iterate_phdr(count_objects, &n);
+  if (n != seen) {
+    if (seen) loom__arena_maps();
+    seen = n;
+  }
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static void *watcher(void *arg) {
   double duration = arg ? *(double *)arg : 0;
-  int timeout = duration > 0 ? (int)(duration * 1000) : -1;
+  double deadline = duration > 0 ? now_s() + duration : 0;
   struct pollfd p = {sigpipe_fd[0], POLLIN, 0};
+  check_objects();
   for (;;) {
+    int timeout = 1000;
+    if (deadline > 0) {
+      double left = deadline - now_s();
+      if (left < 1.0) timeout = left > 0 ? (int)(left * 1000) : 0;
+    }
     int r = poll(&p, 1, timeout);
     if (r == 0) {
-      save();
-      timeout = -1;
+      check_objects();
+      if (deadline > 0 && now_s() >= deadline) {
+        save();
+        deadline = 0;
+      }
       continue;
     }
     if (r < 0 && errno == EINTR) continue;
@@ -158,6 +205,11 @@ static void begin(void) {
                              .devices = getenv("LOOM_RECORD_DEVICES"),
                              .options = opts,
                              .name = getenv("LOOM_RECORD_NAME")};
+  char arena[4096], outbuf[4096];
+  if (loom__rec_file(arena, sizeof arena, ".arena") == 0 &&
+      loom__arena_begin(arena, loom__rec_trace_path(outbuf, sizeof outbuf)) != 0)
+    fprintf(stderr, "loom: cannot create %s (%s); recording goes on, but if this process "
+            "is killed its records are lost\n", arena, strerror(errno));
   loom__rec_mark_started();
   if (loom_session_create(&cfg, &session) != LOOM_OK || loom_session_start(session) != LOOM_OK) {
     fprintf(stderr, "loom: cannot start recording (pid %d): %s\n", (int)getpid(),

@@ -1,0 +1,366 @@
+/*
+ * salvage.c - rebuilds the trace of a process that died without writing it
+ * (SIGKILL, the OOM killer, a failed save) from its shared-memory arena
+ * (record/arena.h), in `loom record` after the process ended.
+ *
+ * The file is mapped privately, so pointers can be rewritten to this
+ * process's addresses in place without touching it.  Each thread buffer of
+ * the recording session is followed chunk by chunk up to its published
+ * position: a record half-written at death lies beyond it and is not read.
+ * Names that were interned come from the arena's copies; names that were
+ * pointers (string literals) are read from the ELF file that was mapped at
+ * that address; one that cannot be read becomes a placeholder, counted in a
+ * warning.  The trace is then built by the same code as a live one
+ * (collect.c); ranges open at death end at the last record, flagged.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "record/arena.h"
+#include "record/record.h"
+#include "salvage.h"
+
+typedef struct salv {
+  unsigned char *base;
+  size_t size;
+  loom__ahdr *h;
+  uint32_t nseg;
+  const char **strs; /* interned id -> string */
+  size_t nstrs;
+  const loom__amaps **maps; /* snapshots, newest first */
+  size_t nmaps;
+  loom__tbuf **threads;
+  size_t nthreads, cap_threads;
+  char *names; /* placeholder and literal strings, kept until the end */
+  size_t nnames, cap_names;
+  uint64_t unresolved, torn;
+  uint64_t last_ts;
+  int have_ts;
+  char fail[256];
+} salv;
+
+/* The salvager's address of writer address p (NULL: not in the arena).
+ * need: bytes that must lie within the same segment. */
+static void *tr(const salv *v, uint64_t p, uint64_t need) {
+  for (uint32_t i = 0; i < v->nseg; i++) {
+    const loom__aseg *g = &v->h->seg[i];
+    if (p >= g->addr && p - g->addr <= g->size && need <= g->size - (p - g->addr))
+      return v->base + g->off + (p - g->addr);
+  }
+  return NULL;
+}
+
+static int add_thread(salv *v, loom__tbuf *t) {
+  return LOOM__PUSH(v->threads, v->nthreads, v->cap_threads, t);
+}
+
+/* Rewrites t's chunk list to this process's addresses, cut after the chunk
+ * holding the published position (chunks linked after it hold no published
+ * record).  0, or -1 when the list is damaged (the thread is left out). */
+static int fix_thread(salv *v, loom__tbuf *t) {
+  uint64_t pos = (uint64_t)(uintptr_t)atomic_load_explicit(&t->pos, memory_order_relaxed);
+  uint64_t c = (uint64_t)(uintptr_t)t->head;
+  t->head = t->tail = t->pending = NULL;
+  t->icache = NULL;
+  t->next = NULL;
+  t->name[sizeof t->name - 1] = 0;
+  if (!pos) {
+    atomic_store(&t->pos, NULL);
+    return 0;
+  }
+  loom__chunk *prev = NULL;
+  for (size_t guard = 0; c && guard < (1u << 24); guard++) {
+    loom__chunk *k = tr(v, c, sizeof *k);
+    if (!k || k->cap > v->size / sizeof(loom__hrec) ||
+        !tr(v, c, sizeof *k + k->cap * sizeof(loom__hrec)))
+      return -1;
+    uint64_t next = (uint64_t)(uintptr_t)k->next;
+    k->next = NULL;
+    if (prev) prev->next = k;
+    else t->head = k;
+    prev = k;
+    uint64_t first = c + sizeof *k, end = first + k->cap * sizeof(loom__hrec);
+    /* pos is one past the last record written, never a chunk's first slot */
+    if (pos > first && pos <= end && (pos - first) % sizeof(loom__hrec) == 0) {
+      atomic_store(&t->pos, (loom__hrec *)(void *)((unsigned char *)k + (pos - c)));
+      t->tail = k;
+      return 0;
+    }
+    c = next;
+  }
+  return -1; /* the position is in none of its chunks */
+}
+
+static void keep_str(salv *v, const loom__astr *a, uint64_t room) {
+  if (sizeof *a + (uint64_t)a->len + 1 > room || !a->id || a->s[a->len]) return;
+  if (a->id >= v->nstrs) {
+    size_t cap = v->nstrs;
+    if (loom__grow((void **)&v->strs, &cap, (size_t)a->id + 1, sizeof *v->strs)) return;
+    memset(v->strs + v->nstrs, 0, (cap - v->nstrs) * sizeof *v->strs);
+    v->nstrs = cap;
+  }
+  v->strs[a->id] = a->s;
+}
+
+static void keep_maps(salv *v, const loom__amaps *m, uint64_t room) {
+  if (sizeof *m + (uint64_t)m->n * sizeof(loom__amap) + m->paths_len > room) return;
+  const char *paths = (const char *)(m->m + m->n);
+  if (m->paths_len && paths[m->paths_len - 1]) return;
+  size_t cap = v->nmaps;
+  if (loom__grow((void **)&v->maps, &cap, v->nmaps + 1, sizeof *v->maps)) return;
+  size_t i = v->nmaps++;
+  while (i && v->maps[i - 1]->seq < m->seq) { /* newest first */
+    v->maps[i] = v->maps[i - 1];
+    i--;
+  }
+  v->maps[i] = m;
+}
+
+/* Walks every segment's objects. */
+static void walk(salv *v) {
+  uint32_t epoch = atomic_load(&v->h->epoch);
+  for (uint32_t i = 0; i < v->nseg; i++) {
+    const loom__aseg *g = &v->h->seg[i];
+    uint64_t at = i == 0 ? v->h->hdr_size : 0;
+    while (at + sizeof(loom__aobj) <= g->size) {
+      loom__aobj *o = (loom__aobj *)(void *)(v->base + g->off + at);
+      if (!o->size) break; /* the end of what was allocated */
+      if (o->size % 16 || o->size > g->size - at) {
+        v->torn++;
+        break;
+      }
+      void *body = o + 1;
+      uint64_t room = o->size - sizeof *o;
+      if (atomic_load(&o->state) == LOOM__AS_LIVE) {
+        if (o->kind == LOOM__AO_TBUF && room >= sizeof(loom__tbuf)) {
+          loom__tbuf *t = body;
+          if (t->epoch == epoch && fix_thread(v, t) == 0 && add_thread(v, t) != 0) return;
+        } else if (o->kind == LOOM__AO_STR && room >= sizeof(loom__astr)) {
+          keep_str(v, body, room);
+        } else if (o->kind == LOOM__AO_MAPS && room >= sizeof(loom__amaps)) {
+          keep_maps(v, body, room);
+        }
+      }
+      at += o->size;
+    }
+  }
+}
+
+/* A string kept in v->names; returns its offset + 1 (0: out of memory). */
+static size_t keep_name(salv *v, const char *s, size_t n) {
+  if (loom__grow((void **)&v->names, &v->cap_names, v->nnames + n + 1, 1)) return 0;
+  size_t at = v->nnames;
+  memcpy(v->names + at, s, n);
+  v->names[at + n] = 0;
+  v->nnames += n + 1;
+  return at + 1;
+}
+
+/* The string literal at writer address p, read from the file mapped there. */
+static int read_literal(const salv *v, uint64_t p, char *out, size_t n) {
+  for (size_t i = 0; i < v->nmaps; i++) {
+    const loom__amaps *m = v->maps[i];
+    const char *paths = (const char *)(m->m + m->n);
+    for (uint32_t k = 0; k < m->n; k++) {
+      if (p < m->m[k].start || p >= m->m[k].end || m->m[k].path >= m->paths_len) continue;
+      int fd = open(paths + m->m[k].path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return -1;
+      uint64_t room = m->m[k].end - p;
+      size_t want = room < n - 1 ? (size_t)room : n - 1;
+      ssize_t got = pread(fd, out, want, (off_t)(p - m->m[k].start + m->m[k].off));
+      close(fd);
+      if (got <= 0) return -1;
+      out[got] = 0;
+      return memchr(out, 0, (size_t)got) || (size_t)got == want ? 0 : -1;
+    }
+  }
+  return -1;
+}
+
+/* Names are resolved once per distinct value (collect.c caches them), so
+ * the strings returned here may live in v->names, which may move: the
+ * caller copies them at once into the trace. */
+static const char *salv_name(void *ud, uint64_t name, uint16_t flags) {
+  salv *v = ud;
+  char buf[1024];
+  if (flags & LOOM__HR_F_ID) {
+    if (name < v->nstrs && v->strs[name]) return v->strs[name];
+    snprintf(buf, sizeof buf, "<string %llu: not in loom's shared memory>",
+             (unsigned long long)name);
+    v->unresolved++;
+  } else if (read_literal(v, name, buf, sizeof buf) != 0) {
+    snprintf(buf, sizeof buf, "<name at 0x%llx: not readable after the process died>",
+             (unsigned long long)name);
+    v->unresolved++;
+  }
+  size_t at = keep_name(v, buf, strlen(buf));
+  return at ? v->names + at - 1 : "";
+}
+
+/* The last record's timestamp over every thread. */
+static void last_ts(salv *v) {
+  for (size_t i = 0; i < v->nthreads; i++) {
+    loom__tbuf *t = v->threads[i];
+    loom__hrec *stop = atomic_load(&t->pos);
+    for (loom__chunk *c = t->head; c; c = c->next) {
+      loom__hrec *end = (stop >= c->recs && stop <= c->recs + c->cap) ? stop : c->recs + c->cap;
+      for (loom__hrec *r = c->recs; r < end; r++) {
+        if (r->type == LOOM__HR_RAW) { /* its ts holds bytes; the rest follows */
+          r += loom__raw_slots(r->spare);
+          continue;
+        }
+        if (r->type && (!v->have_ts || r->ts > v->last_ts)) v->last_ts = r->ts, v->have_ts = 1;
+      }
+    }
+  }
+}
+
+static int open_arena(salv *v, const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || (size_t)st.st_size < LOOM__ARENA_HDR) {
+    snprintf(v->fail, sizeof v->fail, "%s is missing or too short", path);
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  v->size = (size_t)st.st_size;
+  void *p = mmap(NULL, v->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    snprintf(v->fail, sizeof v->fail, "cannot map %s", path);
+    return -1;
+  }
+  v->base = p;
+  v->h = p;
+  if (v->h->magic != LOOM__ARENA_MAGIC || v->h->version != LOOM__ARENA_VERSION ||
+      v->h->hdr_size < sizeof *v->h || v->h->hdr_size > LOOM__ARENA_HDR) {
+    snprintf(v->fail, sizeof v->fail, "%s is not a loom arena of this version", path);
+    return -1;
+  }
+  v->nseg = atomic_load(&v->h->nseg);
+  if (v->nseg > LOOM__ARENA_MAXSEG) v->nseg = 0;
+  for (uint32_t i = 0; i < v->nseg; i++) /* a segment the file does not hold ends the table */
+    if (v->h->seg[i].off > v->size || v->h->seg[i].size > v->size - v->h->seg[i].off) v->nseg = i;
+  v->h->name[sizeof v->h->name - 1] = v->h->comm[sizeof v->h->comm - 1] = 0;
+  v->h->out[sizeof v->h->out - 1] = v->h->opts[sizeof v->h->opts - 1] = 0;
+  return 0;
+}
+
+static int session_opts(loom__opts *o, const loom__ahdr *h) {
+  size_t len = h->opts_len < sizeof h->opts ? h->opts_len : 0;
+  for (size_t at = 0; at < len;) {
+    const char *k = h->opts + at, *val = k + strlen(k) + 1;
+    if ((size_t)(val - h->opts) >= len) break;
+    size_t ck = o->cap, cv = o->cap;
+    if (loom__grow((void **)&o->keys, &ck, o->n + 1, sizeof *o->keys) ||
+        loom__grow((void **)&o->vals, &cv, o->n + 1, sizeof *o->vals))
+      return -1;
+    o->cap = ck < cv ? ck : cv;
+    if (!(o->keys[o->n] = loom__strdup(k))) return -1;
+    if (!(o->vals[o->n] = loom__strdup(val))) {
+      free(o->keys[o->n]);
+      return -1;
+    }
+    o->n++;
+    at = (size_t)(val - h->opts) + strlen(val) + 1;
+  }
+  return 0;
+}
+
+static void count(const loom_trace *t, loom__salvage_result *r) {
+  for (size_t i = 0; i < t->nev; i++) {
+    const loom__ev *e = &t->ev[i];
+    if (e->kind == LOOM_KIND_USER_RANGE && e->ph != LOOM__PH_INSTANT) r->ranges++;
+    if (e->kind == LOOM_KIND_CPU_OP) r->ops++;
+    if (e->flags & LOOM__EV_UNCLOSED) r->unclosed++;
+  }
+}
+
+loom_status loom__salvage(const char *path, const char *death, loom__salvage_result *res) {
+  loom__ensure_init();
+  memset(res, 0, sizeof *res);
+  salv v = {0};
+  loom_session *s = NULL;
+  loom_trace *t = NULL;
+  loom_status st = LOOM_ENOMEM;
+  if (open_arena(&v, path) != 0) {
+    st = loom__fail(LOOM_EINVAL, "cannot rebuild the trace: %s", v.fail);
+    goto out;
+  }
+  if (!atomic_load(&v.h->recording) || v.h->tl_size != sizeof s->tl) {
+    st = loom__fail(LOOM_EINVAL, "cannot rebuild the trace: the process had not started "
+                    "recording (or had written its trace)");
+    goto out;
+  }
+  walk(&v);
+  last_ts(&v);
+  if (!(s = calloc(1, sizeof *s))) goto fail;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_mutex_init(&s->warn.mu, NULL);
+  s->kinds = LOOM_KINDS_ALL | LOOM_KIND_BIT(LOOM_KIND_MARKER);
+  s->host = 1;
+  memcpy(&s->tl, v.h->tl, sizeof s->tl);
+  /* The same host's clocks, read now: the stop readings of the timeline. */
+  loom__timeline_end(&s->tl);
+  if (!(s->name = loom__strdup(v.h->name)) || session_opts(&s->opts, v.h)) goto fail;
+  loom__rec_image img = {.pid = v.h->pid, .comm = v.h->comm, .dom = v.h->domain, .dead = 1,
+                         .threads = v.threads, .nthreads = v.nthreads, .name = salv_name,
+                         .ud = &v};
+  int64_t start = loom__timeline_convert(&s->tl, LOOM_CLOCK_REALTIME,
+                                         (uint64_t)s->tl.start[LOOM_CLOCK_REALTIME].real);
+  img.end_ns = v.have_ts ? loom__timeline_convert(&s->tl, img.dom, v.last_ts) : start;
+  if (img.end_ns < start) img.end_ns = start;
+  loom__session_warn(s, "the process %s before it could write its trace; loom rebuilt it from "
+                     "the records in its shared memory (ranges open at death end at the "
+                     "last record, flagged unclosed; backend records the process still "
+                     "held are lost)", death && *death ? death : "died");
+  /* the warnings collect adds come after; placeholders are counted last */
+  st = loom__collect_image(s, &img, &t);
+  if (st != LOOM_OK) goto out;
+  if (v.unresolved || img.raw_unformatted || v.torn) {
+    char w[512];
+    snprintf(w, sizeof w, "after the process died: %llu record names could not be read "
+             "(shown as placeholders), %llu raw op arguments could not be formatted, %llu "
+             "damaged arena blocks were skipped", (unsigned long long)v.unresolved,
+             (unsigned long long)img.raw_unformatted, (unsigned long long)v.torn);
+    loom__log(LOOM_SEV_WARNING, "%s", w);
+    if (loom__trace_add_warning(t, w)) goto fail;
+  }
+  snprintf(res->out, sizeof res->out, "%s", v.h->out);
+  st = loom_trace_save(t, res->out);
+  if (st != LOOM_OK) goto out;
+  loom_trace_summary sm = {.struct_size = sizeof sm};
+  loom_trace_summarize(t, &sm);
+  res->events = sm.events;
+  res->flows = sm.flows;
+  res->devices = sm.devices;
+  res->dropped = sm.dropped;
+  res->warnings = sm.warnings;
+  res->unresolved = v.unresolved;
+  res->threads = v.nthreads;
+  count(t, res);
+  goto out;
+fail:
+  st = loom__fail(LOOM_ENOMEM, "out of memory rebuilding the trace");
+out:
+  loom_trace_free(t);
+  if (s) {
+    loom__msgs_free(&s->warn);
+    loom__opts_free(&s->opts);
+    free(s->name);
+    free(s);
+  }
+  free(v.strs);
+  free(v.maps);
+  free(v.threads);
+  free(v.names);
+  if (v.base) munmap(v.base, v.size);
+  return st;
+}

@@ -1,0 +1,27 @@
+/*
+ * salvage.h - rebuilding the trace of a process that died without writing
+ * it, from its shared-memory arena (salvage.c; docs/survival.md).  Used by
+ * `loom record` (tools/loom/follow.c), exported from libloom for it only.
+ */
+#ifndef LOOM_SALVAGE_H
+#define LOOM_SALVAGE_H
+#include <stdint.h>
+
+#include "loom/loom.h"
+
+typedef struct loom__salvage_result {
+  char out[4096];    /* the trace written (where the process would have) */
+  uint64_t events, flows, devices, dropped, warnings;
+  uint64_t ranges;   /* user ranges kept (steps included) */
+  uint64_t ops;      /* framework ops kept */
+  uint64_t unclosed; /* ranges and ops open at death, ended at the last record */
+  uint64_t unresolved; /* names that could not be read (placeholders) */
+  uint64_t threads;
+} loom__salvage_result;
+
+/* Rebuilds the trace of the process whose arena is path (death: how it
+ * died, as a phrase for the trace's warning: "was killed by SIGKILL") and
+ * writes it.  LOOM_OK, or an error (loom_last_error says why). */
+LOOM_EXTERN loom_status loom__salvage(const char *path, const char *death,
+                                      loom__salvage_result *res);
+#endif

@@ -1,0 +1,290 @@
+/*
+ * arena.c - the shared-memory arena of a process under `loom record` (see
+ * arena.h for the layout).
+ *
+ * Only slow paths come here: a thread's first buffer, a new chunk, a new
+ * interned string, a mapping snapshot.  One mutex guards the allocator.
+ * Blocks are reserved in the file (posix_fallocate) before they are mapped,
+ * so a full disk is a failed allocation (records counted as dropped), never
+ * a SIGBUS in the program.  Freed blocks are kept on a free list and reused
+ * by a later allocation of the same kind that fits.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "record.h"
+#include "util/util.h"
+
+#define SEG_MIN (4u << 20)
+#define SEG_MAX (1ull << 30)
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int on;
+static int fd = -1;
+static loom__ahdr *hdr;
+static unsigned char *cur;  /* current segment */
+static uint64_t cur_used, cur_size, file_size;
+static uint64_t maps_seq;
+static char path_buf[4096];
+
+static loom__aobj *free_list; /* linked through the first word of the body */
+static inline loom__aobj **next_free(loom__aobj *o) { return (loom__aobj **)(void *)(o + 1); }
+
+int loom__arena_on(void) { return atomic_load_explicit(&on, memory_order_acquire); }
+
+static inline uint64_t round16(uint64_t n) { return (n + 15) & ~(uint64_t)15; }
+
+/* Adds a segment of at least need bytes (mu held).  0, or -1. */
+static int add_segment(uint64_t need) {
+  uint32_t n = atomic_load_explicit(&hdr->nseg, memory_order_relaxed);
+  if (n >= LOOM__ARENA_MAXSEG) return -1;
+  uint64_t size = cur_size * 2;
+  if (size < SEG_MIN) size = SEG_MIN;
+  if (size > SEG_MAX) size = SEG_MAX;
+  if (size < need) size = round16(need + 4096);
+  size = (size + 4095) & ~(uint64_t)4095;
+  if (posix_fallocate(fd, (off_t)file_size, (off_t)size) != 0) return -1;
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)file_size);
+  if (p == MAP_FAILED) return -1;
+  hdr->seg[n] = (loom__aseg){(uint64_t)(uintptr_t)p, file_size, size};
+  atomic_store_explicit(&hdr->nseg, n + 1, memory_order_release);
+  file_size += size;
+  cur = p;
+  cur_used = 0;
+  cur_size = size;
+  return 0;
+}
+
+static loom__aobj *from_free_list(uint32_t kind, uint64_t size) {
+  for (loom__aobj **pp = &free_list; *pp; pp = next_free(*pp)) {
+    loom__aobj *o = *pp;
+    /* same kind, and no more than twice the size: a small request does not
+     * pin a large block */
+    if (o->kind == kind && o->size >= size && o->size <= 2 * size) {
+      *pp = *next_free(o);
+      return o;
+    }
+  }
+  return NULL;
+}
+
+void *loom__arena_alloc(uint32_t kind, size_t bytes) {
+  if (!loom__arena_on()) return NULL;
+  uint64_t size = round16(sizeof(loom__aobj) + bytes);
+  pthread_mutex_lock(&mu);
+  loom__aobj *o = from_free_list(kind, size);
+  if (o) {
+    atomic_store_explicit(&o->state, LOOM__AS_NEW, memory_order_relaxed);
+    memset(o + 1, 0, o->size - sizeof *o);
+  } else {
+    /* the rest of the segment stays zero: the reader stops there */
+    if (cur_size - cur_used < size + sizeof(loom__aobj) && add_segment(size + sizeof(loom__aobj))) {
+      pthread_mutex_unlock(&mu);
+      return NULL;
+    }
+    o = (loom__aobj *)(cur + cur_used);
+    o->kind = kind;
+    o->size = size;
+    cur_used += size;
+  }
+  /* chunks and buffers are valid as soon as they exist (their contents are
+   * published by the owner's position); a string only once written */
+  if (kind != LOOM__AO_STR && kind != LOOM__AO_MAPS)
+    atomic_store_explicit(&o->state, LOOM__AS_LIVE, memory_order_release);
+  pthread_mutex_unlock(&mu);
+  return o + 1;
+}
+
+static void publish(void *p) {
+  loom__aobj *o = (loom__aobj *)p - 1;
+  atomic_store_explicit(&o->state, LOOM__AS_LIVE, memory_order_release);
+}
+
+int loom__arena_owns(const void *p) {
+  if (!hdr) return 0;
+  uintptr_t a = (uintptr_t)p;
+  uint32_t n = atomic_load_explicit(&hdr->nseg, memory_order_acquire);
+  for (uint32_t i = 0; i < n; i++)
+    if (a >= hdr->seg[i].addr && a < hdr->seg[i].addr + hdr->seg[i].size) return 1;
+  return 0;
+}
+
+void loom__arena_free(void *p) {
+  if (!p) return;
+  loom__aobj *o = (loom__aobj *)p - 1;
+  pthread_mutex_lock(&mu);
+  atomic_store_explicit(&o->state, LOOM__AS_FREE, memory_order_release);
+  *next_free(o) = free_list;
+  free_list = o;
+  pthread_mutex_unlock(&mu);
+}
+
+void loom__arena_str(uint32_t id, const char *s, size_t len) {
+  if (!loom__arena_on() || len > UINT32_MAX - 1) return;
+  loom__astr *a = loom__arena_alloc(LOOM__AO_STR, sizeof *a + len + 1);
+  if (!a) return; /* the salvager names what it cannot find */
+  a->id = id;
+  a->len = (uint32_t)len;
+  memcpy(a->s, s, len);
+  publish(a);
+}
+
+/* ---- mapping snapshots ----------------------------------------------------- */
+__attribute__((visibility("default"))) void loom__arena_maps(void) {
+  if (!loom__arena_on()) return;
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (!f) return;
+  loom__amap *m = NULL;
+  char *paths = NULL;
+  size_t n = 0, cap = 0, plen = 0, pcap = 0;
+  char line[4096 + 256];
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long s, e, off;
+    char perms[8];
+    int pos = 0;
+    if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perms, &off, &pos) < 4 || !pos)
+      continue;
+    char *path = line + pos;
+    path[strcspn(path, "\n")] = 0;
+    if (path[0] != '/' || perms[0] != 'r') continue; /* only readable files */
+    size_t l = strlen(path) + 1;
+    if ((n == cap && loom__grow((void **)&m, &cap, n + 1, sizeof *m)) ||
+        loom__grow((void **)&paths, &pcap, plen + l, 1))
+      break;
+    m[n++] = (loom__amap){s, e, off, (uint32_t)plen, 0};
+    memcpy(paths + plen, path, l);
+    plen += l;
+  }
+  fclose(f);
+  loom__amaps *a = n ? loom__arena_alloc(LOOM__AO_MAPS, sizeof *a + n * sizeof *m + plen) : NULL;
+  if (a) {
+    pthread_mutex_lock(&mu);
+    a->seq = ++maps_seq;
+    pthread_mutex_unlock(&mu);
+    a->n = (uint32_t)n;
+    a->paths_len = (uint32_t)plen;
+    memcpy(a->m, m, n * sizeof *m);
+    memcpy((char *)(a->m + n), paths, plen);
+    publish(a);
+  }
+  free(m);
+  free(paths);
+}
+
+/* ---- session ----------------------------------------------------------------- */
+void loom__arena_epoch(uint32_t epoch) {
+  if (hdr) atomic_store_explicit(&hdr->epoch, epoch, memory_order_release);
+}
+
+void loom__arena_session(const void *tl, size_t tl_size, int domain, const char *name,
+                         const char *const *keys, const char *const *vals, size_t nopts,
+                         uint64_t chunk_bytes, uint64_t cap_bytes) {
+  if (!loom__arena_on() || tl_size > sizeof hdr->tl) return;
+  memcpy(hdr->tl, tl, tl_size);
+  hdr->tl_size = (uint32_t)tl_size;
+  hdr->domain = domain;
+  hdr->chunk_bytes = chunk_bytes;
+  hdr->cap_bytes = cap_bytes;
+  snprintf(hdr->name, sizeof hdr->name, "%s", name ? name : "loom");
+  prctl(PR_GET_NAME, hdr->comm, 0, 0, 0);
+  size_t len = 0;
+  for (size_t i = 0; i < nopts; i++) {
+    size_t kl = strlen(keys[i]) + 1, vl = strlen(vals[i]) + 1;
+    if (len + kl + vl + 1 > sizeof hdr->opts) break; /* the rest is not kept */
+    memcpy(hdr->opts + len, keys[i], kl);
+    memcpy(hdr->opts + len + kl, vals[i], vl);
+    len += kl + vl;
+  }
+  hdr->opts[len] = 0;
+  hdr->opts_len = (uint32_t)len;
+  atomic_store_explicit(&hdr->recording, 1, memory_order_release);
+}
+
+/* ---- open, close, fork ---------------------------------------------------- */
+/* The preload's (tools/loom/preload.c): path is LOOM_RECORD_DIR/<pid>.arena,
+ * out the trace the process would write.  0, or -1 (recording goes on in
+ * malloc'ed memory; the caller says so). */
+__attribute__((visibility("default"))) int loom__arena_begin(const char *path, const char *out) {
+  pthread_mutex_lock(&mu);
+  if (hdr) {
+    pthread_mutex_unlock(&mu);
+    return 0;
+  }
+  fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int rc = -1;
+  if (fd >= 0 && posix_fallocate(fd, 0, SEG_MIN) == 0) {
+    void *p = mmap(NULL, SEG_MIN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) {
+      hdr = p;
+      hdr->version = LOOM__ARENA_VERSION;
+      hdr->hdr_size = LOOM__ARENA_HDR;
+      hdr->pid = (int32_t)getpid();
+      hdr->seg[0] = (loom__aseg){(uint64_t)(uintptr_t)p, 0, SEG_MIN};
+      atomic_store_explicit(&hdr->nseg, 1, memory_order_release);
+      snprintf(hdr->out, sizeof hdr->out, "%s", out ? out : "");
+      cur = p;
+      cur_used = LOOM__ARENA_HDR;
+      cur_size = file_size = SEG_MIN;
+      /* last: a reader takes the file only once the header is whole */
+      atomic_store_explicit((_Atomic uint64_t *)&hdr->magic, LOOM__ARENA_MAGIC,
+                            memory_order_release);
+      rc = 0;
+    }
+  }
+  if (rc != 0 && fd >= 0) {
+    close(fd);
+    unlink(path);
+    fd = -1;
+  }
+  if (rc == 0) snprintf(path_buf, sizeof path_buf, "%s", path);
+  pthread_mutex_unlock(&mu);
+  if (rc == 0) {
+    atomic_store_explicit(&on, 1, memory_order_release);
+    loom__intern_mirror(); /* the strings interned before */
+    loom__arena_maps();
+  }
+  return rc;
+}
+
+/* The process's trace was written: nothing to rebuild, the file goes (its
+ * memory stays mapped, still in use by the buffers). */
+__attribute__((visibility("default"))) void loom__arena_end(void) {
+  if (!hdr) return;
+  atomic_store_explicit(&hdr->recording, 0, memory_order_release);
+  if (path_buf[0]) unlink(path_buf);
+  path_buf[0] = 0;
+}
+
+/* A forked child shares the parent's mappings: its writes would land in the
+ * parent's records.  Each segment is mapped again, privately, at the same
+ * address (the child keeps reading what is there), and the child opens its
+ * own arena when it records. */
+void loom__arena_forked(void) {
+  atomic_store(&on, 0);
+  if (!hdr) return;
+  uint32_t n = atomic_load(&hdr->nseg);
+  loom__aseg seg[LOOM__ARENA_MAXSEG];
+  memcpy(seg, hdr->seg, n * sizeof *seg);
+  for (uint32_t i = 0; i < n; i++)
+    mmap((void *)(uintptr_t)seg[i].addr, seg[i].size, PROT_READ | PROT_WRITE,
+         MAP_PRIVATE | MAP_FIXED, fd, (off_t)seg[i].off);
+  close(fd);
+  fd = -1;
+  hdr = NULL;
+  cur = NULL;
+  cur_used = cur_size = file_size = 0;
+  free_list = NULL;
+  maps_seq = 0;
+  path_buf[0] = 0;
+  pthread_mutex_init(&mu, NULL);
+}

@@ -1,0 +1,110 @@
+/*
+ * arena.h - the shared-memory arena that lets a process's records outlive
+ * it (docs/survival.md).
+ *
+ * Under `loom record` each recording process maps one file,
+ * LOOM_RECORD_DIR/<pid>.arena, MAP_SHARED: its host record chunks, the
+ * thread buffers that point into them, a copy of every interned string and
+ * snapshots of its file-backed mappings (to read string literals from their
+ * ELF files) live there.  When the process dies without writing a trace
+ * (SIGKILL, the OOM killer), `loom record` maps the file and rebuilds the
+ * trace from it (src/core/salvage.c) through the same conversion code a live
+ * session uses (collect.c).
+ *
+ * Layout: segment 0 starts with the header; every segment then holds
+ * objects back to back, each behind a loom__aobj header, up to the first
+ * zero header (files grow zero-filled).  Segments are added (the file grows,
+ * a new mapping) and never remapped, so no writer's pointer ever moves.
+ * Pointers stored in the arena are the writer's addresses; the segment table
+ * translates them.
+ */
+#ifndef LOOM_ARENA_H
+#define LOOM_ARENA_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LOOM__ARENA_MAGIC 0x314e4552414d4f4full /* "OOMAREN1" little-endian */
+#define LOOM__ARENA_VERSION 1u
+#define LOOM__ARENA_MAXSEG 64
+#define LOOM__ARENA_HDR 65536u /* bytes the header takes in segment 0 */
+
+enum {
+  LOOM__AO_CHUNK = 0x6b6e6863, /* a loom__chunk */
+  LOOM__AO_TBUF = 0x66756274,  /* a loom__tbuf */
+  LOOM__AO_STR = 0x20727473,   /* interned string: loom__astr */
+  LOOM__AO_MAPS = 0x7370616d   /* mapping snapshot: loom__amaps */
+};
+enum { LOOM__AS_NEW = 0, LOOM__AS_LIVE = 1, LOOM__AS_FREE = 2 };
+
+typedef struct loom__aobj {
+  uint32_t kind;
+  _Atomic uint32_t state; /* LIVE is published (release) once the body is valid */
+  uint64_t size;          /* bytes, header included; multiple of 16 */
+} loom__aobj;
+
+typedef struct loom__astr {
+  uint32_t id, len;
+  char s[]; /* len bytes and a NUL */
+} loom__astr;
+
+typedef struct loom__amap {
+  uint64_t start, end, off;
+  uint32_t path; /* offset of the path in loom__amaps.paths */
+  uint32_t pad;
+} loom__amap;
+
+typedef struct loom__amaps {
+  uint64_t seq; /* later snapshots win */
+  uint32_t n, paths_len;
+  loom__amap m[]; /* then paths_len bytes of NUL-terminated paths */
+} loom__amaps;
+
+typedef struct loom__aseg {
+  uint64_t addr, off, size; /* writer's address, file offset, bytes */
+} loom__aseg;
+
+typedef struct loom__ahdr {
+  uint64_t magic;
+  uint32_t version, hdr_size;
+  int32_t pid;
+  _Atomic uint32_t nseg; /* published after the segment's entry */
+  loom__aseg seg[LOOM__ARENA_MAXSEG];
+  /* the recording session (session.c) */
+  _Atomic int32_t recording;  /* 1 from start until its trace was written */
+  _Atomic uint32_t epoch;     /* hostrec's epoch of that session */
+  int32_t domain;             /* host records' clock domain */
+  uint32_t tl_size;
+  unsigned char tl[512];      /* the session's loom__timeline at start */
+  uint64_t chunk_bytes, cap_bytes;
+  char comm[64];              /* process name at start */
+  char name[256];             /* session name */
+  char out[4096];             /* where the trace would have gone */
+  uint32_t opts_len;
+  char opts[16384];           /* session options: key NUL value NUL ... */
+} loom__ahdr;
+
+/* Is the arena on in this process (chunks come from it)? */
+int loom__arena_on(void);
+/* Memory from the arena, zeroed, of one kind (NULL: none can be had; the
+ * caller falls back to malloc for the calls that allow it). */
+void *loom__arena_alloc(uint32_t kind, size_t bytes);
+/* Frees p (from loom__arena_alloc). */
+void loom__arena_free(void *p);
+/* Does p come from the arena? */
+int loom__arena_owns(const void *p);
+/* Mirrors interned string id (intern.c, under its lock). */
+void loom__arena_str(uint32_t id, const char *s, size_t len);
+/* Snapshots /proc/self/maps' file-backed mappings (at start, after dlopen). */
+void loom__arena_maps(void);
+/* The recording session: its epoch (hostrec_start), its start
+ * (session.c: timeline, options, name), its end (trace written). */
+void loom__arena_epoch(uint32_t epoch);
+void loom__arena_session(const void *tl, size_t tl_size, int domain, const char *name,
+                         const char *const *keys, const char *const *vals, size_t nopts,
+                         uint64_t chunk_bytes, uint64_t cap_bytes);
+/* In a child forked without exec: the parent's arena becomes private here. */
+void loom__arena_forked(void);
+
+#endif

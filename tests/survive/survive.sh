@@ -1,0 +1,85 @@
+#!/bin/sh
+# survive.sh LOOM DIE TP_DIR - a process killed while `loom record` records
+# it still leaves its trace, rebuilt from its shared-memory arena: SIGKILL,
+# an out-of-memory death, a followed child killed by SIGKILL, a thread that
+# had exited.  Traces are counted in Perfetto's trace_processor.
+set -u
+LOOM=$1 DIE=$2 TP_DIR=$3
+HERE=$(cd "$(dirname "$0")" && pwd)
+TP="$HERE/../tp/tp.mjs"
+W=$(mktemp -d "${TMPDIR:-/tmp}/loom-survive-test.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+fails=0
+if ! command -v node >/dev/null || [ ! -f "$TP_DIR/trace_processor.wasm" ]; then
+  echo "SKIP: trace_processor is not set up in '$TP_DIR' (tests/tp/setup.sh)"
+  [ -n "${LOOM_TP_REQUIRED:-}" ] && exit 1
+  exit 77
+fi
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+# q TRACE: "name=count ..." of every slice name, then "errors=N" (trace
+# processor's error and data-loss stats), in one run
+q() {
+  node "$TP" --tp-dir "$TP_DIR" "$1" \
+    "select name, count(*) as n from slice group by name order by name" \
+    "select count(*) as e from stats where severity in ('error', 'data_loss') and value > 0" \
+    "select count(*) as u from slice join args using (arg_set_id) where args.key = 'args.unclosed'" \
+    >"$1.tp" || { echo "trace_processor failed"; return; }
+  sed 's/},{/}\n{/g' "$1.tp" | sed -n 's/.*"name":"\([^"]*\)","n":\([0-9]*\).*/\1=\2/p' | tr '\n' ' '
+  sed -n 's/.*"e":\([0-9]*\).*/errors=\1/p' "$1.tp" | tr '\n' ' '
+  sed -n 's/.*"u":\([0-9]*\).*/unclosed=\1/p' "$1.tp"
+}
+WANT="interned=1000 open=1 step=1000 errors=0 unclosed=1"
+
+# 1. SIGKILL after 2000 ranges (literal and interned names) and one left open
+(trap - EXIT; "$LOOM" record -o "$W/kill.json" -- "$DIE" kill 1000 2>"$W/kill.err")
+[ $? -eq 137 ] || fail "kill: status not 137 (SIGKILL passed through)"
+got=$(q "$W/kill.json"); case "$got" in *"$WANT") ;; *) fail "kill: trace '$got', want '... $WANT'" ;; esac
+grep -q "was killed by SIGKILL.*; loom rebuilt its trace from shared memory: 2001 ranges and 0 ops kept, 1 open at death" "$W/kill.err" ||
+  fail "kill: summary: $(cat "$W/kill.err")"
+grep -q "the process was killed by SIGKILL.* before it could write its trace" "$W/kill.json" ||
+  fail "kill: the trace does not say how the process died"
+ok "SIGKILL: all 2001 ranges kept"
+
+# 2. out of memory (RLIMIT_AS): the program aborts when malloc fails, and
+# loom's own save in it fails too; the trace is rebuilt
+(trap - EXIT; "$LOOM" record -o "$W/oom.json" -- "$DIE" oom 1000 2>"$W/oom.err")
+[ $? -eq 134 ] || fail "oom: status not 134 (SIGABRT passed through): $(cat "$W/oom.err")"
+got=$(q "$W/oom.json"); case "$got" in *"$WANT") ;; *) fail "oom: trace '$got', want '... $WANT'" ;; esac
+grep -q "was killed by SIGABRT; loom rebuilt its trace from shared memory: 2001 ranges" "$W/oom.err" ||
+  fail "oom: summary: $(cat "$W/oom.err")"
+ok "out of memory: all 2001 ranges kept"
+
+# 3. following processes: a child killed by SIGKILL by its parent, reaped by
+# loom record; per-process traces in -o DIR/ and one merged -o FILE
+"$LOOM" record -o "$W/child/" -- "$DIE" child 1000 2>"$W/child.err"
+[ $? -eq 0 ] || fail "child: exit status: $(cat "$W/child.err")"
+n=$(ls "$W/child" | grep -c '\.json$'); [ "$n" -eq 2 ] || fail "child: $n traces, want 2"
+found=0
+for f in "$W"/child/*.json; do
+  got=$(q "$f")
+  case "$got" in *"$WANT") found=$((found + 1)) ;; esac
+done
+[ $found -eq 1 ] || fail "child: $found traces hold the child's records"
+grep -q "pid [0-9]* ($DIE child 1000) was killed by SIGKILL.*; loom rebuilt its trace from shared memory: 2001 ranges" "$W/child.err" ||
+  fail "child: summary: $(cat "$W/child.err")"
+"$LOOM" record -o "$W/child.json" -- "$DIE" child 1000 2>"$W/childm.err"
+got=$(q "$W/child.json"); case "$got" in *"$WANT") ;; *) fail "child merged: '$got'" ;; esac
+grep -q "2 processes merged" "$W/childm.err" || fail "child merged: $(cat "$W/childm.err")"
+ok "child killed by SIGKILL: its records kept"
+
+# 4. a thread that exited before the kill keeps its records too
+(trap - EXIT; "$LOOM" record -o "$W/thread.json" -- "$DIE" thread 1000 2>"$W/thread.err")
+got=$(q "$W/thread.json")
+case "$got" in *"step=1000 worker=1000 errors=0 unclosed=0") ;; *) fail "thread: '$got'" ;; esac
+ok "exited thread's records kept"
+
+# 5. a process that writes its trace leaves no arena behind, and is not rebuilt
+"$LOOM" record -o "$W/ok/" -- sh -c 'true' 2>"$W/ok.err"
+grep -q "rebuilt" "$W/ok.err" && fail "ok: a trace that was written was rebuilt"
+ls "${TMPDIR:-/tmp}"/loom-record-$$-* >/dev/null 2>&1 && fail "ok: session folder left"
+ok "normal exit: nothing rebuilt"
+
+[ $fails -eq 0 ] && echo "all survive tests passed"
+exit $((fails > 0))
