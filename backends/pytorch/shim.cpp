@@ -51,6 +51,8 @@ str_fn range_push_str;
 op_begin_args_fn op_begin_args; // null: record ops without arguments
 op_begin_raw_fn op_begin_raw;   // null: format the inputs on every op
 meta_set_fn meta_set;           // null: an older libloom (no distributedInfo)
+using step_mark_fn = void (*)(uint64_t);
+step_mark_fn step_mark;         // null: an older libloom (no windows by step)
 bool shapes = true;             // LOOM_PYTORCH_SHAPES=0: no Input Dims / Input type
 std::atomic<uint64_t> next_id{1};
 
@@ -374,6 +376,11 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
   const char *name = fn.name();
   if (!name) name = "";
   if (fn.scope() == at::RecordScope::USER_SCOPE) {
+    // torch.profiler's step ranges number the program's steps: windows by
+    // step (loom record --start-step, a schedule) count with them, and a
+    // window that begins here records this range.
+    if (step_mark && !std::strncmp(name, "ProfilerStep#", 13))
+      step_mark(std::strtoull(name + 13, nullptr, 10));
     range_push_str(name);
     return nullptr;
   }
@@ -447,6 +454,7 @@ extern "C" __attribute__((visibility("default"))) int loom_pytorch_shim_init(voi
     return -1;
   find(op_begin_args, "loom_op_begin_args"); // optional
   find(meta_set, "loom_meta_set");           // optional
+  find(step_mark, "loom_step_mark");         // optional
   if (op_begin_args && find(op_begin_raw, "loom_op_begin_raw")) capture_dtype_names(); // optional
   // Input shapes and types cost PyTorch a copy of every op's inputs; they
   // can be turned off (LOOM_PYTORCH_SHAPES=0, or `loom record --option

@@ -400,6 +400,13 @@ LOOM_EXTERN loom_status loom_meta_set(const char *key, const char *value);
  * "ProfilerStep#N" ranges on the calling thread). */
 LOOM_EXTERN void loom_step(void);
 
+/* Tells loom that the program's own step number `step` begins (a framework
+ * that numbers its steps: PyTorch's ProfilerStep#N through loom's adapter).
+ * Records nothing; recording windows by step (session options start_step,
+ * steps, and the wait/warmup/active/repeat schedule) count with it.  Costs
+ * one load when no window waits for steps. */
+LOOM_EXTERN void loom_step_mark(uint64_t step);
+
 /* ---- merging traces of several processes and ranks ----------------------
  * One timeline from several traces (any format loom reads, also per-rank
  * Kineto traces): one process group per rank in rank order, every rank's

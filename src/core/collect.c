@@ -338,6 +338,8 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
     }
     case LOOM__HR_STEP: {
       if (step_open) rc = add_range(h, track, LOOM_KIND_USER_RANGE, h->c_user, &step, ts, 0);
+      step_open = 0;
+      if (r->flags & LOOM__HR_F_STEP_END) break;
       char sn[48];
       snprintf(sn, sizeof sn, "ProfilerStep#%llu", (unsigned long long)r->a);
       step = (open_range){.ts = ts, .name = loom__trace_str(t, sn)};

@@ -251,7 +251,29 @@ struct loom_session {
    * all threads, each backend's within ring_bk_bytes, oldest overwritten. */
   int ring;
   uint64_t ring_bytes, ring_bk_bytes;
+  /* Window mode (trigger.c): the session records only within windows.
+   * warn_keep: warnings of create, kept in every window's trace. */
+  int windows;
+  size_t warn_keep;
 };
+
+/* ---- windows (trigger.c drives them; session.c does the work) ----------- */
+/* Reads the window options of s (start_step, steps, delay, duration, wait,
+ * warmup, active, repeat, skip_first, output, windows); sets s->windows.
+ * LOOM_EINVAL with a message naming the option. */
+loom_status loom__trigger_configure(struct loom_session *s);
+/* The session started (arms its first window) / stops (a window in progress
+ * is ended and written; nothing is armed afterwards) / is destroyed. */
+void loom__trigger_session_start(struct loom_session *s);
+void loom__trigger_session_stop(struct loom_session *s);
+void loom__trigger_session_gone(struct loom_session *s);
+/* In a forked child: the parent's controller is the parent's. */
+void loom__trigger_forked(void);
+/* Starts recording a window: host records and every backend. */
+loom_status loom__session_window_begin(struct loom_session *s);
+/* Ends it: backends stopped and flushed; keep: the window's trace in *out
+ * (else discarded); the backends are configured again for the next one. */
+loom_status loom__session_window_end(struct loom_session *s, int keep, loom_trace **out);
 
 /* Sets a trace metadata entry of s (last value wins); -1 out of memory. */
 int loom__session_meta_set(struct loom_session *s, const char *key, const char *value);

@@ -10,7 +10,7 @@
  * (a backend's records, under the lock its emit takes anyway, drop their
  * oldest quarter when the backend's ring is full).  This file holds the
  * options, the serialization of dumps with the session's stop (mu), and the
- * step watch.  Dumps triggered by a slow step are built and written by a
+ * step watch (step_mu).  Dumps triggered by a slow step are built and written by a
  * thread of their own, so the program's thread only pays for noticing.
  */
 #define _GNU_SOURCE
@@ -22,13 +22,16 @@
 
 #include "core.h"
 #include "record/record.h"
+#include "trigger.h"
 
 /* mu: held through a dump and while the session's stop takes live away, so
  * a dump never runs into a collection or a freed session. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static loom_session *live;
 
-/* The step watch (under mu). */
+/* The step watch, under its own lock: a step never waits for a dump. */
+static pthread_mutex_t step_mu = PTHREAD_MUTEX_INITIALIZER;
+static loom_session *watched;
 #define WIN 64
 static struct {
   double k;            /* slow_step: 0 = off */
@@ -40,8 +43,6 @@ static struct {
   int64_t dur[WIN];    /* the last WIN step durations */
   uint64_t ndur;
   int64_t last_dump;   /* epoch ns of the last slow-step dump; 0 none */
-  unsigned seq;        /* dumps of this session */
-  char out[4096];      /* output the dump file names are made from */
 } w;
 
 static const char *opt(loom_session *s, const char *key) { return loom__opts_get(&s->opts, key); }
@@ -56,7 +57,7 @@ static int parse_double(const char *v, double *out) {
   return e == v || *e;
 }
 
-loom_status loom__ring_configure(loom_session *s) {
+static loom_status configure(loom_session *s) {
   const char *v = opt(s, "mode");
   if (v && strcmp(v, "ring") && strcmp(v, "normal"))
     return bad("mode", v, "'ring' (flight recorder) or 'normal'");
@@ -96,10 +97,14 @@ loom_status loom__ring_configure(loom_session *s) {
       return bad("dump_cooldown", v, "seconds (0 or more) between two slow-step dumps");
     w.cooldown_ns = (int64_t)(d * 1e9);
   }
-  const char *o = opt(s, "output");
-  if (!o) o = getenv("LOOM_RECORD_OUTPUT");
-  snprintf(w.out, sizeof w.out, "%s", o && *o ? o : "loom-ring.json");
   return LOOM_OK;
+}
+
+loom_status loom__ring_configure(loom_session *s) {
+  pthread_mutex_lock(&step_mu); /* the step watch's settings */
+  loom_status st = configure(s);
+  pthread_mutex_unlock(&step_mu);
+  return st;
 }
 
 void loom__ring_begin(loom_session *s) {
@@ -107,10 +112,16 @@ void loom__ring_begin(loom_session *s) {
   pthread_mutex_lock(&mu);
   live = s->ring ? s : NULL;
   pthread_mutex_unlock(&mu);
+  pthread_mutex_lock(&step_mu);
+  watched = s->ring ? s : NULL;
+  pthread_mutex_unlock(&step_mu);
 }
 
 void loom__ring_end(loom_session *s) {
   (void)s;
+  pthread_mutex_lock(&step_mu);
+  watched = NULL;
+  pthread_mutex_unlock(&step_mu);
   pthread_mutex_lock(&mu); /* waits for a dump under way */
   live = NULL;
   pthread_mutex_unlock(&mu);
@@ -139,40 +150,34 @@ LOOM_EXTERN loom_status loom_session_dump(loom_session *s, const char *reason, l
 }
 
 /* ---- the slow-step trigger ---------------------------------------------- */
-/* path with "-dump<seq>" before its extension (.json, .json.gz, .pftrace). */
-static void dump_path(char *buf, size_t n, const char *path, unsigned seq) {
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
-  const char *ext = strstr(base, ".json");
-  if (!ext) ext = strstr(base, ".pftrace");
-  if (!ext) ext = base + strlen(base);
-  snprintf(buf, n, "%.*s-dump%u%s", (int)(ext - path), path, seq, ext);
-}
-
+/* The dump goes where windows go (trigger.c): the done function the
+ * preload set, else a file named from the session's output pattern with
+ * -<seq> before its extension. */
 typedef struct dump_job {
   char reason[256];
-  char out[4096 + 32];
 } dump_job;
 
+/* Handed over under mu, so that the session (its output pattern) cannot
+ * end before the dump is written. */
 static void *dump_thread(void *arg) {
   dump_job *j = arg;
-  loom_trace *t = loom__ring_dump(j->reason);
-  if (t) {
-    if (loom_trace_save(t, j->out) == LOOM_OK)
-      loom__log(LOOM_SEV_WARNING, "ring dumped to %s (%s)", j->out, j->reason);
-    else
-      loom__log(LOOM_SEV_ERROR, "ring dump (%s) not written: %s", j->reason, loom_last_error());
-    loom_trace_free(t);
+  pthread_mutex_lock(&mu);
+  loom_trace *t = NULL;
+  if (live && loom__session_collect_dump(live, j->reason, &t) == LOOM_OK) {
+    loom__log(LOOM_SEV_WARNING, "ring dump: %s", j->reason);
+    loom__trigger_write(t, NULL, j->reason); /* takes t */
+  } else if (live) {
+    loom__log(LOOM_SEV_ERROR, "ring dump (%s) failed: %s", j->reason, loom_last_error());
   }
+  pthread_mutex_unlock(&mu);
   free(j);
   return NULL;
 }
 
-static void start_dump(const char *reason, unsigned seq) {
+static void start_dump(const char *reason) {
   dump_job *j = calloc(1, sizeof *j);
   if (!j) return;
   snprintf(j->reason, sizeof j->reason, "%s", reason);
-  dump_path(j->out, sizeof j->out, w.out, seq);
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -204,12 +209,12 @@ static int64_t median(void) {
  * last WIN dumps the ring (with that step inside: its end is this step's
  * begin, already recorded), at most once per cooldown. */
 void loom__ring_step(uint64_t no, uint64_t ts) {
-  pthread_mutex_lock(&mu);
-  if (!live || !(w.k > 1)) {
-    pthread_mutex_unlock(&mu);
+  pthread_mutex_lock(&step_mu);
+  if (!watched || !(w.k > 1)) {
+    pthread_mutex_unlock(&step_mu);
     return;
   }
-  int64_t now = loom__timeline_convert(&live->tl, loom__hostrec_domain(), ts);
+  int64_t now = loom__timeline_convert(&watched->tl, loom__hostrec_domain(), ts);
   if (w.have_last) {
     int64_t d = now - w.last_ts;
     if (w.ndur >= w.warmup) {
@@ -222,7 +227,7 @@ void loom__ring_step(uint64_t no, uint64_t ts) {
                  (unsigned long long)w.last_no, (double)d * 1e-6, (double)d / (double)m,
                  (double)m * 1e-6, (unsigned long long)(w.ndur < WIN ? w.ndur : WIN), w.k);
         w.last_dump = now;
-        start_dump(reason, ++w.seq);
+        start_dump(reason);
       }
     }
     w.dur[w.ndur % WIN] = d;
@@ -231,5 +236,5 @@ void loom__ring_step(uint64_t no, uint64_t ts) {
   w.last_ts = now;
   w.last_no = no;
   w.have_last = 1;
-  pthread_mutex_unlock(&mu);
+  pthread_mutex_unlock(&step_mu);
 }

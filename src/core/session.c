@@ -283,6 +283,11 @@ loom_status loom_session_create(const loom_session_config *cfg, loom_session **o
   s->kinds |= LOOM_KIND_BIT(LOOM_KIND_MARKER);
   loom_status st = loom__opts_parse(&s->opts, opts);
   if (st == LOOM_OK) st = read_sizes(s);
+  if (st == LOOM_OK) st = loom__trigger_configure(s);
+  if (st == LOOM_OK && s->ring && s->windows)
+    st = loom__fail(LOOM_EINVAL, "option mode=ring (loom record --ring) keeps the most recent "
+                    "records itself and cannot be combined with recording windows (start_step, "
+                    "steps, delay, duration, wait/warmup/active)");
   if (st == LOOM_OK) {
     s->name = loom__strdup(name ? name : "loom");
     size_t np;
@@ -291,6 +296,7 @@ loom_status loom_session_create(const loom_session_config *cfg, loom_session **o
       if (LOOM__PUSH(s->warn.v, s->warn.n, s->warn.cap, pend[i]) != 0) free(pend[i]);
     free(pend);
     st = parse_devices(s, cfg ? cfg->devices : NULL);
+    s->warn_keep = s->warn.n;
   }
   if (st != LOOM_OK) {
     char msg[512];
@@ -302,18 +308,8 @@ loom_status loom_session_create(const loom_session_config *cfg, loom_session **o
   return LOOM_OK;
 }
 
-loom_status loom_session_start(loom_session *s) {
-  loom__clear_error();
-  if (!s) return loom__fail(LOOM_EINVAL, "loom_session_start: NULL session");
-  if (s->state != LOOM__S_CREATED)
-    return loom__fail(LOOM_ESTATE, "loom_session_start: session already started");
-  loom__timeline_begin(&s->tl);
-  loom__ring_begin(s);
-  if (s->host) loom__hostrec_start(s->chunk_bytes, s->ring ? s->ring_bytes : s->cap_bytes);
-  /* under loom record: what a salvage of this process needs (arena.c) */
-  loom__arena_session(&s->tl, sizeof s->tl, loom__hostrec_domain(), s->name,
-                      (const char *const *)s->opts.keys, (const char *const *)s->opts.vals,
-                      s->opts.n, s->chunk_bytes, s->cap_bytes);
+/* Starts every backend of s; one that fails leaves the session. */
+static void start_backends(loom_session *s) {
   for (size_t i = 0; i < s->nbk;) {
     loom_backend *b = s->bk[i];
     loom_status st = b->ops.start(b);
@@ -332,10 +328,45 @@ loom_status loom_session_start(loom_session *s) {
     i++;
   }
   set_hooks(s);
-  s->state = LOOM__S_RECORDING;
   pthread_mutex_lock(&live_mu);
   live = s;
   pthread_mutex_unlock(&live_mu);
+}
+
+/* Host recording on (ring mode first: the recorder must know it before its
+ * first chunk), and under loom record what a salvage of this process needs
+ * (arena.c).  resume: a window of the session (step numbers go on). */
+static void host_begin(loom_session *s, int resume) {
+  loom__ring_begin(s);
+  uint64_t cap = s->ring ? s->ring_bytes : s->cap_bytes;
+  if (s->host && resume) loom__hostrec_resume(s->chunk_bytes, cap);
+  else if (s->host) loom__hostrec_start(s->chunk_bytes, cap);
+  loom__arena_session(&s->tl, sizeof s->tl, loom__hostrec_domain(), s->name,
+                      (const char *const *)s->opts.keys, (const char *const *)s->opts.vals,
+                      s->opts.n, s->chunk_bytes, s->cap_bytes);
+}
+
+loom_status loom_session_start(loom_session *s) {
+  loom__clear_error();
+  if (!s) return loom__fail(LOOM_EINVAL, "loom_session_start: NULL session");
+  if (s->state != LOOM__S_CREATED)
+    return loom__fail(LOOM_ESTATE, "loom_session_start: session already started");
+  s->state = LOOM__S_RECORDING;
+  if (s->windows) { /* nothing records until a window begins (trigger.c) */
+    loom__hostrec_reset_steps();
+    loom__trigger_session_start(s);
+    return LOOM_OK;
+  }
+  loom__timeline_begin(&s->tl);
+  host_begin(s, 0);
+  start_backends(s);
+  return LOOM_OK;
+}
+
+loom_status loom__session_window_begin(loom_session *s) {
+  loom__timeline_begin(&s->tl);
+  host_begin(s, 1);
+  start_backends(s);
   return LOOM_OK;
 }
 
@@ -450,12 +481,73 @@ static void stop_all(loom_session *s) {
   }
 }
 
+static void clear_devices(loom_session *s) {
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i < s->ndevs; i++) {
+    free(s->devs[i].name);
+    free(s->devs[i].vendor);
+    free(s->devs[i].type);
+    free(s->devs[i].props);
+  }
+  for (size_t i = 0; i < s->nres; i++) free(s->res[i].name);
+  s->ndevs = s->nres = 0;
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* After a window: every backend ends its session (destroy) and is
+ * configured again, so the next window starts as a new session does (its
+ * devices, queues and clocks declared afresh); the window's own warnings
+ * leave the session (they were in its trace). */
+static void next_window(loom_session *s) {
+  size_t n = s->nbk;
+  for (size_t i = 0; i < n; i++) {
+    loom_backend *b = s->bk[i];
+    if (b->ops.destroy) b->ops.destroy(b);
+    leave(b);
+  }
+  clear_devices(s);
+  atomic_store(&s->bk_bytes, 0);
+  s->nbk = 0; /* join appends at an index no later than the one read */
+  for (size_t i = 0; i < n; i++) {
+    loom_backend *b = s->bk[i];
+    if (join(s, b) != 0) {
+      loom__session_warn(s, "backend '%s' left the session: out of memory", b->ops.name);
+      continue;
+    }
+    loom_status st = b->ops.configure ? b->ops.configure(b, s->kinds) : LOOM_OK;
+    if (st != LOOM_OK) {
+      loom__session_warn(s, "backend '%s' failed to configure for the next window: %s; "
+                         "it is not recorded any more", b->ops.name, loom_strerror(st));
+      set_state(b, LOOM_BACKEND_UNAVAILABLE, "configure failed");
+      drop_backend(s, s->nbk - 1);
+    }
+  }
+  pthread_mutex_lock(&s->warn.mu);
+  while (s->warn.n > s->warn_keep) free(s->warn.v[--s->warn.n]);
+  pthread_mutex_unlock(&s->warn.mu);
+}
+
+loom_status loom__session_window_end(loom_session *s, int keep, loom_trace **out) {
+  *out = NULL;
+  stop_all(s);
+  loom_status st = LOOM_OK;
+  if (keep) st = loom__session_collect(s, out);
+  else if (s->host) loom__hostrec_release();
+  next_window(s);
+  return st;
+}
+
 loom_status loom_session_stop(loom_session *s, loom_trace **out) {
   loom__clear_error();
   if (out) *out = NULL;
   if (!s) return loom__fail(LOOM_EINVAL, "loom_session_stop: NULL session");
   if (s->state != LOOM__S_RECORDING)
     return loom__fail(LOOM_ESTATE, "loom_session_stop: session is not recording");
+  if (s->windows) { /* each window went to its file; one in progress ends now */
+    loom__trigger_session_stop(s);
+    s->state = LOOM__S_STOPPED;
+    return LOOM_OK;
+  }
   stop_all(s);
   s->state = LOOM__S_STOPPED;
   loom_trace *t = NULL;
@@ -467,22 +559,19 @@ loom_status loom_session_stop(loom_session *s, loom_trace **out) {
 
 void loom_session_destroy(loom_session *s) {
   if (!s) return;
-  if (s->state == LOOM__S_RECORDING) {
+  if (s->state == LOOM__S_RECORDING && s->windows) {
+    loom__trigger_session_stop(s);
+  } else if (s->state == LOOM__S_RECORDING) {
     stop_all(s);
     if (s->host) loom__hostrec_release();
   }
+  loom__trigger_session_gone(s);
   while (s->nbk) drop_backend(s, s->nbk - 1);
   free(s->bk);
   loom__msgs_free(&s->warn);
   pthread_mutex_destroy(&s->warn.mu);
-  for (size_t i = 0; i < s->ndevs; i++) {
-    free(s->devs[i].name);
-    free(s->devs[i].vendor);
-    free(s->devs[i].type);
-    free(s->devs[i].props);
-  }
+  clear_devices(s);
   free(s->devs);
-  for (size_t i = 0; i < s->nres; i++) free(s->res[i].name);
   free(s->res);
   for (size_t i = 0; i < s->nwant; i++) free(s->want[i]);
   free(s->want);
@@ -497,4 +586,7 @@ void loom_session_destroy(loom_session *s) {
 
 /* fork.c: in a child forked without exec the parent's session, copied, is
  * the parent's to finish; the child may create its own. */
-void loom__session_forked(void) { atomic_store(&session_active, 0); }
+void loom__session_forked(void) {
+  atomic_store(&session_active, 0);
+  loom__trigger_forked();
+}

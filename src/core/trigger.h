@@ -13,6 +13,7 @@
 #ifndef LOOM_TRIGGER_H
 #define LOOM_TRIGGER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "loom/loom.h"
@@ -40,5 +41,19 @@ __attribute__((visibility("default"))) void loom__trigger_step(uint64_t step);
 typedef void (*loom__window_done_fn)(loom_trace *t, const char *out, unsigned seq, void *ud);
 __attribute__((visibility("default"))) void loom__trigger_set_done(loom__window_done_fn fn,
                                                                    void *ud);
+
+/* Hands a trace made outside a window (a ring dump) to the done function as
+ * the session's next window: numbered, labelled with `label` (metadata
+ * loom_window), named from out (NULL: the session's output pattern, with
+ * -<seq> inserted when it has no {seq}).  Takes t.  From any thread. */
+__attribute__((visibility("default"))) void loom__trigger_write(loom_trace *t, const char *out,
+                                                                const char *label);
+
+/* The output name of window seq from pattern ({pid} {rank} {seq} {program};
+ * multi: "-<seq>" before the extension when the pattern has no {seq}).
+ * 0, or -1 when it does not fit in n bytes. */
+__attribute__((visibility("default"))) int loom__window_path(char *buf, size_t n,
+                                                             const char *pattern, unsigned seq,
+                                                             int multi);
 
 #endif

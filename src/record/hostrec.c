@@ -22,6 +22,7 @@
 #endif
 
 #include "arena.h"
+#include "core/trigger.h"
 #include "record.h"
 #include "util/util.h"
 
@@ -37,6 +38,9 @@ static atomic_uint_fast64_t step_no;
  * each one's share of the budget; dump_active: a copy is under way. */
 static atomic_int ring_on, dump_active;
 static atomic_uint ring_live;
+/* Set while the window controller (src/core/trigger.c) waits for or counts
+ * steps: only loom_step and loom_step_mark read it, never the hot path. */
+static atomic_int step_watch;
 
 static pthread_mutex_t list_mu = PTHREAD_MUTEX_INITIALIZER;
 static loom__tbuf *threads;
@@ -307,16 +311,24 @@ static inline loom__tbuf *cur_buf(void) {
 #define IDLE() LOOM__UNLIKELY(!atomic_load_explicit(&rec_on, memory_order_relaxed))
 
 /* ---- session control ------------------------------------------------------- */
-void loom__hostrec_start(uint64_t chunk, uint64_t cap) {
+void loom__hostrec_resume(uint64_t chunk, uint64_t cap) {
   loom__hostrec_release();
   loom__hostrec_domain();
   atomic_store(&chunk_bytes, chunk ? chunk : 256 * 1024);
   atomic_store(&cap_bytes, cap);
-  atomic_store(&step_no, 0);
   atomic_store(&ring_live, 0);
   loom__arena_epoch(atomic_fetch_add(&epoch, 1) + 1);
   atomic_store(&rec_on, 1);
 }
+
+void loom__hostrec_start(uint64_t chunk, uint64_t cap) {
+  atomic_store(&step_no, 0);
+  loom__hostrec_resume(chunk, cap);
+}
+
+void loom__hostrec_reset_steps(void) { atomic_store(&step_no, 0); }
+
+void loom__hostrec_watch_steps(int on) { atomic_store(&step_watch, on); }
 
 void loom__hostrec_stop(void) { atomic_store(&rec_on, 0); }
 
@@ -460,6 +472,7 @@ static inline const loom__ext_hook *hook(int i) {
  * starts with recording off and forgets the parent's buffers. */
 static void fork_child(void) {
   atomic_store(&rec_on, 0);
+  atomic_store(&step_watch, 0);
   atomic_fetch_add(&epoch, 1);
   threads = NULL;
   pthread_mutex_init(&list_mu, NULL);
@@ -775,11 +788,32 @@ uint32_t loom__thread_name(uint64_t tid) {
   return id;
 }
 
-void loom_step(void) {
+/* A window that ends at a step boundary (trigger.c) closes the step in
+ * progress here, so the window's last step is complete. */
+void loom__hostrec_step_end(void) {
   if (IDLE()) return;
-  uint64_t ts = now(), no = atomic_fetch_add(&step_no, 1);
-  put_at(ts, LOOM__HR_STEP, 0, 0, no, 0);
-  if (atomic_load_explicit(&ring_on, memory_order_relaxed)) loom__ring_step(no, ts);
+  put(LOOM__HR_STEP, LOOM__HR_F_STEP_END, 0, 0);
+}
+
+void loom_step(void) {
+  int watch = atomic_load_explicit(&step_watch, memory_order_relaxed);
+  if (IDLE() && LOOM__LIKELY(!watch)) return;
+  uint64_t n = atomic_fetch_add(&step_no, 1);
+  if (LOOM__UNLIKELY(watch)) {
+    loom__trigger_step(n); /* may end a window (closing step n-1) or begin one */
+    if (IDLE()) return;
+  }
+  uint64_t ts = now();
+  put_at(ts, LOOM__HR_STEP, 0, 0, n, 0);
+  if (atomic_load_explicit(&ring_on, memory_order_relaxed)) loom__ring_step(n, ts);
+}
+
+void loom_step_mark(uint64_t step) {
+  if (LOOM__UNLIKELY(atomic_load_explicit(&step_watch, memory_order_relaxed)))
+    loom__trigger_step(step);
+  /* the framework's own step (PyTorch's ProfilerStep#N): the slow-step watch */
+  if (!IDLE() && atomic_load_explicit(&ring_on, memory_order_relaxed))
+    loom__ring_step(step, now());
 }
 
 /* In a child forked without exec: the buffers of the list are the parent's
@@ -789,6 +823,7 @@ void loom_step(void) {
  * that a new session in the child starts from nothing. */
 void loom__hostrec_forked(void) {
   atomic_store(&rec_on, 0);
+  atomic_store(&step_watch, 0);
   pthread_mutex_init(&list_mu, NULL);
   threads = NULL;
   atomic_store(&bytes_used, 0);

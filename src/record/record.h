@@ -46,6 +46,7 @@ enum {
 };
 #define LOOM__RAW_HEAD 16u
 #define LOOM__HR_F_ID 1u /* name holds an interned id, not a pointer */
+#define LOOM__HR_F_STEP_END 2u /* on a STEP: closes the step, opens none */
 
 typedef struct loom__hrec {
   uint64_t ts;   /* host clock ticks (loom__hostrec_domain) */
@@ -107,6 +108,14 @@ loom_clock_domain loom__hostrec_domain(void);
 /* Enables recording for a new session.  chunk_bytes: size of each chunk;
  * cap_bytes: total bytes of chunks across threads (0 = unbounded). */
 void loom__hostrec_start(uint64_t chunk_bytes, uint64_t cap_bytes);
+/* Same, keeping the step count (a window within a session, trigger.c). */
+void loom__hostrec_resume(uint64_t chunk_bytes, uint64_t cap_bytes);
+/* Step numbers start again from 0 (a session in window mode starts). */
+void loom__hostrec_reset_steps(void);
+/* Whether loom_step and loom_step_mark tell the window controller. */
+void loom__hostrec_watch_steps(int on);
+/* Closes the calling thread's step in progress (a window ends at a step). */
+void loom__hostrec_step_end(void);
 /* Disables recording. */
 void loom__hostrec_stop(void);
 

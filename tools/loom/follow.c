@@ -144,8 +144,9 @@ int loom__follow_wait(loom_follow *f, pid_t top) {
 
 typedef struct proc {
   pid_t pid;
+  int windows; /* wrote window files (or none), reported by windows_of */
   char cmd[512];
-  char done[4200]; /* <pid>.done's line, "" when none */
+  char done[16384]; /* <pid>.done's lines, "" when none */
 } proc;
 
 static int by_pid(const void *a, const void *b) {
@@ -160,6 +161,16 @@ static void read_line(const char *path, char *out, size_t n) {
   if (!fgets(out, (int)n, fp)) out[0] = 0;
   fclose(fp);
   out[strcspn(out, "\n")] = 0;
+}
+
+/* Every line of path (the .done file has one per trace written). */
+static void read_lines(const char *path, char *out, size_t n) {
+  out[0] = 0;
+  FILE *fp = fopen(path, "r");
+  if (!fp) return;
+  size_t k = fread(out, 1, n - 1, fp);
+  out[k] = 0;
+  fclose(fp);
 }
 
 static proc *scan(const loom_follow *f, size_t *np) {
@@ -183,7 +194,7 @@ static proc *scan(const loom_follow *f, size_t *np) {
     snprintf(path, sizeof path, "%s/%ld.started", f->dir, pid);
     read_line(path, p->cmd, sizeof p->cmd);
     snprintf(path, sizeof path, "%s/%ld.done", f->dir, pid);
-    read_line(path, p->done, sizeof p->done);
+    read_lines(path, p->done, sizeof p->done);
   }
   if (d) closedir(d);
   if (n) qsort(v, n, sizeof *v, by_pid);
@@ -298,6 +309,57 @@ static int move_to(const char *from, const char *to) {
   return 0;
 }
 
+/* A window file in the session folder (a process other than the first with
+ * -o FILE) is moved next to FILE: windows are kept as they are, not merged. */
+static void keep_window(const loom_follow *f, char *path, size_t n) {
+  size_t dl = strlen(f->dir);
+  if (strncmp(path, f->dir, dl) || path[dl] != '/') return;
+  char to[PATH_MAX + 256];
+  const char *slash = strrchr(f->out, '/');
+  snprintf(to, sizeof to, "%.*s%s", slash ? (int)(slash - f->out + 1) : 0, f->out, path + dl + 1);
+  if (move_to(path, to) == 0 && strlen(to) < n) snprintf(path, n, "%s", to);
+}
+
+/* Reports the windows a process wrote ("window SEQ ..." lines, or "none")
+ * and marks it so; its files stay where they are. */
+/* Reports the windows a process wrote (its .done has "window SEQ ..." or
+ * "none" lines, or several lines) and marks it so; its files stay where
+ * they are.  Otherwise only its first line counts, as without windows. */
+static void windows_of(const loom_follow *f, proc *p, pid_t top, size_t *nwin) {
+  char *nl = strchr(p->done, '\n');
+  int many = nl && nl[1];
+  if (!many && strncmp(p->done, "window ", 7) && strncmp(p->done, "none\t", 5)) {
+    if (nl) *nl = 0;
+    return;
+  }
+  p->windows = 1;
+  for (char *line = p->done; line && *line;) {
+    nl = strchr(line, '\n');
+    if (nl) *nl = 0;
+    char *tab = strchr(line, '\t');
+    unsigned seq = 0;
+    unsigned long long ev = 0, dr = 0, wn = 0, fl = 0, dv = 0;
+    if (!tab) {
+    } else if (!strncmp(line, "none\t", 5) && p->pid != top) {
+      /* a helper process (a compiler the runtime ran) outside every window */
+    } else if (!strncmp(line, "none\t", 5) || !strncmp(line, "failed\t", 7)) {
+      fprintf(stderr, "loom:   pid %d (%s) %s%s\n", (int)p->pid, p->cmd,
+              line[0] == 'f' ? "failed " : "", tab + 1);
+    } else if (sscanf(line, "window %u %llu %llu %llu %llu %llu", &seq, &ev, &fl, &dv, &dr,
+                      &wn) == 6 ||
+               sscanf(line, "%llu %llu %llu %llu %llu", &ev, &fl, &dv, &dr, &wn) == 5) {
+      char path[PATH_MAX + 256];
+      snprintf(path, sizeof path, "%s", tab + 1);
+      keep_window(f, path, sizeof path);
+      fprintf(stderr, "loom:   pid %d (%s) window %u: %llu events, %llu dropped, %llu "
+              "warning%s -> %s\n", (int)p->pid, p->cmd, seq ? seq : 1, ev, dr, wn,
+              wn == 1 ? "" : "s", path);
+      (*nwin)++;
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+}
+
 void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t top) {
   size_t n = 0;
   proc *v = scan(f, &n);
@@ -307,8 +369,11 @@ void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t
   if (n == 0 && !(WIFEXITED(top_status) && WEXITSTATUS(top_status) == 127))
     fprintf(stderr, "loom: %s ended before loom could write a trace\n", prog);
   if (n > 1) fprintf(stderr, "loom: %zu processes:\n", n);
+  size_t nwin = 0;
+  for (size_t i = 0; i < n; i++) windows_of(f, &v[i], top, &nwin);
   for (size_t i = 0; i < n; i++) {
     proc *p = &v[i];
+    if (p->windows) continue;
     char *tab = strchr(p->done, '\t');
     if (!p->done[0] || !tab || !strncmp(p->done, "failed\t", 7)) {
       /* no trace (killed, or its save failed): rebuilt from its arena */
@@ -347,6 +412,7 @@ void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t
                       "%llu warning%s\n", f->out, ev, fl, dv, dv == 1 ? "" : "s", dr, wn,
               wn == 1 ? "" : "s");
   }
+  if (nwin) fprintf(stderr, "loom: %zu window%s written\n", nwin, nwin == 1 ? "" : "s");
   int keep = 0;
   if (f->to_dir) {
     if (n > 1 || lost)

@@ -16,7 +16,9 @@
  * A process writes its trace when it ends: on exit() or a return from main
  * (atexit), on _exit()/_Exit() (Python's forked workers end so), on
  * SIGINT/SIGTERM and on a crash (SIGSEGV, SIGBUS, SIGILL, SIGABRT; only where
- * the program left the default disposition), or after --duration.  The
+ * the program left the default disposition).  With window options (--steps,
+ * --duration, a schedule: src/core/trigger.c) the core writes each window
+ * when it ends, through window_done.  The
  * signal handlers only write to a pipe; a watcher thread does the work and
  * then lets the signal take its default effect, so the exit status the
  * program would have had is kept.
@@ -38,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/trigger.h"
 #include "loom/loom.h"
 #include "preload_id.h"
 
@@ -57,26 +60,60 @@ static int ackpipe_fd[2] = {-1, -1};  /* watcher -> handler: trace written */
 static const int caught[] = {SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGILL, SIGABRT, SIGFPE};
 enum { NCAUGHT = sizeof caught / sizeof caught[0] };
 
-/* <dir>/<pid>.done: "events flows devices dropped warnings\tTRACE" or
- * "failed\tMESSAGE"; written to a temporary name first, so loom record never
- * reads half of it. */
-static void summary(const char *out, loom_status st, const loom_trace *t) {
+/* <dir>/<pid>.done, one line per trace written: "events flows devices
+ * dropped warnings\tTRACE", "window SEQ events ...\tTRACE" for each window
+ * of a session that writes several (kept where they are, not merged),
+ * "failed\tMESSAGE", or "none\tMESSAGE" (window mode, no window recorded).
+ * Rewritten whole to a temporary name each time, so loom record never reads
+ * half of it. */
+static char done_lines[16384];
+static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void add_done_line(const char *line) {
   char path[4096], tmp[4200];
   if (loom__rec_file(path, sizeof path, ".done") != 0) return;
+  pthread_mutex_lock(&done_mu);
+  size_t l = strlen(done_lines);
+  snprintf(done_lines + l, sizeof done_lines - l, "%s\n", line);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = fopen(tmp, "w");
-  if (!f) return;
+  if (f) {
+    fputs(done_lines, f);
+    if (fclose(f) == 0) rename(tmp, path);
+    else unlink(tmp);
+  }
+  pthread_mutex_unlock(&done_mu);
+}
+
+static void summary(const char *out, loom_status st, const loom_trace *t, unsigned window) {
+  char line[4400], head[32] = "";
   if (st != LOOM_OK) {
-    fprintf(f, "failed\tto write %s: %s\n", out, loom_last_error());
+    snprintf(line, sizeof line, "failed\tto write %s: %s", out, loom_last_error());
   } else {
     loom_trace_summary s = {.struct_size = sizeof s};
     loom_trace_summarize(t, &s);
-    fprintf(f, "%llu %llu %llu %llu %llu\t%s\n", (unsigned long long)s.events,
-            (unsigned long long)s.flows, (unsigned long long)s.devices,
-            (unsigned long long)s.dropped, (unsigned long long)s.warnings, out);
+    if (window) snprintf(head, sizeof head, "window %u ", window);
+    snprintf(line, sizeof line, "%s%llu %llu %llu %llu %llu\t%s", head,
+             (unsigned long long)s.events, (unsigned long long)s.flows,
+             (unsigned long long)s.devices, (unsigned long long)s.dropped,
+             (unsigned long long)s.warnings, out);
   }
-  if (fclose(f) == 0) rename(tmp, path);
-  else unlink(tmp);
+  add_done_line(line);
+}
+
+static atomic_uint windows_written;
+
+/* A window ended (trigger.c): its trace goes to out.  A window written to
+ * this process's trace name is its trace, as without windows; the others are
+ * "window" lines for loom record. */
+static void window_done(loom_trace *t, const char *out, unsigned seq, void *ud) {
+  (void)ud;
+  char plain[4096];
+  const char *p = loom__rec_trace_path(plain, sizeof plain);
+  loom_status st = loom_trace_save(t, out);
+  if (st != LOOM_OK) fprintf(stderr, "loom: %s\n", loom_last_error());
+  summary(out, st, t, strcmp(p, out) ? seq : 0);
+  atomic_fetch_add(&windows_written, 1);
 }
 
 /* Stops the session and writes the trace, once. */
@@ -92,6 +129,12 @@ static void save(void) {
   loom_status st = loom_session_stop(session, &t);
   loom_session_destroy(session);
   session = NULL;
+  if (st == LOOM_OK && !t) { /* window mode: each window went to its file */
+    if (!atomic_load(&windows_written))
+      add_done_line("none\trecorded no window (the program ended before its window began)");
+    pthread_mutex_unlock(&save_mu);
+    return;
+  }
   if (st == LOOM_OK) {
     loom_trace_summary s = {.struct_size = sizeof s};
     loom_trace_summarize(t, &s);
@@ -99,7 +142,7 @@ static void save(void) {
       fprintf(stderr, "loom: writing %s (%llu events)...\n", out, (unsigned long long)s.events);
     st = loom_trace_save(t, out);
   }
-  summary(out, st, t);
+  summary(out, st, t, 0);
   /* written: nothing for loom record to rebuild (else it rebuilds the trace
    * from the arena) */
   if (st == LOOM_OK) loom__arena_end();
@@ -123,10 +166,10 @@ static void on_signal(int sig) {
   raise(sig);
 }
 
-/* Waits for the duration to pass (then writes the trace, and the program goes
- * on) and for signals (writes the trace if not yet done, then lets each
+/* Waits for signals (writes the trace if not yet done, then lets each
  * signal's handler continue).  It serves signals until the process ends, so
- * a handler never waits for a watcher that is gone. */
+ * a handler never waits for a watcher that is gone.  (--duration and the
+ * other windows are the core's: src/core/trigger.c.) */
 /* The loaded objects changed (dlopen, dlclose): a new snapshot of the
  * mappings, so that the salvager can read the string literals of a library
  * loaded while recording.  Checked once a second from the watcher (not by
@@ -149,30 +192,14 @@ static void check_objects(void) {
   }
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void *watcher(void *arg) {
-  double duration = arg ? *(double *)arg : 0;
-  double deadline = duration > 0 ? now_s() + duration : 0;
+  (void)arg;
   struct pollfd p = {sigpipe_fd[0], POLLIN, 0};
   check_objects();
   for (;;) {
-    int timeout = 1000;
-    if (deadline > 0) {
-      double left = deadline - now_s();
-      if (left < 1.0) timeout = left > 0 ? (int)(left * 1000) : 0;
-    }
-    int r = poll(&p, 1, timeout);
+    int r = poll(&p, 1, 1000);
     if (r == 0) {
       check_objects();
-      if (deadline > 0 && now_s() >= deadline) {
-        save();
-        deadline = 0;
-      }
       continue;
     }
     if (r < 0 && errno == EINTR) continue;
@@ -192,7 +219,6 @@ static int follow_mode(void) {
 }
 
 static pid_t session_pid; /* the process the session records */
-static double duration;
 
 /* Starts this process's session, labelled with who it is. */
 static void begin(void) {
@@ -201,6 +227,16 @@ static void begin(void) {
     fprintf(stderr, "loom: session options too long; recording without process labels\n");
     snprintf(opts, sizeof opts, "%s", getenv("LOOM_RECORD_OPTIONS") ? getenv("LOOM_RECORD_OPTIONS") : "");
   }
+  /* Windows are named after this process's trace (session option output,
+   * unless the user gave one: a pattern with {pid} {rank} {seq} {program}). */
+  const char *user = getenv("LOOM_RECORD_OPTIONS");
+  if (!user || !strstr(user, "output=")) {
+    char tp[4096];
+    const char *p = loom__rec_trace_path(tp, sizeof tp);
+    size_t l = strlen(opts);
+    snprintf(opts + l, sizeof opts - l, "%soutput=%s", l ? "," : "", p);
+  }
+  loom__trigger_set_done(window_done, NULL);
   loom_session_config cfg = {.struct_size = sizeof cfg,
                              .devices = getenv("LOOM_RECORD_DEVICES"),
                              .options = opts,
@@ -231,7 +267,7 @@ static void start_watcher(void) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_create(&th, &at, watcher, duration > 0 ? &duration : NULL);
+  pthread_create(&th, &at, watcher, NULL);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&at);
 }
@@ -252,6 +288,9 @@ static void close_pipes(void) {
 static void forked_child(void) {
   session = NULL;
   atomic_store(&saved, 0);
+  atomic_store(&windows_written, 0);
+  done_lines[0] = 0;
+  pthread_mutex_init(&done_mu, NULL);
   pthread_mutex_init(&save_mu, NULL);
   close_pipes();
   loom__fork_child();
@@ -284,8 +323,6 @@ __attribute__((constructor)) static void loom_record_start(void) {
   int follow = follow_mode();
   if (follow > 0) pthread_atfork(NULL, NULL, forked_child);
   if (!top && follow == 0) return;
-  const char *d = getenv("LOOM_RECORD_DURATION");
-  duration = d ? atof(d) : 0;
   begin();
   if (!session) return;
   atexit(save);

@@ -1,6 +1,6 @@
 /*
- * record.c - `loom record [-o FILE] [--devices LIST] [--duration SEC]
- *            [--option K=V] [--plugin PATH] -- PROGRAM ARGS...`
+ * record.c - `loom record [options] -- PROGRAM ARGS...` (options:
+ * record_opts.c)
  *
  * Runs an unmodified program with loom injected: loom-preload.so through
  * LD_PRELOAD (the host part: it records and writes the trace when the
@@ -25,6 +25,7 @@
 #include "enable.h"
 #include "follow.h"
 #include "loom/loom.h"
+#include "record_opts.h"
 
 static pid_t child;
 
@@ -32,58 +33,28 @@ static void forward(int sig) {
   if (child > 0) kill(child, sig);
 }
 
-static int usage(void) {
-  fprintf(stderr, "usage: loom record [-o FILE|DIR/] [--follow none|exec|all] [--devices LIST]\n"
-                  "                   [--duration SECONDS] [--option KEY=VALUE]... [--plugin PATH]...\n"
-                  "                   -- PROGRAM [ARGS...]\n"
-                  "  -o FILE          trace to write (.json, .json.gz, .pftrace), every process\n"
-                  "                   merged into it; default loom-PROGRAM.json\n"
-                  "  -o DIR/          one trace per process: DIR/PROGRAM-PID[-rankR].json\n"
-                  "  --follow MODE    processes to record: all (default; also children forked\n"
-                  "                   without exec), exec (those that exec'ed), none (PROGRAM)\n"
-                  "  --devices LIST   device types to record (default: cpu and each plug-in's\n"
-                  "                   type that asks to be recorded by default where its\n"
-                  "                   runtime is installed; `loom backends` shows which)\n"
-                  "  --duration SEC   stop recording after SEC seconds\n"
-                  "  --option K=V     session option (repeatable)\n"
-                  "  --plugin PATH    load this plug-in too (repeatable); the installed ones,\n"
-                  "                   LOOM_PLUGIN_PATH folders and LOOM_PLUGINS files always load\n");
-  return 2;
+/* The core checks the session options (window options among them) the way
+ * the program's session will, so a mistake is told before it starts. */
+static int check_options(const char *options) {
+  if (!*options) return 0;
+  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu", .options = options};
+  loom_session *s = NULL;
+  if (loom_session_create(&cfg, &s) != LOOM_OK) {
+    fprintf(stderr, "loom record: %s\n", loom_last_error());
+    return 2;
+  }
+  loom_session_destroy(s);
+  return 0;
 }
 
 int cmd_record(int argc, char **argv) {
-  const char *out = NULL, *devices = NULL, *duration = NULL, *follow = "all";
-  char options[4096] = "";
-  char *plugins[64];
-  size_t nplugins = 0;
-  int i = 2;
-  for (; i < argc; i++) {
-    if (!strcmp(argv[i], "--")) {
-      i++;
-      break;
-    }
-    if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-    else if (!strcmp(argv[i], "--devices") && i + 1 < argc) devices = argv[++i];
-    else if (!strcmp(argv[i], "--follow") && i + 1 < argc) follow = argv[++i];
-    else if (!strcmp(argv[i], "--duration") && i + 1 < argc) duration = argv[++i];
-    else if (!strcmp(argv[i], "--plugin") && i + 1 < argc) {
-      if (nplugins == sizeof plugins / sizeof plugins[0]) {
-        fprintf(stderr, "loom record: more than %zu --plugin options\n", nplugins);
-        return 2;
-      }
-      plugins[nplugins++] = argv[++i];
-    }
-    else if (!strcmp(argv[i], "--option") && i + 1 < argc) {
-      size_t l = strlen(options);
-      snprintf(options + l, sizeof options - l, "%s%s", l ? "," : "", argv[++i]);
-    } else if (argv[i][0] == '-') return usage();
-    else break; /* the program, without "--" */
-  }
-  if (i >= argc) return usage();
-  if (duration && !(atof(duration) > 0)) {
-    fprintf(stderr, "loom record: --duration needs a positive number of seconds\n");
-    return 2;
-  }
+  record_opts ro;
+  int rc = record_opts_parse(&ro, argc, argv);
+  if (rc) return rc;
+  if (check_options(ro.options)) return 2;
+  const char *out = ro.out, *devices = ro.devices, *follow = ro.follow;
+  const char *options = ro.options;
+  int i = ro.prog;
   char libdir[PATH_MAX];
   if (tool_libdir(libdir, sizeof libdir) != 0) {
     fprintf(stderr, "loom record: cannot find loom-preload.so (set LOOM_LIBEXEC to its folder)\n");
@@ -101,7 +72,7 @@ int cmd_record(int argc, char **argv) {
   if (loom__follow_setup(&fw, out, follow) != 0) return 2;
   /* Every plug-in, enabled in the program as its backend's table says. */
   plugin_set found = {0};
-  int bad = plugins_discover(&found, libdir, plugins, nplugins, "loom record");
+  int bad = plugins_discover(&found, libdir, (char *const *)ro.plugins, ro.nplugins, "loom record");
   if (bad || plugins_enable(&found, preload, default_devices, sizeof default_devices) != 0) {
     plugins_free(&found);
     rmdir(fw.dir);
@@ -113,7 +84,6 @@ int cmd_record(int argc, char **argv) {
   setenv("LOOM_RECORD_DEVICES", devices, 1);
   setenv("LOOM_RECORD_NAME", argv[i], 1);
   if (*options) setenv("LOOM_RECORD_OPTIONS", options, 1);
-  if (duration) setenv("LOOM_RECORD_DURATION", duration, 1);
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);

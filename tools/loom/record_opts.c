@@ -1,0 +1,125 @@
+/*
+ * record_opts.c - parses `loom record`'s options (see record_opts.h).  Each
+ * option is one entry of a table: its name, whether it takes a value, and
+ * the session option it becomes (if any), so an option is added with one
+ * line.  Values of window options are checked here, so a mistake is told
+ * before the program starts.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record_opts.h"
+
+static int usage(void) {
+  fprintf(stderr,
+      "usage: loom record [-o FILE|DIR/] [--follow none|exec|all] [--devices LIST]\n"
+      "                   [--duration SECONDS] [--option KEY=VALUE]... [--plugin PATH]...\n"
+      "                   [window options] -- PROGRAM [ARGS...]\n"
+      "  -o FILE          trace to write (.json, .json.gz, .pftrace), every process\n"
+      "                   merged into it; default loom-PROGRAM.json.  With windows,\n"
+      "                   a pattern: {pid} {rank} {seq} {program}; without {seq},\n"
+      "                   several windows write FILE-<seq>.EXT\n"
+      "  -o DIR/          one trace per process: DIR/PROGRAM-PID[-rankR].json\n"
+      "  --follow MODE    processes to record: all (default; also children forked\n"
+      "                   without exec), exec (those that exec'ed), none (PROGRAM)\n"
+      "  --devices LIST   device types to record (default: cpu and each plug-in's\n"
+      "                   type that asks to be recorded by default where its\n"
+      "                   runtime is installed; `loom backends` shows which)\n"
+      "  --option K=V     session option (repeatable)\n"
+      "  --plugin PATH    load this plug-in too (repeatable); the installed ones,\n"
+      "                   LOOM_PLUGIN_PATH folders and LOOM_PLUGINS files always load\n"
+      "window options (docs/triggers.md): record only part of the run\n"
+      "  --start-step N --steps K   steps N..N+K-1 (loom_step, PyTorch's ProfilerStep#N)\n"
+      "  --delay SEC --duration SEC begin after SEC seconds, stop after SEC seconds\n"
+      "  --wait W --warmup U --active A --repeat R [--skip-first S]\n"
+      "                   torch.profiler's schedule: a file per cycle of active steps;\n"
+      "                   --repeat 0: until the program ends\n");
+  return 2;
+}
+
+/* Options that become session options: the command-line name, the session
+ * key, and the kind of value (checked here, parsed again by the core). */
+enum { V_STEPS, V_SECONDS };
+static const struct sopt {
+  const char *flag, *key;
+  int kind;
+} sopts[] = {
+    {"--start-step", "start_step", V_STEPS}, {"--steps", "steps", V_STEPS},
+    {"--delay", "delay", V_SECONDS},         {"--duration", "duration", V_SECONDS},
+    {"--wait", "wait", V_STEPS},             {"--warmup", "warmup", V_STEPS},
+    {"--active", "active", V_STEPS},         {"--repeat", "repeat", V_STEPS},
+    {"--skip-first", "skip_first", V_STEPS},
+};
+
+static int add_option(record_opts *o, const char *kv) {
+  size_t l = strlen(o->options);
+  int k = snprintf(o->options + l, sizeof o->options - l, "%s%s", l ? "," : "", kv);
+  if (k < 0 || (size_t)k >= sizeof o->options - l) {
+    fprintf(stderr, "loom record: session options longer than %zu bytes\n", sizeof o->options);
+    return 2;
+  }
+  return 0;
+}
+
+static int check_value(const struct sopt *s, const char *v) {
+  char *end;
+  if (s->kind == V_STEPS) {
+    long long n = strtoll(v, &end, 10);
+    if (end != v && !*end && n >= 0) return 0;
+    fprintf(stderr, "loom record: %s takes a number of steps (0 or more), not '%s'\n", s->flag, v);
+  } else {
+    double d = strtod(v, &end);
+    if (end != v && !*end && d >= 0) return 0;
+    fprintf(stderr, "loom record: %s takes a number of seconds (0 or more), not '%s'\n", s->flag,
+            v);
+  }
+  return 2;
+}
+
+static int session_flag(record_opts *o, const char *flag, const char *v) {
+  for (size_t k = 0; k < sizeof sopts / sizeof sopts[0]; k++) {
+    if (strcmp(flag, sopts[k].flag)) continue;
+    if (check_value(&sopts[k], v)) return 2;
+    char kv[512];
+    snprintf(kv, sizeof kv, "%s=%s", sopts[k].key, v);
+    return add_option(o, kv);
+  }
+  return -1;
+}
+
+int record_opts_parse(record_opts *o, int argc, char **argv) {
+  memset(o, 0, sizeof *o);
+  o->follow = "all";
+  int i = 2;
+  for (; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--")) {
+      i++;
+      break;
+    }
+    if (a[0] != '-') break; /* the program, without "--" */
+    if (!v) return usage();
+    int rc;
+    if (!strcmp(a, "-o")) o->out = v;
+    else if (!strcmp(a, "--devices")) o->devices = v;
+    else if (!strcmp(a, "--follow")) o->follow = v;
+    else if (!strcmp(a, "--option")) {
+      if (add_option(o, v)) return 2;
+    } else if (!strcmp(a, "--plugin")) {
+      if (o->nplugins == sizeof o->plugins / sizeof o->plugins[0]) {
+        fprintf(stderr, "loom record: more than %zu --plugin options\n", o->nplugins);
+        return 2;
+      }
+      o->plugins[o->nplugins++] = v;
+    } else if ((rc = session_flag(o, a, v)) >= 0) {
+      if (rc) return rc;
+    } else {
+      return usage();
+    }
+    i++;
+  }
+  if (i >= argc) return usage();
+  o->prog = i;
+  return 0;
+}

@@ -1,0 +1,21 @@
+/*
+ * record_opts.h - the command line of `loom record`: what each option sets.
+ * Options that only become session options (triggers, windows, ...) are
+ * appended to `options` as KEY=VALUE, so the preload and library users read
+ * them the same way.
+ */
+#ifndef LOOM_RECORD_OPTS_H
+#define LOOM_RECORD_OPTS_H
+#include <stddef.h>
+
+typedef struct record_opts {
+  const char *out, *devices, *follow;
+  char options[8192];   /* session options, "k=v,k=v" */
+  const char *plugins[64];
+  size_t nplugins;
+  int prog;             /* argv index of the program */
+} record_opts;
+
+/* Parses argv[2..]; 0, or 2 after a message (or the usage text). */
+int record_opts_parse(record_opts *o, int argc, char **argv);
+#endif
