@@ -1,0 +1,69 @@
+/*
+ * test_record_ring.c - `loom record --ring SIZE` on a real OpenCL program
+ * (tests/triggers/stepapp.c on POCL: one upload and one kernel per step,
+ * steps marked with loom_step): the trace written at the end holds the last
+ * window only: consecutive steps up to the last one, every upload and
+ * kernel with the host call that launched it, the overwritten part
+ * reported; trace_processor loads it with exact counts and 0 errors.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static void test_ring_window(void **state) {
+  (void)state;
+  tp_require();
+  char trace[256], cmd[2048];
+  tmp_path(trace, sizeof trace, ".json");
+  snprintf(cmd, sizeof cmd, "'%s' record --ring 32k --devices cpu,opencl -o '%s' -- '%s' 2000 "
+           ">/dev/null 2>&1", LOOM_BIN, trace, STEPAPP);
+  assert_int_equal(ts_run(cmd, NULL), 0);
+  loom_trace *t = ts_load(trace);
+  int lo = -1, hi = -1, n = 0, unclosed = 0;
+  size_t kernels = 0, copies = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    int k;
+    if (!v.projected && v.device == UINT32_MAX && sscanf(v.name, "ProfilerStep#%d", &k) == 1) {
+      if (n && k != hi + 1) fail_msg("steps not consecutive: %d after %d", k, hi);
+      if (!n) lo = k;
+      hi = k;
+      n++;
+      unclosed += v.unclosed;
+    }
+    kernels += v.kind == LOOM_KIND_KERNEL;
+    copies += v.kind == LOOM_KIND_MEMCPY;
+  }
+  /* the last window: the last step (open at exit) and those before it */
+  assert_int_equal(hi, 1999);
+  assert_true(lo > 0 && n > 5);
+  assert_true(unclosed <= 1);
+  assert_true(kernels > 5 && copies > 5);
+  /* device work only with its launch (a flow from the host call each) */
+  assert_int_equal(loom_trace_flow_count(t), kernels + copies);
+  loom_trace_free(t);
+  char *text = read_file(trace, NULL);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "\"ring_overwritten_records\""));
+  assert_non_null(strstr(text, "records overwritten (host "));
+  free(text);
+  char q0[192];
+  snprintf(q0, sizeof q0, "select count(*) from slice where name like 'ProfilerStep#%%' "
+           "and category = 'user_annotation'"); /* not the projections onto queues */
+  const char *q[] = {q0, "select count(*) from stats where value > 0 and severity in ('error','data_loss')"};
+  long long r[2];
+  tp_ints(trace, q, r, 2);
+  assert_int_equal(r[0], n);
+  assert_int_equal(r[1], 0);
+  unlink(trace);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_ring_window)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
