@@ -5,7 +5,8 @@
  * dump; ops whose raw bytes span chunks are never cut in half; a backend's
  * ring keeps device work with its launch; dumps taken while four threads
  * record are consistent (run under ThreadSanitizer with the hostrec set);
- * a step made 10x slower dumps a trace that contains it, once per cooldown.
+ * a step made 10x slower dumps a trace that contains it, once per cooldown;
+ * so does a named range longer than slow_range's threshold.
  * Every written trace is loaded by trace_processor with exact counts and 0
  * errors.
  */
@@ -350,11 +351,43 @@ static void test_slow_step_cooldown(void **state) {
   unlink(names[0]);
 }
 
+/* A named range longer than slow_range's threshold dumps the ring with it
+ * inside (once in the cooldown: the slow one, or one the machine made slow). */
+static void test_slow_range(void **state) {
+  (void)state;
+  char out[256], opts[512], names[4][300];
+  tmp_path(out, sizeof out, ".json");
+  snprintf(opts, sizeof opts, "mode=ring,ring_size=1m,slow_range=slowop:25,output=%s", out);
+  loom_session *s = ts_start("cpu", opts);
+  for (int i = 0; i < 30; i++) {
+    loom_range_push("iter");
+    loom_range_push_str(i % 2 ? "slowop" : "other");
+    usleep(i == 15 ? 60000 : i == 16 ? 80000 : 1000); /* "other" 80 ms: not watched */
+    loom_range_pop();
+    loom_range_pop();
+  }
+  usleep(100000);
+  loom_trace_free(ts_finish(s));
+  assert_int_equal(dumps_of(out, names, 4), 1);
+  char *text = read_file(names[0], NULL);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "slow range: 'slowop' took"));
+  free(text);
+  const char *q[] = {"select count(*) from slice where name = 'slowop' and dur > 25000000",
+                     "select count(*) from stats where value > 0 and severity in ('error','data_loss')"};
+  long long r[2];
+  tp_ints(names[0], q, r, 2);
+  assert_int_equal(r[0], 1);
+  assert_int_equal(r[1], 0);
+  unlink(names[0]);
+}
+
 static void test_bad_options(void **state) {
   (void)state;
   const char *bad[] = {"mode=circular", "slow_step=3", "mode=ring,slow_step=1",
                        "mode=ring,ring_size=1", "mode=ring,slow_step_warmup=0",
-                       "mode=ring,dump_cooldown=-1", "ring_size=1m"};
+                       "mode=ring,dump_cooldown=-1", "ring_size=1m", "mode=ring,slow_range=x",
+                       "mode=ring,slow_range=x:0", "slow_range=x:5"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu", .options = bad[i]};
     loom_session *s = NULL;
@@ -373,7 +406,8 @@ int main(void) {
       cmocka_unit_test(test_exact_window),     cmocka_unit_test(test_ranges_cut),
       cmocka_unit_test(test_raw_spanning),     cmocka_unit_test(test_backend_ring),
       cmocka_unit_test(test_concurrent_dumps), cmocka_unit_test(test_slow_step),
-      cmocka_unit_test(test_slow_step_cooldown), cmocka_unit_test(test_bad_options),
+      cmocka_unit_test(test_slow_step_cooldown), cmocka_unit_test(test_slow_range),
+      cmocka_unit_test(test_bad_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,7 +42,9 @@ static struct {
   int have_last;
   int64_t dur[WIN];    /* the last WIN step durations */
   uint64_t ndur;
-  int64_t last_dump;   /* epoch ns of the last slow-step dump; 0 none */
+  int64_t last_dump;   /* epoch ns of the last slow-step or range dump; 0 none */
+  char *range;         /* slow_range: the watched range's name (NULL: none) */
+  int64_t range_ns;    /* and its threshold */
 } w;
 
 static const char *opt(loom_session *s, const char *key) { return loom__opts_get(&s->opts, key); }
@@ -57,6 +59,19 @@ static int parse_double(const char *v, double *out) {
   return e == v || *e;
 }
 
+/* slow_range=NAME:MS (the last ':' separates them). */
+static loom_status slow_range(const char *v) {
+  const char *colon = strrchr(v, ':');
+  double ms;
+  if (!colon || colon == v || parse_double(colon + 1, &ms) || !(ms > 0) || ms > 1e12)
+    return bad("slow_range", v, "NAME:MS, a range name and a duration in ms above 0 (a "
+                                "range of that name lasting longer dumps the ring)");
+  if (!(w.range = loom__strdup(v))) return loom__fail(LOOM_ENOMEM, "out of memory");
+  w.range[colon - v] = 0;
+  w.range_ns = (int64_t)(ms * 1e6);
+  return LOOM_OK;
+}
+
 static loom_status configure(loom_session *s) {
   const char *v = opt(s, "mode");
   if (v && strcmp(v, "ring") && strcmp(v, "normal"))
@@ -64,11 +79,12 @@ static loom_status configure(loom_session *s) {
   s->ring = v && !strcmp(v, "ring");
   const char *slow = opt(s, "slow_step");
   static const char *const ring_only[] = {"ring_size", "slow_step", "slow_step_warmup",
-                                          "dump_cooldown"};
+                                          "dump_cooldown", "slow_range"};
   for (size_t i = 0; !s->ring && i < sizeof ring_only / sizeof *ring_only; i++)
     if ((v = opt(s, ring_only[i])))
       return loom__fail(LOOM_EINVAL, "option %s='%s' needs mode=ring (loom record --ring SIZE)",
                         ring_only[i], v);
+  free(w.range);
   memset(&w, 0, sizeof w);
   if (!s->ring) return LOOM_OK;
   /* The budget: ring_size, else memory_cap, else 64 MiB. */
@@ -97,6 +113,7 @@ static loom_status configure(loom_session *s) {
       return bad("dump_cooldown", v, "seconds (0 or more) between two slow-step dumps");
     w.cooldown_ns = (int64_t)(d * 1e9);
   }
+  if ((v = opt(s, "slow_range"))) return slow_range(v);
   return LOOM_OK;
 }
 
@@ -109,6 +126,9 @@ loom_status loom__ring_configure(loom_session *s) {
 
 void loom__ring_begin(loom_session *s) {
   loom__hostrec_set_ring(s->ring);
+  pthread_mutex_lock(&step_mu);
+  loom__hostrec_watch_range(s->ring ? w.range : NULL);
+  pthread_mutex_unlock(&step_mu);
   pthread_mutex_lock(&mu);
   live = s->ring ? s : NULL;
   pthread_mutex_unlock(&mu);
@@ -236,5 +256,24 @@ void loom__ring_step(uint64_t no, uint64_t ts) {
   w.last_ts = now;
   w.last_no = no;
   w.have_last = 1;
+  pthread_mutex_unlock(&step_mu);
+}
+
+/* A watched range (slow_range) ended on some thread: one longer than the
+ * threshold dumps the ring, within the same cooldown as slow steps. */
+void loom__ring_range(const char *name, uint64_t begin, uint64_t end) {
+  pthread_mutex_lock(&step_mu);
+  if (watched && w.range) {
+    loom_clock_domain d = loom__hostrec_domain();
+    int64_t b = loom__timeline_convert(&watched->tl, d, begin);
+    int64_t e = loom__timeline_convert(&watched->tl, d, end);
+    if (e - b > w.range_ns && (!w.last_dump || e - w.last_dump >= w.cooldown_ns)) {
+      char reason[256];
+      snprintf(reason, sizeof reason, "slow range: '%s' took %.3f ms, over slow_range's %.3f ms",
+               name ? name : "", (double)(e - b) * 1e-6, (double)w.range_ns * 1e-6);
+      w.last_dump = e;
+      start_dump(reason);
+    }
+  }
   pthread_mutex_unlock(&step_mu);
 }

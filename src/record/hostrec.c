@@ -38,6 +38,10 @@ static atomic_uint_fast64_t step_no;
  * each one's share of the budget; dump_active: a copy is under way. */
 static atomic_int ring_on, dump_active;
 static atomic_uint ring_live;
+/* rec_on is REC_WATCH while ring mode watches a named range (slow_range) */
+enum { REC_WATCH = 2 };
+static _Atomic(const char *) watch_name;
+static atomic_uint watch_id;
 /* Set while the window controller (src/core/trigger.c) waits for or counts
  * steps: only loom_step and loom_step_mark read it, never the hot path. */
 static atomic_int step_watch;
@@ -57,6 +61,11 @@ static TLS uint32_t tls_tid;
 #define OP_STACK 64
 static TLS uint64_t op_stack[OP_STACK];
 static TLS uint32_t op_depth;
+/* slow_range's watch (see watch_push) */
+static TLS struct wslot { uint64_t ts; int match; } wstack[OP_STACK];
+static TLS uint32_t wdepth;
+static TLS const char *wc_ptr; /* the last pointer name compared, and its answer */
+static TLS int wc_match;
 
 /* ---- clock ----------------------------------------------------------------- */
 static int use_tsc = -1;
@@ -174,6 +183,7 @@ static loom__tbuf *acquire(void) {
   pthread_mutex_unlock(&t->mu);
   atomic_fetch_add(&ring_live, 1);
   op_depth = 0;
+  wdepth = 0;
   return t;
 }
 
@@ -318,7 +328,7 @@ void loom__hostrec_resume(uint64_t chunk, uint64_t cap) {
   atomic_store(&cap_bytes, cap);
   atomic_store(&ring_live, 0);
   loom__arena_epoch(atomic_fetch_add(&epoch, 1) + 1);
-  atomic_store(&rec_on, 1);
+  atomic_store(&rec_on, atomic_load(&ring_on) && atomic_load(&watch_name) ? REC_WATCH : 1);
 }
 
 void loom__hostrec_start(uint64_t chunk, uint64_t cap) {
@@ -548,26 +558,73 @@ static uint32_t intern_cached(loom__tbuf *t, const char *s) {
   return id;
 }
 
+/* ---- ring mode's slow_range watch (rec_on == REC_WATCH) --------------------
+ * Ranges are pushed and popped without their names on the pop, so while a
+ * named range is watched each thread keeps a small stack of which open
+ * ranges are that one and when they began.  Only then: the calls read rec_on
+ * once for the idle branch, and the watch is a compare of that value. */
+
+void loom__hostrec_watch_range(const char *name) {
+  atomic_store(&watch_name, name);
+  atomic_store(&watch_id, name ? loom__intern(name, SIZE_MAX) : 0);
+}
+
+static int watched(uint64_t name, uint16_t flags) {
+  if (flags & LOOM__HR_F_ID) return (uint32_t)name == atomic_load_explicit(&watch_id, memory_order_relaxed);
+  const char *p = (const char *)(uintptr_t)name;
+  if (p != wc_ptr) {
+    const char *w = atomic_load_explicit(&watch_name, memory_order_relaxed);
+    wc_ptr = p;
+    wc_match = p && w && !strcmp(p, w);
+  }
+  return wc_match;
+}
+
+static void watch_push(uint64_t name, uint16_t flags) {
+  if (wdepth < OP_STACK) wstack[wdepth] = (struct wslot){now(), watched(name, flags)};
+  wdepth++;
+}
+
+static void watch_pop(void) {
+  if (!wdepth) return;
+  wdepth--;
+  if (wdepth < OP_STACK && wstack[wdepth].match)
+    loom__ring_range(atomic_load_explicit(&watch_name, memory_order_relaxed), wstack[wdepth].ts,
+                     now());
+}
+
 /* ---- the instrumentation API -------------------------------------------- */
+#define REC_ON() atomic_load_explicit(&rec_on, memory_order_relaxed)
+
 void loom_range_push(const char *name) {
-  if (IDLE()) return;
+  int on = REC_ON();
+  if (LOOM__UNLIKELY(!on)) return;
   put(LOOM__HR_PUSH, 0, (uint64_t)(uintptr_t)name, 0);
+  if (LOOM__UNLIKELY(on == REC_WATCH)) watch_push((uint64_t)(uintptr_t)name, 0);
 }
 
 void loom_range_push_id(loom_string_id name) {
-  if (IDLE()) return;
+  int on = REC_ON();
+  if (LOOM__UNLIKELY(!on)) return;
   put(LOOM__HR_PUSH, LOOM__HR_F_ID, name, 0);
+  if (LOOM__UNLIKELY(on == REC_WATCH)) watch_push(name, LOOM__HR_F_ID);
 }
 
 void loom_range_push_str(const char *name) {
-  if (IDLE()) return;
+  int on = REC_ON();
+  if (LOOM__UNLIKELY(!on)) return;
   loom__tbuf *t = cur_buf();
-  if (t) put(LOOM__HR_PUSH, LOOM__HR_F_ID, intern_cached(t, name ? name : ""), 0);
+  if (!t) return;
+  uint32_t id = intern_cached(t, name ? name : "");
+  put(LOOM__HR_PUSH, LOOM__HR_F_ID, id, 0);
+  if (LOOM__UNLIKELY(on == REC_WATCH)) watch_push(id, LOOM__HR_F_ID);
 }
 
 void loom_range_pop(void) {
-  if (IDLE()) return;
+  int on = REC_ON();
+  if (LOOM__UNLIKELY(!on)) return;
   put(LOOM__HR_POP, 0, 0, 0);
+  if (LOOM__UNLIKELY(on == REC_WATCH)) watch_pop();
 }
 
 void loom_range_begin(uint64_t id, const char *name) {

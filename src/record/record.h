@@ -139,6 +139,11 @@ typedef struct loom__ring_copy {
 loom__ring_copy *loom__hostrec_ring_copy(size_t *n);
 /* The step loom_step just began (ring.c watches for slow steps). */
 void loom__ring_step(uint64_t step, uint64_t ts);
+/* Ring mode's slow_range: the range named name (kept by the caller until
+ * the next call; NULL: none) is watched from the next loom__hostrec_start;
+ * each one that ends is told to ring.c with its begin and end (host ticks). */
+void loom__hostrec_watch_range(const char *name);
+void loom__ring_range(const char *name, uint64_t begin, uint64_t end);
 /* Host clock ticks now (loom__hostrec_domain). */
 uint64_t loom__hostrec_now(void);
 /* Snapshot of the buffers holding records of the last session (caller frees
