@@ -87,8 +87,9 @@ static loom_status configure(loom_session *s) {
   free(w.range);
   memset(&w, 0, sizeof w);
   if (!s->ring) return LOOM_OK;
-  /* The budget: ring_size, else memory_cap, else 64 MiB. */
-  s->ring_bytes = s->cap_bytes ? s->cap_bytes : 64ull << 20;
+  /* The budget: ring_size, else memory_cap given explicitly (not a default
+   * cap), else 64 MiB. */
+  s->ring_bytes = opt(s, "memory_cap") && s->cap_bytes ? s->cap_bytes : 64ull << 20;
   if ((v = opt(s, "ring_size")) && (loom__parse_size(v, &s->ring_bytes) || s->ring_bytes < 2048))
     return bad("ring_size", v, "a size of at least 2k (suffix k, m or g allowed)");
   s->ring_bk_bytes = opt(s, "backend_memory_cap") ? s->bk_cap : s->ring_bytes;
