@@ -561,8 +561,8 @@ static uint32_t intern_cached(loom__tbuf *t, const char *s) {
 /* ---- ring mode's slow_range watch (rec_on == REC_WATCH) --------------------
  * Ranges are pushed and popped without their names on the pop, so while a
  * named range is watched each thread keeps a small stack of which open
- * ranges are that one and when they began.  Only then: the calls read rec_on
- * once for the idle branch, and the watch is a compare of that value. */
+ * ranges are that one and when they began.  Only then: the idle branch is
+ * unchanged, and a recording call reads rec_on once more after its record. */
 
 void loom__hostrec_watch_range(const char *name) {
   atomic_store(&watch_name, name);
@@ -594,37 +594,36 @@ static void watch_pop(void) {
 }
 
 /* ---- the instrumentation API -------------------------------------------- */
-#define REC_ON() atomic_load_explicit(&rec_on, memory_order_relaxed)
+/* rec_on read again (not kept from the idle branch: that would cost the
+ * idle call a register save); before a push's record, so that its name need
+ * not outlive the record's write. */
+#define WATCHING() LOOM__UNLIKELY(atomic_load_explicit(&rec_on, memory_order_relaxed) == REC_WATCH)
 
 void loom_range_push(const char *name) {
-  int on = REC_ON();
-  if (LOOM__UNLIKELY(!on)) return;
+  if (IDLE()) return;
+  if (WATCHING()) watch_push((uint64_t)(uintptr_t)name, 0);
   put(LOOM__HR_PUSH, 0, (uint64_t)(uintptr_t)name, 0);
-  if (LOOM__UNLIKELY(on == REC_WATCH)) watch_push((uint64_t)(uintptr_t)name, 0);
 }
 
 void loom_range_push_id(loom_string_id name) {
-  int on = REC_ON();
-  if (LOOM__UNLIKELY(!on)) return;
+  if (IDLE()) return;
+  if (WATCHING()) watch_push(name, LOOM__HR_F_ID);
   put(LOOM__HR_PUSH, LOOM__HR_F_ID, name, 0);
-  if (LOOM__UNLIKELY(on == REC_WATCH)) watch_push(name, LOOM__HR_F_ID);
 }
 
 void loom_range_push_str(const char *name) {
-  int on = REC_ON();
-  if (LOOM__UNLIKELY(!on)) return;
+  if (IDLE()) return;
   loom__tbuf *t = cur_buf();
   if (!t) return;
   uint32_t id = intern_cached(t, name ? name : "");
+  if (WATCHING()) watch_push(id, LOOM__HR_F_ID);
   put(LOOM__HR_PUSH, LOOM__HR_F_ID, id, 0);
-  if (LOOM__UNLIKELY(on == REC_WATCH)) watch_push(id, LOOM__HR_F_ID);
 }
 
 void loom_range_pop(void) {
-  int on = REC_ON();
-  if (LOOM__UNLIKELY(!on)) return;
+  if (IDLE()) return;
   put(LOOM__HR_POP, 0, 0, 0);
-  if (LOOM__UNLIKELY(on == REC_WATCH)) watch_pop();
+  if (WATCHING()) watch_pop();
 }
 
 void loom_range_begin(uint64_t id, const char *name) {
