@@ -4,7 +4,9 @@
  * steps marked with loom_step): the trace written at the end holds the last
  * window only: consecutive steps up to the last one, every upload and
  * kernel with the host call that launched it, the overwritten part
- * reported; trace_processor loads it with exact counts and 0 errors.
+ * reported; a program killed by SIGKILL leaves the same window (rebuilt by
+ * loom record from shared memory); trace_processor loads each with exact
+ * counts and 0 errors.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -63,7 +65,39 @@ static void test_ring_window(void **state) {
   unlink(trace);
 }
 
+/* Killed (SIGKILL) while recording: loom record rebuilds the ring's window
+ * from shared memory, with what it overwrote. */
+static void test_ring_killed(void **state) {
+  (void)state;
+  tp_require();
+  char trace[256], cmd[2048];
+  tmp_path(trace, sizeof trace, ".json");
+  snprintf(cmd, sizeof cmd, "'%s' record --ring 32k --devices cpu -o '%s' -- timeout -s KILL 2 "
+           "'%s' 100000000 >/dev/null 2>&1", LOOM_BIN, trace, STEPAPP);
+  ts_run(cmd, NULL); /* the program's status: killed */
+  loom_trace *t = ts_load(trace);
+  int hi = -1, n = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    int k;
+    if (v.device == UINT32_MAX && sscanf(v.name, "ProfilerStep#%d", &k) == 1) {
+      if (n && k != hi + 1) fail_msg("steps not consecutive: %d after %d", k, hi);
+      hi = k;
+      n++;
+    }
+  }
+  assert_true(n > 5);
+  assert_true(hi > n); /* the first steps were overwritten */
+  assert_true(ts_warned(t, "records overwritten (host ", NULL));
+  assert_true(ts_warned(t, "killed by SIGKILL", NULL));
+  loom_trace_free(t);
+  assert_int_equal(tp_errors(trace), 0);
+  unlink(trace);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_ring_window)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_ring_window),
+                                     cmocka_unit_test(test_ring_killed)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
