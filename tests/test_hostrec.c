@@ -86,6 +86,46 @@ static void test_memory_cap(void **state) {
   assert_int_equal(count_cat(t, "marker", -1), 1);
   assert_int_equal(loom_trace_warning_count(t), 1);
   assert_non_null(strstr(loom_trace_warning(t, 0), "68 host records dropped"));
+  assert_non_null(strstr(loom_trace_warning(t, 0), "memory_cap=1100 bytes)"));
+  loom_trace_free(t);
+}
+
+/* Host records are bounded by default (1 GiB, named in the warning when it
+ * is reached); memory_cap=0 asks for no bound, and a bad value is refused. */
+static void test_memory_cap_default(void **state) {
+  (void)state;
+  loom_session_config bad = {.struct_size = sizeof bad, .devices = "cpu",
+                             .options = "memory_cap=much"};
+  loom_session *s = NULL;
+  assert_int_equal(loom_session_create(&bad, &s), LOOM_EINVAL);
+  assert_non_null(strstr(loom_last_error(), "memory_cap='much'"));
+  assert_non_null(strstr(loom_last_error(), "0 for no bound"));
+  /* 0: 100 instants in chunks of 32 records, none dropped */
+  s = ts_start("cpu", "buffer_size=1k,memory_cap=0");
+  for (int i = 0; i < 100; i++) loom_instant("tick");
+  loom_trace *t = ts_finish(s);
+  assert_int_equal(count_cat(t, "cpu_instant_event", -1), 100);
+  assert_int_equal(loom_trace_warning_count(t), 0);
+  loom_trace_free(t);
+  /* the default, 1 GiB: a first chunk larger than that cannot be had, so
+   * every record is dropped and the warning names the default */
+  s = ts_start("cpu", "buffer_size=1100m");
+  for (int i = 0; i < 10; i++) loom_instant("tick");
+  t = ts_finish(s);
+  loom_trace_summary sum = {.struct_size = sizeof sum};
+  loom_trace_summarize(t, &sum);
+  assert_int_equal(count_cat(t, "cpu_instant_event", -1), 0);
+  assert_int_equal(sum.dropped, 10);
+  assert_int_equal(loom_trace_warning_count(t), 1);
+  assert_non_null(strstr(loom_trace_warning(t, 0), "10 host records dropped"));
+  assert_non_null(strstr(loom_trace_warning(t, 0), "memory_cap=1073741824 bytes, the default"));
+  loom_trace_free(t);
+  /* memory_cap sets it (the chunk is only touched where written) */
+  s = ts_start("cpu", "buffer_size=1100m,memory_cap=2g");
+  for (int i = 0; i < 10; i++) loom_instant("tick");
+  t = ts_finish(s);
+  assert_int_equal(count_cat(t, "cpu_instant_event", -1), 10);
+  assert_int_equal(loom_trace_warning_count(t), 0);
   loom_trace_free(t);
 }
 
@@ -384,6 +424,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_threads_exact_counts),
       cmocka_unit_test(test_memory_cap),
+      cmocka_unit_test(test_memory_cap_default),
       cmocka_unit_test(test_open_ranges_and_steps),
       cmocka_unit_test(test_kind_filter),
       cmocka_unit_test(test_op_arguments),

@@ -479,6 +479,55 @@ static void test_backend_memory_cap(void **state) {
   loom_trace_free(t);
 }
 
+/* A second backend with a host clock, for the per-backend cap. */
+static struct { loom_backend *b; loom_clock clk; } sb;
+static loom_status sb_configure(loom_backend *b, uint32_t kinds) {
+  (void)kinds;
+  sb.b = b;
+  return sv.h->clock_declare(b, LOOM_CLOCK_REALTIME, "host", &sb.clk);
+}
+static loom_status sb_start(loom_backend *b) { (void)b; return LOOM_OK; }
+static loom_status sb_stop(loom_backend *b) { (void)b; return LOOM_OK; }
+static const loom_backend_ops sb_ops = {
+    .struct_size = sizeof(loom_backend_ops), .abi_major = LOOM_ABI_MAJOR,
+    .abi_minor = LOOM_ABI_MINOR, .name = "svb", .device_type = "svb",
+    .kinds = LOOM_KINDS_ALL, .configure = sb_configure, .start = sb_start, .stop = sb_stop};
+
+/* Emits until the first refusal; the count kept. */
+static size_t fill(loom_backend *b, loom_clock clk, uint32_t device, uint32_t res, const char *name) {
+  size_t kept = 0;
+  loom_arg a = {.key = "n", .type = LOOM_ARG_INT};
+  for (;;) {
+    uint64_t now = (uint64_t)real_ns();
+    a.v.i = (int64_t)kept;
+    loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_RUNTIME, .clock = clk,
+                     .device = device, .resource = res, .start = now, .end = now + 10,
+                     .name = sv.h->intern(b, name, SIZE_MAX), .nargs = 1, .args = &a};
+    if (sv.h->emit(b, &r) != LOOM_OK) return kept;
+    kept++;
+  }
+}
+
+/* backend_memory_cap bounds each backend on its own: a second backend keeps
+ * as many records as the first after the first is full. */
+static void test_backend_memory_cap_each(void **state) {
+  (void)state;
+  sv.h = loom_host_get(LOOM_ABI_MAJOR);
+  assert_int_equal(sv.h->backend_register(&sv_ops, "tests"), LOOM_OK); /* no-op if there */
+  assert_int_equal(sv.h->backend_register(&sb_ops, "tests"), LOOM_OK);
+  loom_session *s = ts_start("svc,svb", "backend_memory_cap=8k");
+  size_t a = fill(sv.b, sv.host, LOOM_DEVICE_HOST, 0, "first");
+  size_t b = fill(sb.b, sb.clk, LOOM_DEVICE_HOST, 0, "second");
+  assert_true(a > 10);
+  assert_int_equal(b, a);
+  loom_trace *t = ts_finish(s);
+  assert_int_equal(count(t, "svc_runtime", "first"), a);
+  assert_int_equal(count(t, "svb_runtime", "second"), b);
+  assert_true(ts_warned(t, "backend 'svc'", "lost 1 records (1: backend memory cap"));
+  assert_true(ts_warned(t, "backend 'svb'", "lost 1 records (1: backend memory cap"));
+  loom_trace_free(t);
+}
+
 static void test_trace_in_trace_processor(void **state) {
   (void)state;
   tp_require();
@@ -586,6 +635,7 @@ int main(void) {
       cmocka_unit_test(test_save_errors),
       cmocka_unit_test(test_clock_services),
       cmocka_unit_test(test_backend_memory_cap),
+      cmocka_unit_test(test_backend_memory_cap_each),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -371,7 +371,9 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
     rc = rc < 0 ? rc : 0;
     t->dropped += dropped;
     cwarn(h->s, "thread %d: %llu host records dropped: the memory "
-          "cap (memory_cap) was reached", (int)tb->tid, (unsigned long long)dropped);
+                       "cap (memory_cap=%llu bytes%s) was reached", (int)tb->tid,
+                       (unsigned long long)dropped, (unsigned long long)h->s->cap_bytes,
+                       h->s->cap_bytes == LOOM__DEFAULT_MEMORY_CAP ? ", the default" : "");
   }
   free(ranges);
   free(ops);

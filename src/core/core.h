@@ -198,9 +198,10 @@ typedef struct loom__bsess {
   loom__clock *clocks; /* index = loom_clock - 1 */
   size_t nclocks, cap_clocks;
   uint64_t lost;
-  /* Ring mode: bytes of records and arguments held against the backend's
-   * ring (ring_bk_bytes), and records overwritten to stay within it. */
-  uint64_t bytes, overwritten;
+  uint64_t bytes;   /* records and arguments held, against backend_memory_cap
+                       (and in ring mode its ring, ring_bk_bytes) */
+  uint64_t overwritten; /* ring mode: records dropped to stay within it */
+  int arena_slot;   /* its count of records held in the arena (arena.c) */
   /* Loss counts by reason (the first few distinct reasons; others join the
    * last slot's count). */
   struct { char *reason; uint64_t n; } lost_by[4];
@@ -220,6 +221,11 @@ typedef struct loom__sres {
 } loom__sres;
 
 enum { LOOM__S_CREATED, LOOM__S_RECORDING, LOOM__S_STOPPED };
+
+/* Default bounds (docs/survival.md): host records of all threads of a
+ * process (memory_cap) and each backend's records (backend_memory_cap). */
+#define LOOM__DEFAULT_MEMORY_CAP (1ull << 30)
+#define LOOM__DEFAULT_BACKEND_MEMORY_CAP (1ull << 30)
 
 struct loom_session {
   int state;
@@ -244,8 +250,8 @@ struct loom_session {
   size_t nwant, cap_want, cap_found;
   int want_all;
   loom__kvs meta;           /* meta_set entries and join notes; under mu */
-  /* Bytes of backend records and arguments held, against backend_memory_cap. */
-  _Atomic uint64_t bk_bytes;
+  /* backend_memory_cap: bytes of records and arguments each backend may
+   * hold (loom__bsess.bytes) */
   uint64_t bk_cap;
   /* Ring mode (mode=ring, ring.c): host records kept within ring_bytes for
    * all threads, each backend's within ring_bk_bytes, oldest overwritten. */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record/arena.h"
 #include "core.h"
 #include "record/record.h"
 
@@ -282,7 +283,6 @@ static void ring_make_room(loom__bsess *bs, uint64_t need) {
   for (size_t i = 0; i < bs->nrecs; i++) bs->recs[i].args_off -= (uint32_t)a;
   bs->bytes -= freed;
   bs->overwritten += k;
-  atomic_fetch_sub(&bs->s->bk_bytes, freed);
 }
 
 static loom_status svc_emit(loom_backend *b, const loom_record *r) {
@@ -312,20 +312,18 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
     if (s->ring && bs->bytes + need > s->ring_bk_bytes) ring_make_room(bs, need);
     before = bs->nargs;
     d.args_off = (uint32_t)bs->nargs;
-    uint64_t used = atomic_fetch_add(&s->bk_bytes, need);
-    if (used + need > s->bk_cap) {
-      atomic_fetch_sub(&s->bk_bytes, need);
+    if (bs->bytes + need > s->bk_cap) { /* per backend; b->mu is held */
       lost_locked(bs, 1, "backend memory cap (backend_memory_cap) reached");
       st = LOOM_ENOMEM;
     } else if (copy_args(&bs->args, &bs->nargs, &bs->cap_args, args, args ? r->nargs : 0) ||
         LOOM__PUSH(bs->recs, bs->nrecs, bs->cap_recs, d) != 0) {
       bs->nargs = before;
-      atomic_fetch_sub(&s->bk_bytes, need);
       lost_locked(bs, 1, "out of memory");
       st = LOOM_ENOMEM;
     } else {
-      bs->recs[bs->nrecs - 1].nargs = (uint16_t)(bs->nargs - before);
       bs->bytes += need;
+      loom__arena_bk_held(&bs->arena_slot, b->ops.name, 1); /* for a salvage */
+      bs->recs[bs->nrecs - 1].nargs = (uint16_t)(bs->nargs - before);
     }
   }
   pthread_mutex_unlock(&b->mu);

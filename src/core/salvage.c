@@ -306,6 +306,8 @@ loom_status loom__salvage(const char *path, const char *death, loom__salvage_res
   pthread_mutex_init(&s->warn.mu, NULL);
   s->kinds = LOOM_KINDS_ALL | LOOM_KIND_BIT(LOOM_KIND_MARKER);
   s->host = 1;
+  s->chunk_bytes = v.h->chunk_bytes;
+  s->cap_bytes = v.h->cap_bytes;
   memcpy(&s->tl, v.h->tl, sizeof s->tl);
   /* The same host's clocks, read now: the stop readings of the timeline. */
   loom__timeline_end(&s->tl);
@@ -326,6 +328,21 @@ loom_status loom__salvage(const char *path, const char *death, loom__salvage_res
   /* the warnings collect adds come after; placeholders are counted last */
   st = loom__collect_image(s, &img, &t);
   if (st != LOOM_OK) goto out;
+  uint32_t nbk = atomic_load(&v.h->nbk);
+  for (uint32_t i = 0; i < nbk && i < LOOM__ARENA_MAXBK; i++) {
+    uint64_t held = atomic_load(&v.h->bk[i].held);
+    if (!held) continue;
+    v.h->bk[i].name[sizeof v.h->bk[i].name - 1] = 0;
+    char w[512];
+    snprintf(w, sizeof w, "backend '%s' lost %llu records (%llu: they were in the process's "
+             "memory when it died; device work still in the runtime's buffers is lost too "
+             "and not counted)", v.h->bk[i].name, (unsigned long long)held,
+             (unsigned long long)held);
+    loom__log(LOOM_SEV_WARNING, "%s", w);
+    t->dropped += held;
+    res->bk_lost += held;
+    if (loom__trace_add_warning(t, w)) goto fail;
+  }
   if (v.unresolved || img.raw_unformatted || v.torn) {
     char w[512];
     snprintf(w, sizeof w, "after the process died: %llu record names could not be read "

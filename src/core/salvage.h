@@ -17,6 +17,7 @@ typedef struct loom__salvage_result {
   uint64_t unclosed; /* ranges and ops open at death, ended at the last record */
   uint64_t unresolved; /* names that could not be read (placeholders) */
   uint64_t threads;
+  uint64_t bk_lost;  /* backend records lost with the process's memory */
 } loom__salvage_result;
 
 /* Rebuilds the trace of the process whose arena is path (death: how it

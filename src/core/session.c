@@ -243,14 +243,17 @@ static loom_status read_sizes(loom_session *s) {
       (loom__parse_size(v, &s->chunk_bytes) || s->chunk_bytes < 1024))
     return loom__fail(LOOM_EINVAL, "option buffer_size='%s': expected a size of "
                       "at least 1024 bytes (suffix k, m or g allowed)", v);
+  /* Bounded by default (docs/survival.md): a long job cannot take the host's
+   * memory; 0 asks for no bound. */
+  s->cap_bytes = LOOM__DEFAULT_MEMORY_CAP;
   if ((v = loom__opts_get(&s->opts, "memory_cap")) && loom__parse_size(v, &s->cap_bytes))
     return loom__fail(LOOM_EINVAL, "option memory_cap='%s': expected a size "
-                      "(suffix k, m or g allowed)", v);
+                      "(suffix k, m or g allowed; 0 for no bound)", v);
   if ((v = loom__opts_get(&s->opts, "test_clock_shift")) && *v &&
       loom__timeline_set_shift(&s->tl, v))
     return loom__fail(LOOM_EINVAL, "option test_clock_shift='%s': expected OFFSET_NS or "
                       "OFFSET_NS:PPM (integer ns, optional drift in parts per million)", v);
-  s->bk_cap = 1ull << 30;
+  s->bk_cap = LOOM__DEFAULT_BACKEND_MEMORY_CAP;
   if ((v = loom__opts_get(&s->opts, "backend_memory_cap")) &&
       (loom__parse_size(v, &s->bk_cap) || s->bk_cap == 0))
     return loom__fail(LOOM_EINVAL, "option backend_memory_cap='%s': expected a "
@@ -506,7 +509,6 @@ static void next_window(loom_session *s) {
     leave(b);
   }
   clear_devices(s);
-  atomic_store(&s->bk_bytes, 0);
   s->nbk = 0; /* join appends at an index no later than the one read */
   for (size_t i = 0; i < n; i++) {
     loom_backend *b = s->bk[i];

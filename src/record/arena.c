@@ -35,7 +35,6 @@ static loom__ahdr *hdr;
 static unsigned char *cur;  /* current segment */
 static uint64_t cur_used, cur_size, file_size;
 static uint64_t maps_seq;
-static char path_buf[4096];
 
 static loom__aobj *free_list; /* linked through the first word of the body */
 static inline loom__aobj **next_free(loom__aobj *o) { return (loom__aobj **)(void *)(o + 1); }
@@ -78,6 +77,19 @@ static loom__aobj *from_free_list(uint32_t kind, uint64_t size) {
   return NULL;
 }
 
+/* A chunk's pages are made present at once (one call, here in the slow
+ * path) rather than one fault per page under the records: a fault on a
+ * shared file page costs more than on anonymous memory.  Where the kernel
+ * cannot (before Linux 5.14) they fault in as they are written. */
+static void prefault(void *p, uint64_t size) {
+#ifdef MADV_POPULATE_WRITE
+  uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095, e = (uintptr_t)p + size;
+  (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#else
+  (void)p, (void)size;
+#endif
+}
+
 void *loom__arena_alloc(uint32_t kind, size_t bytes) {
   if (!loom__arena_on()) return NULL;
   uint64_t size = round16(sizeof(loom__aobj) + bytes);
@@ -102,6 +114,7 @@ void *loom__arena_alloc(uint32_t kind, size_t bytes) {
   if (kind != LOOM__AO_STR && kind != LOOM__AO_MAPS)
     atomic_store_explicit(&o->state, LOOM__AS_LIVE, memory_order_release);
   pthread_mutex_unlock(&mu);
+  if (kind == LOOM__AO_CHUNK) prefault(o, o->size);
   return o + 1;
 }
 
@@ -207,7 +220,27 @@ void loom__arena_session(const void *tl, size_t tl_size, int domain, const char 
   }
   hdr->opts[len] = 0;
   hdr->opts_len = (uint32_t)len;
+  for (uint32_t i = 0; i < LOOM__ARENA_MAXBK; i++) atomic_store(&hdr->bk[i].held, 0);
+  atomic_store(&hdr->nbk, 0);
   atomic_store_explicit(&hdr->recording, 1, memory_order_release);
+}
+
+void loom__arena_bk_held(int *slot, const char *name, uint64_t n) {
+  if (!loom__arena_on()) return;
+  if (!*slot) {
+    pthread_mutex_lock(&mu);
+    uint32_t k = atomic_load(&hdr->nbk);
+    for (uint32_t i = 0; i < k && !*slot; i++)
+      if (!strncmp(hdr->bk[i].name, name, sizeof hdr->bk[i].name - 1)) *slot = (int)i + 1;
+    if (!*slot && k < LOOM__ARENA_MAXBK) {
+      snprintf(hdr->bk[k].name, sizeof hdr->bk[k].name, "%s", name);
+      atomic_store_explicit(&hdr->nbk, k + 1, memory_order_release);
+      *slot = (int)k + 1;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!*slot) *slot = -1; /* more backends than slots: not counted */
+  }
+  if (*slot > 0) atomic_fetch_add_explicit(&hdr->bk[*slot - 1].held, n, memory_order_relaxed);
 }
 
 /* ---- open, close, fork ---------------------------------------------------- */
@@ -246,7 +279,10 @@ __attribute__((visibility("default"))) int loom__arena_begin(const char *path, c
     unlink(path);
     fd = -1;
   }
-  if (rc == 0) snprintf(path_buf, sizeof path_buf, "%s", path);
+  static int handler;
+  /* a child forked without exec that does not record (--follow exec, or
+   * none) must not write here either (an interned string would) */
+  if (rc == 0 && !handler++) pthread_atfork(NULL, NULL, loom__arena_forked);
   pthread_mutex_unlock(&mu);
   if (rc == 0) {
     atomic_store_explicit(&on, 1, memory_order_release);
@@ -256,13 +292,12 @@ __attribute__((visibility("default"))) int loom__arena_begin(const char *path, c
   return rc;
 }
 
-/* The process's trace was written: nothing to rebuild, the file goes (its
- * memory stays mapped, still in use by the buffers). */
+/* The session's trace was written: nothing to rebuild until the next
+ * session starts (a process recording several windows calls it after each).
+ * The file stays: the buffers in it are reused; loom record removes it with
+ * its session folder. */
 __attribute__((visibility("default"))) void loom__arena_end(void) {
-  if (!hdr) return;
-  atomic_store_explicit(&hdr->recording, 0, memory_order_release);
-  if (path_buf[0]) unlink(path_buf);
-  path_buf[0] = 0;
+  if (hdr) atomic_store_explicit(&hdr->recording, 0, memory_order_release);
 }
 
 /* A forked child shares the parent's mappings: its writes would land in the
@@ -270,8 +305,10 @@ __attribute__((visibility("default"))) void loom__arena_end(void) {
  * address (the child keeps reading what is there), and the child opens its
  * own arena when it records. */
 void loom__arena_forked(void) {
+  /* twice in a child that records (fork.c, then this file's own handler):
+   * the second time the arena is already the child's own */
+  if (!hdr || hdr->pid == (int32_t)getpid()) return;
   atomic_store(&on, 0);
-  if (!hdr) return;
   uint32_t n = atomic_load(&hdr->nseg);
   loom__aseg seg[LOOM__ARENA_MAXSEG];
   memcpy(seg, hdr->seg, n * sizeof *seg);
@@ -285,6 +322,5 @@ void loom__arena_forked(void) {
   cur_used = cur_size = file_size = 0;
   free_list = NULL;
   maps_seq = 0;
-  path_buf[0] = 0;
   pthread_mutex_init(&mu, NULL);
 }

@@ -29,6 +29,7 @@
 #define LOOM__ARENA_VERSION 1u
 #define LOOM__ARENA_MAXSEG 64
 #define LOOM__ARENA_HDR 65536u /* bytes the header takes in segment 0 */
+#define LOOM__ARENA_MAXBK 16
 
 enum {
   LOOM__AO_CHUNK = 0x6b6e6863, /* a loom__chunk */
@@ -83,6 +84,10 @@ typedef struct loom__ahdr {
   char out[4096];             /* where the trace would have gone */
   uint32_t opts_len;
   char opts[16384];           /* session options: key NUL value NUL ... */
+  /* Records each backend had handed to the core (held in the process's
+   * memory, not here): lost with the process, counted by the salvager. */
+  _Atomic uint32_t nbk;
+  struct { char name[48]; _Atomic uint64_t held; } bk[LOOM__ARENA_MAXBK];
 } loom__ahdr;
 
 /* Is the arena on in this process (chunks come from it)? */
@@ -104,6 +109,10 @@ void loom__arena_epoch(uint32_t epoch);
 void loom__arena_session(const void *tl, size_t tl_size, int domain, const char *name,
                          const char *const *keys, const char *const *vals, size_t nopts,
                          uint64_t chunk_bytes, uint64_t cap_bytes);
+/* Counts n records backend name now holds (host.c's emit; *slot: 0 the
+ * first time, then kept by the caller). */
+void loom__arena_bk_held(int *slot, const char *name, uint64_t n);
+
 /* In a child forked without exec: the parent's arena becomes private here. */
 void loom__arena_forked(void);
 

@@ -13,9 +13,18 @@
  *   die thread N    a second thread records N ranges "worker" and exits;
  *                   the main thread records N ranges "step" and SIGKILLs
  *                   itself
+ *   die dlopen N LIB  loads LIB while recording, N ranges from it (its
+ *                   literal names), waits 1.5 s (loom notices new mappings
+ *                   once a second), SIGKILL
+ *   die heap N      N ranges "step", one range named by a heap buffer (not
+ *                   readable once the process is gone), SIGKILL
+ *   die race N      4 threads record ranges "busy" as fast as they can; the
+ *                   main thread SIGKILLs the process mid-write after N ms
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
+#include <time.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +52,15 @@ static void *worker(void *arg) {
   int n = *(int *)arg;
   for (int i = 0; i < n; i++) {
     loom_range_push("worker");
+    loom_range_pop();
+  }
+  return NULL;
+}
+
+static void *busy(void *arg) {
+  (void)arg;
+  for (;;) {
+    loom_range_push("busy");
     loom_range_pop();
   }
   return NULL;
@@ -101,6 +119,29 @@ int main(int argc, char **argv) {
       loom_range_push("step");
       loom_range_pop();
     }
+    raise(SIGKILL);
+  } else if (!strcmp(argv[1], "dlopen") && argc > 3) {
+    void *h = dlopen(argv[3], RTLD_NOW);
+    void (*f)(int) = h ? (void (*)(int))dlsym(h, "die_lib_ranges") : NULL;
+    if (!f) return 3;
+    f(n);
+    struct timespec ts = {1, 500000000};
+    nanosleep(&ts, NULL);
+    raise(SIGKILL);
+  } else if (!strcmp(argv[1], "heap")) {
+    for (int i = 0; i < n; i++) {
+      loom_range_push("step");
+      loom_range_pop();
+    }
+    char *name = strdup("on the heap");
+    loom_range_push(name); /* valid until stop, as loom.h asks; not after death */
+    loom_range_pop();
+    raise(SIGKILL);
+  } else if (!strcmp(argv[1], "race")) {
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, busy, NULL);
+    struct timespec ts = {n / 1000, (long)(n % 1000) * 1000000};
+    nanosleep(&ts, NULL);
     raise(SIGKILL);
   }
   return 2;

@@ -144,7 +144,7 @@ static void save(void) {
   }
   summary(out, st, t, 0);
   /* written: nothing for loom record to rebuild (else it rebuilds the trace
-   * from the arena) */
+   * from the arena, src/core/salvage.c) */
   if (st == LOOM_OK) loom__arena_end();
   if (st != LOOM_OK) fprintf(stderr, "loom: %s\n", loom_last_error());
   loom_trace_free(t);
@@ -182,20 +182,20 @@ static int count_objects(struct dl_phdr_info *info, size_t size, void *data) {
   return 1; /* the counters are the same in every entry */
 }
 
+static unsigned long long objects_seen; /* when the last snapshot was taken */
+
 static void check_objects(void) {
-  static unsigned long long seen;
   unsigned long long n = 0;
   dl_iterate_phdr(count_objects, &n);
-  if (n != seen) {
-    if (seen) loom__arena_maps();
-    seen = n;
+  if (n != objects_seen) {
+    loom__arena_maps();
+    objects_seen = n;
   }
 }
 
 static void *watcher(void *arg) {
   (void)arg;
   struct pollfd p = {sigpipe_fd[0], POLLIN, 0};
-  check_objects();
   for (;;) {
     int r = poll(&p, 1, 1000);
     if (r == 0) {
@@ -242,6 +242,8 @@ static void begin(void) {
                              .options = opts,
                              .name = getenv("LOOM_RECORD_NAME")};
   char arena[4096], outbuf[4096];
+  /* the objects loaded now are in the arena's first snapshot */
+  dl_iterate_phdr(count_objects, &objects_seen);
   if (loom__rec_file(arena, sizeof arena, ".arena") == 0 &&
       loom__arena_begin(arena, loom__rec_trace_path(outbuf, sizeof outbuf)) != 0)
     fprintf(stderr, "loom: cannot create %s (%s); recording goes on, but if this process "
