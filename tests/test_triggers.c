@@ -207,13 +207,38 @@ static void test_time_window(void **state) {
   win *w = &wins[0];
   assert_true(w->start_ns >= t0 + 100000000);
   assert_true(w->end_ns <= t1);
-  assert_true(w->end_ns - w->start_ns >= 200000000);
-  assert_true(w->end_ns - w->start_ns < 300000000);
+  assert_true(w->end_ns - w->start_ns >= 200000000); /* (no upper bound on a busy machine) */
   /* everything recorded is inside the window; the steps are numbered as the program's */
   assert_true(w->work > 10);
   assert_true(w->first_work_ns >= w->start_ns);
   assert_true(w->last_work_end_ns <= w->end_ns);
   assert_true(w->nsteps > 0 && w->steps[0] > 10);
+}
+
+/* A trace made outside a window (a ring dump) goes out as the next window. */
+static void test_write(void **state) {
+  (void)state;
+  char path[256], want[256];
+  tmp_path(path, sizeof path, ".json");
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("{\"traceEvents\":[]}", f);
+  fclose(f);
+  loom_trace *t = NULL;
+  assert_int_equal(loom_trace_load(path, &t), LOOM_OK);
+  unlink(path);
+  snprintf(label_want, sizeof label_want, "ring dump");
+  loom_session *s = windowed("start_step=2,steps=1,output=/tmp/d.json");
+  run_steps(4, 0); /* window 1 */
+  loom__trigger_write(t, NULL, "ring dump");
+  finish(s);
+  label_want[0] = 0;
+  assert_int_equal(nwins, 2);
+  assert_string_equal(steps_of(0), "2");
+  assert_int_equal(wins[1].seq, 2);
+  snprintf(want, sizeof want, "/tmp/d-2.json");
+  assert_string_equal(wins[1].out, want);
+  assert_true(wins[1].labelled);
 }
 
 static void test_bad_options(void **state) {
@@ -260,7 +285,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_step_window),  cmocka_unit_test(test_schedule),
       cmocka_unit_test(test_schedule_until_end), cmocka_unit_test(test_request),
-      cmocka_unit_test(test_time_window),  cmocka_unit_test(test_bad_options),
+      cmocka_unit_test(test_time_window),  cmocka_unit_test(test_write),
+      cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_output_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -148,8 +148,12 @@ typedef struct loom_session_config {
   /* Options as "key=value" pairs separated by ',' or ';'.  Keys are looked up
    * by backends through the host's config service; unknown keys are kept.
    * Keys read by the core: buffer_size (bytes per thread chunk),
-   * memory_cap (bytes for host records, 0 = unbounded), mode=ring with
-   * ring_size, slow_step, slow_step_warmup, dump_cooldown (docs/ring.md).  Each key may also
+   * memory_cap (bytes for host records, 0 = unbounded), and the window
+   * options (docs/triggers.md): start_step and steps, delay and duration
+   * (seconds), wait, warmup, active, repeat and skip_first (torch.profiler's
+   * schedule), output (each window's file: a pattern with {pid} {rank} {seq}
+   * {program}), windows=on (record only windows asked for).  With any of
+   * them the session records only within its windows.  Each key may also
    * come from the environment as LOOM_<KEY> (upper case, '.' -> '_'). */
   const char *options;
   /* Optional trace name written in the trace (traceName). */
@@ -165,16 +169,20 @@ LOOM_EXTERN loom_status loom_session_create(const loom_session_config *cfg,
 
 /* Starts recording.  Only one session records at a time: LOOM_EBUSY if
  * another one does.  A backend whose start fails is a warning and is left out;
- * the rest records. */
+ * the rest records.  With window options nothing records yet: each window
+ * starts and stops the recording (and every backend) itself. */
 LOOM_EXTERN loom_status loom_session_start(loom_session *s);
 
 /* Stops recording, collects every backend's records, processes them (clock
  * conversion, window filtering, flows, external ids, projections) and returns
  * the trace in *out (owned by the caller, release with loom_trace_free).  The
- * session can be destroyed afterwards. */
+ * session can be destroyed afterwards.  With window options every window
+ * was written to its file (a window in progress is ended and written now)
+ * and *out is set to NULL. */
 LOOM_EXTERN loom_status loom_session_stop(loom_session *s, loom_trace **out);
 
-/* Destroys a session; stops it first (discarding the trace) if it records. */
+/* Destroys a session; stops it first (discarding the trace) if it records
+ * (with window options a window in progress is still written). */
 LOOM_EXTERN void loom_session_destroy(loom_session *s);
 
 /* Flight recorder (session option mode=ring): the trace of the window the

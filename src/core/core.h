@@ -261,6 +261,7 @@ struct loom_session {
    * warn_keep: warnings of create, kept in every window's trace. */
   int windows;
   size_t warn_keep;
+  int abandoned; /* a window's work outlived the stop: destroy frees nothing */
 };
 
 /* ---- windows (trigger.c drives them; session.c does the work) ----------- */
@@ -269,9 +270,11 @@ struct loom_session {
  * LOOM_EINVAL with a message naming the option. */
 loom_status loom__trigger_configure(struct loom_session *s);
 /* The session started (arms its first window) / stops (a window in progress
- * is ended and written; nothing is armed afterwards) / is destroyed. */
+ * is ended and written; nothing is armed afterwards; -1 when a window's
+ * beginning or end still ran after 10 s: the session's state is then that
+ * thread's, and must not be freed) / is destroyed. */
 void loom__trigger_session_start(struct loom_session *s);
-void loom__trigger_session_stop(struct loom_session *s);
+int loom__trigger_session_stop(struct loom_session *s);
 void loom__trigger_session_gone(struct loom_session *s);
 /* In a forked child: the parent's controller is the parent's. */
 void loom__trigger_forked(void);

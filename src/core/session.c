@@ -546,7 +546,7 @@ loom_status loom_session_stop(loom_session *s, loom_trace **out) {
   if (s->state != LOOM__S_RECORDING)
     return loom__fail(LOOM_ESTATE, "loom_session_stop: session is not recording");
   if (s->windows) { /* each window went to its file; one in progress ends now */
-    loom__trigger_session_stop(s);
+    s->abandoned = loom__trigger_session_stop(s) != 0;
     s->state = LOOM__S_STOPPED;
     return LOOM_OK;
   }
@@ -561,9 +561,14 @@ loom_status loom_session_stop(loom_session *s, loom_trace **out) {
 
 void loom_session_destroy(loom_session *s) {
   if (!s) return;
-  if (s->state == LOOM__S_RECORDING && s->windows) {
-    loom__trigger_session_stop(s);
-  } else if (s->state == LOOM__S_RECORDING) {
+  if (s->state == LOOM__S_RECORDING && s->windows)
+    s->abandoned = loom__trigger_session_stop(s) != 0;
+  if (s->abandoned) { /* another thread is inside it (the process is ending) */
+    loom__trigger_session_gone(s);
+    atomic_store(&session_active, 0);
+    return;
+  }
+  if (s->state == LOOM__S_RECORDING && !s->windows) {
     stop_all(s);
     if (s->host) loom__hostrec_release();
   }

@@ -149,6 +149,30 @@ static loom_status read_cfg(loom_session *s, tcfg *c) {
   return LOOM_OK;
 }
 
+static int hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* In place: %XX as the option syntax escapes ',' ';' '%' (a '%' not
+ * followed by two hex digits stays as it is). */
+static void percent_decode(char *s) {
+  char *w = s;
+  for (const char *r = s; *r; r++) {
+    int hi, lo;
+    if (r[0] == '%' && (hi = hexval((unsigned char)r[1])) >= 0 &&
+        (lo = hexval((unsigned char)r[2])) >= 0) {
+      *w++ = (char)(hi * 16 + lo);
+      r += 2;
+    } else {
+      *w++ = *r;
+    }
+  }
+  *w = 0;
+}
+
 loom_status loom__trigger_configure(loom_session *s) {
   pthread_once(&cv_once, init_cv);
   tcfg c = {0};
@@ -160,6 +184,7 @@ loom_status loom__trigger_configure(loom_session *s) {
     return loom__fail(LOOM_EINVAL, "option windows='%s': expected on or off", w);
   const char *o = loom__opts_get(&s->opts, "output");
   if (o && *o && !(c.output = loom__strdup(o))) return loom__fail(LOOM_ENOMEM, "out of memory");
+  if (c.output) percent_decode(c.output);
   s->windows = c.window || on_demand;
   pthread_mutex_lock(&T.mu);
   free(T.cfg.output);
@@ -528,9 +553,23 @@ void loom__trigger_session_start(loom_session *s) {
   pthread_mutex_unlock(&T.mu);
 }
 
-void loom__trigger_session_stop(loom_session *s) {
+int loom__trigger_session_stop(loom_session *s) {
   pthread_mutex_lock(&T.mu);
-  while (T.busy) pthread_cond_wait(&T.cv, &T.mu);
+  /* A window's beginning or end in progress is waited for, within bounds:
+   * the thread doing it may be the one a fatal signal interrupted, whose
+   * handler waits for this stop (the preload's watcher) to write the trace. */
+  int64_t until = mono_ns() + 10 * 1000000000ll;
+  while (T.busy && T.s == s && mono_ns() < until) {
+    struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
+    pthread_cond_timedwait(&T.cv, &T.mu, &ts);
+  }
+  if (T.busy && T.s == s) {
+    loom__log(LOOM_SEV_WARNING, "a window was still being begun or written when the session "
+              "stopped (10 s); it is left as it is");
+    T.s = NULL;
+    pthread_mutex_unlock(&T.mu);
+    return -1;
+  }
   if (T.s == s) {
     loom__hostrec_watch_steps(0);
     /* A window in progress is written (cut short by the end of the run);
@@ -545,6 +584,7 @@ void loom__trigger_session_stop(loom_session *s) {
     T.s = NULL;
   }
   pthread_mutex_unlock(&T.mu);
+  return 0;
 }
 
 void loom__trigger_session_gone(loom_session *s) {

@@ -418,7 +418,7 @@ void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t
   if (nwin) fprintf(stderr, "loom: %zu window%s written\n", nwin, nwin == 1 ? "" : "s");
   int keep = 0;
   if (f->to_dir) {
-    if (n > 1 || lost)
+    if ((n > 1 || lost) && !(nwin && !ninputs))
       fprintf(stderr, "loom: %zu trace%s in %s (%llu events)%s\n", ninputs, ninputs == 1 ? "" : "s",
               f->out, total, lost ? "; some processes wrote none (above)" : "");
   } else if (ninputs == 1) {

@@ -229,12 +229,19 @@ static void begin(void) {
   }
   /* Windows are named after this process's trace (session option output,
    * unless the user gave one: a pattern with {pid} {rank} {seq} {program}). */
-  const char *user = getenv("LOOM_RECORD_OPTIONS");
-  if (!user || !strstr(user, "output=")) {
+  const char *user = getenv("LOOM_RECORD_OPTIONS"), *o = user ? strstr(user, "output=") : NULL;
+  while (o && o > user && o[-1] != ',' && o[-1] != ';') o = strstr(o + 1, "output=");
+  if (!o) {
     char tp[4096];
     const char *p = loom__rec_trace_path(tp, sizeof tp);
     size_t l = strlen(opts);
-    snprintf(opts + l, sizeof opts - l, "%soutput=%s", l ? "," : "", p);
+    l += (size_t)snprintf(opts + l, sizeof opts - l, "%soutput=", l ? "," : "");
+    /* percent-encoded: a ',' or ';' in the name is not an option separator */
+    for (; *p && l + 4 < sizeof opts; p++) {
+      if (*p == ',' || *p == ';' || *p == '%') l += (size_t)snprintf(opts + l, 4, "%%%02X", *p);
+      else opts[l++] = *p;
+    }
+    opts[l] = 0;
   }
   loom__trigger_set_done(window_done, NULL);
   loom_session_config cfg = {.struct_size = sizeof cfg,
