@@ -281,6 +281,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
   uint64_t over = atomic_load(&tb->overwritten);
   hr_cursor k = {.c = tb->head, .stop = atomic_load_explicit(&tb->pos, memory_order_acquire),
                  .skip = over && tb->head ? tb->head->skip : 0};
+  if (!k.stop) k.c = NULL; /* a chunk may be linked with nothing published in it */
   int first = 1;
   h->ring_over += over;
   for (loom__hrec *r; rc == 0 && (r = hr_next(&k));) {
@@ -735,7 +736,8 @@ static void bsess_free_copy(loom__bsess *c) {
 }
 
 /* The ring's part of a trace: metadata (ring_overwritten_records,
- * ring_window_start_ns) and one warning saying what was overwritten. */
+ * ring_window_start_ns) and one warning saying what was overwritten (added
+ * with the others after it). */
 static int ring_report(loom_session *s, loom_trace *t, const ring_info *ri, const char *reason) {
   char v[64], msg[512];
   uint64_t over = ri->host_over + ri->bk_over;
@@ -754,8 +756,7 @@ static int ring_report(loom_session *s, loom_trace *t, const ring_info *ri, cons
              (unsigned long long)over, (unsigned long long)ri->host_over,
              (unsigned long long)ri->bk_over, (double)(start - t->start_ns) * 1e-9,
              (unsigned long long)ri->host_cut, (unsigned long long)ri->bk_cut);
-    (void)s;
-    rc = loom__trace_add_warning(t, msg);
+    cwarn(s, "%s", msg); /* at stop printed too, as the session's warnings are */
   }
   return rc;
 }

@@ -213,10 +213,11 @@ static loom__chunk *alloc_chunk(int force) {
 
 /* Ring mode: a chunk for t, not linked (t->mu held).  Under its share and
  * the budget a new one; else its oldest chunk, recycled (its records are
- * counted overwritten), and one more freed while the thread holds more than
- * its share (threads that started later get theirs).  Every thread may
- * hold two chunks, so that one full chunk is always kept; during a dump
- * nothing is recycled (the copy reads them) and a new chunk is taken. */
+ * counted overwritten), and the chunks it holds beyond its share freed
+ * (threads that started later lowered it, or a dump made it take new ones).
+ * Every thread may hold two chunks, so that one full chunk is always kept;
+ * during a dump nothing is recycled (the copy reads them): a new chunk is
+ * taken instead. */
 static loom__chunk *ring_take(loom__tbuf *t) {
   size_t bytes = sizeof(loom__chunk) + chunk_recs() * sizeof(loom__hrec);
   uint64_t cap = atomic_load_explicit(&cap_bytes, memory_order_relaxed);
@@ -352,6 +353,7 @@ static size_t snap_list(loom__tbuf *t, loom__chunk ***list, loom__hrec **pos) {
   size_t n = 0, cap = 0;
   *list = NULL;
   *pos = atomic_load_explicit(&t->pos, memory_order_acquire);
+  if (!*pos) return 0; /* a first chunk may be linked, nothing in it published */
   for (loom__chunk *c = t->head; c; c = c->next) {
     if (LOOM__PUSH(*list, n, cap, c) != 0) break;
     if (*pos >= c->recs && *pos <= c->recs + c->cap) break; /* the current one */
