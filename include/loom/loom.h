@@ -148,12 +148,15 @@ typedef struct loom_session_config {
   /* Options as "key=value" pairs separated by ',' or ';'.  Keys are looked up
    * by backends through the host's config service; unknown keys are kept.
    * Keys read by the core: buffer_size (bytes per thread chunk),
-   * memory_cap (bytes for host records, 0 = unbounded), and the window
-   * options (docs/triggers.md): start_step and steps, delay and duration
-   * (seconds), wait, warmup, active, repeat and skip_first (torch.profiler's
-   * schedule), output (each window's file: a pattern with {pid} {rank} {seq}
-   * {program}), windows=on (record only windows asked for).  With any of
-   * them the session records only within its windows.  Each key may also
+   * memory_cap (bytes for host records, default 1g, 0 = unbounded),
+   * backend_memory_cap (bytes of each backend's records, default 1g), and the
+   * window options (docs/triggers.md): start_step and steps, delay and
+   * duration (seconds), wait, warmup, active, repeat and skip_first
+   * (torch.profiler's schedule), output (each window's file: a pattern with
+   * {pid} {rank} {seq} {program}), windows=on (record only windows asked
+   * for).  With any of them the session records only within its windows.
+   * mode=ring (flight recorder) with ring_size, slow_step, slow_step_warmup,
+   * slow_range and dump_cooldown (docs/ring.md).  Each key may also
    * come from the environment as LOOM_<KEY> (upper case, '.' -> '_'). */
   const char *options;
   /* Optional trace name written in the trace (traceName). */

@@ -40,7 +40,7 @@ typedef struct salv {
   size_t nthreads, cap_threads;
   char *names; /* placeholder and literal strings, kept until the end */
   size_t nnames, cap_names;
-  uint64_t unresolved, torn;
+  uint64_t unresolved, torn, cut;
   uint64_t last_ts;
   int have_ts;
   char fail[256];
@@ -76,11 +76,17 @@ static int fix_thread(salv *v, loom__tbuf *t) {
     return 0;
   }
   loom__chunk *prev = NULL;
+  int cut = 0;
   for (size_t guard = 0; c && guard < (1u << 24); guard++) {
     loom__chunk *k = tr(v, c, sizeof *k);
     if (!k || k->cap > v->size / sizeof(loom__hrec) ||
-        !tr(v, c, sizeof *k + k->cap * sizeof(loom__hrec)))
-      return -1;
+        !tr(v, c, sizeof *k + k->cap * sizeof(loom__hrec))) {
+      /* a chunk outside the arena (it could not grow): the full chunks
+       * before it hold only published records */
+      v->cut++;
+      cut = 1;
+      break;
+    }
     uint64_t next = (uint64_t)(uintptr_t)k->next;
     k->next = NULL;
     if (prev) prev->next = k;
@@ -95,7 +101,11 @@ static int fix_thread(salv *v, loom__tbuf *t) {
     }
     c = next;
   }
-  return -1; /* the position is in none of its chunks */
+  if (!prev || !cut) return -1; /* the position is in none of its chunks: damaged */
+  /* the position lies beyond the chunks found: keep them whole */
+  atomic_store(&t->pos, (loom__hrec *)(prev->recs + prev->cap));
+  t->tail = prev;
+  return 0;
 }
 
 static void keep_str(salv *v, const loom__astr *a, uint64_t room) {
@@ -141,7 +151,14 @@ static void walk(salv *v) {
       if (atomic_load(&o->state) == LOOM__AS_LIVE) {
         if (o->kind == LOOM__AO_TBUF && room >= sizeof(loom__tbuf)) {
           loom__tbuf *t = body;
-          if (t->epoch == epoch && fix_thread(v, t) == 0 && add_thread(v, t) != 0) return;
+          if (t->epoch != epoch) {
+            /* a buffer of an earlier session, or of none */
+          } else if (fix_thread(v, t) != 0) {
+            v->torn++; /* its chunk list is damaged: said in a warning */
+          } else if (add_thread(v, t) != 0) {
+            v->torn++;
+            return;
+          }
         } else if (o->kind == LOOM__AO_STR && room >= sizeof(loom__astr)) {
           keep_str(v, body, room);
         } else if (o->kind == LOOM__AO_MAPS && room >= sizeof(loom__amaps)) {
@@ -343,11 +360,20 @@ loom_status loom__salvage(const char *path, const char *death, loom__salvage_res
     res->bk_lost += held;
     if (loom__trace_add_warning(t, w)) goto fail;
   }
+  uint64_t failed = atomic_load(&v.h->failed);
+  if (failed || v.cut) {
+    char w[512];
+    snprintf(w, sizeof w, "loom's shared memory could not grow %llu times (disk full, or the "
+             "address space exhausted): records then kept in the process's own memory are lost "
+             "(%llu threads cut short)", (unsigned long long)failed, (unsigned long long)v.cut);
+    loom__log(LOOM_SEV_WARNING, "%s", w);
+    if (loom__trace_add_warning(t, w)) goto fail;
+  }
   if (v.unresolved || img.raw_unformatted || v.torn) {
     char w[512];
     snprintf(w, sizeof w, "after the process died: %llu record names could not be read "
              "(shown as placeholders), %llu raw op arguments could not be formatted, %llu "
-             "damaged arena blocks were skipped", (unsigned long long)v.unresolved,
+             "damaged arena blocks or thread buffers were skipped", (unsigned long long)v.unresolved,
              (unsigned long long)img.raw_unformatted, (unsigned long long)v.torn);
     loom__log(LOOM_SEV_WARNING, "%s", w);
     if (loom__trace_add_warning(t, w)) goto fail;

@@ -101,6 +101,7 @@ void *loom__arena_alloc(uint32_t kind, size_t bytes) {
   } else {
     /* the rest of the segment stays zero: the reader stops there */
     if (cur_size - cur_used < size + sizeof(loom__aobj) && add_segment(size + sizeof(loom__aobj))) {
+      atomic_fetch_add(&hdr->failed, 1); /* the salvager says what it means */
       pthread_mutex_unlock(&mu);
       return NULL;
     }

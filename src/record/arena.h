@@ -88,6 +88,7 @@ typedef struct loom__ahdr {
    * memory, not here): lost with the process, counted by the salvager. */
   _Atomic uint32_t nbk;
   struct { char name[48]; _Atomic uint64_t held; } bk[LOOM__ARENA_MAXBK];
+  _Atomic uint64_t failed; /* allocations the arena could not serve (malloc'ed instead) */
 } loom__ahdr;
 
 /* Is the arena on in this process (chunks come from it)? */

@@ -183,10 +183,18 @@ static int count_objects(struct dl_phdr_info *info, size_t size, void *data) {
 }
 
 static unsigned long long objects_seen; /* when the last snapshot was taken */
+/* dl_iterate_phdr holds the loader's write lock, which fork does not reset
+ * in the child: a fork never happens while the watcher is in it. */
+static pthread_mutex_t objects_mu = PTHREAD_MUTEX_INITIALIZER;
+static void objects_lock(void) { pthread_mutex_lock(&objects_mu); }
+static void objects_unlock(void) { pthread_mutex_unlock(&objects_mu); }
+static void objects_reset(void) { pthread_mutex_init(&objects_mu, NULL); }
 
 static void check_objects(void) {
   unsigned long long n = 0;
+  objects_lock();
   dl_iterate_phdr(count_objects, &n);
+  objects_unlock();
   if (n != objects_seen) {
     loom__arena_maps();
     objects_seen = n;
@@ -330,6 +338,7 @@ __attribute__((constructor)) static void loom_record_start(void) {
   int top = pid && atol(pid) == (long)getpid();
   if (!getenv("LOOM_RECORD_DIR") && !top) return;
   int follow = follow_mode();
+  pthread_atfork(objects_lock, objects_unlock, objects_reset);
   if (follow > 0) pthread_atfork(NULL, NULL, forked_child);
   if (!top && follow == 0) return;
   begin();
