@@ -5,8 +5,9 @@
  * window only: consecutive steps up to the last one, every upload and
  * kernel with the host call that launched it, the overwritten part
  * reported; a program killed by SIGKILL leaves the same window (rebuilt by
- * loom record from shared memory); trace_processor loads each with exact
- * counts and 0 errors.
+ * loom record from shared memory); `loom trigger PID` on it answers with a
+ * dump of the ring; trace_processor loads each with exact counts and 0
+ * errors.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -96,8 +97,38 @@ static void test_ring_killed(void **state) {
   unlink(trace);
 }
 
+/* `loom trigger PID` on a --ring process: a dump of its ring, written
+ * while it goes on; the trace at its end is written too. */
+static void test_ring_trigger(void **state) {
+  (void)state;
+  tp_require();
+  char trace[256], dump[256], cmd[2048];
+  tmp_path(trace, sizeof trace, ".json");
+  tmp_path(dump, sizeof dump, ".json");
+  snprintf(cmd, sizeof cmd, "sh '%s/ring/trigger.sh' '%s' '%s' '%s' '%s'", LOOM_TESTS_DIR,
+           LOOM_BIN, STEPAPP, trace, dump);
+  char *out = NULL;
+  int st = ts_run(cmd, &out);
+  if (st != 0) fail_msg("%s: %s", cmd, out ? out : "");
+  free(out);
+  char *text = read_file(dump, NULL);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "\"ring_dump_reason\":\"loom trigger\""));
+  free(text);
+  const char *q[] = {"select count(*) > 10 from slice where name like 'ProfilerStep#%'",
+                     "select count(*) from stats where value > 0 and severity in ('error','data_loss')"};
+  long long r[2];
+  tp_ints(dump, q, r, 2);
+  assert_int_equal(r[0], 1);
+  assert_int_equal(r[1], 0);
+  assert_int_equal(tp_errors(trace), 0);
+  unlink(dump);
+  unlink(trace);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_ring_window),
-                                     cmocka_unit_test(test_ring_killed)};
+                                     cmocka_unit_test(test_ring_killed),
+                                     cmocka_unit_test(test_ring_trigger)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

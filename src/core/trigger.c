@@ -64,6 +64,7 @@ static struct {
   int multi;                  /* the session may write several windows */
   char what[192];             /* the window, for the busy message */
   unsigned seq;
+  int64_t next_step;          /* the next step to begin (loom trigger's Kineto rules) */
   int thread_on;
   loom__window_done_fn fn;
   void *ud;
@@ -384,6 +385,7 @@ static void ended_oneshot(void) {
 
 void loom__trigger_step(uint64_t step) {
   pthread_mutex_lock(&T.mu);
+  T.next_step = (int64_t)step + 1;
   if (!T.s || T.busy || T.phase == P_IDLE) {
     pthread_mutex_unlock(&T.mu);
     return;
@@ -479,6 +481,14 @@ int loom__trigger_request(const loom__window_req *r) {
     return loom__fail(LOOM_EINVAL, "a window needs a duration (> 0) or a number of steps (> 0)");
   pthread_once(&cv_once, init_cv);
   pthread_mutex_lock(&T.mu);
+  /* A window being written (its done function may have told a client it
+   * is) is not in the way: wait for it (at most 10 s), as a request just
+   * after it should succeed. */
+  int64_t until = mono_ns() + 10000000000LL;
+  while (T.busy && mono_ns() < until) {
+    struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
+    pthread_cond_timedwait(&T.cv, &T.mu, &ts);
+  }
   loom_status st = LOOM_OK;
   if (!T.s) {
     st = loom__fail(LOOM_ESTATE, "this process has no session in window mode (loom record "
@@ -533,6 +543,7 @@ void loom__trigger_session_start(loom_session *s) {
   pthread_mutex_lock(&T.mu);
   T.s = s;
   T.seq = 0;
+  T.next_step = 0;
   T.phase = P_IDLE;
   T.what[0] = 0;
   /* Every step is counted while the session runs, so step numbers are the
@@ -609,4 +620,25 @@ void loom__trigger_forked(void) {
   T.busy = T.sched = T.thread_on = 0;
   T.begin_at = T.end_at = 0;
   T.what[0] = 0;
+}
+
+/* ---- for the control socket (tools/loom/ctl.c) ---------------------------------- */
+int64_t loom__trigger_next_step(void) {
+  pthread_mutex_lock(&T.mu);
+  int64_t n = T.next_step;
+  pthread_mutex_unlock(&T.mu);
+  return n;
+}
+
+int loom__trigger_state(char *desc, size_t n) {
+  pthread_mutex_lock(&T.mu);
+  int st = T.phase == P_IDLE ? (T.busy ? 2 : 0) : T.phase == P_ARMED ? 1 : 2;
+  snprintf(desc, n, "%s", T.what[0] ? T.what : st ? "ending" : "-");
+  if (!T.s) { /* recording, but not in window mode */
+    st = 2;
+    snprintf(desc, n, "the whole run (not in window mode; in ring mode a trigger dumps "
+                      "the ring)");
+  }
+  pthread_mutex_unlock(&T.mu);
+  return st;
 }

@@ -56,4 +56,11 @@ __attribute__((visibility("default"))) int loom__window_path(char *buf, size_t n
                                                              const char *pattern, unsigned seq,
                                                              int multi);
 
+/* For `loom trigger` (tools/loom/ctl.c): the number of the next step to
+ * begin (0 before the first), and the controller's state: 0 idle, 1 a
+ * window armed, 2 one recording (or being written, or a session that is
+ * not in window mode), with the window described in desc. */
+__attribute__((visibility("default"))) int64_t loom__trigger_next_step(void);
+__attribute__((visibility("default"))) int loom__trigger_state(char *desc, size_t n);
+
 #endif

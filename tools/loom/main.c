@@ -91,6 +91,7 @@ static int cmd_convert(int argc, char **argv) {
 int cmd_record(int argc, char **argv);        /* record.c */
 int cmd_check_backend(int argc, char **argv); /* check.c */
 int cmd_merge(int argc, char **argv);         /* merge.c */
+int cmd_trigger(int argc, char **argv);       /* trigger.c */
 
 /* loom report TRACE... [--json] [-o FILE] [--html FILE] [--top N] ...
  * Several traces: one rank each, analysed across ranks (docs/report.md). */
@@ -167,6 +168,10 @@ static void usage(FILE *f) {
              "               state and what loom record sets up for them\n"
              "  merge TRACE... -o OUT [--sort-memory MB] [--no-align]\n"
              "               one timeline from several processes' or ranks' traces\n"
+             "  trigger PID [--duration SEC | --steps K] [-o FILE] [--config FILE|TEXT]\n"
+             "  trigger --list\n"
+             "               ask a process recording under loom record for a window now,\n"
+             "               or list the processes that accept triggers\n"
              "  check-backend PLUGIN.so\n"
              "               check a plug-in the way loom uses it and print what to fix\n");
 }
@@ -186,6 +191,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "record")) return cmd_record(argc, argv);
   if (!strcmp(argv[1], "check-backend")) return cmd_check_backend(argc, argv);
   if (!strcmp(argv[1], "merge")) return cmd_merge(argc, argv);
+  if (!strcmp(argv[1], "trigger")) return cmd_trigger(argc, argv);
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "core/trigger.h"
+#include "ctl.h"
 #include "loom/loom.h"
 #include "preload_id.h"
 
@@ -114,6 +115,7 @@ static void window_done(loom_trace *t, const char *out, unsigned seq, void *ud) 
   if (st != LOOM_OK) fprintf(stderr, "loom: %s\n", loom_last_error());
   summary(out, st, t, strcmp(p, out) ? seq : 0);
   atomic_fetch_add(&windows_written, 1);
+  loom__ctl_window_done(out, st == LOOM_OK, st == LOOM_OK ? NULL : loom_last_error());
 }
 
 /* Stops the session and writes the trace, once. */
@@ -132,6 +134,7 @@ static void save(void) {
   if (st == LOOM_OK && !t) { /* window mode: each window went to its file */
     if (!atomic_load(&windows_written))
       add_done_line("none\trecorded no window (the program ended before its window began)");
+    loom__ctl_stop("the program ended before the window did");
     pthread_mutex_unlock(&save_mu);
     return;
   }
@@ -148,6 +151,7 @@ static void save(void) {
   if (st == LOOM_OK) loom__arena_end();
   if (st != LOOM_OK) fprintf(stderr, "loom: %s\n", loom_last_error());
   loom_trace_free(t);
+  loom__ctl_stop("the program ended before the window did");
   pthread_mutex_unlock(&save_mu);
 }
 
@@ -272,6 +276,7 @@ static void begin(void) {
     return;
   }
   session_pid = getpid();
+  loom__ctl_start(); /* loom trigger's socket (ctl.c) */
 }
 
 static void start_watcher(void) {
@@ -310,6 +315,7 @@ static void forked_child(void) {
   pthread_mutex_init(&done_mu, NULL);
   pthread_mutex_init(&save_mu, NULL);
   close_pipes();
+  loom__ctl_forked();
   loom__fork_child();
   if (follow_mode() < 2) return;
   begin();

@@ -131,3 +131,7 @@ int loom__rec_options(char *out, size_t n, const char *user) {
   if (size && put(out, n, "meta.world_size", size)) return -1;
   return 0;
 }
+
+/* For the control socket's `loom trigger --list` answer. */
+const char *loom__rec_rank(void) { return rank_env(); }
+void loom__rec_program(char *out, size_t n) { program(out, n); }

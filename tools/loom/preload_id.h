@@ -20,4 +20,8 @@ void loom__rec_mark_started(void);
  * (meta.pid, meta.command_line, meta.hostname, meta.rank, meta.world_size,
  * process_name); -1 when they do not fit. */
 int loom__rec_options(char *out, size_t n, const char *user);
+/* The rank from the launcher's environment (NULL: none); the program name
+ * (argv[0]'s last component, safe in a file name). */
+const char *loom__rec_rank(void);
+void loom__rec_program(char *out, size_t n);
 #endif

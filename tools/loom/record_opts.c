@@ -35,6 +35,8 @@ static int usage(void) {
       "  --wait W --warmup U --active A --repeat R [--skip-first S]\n"
       "                   torch.profiler's schedule: a file per cycle of active steps;\n"
       "                   --repeat 0: until the program ends\n"
+      "  --on-demand      nothing until `loom trigger PID` asks for a window\n"
+      "                   (session option windows=on)\n"
       "flight recorder (docs/ring.md): keep only the most recent records\n"
       "  --ring SIZE      host records within SIZE (suffix k, m, g), each backend's\n"
       "                   too; the trace at the end holds the last window\n"
@@ -114,6 +116,10 @@ int record_opts_parse(record_opts *o, int argc, char **argv) {
       break;
     }
     if (a[0] != '-') break; /* the program, without "--" */
+    if (!strcmp(a, "--on-demand")) { /* records nothing until `loom trigger` asks */
+      if (add_option(o, "windows=on")) return 2;
+      continue;
+    }
     if (!v) return usage();
     int rc;
     if (!strcmp(a, "-o")) o->out = v;

@@ -1,0 +1,361 @@
+/*
+ * ctl.c - the control socket's server in loom-preload.so: one thread per
+ * recording process that answers `loom trigger` (see ctl.h for the folder
+ * and the protocol) and hands trigger requests to the core's window
+ * controller (src/core/trigger.h).
+ *
+ * The thread blocks every signal and serves one connection at a time, each
+ * with a short read deadline, so a client that stalls can delay the next
+ * request but never the program.  Only the process's own uid or root may
+ * ask anything (SO_PEERCRED); the folder's mode keeps others out before
+ * that, the credential check is what holds if they get past it.  A client
+ * that waits for its window keeps its connection open: the thread answers it
+ * when the window's file is written (loom__ctl_window_done) or the program
+ * ends (loom__ctl_stop).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "core/trigger.h"
+#include "ctl.h"
+#include "kineto_cfg.h"
+#include "preload_id.h"
+
+/* The flight recorder's dump (src/core/ring.c), where this loom has one: a
+ * process recording in ring mode answers a trigger with the window its
+ * rings hold. */
+__attribute__((weak)) loom_trace *loom__ring_dump(const char *reason);
+
+enum { ST_IDLE, ST_ARMED, ST_RECORDING };
+static const char *const state_names[] = {"idle", "armed", "recording"};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int listen_fd = -1, wake_fd[2] = {-1, -1};
+static int waiter = -1;       /* the client waiting for its window's end */
+static int state;             /* of the window this server armed */
+static char window_desc[256]; /* that window, for --list */
+static char sock_path[108];
+static pid_t owner_pid;
+static char done_msg[4200]; /* "done FILE\n" / "failed WHY\n", for the waiter */
+static int done_pending;
+static int gen;          /* a stopped server's thread sees it change and ends */
+static int old_fd = -1;  /* the socket of the server stopped before */
+
+static void say(int fd, const char *fmt, ...) {
+  char line[4400];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
+  /* MSG_NOSIGNAL: a client gone away must not raise SIGPIPE in the program */
+  if (n > 0 && send(fd, line, (size_t)n, MSG_NOSIGNAL) < 0) {
+  }
+}
+
+/* The request, up to its empty line, within 2 s; 0 or -1. */
+static int read_request(int fd, char *buf, size_t n) {
+  size_t len = 0;
+  while (len < n - 1) {
+    struct pollfd p = {fd, POLLIN, 0};
+    int r = poll(&p, 1, 2000);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    ssize_t k = recv(fd, buf + len, n - 1 - len, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    len += (size_t)k;
+    buf[len] = 0;
+    if (strstr(buf, "\n\n")) return 0;
+  }
+  return -1;
+}
+
+/* The value of KEY in the request's lines, or NULL. */
+static const char *field(const char *req, const char *key, char *out, size_t n) {
+  size_t kl = strlen(key);
+  for (const char *p = req; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+    if (strncmp(p, key, kl) || p[kl] != '=') continue;
+    size_t vl = strcspn(p + kl + 1, "\n");
+    if (vl >= n) vl = n - 1;
+    memcpy(out, p + kl + 1, vl);
+    out[vl] = 0;
+    return out;
+  }
+  return NULL;
+}
+
+static int64_t field_int(const char *req, const char *key, int64_t dflt) {
+  char v[64];
+  return field(req, key, v, sizeof v) ? strtoll(v, NULL, 10) : dflt;
+}
+
+static void describe(const loom__window_req *r, char *out, size_t n) {
+  const char *s = r->steps == 1 ? "" : "s";
+  if (r->steps > 0 && r->start_step >= 0)
+    snprintf(out, n, "%lld step%s from step %lld", (long long)r->steps, s,
+             (long long)r->start_step);
+  else if (r->steps > 0)
+    snprintf(out, n, "%lld step%s from the next one", (long long)r->steps, s);
+  else snprintf(out, n, "%.3f s", (double)r->duration_ns / 1e9);
+  if (r->delay_ns > 0) {
+    size_t l = strlen(out);
+    snprintf(out + l, n - l, " after %.3f s", (double)r->delay_ns / 1e9);
+  }
+}
+
+static void answer_info(int fd) {
+  char prog[256], desc[256];
+  loom__rec_program(prog, sizeof prog);
+  const char *rank = loom__rec_rank();
+  /* the controller's: also windows loom record's options armed */
+  int st = loom__trigger_state(desc, sizeof desc);
+  if (st < ST_IDLE || st > ST_RECORDING) st = ST_IDLE;
+  say(fd, "info pid=%ld program=%s rank=%s state=%s window=%s\n", (long)getpid(), prog,
+      rank && *rank ? rank : "-", state_names[st], st == ST_IDLE ? "-" : desc);
+}
+
+/* op=trigger: 1 when fd is kept open for the window's end. */
+static int answer_trigger(int fd, const char *req) {
+  char out[4096];
+  loom__ondemand k;
+  loom__ondemand_init(&k);
+  k.start_step = field_int(req, "start_step", -1);
+  k.roundup = field_int(req, "roundup", 0);
+  k.warmup = field_int(req, "warmup", 0);
+  loom__window_req r = {.delay_ns = field_int(req, "delay_ns", 0),
+                        .duration_ns = field_int(req, "duration_ns", 0),
+                        .steps = field_int(req, "steps", 0),
+                        .start_step = -1,
+                        .out = field(req, "out", out, sizeof out)};
+  if (r.out && !*r.out) r.out = NULL;
+  if (k.start_step >= 0) r.start_step = loom__ondemand_start(&k, loom__trigger_next_step());
+  if (r.steps <= 0 && r.duration_ns <= 0) {
+    say(fd, "error a window needs a duration or a number of steps\n");
+    return 0;
+  }
+  int wait = field_int(req, "wait", 1) != 0;
+  char desc[256];
+  describe(&r, desc, sizeof desc);
+  /* Claimed before the request, so that a window ending at once finds its
+   * waiter; not under the lock, which the done function takes. */
+  pthread_mutex_lock(&mu);
+  int mine = state != ST_IDLE;
+  if (!mine) {
+    snprintf(window_desc, sizeof window_desc, "%s", desc);
+    state = r.steps > 0 || r.delay_ns > 0 ? ST_ARMED : ST_RECORDING;
+    done_pending = 0;
+    waiter = wait ? fd : -1;
+  }
+  pthread_mutex_unlock(&mu);
+  if (mine) {
+    say(fd, "busy a window asked by loom trigger is in progress: %s\n", window_desc);
+    return 0;
+  }
+  int rc = loom__trigger_request(&r);
+  char why[512];
+  snprintf(why, sizeof why, "%s", loom_last_error());
+  if (rc == LOOM_ESTATE && loom__ring_dump) { /* not in window mode: in ring mode? */
+    loom_trace *t = loom__ring_dump("loom trigger");
+    if (t) {
+      snprintf(desc, sizeof desc, "a dump of the ring (the most recent records it holds; "
+                                  "the window asked does not apply)");
+      say(fd, "armed %s\n", desc);
+      loom__trigger_write(t, r.out, "loom trigger"); /* the done function tells the waiter */
+      return wait;
+    }
+  }
+  if (rc != 0) {
+    pthread_mutex_lock(&mu);
+    state = ST_IDLE;
+    waiter = -1;
+    pthread_mutex_unlock(&mu);
+  }
+  if (rc == LOOM_EBUSY) say(fd, "busy %s\n", why);
+  else if (rc != 0) say(fd, "error %s\n", why);
+  else say(fd, "armed %s\n", desc);
+  return rc == 0 && wait;
+}
+
+static void serve(int fd) {
+  struct ucred cr;
+  socklen_t cl = sizeof cr;
+  char req[8192];
+  if (read_request(fd, req, sizeof req) != 0 || strncmp(req, LOOM_CTL_MAGIC "\n",
+                                                        sizeof LOOM_CTL_MAGIC)) {
+    say(fd, "error not a loom-ctl request (or none within 2 s)\n");
+  } else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
+    say(fd, "refused cannot tell who is asking: %s\n", strerror(errno));
+  } else if (cr.uid != 0 && cr.uid != geteuid()) {
+    char who[32] = "root";
+    if (geteuid() != 0) snprintf(who, sizeof who, "uid %u or root", (unsigned)geteuid());
+    say(fd, "refused uid %u may not control process %ld (only %s may)\n", (unsigned)cr.uid,
+        (long)getpid(), who);
+  } else {
+    char op[32];
+    if (!field(req, "op", op, sizeof op)) op[0] = 0;
+    if (!strcmp(op, "info")) answer_info(fd);
+    else if (!strcmp(op, "trigger")) {
+      if (answer_trigger(fd, req)) return; /* kept for the window's end */
+    } else say(fd, "error unknown op '%s'\n", op);
+  }
+  close(fd);
+}
+
+/* The window ended: tell the waiting client. */
+static void finish_window(void) {
+  char b[64];
+  while (read(wake_fd[0], b, sizeof b) > 0) {
+  }
+  pthread_mutex_lock(&mu);
+  if (done_pending) {
+    if (waiter >= 0) {
+      say(waiter, "%s", done_msg);
+      close(waiter);
+      waiter = -1;
+    }
+    done_pending = 0;
+    state = ST_IDLE;
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+static void *server(void *arg) {
+  int mine = (int)(intptr_t)arg;
+  for (;;) {
+    pthread_mutex_lock(&mu);
+    int w = waiter, lfd = listen_fd, g = gen;
+    pthread_mutex_unlock(&mu);
+    if (lfd < 0 || g != mine) return NULL;
+    struct pollfd p[3] = {{lfd, POLLIN, 0}, {wake_fd[0], POLLIN, 0}, {w, POLLIN, 0}};
+    int r = poll(p, w >= 0 ? 3 : 2, -1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return NULL;
+    if (p[1].revents) finish_window();
+    if (w >= 0 && p[2].revents) { /* the waiting client left; the window goes on */
+      pthread_mutex_lock(&mu);
+      if (waiter == w) close(waiter), waiter = -1;
+      pthread_mutex_unlock(&mu);
+    }
+    if (p[0].revents & POLLIN) {
+      int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+      if (fd >= 0) serve(fd);
+    }
+  }
+}
+
+/* Binds <dir>/<pid>.sock; 0 or -1 with why. */
+static int open_socket(const char *dir, char *why, size_t n) {
+  char path[sizeof sock_path];
+  if (loom__ctl_dir_check(dir, geteuid(), 1, why, n) != 0) return -1;
+  if (loom__ctl_sock_path(path, sizeof path, dir, (long)getpid()) != 0) {
+    snprintf(why, n, "%s: too long for a socket name", dir);
+    return -1;
+  }
+  unlink(path); /* a dead process's with our pid: the folder is ours */
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || chmod(path, 0600) != 0 ||
+      listen(fd, 8) != 0) {
+    snprintf(why, n, "%s: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  /* a server stopped before may still have a thread reading these */
+  pthread_mutex_lock(&mu);
+  snprintf(sock_path, sizeof sock_path, "%s", path);
+  listen_fd = fd;
+  pthread_mutex_unlock(&mu);
+  return 0;
+}
+
+void loom__ctl_start(void) {
+  char dir[4096], why[4400], why2[4400];
+  const char *xdg = getenv("XDG_RUNTIME_DIR");
+  loom__ctl_dir_name(dir, sizeof dir, xdg, geteuid());
+  if (open_socket(dir, why, sizeof why) != 0) {
+    /* an unusable $XDG_RUNTIME_DIR: the /tmp folder `loom trigger` also tries */
+    loom__ctl_dir_name(dir, sizeof dir, NULL, geteuid());
+    if (!xdg || open_socket(dir, why2, sizeof why2) != 0) {
+      fprintf(stderr, "loom: no trigger socket for process %ld: %s\n", (long)getpid(),
+              xdg ? why2 : why);
+      return;
+    }
+  }
+  if (wake_fd[0] < 0 && pipe2(wake_fd, O_CLOEXEC | O_NONBLOCK) != 0) {
+    loom__ctl_stop(NULL);
+    return;
+  }
+  owner_pid = getpid();
+  pthread_mutex_lock(&mu);
+  int g = ++gen;
+  pthread_mutex_unlock(&mu);
+  pthread_t th;
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  if (pthread_create(&th, &at, server, (void *)(intptr_t)g) != 0) loom__ctl_stop(NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&at);
+}
+
+void loom__ctl_window_done(const char *out, int ok, const char *why) {
+  pthread_mutex_lock(&mu);
+  if (ok) snprintf(done_msg, sizeof done_msg, "done %s\n", out);
+  else snprintf(done_msg, sizeof done_msg, "failed %s: %s\n", out, why ? why : "not written");
+  done_pending = 1;
+  pthread_mutex_unlock(&mu);
+  if (wake_fd[1] >= 0 && write(wake_fd[1], "w", 1) < 0) {
+  }
+}
+
+void loom__ctl_stop(const char *why) {
+  pthread_mutex_lock(&mu);
+  if (owner_pid == getpid() && sock_path[0]) unlink(sock_path);
+  sock_path[0] = 0;
+  if (waiter >= 0) {
+    if (done_pending) say(waiter, "%s", done_msg);
+    else say(waiter, "failed %s\n", why ? why : "the recording ended before the window did");
+    close(waiter);
+    waiter = -1;
+  }
+  /* The thread sees listen_fd < 0 when it next wakes; the socket is closed
+   * at the next start (it may be polling it now). */
+  if (old_fd >= 0) close(old_fd);
+  old_fd = listen_fd;
+  listen_fd = -1;
+  pthread_mutex_unlock(&mu);
+  if (wake_fd[1] >= 0 && write(wake_fd[1], "s", 1) < 0) {
+  }
+}
+
+void loom__ctl_forked(void) {
+  pthread_mutex_init(&mu, NULL);
+  if (listen_fd >= 0) close(listen_fd);
+  if (old_fd >= 0) close(old_fd);
+  if (waiter >= 0) close(waiter);
+  for (int i = 0; i < 2; i++)
+    if (wake_fd[i] >= 0) close(wake_fd[i]), wake_fd[i] = -1;
+  listen_fd = waiter = old_fd = -1;
+  sock_path[0] = 0;
+  state = ST_IDLE;
+  done_pending = 0;
+  owner_pid = 0;
+}

@@ -1,0 +1,53 @@
+/*
+ * ctl.h - the control socket of a process under `loom record`: where it
+ * lives (shared by the server in loom-preload.so and the `loom trigger`
+ * client) and the server's entry points.
+ *
+ * One Unix stream socket per process, <dir>/<pid>.sock, in a private
+ * runtime folder: $XDG_RUNTIME_DIR/loom, else /tmp/loom-<uid>; the folder
+ * is created with mode 0700 and, before every use by either side, checked
+ * to be a real folder (not a link) owned by the expected user with no
+ * access for group or others.
+ *
+ * Protocol (text, one request per connection): the client sends
+ *   "loom-ctl 1\n" then "KEY=VALUE\n" lines, then an empty line;
+ * op=info or op=trigger (keys delay_ns, duration_ns, steps, start_step,
+ * roundup, warmup, out, wait).  The server answers lines that start with a
+ * word: "info pid=.. program=.. rank=.. state=.. window=..", "armed WINDOW",
+ * then (wait=1) "done FILE" or "failed WHY" when the window ends; or
+ * "busy WHY", "refused WHY", "error WHY".
+ */
+#ifndef LOOM_CTL_H
+#define LOOM_CTL_H
+#include <stddef.h>
+#include <sys/types.h>
+
+#define LOOM_CTL_MAGIC "loom-ctl 1"
+
+/* The runtime folder of user uid as this process would name it: from
+ * xdg ($XDG_RUNTIME_DIR, may be NULL) or /tmp/loom-<uid>. */
+void loom__ctl_dir_name(char *out, size_t n, const char *xdg, uid_t uid);
+
+/* Checks dir: a folder, not a symbolic link, owned by `owner`, no group or
+ * other access.  create: make it (mode 0700) when missing.  0, or -1 with
+ * why in err. */
+int loom__ctl_dir_check(const char *dir, uid_t owner, int create, char *err, size_t nerr);
+
+/* <dir>/<pid>.sock; -1 when it does not fit a socket address. */
+int loom__ctl_sock_path(char *out, size_t n, const char *dir, long pid);
+
+/* ---- the server (loom-preload.so) ---------------------------------------- */
+/* Opens this process's socket and starts the thread that serves it
+ * (requests go to the core's window controller).  Failing is a warning:
+ * the program runs and records as it would without. */
+void loom__ctl_start(void);
+/* The session ends: the socket goes away; a client waiting for a window
+ * hears why it will not come. */
+void loom__ctl_stop(const char *why);
+/* In a child forked without exec: the parent's socket and thread are not
+ * this process's (closed, not removed). */
+void loom__ctl_forked(void);
+/* A window ended (called by the preload's window writer): out the file,
+ * ok 0 with why when it could not be written. */
+void loom__ctl_window_done(const char *out, int ok, const char *why);
+#endif

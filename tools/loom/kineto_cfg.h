@@ -1,0 +1,69 @@
+/*
+ * kineto_cfg.h - Kineto's on-demand configuration (what dynolog's
+ * `dyno gputrace` sends a process: KEY=VALUE lines) read into a loom trigger
+ * request, so such a request maps onto `loom trigger` one to one.
+ *
+ * Keys (Kineto's meaning, libkineto/src/Config.cpp):
+ *   ACTIVITIES_DURATION_MSECS   a time window of that many ms (Kineto's
+ *                               default when nothing else is asked: 500)
+ *   ACTIVITIES_DURATION_SECS    the same in seconds
+ *   ACTIVITIES_ITERATIONS       a step window of that many steps
+ *   PROFILE_START_ITERATION     the first step of the window (>= 0)
+ *   PROFILE_START_ITERATION_ROUNDUP
+ *                               start on the next multiple of this step
+ *   ACTIVITIES_WARMUP_ITERATIONS
+ *                               steps between the request and the window
+ *                               when the start step is already past
+ *   ACTIVITIES_LOG_FILE         where the window's trace goes
+ *   ACTIVITY_TYPES              comma-separated Kineto activity types,
+ *                               mapped to loom record kinds
+ * Every other key is warned about by name; a bad value is an error naming
+ * the key and the value.
+ */
+#ifndef LOOM_KINETO_CFG_H
+#define LOOM_KINETO_CFG_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct loom__ondemand {
+  int64_t duration_ns; /* > 0: a window of this long */
+  int64_t steps;       /* > 0: a window of this many steps */
+  int64_t start_step;  /* >= 0: first step of the window; -1: the next one */
+  int64_t roundup;     /* > 0: a start step resolved at request time is
+                          rounded up to a multiple of this */
+  int64_t warmup;      /* steps between the request and a resolved start */
+  unsigned kinds;      /* ACTIVITY_TYPES as LOOM_KIND_BIT()s; 0: not given */
+  char out[4096];      /* "": the session's output pattern */
+} loom__ondemand;
+
+/* An empty request: no window asked yet (start_step -1, the rest 0). */
+void loom__ondemand_init(loom__ondemand *r);
+
+typedef void (*loom__cfg_warn_fn)(const char *msg, void *ud);
+
+/* Reads Kineto configuration text into *r (fields not named keep their
+ * value).  Lines end with a newline or with the two characters "\n" (a
+ * request given on a command line); blanks around keys and values, blank
+ * lines and '#' comments are skipped; the last value of a key wins.  Then
+ * applies Kineto's rules: a step window (ACTIVITIES_ITERATIONS) wins over a
+ * time window; PROFILE_START_ITERATION_ROUNDUP alone starts at the next
+ * multiple; neither steps nor a duration: 500 ms.  warn (may be NULL) gets
+ * one message per key loom does not use or value it changes.  0, or -1 with
+ * the first error in err ("KEY=VALUE: what is wrong"). */
+int loom__kineto_parse(const char *text, loom__ondemand *r, loom__cfg_warn_fn warn, void *ud,
+                       char *err, size_t nerr);
+
+/* --config ARG: the contents of the file ARG when ARG names a readable file
+ * and contains no '=', else ARG itself; then loom__kineto_parse. */
+int loom__kineto_load(const char *arg, loom__ondemand *r, loom__cfg_warn_fn warn, void *ud,
+                      char *err, size_t nerr);
+
+/* The step a window starts on, as Kineto resolves it when the request
+ * reaches a process whose next step to begin is `next`: the asked start if
+ * it is still ahead (counting warmup), else next + warmup rounded up to a
+ * multiple of roundup.  -1 when r asks for no start step. */
+int64_t loom__ondemand_start(const loom__ondemand *r, int64_t next);
+
+/* "kernel,memcpy" for a kinds mask, into buf. */
+void loom__kinds_format(unsigned kinds, char *buf, size_t n);
+#endif
