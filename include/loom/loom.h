@@ -149,12 +149,14 @@ typedef struct loom_session_config {
    * by backends through the host's config service; unknown keys are kept.
    * Keys read by the core: buffer_size (bytes per thread chunk),
    * memory_cap (bytes for host records, default 1g, 0 = unbounded),
-   * backend_memory_cap (bytes of each backend's records, default 1g), and the window
-   * options (docs/triggers.md): start_step and steps, delay and duration
-   * (seconds), wait, warmup, active, repeat and skip_first (torch.profiler's
-   * schedule), output (each window's file: a pattern with {pid} {rank} {seq}
-   * {program}), windows=on (record only windows asked for).  With any of
-   * them the session records only within its windows.  Each key may also
+   * backend_memory_cap (bytes of each backend's records, default 1g), and the
+   * window options (docs/triggers.md): start_step and steps, delay and
+   * duration (seconds), wait, warmup, active, repeat and skip_first
+   * (torch.profiler's schedule), output (each window's file: a pattern with
+   * {pid} {rank} {seq} {program}), windows=on (record only windows asked
+   * for).  With any of them the session records only within its windows.
+   * mode=ring (flight recorder) with ring_size, slow_step, slow_step_warmup,
+   * slow_range and dump_cooldown (docs/ring.md).  Each key may also
    * come from the environment as LOOM_<KEY> (upper case, '.' -> '_'). */
   const char *options;
   /* Optional trace name written in the trace (traceName). */
@@ -185,6 +187,17 @@ LOOM_EXTERN loom_status loom_session_stop(loom_session *s, loom_trace **out);
 /* Destroys a session; stops it first (discarding the trace) if it records
  * (with window options a window in progress is still written). */
 LOOM_EXTERN void loom_session_destroy(loom_session *s);
+
+/* Flight recorder (session option mode=ring): the trace of the window the
+ * session's rings hold now, while recording goes on; reason is written into
+ * its metadata (ring_dump_reason).  Ranges whose begin was overwritten are
+ * left out whole, device work goes with the host call that launched it, and
+ * the trace says how many records were overwritten and where the kept window
+ * starts (metadata ring_overwritten_records, ring_window_start_ns, and a
+ * warning).  *out is the caller's (loom_trace_free).  LOOM_ESTATE when s does
+ * not record or not in ring mode; LOOM_ENOMEM.  See docs/ring.md. */
+LOOM_EXTERN loom_status loom_session_dump(loom_session *s, const char *reason,
+                                          loom_trace **out);
 
 /* Number of warnings so far in the session and the i-th one (NULL past end). */
 LOOM_EXTERN size_t loom_session_warning_count(const loom_session *s);

@@ -3,8 +3,14 @@
  * backends' records, devices, resources, clocks, warnings) into a trace:
  * every timestamp converted to the session timeline, ranges matched, tracks
  * named, losses reported; then the common processing of trace/process.c.
+ * The same for a ring-mode dump (ring.c) while recording goes on: the host
+ * records are copies (loom__hostrec_ring_copy), the backends' records are
+ * copied under their lock, and what the rings overwrote is reported: a range
+ * whose begin was overwritten is dropped whole (its end with it), device
+ * work whose launch was overwritten goes with it.
  */
 #define _GNU_SOURCE
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +18,20 @@
 
 #include "core.h"
 #include "record/record.h"
+
+/* Where warnings of the trace being built go: the session's list (stop),
+ * or a dump's own (a dump must not add to the session's).  Collection and
+ * dumps never run at once (ring.c serializes them). */
+static loom__msgs *dump_warn;
+
+static void cwarn(loom_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cwarn(loom_session *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (dump_warn) loom__msgs_vadd(dump_warn, SIZE_MAX, LOOM_SEV_INFO, fmt, ap);
+  else loom__session_vreport(s, LOOM_SEV_WARNING, fmt, ap);
+  va_end(ap);
+}
 
 /* Resolves host record names (pointers or interner ids) to trace strings,
  * caching by pointer so a literal is hashed once per trace. */
@@ -65,6 +85,7 @@ typedef struct async_mark {
   uint64_t id;
   uint32_t name, track;
   int is_end;
+  int cut; /* on a ring that overwrote: an end alone lost its begin */
 } async_mark;
 
 typedef struct host_ctx {
@@ -94,23 +115,32 @@ typedef struct host_ctx {
   char *fmt_buf;             /* LOOM_RAW_FORMAT_BUF bytes for format() */
   loom__rec_image *img;
   uint64_t raw_bad;          /* raw records cut short (cannot happen) */
+  /* ring mode: ends whose begin was overwritten, records overwritten, and
+   * the latest first-kept time of a ring that overwrote */
+  uint64_t ring_cut, ring_over;
+  int64_t ring_start;
 } host_ctx;
 
-/* Walks one thread's records in order, across chunks, up to its position. */
+/* Walks one thread's records in order, across chunks, up to its position
+ * (chunks linked after the one it is in are not written yet).  skip: records
+ * to pass at the start of the first chunk. */
 typedef struct hr_cursor {
   loom__chunk *c;
   loom__hrec *r, *end, *stop;
+  uint32_t skip;
 } hr_cursor;
 
 static loom__hrec *hr_next(hr_cursor *k) {
   while (k->c) {
     if (!k->r) {
-      k->r = k->c->recs;
+      k->r = k->c->recs + (k->skip < k->c->cap ? k->skip : k->c->cap);
+      k->skip = 0;
       k->end = k->c->recs + k->c->cap;
       if (k->stop >= k->c->recs && k->stop <= k->end) k->end = k->stop;
     }
     if (k->r < k->end) return k->r++;
-    k->c = k->c->next;
+    int last = k->stop >= k->c->recs && k->stop <= k->c->recs + k->c->cap;
+    k->c = last ? NULL : k->c->next;
     k->r = NULL;
   }
   return NULL;
@@ -222,9 +252,10 @@ static int add_point(host_ctx *h, uint32_t track, uint8_t kind, uint8_t ph,
 }
 
 static int pop_into(host_ctx *h, open_range *stk, size_t *n, uint32_t track,
-                    uint8_t kind, uint32_t cat, int64_t end) {
+                    uint8_t kind, uint32_t cat, int64_t end, int cut) {
   if (!*n) {
-    h->unmatched++;
+    if (cut) h->ring_cut++; /* its begin was overwritten */
+    else h->unmatched++;
     return 0;
   }
   --*n;
@@ -247,8 +278,18 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
   size_t nr = 0, cr = 0, no = 0, co = 0;
   open_range step = {.ts = 0};
   int step_open = 0, rc = 0;
-  hr_cursor k = {.c = tb->head, .stop = atomic_load_explicit(&tb->pos, memory_order_acquire)};
+  uint64_t over = atomic_load(&tb->overwritten);
+  hr_cursor k = {.c = tb->head, .stop = atomic_load_explicit(&tb->pos, memory_order_acquire),
+                 .skip = over && tb->head ? tb->head->skip : 0};
+  if (!k.stop) k.c = NULL; /* a chunk may be linked with nothing published in it */
+  int first = 1;
+  h->ring_over += over;
   for (loom__hrec *r; rc == 0 && (r = hr_next(&k));) {
+    if (first && over) { /* where this ring's kept part begins */
+      int64_t ts0 = loom__timeline_convert(&h->s->tl, h->dom, r->ts);
+      if (ts0 > h->ring_start) h->ring_start = ts0;
+    }
+    first = 0;
     if (r->type == LOOM__HR_RAW) { /* its ts holds raw bytes */
       rc = raw_record(h, &k, r, no ? &ops[no - 1] : NULL);
       continue;
@@ -261,7 +302,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
       rc = LOOM__PUSH(ranges, nr, cr, o);
       break;
     case LOOM__HR_POP:
-      rc = pop_into(h, ranges, &nr, track, LOOM_KIND_USER_RANGE, h->c_user, ts);
+      rc = pop_into(h, ranges, &nr, track, LOOM_KIND_USER_RANGE, h->c_user, ts, over != 0);
       break;
     case LOOM__HR_OP_BEGIN:
       o.name = name_of(&h->nm, r->name, r->flags);
@@ -280,7 +321,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
       break;
     }
     case LOOM__HR_OP_END:
-      rc = pop_into(h, ops, &no, track, LOOM_KIND_CPU_OP, h->c_op, ts);
+      rc = pop_into(h, ops, &no, track, LOOM_KIND_CPU_OP, h->c_op, ts, over != 0);
       break;
     case LOOM__HR_INSTANT:
       rc = add_point(h, track, LOOM_KIND_INSTANT, LOOM__PH_INSTANT, h->c_instant,
@@ -309,7 +350,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
     case LOOM__HR_BEGIN:
     case LOOM__HR_END: {
       async_mark m = {ts, r->a, r->type == LOOM__HR_BEGIN ? name_of(&h->nm, r->name, r->flags) : 0,
-                      track, r->type == LOOM__HR_END};
+                      track, r->type == LOOM__HR_END, over != 0};
       rc = LOOM__PUSH(h->marks, h->nmarks, h->cap_marks, m);
       break;
     }
@@ -330,7 +371,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
     if (rc == 0) rc = loom__trace_add_arg_int(t, "dropped", (int64_t)dropped);
     rc = rc < 0 ? rc : 0;
     t->dropped += dropped;
-    loom__session_warn(h->s, "thread %d: %llu host records dropped: the memory "
+    cwarn(h->s, "thread %d: %llu host records dropped: the memory "
                        "cap (memory_cap=%llu bytes%s) was reached", (int)tb->tid,
                        (unsigned long long)dropped, (unsigned long long)h->s->cap_bytes,
                        h->s->cap_bytes == LOOM__DEFAULT_MEMORY_CAP ? ", the default" : "");
@@ -354,7 +395,8 @@ static int host_async(host_ctx *h) {
   for (size_t i = 0; i < h->nmarks && rc == 0; i++) {
     async_mark *b = &h->marks[i];
     if (b->is_end) {
-      h->unmatched++;
+      if (b->cut) h->ring_cut++;
+      else h->unmatched++;
       continue;
     }
     int64_t end = h->t->end_ns;
@@ -370,7 +412,13 @@ static int host_async(host_ctx *h) {
   return rc;
 }
 
-static int collect_host(loom_session *s, loom_trace *t, loom__rec_image *img) {
+/* What a ring-mode trace reports about the overwritten part. */
+typedef struct ring_info {
+  uint64_t host_over, host_cut, bk_over, bk_cut;
+  int64_t start; /* latest first-kept time of a ring that overwrote; 0 none */
+} ring_info;
+
+static int collect_host(loom_session *s, loom_trace *t, loom__rec_image *img, ring_info *ri) {
   host_ctx h = {.s = s, .t = t, .nm = {t, {0}, img}, .dom = img->dom, .pid = img->pid, .img = img};
   h.c_user = loom__trace_str(t, "user_annotation");
   h.c_op = loom__trace_str(t, "cpu_op");
@@ -378,12 +426,20 @@ static int collect_host(loom_session *s, loom_trace *t, loom__rec_image *img) {
   h.c_marker = loom__trace_str(t, "marker");
   h.c_counter = loom__trace_str(t, "counter");
   size_t n = img->nthreads;
-  loom__tbuf **th = img->dead ? img->threads : loom__hostrec_threads(&n);
+  loom__tbuf **th = NULL;
+  loom__ring_copy *cp = NULL;
+  if (img->dump) cp = loom__hostrec_ring_copy(&n);
+  else th = img->dead ? img->threads : loom__hostrec_threads(&n);
   int rc = 0;
-  for (size_t i = 0; i < n && rc == 0; i++) rc = host_thread(&h, th[i]);
+  for (size_t i = 0; i < n && rc == 0; i++) rc = host_thread(&h, cp ? &cp[i].view : th[i]);
   if (rc == 0) rc = host_async(&h);
+  for (size_t i = 0; cp && i < n; i++) free(cp[i].chunk);
+  free(cp);
+  ri->host_over = h.ring_over;
+  ri->host_cut = h.ring_cut;
+  ri->start = h.ring_start;
   if (h.unmatched)
-    loom__session_warn(s, "%llu range ends without a matching begin were ignored",
+    cwarn(s, "%llu range ends without a matching begin were ignored",
                        (unsigned long long)h.unmatched);
   if (!img->dead) free(th);
   free(h.marks);
@@ -394,10 +450,10 @@ static int collect_host(loom_session *s, loom_trace *t, loom__rec_image *img) {
   free(h.fmt_buf);
   loom__map_free(&h.raw_by_hash);
   if (h.raw_bad)
-    loom__session_warn(s, "%llu raw op arguments were cut short and dropped",
+    cwarn(s, "%llu raw op arguments were cut short and dropped",
                        (unsigned long long)h.raw_bad);
   loom__map_free(&h.nm.cache);
-  if (!img->dead) loom__hostrec_release();
+  if (!img->dead && !img->dump) loom__hostrec_release();
   return rc;
 }
 
@@ -459,15 +515,16 @@ static int transfer_bandwidth(loom_trace *t, const loom__targ *a, size_t n, cons
 }
 
 typedef struct bk_stats {
-  uint64_t bad_ref, outside, negative;
+  uint64_t bad_ref, outside, negative, cut;
+  int64_t first; /* earliest kept start (ring mode) */
 } bk_stats;
 
 /* launched: correlation ids of the backend's host calls inside the window;
- * device work they launched is kept even when it runs after the stop. */
-static int backend_record(loom_session *s, loom_trace *t, loom_backend *b,
+ * device work they launched is kept even when it runs after the stop.  bs:
+ * b's records (a dump's copy of them). */
+static int backend_record(loom_session *s, loom_trace *t, loom_backend *b, loom__bsess *bs,
                           const loom__drec *d, int64_t pid, bk_stats *st,
                           const loom__map *launched) {
-  loom__bsess *bs = b->bs;
   if (!d->clock || d->clock > bs->nclocks) {
     st->bad_ref++;
     return 0;
@@ -514,6 +571,13 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b,
     st->outside++;
     return 0;
   }
+  /* A ring that overwrote: device work whose launching call is gone goes
+   * with it (when the backend records its launches at all). */
+  if (bs->overwritten && d->corr && !host && launched->n && !loom__map_get(launched, d->corr)) {
+    st->cut++;
+    return 0;
+  }
+  if (ts < st->first) st->first = ts;
   char buf[96];
   const char *cat = d->cat ? loom__intern_get(d->cat) : default_cat(b, d, buf, sizeof buf);
   uint8_t ph = d->kind == LOOM_KIND_INSTANT || d->kind == LOOM_KIND_MARKER ? LOOM__PH_INSTANT
@@ -536,15 +600,15 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b,
   return transfer_bandwidth(t, bs->args + d->args_off, d->nargs, &e);
 }
 
-static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, int64_t pid) {
-  loom__bsess *bs = b->bs;
+static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, loom__bsess *bs,
+                           int64_t pid, ring_info *ri) {
   for (size_t i = 0; i < bs->nclocks; i++) {
     loom__clock_finalize(&s->tl, &bs->clocks[i]);
     char why[512];
     if (loom__clock_problem(&bs->clocks[i], why, sizeof why))
-      loom__session_warn(s, "backend '%s': %s", b->ops.name, why);
+      cwarn(s, "backend '%s': %s", b->ops.name, why);
   }
-  bk_stats st = {0, 0, 0};
+  bk_stats st = {0, 0, 0, 0, INT64_MAX};
   loom__map launched = {0};
   for (size_t i = 0; i < bs->nrecs; i++) {
     const loom__drec *d = &bs->recs[i];
@@ -556,20 +620,27 @@ static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, int6
   }
   int rc = 0;
   for (size_t i = 0; i < bs->nrecs && rc == 0; i++)
-    rc = backend_record(s, t, b, &bs->recs[i], pid, &st, &launched);
+    rc = backend_record(s, t, b, bs, &bs->recs[i], pid, &st, &launched);
   loom__map_free(&launched);
   if (rc) return -1;
   if (st.bad_ref)
-    loom__session_warn(s, "backend '%s': %llu records named an unknown clock or "
+    cwarn(s, "backend '%s': %llu records named an unknown clock or "
                        "device and were dropped", b->ops.name, (unsigned long long)st.bad_ref);
   if (st.negative)
-    loom__session_warn(s, "backend '%s': %llu records ended before they started "
+    cwarn(s, "backend '%s': %llu records ended before they started "
                        "(kept with zero duration)", b->ops.name, (unsigned long long)st.negative);
   if (st.outside)
     loom__log(LOOM_SEV_INFO, "backend '%s': %llu records outside the session window",
               b->ops.name, (unsigned long long)st.outside);
-  /* Runtime threads may still count losses (emits refused after flush). */
-  pthread_mutex_lock(&b->mu);
+  if (bs->overwritten) {
+    ri->bk_over += bs->overwritten;
+    ri->bk_cut += st.cut;
+    if (st.first != INT64_MAX && st.first > ri->start) ri->start = st.first;
+  }
+  /* Runtime threads may still count losses (emits refused after flush); a
+   * dump's copy is its own. */
+  int live = bs == b->bs;
+  if (live) pthread_mutex_lock(&b->mu);
   uint64_t lost = bs->lost;
   char reasons[768] = "";
   size_t len = 0;
@@ -577,10 +648,10 @@ static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, int6
     len += (size_t)snprintf(reasons + len, len < sizeof reasons ? sizeof reasons - len : 0,
                             "%s%llu: %s", i ? "; " : "", (unsigned long long)bs->lost_by[i].n,
                             bs->lost_by[i].reason);
-  pthread_mutex_unlock(&b->mu);
+  if (live) pthread_mutex_unlock(&b->mu);
   if (lost) {
     t->dropped += lost;
-    loom__session_warn(s, "backend '%s' lost %llu records (%s)", b->ops.name,
+    cwarn(s, "backend '%s' lost %llu records (%s)", b->ops.name,
                        (unsigned long long)lost, reasons);
   }
   return 0;
@@ -610,36 +681,134 @@ static int add_devices(loom_session *s, loom_trace *t) {
   return 0;
 }
 
+static void *memdup(const void *p, size_t n) {
+  void *q = malloc(n);
+  if (q) memcpy(q, p, n);
+  return q;
+}
+
+/* A dump's copy of b's records, clocks and losses (taken under b->mu; the
+ * loss reasons are shared: they live as long as the session). */
+static loom__bsess *bsess_copy(loom_backend *b) {
+  loom__bsess *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  int bad = 0;
+  pthread_mutex_lock(&b->mu);
+  loom__bsess *bs = b->bs;
+  if (bs) {
+    *c = *bs;
+    c->recs = NULL, c->args = NULL, c->clocks = NULL;
+    c->cap_recs = c->nrecs, c->cap_args = c->nargs, c->cap_clocks = c->nclocks;
+    if (bs->nrecs && !(c->recs = memdup(bs->recs, bs->nrecs * sizeof *bs->recs))) bad = 1;
+    if (bs->nargs && !(c->args = memdup(bs->args, bs->nargs * sizeof *bs->args))) bad = 1;
+    if (bs->nclocks && !(c->clocks = calloc(bs->nclocks, sizeof *c->clocks))) bad = 1;
+    for (size_t i = 0; !bad && i < bs->nclocks; i++) {
+      c->clocks[i] = bs->clocks[i];
+      c->clocks[i].name = NULL;
+      c->clocks[i].cap_sync = bs->clocks[i].nsync;
+      c->clocks[i].sync = bs->clocks[i].nsync
+                              ? memdup(bs->clocks[i].sync, bs->clocks[i].nsync * sizeof(loom__sync))
+                              : NULL;
+      if (bs->clocks[i].nsync && !c->clocks[i].sync) bad = 1;
+    }
+  } else {
+    bad = 1;
+  }
+  pthread_mutex_unlock(&b->mu);
+  if (bad) {
+    for (size_t i = 0; c->clocks && i < c->nclocks; i++) free(c->clocks[i].sync);
+    free(c->clocks);
+    free(c->recs);
+    free(c->args);
+    free(c);
+    return NULL;
+  }
+  return c;
+}
+
+static void bsess_free_copy(loom__bsess *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->nclocks; i++) free(c->clocks[i].sync);
+  free(c->clocks);
+  free(c->recs);
+  free(c->args);
+  free(c);
+}
+
+/* The ring's part of a trace: metadata (ring_overwritten_records,
+ * ring_window_start_ns) and one warning saying what was overwritten (added
+ * with the others after it). */
+static int ring_report(loom_session *s, loom_trace *t, const ring_info *ri, const char *reason) {
+  char v[64], msg[512];
+  uint64_t over = ri->host_over + ri->bk_over;
+  int rc = 0;
+  if (reason) rc = loom__trace_add_meta(t, "ring_dump_reason", reason);
+  snprintf(v, sizeof v, "%llu", (unsigned long long)over);
+  if (rc == 0) rc = loom__trace_add_meta(t, "ring_overwritten_records", v);
+  int64_t start = over && ri->start ? ri->start : t->start_ns;
+  snprintf(v, sizeof v, "%lld", (long long)start);
+  if (rc == 0) rc = loom__trace_add_meta(t, "ring_window_start_ns", v);
+  if (rc == 0 && over) {
+    snprintf(msg, sizeof msg,
+             "ring: %llu records overwritten (host %llu, backends %llu); the kept window "
+             "starts %.6f s after the session start; %llu range ends whose begin was "
+             "overwritten and %llu device records whose launch was overwritten were dropped",
+             (unsigned long long)over, (unsigned long long)ri->host_over,
+             (unsigned long long)ri->bk_over, (double)(start - t->start_ns) * 1e-9,
+             (unsigned long long)ri->host_cut, (unsigned long long)ri->bk_cut);
+    cwarn(s, "%s", msg); /* at stop printed too, as the session's warnings are */
+  }
+  return rc;
+}
+
 loom_status loom__session_collect(loom_session *s, loom_trace **out) {
   loom__rec_image img = {.pid = getpid(), .dom = loom__hostrec_domain()};
   return loom__collect_image(s, &img, out);
 }
 
+/* The trace of session s with img's host records: a stopped session's, a
+ * dead process's, or (img->dump) the window a ring-mode session's rings hold
+ * now, while it goes on recording. */
 loom_status loom__collect_image(loom_session *s, loom__rec_image *img, loom_trace **out) {
+  const char *reason = img->dump;
+  int dump = reason != NULL;
   loom_trace *t = loom__trace_new();
   if (!t) return loom__fail(LOOM_ENOMEM, "out of memory building the trace");
+  loom__msgs own = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  dump_warn = dump ? &own : NULL;
   /* Through the timeline so the test-only clock shift moves them too. */
   t->start_ns = loom__timeline_convert(&s->tl, LOOM_CLOCK_REALTIME,
                                        (uint64_t)s->tl.start[LOOM_CLOCK_REALTIME].real);
-  t->end_ns = img->end_ns ? img->end_ns
-                          : loom__timeline_convert(&s->tl, LOOM_CLOCK_REALTIME,
-                                                   (uint64_t)s->tl.stop[LOOM_CLOCK_REALTIME].real);
+  uint64_t end = dump ? loom__clock_now(LOOM_CLOCK_REALTIME)
+                      : (uint64_t)s->tl.stop[LOOM_CLOCK_REALTIME].real;
+  t->end_ns = img->end_ns ? img->end_ns : loom__timeline_convert(&s->tl, LOOM_CLOCK_REALTIME, end);
   t->trace_name = loom__trace_str(t, s->name);
   t->window_end = 1;
   int64_t pid = img->pid;
   char comm[64];
   if (img->comm) snprintf(comm, sizeof comm, "%s", img->comm);
   else live_thread_name((pid_t)pid, comm, sizeof comm);
+  ring_info ri = {0};
   int rc = loom__trace_add_proc(t, pid, comm[0] ? comm : "host", "CPU", 0);
-  if (rc == 0 && s->host) rc = collect_host(s, t, img);
-  if (rc == 0) rc = add_devices(s, t);
-  for (size_t i = 0; i < s->nbk && rc == 0; i++) rc = collect_backend(s, t, s->bk[i], pid);
+  if (rc == 0 && s->host) rc = collect_host(s, t, img, &ri);
+  if (rc == 0) {
+    pthread_mutex_lock(&s->mu); /* backends may add devices meanwhile */
+    rc = add_devices(s, t);
+    pthread_mutex_unlock(&s->mu);
+  }
+  for (size_t i = 0; i < s->nbk && rc == 0; i++) {
+    loom__bsess *bs = dump ? bsess_copy(s->bk[i]) : s->bk[i]->bs;
+    if (dump && !bs) continue; /* out of memory: this backend is not in the dump */
+    rc = collect_backend(s, t, s->bk[i], bs, pid, &ri);
+    if (dump) bsess_free_copy(bs);
+  }
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   if (rc == 0)
     rc = loom__trace_add_meta(t, "loom_version", loom_version_string()) ||
          loom__trace_add_meta(t, "host_name", host);
   if (rc == 0) rc = loom__session_meta(&s->opts, t); /* fork.c */
+  if (rc == 0 && s->ring) rc = ring_report(s, t, &ri, reason);
   pthread_mutex_lock(&s->mu);
   if (rc == 0) rc = loom__kvs_to_trace(&s->meta, t);
   pthread_mutex_unlock(&s->mu);
@@ -648,6 +817,9 @@ loom_status loom__collect_image(loom_session *s, loom__rec_image *img, loom_trac
   for (size_t i = 0; i < s->warn.n && rc == 0; i++)
     rc = loom__trace_add_warning(t, s->warn.v[i]);
   pthread_mutex_unlock(&s->warn.mu);
+  for (size_t i = 0; i < own.n && rc == 0; i++) rc = loom__trace_add_warning(t, own.v[i]);
+  dump_warn = NULL;
+  loom__msgs_free(&own);
   if (rc == 0) rc = loom__trace_process(t);
   if (rc != 0) {
     loom_trace_free(t);
@@ -655,4 +827,10 @@ loom_status loom__collect_image(loom_session *s, loom__rec_image *img, loom_trac
   }
   *out = t;
   return LOOM_OK;
+}
+
+loom_status loom__session_collect_dump(loom_session *s, const char *reason, loom_trace **out) {
+  loom__rec_image img = {.pid = getpid(), .dom = loom__hostrec_domain(),
+                         .dump = reason ? reason : "dump"};
+  return loom__collect_image(s, &img, out);
 }

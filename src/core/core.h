@@ -198,7 +198,9 @@ typedef struct loom__bsess {
   loom__clock *clocks; /* index = loom_clock - 1 */
   size_t nclocks, cap_clocks;
   uint64_t lost;
-  uint64_t bytes;   /* records and arguments held, against backend_memory_cap */
+  uint64_t bytes;   /* records and arguments held, against backend_memory_cap
+                       (and in ring mode its ring, ring_bk_bytes) */
+  uint64_t overwritten; /* ring mode: records dropped to stay within it */
   int arena_slot;   /* its count of records held in the arena (arena.c) */
   /* Loss counts by reason (the first few distinct reasons; others join the
    * last slot's count). */
@@ -251,6 +253,10 @@ struct loom_session {
   /* backend_memory_cap: bytes of records and arguments each backend may
    * hold (loom__bsess.bytes) */
   uint64_t bk_cap;
+  /* Ring mode (mode=ring, ring.c): host records kept within ring_bytes for
+   * all threads, each backend's within ring_bk_bytes, oldest overwritten. */
+  int ring;
+  uint64_t ring_bytes, ring_bk_bytes;
   /* Window mode (trigger.c): the session records only within windows.
    * warn_keep: warnings of create, kept in every window's trace. */
   int windows;
@@ -307,7 +313,24 @@ typedef struct loom__rec_image {
   void *ud;
   int64_t end_ns;         /* the trace's end (0: the session's stop) */
   uint64_t raw_unformatted; /* out: raw op arguments not formatted */
+  const char *dump;       /* ring mode: a dump while recording (its reason) */
 } loom__rec_image;
 /* collect.c: the trace of session s (its timeline, options, backends) with
  * img's host records. */
 loom_status loom__collect_image(struct loom_session *s, loom__rec_image *img, loom_trace **out);
+/* The trace of the window a ring-mode session's rings hold now; recording
+ * goes on (collect.c; ring.c serializes it with stop). */
+loom_status loom__session_collect_dump(struct loom_session *s, const char *reason,
+                                       loom_trace **out);
+
+/* ---- ring mode (ring.c) -------------------------------------------------- */
+/* Reads mode, ring_size and the slow-step options into s (at create). */
+loom_status loom__ring_configure(struct loom_session *s);
+/* At start (before the host recorder starts) and at the beginning of stop:
+ * a dump is possible between the two. */
+void loom__ring_begin(struct loom_session *s);
+void loom__ring_end(struct loom_session *s);
+/* Snapshot of the rings of the recording session as a trace (NULL: no
+ * ring-mode session records, or out of memory; loom_last_error says which).
+ * Recording goes on. */
+__attribute__((visibility("default"))) loom_trace *loom__ring_dump(const char *reason);

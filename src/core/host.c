@@ -260,6 +260,31 @@ static uint32_t category_id(const char *cat) {
   return id;
 }
 
+/* Ring mode: drops the backend's oldest records (a quarter of the ring at
+ * least, so that the move is paid once per many records) until need more
+ * bytes fit; they count as overwritten.  Records are in emission order and
+ * each one's arguments follow the previous one's (b->mu held). */
+static void ring_make_room(loom__bsess *bs, uint64_t need) {
+  uint64_t cap = bs->s->ring_bk_bytes, goal = cap - cap / 4;
+  goal = need < goal ? goal - need : 0;
+  size_t k = 0, a = 0;
+  uint64_t freed = 0;
+  while (k < bs->nrecs && bs->bytes - freed > goal) {
+    uint64_t sz = sizeof(loom__drec) + (uint64_t)bs->recs[k].nargs * sizeof(loom__targ);
+    freed += sz;
+    a += bs->recs[k].nargs;
+    k++;
+  }
+  if (!k) return;
+  memmove(bs->recs, bs->recs + k, (bs->nrecs - k) * sizeof *bs->recs);
+  bs->nrecs -= k;
+  memmove(bs->args, bs->args + a, (bs->nargs - a) * sizeof *bs->args);
+  bs->nargs -= a;
+  for (size_t i = 0; i < bs->nrecs; i++) bs->recs[i].args_off -= (uint32_t)a;
+  bs->bytes -= freed;
+  bs->overwritten += k;
+}
+
 static loom_status svc_emit(loom_backend *b, const loom_record *r) {
   if (!b || !r || r->struct_size < offsetof(loom_record, category)) return LOOM_EINVAL;
   if (r->kind >= LOOM_KIND_COUNT_) return LOOM_EINVAL;
@@ -284,6 +309,9 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
     size_t before = bs->nargs, nin = args ? r->nargs : 0;
     uint64_t need = sizeof d + nin * sizeof(loom__targ);
     struct loom_session *s = bs->s;
+    if (s->ring && bs->bytes + need > s->ring_bk_bytes) ring_make_room(bs, need);
+    before = bs->nargs;
+    d.args_off = (uint32_t)bs->nargs;
     if (bs->bytes + need > s->bk_cap) { /* per backend; b->mu is held */
       lost_locked(bs, 1, "backend memory cap (backend_memory_cap) reached");
       st = LOOM_ENOMEM;

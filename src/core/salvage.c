@@ -329,6 +329,8 @@ loom_status loom__salvage(const char *path, const char *death, loom__salvage_res
   /* The same host's clocks, read now: the stop readings of the timeline. */
   loom__timeline_end(&s->tl);
   if (!(s->name = loom__strdup(v.h->name)) || session_opts(&s->opts, v.h)) goto fail;
+  const char *mode = loom__opts_get(&s->opts, "mode");
+  s->ring = mode && !strcmp(mode, "ring"); /* the trace says what its ring overwrote */
   loom__rec_image img = {.pid = v.h->pid, .comm = v.h->comm, .dom = v.h->domain, .dead = 1,
                          .threads = v.threads, .nthreads = v.nthreads, .name = salv_name,
                          .ud = &v};

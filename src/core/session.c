@@ -258,7 +258,7 @@ static loom_status read_sizes(loom_session *s) {
       (loom__parse_size(v, &s->bk_cap) || s->bk_cap == 0))
     return loom__fail(LOOM_EINVAL, "option backend_memory_cap='%s': expected a "
                       "size above 0 (suffix k, m or g allowed)", v);
-  return LOOM_OK;
+  return loom__ring_configure(s);
 }
 
 loom_status loom_session_create(const loom_session_config *cfg, loom_session **out) {
@@ -287,6 +287,10 @@ loom_status loom_session_create(const loom_session_config *cfg, loom_session **o
   loom_status st = loom__opts_parse(&s->opts, opts);
   if (st == LOOM_OK) st = read_sizes(s);
   if (st == LOOM_OK) st = loom__trigger_configure(s);
+  if (st == LOOM_OK && s->ring && s->windows)
+    st = loom__fail(LOOM_EINVAL, "option mode=ring (loom record --ring) keeps the most recent "
+                    "records itself and cannot be combined with recording windows (start_step, "
+                    "steps, delay, duration, wait/warmup/active)");
   if (st == LOOM_OK) {
     s->name = loom__strdup(name ? name : "loom");
     size_t np;
@@ -305,13 +309,6 @@ loom_status loom_session_create(const loom_session_config *cfg, loom_session **o
   }
   *out = s;
   return LOOM_OK;
-}
-
-/* Under loom record: what a salvage of this process needs (arena.c). */
-static void arena_session(loom_session *s) {
-  loom__arena_session(&s->tl, sizeof s->tl, loom__hostrec_domain(), s->name,
-                      (const char *const *)s->opts.keys, (const char *const *)s->opts.vals,
-                      s->opts.n, s->chunk_bytes, s->cap_bytes);
 }
 
 /* Starts every backend of s; one that fails leaves the session. */
@@ -339,6 +336,19 @@ static void start_backends(loom_session *s) {
   pthread_mutex_unlock(&live_mu);
 }
 
+/* Host recording on (ring mode first: the recorder must know it before its
+ * first chunk), and under loom record what a salvage of this process needs
+ * (arena.c).  resume: a window of the session (step numbers go on). */
+static void host_begin(loom_session *s, int resume) {
+  loom__ring_begin(s);
+  uint64_t cap = s->ring ? s->ring_bytes : s->cap_bytes;
+  if (s->host && resume) loom__hostrec_resume(s->chunk_bytes, cap);
+  else if (s->host) loom__hostrec_start(s->chunk_bytes, cap);
+  loom__arena_session(&s->tl, sizeof s->tl, loom__hostrec_domain(), s->name,
+                      (const char *const *)s->opts.keys, (const char *const *)s->opts.vals,
+                      s->opts.n, s->chunk_bytes, s->cap_bytes);
+}
+
 loom_status loom_session_start(loom_session *s) {
   loom__clear_error();
   if (!s) return loom__fail(LOOM_EINVAL, "loom_session_start: NULL session");
@@ -351,16 +361,14 @@ loom_status loom_session_start(loom_session *s) {
     return LOOM_OK;
   }
   loom__timeline_begin(&s->tl);
-  if (s->host) loom__hostrec_start(s->chunk_bytes, s->cap_bytes);
-  arena_session(s);
+  host_begin(s, 0);
   start_backends(s);
   return LOOM_OK;
 }
 
 loom_status loom__session_window_begin(loom_session *s) {
   loom__timeline_begin(&s->tl);
-  if (s->host) loom__hostrec_resume(s->chunk_bytes, s->cap_bytes);
-  arena_session(s);
+  host_begin(s, 1);
   start_backends(s);
   return LOOM_OK;
 }
@@ -441,6 +449,7 @@ void loom__session_offer(loom_backend *b) {
 
 /* Stops and flushes every backend; afterwards no record is accepted. */
 static void stop_all(loom_session *s) {
+  loom__ring_end(s); /* waits for a ring dump under way */
   pthread_mutex_lock(&live_mu); /* waits for a late join under way */
   live = NULL;
   pthread_mutex_unlock(&live_mu);

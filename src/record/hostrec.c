@@ -21,8 +21,8 @@
 #include <x86intrin.h>
 #endif
 
-#include "core/trigger.h"
 #include "arena.h"
+#include "core/trigger.h"
 #include "record.h"
 #include "util/util.h"
 
@@ -34,6 +34,14 @@ static atomic_uint epoch;            /* session number */
 static atomic_uint_fast64_t bytes_used;
 static atomic_uint_fast64_t chunk_bytes = 256 * 1024, cap_bytes;
 static atomic_uint_fast64_t step_no;
+/* Ring mode (constant through a session); live: threads recording now, for
+ * each one's share of the budget; dump_active: a copy is under way. */
+static atomic_int ring_on, dump_active;
+static atomic_uint ring_live;
+/* rec_on is REC_WATCH while ring mode watches a named range (slow_range) */
+enum { REC_WATCH = 2 };
+static _Atomic(const char *) watch_name;
+static atomic_uint watch_id;
 /* Set while the window controller (src/core/trigger.c) waits for or counts
  * steps: only loom_step and loom_step_mark read it, never the hot path. */
 static atomic_int step_watch;
@@ -53,6 +61,11 @@ static TLS uint32_t tls_tid;
 #define OP_STACK 64
 static TLS uint64_t op_stack[OP_STACK];
 static TLS uint32_t op_depth;
+/* slow_range's watch (see watch_push) */
+static TLS struct wslot { uint64_t ts; int match; } wstack[OP_STACK];
+static TLS uint32_t wdepth;
+static TLS const char *wc_ptr; /* the last pointer name compared, and its answer */
+static TLS int wc_match;
 
 /* ---- clock ----------------------------------------------------------------- */
 static int use_tsc = -1;
@@ -115,6 +128,7 @@ static void tbuf_free(loom__tbuf *t) {
 
 static void thread_exit(void *p) {
   loom__tbuf *t = p;
+  if (t->epoch == atomic_load(&epoch)) atomic_fetch_sub(&ring_live, 1);
   pthread_getname_np(pthread_self(), t->name, sizeof t->name);
   atomic_store_explicit(&t->exited, 1, memory_order_release);
   tls_buf = NULL;
@@ -148,6 +162,7 @@ static loom__tbuf *acquire(void) {
     t = tbuf_alloc();
     if (!t) return NULL;
     t->tid = (pid_t)loom__tid();
+    pthread_mutex_init(&t->mu, NULL);
     pthread_getname_np(pthread_self(), t->name, sizeof t->name);
     pthread_once(&key_once, make_key);
     pthread_setspecific(exit_key, t);
@@ -156,46 +171,101 @@ static loom__tbuf *acquire(void) {
     threads = t;
     pthread_mutex_unlock(&list_mu);
     tls_buf = t;
+    pthread_mutex_lock(&t->mu);
   } else {
+    pthread_mutex_lock(&t->mu);
     free_chunks(t);
   }
   t->epoch = atomic_load_explicit(&epoch, memory_order_relaxed);
+  t->nchunks = 0;
   atomic_store_explicit(&t->dropped, 0, memory_order_relaxed);
+  atomic_store_explicit(&t->overwritten, 0, memory_order_relaxed);
+  pthread_mutex_unlock(&t->mu);
+  atomic_fetch_add(&ring_live, 1);
   op_depth = 0;
+  wdepth = 0;
   return t;
 }
 
-/* A new chunk within the memory cap, not yet linked (NULL: over the cap or
- * out of memory). */
-static loom__chunk *new_chunk(void) {
+static size_t chunk_recs(void) {
   size_t n = atomic_load_explicit(&chunk_bytes, memory_order_relaxed) / sizeof(loom__hrec);
-  if (n < 16) n = 16;
+  return n < 16 ? 16 : n;
+}
+
+/* A new chunk within the memory cap (any size when force), not yet linked
+ * (NULL: over the cap or out of memory). */
+static loom__chunk *alloc_chunk(int force) {
+  size_t n = chunk_recs();
   size_t bytes = sizeof(loom__chunk) + n * sizeof(loom__hrec);
   uint64_t used = atomic_fetch_add(&bytes_used, bytes) + bytes;
   uint64_t cap = atomic_load_explicit(&cap_bytes, memory_order_relaxed);
   loom__chunk *c = NULL;
-  if (!cap || used <= cap) c = loom__chunk_alloc(bytes);
+  if (force || !cap || used <= cap) c = loom__chunk_alloc(bytes);
   if (!c) {
     atomic_fetch_sub(&bytes_used, bytes);
     return NULL;
   }
   c->next = NULL;
-  c->cap = n;
+  c->cap = (uint32_t)n;
+  c->skip = 0;
   return c;
 }
 
-/* Makes c the thread's current chunk; returns its first slot. */
+/* Ring mode: a chunk for t, not linked (t->mu held).  Under its share and
+ * the budget a new one; else its oldest chunk, recycled (its records are
+ * counted overwritten), and the chunks it holds beyond its share freed
+ * (threads that started later lowered it, or a dump made it take new ones).
+ * Every thread may hold two chunks, so that one full chunk is always kept;
+ * during a dump nothing is recycled (the copy reads them): a new chunk is
+ * taken instead. */
+static loom__chunk *ring_take(loom__tbuf *t) {
+  size_t bytes = sizeof(loom__chunk) + chunk_recs() * sizeof(loom__hrec);
+  uint64_t cap = atomic_load_explicit(&cap_bytes, memory_order_relaxed);
+  unsigned live = atomic_load_explicit(&ring_live, memory_order_relaxed);
+  uint64_t share = cap / bytes / (live ? live : 1);
+  if (share < 2) share = 2;
+  loom__chunk *c = NULL;
+  if (t->nchunks < 2 || atomic_load(&dump_active)) return alloc_chunk(1);
+  if (t->nchunks < share && (c = alloc_chunk(0))) return c;
+  for (;;) {
+    c = t->head;
+    t->head = c->next;
+    t->nchunks--;
+    atomic_fetch_add_explicit(&t->overwritten, c->cap, memory_order_relaxed);
+    if (t->nchunks < share || t->nchunks <= 2) break;
+    atomic_fetch_sub(&bytes_used, bytes);
+    loom__chunk_free(c);
+  }
+  c->next = NULL;
+  c->skip = 0;
+  return c;
+}
+
+static loom__chunk *new_chunk(loom__tbuf *t) {
+  if (!atomic_load_explicit(&ring_on, memory_order_relaxed)) return alloc_chunk(0);
+  pthread_mutex_lock(&t->mu);
+  loom__chunk *c = ring_take(t);
+  pthread_mutex_unlock(&t->mu);
+  return c;
+}
+
+/* Makes c the thread's current chunk; returns its first slot.  In ring
+ * mode under t->mu: a dump may be walking the list. */
 static loom__hrec *link_chunk(loom__tbuf *t, loom__chunk *c) {
+  int ring = atomic_load_explicit(&ring_on, memory_order_relaxed);
+  if (ring) pthread_mutex_lock(&t->mu);
   if (t->tail) t->tail->next = c;
   else t->head = c;
   t->tail = c;
+  t->nchunks++;
+  if (ring) pthread_mutex_unlock(&t->mu);
   t->end = c->recs + c->cap;
   return c->recs;
 }
 
 /* Slow path: the current chunk is full (or there is none). */
 static loom__hrec *grow(loom__tbuf *t) {
-  loom__chunk *c = t->capped ? NULL : new_chunk();
+  loom__chunk *c = t->capped ? NULL : new_chunk(t);
   if (!c) {
     atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
     return NULL;
@@ -257,8 +327,9 @@ void loom__hostrec_resume(uint64_t chunk, uint64_t cap) {
   loom__hostrec_domain();
   atomic_store(&chunk_bytes, chunk ? chunk : 256 * 1024);
   atomic_store(&cap_bytes, cap);
+  atomic_store(&ring_live, 0);
   loom__arena_epoch(atomic_fetch_add(&epoch, 1) + 1);
-  atomic_store(&rec_on, 1);
+  atomic_store(&rec_on, atomic_load(&ring_on) && atomic_load(&watch_name) ? REC_WATCH : 1);
 }
 
 void loom__hostrec_start(uint64_t chunk, uint64_t cap) {
@@ -271,6 +342,102 @@ void loom__hostrec_reset_steps(void) { atomic_store(&step_no, 0); }
 void loom__hostrec_watch_steps(int on) { atomic_store(&step_watch, on); }
 
 void loom__hostrec_stop(void) { atomic_store(&rec_on, 0); }
+
+void loom__hostrec_set_ring(int on) { atomic_store(&ring_on, on); }
+
+uint64_t loom__hostrec_now(void) { return now(); }
+
+/* The chunks to copy of t, oldest first, up to the one pos is in (t->mu
+ * held; the records are read after it is released). */
+static size_t snap_list(loom__tbuf *t, loom__chunk ***list, loom__hrec **pos) {
+  size_t n = 0, cap = 0;
+  *list = NULL;
+  *pos = atomic_load_explicit(&t->pos, memory_order_acquire);
+  if (!*pos) return 0; /* a first chunk may be linked, nothing in it published */
+  for (loom__chunk *c = t->head; c; c = c->next) {
+    if (LOOM__PUSH(*list, n, cap, c) != 0) break;
+    if (*pos >= c->recs && *pos <= c->recs + c->cap) break; /* the current one */
+  }
+  return n;
+}
+
+/* 1: t holds no records of session ep (nothing copied). */
+static int copy_one(loom__tbuf *t, unsigned ep, loom__ring_copy *out) {
+  loom__chunk **list;
+  loom__hrec *pos;
+  pthread_mutex_lock(&t->mu);
+  if (t->epoch != ep) { /* set by its owner under mu */
+    pthread_mutex_unlock(&t->mu);
+    return 1;
+  }
+  size_t n = snap_list(t, &list, &pos);
+  uint64_t over = atomic_load_explicit(&t->overwritten, memory_order_relaxed);
+  pthread_mutex_unlock(&t->mu);
+  /* The records before pos were published by its release store; the owner
+   * writes only past it, and recycles nothing while dump_active is set. */
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    loom__chunk *c = list[i];
+    size_t from = i == 0 && over ? c->skip : 0;
+    size_t to = pos >= c->recs && pos <= c->recs + c->cap ? (size_t)(pos - c->recs) : c->cap;
+    total += to > from ? to - from : 0;
+  }
+  loom__chunk *dst = malloc(sizeof *dst + (total ? total : 1) * sizeof(loom__hrec));
+  if (!dst) {
+    free(list);
+    return -1;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    loom__chunk *c = list[i];
+    size_t from = i == 0 && over ? c->skip : 0;
+    size_t to = pos >= c->recs && pos <= c->recs + c->cap ? (size_t)(pos - c->recs) : c->cap;
+    if (to > from) memcpy(dst->recs + k, c->recs + from, (to - from) * sizeof(loom__hrec));
+    k += to > from ? to - from : 0;
+  }
+  free(list);
+  dst->next = NULL;
+  dst->cap = (uint32_t)total;
+  dst->skip = 0;
+  memset(&out->view, 0, sizeof out->view);
+  out->chunk = dst;
+  out->view.head = out->view.tail = dst;
+  atomic_store_explicit(&out->view.pos, dst->recs + total, memory_order_relaxed);
+  out->view.epoch = t->epoch;
+  out->view.tid = t->tid;
+  int exited = atomic_load_explicit(&t->exited, memory_order_acquire);
+  atomic_store_explicit(&out->view.exited, exited, memory_order_relaxed);
+  if (exited) memcpy(out->view.name, t->name, sizeof t->name); /* else read live */
+  atomic_store_explicit(&out->view.dropped, atomic_load(&t->dropped), memory_order_relaxed);
+  atomic_store_explicit(&out->view.overwritten, over, memory_order_relaxed);
+  return 0;
+}
+
+loom__ring_copy *loom__hostrec_ring_copy(size_t *n) {
+  *n = 0;
+  unsigned ep = atomic_load(&epoch);
+  size_t nt = 0, cap = 0;
+  loom__tbuf **th = NULL;
+  pthread_mutex_lock(&list_mu);
+  for (loom__tbuf *t = threads; t; t = t->next)
+    if (LOOM__PUSH(th, nt, cap, t) != 0) break;
+  pthread_mutex_unlock(&list_mu);
+  loom__ring_copy *out = nt ? calloc(nt, sizeof *out) : NULL;
+  if (!out) {
+    free(th);
+    return NULL;
+  }
+  /* Set before any list is read: an owner then sees it under t->mu, after
+   * our snapshot of its list, and recycles nothing we copy. */
+  atomic_fetch_add(&dump_active, 1);
+  size_t k = 0;
+  for (size_t i = 0; i < nt; i++)
+    if (copy_one(th[i], ep, &out[k]) == 0) k++;
+  atomic_fetch_sub(&dump_active, 1);
+  free(th);
+  *n = k;
+  return out;
+}
 
 loom__tbuf **loom__hostrec_threads(size_t *n) {
   unsigned ep = atomic_load(&epoch);
@@ -393,26 +560,72 @@ static uint32_t intern_cached(loom__tbuf *t, const char *s) {
   return id;
 }
 
+/* ---- ring mode's slow_range watch (rec_on == REC_WATCH) --------------------
+ * Ranges are pushed and popped without their names on the pop, so while a
+ * named range is watched each thread keeps a small stack of which open
+ * ranges are that one and when they began.  Only then: the idle branch is
+ * unchanged, and a recording call reads rec_on once more after its record. */
+
+void loom__hostrec_watch_range(const char *name) {
+  atomic_store(&watch_name, name);
+  atomic_store(&watch_id, name ? loom__intern(name, SIZE_MAX) : 0);
+}
+
+static int watched(uint64_t name, uint16_t flags) {
+  if (flags & LOOM__HR_F_ID) return (uint32_t)name == atomic_load_explicit(&watch_id, memory_order_relaxed);
+  const char *p = (const char *)(uintptr_t)name;
+  if (p != wc_ptr) {
+    const char *w = atomic_load_explicit(&watch_name, memory_order_relaxed);
+    wc_ptr = p;
+    wc_match = p && w && !strcmp(p, w);
+  }
+  return wc_match;
+}
+
+static void watch_push(uint64_t name, uint16_t flags) {
+  if (wdepth < OP_STACK) wstack[wdepth] = (struct wslot){now(), watched(name, flags)};
+  wdepth++;
+}
+
+static void watch_pop(void) {
+  if (!wdepth) return;
+  wdepth--;
+  if (wdepth < OP_STACK && wstack[wdepth].match)
+    loom__ring_range(atomic_load_explicit(&watch_name, memory_order_relaxed), wstack[wdepth].ts,
+                     now());
+}
+
 /* ---- the instrumentation API -------------------------------------------- */
+/* rec_on read again (not kept from the idle branch: that would cost the
+ * idle call a register save); before a push's record, so that its name need
+ * not outlive the record's write. */
+#define WATCHING() LOOM__UNLIKELY(atomic_load_explicit(&rec_on, memory_order_relaxed) == REC_WATCH)
+
 void loom_range_push(const char *name) {
   if (IDLE()) return;
+  if (WATCHING()) watch_push((uint64_t)(uintptr_t)name, 0);
   put(LOOM__HR_PUSH, 0, (uint64_t)(uintptr_t)name, 0);
 }
 
 void loom_range_push_id(loom_string_id name) {
   if (IDLE()) return;
+  if (WATCHING()) watch_push(name, LOOM__HR_F_ID);
   put(LOOM__HR_PUSH, LOOM__HR_F_ID, name, 0);
 }
 
 void loom_range_push_str(const char *name) {
   if (IDLE()) return;
   loom__tbuf *t = cur_buf();
-  if (t) put(LOOM__HR_PUSH, LOOM__HR_F_ID, intern_cached(t, name ? name : ""), 0);
+  if (!t) return;
+  uint32_t id = intern_cached(t, name ? name : "");
+  if (WATCHING()) watch_push(id, LOOM__HR_F_ID);
+  put(LOOM__HR_PUSH, LOOM__HR_F_ID, id, 0);
 }
 
 void loom_range_pop(void) {
   if (IDLE()) return;
   put(LOOM__HR_POP, 0, 0, 0);
+  if (WATCHING()) watch_pop();
 }
 
 void loom_range_begin(uint64_t id, const char *name) {
@@ -493,6 +706,8 @@ void loom_op_begin_args(const char *name, uint64_t ext, const loom_arg *args, ui
 typedef struct wcur {
   loom__tbuf *t;
   loom__hrec *p;
+  int started; /* the op's first record is written */
+  int linked;  /* chunks linked after it (their first records are the op's) */
 } wcur;
 
 /* Has n slots ready from t->pos on: the current chunk's rest plus pending
@@ -504,7 +719,7 @@ static int reserve_span(loom__tbuf *t, size_t n) {
   loom__chunk **tail = &t->pending;
   while (*tail) tail = &(*tail)->next;
   while (have < n) {
-    loom__chunk *c = t->capped ? NULL : new_chunk();
+    loom__chunk *c = t->capped ? NULL : new_chunk(t);
     if (!c) {
       t->capped = 1;
       if (pos) t->end = pos; /* nothing more goes into this chunk either */
@@ -523,8 +738,13 @@ static inline loom__hrec *wnext(wcur *w) {
     loom__chunk *c = w->t->pending; /* reserve_span made sure there is one */
     w->t->pending = c->next;
     c->next = NULL;
+    /* all of it the op's until it ends (then set exactly); not the chunk
+     * the op begins in */
+    c->skip = w->started ? c->cap : 0;
+    w->linked += w->started;
     w->p = link_chunk(w->t, c);
   }
+  w->started = 1;
   return w->p++;
 }
 
@@ -550,7 +770,7 @@ void loom_op_begin_raw(const char *name, uint64_t ext, const loom_arg *args, uin
   for (uint32_t i = 0; i < n; i++) need += arg_ok(&args[i]);
   uint32_t nid = intern_cached(t, name ? name : "");
   if (reserve_span(t, need) == 0) {
-    wcur w = {t, atomic_load_explicit(&t->pos, memory_order_relaxed)};
+    wcur w = {t, atomic_load_explicit(&t->pos, memory_order_relaxed), 0, 0};
     wput(&w, ts, LOOM__HR_OP_BEGIN, LOOM__HR_F_ID, nid, ext, 0);
     for (uint32_t i = 0; i < n; i++) {
       uint64_t v = 0;
@@ -569,6 +789,7 @@ void loom_op_begin_raw(const char *name, uint64_t ext, const loom_arg *args, uin
         memcpy(wnext(&w), b + off, m);
       }
     }
+    if (w.linked) t->tail->skip = (uint32_t)(w.p - t->tail->recs);
     atomic_store_explicit(&t->pos, w.p, memory_order_release);
   }
   op_push(ext);
@@ -640,12 +861,17 @@ void loom_step(void) {
     loom__trigger_step(n); /* may end a window (closing step n-1) or begin one */
     if (IDLE()) return;
   }
-  put(LOOM__HR_STEP, 0, 0, n);
+  uint64_t ts = now();
+  put_at(ts, LOOM__HR_STEP, 0, 0, n, 0);
+  if (atomic_load_explicit(&ring_on, memory_order_relaxed)) loom__ring_step(n, ts);
 }
 
 void loom_step_mark(uint64_t step) {
   if (LOOM__UNLIKELY(atomic_load_explicit(&step_watch, memory_order_relaxed)))
     loom__trigger_step(step);
+  /* the framework's own step (PyTorch's ProfilerStep#N): the slow-step watch */
+  if (!IDLE() && atomic_load_explicit(&ring_on, memory_order_relaxed))
+    loom__ring_step(step, now());
 }
 
 /* In a child forked without exec: the buffers of the list are the parent's

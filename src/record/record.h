@@ -11,6 +11,7 @@
 #ifndef LOOM_RECORD_H
 #define LOOM_RECORD_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -65,7 +66,11 @@ static inline uint32_t loom__raw_slots(uint32_t nraw) {
 
 typedef struct loom__chunk {
   struct loom__chunk *next;
-  size_t cap;
+  uint32_t cap;
+  /* Leading records that belong to an op begun in the chunk before (its
+   * arguments and raw bytes, written across the boundary): in ring mode,
+   * once that chunk is overwritten they are skipped with it. */
+  uint32_t skip;
   loom__hrec recs[];
 } loom__chunk;
 
@@ -89,6 +94,11 @@ typedef struct loom__tbuf {
   _Atomic int exited;
   char name[32];             /* thread name at first use / exit */
   struct loom__icache *icache; /* the owner's intern cache (hostrec.c) */
+  /* Ring mode: the owner changes the chunk list (link, recycle) under mu,
+   * at chunk boundaries only; a dump snapshots the list under it. */
+  pthread_mutex_t mu;
+  uint32_t nchunks;              /* chunks linked (ring mode) */
+  _Atomic uint64_t overwritten;  /* records recycled away (ring mode) */
   struct loom__tbuf *next;   /* process-wide list */
 } loom__tbuf;
 
@@ -108,6 +118,34 @@ void loom__hostrec_watch_steps(int on);
 void loom__hostrec_step_end(void);
 /* Disables recording. */
 void loom__hostrec_stop(void);
+
+/* ---- ring mode (flight recorder; src/core/ring.c drives it) -------------
+ * Set before loom__hostrec_start: cap_bytes is then the ring's budget for
+ * all threads together; a thread whose share (budget / threads recording,
+ * at least two chunks) is used recycles its own oldest chunk into its tail
+ * instead of taking a new one, so the hot path stays lock-free and the
+ * steady state allocates nothing. */
+void loom__hostrec_set_ring(int on);
+/* A thread's kept records, copied while its owner may go on writing. */
+typedef struct loom__ring_copy {
+  loom__tbuf view;        /* head = one chunk holding the copy; pos at its end */
+  loom__chunk *chunk;     /* heap (free it) */
+} loom__ring_copy;
+/* Copies every thread's kept records of the recording session (array, the
+ * caller frees each chunk and the array).  While it copies, an owner that
+ * fills a chunk takes a new one instead of recycling (the budget may be
+ * exceeded by a chunk per thread meanwhile), so the copy never races a
+ * write.  NULL with *n = 0 when there is nothing or no memory. */
+loom__ring_copy *loom__hostrec_ring_copy(size_t *n);
+/* The step loom_step just began (ring.c watches for slow steps). */
+void loom__ring_step(uint64_t step, uint64_t ts);
+/* Ring mode's slow_range: the range named name (kept by the caller until
+ * the next call; NULL: none) is watched from the next loom__hostrec_start;
+ * each one that ends is told to ring.c with its begin and end (host ticks). */
+void loom__hostrec_watch_range(const char *name);
+void loom__ring_range(const char *name, uint64_t begin, uint64_t end);
+/* Host clock ticks now (loom__hostrec_domain). */
+uint64_t loom__hostrec_now(void);
 /* Snapshot of the buffers holding records of the last session (caller frees
  * the array).  Valid until loom__hostrec_release. */
 loom__tbuf **loom__hostrec_threads(size_t *n);

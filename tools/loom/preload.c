@@ -174,8 +174,7 @@ static void on_signal(int sig) {
 /* Waits for signals (writes the trace if not yet done, then lets each
  * signal's handler continue).  It serves signals until the process ends, so
  * a handler never waits for a watcher that is gone.  (--duration and the
- * other windows are the core's: src/core/trigger.c.)  Once a second it also
- * checks whether the loaded objects changed (check_objects). */
+ * other windows are the core's: src/core/trigger.c.) */
 /* The loaded objects changed (dlopen, dlclose): a new snapshot of the
  * mappings, so that the salvager can read the string literals of a library
  * loaded while recording.  Checked once a second from the watcher (not by

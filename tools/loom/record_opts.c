@@ -36,13 +36,18 @@ static int usage(void) {
       "                   torch.profiler's schedule: a file per cycle of active steps;\n"
       "                   --repeat 0: until the program ends\n"
       "  --on-demand      nothing until `loom trigger PID` asks for a window\n"
-      "                   (session option windows=on)\n");
+      "                   (session option windows=on)\n"
+      "flight recorder (docs/ring.md): keep only the most recent records\n"
+      "  --ring SIZE      host records within SIZE (suffix k, m, g), each backend's\n"
+      "                   too; the trace at the end holds the last window\n"
+      "  --slow-step K    with --ring: a step K times slower than the running median\n"
+      "                   dumps the ring (a file per dump, as windows)\n");
   return 2;
 }
 
 /* Options that become session options: the command-line name, the session
  * key, and the kind of value (checked here, parsed again by the core). */
-enum { V_STEPS, V_SECONDS };
+enum { V_STEPS, V_SECONDS, V_SIZE, V_FACTOR };
 static const struct sopt {
   const char *flag, *key;
   int kind;
@@ -52,6 +57,7 @@ static const struct sopt {
     {"--wait", "wait", V_STEPS},             {"--warmup", "warmup", V_STEPS},
     {"--active", "active", V_STEPS},         {"--repeat", "repeat", V_STEPS},
     {"--skip-first", "skip_first", V_STEPS},
+    {"--ring", "mode=ring,ring_size", V_SIZE}, {"--slow-step", "slow_step", V_FACTOR},
 };
 
 static int add_option(record_opts *o, const char *kv) {
@@ -70,6 +76,15 @@ static int check_value(const struct sopt *s, const char *v) {
     long long n = strtoll(v, &end, 10);
     if (end != v && !*end && n >= 0) return 0;
     fprintf(stderr, "loom record: %s takes a number of steps (0 or more), not '%s'\n", s->flag, v);
+  } else if (s->kind == V_SIZE) {
+    unsigned long long n = strtoull(v, &end, 10);
+    if (end != v && (!*end || (strchr("kKmMgG", *end) && !end[1])) && n > 0) return 0;
+    fprintf(stderr, "loom record: %s takes a size (suffix k, m or g allowed), not '%s'\n",
+            s->flag, v);
+  } else if (s->kind == V_FACTOR) {
+    double d = strtod(v, &end);
+    if (end != v && !*end && d > 1) return 0;
+    fprintf(stderr, "loom record: %s takes a factor above 1, not '%s'\n", s->flag, v);
   } else {
     double d = strtod(v, &end);
     if (end != v && !*end && d >= 0) return 0;
