@@ -295,6 +295,7 @@ void loom__session_vreport(struct loom_session *s, loom_severity sev,
                            const char *fmt, va_list ap);
 /* Writes loom_meta_set()'s process metadata into t (meta.c). */
 int loom__meta_apply(loom_trace *t);
+int loom__process_meta_get(const char *key, char *buf, size_t n);
 /* Builds the trace of a stopped session (collect.c). */
 loom_status loom__session_collect(struct loom_session *s, loom_trace **out);
 

@@ -73,6 +73,20 @@ LOOM_EXTERN loom_status loom_meta_set(const char *key, const char *value) {
   return rc ? loom__fail(LOOM_ENOMEM, "out of memory") : LOOM_OK;
 }
 
+/* The process's value of key (loom_meta_set) copied into buf; 0, or -1 when
+ * it has none (or it does not fit). */
+int loom__process_meta_get(const char *key, char *buf, size_t n) {
+  int rc = -1;
+  pthread_mutex_lock(&meta_mu);
+  for (size_t i = 0; i < process_meta.n; i++)
+    if (!strcmp(process_meta.keys[i], key) && strlen(process_meta.vals[i]) < n) {
+      strcpy(buf, process_meta.vals[i]);
+      rc = 0;
+    }
+  pthread_mutex_unlock(&meta_mu);
+  return rc;
+}
+
 /* Writes the process metadata into t, last: a key already in t takes the
  * process's value (the program knows best). */
 int loom__meta_apply(loom_trace *t) {

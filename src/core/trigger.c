@@ -207,17 +207,17 @@ static const char *ext_at(const char *p) {
   return dot && (!slash || dot > slash + 1) ? dot : p + n;
 }
 
-static const char *rank_str(void) {
-  static const char *const n[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", NULL};
-  for (int i = 0; n[i]; i++) {
-    const char *v = getenv(n[i]);
-    if (v && *v) return v;
-  }
-  return "0";
+/* The rank for {rank}: the process's "rank" metadata (loom_meta_set; loom
+ * record's preload sets it from the launcher's environment), else RANK
+ * (torchrun and most launchers), else 0. */
+static const char *rank_str(char *buf, size_t n) {
+  if (loom__process_meta_get("rank", buf, n) == 0 && *buf) return buf;
+  const char *v = getenv("RANK");
+  return v && *v ? v : "0";
 }
 
 int loom__window_path(char *buf, size_t n, const char *pattern, unsigned seq, int multi) {
-  char seqs[16];
+  char seqs[16], rankbuf[32];
   snprintf(seqs, sizeof seqs, "%u", seq);
   int has_seq = strstr(pattern, "{seq}") != NULL;
   const char *ext = ext_at(pattern);
@@ -232,7 +232,7 @@ int loom__window_path(char *buf, size_t n, const char *pattern, unsigned seq, in
     char pid[24];
     size_t skip = 0;
     if (!strncmp(p, "{pid}", 5)) snprintf(pid, sizeof pid, "%d", (int)getpid()), rep = pid, skip = 5;
-    else if (!strncmp(p, "{rank}", 6)) rep = rank_str(), skip = 6;
+    else if (!strncmp(p, "{rank}", 6)) rep = rank_str(rankbuf, sizeof rankbuf), skip = 6;
     else if (!strncmp(p, "{seq}", 5)) rep = seqs, skip = 5;
     else if (!strncmp(p, "{program}", 9)) rep = program_invocation_short_name, skip = 9;
     if (rep) {

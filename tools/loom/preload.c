@@ -240,6 +240,8 @@ static void begin(void) {
     fprintf(stderr, "loom: session options too long; recording without process labels\n");
     snprintf(opts, sizeof opts, "%s", getenv("LOOM_RECORD_OPTIONS") ? getenv("LOOM_RECORD_OPTIONS") : "");
   }
+  /* the rank the launcher gave ({rank} in window names, src/core/trigger.c) */
+  if (loom__rec_rank()) loom_meta_set("rank", loom__rec_rank());
   /* Windows are named after this process's trace (session option output,
    * unless the user gave one: a pattern with {pid} {rank} {seq} {program}). */
   const char *user = getenv("LOOM_RECORD_OPTIONS"), *o = user ? strstr(user, "output=") : NULL;
