@@ -182,7 +182,10 @@ static void test_delay_duration(void **state) {
   assert_true(s.end_ns - s.start_ns >= 450000000);
   seen w = inspect(t);
   assert_true(w.kernels > 0);
-  assert_true(w.flows == 2 * w.kernels);
+  /* every device op of the window has its launch (the window may begin or
+   * end between a step's upload and its kernel, so uploads = kernels +- 1) */
+  assert_int_equal(w.flows, w.kernels + w.copies);
+  assert_true(w.copies >= w.kernels - 1 && w.copies <= w.kernels + 1);
   for (size_t i = 0; i < loom_trace_event_count(t); i++) {
     loom_event_view v = {.struct_size = sizeof v};
     loom_trace_event(t, i, &v);
