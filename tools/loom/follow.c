@@ -189,6 +189,7 @@ static proc *scan(const loom_follow *f, size_t *np) {
       v = w;
     }
     proc *p = &v[n++];
+    memset(p, 0, sizeof *p);
     char path[PATH_MAX + 64];
     p->pid = (pid_t)pid;
     snprintf(path, sizeof path, "%s/%ld.started", f->dir, pid);
