@@ -42,7 +42,9 @@ static double run_floor(void) {
 }
 
 /* this program's empty function, and the shared library's */
-__attribute__((noinline)) static void empty_push(const char *name) { __asm__ volatile("" ::"r"(name)); }
+__attribute__((noinline)) static void empty_push(const char *name) {
+  __asm__ volatile("" ::"r"(name));
+}
 __attribute__((noinline)) static void empty_pop(void) { __asm__ volatile(""); }
 void bench_empty_push(const char *name);
 void bench_empty_pop(void);
