@@ -41,6 +41,32 @@ static double run_floor(void) {
   return (now_ns() - t0) / (2.0 * pairs);
 }
 
+/* this program's empty function, and the shared library's */
+__attribute__((noinline)) static void empty_push(const char *name) {
+  __asm__ volatile("" ::"r"(name));
+}
+__attribute__((noinline)) static void empty_pop(void) { __asm__ volatile(""); }
+void bench_empty_push(const char *name);
+void bench_empty_pop(void);
+
+static double run_empty(void) {
+  double t0 = now_ns();
+  for (long i = 0; i < pairs; i++) {
+    empty_push("step_work");
+    empty_pop();
+  }
+  return (now_ns() - t0) / (2.0 * pairs);
+}
+
+static double run_empty_so(void) {
+  double t0 = now_ns();
+  for (long i = 0; i < pairs; i++) {
+    bench_empty_push("step_work");
+    bench_empty_pop();
+  }
+  return (now_ns() - t0) / (2.0 * pairs);
+}
+
 static double run_calls(void) {
   double t0 = now_ns();
   for (long i = 0; i < pairs; i++) {
@@ -120,35 +146,41 @@ int main(int argc, char **argv) {
   wait_end();
   if (!served) fprintf(stderr, "bench: no control socket answers at %s\n", sock);
 
-  double *fl = calloc((size_t)rounds, sizeof *fl), *idle = calloc((size_t)rounds, sizeof *idle),
-         *wt = calloc((size_t)rounds, sizeof *wt);
+  enum { FLOOR, EMPTY, EMPTY_SO, IDLE, WAIT, NRUN };
+  double *v[NRUN], mn[NRUN], md[NRUN];
+  for (int k = 0; k < NRUN; k++) v[k] = calloc((size_t)rounds, sizeof(double));
   run_floor(); /* warm up */
   run_calls();
   for (int r = 0; r < rounds; r++) {
-    for (int k = 0; k < 3; k++) {
-      switch ((r + k) % 3) {
-      case 0: fl[r] = run_floor(); break;
-      case 1: idle[r] = run_calls(); break;
-      default: wt[r] = run_waiting(); break;
+    for (int j = 0; j < NRUN; j++) {
+      int k = (r + j) % NRUN;
+      switch (k) {
+      case FLOOR: v[k][r] = run_floor(); break;
+      case EMPTY: v[k][r] = run_empty(); break;
+      case EMPTY_SO: v[k][r] = run_empty_so(); break;
+      case IDLE: v[k][r] = run_calls(); break;
+      default: v[k][r] = run_waiting(); break;
       }
     }
   }
-  double fmin, fmed, imin, imed, wmin, wmed;
-  stats(fl, rounds, &fmin, &fmed);
-  stats(idle, rounds, &imin, &imed);
-  stats(wt, rounds, &wmin, &wmed);
+  for (int k = 0; k < NRUN; k++) stats(v[k], rounds, &mn[k], &md[k]);
   printf("annotation call while waiting for a trigger: %d rounds of %ld push/pop pairs, "
          "interleaved\n", rounds, pairs);
   printf("                                              min      median  ns/call\n");
-  printf("  floor (empty loop)                      %8.3f %8.3f\n", fmin, fmed);
-  printf("  no loom session (idle call)             %8.3f %8.3f\n", imin, imed);
-  printf("  waiting for a trigger (socket served)   %8.3f %8.3f\n", wmin, wmed);
-  printf("  waiting / idle call                     %8.2fx %7.2fx\n", wmin / imin, wmed / imed);
-  printf("  waiting - idle call                     %8.3f %8.3f ns\n", wmin - imin, wmed - imed);
-  printf("  waiting - floor                         %8.3f %8.3f ns  (goal: <= 1 ns)\n",
-         wmin - fmin, wmed - fmed);
-  free(fl);
-  free(idle);
-  free(wt);
+  printf("  floor: empty loop, no call              %8.3f %8.3f\n", mn[FLOOR], md[FLOOR]);
+  printf("  floor: empty function, this program     %8.3f %8.3f\n", mn[EMPTY], md[EMPTY]);
+  printf("  floor: empty function, shared library   %8.3f %8.3f\n", mn[EMPTY_SO], md[EMPTY_SO]);
+  printf("  no loom session (idle call)             %8.3f %8.3f\n", mn[IDLE], md[IDLE]);
+  printf("  waiting for a trigger (socket served)   %8.3f %8.3f  (goal: <= 1 ns)\n", mn[WAIT],
+         md[WAIT]);
+  printf("  waiting / idle call                     %8.2fx %7.2fx\n", mn[WAIT] / mn[IDLE],
+         md[WAIT] / md[IDLE]);
+  printf("  waiting - idle call                     %8.3f %8.3f ns\n", mn[WAIT] - mn[IDLE],
+         md[WAIT] - md[IDLE]);
+  printf("  waiting - empty function, shared lib.   %8.3f %8.3f ns  (loom's own part)\n",
+         mn[WAIT] - mn[EMPTY_SO], md[WAIT] - md[EMPTY_SO]);
+  printf("  waiting - empty loop                    %8.3f %8.3f ns\n", mn[WAIT] - mn[FLOOR],
+         md[WAIT] - md[FLOOR]);
+  for (int k = 0; k < NRUN; k++) free(v[k]);
   return served ? 0 : 1;
 }

@@ -4,10 +4,15 @@
  *
  * Only slow paths come here: a thread's first buffer, a new chunk, a new
  * interned string, a mapping snapshot.  One mutex guards the allocator.
- * Blocks are reserved in the file (posix_fallocate) before they are mapped,
- * so a full disk is a failed allocation (records counted as dropped), never
- * a SIGBUS in the program.  Freed blocks are kept on a free list and reused
- * by a later allocation of the same kind that fits.
+ * A segment is a mapping of a new part of the file (the file grows with
+ * ftruncate: a hole); each block is reserved (posix_fallocate) when it is
+ * allocated, before anything touches it, so a full disk or tmpfs is a failed
+ * allocation (records counted as dropped), never a SIGBUS in the program,
+ * and the file holds only what was allocated (on tmpfs, where loom record
+ * puts it, that is memory: a whole segment reserved ahead would be memory
+ * taken ahead, and the time to zero it spent at once).  Freed blocks are
+ * kept on a free list and reused by a later allocation of the same kind
+ * that fits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -47,14 +52,15 @@ static inline uint64_t round16(uint64_t n) { return (n + 15) & ~(uint64_t)15; }
 static int add_segment(uint64_t need) {
   uint32_t n = atomic_load_explicit(&hdr->nseg, memory_order_relaxed);
   if (n >= LOOM__ARENA_MAXSEG) return -1;
-  /* a quarter of what the file holds: the disk reserved ahead of use stays
-   * within 25% (and 64 segments still reach terabytes) */
+  /* a quarter of what the file spans: the address space mapped ahead of use
+   * stays within 25% (and 64 segments still reach terabytes) */
   uint64_t size = file_size / 4;
   if (size < SEG_MIN) size = SEG_MIN;
   if (size > SEG_MAX) size = SEG_MAX;
   if (size < need) size = round16(need + 4096);
   size = (size + 4095) & ~(uint64_t)4095;
-  if (posix_fallocate(fd, (off_t)file_size, (off_t)size) != 0) return -1;
+  /* a hole: the blocks are reserved as they are allocated (reserve) */
+  if (ftruncate(fd, (off_t)(file_size + size)) != 0) return -1;
   void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)file_size);
   if (p == MAP_FAILED) return -1;
   hdr->seg[n] = (loom__aseg){(uint64_t)(uintptr_t)p, file_size, size};
@@ -64,6 +70,15 @@ static int add_segment(uint64_t need) {
   cur_used = 0;
   cur_size = size;
   return 0;
+}
+
+/* Reserves the file's blocks under [o, o + size) in the current segment: the
+ * pages are then there to be written (0, or -1 when the filesystem is
+ * full). */
+static int reserve(const loom__aobj *o, uint64_t size) {
+  uint64_t off = hdr->seg[atomic_load_explicit(&hdr->nseg, memory_order_relaxed) - 1].off +
+                 (uint64_t)((const unsigned char *)o - cur);
+  return posix_fallocate(fd, (off_t)off, (off_t)size) == 0 ? 0 : -1;
 }
 
 static loom__aobj *from_free_list(uint32_t kind, uint64_t size) {
@@ -101,8 +116,11 @@ void *loom__arena_alloc(uint32_t kind, size_t bytes) {
     atomic_store_explicit(&o->state, LOOM__AS_NEW, memory_order_relaxed);
     memset(o + 1, 0, o->size - sizeof *o);
   } else {
-    /* the rest of the segment stays zero: the reader stops there */
-    if (cur_size - cur_used < size + sizeof(loom__aobj) && add_segment(size + sizeof(loom__aobj))) {
+    /* the rest of the segment stays zero (a hole reads as zeros): the
+     * reader stops there */
+    if ((cur_size - cur_used < size + sizeof(loom__aobj) &&
+         add_segment(size + sizeof(loom__aobj))) ||
+        reserve((loom__aobj *)(cur + cur_used), size)) {
       atomic_fetch_add(&hdr->failed, 1); /* the salvager says what it means */
       pthread_mutex_unlock(&mu);
       return NULL;
@@ -258,7 +276,8 @@ __attribute__((visibility("default"))) int loom__arena_begin(const char *path, c
   }
   fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   int rc = -1;
-  if (fd >= 0 && posix_fallocate(fd, 0, SEG_MIN) == 0) {
+  /* the first segment a hole too; only the header reserved now */
+  if (fd >= 0 && ftruncate(fd, SEG_MIN) == 0 && posix_fallocate(fd, 0, LOOM__ARENA_HDR) == 0) {
     void *p = mmap(NULL, SEG_MIN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p != MAP_FAILED) {
       hdr = p;

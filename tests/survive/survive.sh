@@ -113,5 +113,31 @@ grep -q "rebuilt" "$W/ok.err" && fail "ok: a trace that was written was rebuilt"
 ls "${TMPDIR:-/tmp}"/loom-record-$$-* >/dev/null 2>&1 && fail "ok: session folder left"
 ok "normal exit: nothing rebuilt"
 
+# 9. the arenas live in tmpfs (LOOM_SHM_DIR, default /dev/shm), one folder
+# per loom record, removed at the end
+mkdir "$W/shm"
+LOOM_SHM_DIR="$W/shm" "$LOOM" record -o "$W/shm.json" -- \
+  sh -c 'echo "$LOOM_RECORD_ARENAS"; ls "$LOOM_RECORD_ARENAS"; echo "pid $$"' >"$W/shm.out" 2>"$W/shm.err"
+adir=$(head -n 1 "$W/shm.out")
+pid=$(sed -n 's/^pid //p' "$W/shm.out")
+case "$adir" in "$W/shm/loom-arenas-"*) ;; *) fail "shm: arenas in '$adir', not in $W/shm" ;; esac
+grep -qx "$pid.arena" "$W/shm.out" || fail "shm: no $pid.arena in $adir: $(cat "$W/shm.out")"
+[ -e "$adir" ] && fail "shm: $adir left behind"
+grep -q "shared-memory buffers go to" "$W/shm.err" && fail "shm: fallback: $(cat "$W/shm.err")"
+if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+  "$LOOM" record -o "$W/dflt.json" -- sh -c 'echo "$LOOM_RECORD_ARENAS"' >"$W/dflt.out" 2>&1
+  case "$(head -n 1 "$W/dflt.out")" in /dev/shm/loom-arenas-*) ;; *) fail "shm: default: $(cat "$W/dflt.out")" ;; esac
+fi
+ok "arenas in tmpfs, removed at the end"
+
+# 10. no usable tmpfs folder: said once, the arenas go to the session folder,
+# and a killed program's trace is still rebuilt from there
+(trap - EXIT; LOOM_SHM_DIR="$W/none" "$LOOM" record -o "$W/nosh.json" -- "$DIE" kill 1000 2>"$W/nosh.err")
+[ $? -eq 137 ] || fail "no shm: status not 137: $(cat "$W/nosh.err")"
+grep -q "^loom record: LOOM_SHM_DIR=$W/none: No such file or directory; the shared-memory buffers go to .*/loom-record-.* instead" "$W/nosh.err" ||
+  fail "no shm: message: $(cat "$W/nosh.err")"
+got=$(q "$W/nosh.json"); case "$got" in *"$WANT") ;; *) fail "no shm: trace '$got', want '... $WANT'" ;; esac
+ok "no tmpfs folder: arenas in the session folder, SIGKILL still rebuilt"
+
 [ $fails -eq 0 ] && echo "all survive tests passed"
 exit $((fails > 0))

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +63,36 @@ static long long oom_kills(void) {
   return -1;
 }
 
+/* The arenas' folder: in tmpfs (LOOM_SHM_DIR, default /dev/shm) when there
+ * is one with room, since a file there is plain memory: on a disk
+ * filesystem every page written is also written back to the disk (every 30
+ * s), and each page written again after that faults again (measured in
+ * docs/survival.md).  Else the session folder, said once. */
+#define SHM_MIN_FREE (256ull << 20)
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+static void arenas_setup(loom_follow *f) {
+  const char *set = getenv("LOOM_SHM_DIR"), *shm = set && *set ? set : "/dev/shm";
+  struct statfs fs;
+  char why[256] = "";
+  if (statfs(shm, &fs) != 0)
+    snprintf(why, sizeof why, "%s%s: %s", set ? "LOOM_SHM_DIR=" : "", shm, strerror(errno));
+  else if (!set && fs.f_type != TMPFS_MAGIC)
+    snprintf(why, sizeof why, "%s is not a tmpfs", shm);
+  else if ((unsigned long long)fs.f_bavail * (unsigned long long)fs.f_bsize < SHM_MIN_FREE)
+    snprintf(why, sizeof why, "%s has less than %llu MiB free", shm, SHM_MIN_FREE >> 20);
+  if (!why[0]) {
+    snprintf(f->arenas, sizeof f->arenas, "%s/loom-arenas-%d-XXXXXX", shm, (int)getpid());
+    if (mkdtemp(f->arenas)) return;
+    snprintf(why, sizeof why, "cannot create a folder in %s: %s", shm, strerror(errno));
+  }
+  fprintf(stderr, "loom record: %s; the shared-memory buffers go to %s instead, on its "
+                  "filesystem (recording may cost more; LOOM_SHM_DIR names a tmpfs folder)\n",
+          why, f->dir);
+  snprintf(f->arenas, sizeof f->arenas, "%s", f->dir);
+}
+
 int loom__follow_setup(loom_follow *f, const char *out, const char *mode) {
   memset(f, 0, sizeof *f);
   if (strcmp(mode, "none") && strcmp(mode, "exec") && strcmp(mode, "all")) {
@@ -94,7 +125,9 @@ int loom__follow_setup(loom_follow *f, const char *out, const char *mode) {
   if (abs && strlen(abs) < sizeof f->out) snprintf(f->out, sizeof f->out, "%s", abs);
   free(abs);
   f->oom_kills = oom_kills();
+  arenas_setup(f);
   setenv("LOOM_RECORD_DIR", f->dir, 1);
+  setenv("LOOM_RECORD_ARENAS", f->arenas, 1);
   setenv("LOOM_RECORD_TRACEDIR", f->to_dir ? f->out : f->dir, 1);
   setenv("LOOM_RECORD_EXT", f->to_dir ? ".json" : ext_of(out), 1);
   setenv("LOOM_RECORD_FOLLOW", mode, 1);
@@ -236,7 +269,7 @@ static void death(const loom_follow *f, pid_t pid, pid_t top, int top_status, ch
 static int salvage(const loom_follow *f, proc *p, pid_t top, int top_status, char *msg,
                    size_t n) {
   char path[PATH_MAX + 64], how[160];
-  snprintf(path, sizeof path, "%s/%d.arena", f->dir, (int)p->pid);
+  snprintf(path, sizeof path, "%s/%d.arena", f->arenas, (int)p->pid);
   msg[0] = 0;
   if (access(path, F_OK) != 0) return -1;
   death(f, p->pid, top, top_status, how, sizeof how);
@@ -454,6 +487,8 @@ void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t
     }
   }
   if (!keep) rm_rf(f->dir);
+  /* the arenas are not needed once every trace is written or rebuilt */
+  if (strcmp(f->arenas, f->dir)) rm_rf(f->arenas);
   free(inputs);
   free(v);
   free(f->ended);

@@ -10,6 +10,7 @@
 
 typedef struct loom_follow {
   char dir[PATH_MAX];   /* session folder (markers; traces unless to_dir) */
+  char arenas[PATH_MAX]; /* the processes' <pid>.arena: a folder in tmpfs, or dir */
   char out[PATH_MAX];   /* -o: the merged trace, or the folder of traces */
   int to_dir;           /* -o DIR/: one trace per process, kept there */
   struct { pid_t pid; int status; } *ended; /* descendants loom record reaped */

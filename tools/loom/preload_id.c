@@ -50,6 +50,8 @@ static const char *size_env(void) {
 
 int loom__rec_file(char *out, size_t n, const char *suffix) {
   const char *dir = getenv("LOOM_RECORD_DIR");
+  const char *arenas = getenv("LOOM_RECORD_ARENAS");
+  if (!strcmp(suffix, ".arena") && arenas && *arenas) dir = arenas;
   if (!dir || !*dir) return -1;
   int k = snprintf(out, n, "%s/%d%s", dir, (int)getpid(), suffix);
   return k > 0 && (size_t)k < n ? 0 : -1;

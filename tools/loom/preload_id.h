@@ -8,7 +8,8 @@
 
 /* argv joined by spaces (from /proc/self/cmdline). */
 void loom__rec_cmdline(char *out, size_t n);
-/* LOOM_RECORD_DIR/<pid><suffix>; -1 when there is no such folder. */
+/* LOOM_RECORD_DIR/<pid><suffix> (.arena: in LOOM_RECORD_ARENAS when set);
+ * -1 when there is no such folder. */
 int loom__rec_file(char *out, size_t n, const char *suffix);
 /* Where this process's trace goes: LOOM_RECORD_TRACEDIR/<program>-<pid>
  * [-rank<R>]<LOOM_RECORD_EXT>, else LOOM_RECORD_OUTPUT, else

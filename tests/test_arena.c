@@ -1,0 +1,141 @@
+/*
+ * test_arena.c - the shared-memory arena's allocator (src/record/arena.c,
+ * docs/survival.md), in forked children (an arena cannot be turned off):
+ *  - the file grows as a hole and each block is reserved when allocated:
+ *    after 100,000 range pairs the file holds (st_blocks) no more than the
+ *    records plus a small overhead, less than it spans; a process that dies
+ *    without writing its trace is rebuilt from it with every range;
+ *  - a full filesystem (RLIMIT_FSIZE stands in for it) is a failed
+ *    allocation, never a SIGBUS: the records go on in malloc'ed chunks and
+ *    the live trace holds every one.
+ * The arena goes in LOOM_SHM_DIR (default /dev/shm, where loom record puts
+ * it; $TMPDIR when that is missing).
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/salvage.h"
+#include "testutil.h"
+
+int loom__arena_begin(const char *path, const char *out);
+
+enum { PAIRS = 100000, REC = 32 };
+
+static void arena_path(char *buf, size_t n) {
+  const char *d = getenv("LOOM_SHM_DIR");
+  struct stat st;
+  if (!d || !*d) d = stat("/dev/shm", &st) == 0 ? "/dev/shm" : getenv("TMPDIR");
+  snprintf(buf, n, "%s/loomtest-arena-%d.arena", d && *d ? d : "/tmp", (int)getpid());
+}
+
+static loom_session *start(void) {
+  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu",
+                             .options = "buffer_size=256k,memory_cap=0"};
+  loom_session *s = NULL;
+  if (loom_session_create(&cfg, &s) || loom_session_start(s)) {
+    fprintf(stderr, "child: %s\n", loom_last_error());
+    _exit(3);
+  }
+  return s;
+}
+
+static void pairs(long n) {
+  for (long i = 0; i < n; i++) {
+    loom_range_push("a");
+    loom_range_pop();
+  }
+}
+
+/* Runs fn in a child; its exit status (a signal fails the test). */
+static int in_child(int (*fn)(const char *, const char *), const char *arena, const char *out) {
+  fflush(NULL);
+  pid_t c = fork();
+  if (c == 0) _exit(fn(arena, out));
+  int st = 0;
+  waitpid(c, &st, 0);
+  if (WIFSIGNALED(st)) {
+    fail_msg("the child died of signal %d", WTERMSIG(st));
+  }
+  return WEXITSTATUS(st);
+}
+
+/* Records PAIRS pairs and dies without its trace, like a killed process. */
+static int die_recording(const char *arena, const char *out) {
+  if (loom__arena_begin(arena, out) != 0) return 4;
+  start();
+  pairs(PAIRS);
+  _exit(0);
+}
+
+static void test_holes_and_salvage(void **state) {
+  (void)state;
+  char arena[4096], out[4096];
+  arena_path(arena, sizeof arena);
+  tmp_path(out, sizeof out, ".json");
+  assert_int_equal(in_child(die_recording, arena, out), 0);
+  struct stat st;
+  assert_int_equal(stat(arena, &st), 0);
+  unsigned long long held = (unsigned long long)st.st_blocks * 512, recs = 2ull * PAIRS * REC;
+  printf("arena: spans %lld bytes, holds %llu, records %llu\n", (long long)st.st_size, held, recs);
+  assert_true(held >= recs);
+  assert_true(held < recs + (1u << 20)); /* header, thread buffer, one partly filled chunk */
+  assert_true(held < (unsigned long long)st.st_size); /* the segment ahead is not reserved */
+  loom__salvage_result r;
+  assert_int_equal(loom__salvage(arena, "was killed by SIGKILL", &r), LOOM_OK);
+  assert_int_equal(r.ranges, PAIRS);
+  assert_string_equal(r.out, out);
+  tp_require();
+  assert_int_equal(tp_int(out, "select count(*) from slice where name = 'a'"), PAIRS);
+  assert_int_equal(tp_errors(out), 0);
+  unlink(arena);
+  unlink(out);
+}
+
+/* A filesystem that fills at 6 MiB: the arena's second segment cannot be
+ * made; recording goes on in malloc'ed chunks. */
+static int fill_up(const char *arena, const char *out) {
+  (void)out;
+  signal(SIGXFSZ, SIG_IGN); /* the write fails with EFBIG instead */
+  struct rlimit rl = {6u << 20, 6u << 20};
+  if (setrlimit(RLIMIT_FSIZE, &rl) != 0 || loom__arena_begin(arena, "/dev/null") != 0) return 4;
+  loom_session *s = start();
+  pairs(PAIRS); /* 6.4 MB of records */
+  loom_trace *t = NULL;
+  if (loom_session_stop(s, &t) != LOOM_OK) return 5;
+  size_t n = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    n += v.name && !strcmp(v.name, "a");
+  }
+  printf("full filesystem: %zu of %d ranges in the live trace\n", n, PAIRS);
+  fflush(stdout);
+  struct stat st;
+  int small = stat(arena, &st) == 0 && st.st_size <= (6 << 20);
+  loom_trace_free(t);
+  loom_session_destroy(s);
+  unlink(arena);
+  return n == PAIRS && small ? 0 : 6;
+}
+
+static void test_full_filesystem(void **state) {
+  (void)state;
+  char arena[4096];
+  arena_path(arena, sizeof arena);
+  assert_int_equal(in_child(fill_up, arena, NULL), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_holes_and_salvage),
+      cmocka_unit_test(test_full_filesystem),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
