@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../tools/loom/kineto_cfg.h"
+#include "../src/ctl/kineto_cfg.h"
 #include "loom/loom.h"
 #include "testutil.h"
 
