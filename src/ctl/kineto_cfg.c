@@ -129,7 +129,7 @@ static int activity_types_value(parse_ctx *c, const char *val) {
         snprintf(why, sizeof why, "'%s' is not a Kineto activity type", word);
         return fail(c, "ACTIVITY_TYPES", val, why);
       }
-      if (!activity_types[k].kinds)
+      if (!activity_types[k].kinds && strcmp(word, "external_correlation")) /* always linked */
         warnf(c, "ACTIVITY_TYPES: '%s' has no loom record kind (nothing recorded for it)", word);
       kinds |= activity_types[k].kinds;
     }
