@@ -36,7 +36,6 @@
 
 #include "core.h"
 #include "ctl/ctl.h"
-#include "ctl/kineto_cfg.h"
 #include "trigger.h"
 
 enum { P_IDLE, P_ARMED, P_WARMUP, P_ON };
@@ -274,7 +273,6 @@ int loom__window_path(char *buf, size_t n, const char *pattern, unsigned seq, in
 /* ---- windows --------------------------------------------------------------- */
 static void *timer_main(void *arg);
 static void label(loom_trace *t, const char *what, unsigned seq);
-static void keep_kinds(loom_trace *t, uint32_t kinds, unsigned seq);
 
 static void need_thread(void) {
   if (T.thread_on) return;
@@ -335,7 +333,7 @@ static void run_plan(step_plan p) {
     loom_status st = loom__session_window_end(s, p.end == 1, &t);
     if (st != LOOM_OK) loom__log(LOOM_SEV_ERROR, "window %u: %s", seq, loom_last_error());
     else if (t) {
-      keep_kinds(t, kinds, seq);
+      loom__window_keep_kinds(t, kinds, seq);
       label(t, what, seq);
       deliver(s, t, pattern, seq, multi);
     }
@@ -562,57 +560,6 @@ void loom__trigger_write(loom_trace *t, const char *out, const char *what) {
   deliver(s, t, out ? out : "", seq, out == NULL);
 }
 
-/* The kinds a request kept (ACTIVITY_TYPES): said in the trace, with what
- * was left out (not lost silently). */
-static void keep_kinds(loom_trace *t, uint32_t kinds, unsigned seq) {
-  if (!kinds) return;
-  uint64_t gone = 0;
-  char k[256], msg[400];
-  loom__kinds_format(kinds, k, sizeof k);
-  if (loom__trace_keep(t, kinds, INT64_MIN, &gone) != 0) {
-    loom__log(LOOM_SEV_WARNING, "window %u: out of memory selecting kinds %s; all kept", seq, k);
-    return;
-  }
-  snprintf(msg, sizeof msg, "this window keeps only the record kinds asked for (%s, from "
-           "ACTIVITY_TYPES): %llu events of other kinds are left out", k,
-           (unsigned long long)gone);
-  if (loom__trace_add_meta(t, "loom_window_kinds", k) || loom__trace_add_warning(t, msg))
-    loom__log(LOOM_SEV_WARNING, "window %u: out of memory labelling its trace", seq);
-}
-
-int loom__trigger_ring_dump(const loom__window_req *r, int64_t last_ns) {
-  loom__clear_error();
-  if (!loom__ring_active())
-    return loom__fail(LOOM_ESTATE, "no session records in ring mode (mode=ring)");
-  if (r->steps > 0 || r->start_step >= 0 || r->delay_ns > 0)
-    return loom__fail(LOOM_EINVAL, "this process records in ring mode (a flight recorder): a "
-                      "trigger dumps what its ring holds now; --steps, --start-step and --delay "
-                      "ask for a window ahead, which it does not record (ask with nothing, or "
-                      "--duration SEC for the last SEC seconds it holds)");
-  char what[160] = "loom trigger: a dump of the ring";
-  if (last_ns > 0)
-    snprintf(what, sizeof what, "loom trigger: a dump of the ring, its last %.3f s",
-             (double)last_ns * 1e-9);
-  loom_trace *t = loom__ring_dump(what);
-  if (!t) return loom__fail(LOOM_ESTATE, "the ring dump failed: %s", loom_last_error());
-  uint64_t gone = 0;
-  if (last_ns > 0) {
-    int64_t end = t->end_ns > 0 ? t->end_ns : (int64_t)loom__clock_now(LOOM_CLOCK_REALTIME);
-    char v[32], msg[300];
-    if (loom__trace_keep(t, 0, end - last_ns, &gone) == 0) {
-      snprintf(v, sizeof v, "%lld", (long long)last_ns);
-      snprintf(msg, sizeof msg, "this dump keeps the ring's last %.3f s (asked): %llu older "
-               "events the ring held are left out", (double)last_ns * 1e-9,
-               (unsigned long long)gone);
-      if (loom__trace_add_meta(t, "ring_dump_last_ns", v) || loom__trace_add_warning(t, msg))
-        loom__log(LOOM_SEV_WARNING, "ring dump: out of memory labelling its trace");
-    }
-  }
-  keep_kinds(t, r->kinds & LOOM_KINDS_ALL, 0);
-  loom__trigger_write(t, r->out, what); /* takes t; the done function tells a waiter */
-  return LOOM_OK;
-}
-
 /* on_demand=on: the session serves loom trigger (ctl.c) while it records. */
 void loom__trigger_serve(loom_session *s, int on) {
   pthread_mutex_lock(&T.mu);
@@ -720,7 +667,7 @@ void loom__trigger_forked(void) {
   T.what[0] = 0;
 }
 
-/* ---- for the control socket (tools/loom/ctl.c) ---------------------------------- */
+/* ---- for the control socket (src/ctl/ctl.c) ---------------------------------- */
 int64_t loom__trigger_next_step(void) {
   pthread_mutex_lock(&T.mu);
   int64_t n = T.next_step;

@@ -8,7 +8,8 @@
  * from outside it.
  *
  * The entry points below are exported from libloom (hidden elsewhere) so
- * that loom-preload.so and its control socket can call them.
+ * that loom-preload.so (its window writer) can call them; the control socket
+ * (src/ctl/ctl.c) is part of libloom.
  */
 #ifndef LOOM_TRIGGER_H
 #define LOOM_TRIGGER_H
@@ -49,6 +50,9 @@ __attribute__((visibility("default"))) int loom__trigger_ring_dump(const loom__w
  * dropped end are dropped.  *removed: how many events went.  0 or -1 (out
  * of memory, nothing changed).  keep.c. */
 int loom__trace_keep(loom_trace *t, uint32_t kinds, int64_t since_ns, uint64_t *removed);
+/* loom__trace_keep by kinds (0: nothing to do), saying so in the trace:
+ * metadata loom_window_kinds and a warning counting what was left out. */
+void loom__window_keep_kinds(loom_trace *t, uint32_t kinds, unsigned seq);
 
 /* Called for every step (loom_step, PyTorch's ProfilerStep#N through the
  * adapter). */
@@ -75,7 +79,7 @@ __attribute__((visibility("default"))) int loom__window_path(char *buf, size_t n
                                                              const char *pattern, unsigned seq,
                                                              int multi);
 
-/* For `loom trigger` (tools/loom/ctl.c): the number of the next step to
+/* For `loom trigger` (src/ctl/ctl.c): the number of the next step to
  * begin (0 before the first), and the controller's state: 0 idle, 1 a
  * window armed, 2 one recording (or being written, or a session that is
  * not in window mode), with the window described in desc. */
