@@ -25,7 +25,7 @@
 #include <sys/un.h>
 
 #include "loom/loom.h"
-#include "../tools/loom/ctl.h"
+#include "../src/ctl/ctl.h"
 
 static long pairs = 200000;
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../tools/loom/kineto_cfg.h"
+#include "../src/ctl/kineto_cfg.h"
 #include "loom/loom.h"
 #include "testutil.h"
 
@@ -49,9 +49,12 @@ static void test_time_window(void **state) {
                          &r, err, sizeof err), 0);
   assert_int_equal(r.duration_ns, 2000000000LL);
   assert_string_equal(r.out, "/tmp/y.json");
-  /* nothing asked: Kineto's default duration, 500 ms */
+  assert_int_equal(r.defaulted, 0);
+  /* nothing asked: Kineto's default duration, 500 ms, marked as such (a
+   * ring-mode process then dumps all it holds) */
   assert_int_equal(parse("# only a comment\n\n", &r, err, sizeof err), 0);
   assert_int_equal(r.duration_ns, 500000000LL);
+  assert_int_equal(r.defaulted, 1);
 }
 
 static void test_step_window(void **state) {
@@ -129,6 +132,19 @@ static void test_activity_types(void **state) {
   assert_int_equal(r.kinds, LOOM_KIND_BIT(LOOM_KIND_MEMSET));
   assert_int_equal(nwarn, 1);
   assert_non_null(strstr(warned, "'python_function'"));
+  /* every name Kineto's toActivityType accepts (libkineto/include/ActivityType.h) */
+  assert_int_equal(parse("ACTIVITY_TYPES=cpu_op,user_annotation,gpu_user_annotation,gpu_memcpy,"
+                         "gpu_memset,kernel,external_correlation,cuda_runtime,cuda_driver,"
+                         "cpu_instant_event,python_function,overhead,mtia_runtime,mtia_ccp_events,"
+                         "mtia_insight,cuda_sync,cuda_event,mtia_counters,glow_runtime,"
+                         "cuda_profiler_range,hpu_op,xpu_runtime,xpu_driver,collective_comm,"
+                         "privateuse1_runtime,privateuse1_driver,xpu_scope_profiler,xpu_sync,"
+                         "hardware_counters", &r, err, sizeof err), 0);
+  assert_int_equal(r.kinds, LOOM_KINDS_ALL & ~LOOM_KIND_BIT(LOOM_KIND_MARKER));
+  assert_int_equal(nwarn, 5); /* python_function, mtia_ccp_events, mtia_insight,
+                                 cuda_profiler_range, xpu_scope_profiler */
+  assert_int_equal(parse("ACTIVITY_TYPES=hardware_counters", &r, err, sizeof err), 0);
+  assert_int_equal(r.kinds, LOOM_KIND_BIT(LOOM_KIND_COUNTER));
   /* not a type at all: an error naming the key, the value and the word */
   assert_int_equal(parse("ACTIVITY_TYPES=kernel,gpu_memcopy", &r, err, sizeof err), -1);
   assert_string_equal(err, "ACTIVITY_TYPES=kernel,gpu_memcopy: 'gpu_memcopy' is not a Kineto "

@@ -113,7 +113,7 @@ static void test_ring_trigger(void **state) {
   free(out);
   char *text = read_file(dump, NULL);
   assert_non_null(text);
-  assert_non_null(strstr(text, "\"ring_dump_reason\":\"loom trigger\""));
+  assert_non_null(strstr(text, "\"ring_dump_reason\":\"loom trigger: a dump of the ring\""));
   free(text);
   const char *q[] = {"select count(*) > 10 from slice where name like 'ProfilerStep#%'",
                      "select count(*) from stats where value > 0 and severity in ('error','data_loss')"};

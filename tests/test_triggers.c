@@ -251,6 +251,8 @@ static void test_bad_options(void **state) {
       {"duration=0", "duration=0"},
       {"delay=-1,duration=1", "option delay='-1'"},
       {"windows=maybe", "windows='maybe'"},
+      {"on_demand=maybe", "on_demand='maybe'"},
+      {"mode=ring,start_step=1,steps=2", "cannot be combined with recording windows"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu", .options = bad[i].opts};
@@ -259,6 +261,12 @@ static void test_bad_options(void **state) {
     if (!strstr(loom_last_error(), bad[i].needle))
       fail_msg("%s: message '%s' lacks '%s'", bad[i].opts, loom_last_error(), bad[i].needle);
   }
+  /* a ring asked for from outside: accepted */
+  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu",
+                             .options = "mode=ring,windows=on,on_demand=on"};
+  loom_session *s = NULL;
+  assert_int_equal(loom_session_create(&cfg, &s), LOOM_OK);
+  loom_session_destroy(s);
 }
 
 static void test_output_names(void **state) {

@@ -278,6 +278,10 @@ int loom__trigger_session_stop(struct loom_session *s);
 void loom__trigger_session_gone(struct loom_session *s);
 /* In a forked child: the parent's controller is the parent's. */
 void loom__trigger_forked(void);
+/* on_demand=on: serve loom trigger from session start (on) to stop (trigger.c). */
+void loom__trigger_serve(struct loom_session *s, int on);
+/* Is a session recording in ring mode (a dump has something to read)? ring.c */
+int loom__ring_active(void);
 /* Starts recording a window: host records and every backend. */
 loom_status loom__session_window_begin(struct loom_session *s);
 /* Ends it: backends stopped and flushed; keep: the window's trace in *out

@@ -148,6 +148,13 @@ void loom__ring_end(loom_session *s) {
   pthread_mutex_unlock(&mu);
 }
 
+int loom__ring_active(void) {
+  pthread_mutex_lock(&mu);
+  int on = live != NULL;
+  pthread_mutex_unlock(&mu);
+  return on;
+}
+
 loom_trace *loom__ring_dump(const char *reason) {
   loom_trace *t = NULL;
   pthread_mutex_lock(&mu);

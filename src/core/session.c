@@ -287,10 +287,6 @@ loom_status loom_session_create(const loom_session_config *cfg, loom_session **o
   loom_status st = loom__opts_parse(&s->opts, opts);
   if (st == LOOM_OK) st = read_sizes(s);
   if (st == LOOM_OK) st = loom__trigger_configure(s);
-  if (st == LOOM_OK && s->ring && s->windows)
-    st = loom__fail(LOOM_EINVAL, "option mode=ring (loom record --ring) keeps the most recent "
-                    "records itself and cannot be combined with recording windows (start_step, "
-                    "steps, delay, duration, wait/warmup/active)");
   if (st == LOOM_OK) {
     s->name = loom__strdup(name ? name : "loom");
     size_t np;
@@ -358,11 +354,13 @@ loom_status loom_session_start(loom_session *s) {
   if (s->windows) { /* nothing records until a window begins (trigger.c) */
     loom__hostrec_reset_steps();
     loom__trigger_session_start(s);
+    loom__trigger_serve(s, 1);
     return LOOM_OK;
   }
   loom__timeline_begin(&s->tl);
   host_begin(s, 0);
   start_backends(s);
+  loom__trigger_serve(s, 1); /* on_demand=on: loom trigger's socket */
   return LOOM_OK;
 }
 
@@ -547,9 +545,11 @@ loom_status loom_session_stop(loom_session *s, loom_trace **out) {
     return loom__fail(LOOM_ESTATE, "loom_session_stop: session is not recording");
   if (s->windows) { /* each window went to its file; one in progress ends now */
     s->abandoned = loom__trigger_session_stop(s) != 0;
+    loom__trigger_serve(s, 0);
     s->state = LOOM__S_STOPPED;
     return LOOM_OK;
   }
+  loom__trigger_serve(s, 0);
   stop_all(s);
   s->state = LOOM__S_STOPPED;
   loom_trace *t = NULL;

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "ctl/ctl.h"
 #include "trigger.h"
 
 enum { P_IDLE, P_ARMED, P_WARMUP, P_ON };
@@ -44,6 +45,7 @@ typedef struct tcfg {
   int64_t start_step, steps, delay_ns, duration_ns;
   int64_t wait, warmup, active, repeat, skip_first;
   int sched, window;
+  int serve;            /* on_demand=on: the session serves loom trigger */
   char *output;
 } tcfg;
 
@@ -62,6 +64,8 @@ static struct {
   int64_t end_cycle;          /* the cycle a plan's end writes */
   char out[4096];             /* this window's pattern ("" the session's) */
   int multi;                  /* the session may write several windows */
+  uint32_t kinds;             /* the one-shot window keeps these (0: all) */
+  int serving;                /* this session started the control socket */
   char what[192];             /* the window, for the busy message */
   unsigned seq;
   int64_t next_step;          /* the next step to begin (loom trigger's Kineto rules) */
@@ -174,19 +178,37 @@ static void percent_decode(char *s) {
   *w = 0;
 }
 
+/* An on/off option; *v 0 when absent. */
+static int on_off(loom_session *s, const char *key, int *v) {
+  const char *w = loom__opts_get(&s->opts, key);
+  *v = w && (!strcmp(w, "on") || !strcmp(w, "1"));
+  if (w && *w && !*v && strcmp(w, "off") && strcmp(w, "0")) {
+    loom__fail(LOOM_EINVAL, "option %s='%s': expected on or off", key, w);
+    return -1;
+  }
+  return 0;
+}
+
 loom_status loom__trigger_configure(loom_session *s) {
   pthread_once(&cv_once, init_cv);
   tcfg c = {0};
   loom_status st = read_cfg(s, &c);
   if (st) return st;
-  const char *w = loom__opts_get(&s->opts, "windows");
-  int on_demand = w && (!strcmp(w, "on") || !strcmp(w, "1"));
-  if (w && *w && !on_demand && strcmp(w, "off") && strcmp(w, "0"))
-    return loom__fail(LOOM_EINVAL, "option windows='%s': expected on or off", w);
+  int on_demand, serve;
+  if (on_off(s, "windows", &on_demand) || on_off(s, "on_demand", &serve))
+    return LOOM_EINVAL;
+  if (s->ring && c.window)
+    return loom__fail(LOOM_EINVAL, "option mode=ring (loom record --ring) keeps the most recent "
+                      "records itself and cannot be combined with recording windows (start_step, "
+                      "steps, delay, duration, wait/warmup/active); a trigger (on_demand=on, "
+                      "loom trigger) dumps the ring");
+  c.serve = serve;
   const char *o = loom__opts_get(&s->opts, "output");
   if (o && *o && !(c.output = loom__strdup(o))) return loom__fail(LOOM_ENOMEM, "out of memory");
   if (c.output) percent_decode(c.output);
-  s->windows = c.window || on_demand;
+  /* on demand: record nothing until asked, except in ring mode, where a
+   * trigger dumps what the ring holds */
+  s->windows = c.window || ((on_demand || serve) && !s->ring);
   pthread_mutex_lock(&T.mu);
   free(T.cfg.output);
   T.cfg = c;
@@ -279,6 +301,9 @@ static void deliver(loom_session *s, loom_trace *t, const char *pattern, unsigne
     T.fn(t, path, seq, T.ud);
   } else if (loom_trace_save(t, path) != LOOM_OK) {
     loom__log(LOOM_SEV_ERROR, "window %u: %s", seq, loom_last_error());
+    loom__ctl_window_done(path, 0, loom_last_error()); /* a client waiting hears it */
+  } else {
+    loom__ctl_window_done(path, 1, NULL);
   }
   loom_trace_free(t);
 }
@@ -296,6 +321,7 @@ static void run_plan(step_plan p) {
   char pattern[sizeof T.out];
   snprintf(pattern, sizeof pattern, "%s", T.out);
   int multi = T.multi;
+  uint32_t kinds = T.sched ? 0 : T.kinds;
   unsigned seq = p.end == 1 ? ++T.seq : 0;
   char what[sizeof T.what + 48];
   if (T.sched) snprintf(what, sizeof what, "cycle %lld of %s", (long long)T.end_cycle + 1, T.what);
@@ -307,6 +333,7 @@ static void run_plan(step_plan p) {
     loom_status st = loom__session_window_end(s, p.end == 1, &t);
     if (st != LOOM_OK) loom__log(LOOM_SEV_ERROR, "window %u: %s", seq, loom_last_error());
     else if (t) {
+      loom__window_keep_kinds(t, kinds, seq);
       label(t, what, seq);
       deliver(s, t, pattern, seq, multi);
     }
@@ -379,6 +406,7 @@ static void began_oneshot(void) {
 
 static void ended_oneshot(void) {
   T.phase = P_IDLE;
+  T.kinds = 0;
   T.begin_at = T.end_at = 0;
   T.what[0] = 0;
 }
@@ -439,6 +467,7 @@ static void arm_oneshot(const loom__window_req *r, int multi) {
   T.start_step = r->start_step;
   T.steps = r->steps;
   T.duration_ns = r->duration_ns;
+  T.kinds = r->kinds & LOOM_KINDS_ALL;
   T.need_step = r->start_step >= 0 || r->steps > 0;
   T.begin_at = r->delay_ns > 0 ? mono_ns() + r->delay_ns : 0;
   T.end_at = 0;
@@ -531,6 +560,18 @@ void loom__trigger_write(loom_trace *t, const char *out, const char *what) {
   deliver(s, t, out ? out : "", seq, out == NULL);
 }
 
+/* on_demand=on: the session serves loom trigger (ctl.c) while it records. */
+void loom__trigger_serve(loom_session *s, int on) {
+  pthread_mutex_lock(&T.mu);
+  int start = on && T.owner == s && T.cfg.serve && !T.serving;
+  int stop = !on && T.serving;
+  if (start) T.serving = 1;
+  if (stop) T.serving = 0;
+  pthread_mutex_unlock(&T.mu);
+  if (start) loom__ctl_start();
+  if (stop) loom__ctl_stop("the session stopped before the window ended");
+}
+
 void loom__trigger_set_done(loom__window_done_fn fn, void *ud) {
   pthread_mutex_lock(&T.mu);
   T.fn = fn;
@@ -590,6 +631,7 @@ int loom__trigger_session_stop(loom_session *s) {
     else if (T.phase == P_WARMUP) run_plan((step_plan){2, 0, 0});
     T.phase = P_IDLE;
     T.sched = 0;
+    T.kinds = 0;
     T.begin_at = T.end_at = 0;
     T.what[0] = 0;
     T.s = NULL;
@@ -611,7 +653,10 @@ void loom__trigger_session_gone(loom_session *s) {
 /* The parent's timer thread does not exist in the child, and its lock may
  * have been held at the fork. */
 void loom__trigger_forked(void) {
+  loom__ctl_forked(); /* the parent's socket is not the child's */
   pthread_mutex_init(&T.mu, NULL);
+  T.serving = 0;
+  T.kinds = 0;
   init_cv();
   T.s = T.owner = NULL;
   T.cfg.output = NULL; /* the parent's copy; not freed (its lock state unknown) */
@@ -622,7 +667,7 @@ void loom__trigger_forked(void) {
   T.what[0] = 0;
 }
 
-/* ---- for the control socket (tools/loom/ctl.c) ---------------------------------- */
+/* ---- for the control socket (src/ctl/ctl.c) ---------------------------------- */
 int64_t loom__trigger_next_step(void) {
   pthread_mutex_lock(&T.mu);
   int64_t n = T.next_step;

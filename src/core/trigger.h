@@ -8,7 +8,8 @@
  * from outside it.
  *
  * The entry points below are exported from libloom (hidden elsewhere) so
- * that loom-preload.so and its control socket can call them.
+ * that loom-preload.so (its window writer) can call them; the control socket
+ * (src/ctl/ctl.c) is part of libloom.
  */
 #ifndef LOOM_TRIGGER_H
 #define LOOM_TRIGGER_H
@@ -24,12 +25,34 @@ typedef struct loom__window_req {
   int64_t start_step;   /* >=0: begin at this step number; -1: at once */
   int64_t steps;        /* >0: the window lasts this many steps */
   const char *out;      /* file for this window; NULL: the session's output pattern */
+  uint32_t kinds;       /* LOOM_KIND_BIT mask the window keeps (Kineto's
+                           ACTIVITY_TYPES); 0: what the session records */
 } loom__window_req;
 
 /* From any thread: arm one window on the running process's session.  0;
  * LOOM_EBUSY (with a message naming the window in progress) when a window
  * is armed or recording. */
 __attribute__((visibility("default"))) int loom__trigger_request(const loom__window_req *r);
+
+/* From any thread, on a process recording in ring mode: dumps what its
+ * rings hold now (last_ns > 0: only the records that began in the last
+ * last_ns of it, device work with the call that launched it), keeping
+ * r->kinds, written like a window (r->out, else the session's output
+ * pattern).  A request for a window ahead (steps, start_step, delay) is
+ * LOOM_EINVAL with a message; LOOM_ESTATE when nothing records in ring
+ * mode. */
+__attribute__((visibility("default"))) int loom__trigger_ring_dump(const loom__window_req *r,
+                                                                   int64_t last_ns);
+
+/* Keeps, of a finished trace, the events of the kinds in `kinds` (0: all;
+ * markers always) that began at or after since_ns (INT64_MIN: all); device
+ * work whose launching call is dropped by time goes with it; flows with a
+ * dropped end are dropped.  *removed: how many events went.  0 or -1 (out
+ * of memory, nothing changed).  keep.c. */
+int loom__trace_keep(loom_trace *t, uint32_t kinds, int64_t since_ns, uint64_t *removed);
+/* loom__trace_keep by kinds (0: nothing to do), saying so in the trace:
+ * metadata loom_window_kinds and a warning counting what was left out. */
+void loom__window_keep_kinds(loom_trace *t, uint32_t kinds, unsigned seq);
 
 /* Called for every step (loom_step, PyTorch's ProfilerStep#N through the
  * adapter). */
@@ -56,7 +79,7 @@ __attribute__((visibility("default"))) int loom__window_path(char *buf, size_t n
                                                              const char *pattern, unsigned seq,
                                                              int multi);
 
-/* For `loom trigger` (tools/loom/ctl.c): the number of the next step to
+/* For `loom trigger` (src/ctl/ctl.c): the number of the next step to
  * begin (0 before the first), and the controller's state: 0 idle, 1 a
  * window armed, 2 one recording (or being written, or a session that is
  * not in window mode), with the window described in desc. */

@@ -15,5 +15,5 @@ for i in $(seq 200); do # the program is loom record's child once it runs
 done
 [ -n "$pid" ] || { echo "stepapp did not start under loom record"; kill "$rec"; exit 1; }
 sleep 2 # some steps first
-"$loom" trigger "$pid" --duration 1 -o "$dump" || { kill "$rec"; wait "$rec"; exit 1; }
+"$loom" trigger "$pid" -o "$dump" || { kill "$rec"; wait "$rec"; exit 1; }
 wait "$rec"

@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "core/trigger.h"
-#include "ctl.h"
+#include "ctl/ctl.h"
 #include "loom/loom.h"
 #include "preload_id.h"
 

@@ -23,16 +23,18 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "ctl.h"
-#include "kineto_cfg.h"
+#include "ctl/ctl.h"
+#include "ctl/kineto_cfg.h"
 
 static int usage(void) {
   fprintf(stderr,
       "usage: loom trigger PID [--duration SEC | --steps K [--start-step N]] [--delay SEC]\n"
       "                        [-o FILE] [--config FILE|TEXT] [--no-wait]\n"
       "       loom trigger --list\n"
-      "  ask process PID (recording under loom record) for one window, written to\n"
-      "  its own file; waits for the window to end and prints the file\n"
+      "  ask process PID (under loom record, or a program whose session has\n"
+      "  on_demand=on) for one window, written to its own file; waits for the\n"
+      "  window to end and prints the file.  A process in ring mode dumps its ring\n"
+      "  now instead: all it holds, or with --duration SEC its last SEC seconds\n"
       "  --duration SEC   a window of SEC seconds, from now (or after --delay)\n"
       "  --steps K        a window of K steps, from the next step (or --start-step N)\n"
       "  -o FILE          where the window goes (default: the recording's -o pattern)\n"
@@ -304,6 +306,7 @@ typedef struct cli {
   loom__ondemand r;
   int64_t delay_ns;
   int wait, has_config;
+  int asked; /* a window was asked (not only Kineto's default duration) */
 } cli;
 
 static int parse_args(cli *c, int argc, char **argv, long *pid) {
@@ -352,10 +355,8 @@ static int parse_args(cli *c, int argc, char **argv, long *pid) {
       fprintf(stderr, "loom trigger: --config: %s\n", err);
       return 2;
     }
-  } else if (!dur && !steps) {
-    fprintf(stderr, "loom trigger: give --duration SEC, --steps K or --config\n");
-    return 2;
   }
+  c->asked = dur || steps || (config && !c->r.defaulted);
   /* the command line wins over the configuration */
   if (dur) c->r.duration_ns = dur, c->r.steps = 0, c->r.start_step = -1;
   if (steps) c->r.steps = steps, c->r.duration_ns = 0;
@@ -402,21 +403,16 @@ int cmd_trigger(int argc, char **argv) {
   long pid;
   int rc = parse_args(&c, argc, argv, &pid);
   if (rc) return rc;
-  if (c.r.kinds) {
-    char k[256];
-    loom__kinds_format(c.r.kinds, k, sizeof k);
-    fprintf(stderr, "loom trigger: note: ACTIVITY_TYPES asks for %s; the window holds what the "
-                    "process records (the record kinds are chosen when recording starts)\n", k);
-  }
   int fd = open_process(pid);
   if (fd < 0) return 1;
   char req[8192];
   snprintf(req, sizeof req,
            LOOM_CTL_MAGIC "\nop=trigger\ndelay_ns=%lld\nduration_ns=%lld\nsteps=%lld\n"
-                          "start_step=%lld\nroundup=%lld\nwarmup=%lld\nwait=%d\nout=%s\n\n",
+                          "start_step=%lld\nroundup=%lld\nwarmup=%lld\nwait=%d\nkinds=%u\n"
+                          "asked=%d\nout=%s\n\n",
            (long long)c.delay_ns, (long long)c.r.duration_ns, (long long)c.r.steps,
            (long long)c.r.start_step, (long long)c.r.roundup, (long long)c.r.warmup, c.wait,
-           c.r.out);
+           c.r.kinds, c.asked, c.r.out);
   if (send_all(fd, req) != 0) {
     fprintf(stderr, "loom trigger: process %ld: %s\n", pid, strerror(errno));
     close(fd);

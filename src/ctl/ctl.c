@@ -1,8 +1,10 @@
 /*
- * ctl.c - the control socket's server in loom-preload.so: one thread per
- * recording process that answers `loom trigger` (see ctl.h for the folder
- * and the protocol) and hands trigger requests to the core's window
- * controller (src/core/trigger.h).
+ * ctl.c - the control socket's server in libloom: one thread per recording
+ * process that answers `loom trigger` (see ctl.h for the folder and the
+ * protocol) and hands trigger requests to the core's window controller
+ * (src/core/trigger.h), or in ring mode dumps the ring.  Started by
+ * loom-preload.so for every process under `loom record`, and by a library
+ * user's session with on_demand=on (trigger.c).
  *
  * The thread blocks every signal and serves one connection at a time, each
  * with a short read deadline, so a client that stalls can delay the next
@@ -29,15 +31,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "core/trigger.h"
 #include "ctl.h"
 #include "kineto_cfg.h"
-#include "preload_id.h"
-
-/* The flight recorder's dump (src/core/ring.c), where this loom has one: a
- * process recording in ring mode answers a trigger with the window its
- * rings hold. */
-__attribute__((weak)) loom_trace *loom__ring_dump(const char *reason);
 
 enum { ST_IDLE, ST_ARMED, ST_RECORDING };
 static const char *const state_names[] = {"idle", "armed", "recording"};
@@ -117,15 +114,67 @@ static void describe(const loom__window_req *r, char *out, size_t n) {
   }
 }
 
+/* The program's name, safe in one word of the info line. */
+static void program_name(char *out, size_t n) {
+  snprintf(out, n, "%s", program_invocation_short_name);
+  for (char *p = out; *p; p++)
+    if (*p == ' ' || *p == '\n' || *p == '/') *p = '_';
+  if (!*out) snprintf(out, n, "?");
+}
+
 static void answer_info(int fd) {
-  char prog[256], desc[256];
-  loom__rec_program(prog, sizeof prog);
-  const char *rank = loom__rec_rank();
+  char prog[256], desc[256], rk[32];
+  program_name(prog, sizeof prog);
+  /* the process's rank metadata (the preload sets it from the launcher's
+   * environment), else RANK */
+  const char *rank = loom__process_meta_get("rank", rk, sizeof rk) == 0 ? rk : getenv("RANK");
   /* the controller's: also windows loom record's options armed */
   int st = loom__trigger_state(desc, sizeof desc);
   if (st < ST_IDLE || st > ST_RECORDING) st = ST_IDLE;
   say(fd, "info pid=%ld program=%s rank=%s state=%s window=%s\n", (long)getpid(), prog,
       rank && *rank ? rank : "-", state_names[st], st == ST_IDLE ? "-" : desc);
+}
+
+/* A claimed window that did not come (mu not held). */
+static void unclaim(void) {
+  pthread_mutex_lock(&mu);
+  state = ST_IDLE;
+  waiter = -1;
+  pthread_mutex_unlock(&mu);
+}
+
+/* op=trigger on a process recording in ring mode: a dump of what the ring
+ * holds now; a duration asked (asked=1) keeps its last seconds.  1 when fd
+ * is kept open for the dump's file. */
+static int answer_ring(int fd, const char *req, loom__window_req *r, int64_t start_step) {
+  int wait = field_int(req, "wait", 1) != 0, asked = field_int(req, "asked", 1) != 0;
+  int64_t last = asked ? r->duration_ns : 0;
+  r->duration_ns = 0;
+  r->start_step = start_step;
+  char desc[160] = "a dump of the ring (all it holds)";
+  if (last > 0) snprintf(desc, sizeof desc, "a dump of the ring (its last %.3f s)", last * 1e-9);
+  pthread_mutex_lock(&mu);
+  int busy = state != ST_IDLE;
+  if (!busy) {
+    snprintf(window_desc, sizeof window_desc, "%s", desc);
+    state = ST_RECORDING;
+    done_pending = 0;
+    waiter = wait ? fd : -1;
+  }
+  pthread_mutex_unlock(&mu);
+  if (busy) {
+    say(fd, "busy a request of loom trigger is in progress: %s\n", window_desc);
+    return 0;
+  }
+  /* This thread tells the waiter of the file only once back in its loop,
+   * so "armed" still comes first. */
+  if (loom__trigger_ring_dump(r, last) == LOOM_OK) {
+    say(fd, "armed %s\n", desc);
+    return wait;
+  }
+  unclaim();
+  say(fd, "error %s\n", loom_last_error());
+  return 0;
 }
 
 /* op=trigger: 1 when fd is kept open for the window's end. */
@@ -140,11 +189,14 @@ static int answer_trigger(int fd, const char *req) {
                         .duration_ns = field_int(req, "duration_ns", 0),
                         .steps = field_int(req, "steps", 0),
                         .start_step = -1,
-                        .out = field(req, "out", out, sizeof out)};
+                        .out = field(req, "out", out, sizeof out),
+                        .kinds = (uint32_t)field_int(req, "kinds", 0)};
   if (r.out && !*r.out) r.out = NULL;
+  if (loom__ring_active()) return answer_ring(fd, req, &r, k.start_step);
   if (k.start_step >= 0) r.start_step = loom__ondemand_start(&k, loom__trigger_next_step());
   if (r.steps <= 0 && r.duration_ns <= 0) {
-    say(fd, "error a window needs a duration or a number of steps\n");
+    say(fd, "error a window needs a duration or a number of steps (loom trigger PID "
+            "--duration SEC or --steps K)\n");
     return 0;
   }
   int wait = field_int(req, "wait", 1) != 0;
@@ -168,22 +220,7 @@ static int answer_trigger(int fd, const char *req) {
   int rc = loom__trigger_request(&r);
   char why[512];
   snprintf(why, sizeof why, "%s", loom_last_error());
-  if (rc == LOOM_ESTATE && loom__ring_dump) { /* not in window mode: in ring mode? */
-    loom_trace *t = loom__ring_dump("loom trigger");
-    if (t) {
-      snprintf(desc, sizeof desc, "a dump of the ring (the most recent records it holds; "
-                                  "the window asked does not apply)");
-      say(fd, "armed %s\n", desc);
-      loom__trigger_write(t, r.out, "loom trigger"); /* the done function tells the waiter */
-      return wait;
-    }
-  }
-  if (rc != 0) {
-    pthread_mutex_lock(&mu);
-    state = ST_IDLE;
-    waiter = -1;
-    pthread_mutex_unlock(&mu);
-  }
+  if (rc != 0) unclaim();
   if (rc == LOOM_EBUSY) say(fd, "busy %s\n", why);
   else if (rc != 0) say(fd, "error %s\n", why);
   else say(fd, "armed %s\n", desc);
@@ -285,6 +322,10 @@ static int open_socket(const char *dir, char *why, size_t n) {
 
 void loom__ctl_start(void) {
   char dir[4096], why[4400], why2[4400];
+  pthread_mutex_lock(&mu);
+  int serving = listen_fd >= 0 && owner_pid == getpid();
+  pthread_mutex_unlock(&mu);
+  if (serving) return; /* the preload's and an on_demand=on session's, once */
   const char *xdg = getenv("XDG_RUNTIME_DIR");
   loom__ctl_dir_name(dir, sizeof dir, xdg, geteuid());
   if (open_socket(dir, why, sizeof why) != 0) {

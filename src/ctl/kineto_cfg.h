@@ -34,6 +34,8 @@ typedef struct loom__ondemand {
   int64_t warmup;      /* steps between the request and a resolved start */
   unsigned kinds;      /* ACTIVITY_TYPES as LOOM_KIND_BIT()s; 0: not given */
   char out[4096];      /* "": the session's output pattern */
+  int defaulted;       /* duration_ns is Kineto's 500 ms default: nothing was
+                          asked (a ring-mode process then dumps all it holds) */
 } loom__ondemand;
 
 /* An empty request: no window asked yet (start_step -1, the rest 0). */

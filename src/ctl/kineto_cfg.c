@@ -18,8 +18,9 @@
 
 #include "loom/loom.h"
 
-/* Kineto's activity types (libkineto/include/ActivityType.h) and the loom
- * record kinds that hold the same work; 0: loom records no such thing. */
+/* Kineto's activity types (libkineto/include/ActivityType.h, every name its
+ * toActivityType accepts, in its order) and the loom record kinds that hold
+ * the same work; 0: loom records no such thing. */
 static const struct {
   const char *name;
   unsigned kinds;
@@ -47,11 +48,12 @@ static const struct {
     {"hpu_op", LOOM_KIND_BIT(LOOM_KIND_CPU_OP)},
     {"xpu_runtime", LOOM_KIND_BIT(LOOM_KIND_RUNTIME)},
     {"xpu_driver", LOOM_KIND_BIT(LOOM_KIND_DRIVER)},
-    {"xpu_sync", LOOM_KIND_BIT(LOOM_KIND_SYNC)},
-    {"xpu_scope_profiler", 0},
     {"collective_comm", LOOM_KIND_BIT(LOOM_KIND_COLLECTIVE)},
     {"privateuse1_runtime", LOOM_KIND_BIT(LOOM_KIND_RUNTIME)},
     {"privateuse1_driver", LOOM_KIND_BIT(LOOM_KIND_DRIVER)},
+    {"xpu_scope_profiler", 0},
+    {"xpu_sync", LOOM_KIND_BIT(LOOM_KIND_SYNC)},
+    {"hardware_counters", LOOM_KIND_BIT(LOOM_KIND_COUNTER)},
 };
 
 /* Keys Kineto knows that ask for nothing a loom window does. */
@@ -127,7 +129,7 @@ static int activity_types_value(parse_ctx *c, const char *val) {
         snprintf(why, sizeof why, "'%s' is not a Kineto activity type", word);
         return fail(c, "ACTIVITY_TYPES", val, why);
       }
-      if (!activity_types[k].kinds)
+      if (!activity_types[k].kinds && strcmp(word, "external_correlation")) /* always linked */
         warnf(c, "ACTIVITY_TYPES: '%s' has no loom record kind (nothing recorded for it)", word);
       kinds |= activity_types[k].kinds;
     }
@@ -225,7 +227,10 @@ static void resolve(parse_ctx *c) {
              "(a time window, as in Kineto)", c->has_roundup ? "_ROUNDUP" : "");
   r->start_step = -1;
   r->roundup = 0;
-  if (!c->has_duration && !r->duration_ns) r->duration_ns = 500 * 1000000LL;
+  if (!c->has_duration && !r->duration_ns) {
+    r->duration_ns = 500 * 1000000LL;
+    r->defaulted = 1;
+  }
 }
 
 int loom__kineto_parse(const char *text, loom__ondemand *r, loom__cfg_warn_fn warn, void *ud,

@@ -1,7 +1,8 @@
 /*
- * ctl.h - the control socket of a process under `loom record`: where it
- * lives (shared by the server in loom-preload.so and the `loom trigger`
- * client) and the server's entry points.
+ * ctl.h - the control socket of a process that accepts `loom trigger`
+ * (under `loom record`, or a library user's session with on_demand=on):
+ * where it lives (shared by the server in libloom and the `loom trigger`
+ * client) and the server's entry points, exported for loom-preload.so.
  *
  * One Unix stream socket per process, <dir>/<pid>.sock, in a private
  * runtime folder: $XDG_RUNTIME_DIR/loom, else /tmp/loom-<uid>; the folder
@@ -12,7 +13,9 @@
  * Protocol (text, one request per connection): the client sends
  *   "loom-ctl 1\n" then "KEY=VALUE\n" lines, then an empty line;
  * op=info or op=trigger (keys delay_ns, duration_ns, steps, start_step,
- * roundup, warmup, out, wait).  The server answers lines that start with a
+ * roundup, warmup, out, wait; kinds: a LOOM_KIND_BIT mask the window keeps,
+ * 0 all; asked=0: no window was asked, only Kineto's default duration, so
+ * a ring-mode process dumps all it holds).  The server answers lines that start with a
  * word: "info pid=.. program=.. rank=.. state=.. window=..", "armed WINDOW",
  * then (wait=1) "done FILE" or "failed WHY" when the window ends; or
  * "busy WHY", "refused WHY", "error WHY".
@@ -36,18 +39,21 @@ int loom__ctl_dir_check(const char *dir, uid_t owner, int create, char *err, siz
 /* <dir>/<pid>.sock; -1 when it does not fit a socket address. */
 int loom__ctl_sock_path(char *out, size_t n, const char *dir, long pid);
 
-/* ---- the server (loom-preload.so) ---------------------------------------- */
+/* ---- the server (libloom; ctl.c) ------------------------------------------ */
+#define LOOM__CTL_API __attribute__((visibility("default")))
 /* Opens this process's socket and starts the thread that serves it
- * (requests go to the core's window controller).  Failing is a warning:
- * the program runs and records as it would without. */
-void loom__ctl_start(void);
+ * (requests go to the core's window controller, or dump the ring in ring
+ * mode).  Failing is a warning: the program runs and records as it would
+ * without.  A second call while this process serves is a no-op. */
+LOOM__CTL_API void loom__ctl_start(void);
 /* The session ends: the socket goes away; a client waiting for a window
  * hears why it will not come. */
-void loom__ctl_stop(const char *why);
+LOOM__CTL_API void loom__ctl_stop(const char *why);
 /* In a child forked without exec: the parent's socket and thread are not
  * this process's (closed, not removed). */
-void loom__ctl_forked(void);
-/* A window ended (called by the preload's window writer): out the file,
- * ok 0 with why when it could not be written. */
-void loom__ctl_window_done(const char *out, int ok, const char *why);
+LOOM__CTL_API void loom__ctl_forked(void);
+/* A window ended (called by whoever wrote it: the preload's window writer,
+ * or trigger.c's own): out the file, ok 0 with why when it could not be
+ * written. */
+LOOM__CTL_API void loom__ctl_window_done(const char *out, int ok, const char *why);
 #endif
