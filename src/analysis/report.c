@@ -69,7 +69,7 @@ size_t *loom__report_rows(const loom__report *r, int group, size_t *n, int by_se
 void loom__hta_temporal_of(const loom__rhta *d, loom__hta_temporal *h) {
   memset(h, 0, sizeof *h);
   h->kernel_time = d->nevents ? d->last - d->first : 0;
-  h->idle = h->kernel_time - d->m.u[7];
+  h->idle = h->kernel_time - d->all;
   h->compute = d->m.u[1];
   h->non_compute = h->kernel_time - h->compute - h->idle;
   double k = (double)h->kernel_time;
