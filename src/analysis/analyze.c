@@ -24,6 +24,7 @@
  * The Holistic Trace Analysis figures use HTA's own rules, documented with
  * the code below that reproduces them.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,7 +95,6 @@ typedef struct uset {
 /* HTA on a trace with fractional timestamps: each event's start rounded up
  * and its end down to a whole microsecond (of the file's time). */
 static int64_t ceil_us(int64_t ns) { return ns >= 0 ? (ns + 999) / 1000 * 1000 : -(-ns / 1000 * 1000); }
-static int64_t floor_us(int64_t ns) { return ns >= 0 ? ns / 1000 * 1000 : -((-ns + 999) / 1000 * 1000); }
 
 /* Adds [s, e).  Returns 1 when it starts a new merged interval after an
  * earlier one (*gap_from = where the gap began), else 0. */
@@ -172,6 +172,7 @@ typedef struct an {
   loom__map unknown;      /* category id -> count */
   loom__map step_names;   /* distinct step names (HTA's rule) */
   int64_t last_step_ts, last_step_end;
+  int64_t last_end_step[2]; /* ts and dur of the step that ends last */
   int fractional;         /* a timestamp is not a whole us (HTA rounds every event) */
   loom__map idle_cat;     /* category id + 1 -> 1 + (HTA's idle-time breakdown uses it) */
   loom__map flow_end;     /* hash of (track, ts) of a flow's end -> its id */
@@ -282,9 +283,9 @@ static int on_flow(void *ctx, const loom_trace *t, uint64_t id, int64_t ts, uint
  * as MTIA's "mtia_ccp_events") is device work by its structure: it lies on
  * a device process, or it has a stream, or a flow from a call ends on it.
  * A copy when it has a "direction", else a kernel.  One that only has a
- * correlation id stays a candidate (kind marker, its category in stream)
- * until the pass finds the runtime call with that id.  Returns -1 on
- * error, 1 when the event is not understood (counted), else 0. */
+ * correlation id stays a candidate (kind marker) until the pass sees
+ * whether a runtime call with that id came before it (resolve()).
+ * Returns -1 on error, 1 when the event is not understood (counted), else 0. */
 static int by_structure(an *a, const loom_trace *t, const loom__ev *e, const loom__targ *args,
                         int has_stream, loom__arec *r) {
   int dev = t->tracks[e->track].device != LOOM_DEVICE_HOST || (has_stream && r->hta);
@@ -296,10 +297,7 @@ static int by_structure(an *a, const loom_trace *t, const loom__ev *e, const loo
     dev = 1;
   }
   if (!dev && !r->corr) return count_unknown(a, e->cat) ? -1 : 1;
-  if (!dev) {
-    r->stream = e->cat;
-    return 0;
-  }
+  if (!dev) return 0;
   r->kind = LOOM_KIND_KERNEL;
   for (uint16_t i = 0; a->dir_key && i < e->nargs; i++)
     if (args[i].key == a->dir_key) r->kind = LOOM_KIND_MEMCPY;
@@ -351,7 +349,11 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
     if (!loom__map_get(&a->step_names, e->name) && loom__map_put(&a->step_names, e->name, 1))
       return -1;
     if (e->ts > a->last_step_ts) a->last_step_ts = e->ts;
-    if (e->ts + e->dur > a->last_step_end) a->last_step_end = e->ts + e->dur;
+    if (e->ts + e->dur > a->last_step_end) {
+      a->last_step_end = e->ts + e->dur;
+      a->last_end_step[0] = e->ts;
+      a->last_end_step[1] = e->dur;
+    }
   }
   loom__arec r = {.ts = e->ts, .dur = e->dur < 0 ? 0 : e->dur, .corr = e->correlation,
                   .name = e->name, .track = e->track, .kind = e->kind,
@@ -667,16 +669,19 @@ static void device_event(an *a, const loom__arec *r) {
   }
 }
 
-/* A candidate of by_structure(): device work (a kernel, or a copy when it
- * has a direction: its code is kept) when a runtime or driver call has its
- * correlation id, else counted under its category as not understood. */
+/* A candidate of by_structure() (time order: a call comes before its
+ * work): device work (a kernel, or a copy when it has a direction: its code
+ * is kept) when a runtime or driver call has its correlation id, else
+ * itself a runtime call, whose device work may follow. */
 static const loom__arec *resolve(an *a, const loom__arec *r, loom__arec *out) {
   uint64_t *li = loom__map_get(&a->inflight, r->corr);
-  if (!li || !a->ls[*li - 1].call) {
-    if (count_unknown(a, r->stream)) a->oom = 1;
-    return NULL;
-  }
   *out = *r;
+  if (!li || !a->ls[*li - 1].call) {
+    out->kind = LOOM_KIND_RUNTIME;
+    out->stream = 0;
+    out->role &= ROLE_MASK;
+    return out;
+  }
   out->kind = (r->role >> LOOM__AREC_DIR_SHIFT) ? LOOM_KIND_MEMCPY : LOOM_KIND_KERNEL;
   out->cls = out->kind == LOOM_KIND_MEMCPY ? LOOM__CLS_MEMORY : LOOM__CLS_COMPUTE;
   out->stream = (uint32_t)a->t->tracks[r->track].tid;
@@ -690,8 +695,17 @@ static const loom__arec *resolve(an *a, const loom__arec *r, loom__arec *out) {
  * of the trace is fractional, every event is first rounded to whole
  * microseconds, start up and end down (HTA's round_down_time_stamps). */
 static void hta_span(const an *a, int64_t ts, int64_t dur, int64_t *s, int64_t *e) {
-  *s = a->fractional ? ceil_us(ts) : ts;
-  *e = a->fractional ? floor_us(ts + dur) : ts + dur;
+  if (!a->fractional) {
+    *s = ts;
+    *e = ts + dur;
+    return;
+  }
+  /* HTA's times are doubles of microseconds: at 16 digits their step is
+   * 0.25 us, and ts + dur is rounded to it before the floor. */
+  int64_t w = ts >= 0 ? ts / 1000 : -((-ts + 999) / 1000);
+  double t = (double)w + (double)(ts - w * 1000) / 1000.0, end = t + (double)dur / 1000.0;
+  *s = (int64_t)ceil(t) * 1000;
+  *e = (int64_t)floor(end) * 1000;
 }
 
 /* HTA's kernel type, by its name lists; loom's own traces add their marks
@@ -704,6 +718,15 @@ static unsigned hta_type(an *a, const loom__arec *r, const launch *l) {
       ((r->role >> LOOM__AREC_DIR_SHIFT) || (l && l->memory)))
     return LOOM__HTA_MEMORY;
   return NF_HTA_TYPE(nf);
+}
+
+static int64_t ceil_us_if(const an *a, int64_t ns) { return a->fractional ? ceil_us(ns) : ns; }
+
+/* The end of the step that ends last, as HTA sees it. */
+static int64_t hta_last_end(const an *a) {
+  int64_t s, e;
+  hta_span(a, a->last_end_step[0], a->last_end_step[1], &s, &e);
+  return e;
 }
 
 static loom__hstream *hta_stream(an *a, int64_t stream) {
@@ -769,10 +792,10 @@ static void hta_event(an *a, const loom__arec *r) {
    * match the host events without one (HTA duplicates them once per such
    * event; loom counts them once). */
   if (a->hta_filter && r->corr) {
-    int64_t ls = 0, le, lim = a->hta_filter == 1 ? a->last_step_ts : a->last_step_end;
-    if (l) hta_span(a, l->ts, l->dur, &ls, &le);
-    if (lim != INT64_MIN && a->fractional) lim = a->hta_filter == 1 ? ceil_us(lim) : floor_us(lim);
-    if (!l || (a->hta_filter == 1 ? ls >= lim : ls > lim)) return;
+    int64_t ls, le, lim = a->hta_filter == 1 ? ceil_us_if(a, a->last_step_ts) : hta_last_end(a);
+    if (!l) return;
+    hta_span(a, l->ts, l->dur, &ls, &le);
+    if (a->hta_filter == 1 ? ls >= lim : ls > lim) return;
   }
   int64_t s, e, gap;
   hta_span(a, r->ts, r->dur, &s, &e);
