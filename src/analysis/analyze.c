@@ -299,6 +299,7 @@ static int by_structure(an *a, const loom_trace *t, const loom__ev *e, const loo
   if (!dev && !r->corr) return count_unknown(a, e->cat) ? -1 : 1;
   if (!dev) return 0;
   r->kind = LOOM_KIND_KERNEL;
+  r->hta |= LOOM__AREC_HTA_STRUCT;
   for (uint16_t i = 0; a->dir_key && i < e->nargs; i++)
     if (args[i].key == a->dir_key) r->kind = LOOM_KIND_MEMCPY;
   return 0;
@@ -372,7 +373,9 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
     int st = by_structure(a, t, e, args, has_stream, &r);
     if (st) return st < 0 ? -1 : 0;
   }
-  if (!has_stream && loom__kind_on_device(r.kind)) {
+  /* Device work of a known kind without a stream joins HTA on its queue;
+   * device work by structure only with a stream, as in HTA. */
+  if (!has_stream && loom__kind_on_device(e->kind)) {
     r.stream = (uint32_t)t->tracks[e->track].tid;
     r.hta = 1;
   }
@@ -684,9 +687,8 @@ static const loom__arec *resolve(an *a, const loom__arec *r, loom__arec *out) {
   }
   out->kind = (r->role >> LOOM__AREC_DIR_SHIFT) ? LOOM_KIND_MEMCPY : LOOM_KIND_KERNEL;
   out->cls = out->kind == LOOM_KIND_MEMCPY ? LOOM__CLS_MEMORY : LOOM__CLS_COMPUTE;
-  out->stream = (uint32_t)a->t->tracks[r->track].tid;
-  out->hta |= LOOM__AREC_HTA_GPU;
-  return out;
+  out->hta |= LOOM__AREC_HTA_STRUCT;
+  return out; /* no stream: not one of HTA's GPU events */
 }
 
 /* Holistic Trace Analysis 0.6.1: every event with a stream (syncs too, even
@@ -709,12 +711,12 @@ static void hta_span(const an *a, int64_t ts, int64_t dur, int64_t *s, int64_t *
 }
 
 /* HTA's kernel type, by its name lists; loom's own traces add their marks
- * (communication) and copies and fills that carry a "direction" or were
- * launched by a call marked memory. */
+ * (communication) and copies and fills of a known category that carry a
+ * "direction" or were launched by a call marked memory. */
 static unsigned hta_type(an *a, const loom__arec *r, const launch *l) {
   unsigned nf = name_flags(a, a->t, r->name);
   if (r->kind == LOOM_KIND_COLLECTIVE || (r->role & LOOM_RECORD_F_COMM)) return LOOM__HTA_COMM;
-  if ((r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET) &&
+  if ((r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET) && !(r->hta & LOOM__AREC_HTA_STRUCT) &&
       ((r->role >> LOOM__AREC_DIR_SHIFT) || (l && l->memory)))
     return LOOM__HTA_MEMORY;
   return NF_HTA_TYPE(nf);
