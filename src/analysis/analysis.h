@@ -68,7 +68,7 @@ typedef struct loom__qs {
 int loom__qs_add(loom__qs *q, int64_t v);
 /* p in [0, 1]: linear interpolation between closest ranks (numpy's
  * default) while exact; after, the same interpolation between the middles
- * of the buckets holding those ranks (relative error < 0.14%). */
+ * of the buckets holding those ranks (relative error < 0.2%). */
 double loom__qs_quantile(loom__qs *q, double p);
 double loom__qs_mean(const loom__qs *q);
 double loom__qs_stddev(const loom__qs *q); /* population */

@@ -122,11 +122,11 @@ def compare(name, want):
             same(name, "launch delay mean", us(d["mean_ns"]), wl["launch_delay_mean"], 1e-6)
             if d["exact"]:
                 same(name, "launch delay median", us(d["p50_ns"]), wl["launch_delay_median"])
-            else:  # the log histogram past 8192 values: relative error < 0.14% promised
+            else:  # the log histogram past 8192 values: relative error < 0.2% promised
                 global approx
                 approx += 1
-                same(name, "launch delay median (histogram, 0.14%)", us(d["p50_ns"]),
-                     wl["launch_delay_median"], 0.0014)
+                same(name, "launch delay median (histogram, 0.2%)", us(d["p50_ns"]),
+                     wl["launch_delay_median"], 0.002)
             same(name, "launch delay min", us(d["min_ns"]), wl["launch_delay_min"])
             same(name, "launch delay max", us(d["max_ns"]), wl["launch_delay_max"])
         for k in ["runtime_over_50us", "launch_delay_over_100us", "short_kernels"]:
