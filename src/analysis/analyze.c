@@ -175,7 +175,8 @@ typedef struct an {
   int64_t last_end_step[2]; /* ts and dur of the step that ends last */
   int fractional;         /* a timestamp is not a whole us (HTA rounds every event) */
   loom__map idle_cat;     /* category id + 1 -> 1 + (HTA's idle-time breakdown uses it) */
-  loom__map flow_end;     /* hash of (track, ts) of a flow's end -> its id */
+  loom__map flow_end;     /* hash of (track, ts) of a call -> work flow's end -> its id */
+  uint32_t cat_ac2g;
   uint32_t bytes_key, cat_trace, cat_marker;
   size_t nstrs;           /* strings in the trace when keys were looked up */
   /* pass */
@@ -272,10 +273,13 @@ static uint64_t flow_key(uint32_t track, int64_t ts) {
  * whose correlation id is the flow's id. */
 static int on_flow(void *ctx, const loom_trace *t, uint64_t id, int64_t ts, uint32_t track, char ph,
                    int bind_enclosing, uint32_t name, uint32_t cat) {
-  (void)t, (void)bind_enclosing, (void)name, (void)cat;
+  (void)bind_enclosing, (void)name;
   an *a = ctx;
   if (ts % 1000) a->fractional = 1; /* HTA's frame holds the flows' times too */
-  if (ph == 's' || !id) return 0;
+  if (!a->cat_ac2g) a->cat_ac2g = loom__strtab_find(&t->strs, "ac2g", 4);
+  /* only call -> device work arrows ("ac2g", Kineto's and loom's name);
+   * each is forgotten once the event it ends on is read */
+  if (ph == 's' || !id || !cat || cat != a->cat_ac2g) return 0;
   return loom__map_put(&a->flow_end, flow_key(track, ts), id) ? -1 : 0;
 }
 
@@ -328,6 +332,9 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
   }
   rep->nevents++;
   if (e->ts % 1000) a->fractional = 1;
+  if (a->flow_end.n && e->kind != LOOM_KIND_MARKER && e->ph == LOOM__PH_COMPLETE &&
+      e->track < t->ntracks && t->tracks[e->track].device != LOOM_DEVICE_HOST)
+    loom__map_del(&a->flow_end, flow_key(e->track, e->ts)); /* known device work: not needed */
   if (e->kind < LOOM_KIND_COUNT_) rep->by_kind[e->kind]++;
   if (e->flags & LOOM__EV_UNCLOSED) rep->unclosed++;
   if (e->ts < rep->t0) rep->t0 = e->ts;
