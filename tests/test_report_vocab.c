@@ -211,20 +211,30 @@ static void check_figures(const char *text) {
   assert_int_equal(NUM(r, "not_understood", "device_work_without_launch"), 0);
   yajl_val k = row(at(r, "kernels", "top", NULL), "name", "fooRingReduce");
   assert_string_equal(at(k, "class", NULL)->u.string, "communication");
-  /* HTA-style: the five marked calls; delay adds the call's duration:
-   * 6+4, 10+2, 6+3, 7+1, 5+2 = 10, 12, 9, 8, 7 us */
+  /* HTA-style: the five marked calls; delay = max(0, start - call end):
+   * 16-14, 30-22, 36-33, 47-41, 55-52 = 2, 8, 3, 6, 3 us.  A recording's
+   * times are fractional us, so HTA rounds each event to whole us (start
+   * up, end down): each delay then grows by less than 1 us. */
   yajl_val h = at(r, "hta", NULL);
   assert_int_equal(NUM(h, "launch_stats", "launches"), 5);
-  assert_int_equal(NUM(h, "launch_stats", "launch_delay", "mean_ns"), 9200);
-  assert_int_equal(NUM(h, "launch_stats", "launch_delay", "min_ns"), 7000);
-  assert_int_equal(NUM(h, "launch_stats", "launch_delay", "max_ns"), 12000);
+  long long up = YAJL_IS_TRUE(at(h, "rounded_to_us", NULL)) ? 1000 : 0;
+  long long mean = NUM(h, "launch_stats", "launch_delay", "mean_ns");
+  long long lo = NUM(h, "launch_stats", "launch_delay", "min_ns");
+  long long hi = NUM(h, "launch_stats", "launch_delay", "max_ns");
+  if (mean < 4400 || mean > 4400 + up || lo < 2000 || lo > 2000 + up || hi < 8000 || hi > 8000 + up)
+    fail_msg("HTA launch delay mean %lld min %lld max %lld (rounded: %d)", mean, lo, hi, up != 0);
   /* the communication kernel overlaps no computation */
   yajl_val ov = at(h, "comp_comm_overlap_pctg", NULL);
   assert_true(ov && YAJL_IS_NUMBER(ov) && YAJL_GET_DOUBLE(ov) == 0.0);
   yajl_val kt = at(h, "kernel_types", NULL);
-  assert_int_equal(NUM(row(kt, "kernel_type", "COMMUNICATION"), "sum_ns"), 20000);
-  assert_int_equal(NUM(row(kt, "kernel_type", "MEMORY"), "sum_ns"), 12000);
-  assert_int_equal(NUM(row(kt, "kernel_type", "COMPUTATION"), "sum_ns"), 15000);
+  /* rounded, each event loses less than 1 us at each end */
+  static const struct { const char *type; long long ns, events; } want[] = {
+      {"COMMUNICATION", 20000, 1}, {"MEMORY", 12000, 2}, {"COMPUTATION", 15000, 2}};
+  for (size_t i = 0; i < 3; i++) {
+    long long got = NUM(row(kt, "kernel_type", want[i].type), "sum_ns");
+    if (got > want[i].ns || got < want[i].ns - 2 * up * want[i].events)
+      fail_msg("HTA kernel type %s: %lld ns, want %lld (rounded: %d)", want[i].type, got, want[i].ns, up != 0);
+  }
   yajl_tree_free(r);
 }
 

@@ -30,12 +30,15 @@ typedef struct loom__arec { /* 48 bytes */
   uint32_t stream;     /* its "stream" argument (HTA groups by it) */
   uint8_t kind;        /* loom_kind */
   uint8_t cls;         /* LOOM__CLS_* */
-  uint8_t hta;         /* 1: a GPU event by HTA's rule (it has a stream) */
+  uint8_t hta;         /* LOOM__AREC_HTA_*: HTA's view of the event */
   /* Bits 0-2: the event's LOOM_RECORD_F_* marks (0: none, names decide);
    * bits 3-7: copies: 1 + index of its "direction" value (0: none). */
   uint8_t role;
 } loom__arec;
 #define LOOM__AREC_DIR_SHIFT 3
+#define LOOM__AREC_HTA_GPU 1   /* a GPU event by HTA's rule (it has a stream) */
+#define LOOM__AREC_HTA_IDLE 2  /* of a category HTA's idle-time breakdown uses */
+#define LOOM__AREC_HTA_STRUCT 4 /* device work by structure (HTA: its name rules only) */
 #define LOOM__AREC_NDIRS 31
 
 /* Device work classes (HTA's kernel types, generalised). */
@@ -60,11 +63,12 @@ typedef struct loom__qs {
   size_t nvals, cap;
   uint32_t **hist;    /* octave blocks of counters once past the limit */
 } loom__qs;
-#define LOOM__QS_EXACT 1024
+#define LOOM__QS_EXACT 8192
 
 int loom__qs_add(loom__qs *q, int64_t v);
 /* p in [0, 1]: linear interpolation between closest ranks (numpy's
- * default) while exact; a bucket's middle (relative error < 0.4%) after. */
+ * default) while exact; after, the same interpolation between the middles
+ * of the buckets holding those ranks (relative error < 0.2%). */
 double loom__qs_quantile(loom__qs *q, double p);
 double loom__qs_mean(const loom__qs *q);
 double loom__qs_stddev(const loom__qs *q); /* population */
@@ -72,6 +76,12 @@ int loom__qs_exact(const loom__qs *q);
 void loom__qs_free(loom__qs *q);
 
 #endif
+
+/* ---- Holistic Trace Analysis's name lists (hta_names.c) ------------------- */
+enum { LOOM__HTA_COMPUTE = 0, LOOM__HTA_COMM = 1, LOOM__HTA_MEMORY = 2, LOOM__HTA_OTHER = 3 };
+int loom__hta_kernel_type(const char *name);   /* LOOM__HTA_*, by HTA's name patterns */
+int loom__hta_launch_name(const char *name);   /* a launch call of HTA's launch statistics */
+int loom__hta_idle_category(const char *cat);  /* a category HTA's idle-time breakdown uses */
 
 /* ---- the report ------------------------------------------------------------ */
 /* Measures of unions of device work by class: index = bit mask of classes
@@ -102,7 +112,9 @@ typedef struct loom__rhta {
   int last_step_dropped;
   uint64_t nevents;
   int64_t first, last;
-  loom__umeas m;
+  loom__umeas m;            /* unions of COMPUTATION, COMMUNICATION, MEMORY */
+  int64_t all;              /* union of every GPU event (OTHER too) */
+  int rounded;              /* fractional timestamps: events rounded to whole us */
   loom__qs delay;           /* launch_delay */
   uint64_t launches, long_runtime, long_delay, short_kernels;
   loom__hstream *streams;

@@ -24,6 +24,7 @@
  * The Holistic Trace Analysis figures use HTA's own rules, documented with
  * the code below that reproduces them.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,14 +56,6 @@ static int is_comm_name(const char *n) {
   return 0;
 }
 
-static int is_launch_name(const char *n) {
-  for (size_t i = 0; rule_names[i].s; i++)
-    if ((rule_names[i].kind == N_LAUNCH || rule_names[i].kind == N_LAUNCH_MEMORY) &&
-        !strcmp(n, rule_names[i].s))
-      return 1;
-  return 0;
-}
-
 static int is_step_name(const char *n) { return !strncmp(n, "ProfilerStep#", 13); }
 
 #define ROLE_MASK (LOOM_RECORD_F_LAUNCH | LOOM_RECORD_F_MEMORY | LOOM_RECORD_F_COMM)
@@ -70,8 +63,10 @@ static int is_step_name(const char *n) { return !strncmp(n, "ProfilerStep#", 13)
 static int is_launch_call(const loom__arec *r, unsigned nf);
 static int is_comm_work(const loom__arec *r, unsigned nf);
 
-/* What a name is, worked out once per distinct name. */
-enum { NF_DONE = 1, NF_STEP = 2, NF_LAUNCH = 4, NF_COMM = 8, NF_MEMORY = 16 };
+/* What a name is, worked out once per distinct name: NF_LAUNCH and the
+ * HTA type are HTA's name lists (hta_names.c), NF_COMM the backends'. */
+enum { NF_DONE = 1, NF_STEP = 2, NF_LAUNCH = 4, NF_COMM = 8, NF_HTA_SHIFT = 4 };
+#define NF_HTA_TYPE(nf) (((nf) >> NF_HTA_SHIFT) & 3)
 struct an;
 static unsigned name_flags(struct an *a, const loom_trace *t, uint32_t name);
 
@@ -96,6 +91,10 @@ typedef struct uset {
   int64_t cs, ce, sum;
   int open;
 } uset;
+
+/* HTA on a trace with fractional timestamps: each event's start rounded up
+ * and its end down to a whole microsecond (of the file's time). */
+static int64_t ceil_us(int64_t ns) { return ns >= 0 ? (ns + 999) / 1000 * 1000 : -(-ns / 1000 * 1000); }
 
 /* Adds [s, e).  Returns 1 when it starts a new merged interval after an
  * earlier one (*gap_from = where the gap began), else 0. */
@@ -151,6 +150,7 @@ typedef struct launch {
   uint8_t is_launch; /* marked launch or memory call, or by its name */
   uint8_t timed;     /* counts in loom's launch latency: a launch, or unmarked */
   uint8_t memory;    /* marked memory call: what it launched is a copy or fill */
+  uint8_t call;      /* a runtime or driver call (device work by structure follows it) */
 } launch;
 
 /* An idle gap [gap, s) ended by work whose launch call is l: the part
@@ -171,7 +171,12 @@ typedef struct an {
   size_t nnfl;
   loom__map unknown;      /* category id -> count */
   loom__map step_names;   /* distinct step names (HTA's rule) */
-  int64_t last_step_ts;
+  int64_t last_step_ts, last_step_end;
+  int64_t last_end_step[2]; /* ts and dur of the step that ends last */
+  int fractional;         /* a timestamp is not a whole us (HTA rounds every event) */
+  loom__map idle_cat;     /* category id + 1 -> 1 + (HTA's idle-time breakdown uses it) */
+  loom__map flow_end;     /* hash of (track, ts) of a call -> work flow's end -> its id */
+  uint32_t cat_ac2g;
   uint32_t bytes_key, cat_trace, cat_marker;
   size_t nstrs;           /* strings in the trace when keys were looked up */
   /* pass */
@@ -195,6 +200,7 @@ typedef struct an {
   int32_t cur_step;
   int hta_filter;
   uset hu[8];             /* HTA's unions per class combination */
+  uset hall;              /* HTA: union of every GPU event */
   loom__map hstream_of;   /* stream + 2 -> index + 1 */
   size_t cap_hstreams;
   uint32_t stream_key;
@@ -243,14 +249,66 @@ static unsigned name_flags(an *a, const loom_trace *t, uint32_t name) {
   }
   if (!a->nfl[name]) {
     const char *s = loom__strtab_get(&t->strs, name);
-    a->nfl[name] = (uint8_t)(NF_DONE | (is_step_name(s) ? NF_STEP : 0) | (is_launch_name(s) ? NF_LAUNCH : 0) |
-                             (is_comm_name(s) ? NF_COMM : 0) |
-                             (strstr(s, "Memcpy") || strstr(s, "Memset") ? NF_MEMORY : 0));
+    a->nfl[name] = (uint8_t)(NF_DONE | (is_step_name(s) ? NF_STEP : 0) | (loom__hta_launch_name(s) ? NF_LAUNCH : 0) |
+                             (is_comm_name(s) ? NF_COMM : 0) | loom__hta_kernel_type(s) << NF_HTA_SHIFT);
   }
   return a->nfl[name];
 }
 
 /* ---- reading -------------------------------------------------------------- */
+static int count_unknown(an *a, uint32_t cat) {
+  uint64_t *c = loom__map_get(&a->unknown, (uint64_t)cat + 1);
+  if (c) (*c)++;
+  else if (loom__map_put(&a->unknown, (uint64_t)cat + 1, 1)) return -1;
+  return 0;
+}
+
+static uint64_t flow_key(uint32_t track, int64_t ts) {
+  int64_t k[2] = {track, ts};
+  return loom__hash_bytes(k, sizeof k) | 1;
+}
+
+/* Flow ends (Kineto's "ac2g" arrows from a runtime call to its device
+ * work, loom's own): the slice starting where one ends is linked to a call
+ * whose correlation id is the flow's id. */
+static int on_flow(void *ctx, const loom_trace *t, uint64_t id, int64_t ts, uint32_t track, char ph,
+                   int bind_enclosing, uint32_t name, uint32_t cat) {
+  (void)bind_enclosing, (void)name;
+  an *a = ctx;
+  if (ts % 1000) a->fractional = 1; /* HTA's frame holds the flows' times too */
+  if (!a->cat_ac2g) a->cat_ac2g = loom__strtab_find(&t->strs, "ac2g", 4);
+  /* only call -> device work arrows ("ac2g", Kineto's and loom's name);
+   * each is forgotten once the event it ends on is read */
+  if (ph == 's' || !id || !cat || cat != a->cat_ac2g) return 0;
+  return loom__map_put(&a->flow_end, flow_key(track, ts), id) ? -1 : 0;
+}
+
+/* An event of a category that names no kind (another runtime's own, such
+ * as MTIA's "mtia_ccp_events") is device work by its structure: it lies on
+ * a device process, or it has a stream, or a flow from a call ends on it.
+ * A copy when it has a "direction", else a kernel.  One that only has a
+ * correlation id stays a candidate (kind marker) until the pass sees
+ * whether a runtime call with that id came before it (resolve()).
+ * Returns -1 on error, 1 when the event is not understood (counted), else 0. */
+static int by_structure(an *a, const loom_trace *t, const loom__ev *e, const loom__targ *args,
+                        int has_stream, loom__arec *r) {
+  int dev = t->tracks[e->track].device != LOOM_DEVICE_HOST || (has_stream && r->hta);
+  uint64_t key = a->flow_end.n ? flow_key(e->track, e->ts) : 0;
+  uint64_t *fid = key ? loom__map_get(&a->flow_end, key) : NULL;
+  if (fid) {
+    if (!r->corr) r->corr = *fid;
+    loom__map_del(&a->flow_end, key);
+    dev = 1;
+  }
+  if (!dev && !r->corr) return count_unknown(a, e->cat) ? -1 : 1;
+  if (!dev) return 0;
+  r->kind = LOOM_KIND_KERNEL;
+  r->hta |= LOOM__AREC_HTA_STRUCT;
+  for (uint16_t i = 0; a->dir_key && i < e->nargs; i++)
+    if (args[i].key == a->dir_key) r->kind = LOOM_KIND_MEMCPY;
+  return 0;
+}
+
 static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loom__targ *args) {
   an *a = ctx;
   loom__report *rep = a->rep;
@@ -273,6 +331,10 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
     e = &ek;
   }
   rep->nevents++;
+  if (e->ts % 1000) a->fractional = 1;
+  if (a->flow_end.n && e->kind != LOOM_KIND_MARKER && e->ph == LOOM__PH_COMPLETE &&
+      e->track < t->ntracks && t->tracks[e->track].device != LOOM_DEVICE_HOST)
+    loom__map_del(&a->flow_end, flow_key(e->track, e->ts)); /* known device work: not needed */
   if (e->kind < LOOM_KIND_COUNT_) rep->by_kind[e->kind]++;
   if (e->flags & LOOM__EV_UNCLOSED) rep->unclosed++;
   if (e->ts < rep->t0) rep->t0 = e->ts;
@@ -281,12 +343,8 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
   if (e->ph != LOOM__PH_COMPLETE) return 0;
   switch (e->kind) {
   case LOOM_KIND_MARKER:
-    if (!e->cat || (e->cat != a->cat_trace && e->cat != a->cat_marker)) {
-      uint64_t *c = loom__map_get(&a->unknown, (uint64_t)e->cat + 1);
-      if (c) (*c)++;
-      else if (loom__map_put(&a->unknown, (uint64_t)e->cat + 1, 1)) return -1;
-    }
-    return 0;
+    if (e->cat && (e->cat == a->cat_trace || e->cat == a->cat_marker)) return 0;
+    break; /* device work by its structure? (by_structure) */
   case LOOM_KIND_INSTANT:
   case LOOM_KIND_COUNTER:
   case LOOM_KIND_OVERHEAD:
@@ -299,6 +357,11 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
     if (!loom__map_get(&a->step_names, e->name) && loom__map_put(&a->step_names, e->name, 1))
       return -1;
     if (e->ts > a->last_step_ts) a->last_step_ts = e->ts;
+    if (e->ts + e->dur > a->last_step_end) {
+      a->last_step_end = e->ts + e->dur;
+      a->last_end_step[0] = e->ts;
+      a->last_end_step[1] = e->dur;
+    }
   }
   loom__arec r = {.ts = e->ts, .dur = e->dur < 0 ? 0 : e->dur, .corr = e->correlation,
                   .name = e->name, .track = e->track, .kind = e->kind,
@@ -313,17 +376,33 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
       r.stream = (uint32_t)args[i].v.i;
       r.hta = args[i].v.i != -1;
     }
+  if (e->kind == LOOM_KIND_MARKER) {
+    int st = by_structure(a, t, e, args, has_stream, &r);
+    if (st) return st < 0 ? -1 : 0;
+  }
+  /* Device work of a known kind without a stream joins HTA on its queue;
+   * device work by structure only with a stream, as in HTA. */
   if (!has_stream && loom__kind_on_device(e->kind)) {
     r.stream = (uint32_t)t->tracks[e->track].tid;
     r.hta = 1;
   }
-  if (e->kind == LOOM_KIND_MEMCPY || e->kind == LOOM_KIND_MEMSET) {
+  if (r.hta || r.kind == LOOM_KIND_MARKER) {
+    uint64_t *ic = loom__map_get(&a->idle_cat, (uint64_t)e->cat + 1);
+    if (!ic) {
+      uint64_t v = 1 + (uint64_t)loom__hta_idle_category(e->cat ? loom__strtab_get(&t->strs, e->cat) : NULL);
+      if (loom__map_put(&a->idle_cat, (uint64_t)e->cat + 1, v)) return -1;
+      ic = loom__map_get(&a->idle_cat, (uint64_t)e->cat + 1);
+    }
+    if (*ic == 2) r.hta |= LOOM__AREC_HTA_IDLE;
+  }
+  if (r.kind == LOOM_KIND_MARKER) r.role |= (uint8_t)(direction_code(a, args, e->nargs) << LOOM__AREC_DIR_SHIFT);
+  if (r.kind == LOOM_KIND_MEMCPY || r.kind == LOOM_KIND_MEMSET) {
     r.cls = LOOM__CLS_MEMORY;
     for (uint16_t i = 0; i < e->nargs; i++)
       if (args[i].key == a->bytes_key && a->bytes_key)
         r.bytes = args[i].type == LOOM_ARG_DOUBLE ? (uint64_t)args[i].v.d : args[i].v.u;
     r.role |= (uint8_t)(direction_code(a, args, e->nargs) << LOOM__AREC_DIR_SHIFT);
-  } else if (e->kind == LOOM_KIND_COLLECTIVE || (e->kind == LOOM_KIND_KERNEL && is_comm_work(&r, nf))) {
+  } else if (r.kind == LOOM_KIND_COLLECTIVE || (r.kind == LOOM_KIND_KERNEL && is_comm_work(&r, nf))) {
     r.cls = LOOM__CLS_COMM;
   }
   rep->nkept++;
@@ -469,7 +548,8 @@ static void host_event(an *a, const loom__arec *r) {
   }
   launch l = {r->ts, r->dur, stack_id(a, h), step, (uint8_t)is_launch_call(r, nf),
               (uint8_t)(!(r->role & ROLE_MASK) || is_launch_call(r, nf)),
-              (uint8_t)((r->role & LOOM_RECORD_F_MEMORY) != 0)};
+              (uint8_t)((r->role & LOOM_RECORD_F_MEMORY) != 0),
+              (uint8_t)(r->kind == LOOM_KIND_RUNTIME || r->kind == LOOM_KIND_DRIVER)};
   uint64_t *old = loom__map_get(&a->inflight, r->corr);
   if (old) {
     a->ls[*old - 1] = l;
@@ -599,65 +679,144 @@ static void device_event(an *a, const loom__arec *r) {
   }
 }
 
-/* Holistic Trace Analysis: every event with a stream (syncs too, even host
- * events that carry one), in its scope (without the last profiler step
- * unless asked), for the whole trace like HTA's rank. */
-static void hta_event(an *a, const loom__arec *r) {
-  loom__rhta *h = &a->rep->hta;
-  uint64_t *li = r->corr ? loom__map_get(&a->inflight, r->corr) : NULL;
-  const launch *l = li ? &a->ls[*li - 1] : NULL;
-  /* HTA keeps the device events whose correlation id one of the kept host
-   * events has; events without one match the host events without one (and
-   * HTA duplicates them once per such host event; loom counts them once). */
-  if (a->hta_filter && r->corr && !(l && l->ts < a->last_step_ts)) return;
-  int64_t s = r->ts, e = r->ts + r->dur, gap;
-  /* HTA classifies by name: communication as the runtime's rules say,
-   * memory by "Memcpy" / "Memset", the rest (syncs too) computation.  loom
-   * also takes the vocabulary of its own traces: communication marks, and
-   * copies and fills that carry a "direction" or were launched by a call
-   * marked memory (traces of other tools keep HTA's rule exactly). */
+/* A candidate of by_structure() (time order: a call comes before its
+ * work): device work (a kernel, or a copy when it has a direction: its code
+ * is kept) when a runtime or driver call has its correlation id, else
+ * itself a runtime call, whose device work may follow. */
+static const loom__arec *resolve(an *a, const loom__arec *r, loom__arec *out) {
+  uint64_t *li = loom__map_get(&a->inflight, r->corr);
+  *out = *r;
+  if (!li || !a->ls[*li - 1].call) {
+    out->kind = LOOM_KIND_RUNTIME;
+    out->stream = 0;
+    out->role &= ROLE_MASK;
+    return out;
+  }
+  out->kind = (r->role >> LOOM__AREC_DIR_SHIFT) ? LOOM_KIND_MEMCPY : LOOM_KIND_KERNEL;
+  out->cls = out->kind == LOOM_KIND_MEMCPY ? LOOM__CLS_MEMORY : LOOM__CLS_COMPUTE;
+  out->hta |= LOOM__AREC_HTA_STRUCT;
+  return out; /* no stream: not one of HTA's GPU events */
+}
+
+/* Holistic Trace Analysis 0.6.1: every event with a stream (syncs too, even
+ * host events that carry one), in its scope (without the last profiler step
+ * unless asked), for the whole trace like HTA's rank.  When any timestamp
+ * of the trace is fractional, every event is first rounded to whole
+ * microseconds, start up and end down (HTA's round_down_time_stamps). */
+static void hta_span(const an *a, int64_t ts, int64_t dur, int64_t *s, int64_t *e) {
+  if (!a->fractional) {
+    *s = ts;
+    *e = ts + dur;
+    return;
+  }
+  /* HTA's times are doubles of microseconds: at 16 digits their step is
+   * 0.25 us, and ts + dur is rounded to it before the floor. */
+  int64_t w = ts >= 0 ? ts / 1000 : -((-ts + 999) / 1000);
+  double t = (double)w + (double)(ts - w * 1000) / 1000.0, end = t + (double)dur / 1000.0;
+  *s = (int64_t)ceil(t) * 1000;
+  *e = (int64_t)floor(end) * 1000;
+}
+
+/* HTA's kernel type, by its name lists; loom's own traces add their marks
+ * (communication) and copies and fills of a known category that carry a
+ * "direction" or were launched by a call marked memory. */
+static unsigned hta_type(an *a, const loom__arec *r, const launch *l) {
   unsigned nf = name_flags(a, a->t, r->name);
-  int memory = (nf & NF_MEMORY) ||
-               ((r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET) &&
-                ((r->role >> LOOM__AREC_DIR_SHIFT) || (l && l->memory)));
-  unsigned bit = is_comm_work(r, nf) ? 2u : memory ? 4u : 1u;
-  for (unsigned m = 1; m < 8; m++)
-    if (m & bit) uset_add(&a->hu[m], s, e, &gap);
-  widen(&h->first, &h->last, &h->nevents, s, e);
-  uint64_t key = (uint64_t)r->stream + 2;
+  if (r->kind == LOOM_KIND_COLLECTIVE || (r->role & LOOM_RECORD_F_COMM)) return LOOM__HTA_COMM;
+  if ((r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET) && !(r->hta & LOOM__AREC_HTA_STRUCT) &&
+      ((r->role >> LOOM__AREC_DIR_SHIFT) || (l && l->memory)))
+    return LOOM__HTA_MEMORY;
+  return NF_HTA_TYPE(nf);
+}
+
+static int64_t ceil_us_if(const an *a, int64_t ns) { return a->fractional ? ceil_us(ns) : ns; }
+
+/* The end of the step that ends last, as HTA sees it. */
+static int64_t hta_last_end(const an *a) {
+  int64_t s, e;
+  hta_span(a, a->last_end_step[0], a->last_end_step[1], &s, &e);
+  return e;
+}
+
+static loom__hstream *hta_stream(an *a, int64_t stream) {
+  loom__rhta *h = &a->rep->hta;
+  uint64_t key = (uint64_t)stream + 2;
   uint64_t *si = loom__map_get(&a->hstream_of, key);
   if (!si) {
     loom__hstream z;
     memset(&z, 0, sizeof z);
-    z.stream = r->stream;
+    z.stream = stream;
     if (LOOM__PUSH(h->streams, h->nstreams, a->cap_hstreams, z) ||
         loom__map_put(&a->hstream_of, key, h->nstreams)) {
       a->oom = 1;
-      return;
+      return NULL;
     }
     si = loom__map_get(&a->hstream_of, key);
   }
-  loom__hstream *st = &h->streams[*si - 1];
+  return &h->streams[*si - 1];
+}
+
+/* The idle-time breakdown: kernels, copies and fills (HTA's categories)
+ * in time order per stream; the gap since the previous row's end (not a
+ * running maximum) is host_wait when the launch call began after that end,
+ * kernel_wait when under 30 us, else other; the first row is "other". */
+static void hta_idle(an *a, const loom__arec *r, const launch *l, int64_t s, int64_t e) {
+  loom__hstream *st = hta_stream(a, r->stream);
+  if (!st) return;
   if (st->has_prev) {
-    /* the gap since the previous row's end (not a running maximum) */
-    int64_t idle = s - st->prev_end;
-    int c = l && l->ts > st->prev_end ? 0 : idle < HTA_CONSECUTIVE_NS ? 1 : 2;
+    int64_t idle = s - st->prev_end, ls = 0, le;
+    if (l) hta_span(a, l->ts, l->dur, &ls, &le);
+    int c = l && ls > st->prev_end ? 0 : idle < HTA_CONSECUTIVE_NS ? 1 : 2;
     st->idle[c] += idle;
     st->nidle[c]++;
     st->seen[c] = 1;
   } else {
-    st->seen[2] = 1; /* the first row is "other", with no idle time */
+    st->seen[2] = 1;
   }
   st->prev_end = e;
   st->has_prev = 1;
-  if (l && l->is_launch) {
-    int64_t delay = s - l->ts + l->dur; /* sic: HTA adds the call's duration */
-    h->launches++;
-    if (loom__qs_add(&h->delay, delay)) a->oom = 1;
-    if (l->dur > HTA_RUNTIME_CUTOFF_NS) h->long_runtime++;
-    if (delay > HTA_DELAY_CUTOFF_NS) h->long_delay++;
-    if (l->dur <= HTA_RUNTIME_CUTOFF_NS && r->dur < l->dur) h->short_kernels++;
+}
+
+/* Launch statistics: delay = max(0, device start - call end) (HTA PR #214). */
+static void hta_launch(an *a, const launch *l, int64_t s, int64_t e) {
+  loom__rhta *h = &a->rep->hta;
+  int64_t ls, le;
+  hta_span(a, l->ts, l->dur, &ls, &le);
+  int64_t delay = s - le, cdur = le - ls;
+  if (delay < 0) delay = 0;
+  h->launches++;
+  if (loom__qs_add(&h->delay, delay)) a->oom = 1;
+  if (cdur > HTA_RUNTIME_CUTOFF_NS) h->long_runtime++;
+  if (delay > HTA_DELAY_CUTOFF_NS) h->long_delay++;
+  if (cdur <= HTA_RUNTIME_CUTOFF_NS && e - s < cdur) h->short_kernels++;
+}
+
+static void hta_event(an *a, const loom__arec *r) {
+  loom__rhta *h = &a->rep->hta;
+  uint64_t *li = r->corr ? loom__map_get(&a->inflight, r->corr) : NULL;
+  const launch *l = li ? &a->ls[*li - 1] : NULL;
+  /* With two or more steps HTA keeps the device events whose correlation
+   * id one of its kept host events has: those that began before the last
+   * step (after its end with the last step in).  Events without an id
+   * match the host events without one (HTA duplicates them once per such
+   * event; loom counts them once). */
+  if (a->hta_filter && r->corr) {
+    int64_t ls, le, lim = a->hta_filter == 1 ? ceil_us_if(a, a->last_step_ts) : hta_last_end(a);
+    if (!l) return;
+    hta_span(a, l->ts, l->dur, &ls, &le);
+    if (a->hta_filter == 1 ? ls >= lim : ls > lim) return;
   }
+  int64_t s, e, gap;
+  hta_span(a, r->ts, r->dur, &s, &e);
+  unsigned type = hta_type(a, r, l);
+  if (type != LOOM__HTA_OTHER)
+    for (unsigned m = 1; m < 8; m++)
+      if (m & (1u << (type == LOOM__HTA_COMPUTE ? 0 : type == LOOM__HTA_COMM ? 1 : 2)))
+        uset_add(&a->hu[m], s, e, &gap);
+  uset_add(&a->hall, s, e, &gap);
+  widen(&h->first, &h->last, &h->nevents, s, e);
+  if (r->hta & LOOM__AREC_HTA_IDLE) hta_idle(a, r, l, s, e);
+  if (l && l->is_launch) hta_launch(a, l, s, e);
 }
 
 /* ---- finishing ---------------------------------------------------------------- */
@@ -704,6 +863,8 @@ static void finish(an *a) {
     for (int m = 1; m < 8; m++) d->m.u[m] = uset_total(&ds->u[m]);
   }
   for (int m = 1; m < 8; m++) rep->hta.m.u[m] = uset_total(&a->hu[m]);
+  rep->hta.all = uset_total(&a->hall);
+  rep->hta.rounded = a->fractional;
   for (size_t i = 0; i < rep->nqueues; i++) rep->queues[i].busy = uset_total(&a->qs[i].u);
   if (rep->nqueues > 1) qsort(rep->queues, rep->nqueues, sizeof *rep->queues, cmp_queue);
   if (rep->ndevs > 1) qsort(rep->devs, rep->ndevs, sizeof *rep->devs, cmp_dev);
@@ -740,6 +901,8 @@ static void an_free(an *a) {
   free(a->stk);
   loom__map_free(&a->stk_of);
   loom__map_free(&a->hstream_of);
+  loom__map_free(&a->idle_cat);
+  loom__map_free(&a->flow_end);
   free(a->nfl);
 }
 
@@ -793,9 +956,10 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
   a.rep = rep;
   a.o = &o;
   a.cur_step = -1;
-  a.last_step_ts = INT64_MIN;
+  a.last_step_ts = a.last_step_end = INT64_MIN;
   loom__sink sink = {on_event, &a};
-  loom_status st = loom__trace_stream(path, &sink, &rep->meta);
+  loom__flow_sink flows = {on_flow, &a};
+  loom_status st = loom__trace_stream_flows(path, &sink, &flows, &rep->meta);
   if (st != LOOM_OK) {
     const char *why = a.es && loom__esort_error(a.es)[0] ? loom__esort_error(a.es) : NULL;
     if (why) st = loom__fail(LOOM_EIO, "%s: %s", path, why);
@@ -806,7 +970,7 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
   a.t = rep->meta;
   if (!rep->nevents) rep->t0 = rep->t1 = 0;
   rep->hta.last_step_dropped = !o.hta_include_last_step && a.step_names.n >= 2;
-  a.hta_filter = rep->hta.last_step_dropped;
+  a.hta_filter = a.step_names.n < 2 ? 0 : rep->hta.last_step_dropped ? 1 : 2;
   size_t nt = a.t->ntracks ? a.t->ntracks : 1;
   a.hs = calloc(nt, sizeof *a.hs);
   a.qof = malloc(nt * sizeof *a.qof);
@@ -819,9 +983,13 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
   }
   for (size_t i = 0; i < nt; i++) a.qof[i] = -1;
   const loom__arec *r;
+  loom__arec rs;
   while (a.es && !a.oom && (r = loom__esort_next(a.es))) {
     if (r->track >= a.t->ntracks) continue;
-    if (r->hta) hta_event(&a, r);
+    if (r->kind == LOOM_KIND_MARKER) { /* device work if a runtime call has its id */
+      if (!(r = resolve(&a, r, &rs))) continue;
+    }
+    if (r->hta & LOOM__AREC_HTA_GPU) hta_event(&a, r);
     const loom__track *k = &a.t->tracks[r->track];
     if (k->device != LOOM_DEVICE_HOST) {
       if (r->kind == LOOM_KIND_KERNEL || r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET ||

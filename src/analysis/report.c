@@ -69,13 +69,15 @@ size_t *loom__report_rows(const loom__report *r, int group, size_t *n, int by_se
 void loom__hta_temporal_of(const loom__rhta *d, loom__hta_temporal *h) {
   memset(h, 0, sizeof *h);
   h->kernel_time = d->nevents ? d->last - d->first : 0;
-  h->idle = h->kernel_time - d->m.u[7];
+  h->idle = h->kernel_time - d->all;
   h->compute = d->m.u[1];
   h->non_compute = h->kernel_time - h->compute - h->idle;
+  /* rounded to whole us, events shorter than 1 us can leave kernel_time
+   * negative: HTA divides by it all the same */
   double k = (double)h->kernel_time;
-  h->idle_pct = k > 0 ? 100.0 * (double)h->idle / k : 0;
-  h->compute_pct = k > 0 ? 100.0 * (double)h->compute / k : 0;
-  h->non_compute_pct = k > 0 ? 100.0 * (double)h->non_compute / k : 0;
+  h->idle_pct = k != 0 ? 100.0 * (double)h->idle / k : 0;
+  h->compute_pct = k != 0 ? 100.0 * (double)h->compute / k : 0;
+  h->non_compute_pct = k != 0 ? 100.0 * (double)h->non_compute / k : 0;
   int64_t comm = d->m.u[2];
   int64_t both = d->m.u[1] + d->m.u[2] - d->m.u[3];
   h->comm_comp_overlap_pct = comm > 0 ? 100.0 * (double)both / (double)comm : -1;

@@ -126,7 +126,8 @@ static const loom__col hta_cols[] = {
     {"temporal_breakdown.non_compute_time_ns", "non-compute", LOOM__COL_US},
     PCTG("temporal_breakdown.idle_time_pctg", "idle"), PCTG("temporal_breakdown.compute_time_pctg", "compute"),
     PCTG("temporal_breakdown.non_compute_time_pctg", "non-compute"),
-    PCTG("comp_comm_overlap_pctg", "communication overlapped by computation")};
+    PCTG("comp_comm_overlap_pctg", "communication overlapped by computation"),
+    {"rounded_to_us", "events rounded to whole us (fractional timestamps)", LOOM__COL_BOOL}};
 static const loom__col ktype_cols[] = {{"kernel_type", "kernel type", LOOM__COL_STR},
                                        {"sum_ns", "time", LOOM__COL_US},
                                        {"percentage", "share", LOOM__COL_PCT, 0, 1, 1}};
@@ -166,12 +167,13 @@ static void hta_temporal(const loom__report *r, loom__model *m, int hide) {
   loom__table_pct(t, h.non_compute_pct);
   if (h.comm_comp_overlap_pct >= 0) loom__table_pct(t, h.comm_comp_overlap_pct);
   else loom__table_null(t); /* no communication */
+  loom__table_int(t, H->rounded);
 }
 
 static void hta_launches(const loom__report *r, loom__model *m, int hide) {
   const loom__rhta *H = &r->hta;
-  loom__table *t = loom__model_add(m, "hta.launch_stats", "HTA kernel launch statistics (delay: device start - "
-                                   "call start + call duration)", launch_cols, NCOLS(launch_cols),
+  loom__table *t = loom__model_add(m, "hta.launch_stats", "HTA kernel launch statistics (delay: max(0, device "
+                                   "start - call end))", launch_cols, NCOLS(launch_cols),
                                    LOOM__TF_RECORD | hide);
   loom__table_int(t, (int64_t)H->launches);
   loom__report_dist(t, &H->delay);

@@ -92,7 +92,8 @@ static void dev_row(const loom__report *r, const loom__rdev *d, loom__table *t) 
   loom__table_str(t, S(r, d->name));
   loom__table_int(t, (int64_t)d->nwork);
   loom__table_int(t, (int64_t)d->nkernels);
-  loom__table_int(t, d->first - r->t0);
+  if (d->nwork) loom__table_int(t, d->first - r->t0);
+  else loom__table_null(t); /* only syncs: no window, no start */
   loom__table_int(t, win);
   loom__table_int(t, d->m.u[7]);
   loom__table_pct(t, pct(d->m.u[7], win));
@@ -109,7 +110,8 @@ static void queue_rows(const loom__report *r, const loom__rdev *d, size_t row, l
     loom__table_int(t, q->tid);
     loom__table_str(t, S(r, q->name));
     loom__table_int(t, (int64_t)q->nwork);
-    loom__table_int(t, q->first - r->t0);
+    if (q->nwork) loom__table_int(t, q->first - r->t0);
+    else loom__table_null(t); /* only syncs: no window, no start */
     loom__table_int(t, qw);
     loom__table_int(t, q->busy);
     loom__table_pct(t, pct(q->busy, qw));

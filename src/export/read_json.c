@@ -72,6 +72,8 @@ typedef struct reader {
   int skip_depth;     /* depth at which skipping began */
   int skip_ret;       /* where to return after the skipped value */
   int top_is_array;
+  int saw_events;     /* a "traceEvents" list (or a top-level list of events) */
+  int not_event;      /* the top-level list holds a list: no event list */
   char key[256];      /* last map key */
   char top_key[256];  /* key of the current top-level value */
   cur_ev ev;
@@ -586,9 +588,13 @@ static void begin_container(reader *r, int is_map) {
   if (r->where == AT_SKIP) return;
   if (r->depth == 1) {
     r->top_is_array = !is_map;
+    r->saw_events = !is_map;
     r->where = is_map ? AT_TOP : AT_EVENTS;
+  } else if (r->depth == 2 && r->top_is_array && !is_map) {
+    r->not_event = 1; /* [[...], ...]: a list of lists is no event list */
+    r->skip_ret = r->where, r->where = AT_SKIP, r->skip_depth = r->depth;
   } else if (r->where == AT_TOP && r->depth == 2) {
-    if (!strcmp(r->top_key, "traceEvents") && !is_map) r->where = AT_EVENTS;
+    if (!strcmp(r->top_key, "traceEvents") && !is_map) r->where = AT_EVENTS, r->saw_events = 1;
     else if (!strcmp(r->top_key, "deviceProperties") && !is_map) r->where = AT_DEVPROPS;
     else if (!strcmp(r->top_key, "loom_warnings") && !is_map) r->where = AT_WARNINGS;
     else if (!strcmp(r->top_key, "distributedInfo") && is_map) r->where = AT_DISTINFO;
@@ -660,6 +666,19 @@ static int cb_start_map(void *ctx) { begin_container(ctx, 1); return !((reader *
 static int cb_end_map(void *ctx) { end_container(ctx, 1); return !((reader *)ctx)->oom; }
 static int cb_start_array(void *ctx) { begin_container(ctx, 0); return !((reader *)ctx)->oom; }
 static int cb_end_array(void *ctx) { end_container(ctx, 0); return !((reader *)ctx)->oom; }
+
+/* JSON that is valid but holds no trace (a PyTorch execution trace, a
+ * memory-timeline list, any other tool's file) is an error, not an empty
+ * trace: an object needs a "traceEvents" list, a top-level list objects. */
+static loom_status not_a_trace(const reader *r, const char *path) {
+  if (r->not_event)
+    return loom__fail(LOOM_EFORMAT, "%s: not a trace: the top-level list holds lists, not event "
+                      "objects (a memory timeline?)", path);
+  if (!r->saw_events)
+    return loom__fail(LOOM_EFORMAT, "%s: not a trace: the JSON object has no \"traceEvents\" list "
+                      "(an execution trace or another tool's file?)", path);
+  return LOOM_OK;
+}
 
 static const yajl_callbacks callbacks = {
     cb_null, cb_bool, NULL, NULL, cb_number, cb_string,
@@ -834,6 +853,7 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, const loom
   if (st == LOOM_OK && r.depth != 0)
     st = loom__fail(LOOM_EFORMAT, "%s: truncated JSON at byte offset %llu", path,
                     (unsigned long long)offset);
+  if (st == LOOM_OK) st = not_a_trace(&r, path);
   if (st == LOOM_OK && r.role_unknown && loom__role_warning(r.t, path))
     st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   if (st == LOOM_OK && (r.oom || finish(&r) != 0))

@@ -1,17 +1,22 @@
 #!/usr/bin/python3
 """Holistic Trace Analysis's figures computed with pandas, the way HTA
-computes them (its definitions as documented in docs/report.md: GPU events
-are the events with args.stream, merged intervals, the last ProfilerStep left
-out, host_wait / kernel_wait / other, launch delay = GPU start - runtime start
-+ runtime duration).  An independent implementation for cross-checking
-`loom report`, which computes the same figures in C from a streamed, sorted
-record pass.  Not HTA itself: HTA is not packaged for Debian.
+0.6.1 computes them (its definitions as documented in docs/report.md: GPU
+events are the events with args.stream, HTA's name patterns for the kernel
+types with syncs OTHER, merged intervals, the last ProfilerStep left out,
+the idle-time breakdown over kernel, memcpy, memset and MTIA categories,
+launch delay = max(0, GPU start - runtime end), fractional traces rounded
+to whole us, start up and end down, in doubles as HTA does).  An
+independent implementation for cross-checking `loom report`, which
+computes the same figures in C from a streamed, sorted record pass.  Not
+HTA itself (run_hta.py and compare.py run and compare the real one).
 
   /usr/bin/python3 reference.py TRACE   -> JSON on stdout
 """
 import decimal
 import gzip
 import json
+import math
+import re
 import sys
 
 import pandas as pd
@@ -19,7 +24,14 @@ import pandas as pd
 CONSECUTIVE_KERNEL_DELAY = 30000  # ns (HTA: 30 us)
 RUNTIME_CUTOFF = 50000            # ns
 LAUNCH_DELAY_CUTOFF = 100000      # ns
-LAUNCH_NAMES = ["cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"]
+LAUNCH_NAMES = ["cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync",
+                "runFunction - job_prep_and_submit_for_execution"]
+IDLE_CATS = ["kernel", "Kernel", "gpu_memset", "Memset", "gpu_memcpy", "Memcpy", "mtia_ccp_events"]
+COMM = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
+MEMORY = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
+NOT_COMPUTE = re.compile(r"(^nccl)|(.*Memcpy)|(.*Memset)|(.*dma)|(^.*Sync)|(^Stream Wait Event)|"
+                         r"(cuda.*LaunchKernel)|(^runFunction)|(^hip)|(^job_exe)|(^packet)|(^pe_exe)|"
+                         r"(^cpum_exe_subgraph)|(^hccl)|(^collective_subgraph_execution)")
 
 
 def load(path):
@@ -28,7 +40,20 @@ def load(path):
         d = json.load(f, parse_float=decimal.Decimal)
     # Integer nanoseconds, exactly (the traces give microseconds, some with
     # three decimals, some as 16-digit integers a double cannot scale).
-    for e in d.get("traceEvents", []):
+    # When a timestamp is fractional HTA rounds every event to whole us: the
+    # start up, the end (ts + dur, in doubles) down.
+    evs = d.get("traceEvents", [])
+    frac = any("ts" in e and decimal.Decimal(e["ts"]) != int(decimal.Decimal(e["ts"])) for e in evs)
+    for e in evs:
+        if "dur" in e:  # loom's kernel table keeps the trace's own precision
+            e["dur_ns"] = int(decimal.Decimal(e["dur"]) * 1000)
+        if frac and "ts" in e:
+            t = float(e["ts"])
+            end = t + float(e["dur"]) if "dur" in e else None
+            e["ts"] = math.ceil(t) * 1000
+            if end is not None:
+                e["dur"] = math.floor(end) * 1000 - e["ts"]
+            continue
         for k in ("ts", "dur"):
             if k in e:
                 e[k] = int(decimal.Decimal(e[k]) * 1000)
@@ -42,6 +67,9 @@ def load(path):
     df["dur"] = df["dur"].astype("int64")
     for a in ["stream", "correlation"]:
         df[a] = df["args"].apply(lambda r: r.get(a, -1) if isinstance(r, dict) else -1)
+        df[a] = pd.to_numeric(df[a], errors="coerce").fillna(-1).astype("int64")
+    df["role"] = df["args"].apply(lambda r: r.get("loom_role", "") if isinstance(r, dict) else "")
+    df["direction"] = df["args"].apply(lambda r: "direction" in r if isinstance(r, dict) else False)
     steps = sorted(set(n for n in df["name"] if "ProfilerStep" in str(n)))
     if len(steps) >= 2:
         cpu = df[df.stream.eq(-1)]
@@ -53,12 +81,14 @@ def load(path):
     return df, steps
 
 
-def ktype(n):
-    if n.startswith("nccl") or "gloo:" in n:
+def ktype(r):
+    """HTA's kernel type by name; loom's own traces add their marks."""
+    n = r["name"]
+    if "comm" in str(r["role"]).split(",") or r["cat"] == "collective_comm" or COMM.match(n):
         return "COMMUNICATION"
-    if "Memcpy" in n or "Memset" in n:
+    if MEMORY.match(n) or (r["cat"] in ("gpu_memcpy", "gpu_memset") and r["direction"]):
         return "MEMORY"
-    return "COMPUTATION"
+    return "OTHER" if NOT_COMPUTE.match(n) else "COMPUTATION"
 
 
 def merge(k):
@@ -112,6 +142,7 @@ def kernel_types(g, types=("COMPUTATION", "COMMUNICATION", "MEMORY")):
 
 
 def idle_breakdown(df, g):
+    g = g[g.cat.isin(IDLE_CATS)]
     cpu = df[df.stream.eq(-1) & df.correlation.ne(-1)][["correlation", "ts"]]
     cpu = cpu.rename(columns={"ts": "ts_runtime"}).drop_duplicates("correlation")
     g = g.merge(cpu, on="correlation", how="left")
@@ -134,7 +165,7 @@ def launch_stats(df):
     cpu = df[df.stream.eq(-1) & df.correlation.isin(corr)][["correlation", "dur", "ts"]]
     gpu = df[df.stream.ne(-1) & df.correlation.isin(corr)][["correlation", "dur", "ts"]]
     j = pd.merge(cpu, gpu, how="inner", on="correlation")
-    delay = j.ts_y - j.ts_x + j.dur_x
+    delay = (j.ts_y - j.ts_x - j.dur_x).clip(lower=0)
     return dict(launches=len(j), mean_delay=float(delay.mean()) / 1000 if len(j) else 0.0,
                 max_delay=float(delay.max()) / 1000 if len(j) else 0.0,
                 runtime_over_50us=int((j.dur_x > RUNTIME_CUTOFF).sum()),
@@ -153,11 +184,11 @@ def main(path):
     g = df[df.stream.ne(-1)].copy()
     res = dict(trace=path, last_step_left_out=len(steps) >= 2, gpu_events=len(g))
     if not g.empty:
-        g["kt"] = g.name.apply(ktype)
+        g["kt"] = g.apply(ktype, axis=1)
         res.update(temporal_breakdown=temporal(g), comp_comm_overlap_pctg=overlap(g),
                    kernel_types=us(kernel_types(g)), idle_time_breakdown=idle_breakdown(df, g),
                    launch_stats=launch_stats(df),
-                   kernel_sums={n: v / 1000 for n, v in g[g.cat.eq("kernel")].groupby("name").dur.sum().items()})
+                   kernel_sums={n: v / 1000 for n, v in g[g.cat.eq("kernel")].groupby("name").dur_ns.sum().items()})
     json.dump(res, sys.stdout, indent=1)
 
 
