@@ -142,7 +142,9 @@ class profile:
       function of one loom.Trace, valid as long as it is referenced), or,
       without one, to the files of options["output"].
     torch_ops: record PyTorch's operators (the PyTorch adapter in-process).
-    After stop(): p.trace (None with windows; p.windows counts them)."""
+    The session is made (backends probed, options checked) by start(): one
+    exists at a time in a process.  After stop(): p.trace (None with
+    windows; p.windows counts them)."""
 
     def __init__(self, devices=("cpu",), kinds=None, options=None, schedule=None,
                  on_trace_ready=None, torch_ops=False, name=None):
@@ -165,7 +167,6 @@ class profile:
         self.trace = None
         self.windows = 0
         self._s = None
-        self._new_session()
 
     def _new_session(self):
         cb = self._window if self.on_trace_ready is not None else None
