@@ -5,6 +5,9 @@ import os
 import subprocess
 import sys
 import threading
+import time
+
+import pytest
 
 import loom
 from conftest import HERE, LOOM, TP_ERRORS, tp_query
@@ -142,3 +145,32 @@ def test_long_calls_release_the_gil(tmp_path):
     th.join()
     assert os.path.getsize(path) > 1000000
     assert spins > 1000, spins
+
+
+def test_time_window_is_delivered_from_the_timer_thread():
+    got = []
+
+    def ready(trace):
+        got.append((threading.current_thread() is threading.main_thread(),
+                    [e.name for e in trace.events()]))
+
+    with loom.profile(options={"duration": 0.3}, on_trace_ready=ready) as p:
+        loom.mark("inside")
+        deadline = time.monotonic() + 60
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.01)  # the GIL is free: the timer thread takes it
+        loom.mark("after the window")
+    assert got == [(False, ["inside"])] and p.windows == 1
+
+
+def test_an_exception_in_on_trace_ready_is_raised_by_step():
+    def ready(trace):
+        raise KeyError("from the callback")
+
+    p = loom.profile(schedule=loom.schedule(active=1, repeat=1), on_trace_ready=ready)
+    p.start()
+    try:
+        with pytest.raises(KeyError, match="from the callback"):
+            p.step()  # ends step 0, the window's only step
+    finally:
+        p.stop()
