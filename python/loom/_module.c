@@ -69,11 +69,11 @@ static void find_dirs(void) {
   char *d = dirname(dir);
   const char *cands[] = {"%s/plugins", "%s/loom"};
   for (size_t i = 0; i < 2; i++) {
-    char p[PATH_MAX + 16], probe[PATH_MAX + 48];
+    char p[PATH_MAX + 16], probe[PATH_MAX + 64];
     snprintf(p, sizeof p, cands[i], d);
     snprintf(probe, sizeof probe, "%s/loom-preload.so", p);
     if (access(probe, R_OK) == 0 && strlen(p) < sizeof plugin_dir) {
-      snprintf(plugin_dir, sizeof plugin_dir, "%s", p);
+      memcpy(plugin_dir, p, strlen(p) + 1); /* fits: checked above */
       return;
     }
   }
