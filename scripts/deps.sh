@@ -11,6 +11,9 @@ pkgs="$pkgs g++ libtorch-dev python3-torch"
 # loom report's tests: pandas for the independent Holistic Trace Analysis
 # figures, Chromium to render the HTML page headless.
 pkgs="$pkgs python3-pandas chromium"
+# The Python package (python/loom): headers for its extension module, and
+# Debian's pytest for its tests (run by ctest with /usr/bin/python3).
+pkgs="$pkgs python3-dev python3-pytest"
 # MPI backend (PMPI wrappers built against OpenMPI's mpi.h) and its mpirun tests.
 pkgs="$pkgs openmpi-bin libopenmpi-dev"
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"

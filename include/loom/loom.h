@@ -458,6 +458,25 @@ typedef struct loom_merge_result {
  * then. */
 LOOM_EXTERN loom_status loom_merge(const loom_merge_config *cfg, loom_merge_result *result);
 
+/* ---- devices of a trace (appended) ----------------------------------------
+ * The devices a trace describes (its backends' device descriptions, or a
+ * loaded trace's device processes); strings are owned by the trace, "" when
+ * not known. */
+typedef struct loom_device_view {
+  size_t struct_size;       /* sizeof(loom_device_view), set by the caller */
+  const char *name;         /* "pthread-Intel(R) Core...", "NVIDIA H100" */
+  const char *vendor;
+  const char *type;         /* "GPU", "CPU", ... as the backend says */
+  const char *device_type;  /* the session's device type: "opencl", "cuda" */
+  const char *backend;      /* the backend that described it */
+  int64_t pid;              /* the device's process id in the trace */
+} loom_device_view;
+
+/* Number of devices, and device i (LOOM_EINVAL past the end). */
+LOOM_EXTERN size_t loom_trace_device_count(const loom_trace *t);
+LOOM_EXTERN loom_status loom_trace_device(const loom_trace *t, size_t i,
+                                          loom_device_view *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -246,7 +246,7 @@ static void lost_locked(loom__bsess *bs, uint64_t n, const char *reason) {
  * per-thread cache by pointer saves the interner's lock; a hit is checked
  * against the interned copy, so a caller that reuses a buffer stays exact. */
 #define CAT_SLOTS 16
-static __thread __attribute__((tls_model("initial-exec"))) struct cat_slot {
+static __thread struct cat_slot { /* dynamic TLS model: see hostrec.c */
   const char *ptr, *str;
   uint32_t id;
 } cat_cache[CAT_SLOTS];

@@ -26,7 +26,12 @@
 #include "record.h"
 #include "util/util.h"
 
-#define TLS __thread __attribute__((tls_model("initial-exec")))
+/* The default (dynamic) TLS model, not initial-exec: libloom must also load
+ * with dlopen (Python's `import loom`), where a static TLS block of this
+ * size cannot be had.  Built with TLS descriptors (-mtls-dialect=gnu2,
+ * CMakeLists.txt), an access in a library loaded at start is one indirect
+ * call that returns the static offset. */
+#define TLS __thread
 
 /* ---- shared state -------------------------------------------------------- */
 static atomic_int rec_on;            /* the one branch of an idle call */

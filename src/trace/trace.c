@@ -280,3 +280,25 @@ int loom__trace_stream_flush(loom_trace *t, const loom__sink *sink, size_t **kee
   t->nargs = nargs;
   return 0;
 }
+
+size_t loom_trace_device_count(const loom_trace *t) { return t ? t->ndevs : 0; }
+
+static const char *dev_str(const loom_trace *t, uint32_t id) {
+  const char *s = id ? loom__trace_cstr(t, id) : NULL;
+  return s ? s : "";
+}
+
+loom_status loom_trace_device(const loom_trace *t, size_t i, loom_device_view *out) {
+  if (!t || !out || i >= t->ndevs || out->struct_size < sizeof *out)
+    return loom__fail(LOOM_EINVAL, "loom_trace_device: bad trace, index or view");
+  const loom__dev *d = &t->devs[i];
+  memset(out, 0, sizeof *out);
+  out->struct_size = sizeof *out;
+  out->name = dev_str(t, d->name);
+  out->vendor = dev_str(t, d->vendor);
+  out->type = dev_str(t, d->type);
+  out->device_type = dev_str(t, d->device_type);
+  out->backend = dev_str(t, d->backend);
+  out->pid = d->pid;
+  return LOOM_OK;
+}

@@ -1,0 +1,316 @@
+/*
+ * _trace.c - loom.Trace over loom_trace: save (any format by extension),
+ * load, summary, events, flows, devices, warnings, and the report
+ * (`loom report`) of a trace file.  Long calls run without the GIL.  A
+ * trace is freed by close() (or `with`), else when the object is collected.
+ *
+ * A window's trace handed to on_trace_ready is the core's until the
+ * callback returns (trigger.h): the object borrows it, and when the program
+ * kept a reference, it is given its own copy (written to a temporary
+ * .pftrace and read back) before the core frees the original.
+ */
+#define _GNU_SOURCE
+#include "_loom.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+  PyObject_HEAD
+  loom_trace *t;
+  int borrowed;
+  PyObject *source; /* the file it was loaded from, or None */
+} lpy_trace;
+
+static PyObject *wrap(loom_trace *t, int borrowed, PyObject *source) {
+  lpy_trace *o = PyObject_New(lpy_trace, &lpy_trace_type);
+  if (!o) {
+    if (!borrowed) loom_trace_free(t);
+    return NULL;
+  }
+  o->t = t;
+  o->borrowed = borrowed;
+  o->source = source ? source : Py_None;
+  Py_INCREF(o->source);
+  return (PyObject *)o;
+}
+
+PyObject *lpy_trace_wrap(loom_trace *t) { return wrap(t, 0, NULL); }
+PyObject *lpy_trace_borrow(loom_trace *t) { return wrap(t, 1, NULL); }
+
+/* A temporary file name ending in suffix (the caller unlinks it); 0 or -1. */
+static int temp_name(char *buf, size_t n, const char *suffix) {
+  const char *dir = getenv("TMPDIR");
+  snprintf(buf, n, "%s/loom-py-XXXXXX%s", dir && *dir ? dir : "/tmp", suffix);
+  int fd = mkstemps(buf, (int)strlen(suffix));
+  if (fd < 0) return -1;
+  close(fd);
+  return 0;
+}
+
+void lpy_trace_unborrow(PyObject *obj) {
+  lpy_trace *o = (lpy_trace *)obj;
+  if (!o->borrowed) return;
+  loom_trace *t = o->t, *copy = NULL;
+  o->t = NULL;
+  o->borrowed = 0;
+  if (Py_REFCNT(obj) <= 1 || !t) return; /* nobody kept it */
+  char tmp[4096];
+  if (temp_name(tmp, sizeof tmp, ".pftrace") != 0) return;
+  Py_BEGIN_ALLOW_THREADS
+  if (loom_trace_save(t, tmp) == LOOM_OK && loom_trace_load(tmp, &copy) != LOOM_OK) copy = NULL;
+  unlink(tmp);
+  Py_END_ALLOW_THREADS
+  o->t = copy;
+}
+
+static void trace_dealloc(lpy_trace *o) {
+  if (o->t && !o->borrowed) loom_trace_free(o->t);
+  Py_XDECREF(o->source);
+  PyObject_Free(o);
+}
+
+static loom_trace *live(lpy_trace *o) {
+  if (!o->t) lpy_raise_msg(LOOM_ESTATE, "the trace is closed (close() or the end of its "
+                           "`with` block freed it)");
+  return o->t;
+}
+
+static PyObject *trace_close(lpy_trace *o, PyObject *noargs) {
+  if (o->t && !o->borrowed) loom_trace_free(o->t);
+  o->t = NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject *trace_enter(lpy_trace *o, PyObject *noargs) {
+  Py_INCREF(o);
+  return (PyObject *)o;
+}
+
+static PyObject *trace_exit(lpy_trace *o, PyObject *args) {
+  Py_XDECREF(trace_close(o, NULL));
+  Py_RETURN_FALSE;
+}
+
+static PyObject *trace_save(lpy_trace *o, PyObject *args) {
+  PyObject *pathobj;
+  if (!PyArg_ParseTuple(args, "O&:save", PyUnicode_FSConverter, &pathobj)) return NULL;
+  loom_trace *t = live(o);
+  loom_status st = LOOM_OK;
+  if (t) {
+    Py_BEGIN_ALLOW_THREADS
+    st = loom_trace_save(t, PyBytes_AS_STRING(pathobj));
+    Py_END_ALLOW_THREADS
+  }
+  Py_DECREF(pathobj);
+  if (!t) return NULL;
+  if (st) return lpy_raise(st);
+  Py_RETURN_NONE;
+}
+
+static PyObject *trace_summary(lpy_trace *o, PyObject *noargs) {
+  loom_trace *t = live(o);
+  if (!t) return NULL;
+  loom_trace_summary s = {.struct_size = sizeof s};
+  loom_status st = loom_trace_summarize(t, &s);
+  if (st) return lpy_raise(st);
+  return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:L,s:L}", "events", s.events, "flows", s.flows,
+                       "devices", s.devices, "dropped", s.dropped, "warnings", s.warnings,
+                       "start_ns", (long long)s.start_ns, "end_ns", (long long)s.end_ns);
+}
+
+static PyObject *trace_warnings(lpy_trace *o, PyObject *noargs) {
+  loom_trace *t = live(o);
+  if (!t) return NULL;
+  size_t n = loom_trace_warning_count(t);
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; l && i < n; i++) {
+    PyObject *s = PyUnicode_DecodeUTF8(loom_trace_warning(t, i),
+                                       (Py_ssize_t)strlen(loom_trace_warning(t, i)), "replace");
+    if (!s) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, s);
+  }
+  return l;
+}
+
+static PyObject *str_or_none(const char *s) {
+  if (!s) Py_RETURN_NONE;
+  return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+}
+
+/* One event as a tuple, in the order of the package's Event fields. */
+static PyObject *event_tuple(const loom_event_view *v) {
+  const char *kind = loom_kind_name(v->kind);
+  char ph[2] = {v->phase ? v->phase : '?', 0};
+  PyObject *dev = v->device == UINT32_MAX ? (Py_INCREF(Py_None), Py_None)
+                                          : PyLong_FromUnsignedLong(v->device);
+  return Py_BuildValue("(NNssLLLLKKNOOI)", str_or_none(v->name), str_or_none(v->category),
+                       kind ? kind : "?", ph, (long long)v->start_ns, (long long)v->dur_ns,
+                       (long long)v->pid, (long long)v->tid, (unsigned long long)v->correlation,
+                       (unsigned long long)v->external_id, dev,
+                       v->unclosed ? Py_True : Py_False, v->projected ? Py_True : Py_False,
+                       (unsigned)v->roles);
+}
+
+/* _events(start=0, count=-1): a list of event tuples. */
+static PyObject *trace_events(lpy_trace *o, PyObject *args) {
+  Py_ssize_t start = 0, count = -1;
+  if (!PyArg_ParseTuple(args, "|nn:_events", &start, &count)) return NULL;
+  loom_trace *t = live(o);
+  if (!t) return NULL;
+  size_t n = loom_trace_event_count(t);
+  size_t a = start < 0 ? 0 : (size_t)start > n ? n : (size_t)start;
+  size_t b = count < 0 || a + (size_t)count > n ? n : a + (size_t)count;
+  PyObject *l = PyList_New((Py_ssize_t)(b - a));
+  for (size_t i = a; l && i < b; i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_status st = loom_trace_event(t, i, &v);
+    PyObject *e = st ? lpy_raise(st) : event_tuple(&v);
+    if (!e) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)(i - a), e);
+  }
+  return l;
+}
+
+static PyObject *trace_len(lpy_trace *o, PyObject *noargs) {
+  loom_trace *t = live(o);
+  return t ? PyLong_FromSize_t(loom_trace_event_count(t)) : NULL;
+}
+
+static PyObject *trace_flows(lpy_trace *o, PyObject *noargs) {
+  loom_trace *t = live(o);
+  if (!t) return NULL;
+  size_t n = loom_trace_flow_count(t);
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; l && i < n; i++) {
+    size_t from = 0, to = 0;
+    loom_status st = loom_trace_flow(t, i, &from, &to);
+    PyObject *p = st ? lpy_raise(st) : Py_BuildValue("(nn)", (Py_ssize_t)from, (Py_ssize_t)to);
+    if (!p) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, p);
+  }
+  return l;
+}
+
+static PyObject *trace_devices(lpy_trace *o, PyObject *noargs) {
+  loom_trace *t = live(o);
+  if (!t) return NULL;
+  size_t n = loom_trace_device_count(t);
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; l && i < n; i++) {
+    loom_device_view d = {.struct_size = sizeof d};
+    loom_status st = loom_trace_device(t, i, &d);
+    PyObject *e = st ? lpy_raise(st)
+                     : Py_BuildValue("{s:n,s:N,s:N,s:N,s:N,s:N,s:L}", "index", (Py_ssize_t)i,
+                                     "name", str_or_none(d.name), "vendor", str_or_none(d.vendor),
+                                     "type", str_or_none(d.type), "device_type",
+                                     str_or_none(d.device_type), "backend",
+                                     str_or_none(d.backend), "pid", (long long)d.pid);
+    if (!e) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, e);
+  }
+  return l;
+}
+
+static PyObject *trace_source(lpy_trace *o, void *c) {
+  Py_INCREF(o->source);
+  return o->source;
+}
+static PyObject *trace_closed(lpy_trace *o, void *c) { return PyBool_FromLong(o->t == NULL); }
+
+static PyMethodDef trace_methods[] = {
+    {"save", (PyCFunction)trace_save, METH_VARARGS,
+     "save(path): .json, .json.gz or .pftrace, chosen by the extension"},
+    {"summary", (PyCFunction)trace_summary, METH_NOARGS, "counts over the trace (a dict)"},
+    {"warnings", (PyCFunction)trace_warnings, METH_NOARGS, "the trace's warnings"},
+    {"_events", (PyCFunction)trace_events, METH_VARARGS, NULL},
+    {"_len", (PyCFunction)trace_len, METH_NOARGS, NULL},
+    {"flows", (PyCFunction)trace_flows, METH_NOARGS, "flows as (from, to) event indices"},
+    {"devices", (PyCFunction)trace_devices, METH_NOARGS, "the devices the trace describes"},
+    {"close", (PyCFunction)trace_close, METH_NOARGS, "free the trace now"},
+    {"__enter__", (PyCFunction)trace_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)trace_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef trace_getset[] = {
+    {"source", (getter)trace_source, NULL, "the file it was loaded from, or None", NULL},
+    {"closed", (getter)trace_closed, NULL, "True once freed", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+PyTypeObject lpy_trace_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "loom._Trace",
+    .tp_basicsize = sizeof(lpy_trace),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "a loom trace (see loom.Trace)",
+    .tp_dealloc = (destructor)trace_dealloc,
+    .tp_methods = trace_methods,
+    .tp_getset = trace_getset,
+};
+
+/* ---- module functions ---------------------------------------------------------- */
+static PyObject *py_load(PyObject *self, PyObject *args) {
+  PyObject *pathobj, *path;
+  if (!PyArg_ParseTuple(args, "O&:load", PyUnicode_FSConverter, &pathobj)) return NULL;
+  if (!PyArg_ParseTuple(args, "O", &path)) return NULL;
+  loom_trace *t = NULL;
+  loom_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = loom_trace_load(PyBytes_AS_STRING(pathobj), &t);
+  Py_END_ALLOW_THREADS
+  Py_DECREF(pathobj);
+  if (st) return lpy_raise(st);
+  return wrap(t, 0, path);
+}
+
+/* _report(trace_path, format, out_path, top, hta_last, more): writes the
+ * report of a trace file (loom report) to out_path. */
+static PyObject *py_report(PyObject *self, PyObject *args) {
+  const char *in, *out;
+  int fmt, hta_last;
+  Py_ssize_t top;
+  PyObject *more;
+  if (!PyArg_ParseTuple(args, "sisnpO!:_report", &in, &fmt, &out, &top, &hta_last, &PyList_Type,
+                        &more))
+    return NULL;
+  Py_ssize_t nmore = PyList_GET_SIZE(more);
+  const char **mv = calloc((size_t)nmore + 1, sizeof *mv);
+  if (!mv) return PyErr_NoMemory();
+  for (Py_ssize_t i = 0; i < nmore; i++)
+    if (!(mv[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(more, i)))) {
+      free(mv);
+      return NULL;
+    }
+  loom_report_options o = {.struct_size = sizeof o, .top = (size_t)(top < 0 ? 0 : top),
+                           .hta_include_last_step = hta_last, .more_traces = mv,
+                           .nmore_traces = (size_t)nmore};
+  loom_report *r = NULL;
+  loom_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = loom_report_open(in, &o, &r);
+  if (st == LOOM_OK) {
+    st = loom_report_write(r, (loom_report_format)fmt, out);
+    loom_report_free(r);
+  }
+  Py_END_ALLOW_THREADS
+  free(mv);
+  if (st) return lpy_raise(st);
+  Py_RETURN_NONE;
+}
+
+PyMethodDef lpy_trace_functions[] = {
+    {"_load", py_load, METH_VARARGS, NULL},
+    {"_report", py_report, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL}};
