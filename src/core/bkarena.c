@@ -19,8 +19,10 @@
  * When the arena cannot serve a block (disk full), the backend's records go
  * on in the heap as before: the salvager counts them lost (abk.held).
  */
+#define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core.h"
@@ -126,6 +128,21 @@ static int detach(loom__bsess *bs) {
   return 0;
 }
 
+/* A new array block's pages made present in one call (once per growth),
+ * not one fault per page under the records: a fault on a shared file page
+ * costs more than on anonymous memory (as for host chunks, arena.c). */
+static void *prefault(void *p, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  if (p) {
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095, e = (uintptr_t)p + bytes;
+    (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+  }
+#else
+  (void)bytes;
+#endif
+  return p;
+}
+
 static size_t grown(size_t cap, size_t want) {
   size_t c = cap ? cap : MIN_RECS;
   while (c < want) c *= 2;
@@ -147,8 +164,12 @@ int loom__bka_reserve(loom_backend *b, loom__bsess *bs, size_t nargs) {
   if (wr <= bs->cap_recs && wa <= bs->cap_args) return 0;
   size_t cr = wr > bs->cap_recs ? grown(bs->cap_recs, wr) : bs->cap_recs;
   size_t ca = wa > bs->cap_args ? grown(bs->cap_args, wa) : bs->cap_args;
-  loom__drec *r = cr != bs->cap_recs ? loom__arena_alloc(LOOM__AO_BKREC, cr * sizeof *r) : bs->recs;
-  loom__targ *g = ca != bs->cap_args ? loom__arena_alloc(LOOM__AO_BKARG, ca * sizeof *g) : bs->args;
+  loom__drec *r = cr != bs->cap_recs
+                      ? prefault(loom__arena_alloc(LOOM__AO_BKREC, cr * sizeof *r), cr * sizeof *r)
+                      : bs->recs;
+  loom__targ *g = ca != bs->cap_args
+                      ? prefault(loom__arena_alloc(LOOM__AO_BKARG, ca * sizeof *g), ca * sizeof *g)
+                      : bs->args;
   if ((!r && cr) || (!g && ca)) {
     if (r != bs->recs) loom__bka_forget(r);
     if (g != bs->args) loom__bka_forget(g);
