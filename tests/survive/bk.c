@@ -132,6 +132,7 @@ static void work(int n, int m, int die) {
   raise(SIGKILL);
 }
 
+#ifndef SURVIVE_BK_LIB /* tests/test_survive_bk.c takes the backend without main */
 int main(int argc, char **argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: survive_bk kill|exit|child N M\n");
@@ -154,3 +155,4 @@ int main(int argc, char **argv) {
   work(n, m, die);
   return die;
 }
+#endif
