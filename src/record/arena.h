@@ -4,9 +4,11 @@
  *
  * Under `loom record` each recording process maps one file,
  * LOOM_RECORD_DIR/<pid>.arena, MAP_SHARED: its host record chunks, the
- * thread buffers that point into them, a copy of every interned string and
+ * thread buffers that point into them, a copy of every interned string,
  * snapshots of its file-backed mappings (to read string literals from their
- * ELF files) live there.  When the process dies without writing a trace
+ * ELF files), the records backends handed to the core with their clocks,
+ * devices and resources (core/bkarena.c), loom_meta_set metadata and
+ * loom_thread_name names live there.  When the process dies without writing a trace
  * (SIGKILL, the OOM killer), `loom record` maps the file and rebuilds the
  * trace from it (src/core/salvage.c) through the same conversion code a live
  * session uses (collect.c).
@@ -162,8 +164,9 @@ typedef struct loom__ahdr {
   char out[4096];             /* where the trace would have gone */
   uint32_t opts_len;
   char opts[16384];           /* session options: key NUL value NUL ... */
-  /* Records each backend had handed to the core (held in the process's
-   * memory, not here): lost with the process, counted by the salvager. */
+  /* Records a backend without an arena descriptor (loom__abk) had handed
+   * to the core (held in the process's memory): counted lost by the
+   * salvager.  Backends with one keep their records in the arena. */
   _Atomic uint32_t nbk;
   struct { char name[48]; _Atomic uint64_t held; } bk[LOOM__ARENA_MAXBK];
   _Atomic uint64_t failed; /* allocations the arena could not serve (malloc'ed instead) */
@@ -188,8 +191,9 @@ void loom__arena_epoch(uint32_t epoch);
 void loom__arena_session(const void *tl, size_t tl_size, int domain, const char *name,
                          const char *const *keys, const char *const *vals, size_t nopts,
                          uint64_t chunk_bytes, uint64_t cap_bytes);
-/* Counts n records backend name now holds (host.c's emit; *slot: 0 the
- * first time, then kept by the caller). */
+/* Counts n records backend name now holds in the process's memory, for a
+ * backend that has no arena descriptor (bkarena.c could not allocate it;
+ * *slot: 0 the first time, then kept by the caller). */
 void loom__arena_bk_held(int *slot, const char *name, uint64_t n);
 
 /* A new loom__akv (what, tid, key, value: NULL removes the key); NULL when
