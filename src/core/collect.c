@@ -55,9 +55,15 @@ static uint32_t name_of(namer *nm, uint64_t name, uint16_t flags) {
 }
 
 /* Kineto's label; a name given with loom_thread_name wins over the OS's. */
-static void thread_label(char *buf, size_t n, pid_t tid, const char *name, int dead) {
-  uint32_t given = dead ? 0 : loom__thread_name((uint64_t)tid);
-  const char *g = given ? loom__intern_get(given) : NULL;
+static void thread_label(char *buf, size_t n, pid_t tid, const char *name,
+                         const loom__rec_image *img) {
+  const char *g = NULL;
+  if (img && img->dead) { /* kept in the dead process's arena */
+    g = img->thread_name ? img->thread_name(img->tn_ud, tid) : NULL;
+  } else {
+    uint32_t given = loom__thread_name((uint64_t)tid);
+    g = given ? loom__intern_get(given) : NULL;
+  }
   if (g && *g) name = g;
   snprintf(buf, n, "thread %d (%s)", (int)tid, name && *name ? name : "unnamed");
 }
@@ -271,7 +277,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
   char name[64], label[256];
   if (h->img->dead || atomic_load(&tb->exited)) snprintf(name, sizeof name, "%s", tb->name);
   else live_thread_name(tb->tid, name, sizeof name);
-  thread_label(label, sizeof label, tb->tid, name, h->img->dead);
+  thread_label(label, sizeof label, tb->tid, name, h->img);
   uint32_t track;
   if (loom__trace_track(t, h->pid, tb->tid, label, LOOM_DEVICE_HOST, &track)) return -1;
   open_range *ranges = NULL, *ops = NULL;
@@ -538,7 +544,7 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b, loom_
       track = (uint32_t)known;
     } else {
       live_thread_name((pid_t)d->resource, tname, sizeof tname);
-      thread_label(label, sizeof label, (pid_t)d->resource, tname, 0);
+      thread_label(label, sizeof label, (pid_t)d->resource, tname, NULL);
       if (loom__trace_track(t, pid, d->resource, label, LOOM_DEVICE_HOST, &track)) return -1;
     }
   } else {

@@ -91,6 +91,7 @@ typedef struct loom__clock {
   uint64_t (*auto_read)(loom_backend *b, void *ctx); /* clock_auto_sync */
   void *auto_ctx;
   loom_clock_domain auto_domain;
+  void *arena;                   /* its copy in the arena (bkarena.c), or NULL */
 } loom__clock;
 
 /* Converts ts of a declared clock to epoch ns; for device clocks the sync
@@ -201,7 +202,11 @@ typedef struct loom__bsess {
   uint64_t bytes;   /* records and arguments held, against backend_memory_cap
                        (and in ring mode its ring, ring_bk_bytes) */
   uint64_t overwritten; /* ring mode: records dropped to stay within it */
-  int arena_slot;   /* its count of records held in the arena (arena.c) */
+  int arena_slot;   /* its count of records held in the heap (arena.c), when
+                       it has no arena descriptor */
+  void *abk;        /* its loom__abk under loom record (bkarena.c), or NULL */
+  int abk_tried;    /* abk was asked for (once) */
+  int in_arena;     /* recs and args are arena blocks (else heap) */
   /* Loss counts by reason (the first few distinct reasons; others join the
    * last slot's count). */
   struct { char *reason; uint64_t n; } lost_by[4];
@@ -212,13 +217,41 @@ typedef struct loom__sdev {
   char *name, *vendor, *type;
   loom__targ *props; /* strings as interner ids */
   size_t nprops;
+  void *arena;              /* its loom__adev (bkarena.c), or NULL */
 } loom__sdev;
 
 typedef struct loom__sres {
   uint32_t device;
   char *name;
   uint64_t native_id;
+  void *arena;              /* its loom__ares, or NULL */
 } loom__sres;
+
+/* ---- backend records in the shared-memory arena (bkarena.c) -------------
+ * All under the backend's lock.  Without an arena they keep the heap. */
+/* Room for one more record and nargs more arguments (0, or -1). */
+int loom__bka_reserve(loom_backend *b, loom__bsess *bs, size_t nargs);
+/* The record appended last is whole: published for a salvage. */
+void loom__bka_publish(loom_backend *b, loom__bsess *bs);
+/* Ring mode drops the k oldest records and their a arguments: 1 when done
+ * (arena), 0 when the caller moves them; then loom__bka_ring_state. */
+int loom__bka_drop_oldest(loom__bsess *bs, size_t k, size_t a);
+void loom__bka_ring_state(loom__bsess *bs);
+/* bs->lost and lost_by changed. */
+void loom__bka_lost(loom_backend *b, loom__bsess *bs);
+/* Clock idx was declared or changed. */
+void loom__bka_clock(loom_backend *b, loom__bsess *bs, size_t idx);
+/* The backend's arena serial (0: none); device and resource copies. */
+uint64_t loom__bka_serial(loom_backend *b, loom__bsess *bs);
+void *loom__bka_device(uint64_t serial, uint32_t index, const loom__sdev *d);
+void *loom__bka_resource(uint64_t serial, uint32_t index, const loom__sres *r);
+/* Frees an arena object of this process's arena (NULL and others ignored). */
+void loom__bka_forget(void *p);
+/* The backend leaves: its arena objects and arena arrays are freed. */
+void loom__bka_close(loom__bsess *bs);
+/* Process metadata (meta.c) and thread names (hostrec.c) copied to the
+ * arena of this process the first time a session starts in it. */
+void loom__meta_arena_mirror(void);
 
 enum { LOOM__S_CREATED, LOOM__S_RECORDING, LOOM__S_STOPPED };
 
@@ -319,6 +352,9 @@ typedef struct loom__rec_image {
   int64_t end_ns;         /* the trace's end (0: the session's stop) */
   uint64_t raw_unformatted; /* out: raw op arguments not formatted */
   const char *dump;       /* ring mode: a dump while recording (its reason) */
+  /* dead: the name loom_thread_name gave a thread (NULL: none) */
+  const char *(*thread_name)(void *tn_ud, int64_t tid);
+  void *tn_ud;
 } loom__rec_image;
 /* collect.c: the trace of session s (its timeline, options, backends) with
  * img's host records. */

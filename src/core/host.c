@@ -29,6 +29,7 @@ static loom_status svc_clock_declare(loom_backend *b, loom_clock_domain d,
   else if (LOOM__PUSH(bs->clocks, bs->nclocks, bs->cap_clocks, c) != 0) st = LOOM_ENOMEM;
   else *out = (loom_clock)bs->nclocks;
   if (st != LOOM_OK) free(c.name);
+  else loom__bka_clock(b, bs, bs->nclocks - 1); /* for a salvage */
   pthread_mutex_unlock(&b->mu);
   return st;
 }
@@ -48,6 +49,7 @@ static loom_status svc_clock_sync(loom_backend *b, loom_clock clk, uint64_t dev,
     loom__clock *c = &bs->clocks[clk - 1];
     loom__sync sp = {dev, loom__timeline_convert(&bs->s->tl, hd, host_ts), hd, host_ts};
     if (LOOM__PUSH(c->sync, c->nsync, c->cap_sync, sp) != 0) st = LOOM_ENOMEM;
+    else loom__bka_clock(b, bs, clk - 1);
   }
   pthread_mutex_unlock(&b->mu);
   return st;
@@ -65,7 +67,10 @@ static loom_status svc_clock_set_rate(loom_backend *b, loom_clock clk, double ns
   if (!b || !(ns_per_tick > 0) || ns_per_tick > 1e15) return LOOM_EINVAL;
   pthread_mutex_lock(&b->mu);
   loom__clock *c = device_clock(b, clk);
-  if (c) c->ns_per_tick = ns_per_tick;
+  if (c) {
+    c->ns_per_tick = ns_per_tick;
+    loom__bka_clock(b, b->bs, clk - 1);
+  }
   loom_status st = c ? LOOM_OK : b->bs && !b->bs->closed ? LOOM_EINVAL : LOOM_ESTATE;
   pthread_mutex_unlock(&b->mu);
   return st;
@@ -186,7 +191,7 @@ static loom_status svc_device_add(loom_backend *b, const loom_device_info *info,
   if (!s) return LOOM_ESTATE;
   loom__sdev d = {b, loom__strdup(info->name ? info->name : "device"),
                   loom__strdup(info->vendor ? info->vendor : ""),
-                  loom__strdup(info->type ? info->type : ""), NULL, 0};
+                  loom__strdup(info->type ? info->type : ""), NULL, 0, NULL};
   size_t cap = 0;
   const loom_arg *props = info->struct_size >= sizeof *info ? info->props : NULL;
   loom_status st = LOOM_OK;
@@ -201,6 +206,7 @@ static loom_status svc_device_add(loom_backend *b, const loom_device_info *info,
     st = LOOM_ENOMEM;
   } else {
     *out = (uint32_t)(s->ndevs - 1);
+    s->devs[*out].arena = loom__bka_device(loom__bka_serial(b, b->bs), *out, &s->devs[*out]);
   }
   pthread_mutex_unlock(&s->mu);
   pthread_mutex_unlock(&b->mu);
@@ -218,12 +224,13 @@ static loom_status svc_resource_add(loom_backend *b, uint32_t device,
   if (device >= s->ndevs || s->devs[device].b != b) {
     st = LOOM_EINVAL;
   } else {
-    loom__sres r = {device, loom__strdup(name ? name : ""), native_id};
+    loom__sres r = {device, loom__strdup(name ? name : ""), native_id, NULL};
     if (!r.name || LOOM__PUSH(s->res, s->nres, s->cap_res, r) != 0) {
       free(r.name);
       st = LOOM_ENOMEM;
     } else {
       *out = (uint32_t)(s->nres - 1);
+      s->res[*out].arena = loom__bka_resource(loom__bka_serial(b, b->bs), *out, &s->res[*out]);
     }
   }
   pthread_mutex_unlock(&s->mu);
@@ -231,7 +238,7 @@ static loom_status svc_resource_add(loom_backend *b, uint32_t device,
   return st;
 }
 
-static void lost_locked(loom__bsess *bs, uint64_t n, const char *reason) {
+static void lost_locked(loom_backend *b, loom__bsess *bs, uint64_t n, const char *reason) {
   bs->lost += n;
   if (!reason) reason = "no reason given";
   size_t i = 0, max = sizeof bs->lost_by / sizeof bs->lost_by[0];
@@ -239,6 +246,7 @@ static void lost_locked(loom__bsess *bs, uint64_t n, const char *reason) {
   if (i == max) i = max - 1; /* past the slots: counted with the last one */
   else if (!bs->lost_by[i].reason) bs->lost_by[i].reason = loom__strdup(reason);
   bs->lost_by[i].n += n;
+  loom__bka_lost(b, bs); /* a salvage says them too */
 }
 
 /* A record's category as an interned id.  Backends pass a few categories
@@ -276,13 +284,16 @@ static void ring_make_room(loom__bsess *bs, uint64_t need) {
     k++;
   }
   if (!k) return;
-  memmove(bs->recs, bs->recs + k, (bs->nrecs - k) * sizeof *bs->recs);
-  bs->nrecs -= k;
-  memmove(bs->args, bs->args + a, (bs->nargs - a) * sizeof *bs->args);
-  bs->nargs -= a;
-  for (size_t i = 0; i < bs->nrecs; i++) bs->recs[i].args_off -= (uint32_t)a;
+  if (!loom__bka_drop_oldest(bs, k, a)) { /* heap arrays: moved in place */
+    memmove(bs->recs, bs->recs + k, (bs->nrecs - k) * sizeof *bs->recs);
+    bs->nrecs -= k;
+    memmove(bs->args, bs->args + a, (bs->nargs - a) * sizeof *bs->args);
+    bs->nargs -= a;
+    for (size_t i = 0; i < bs->nrecs; i++) bs->recs[i].args_off -= (uint32_t)a;
+  }
   bs->bytes -= freed;
   bs->overwritten += k;
+  loom__bka_ring_state(bs);
 }
 
 static loom_status svc_emit(loom_backend *b, const loom_record *r) {
@@ -294,7 +305,7 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
   if (!bs) {
     st = LOOM_ESTATE;
   } else if (bs->closed) {
-    lost_locked(bs, 1, "records emitted after the backend was flushed");
+    lost_locked(b, bs, 1, "records emitted after the backend was flushed");
     st = LOOM_ESTATE;
   } else if (bs->kinds & LOOM_KIND_BIT(r->kind)) {
     const char *cat = r->struct_size >= offsetof(loom_record, args) ? r->category : NULL;
@@ -313,17 +324,18 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
     before = bs->nargs;
     d.args_off = (uint32_t)bs->nargs;
     if (bs->bytes + need > s->bk_cap) { /* per backend; b->mu is held */
-      lost_locked(bs, 1, "backend memory cap (backend_memory_cap) reached");
+      lost_locked(b, bs, 1, "backend memory cap (backend_memory_cap) reached");
       st = LOOM_ENOMEM;
-    } else if (copy_args(&bs->args, &bs->nargs, &bs->cap_args, args, args ? r->nargs : 0) ||
-        LOOM__PUSH(bs->recs, bs->nrecs, bs->cap_recs, d) != 0) {
+    } else if (loom__bka_reserve(b, bs, nin) || /* room first: the pushes do not move */
+               copy_args(&bs->args, &bs->nargs, &bs->cap_args, args, nin) ||
+               LOOM__PUSH(bs->recs, bs->nrecs, bs->cap_recs, d) != 0) {
       bs->nargs = before;
-      lost_locked(bs, 1, "out of memory");
+      lost_locked(b, bs, 1, "out of memory");
       st = LOOM_ENOMEM;
     } else {
       bs->bytes += need;
-      loom__arena_bk_held(&bs->arena_slot, b->ops.name, 1); /* for a salvage */
       bs->recs[bs->nrecs - 1].nargs = (uint16_t)(bs->nargs - before);
+      loom__bka_publish(b, bs); /* whole: readable by a salvage */
     }
   }
   pthread_mutex_unlock(&b->mu);
@@ -334,7 +346,7 @@ static void svc_count_lost(loom_backend *b, uint64_t n, const char *reason) {
   if (!b) return;
   pthread_mutex_lock(&b->mu);
   int in_session = b->bs != NULL;
-  if (in_session) lost_locked(b->bs, n, reason);
+  if (in_session) lost_locked(b, b->bs, n, reason);
   pthread_mutex_unlock(&b->mu);
   if (!in_session)
     loom__warn_pending("backend '%s' lost %llu records outside a session: %s",

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "record/arena.h"
 
 int loom__kvs_set(loom__kvs *m, const char *key, const char *value) {
   size_t i = 0;
@@ -65,10 +66,47 @@ void loom__kvs_free(loom__kvs *m) {
 static pthread_mutex_t meta_mu = PTHREAD_MUTEX_INITIALIZER;
 static loom__kvs process_meta;
 
+/* Under loom record every key also has a loom__akv in the arena, so that a
+ * salvage restores it: key -> its arena copy, in the arena of process
+ * arena_pid (meta_mu held for all of these). */
+static struct akey { char *key; void *obj; } *akeys;
+static size_t nakeys, cap_akeys;
+static int32_t arena_pid;
+
+static void key_to_arena(const char *key, const char *value) {
+  size_t i = 0;
+  while (i < nakeys && strcmp(akeys[i].key, key)) i++;
+  if (i == nakeys) {
+    struct akey k = {loom__strdup(key), NULL};
+    if (!k.key || LOOM__PUSH(akeys, nakeys, cap_akeys, k)) {
+      free(k.key);
+      return; /* out of memory: the salvage misses this key */
+    }
+  }
+  void *obj = loom__arena_kv(LOOM__AKV_META, 0, key, value); /* NULL value: removed */
+  loom__bka_forget(akeys[i].obj);
+  akeys[i].obj = obj;
+}
+
+void loom__meta_arena_mirror(void) {
+  loom__thread_names_mirror();
+  int32_t pid = loom__arena_pid();
+  pthread_mutex_lock(&meta_mu);
+  if (pid && pid != arena_pid) { /* this process's first arena, or a child's own */
+    for (size_t i = 0; i < nakeys; i++) free(akeys[i].key);
+    nakeys = 0; /* a parent's copies are the parent's */
+    arena_pid = pid;
+    for (size_t i = 0; i < process_meta.n; i++)
+      key_to_arena(process_meta.keys[i], process_meta.vals[i]);
+  }
+  pthread_mutex_unlock(&meta_mu);
+}
+
 LOOM_EXTERN loom_status loom_meta_set(const char *key, const char *value) {
   if (!key || !*key) return loom__fail(LOOM_EINVAL, "loom_meta_set: empty key");
   pthread_mutex_lock(&meta_mu);
   int rc = loom__kvs_set(&process_meta, key, value);
+  if (rc == 0 && arena_pid && arena_pid == loom__arena_pid()) key_to_arena(key, value);
   pthread_mutex_unlock(&meta_mu);
   return rc ? loom__fail(LOOM_ENOMEM, "out of memory") : LOOM_OK;
 }

@@ -26,6 +26,7 @@
 #include "record/arena.h"
 #include "record/record.h"
 #include "salvage.h"
+#include "salvage_bk.h"
 
 typedef struct salv {
   unsigned char *base;
@@ -43,6 +44,7 @@ typedef struct salv {
   uint64_t unresolved, torn, cut;
   uint64_t last_ts;
   int have_ts;
+  loom__sbk bk; /* backends' records, metadata, thread names (salvage_bk.c) */
   char fail[256];
 } salv;
 
@@ -56,6 +58,8 @@ static void *tr(const salv *v, uint64_t p, uint64_t need) {
   }
   return NULL;
 }
+
+static void *tr_ctx(const void *ctx, uint64_t p, uint64_t need) { return tr(ctx, p, need); }
 
 static int add_thread(salv *v, loom__tbuf *t) {
   return LOOM__PUSH(v->threads, v->nthreads, v->cap_threads, t);
@@ -163,6 +167,8 @@ static void walk(salv *v) {
           keep_str(v, body, room);
         } else if (o->kind == LOOM__AO_MAPS && room >= sizeof(loom__amaps)) {
           keep_maps(v, body, room);
+        } else {
+          loom__sbk_take(&v->bk, o->kind, body, room);
         }
       }
       at += o->size;
@@ -333,18 +339,25 @@ loom_status loom__salvage(const char *path, const char *death, loom__salvage_res
   s->ring = mode && !strcmp(mode, "ring"); /* the trace says what its ring overwrote */
   loom__rec_image img = {.pid = v.h->pid, .comm = v.h->comm, .dom = v.h->domain, .dead = 1,
                          .threads = v.threads, .nthreads = v.nthreads, .name = salv_name,
-                         .ud = &v};
+                         .ud = &v, .thread_name = loom__sbk_thread_name, .tn_ud = &v.bk};
+  /* the backends, their devices and the process's metadata, as they were */
+  if (loom__sbk_build(&v.bk, s, tr_ctx, &v, v.strs, v.nstrs)) goto fail;
   int64_t start = loom__timeline_convert(&s->tl, LOOM_CLOCK_REALTIME,
                                          (uint64_t)s->tl.start[LOOM_CLOCK_REALTIME].real);
   img.end_ns = v.have_ts ? loom__timeline_convert(&s->tl, img.dom, v.last_ts) : start;
   if (img.end_ns < start) img.end_ns = start;
   loom__session_warn(s, "the process %s before it could write its trace; loom rebuilt it from "
                      "the records in its shared memory (ranges open at death end at the "
-                     "last record, flagged unclosed; backend records the process still "
-                     "held are lost)", death && *death ? death : "died");
+                     "last record, flagged unclosed; device work still in the runtime's "
+                     "buffers is lost)", death && *death ? death : "died");
   /* the warnings collect adds come after; placeholders are counted last */
   st = loom__collect_image(s, &img, &t);
   if (st != LOOM_OK) goto out;
+  if (loom__sbk_report(&v.bk, t, res->bk_summary, sizeof res->bk_summary, &res->bk_lost,
+                       &res->bk_kept))
+    goto fail;
+  v.unresolved += v.bk.unresolved;
+  v.torn += v.bk.torn;
   uint32_t nbk = atomic_load(&v.h->nbk);
   for (uint32_t i = 0; i < nbk && i < LOOM__ARENA_MAXBK; i++) {
     uint64_t held = atomic_load(&v.h->bk[i].held);
@@ -396,6 +409,7 @@ fail:
   st = loom__fail(LOOM_ENOMEM, "out of memory rebuilding the trace");
 out:
   loom_trace_free(t);
+  loom__sbk_free(&v.bk, s);
   if (s) {
     loom__msgs_free(&s->warn);
     loom__opts_free(&s->opts);

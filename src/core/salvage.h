@@ -17,7 +17,10 @@ typedef struct loom__salvage_result {
   uint64_t unclosed; /* ranges and ops open at death, ended at the last record */
   uint64_t unresolved; /* names that could not be read (placeholders) */
   uint64_t threads;
-  uint64_t bk_lost;  /* backend records lost with the process's memory */
+  uint64_t bk_lost;  /* backend records lost (counted by loom; device work
+                        still in a runtime's buffers is not known) */
+  uint64_t bk_kept;  /* backend records rebuilt from shared memory */
+  char bk_summary[1024]; /* ", backend 'X' N records kept and M lost" each */
 } loom__salvage_result;
 
 /* Rebuilds the trace of the process whose arena is path (death: how it

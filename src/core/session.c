@@ -93,6 +93,7 @@ static void leave(loom_backend *b) {
   b->bs = NULL;
   pthread_mutex_unlock(&b->mu);
   if (!bs) return;
+  loom__bka_close(bs); /* its copies in the arena */
   for (size_t i = 0; i < bs->nclocks; i++) {
     free(bs->clocks[i].name);
     free(bs->clocks[i].sync);
@@ -343,6 +344,7 @@ static void host_begin(loom_session *s, int resume) {
   loom__arena_session(&s->tl, sizeof s->tl, loom__hostrec_domain(), s->name,
                       (const char *const *)s->opts.keys, (const char *const *)s->opts.vals,
                       s->opts.n, s->chunk_bytes, s->cap_bytes);
+  loom__meta_arena_mirror(); /* loom_meta_set and loom_thread_name so far */
 }
 
 loom_status loom_session_start(loom_session *s) {
@@ -489,8 +491,12 @@ static void clear_devices(loom_session *s) {
     free(s->devs[i].vendor);
     free(s->devs[i].type);
     free(s->devs[i].props);
+    loom__bka_forget(s->devs[i].arena);
   }
-  for (size_t i = 0; i < s->nres; i++) free(s->res[i].name);
+  for (size_t i = 0; i < s->nres; i++) {
+    free(s->res[i].name);
+    loom__bka_forget(s->res[i].arena);
+  }
   s->ndevs = s->nres = 0;
   pthread_mutex_unlock(&s->mu);
 }

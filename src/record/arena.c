@@ -346,3 +346,26 @@ void loom__arena_forked(void) {
   maps_seq = 0;
   pthread_mutex_init(&mu, NULL);
 }
+
+/* ---- small objects of the core (core/bkarena.c, core/meta.c, hostrec.c) ---- */
+static _Atomic uint64_t seq_next;
+
+uint64_t loom__arena_seq(void) { return atomic_fetch_add(&seq_next, 1) + 1; }
+
+int32_t loom__arena_pid(void) { return loom__arena_on() && hdr ? hdr->pid : 0; }
+
+void *loom__arena_kv(uint32_t what, uint64_t tid, const char *key, const char *value) {
+  size_t kl = strlen(key), vl = value ? strlen(value) : 0;
+  if (kl > 1u << 20 || vl > 1u << 20) return NULL;
+  loom__akv *a = loom__arena_alloc(LOOM__AO_KV, sizeof *a + kl + vl + 2);
+  if (!a) return NULL;
+  a->what = what;
+  a->seq = loom__arena_seq();
+  a->tid = tid;
+  a->klen = (uint32_t)kl;
+  a->vlen = value ? (uint32_t)vl : UINT32_MAX;
+  memcpy(a->s, key, kl + 1);
+  if (value) memcpy(a->s + kl + 1, value, vl + 1);
+  atomic_store_explicit(&a->valid, 1, memory_order_release);
+  return a;
+}

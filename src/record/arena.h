@@ -4,9 +4,11 @@
  *
  * Under `loom record` each recording process maps one file,
  * LOOM_RECORD_DIR/<pid>.arena, MAP_SHARED: its host record chunks, the
- * thread buffers that point into them, a copy of every interned string and
+ * thread buffers that point into them, a copy of every interned string,
  * snapshots of its file-backed mappings (to read string literals from their
- * ELF files) live there.  When the process dies without writing a trace
+ * ELF files), the records backends handed to the core with their clocks,
+ * devices and resources (core/bkarena.c), loom_meta_set metadata and
+ * loom_thread_name names live there.  When the process dies without writing a trace
  * (SIGKILL, the OOM killer), `loom record` maps the file and rebuilds the
  * trace from it (src/core/salvage.c) through the same conversion code a live
  * session uses (collect.c).
@@ -35,7 +37,15 @@ enum {
   LOOM__AO_CHUNK = 0x6b6e6863, /* a loom__chunk */
   LOOM__AO_TBUF = 0x66756274,  /* a loom__tbuf */
   LOOM__AO_STR = 0x20727473,   /* interned string: loom__astr */
-  LOOM__AO_MAPS = 0x7370616d   /* mapping snapshot: loom__amaps */
+  LOOM__AO_MAPS = 0x7370616d,  /* mapping snapshot: loom__amaps */
+  /* what backends handed to the core (src/core/bkarena.c) */
+  LOOM__AO_BK = 0x20646b62,    /* a backend's part of the session: loom__abk */
+  LOOM__AO_BKREC = 0x73726b62, /* its records (loom__drec[]), no header of their own */
+  LOOM__AO_BKARG = 0x72616b62, /* their arguments (loom__targ[]) */
+  LOOM__AO_CLK = 0x6b6f6c63,   /* a declared clock and its sync points: loom__aclk */
+  LOOM__AO_DEV = 0x20766564,   /* a device: loom__adev */
+  LOOM__AO_RES = 0x20736572,   /* a resource (queue, stream): loom__ares */
+  LOOM__AO_KV = 0x2076766b     /* process metadata or a thread's given name: loom__akv */
 };
 enum { LOOM__AS_NEW = 0, LOOM__AS_LIVE = 1, LOOM__AS_FREE = 2 };
 
@@ -62,6 +72,76 @@ typedef struct loom__amaps {
   loom__amap m[]; /* then paths_len bytes of NUL-terminated paths */
 } loom__amaps;
 
+/* Objects of the kinds below carry their own "valid" word, stored with
+ * release once the object is whole (the allocator publishes them LIVE at
+ * once); a reader takes one only when both say so.  Backend objects name
+ * their backend by its serial (loom__abk.serial), never by address: a freed
+ * block may be reused by another backend. */
+typedef struct loom__abk_view {
+  uint64_t recs, args;           /* writer addresses of the arrays */
+  _Atomic uint64_t nrecs, nargs; /* published: nargs, then nrecs (release) */
+} loom__abk_view;
+
+typedef struct loom__abk {
+  _Atomic uint32_t valid;
+  uint32_t src;                  /* producer number in the trace */
+  uint64_t serial;
+  _Atomic uint32_t view;         /* the current one of v[] */
+  uint32_t pad;
+  loom__abk_view v[2];           /* a grown array is published in the other */
+  _Atomic uint64_t held;         /* records only in the process's memory */
+  _Atomic uint64_t moving;       /* records unreadable while a ring moves them */
+  _Atomic uint64_t overwritten;  /* ring mode */
+  _Atomic uint64_t lost;         /* counted lost by the backend or the core */
+  struct { char reason[120]; _Atomic uint64_t n; } lost_by[4];
+  char name[64], device_type[64], runtime_cat[64], driver_cat[64];
+} loom__abk;
+
+typedef struct loom__async {
+  uint64_t dev, host_ts;
+  int64_t epoch;
+  uint32_t host_domain, pad;
+} loom__async;
+
+typedef struct loom__aclk {
+  _Atomic uint32_t valid;
+  uint32_t index;                /* loom_clock - 1 */
+  uint64_t bk;                   /* its backend's serial */
+  uint64_t seq;                  /* a grown copy has a later one */
+  uint32_t domain, cap;
+  _Atomic uint64_t rate_bits;    /* ns_per_tick (a double's bits); 0: none */
+  _Atomic uint32_t nsync;        /* published after the point */
+  uint32_t pad;
+  char name[64];
+  loom__async sync[];            /* cap of them */
+} loom__aclk;
+
+typedef struct loom__adev {
+  _Atomic uint32_t valid;
+  uint32_t index;                /* in the session's devices */
+  uint64_t bk;
+  uint32_t nprops, pad;
+  char name[128], vendor[128], type[64];
+  unsigned char props[];         /* nprops loom__targ, strings as interned ids */
+} loom__adev;
+
+typedef struct loom__ares {
+  _Atomic uint32_t valid;
+  uint32_t index, device, pad;
+  uint64_t native_id;
+  char name[128];
+} loom__ares;
+
+enum { LOOM__AKV_META = 1, LOOM__AKV_THREAD = 2 };
+typedef struct loom__akv {
+  _Atomic uint32_t valid;
+  uint32_t what;                 /* LOOM__AKV_* */
+  uint64_t seq;                  /* the latest of a key (or thread) wins */
+  uint64_t tid;                  /* thread names */
+  uint32_t klen, vlen;           /* vlen UINT32_MAX: the key was removed */
+  char s[];                      /* key NUL value NUL */
+} loom__akv;
+
 typedef struct loom__aseg {
   uint64_t addr, off, size; /* writer's address, file offset, bytes */
 } loom__aseg;
@@ -84,8 +164,9 @@ typedef struct loom__ahdr {
   char out[4096];             /* where the trace would have gone */
   uint32_t opts_len;
   char opts[16384];           /* session options: key NUL value NUL ... */
-  /* Records each backend had handed to the core (held in the process's
-   * memory, not here): lost with the process, counted by the salvager. */
+  /* Records a backend without an arena descriptor (loom__abk) had handed
+   * to the core (held in the process's memory): counted lost by the
+   * salvager.  Backends with one keep their records in the arena. */
   _Atomic uint32_t nbk;
   struct { char name[48]; _Atomic uint64_t held; } bk[LOOM__ARENA_MAXBK];
   _Atomic uint64_t failed; /* allocations the arena could not serve (malloc'ed instead) */
@@ -110,9 +191,19 @@ void loom__arena_epoch(uint32_t epoch);
 void loom__arena_session(const void *tl, size_t tl_size, int domain, const char *name,
                          const char *const *keys, const char *const *vals, size_t nopts,
                          uint64_t chunk_bytes, uint64_t cap_bytes);
-/* Counts n records backend name now holds (host.c's emit; *slot: 0 the
- * first time, then kept by the caller). */
+/* Counts n records backend name now holds in the process's memory, for a
+ * backend that has no arena descriptor (bkarena.c could not allocate it;
+ * *slot: 0 the first time, then kept by the caller). */
 void loom__arena_bk_held(int *slot, const char *name, uint64_t n);
+
+/* A new loom__akv (what, tid, key, value: NULL removes the key); NULL when
+ * the arena is off or full.  Free the one it replaces after it. */
+void *loom__arena_kv(uint32_t what, uint64_t tid, const char *key, const char *value);
+/* An increasing number for objects whose latest wins. */
+uint64_t loom__arena_seq(void);
+/* The arena's owner (its pid; 0 when off): objects kept by pointer belong
+ * to the arena of that process only. */
+int32_t loom__arena_pid(void);
 
 /* In a child forked without exec: the parent's arena becomes private here. */
 void loom__arena_forked(void);

@@ -164,6 +164,9 @@ void loom__hostrec_set_hooks(const loom__ext_hook *const *hooks, size_t n);
 
 /* The name loom_thread_name gave thread tid (an interned id), or 0. */
 uint32_t loom__thread_name(uint64_t tid);
+/* Copies the names given so far to this process's arena (once per arena);
+ * later ones are copied as they are given. */
+void loom__thread_names_mirror(void);
 
 /* In a child forked without exec (src/core/fork.c): forgets the parent's
  * buffers and this thread's cached id, and stops recording. */

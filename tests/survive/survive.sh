@@ -1,10 +1,12 @@
 #!/bin/sh
-# survive.sh LOOM DIE LIB TP_DIR SIM - a process killed while `loom record` records
-# it still leaves its trace, rebuilt from its shared-memory arena: SIGKILL,
-# an out-of-memory death, a followed child killed by SIGKILL, a thread that
-# had exited.  Traces are counted in Perfetto's trace_processor.
+# survive.sh LOOM DIE LIB TP_DIR SIM BK - a process killed while `loom record`
+# records it still leaves its trace, rebuilt from its shared-memory arena:
+# SIGKILL, an out-of-memory death, a followed child killed by SIGKILL, a
+# thread that had exited; the records backends had handed to loom, with
+# their devices, clocks and flows, the thread names and metadata it gave.
+# Traces are counted in Perfetto's trace_processor.
 set -u
-LOOM=$1 DIE=$2 LIB=$3 TP_DIR=$4 SIM=$5
+LOOM=$1 DIE=$2 LIB=$3 TP_DIR=$4 SIM=$5 BK=$6
 HERE=$(cd "$(dirname "$0")" && pwd)
 TP="$HERE/../tp/tp.mjs"
 W=$(mktemp -d "${TMPDIR:-/tmp}/loom-survive-test.XXXXXX")
@@ -96,16 +98,101 @@ got=$(q "$W/race.json")
 case "$got" in "busy="[0-9]*" errors=0 unclosed="[0-4]) ;; *) fail "race: '$got'" ;; esac
 ok "killed mid-write: '$got'"
 
-# 7. a backend's records are in the process's memory: counted lost, with why
+# 7. the records a backend had handed to loom are in shared memory too: the
+# runtime calls of libloom-sim are kept; its device work, still in the
+# runtime's buffers, is not known to loom (its device is)
 (trap - EXIT; "$LOOM" record --devices cpu,sim -o "$W/sim.json" -- "$SIM" 100 2>"$W/sim.err")
 got=$(q "$W/sim.json")
-case "$got" in "step=100 errors=0 unclosed=0") ;; *) fail "sim: '$got'" ;; esac
-grep -q "100 ranges and 0 ops kept, 100 backend records lost with its memory" "$W/sim.err" &&
-  grep -q "sim.json: 100 events, 0 flows, 0 devices, 100 dropped" "$W/sim.err" ||
+case "$got" in "simLaunchKernel=100 step=100 errors=0 unclosed=0") ;; *) fail "sim: '$got'" ;; esac
+grep -q "100 ranges and 0 ops kept, backend 'sim' 100 records kept and 0 lost" "$W/sim.err" &&
+  grep -q "sim.json: 200 events, 0 flows, 1 device, 0 dropped" "$W/sim.err" ||
   fail "sim: summary: $(cat "$W/sim.err")"
-grep -q "backend 'sim' lost 100 records (100: they were in the process's memory when it died" "$W/sim.json" ||
+grep -q "backend 'sim': 100 records it had handed to loom were rebuilt from shared memory (0 of device work), 0 lost; device work still in the runtime's buffers" "$W/sim.json" ||
   fail "sim: no warning in the trace"
-ok "backend records counted lost"
+ok "a backend's runtime calls kept"
+
+# 9. a backend of the program's own (survive_bk): N calls and their device
+# work handed to loom, then SIGKILL: all of it, linked by flows, with the
+# device clock's sync point (each kernel 2 us after its call, to 0.1 us: the
+# clocks' conversion drifts by parts per million), its arguments,
+# the device and its queue, the thread's given name and the metadata
+qbk() {
+  node "$TP" --tp-dir "$TP_DIR" "$1" \
+    "select count(*) as f from flow f join slice a on f.slice_out = a.id join slice b on f.slice_in = b.id where a.name = 'survLaunch' and b.ts - a.ts between 1900 and 2100" \
+    "select count(distinct int_value) as s from slice join args using (arg_set_id) where slice.name = 'survKernel' and args.key = 'args.seq'" \
+    "select count(*) as k from slice join args using (arg_set_id) where slice.name = 'survKernel' and args.key = 'args.note' and string_value = 'k'" \
+    "select count(*) as q from slice join thread_track on slice.track_id = thread_track.id join thread using (utid) where slice.name = 'survKernel' and thread.name = 'survq'" \
+    "select count(*) as t from thread where name like 'thread % (survivor main)'" \
+    >"$1.tpb" || { echo "trace_processor failed"; return; }
+  for k in f s k q t; do sed -n "s/.*\"$k\":\([0-9]*\).*/$k=\1/p" "$1.tpb" | tr '\n' ' '; done
+  echo
+}
+meta_ok() { # the program's metadata as it last set it
+  grep -q '"survive_key":"kept"' "$1" && grep -q '"survive_over":"new"' "$1" &&
+    ! grep -q survive_gone "$1"
+}
+(trap - EXIT; "$LOOM" record --devices cpu,survbk -o "$W/bk.json" -- "$BK" kill 100 5 2>"$W/bk.err")
+[ $? -eq 137 ] || fail "bk: status not 137: $(cat "$W/bk.err")"
+got=$(q "$W/bk.json")
+# steps: 100 on the thread, 100 as the device's view of them (gpu_user_annotation)
+case "$got" in "step=200 survKernel=100 survLaunch=100 errors=0 unclosed=0") ;; *) fail "bk: '$got'" ;; esac
+got=$(qbk "$W/bk.json")
+[ "$got" = "f=100 s=100 k=100 q=100 t=1 " ] || fail "bk: flows, arguments, queue, thread: '$got'"
+grep -q "200 ranges and 0 ops kept, backend 'survbk' 200 records kept and 0 lost" "$W/bk.err" &&
+  grep -q "bk.json: 400 events, 100 flows, 1 device, 0 dropped" "$W/bk.err" ||
+  fail "bk: summary: $(cat "$W/bk.err")"
+grep -q "backend 'survbk': 200 records it had handed to loom were rebuilt from shared memory (100 of device work), 0 lost" "$W/bk.json" ||
+  fail "bk: no warning in the trace"
+grep -q '"name":"Survivor Device"' "$W/bk.json" && grep -q '"queues":1' "$W/bk.json" ||
+  fail "bk: the device and its properties are not in the trace"
+meta_ok "$W/bk.json" || fail "bk: metadata not as the program set it"
+# the same program ending normally: the same, and the 5 kernels its runtime still held
+"$LOOM" record --devices cpu,survbk -o "$W/bklive.json" -- "$BK" exit 100 5 2>"$W/bklive.err"
+got=$(q "$W/bklive.json")
+case "$got" in "step=200 survKernel=100 survLaunch=100 survPending=5 errors=0 unclosed=0") ;;
+  *) fail "bk live: '$got'" ;; esac
+got=$(qbk "$W/bklive.json")
+[ "$got" = "f=100 s=100 k=100 q=100 t=1 " ] || fail "bk live: '$got'"
+meta_ok "$W/bklive.json" || fail "bk live: metadata"
+ok "a backend's records, devices, flows, thread name and metadata kept"
+
+# 10. the backend cap: records past it are lost while recording, and said so
+(trap - EXIT; "$LOOM" record --devices cpu,survbk --option backend_memory_cap=8000 \
+  -o "$W/bkcap.json" -- "$BK" kill 100 0 2>"$W/bkcap.err")
+got=$(q "$W/bkcap.json")
+# a call is 64 bytes, a kernel 96 (64 and two arguments): 50 pairs fit in 8000
+case "$got" in "step=150 survKernel=50 survLaunch=50 errors=0 unclosed=0") ;; *) fail "bkcap: '$got'" ;; esac
+grep -q "backend 'survbk' 100 records kept and 100 lost" "$W/bkcap.err" ||
+  fail "bkcap: summary: $(cat "$W/bkcap.err")"
+grep -q "backend 'survbk' lost 100 records (100: backend memory cap (backend_memory_cap) reached)" "$W/bkcap.json" ||
+  fail "bkcap: no loss warning in the trace"
+ok "backend cap: 100 kept, 100 lost, said so"
+
+# 11. ring mode: the backend's ring is compacted many times before the kill;
+# what it held then is rebuilt: kept + overwritten = all, calls with their kernels
+(trap - EXIT; "$LOOM" record --devices cpu,survbk --ring 1m --option backend_memory_cap=8000 \
+  -o "$W/bkring.json" -- "$BK" kill 1000 0 2>"$W/bkring.err")
+kept=$(sed -n "s/.*backend 'survbk' \([0-9]*\) records kept and 0 lost.*/\1/p" "$W/bkring.err")
+over=$(sed -n 's/.*"ring_overwritten_records":"\([0-9]*\)".*/\1/p' "$W/bkring.json")
+[ -n "$kept" ] && [ -n "$over" ] && [ $((kept + over)) -eq 2000 ] && [ "$kept" -gt 0 ] ||
+  fail "bkring: kept '$kept' + overwritten '$over' is not 2000: $(cat "$W/bkring.err")"
+half=$((${kept:-0} / 2))
+got=$(q "$W/bkring.json")
+case "$got" in "step=$((1000 + half)) survKernel=$half survLaunch=$half errors=0 unclosed=0") ;;
+  *) fail "bkring: '$got' (kept $kept)" ;; esac
+ok "ring mode: the last $kept backend records kept, $over overwritten"
+
+# 12. a child forked without exec records with the parent's backend and is
+# killed: its trace is rebuilt with its backend records
+"$LOOM" record --devices cpu,survbk -o "$W/bkchild/" -- "$BK" child 100 0 2>"$W/bkchild.err"
+[ $? -eq 0 ] || fail "bk child: exit status: $(cat "$W/bkchild.err")"
+found=0
+for f in "$W"/bkchild/*.json; do
+  case "$(q "$f")" in "step=200 survKernel=100 survLaunch=100 errors=0 unclosed=0") found=$((found + 1)) ;; esac
+done
+[ $found -eq 1 ] || fail "bk child: $found traces hold the child's records: $(cat "$W/bkchild.err")"
+grep -q "backend 'survbk' 200 records kept and 0 lost" "$W/bkchild.err" || fail "bk child: summary"
+ok "forked child: its backend records kept"
 
 # 8. a process that writes its trace leaves no arena behind, and is not rebuilt
 "$LOOM" record -o "$W/ok/" -- sh -c 'true' 2>"$W/ok.err"

@@ -286,10 +286,12 @@ static int salvage(const loom_follow *f, proc *p, pid_t top, int top_status, cha
   if (r.unclosed)
     snprintf(open_at, sizeof open_at, ", %llu open at death (ended at its last record)",
              (unsigned long long)r.unclosed);
-  char unres[192] = "";
+  char unres[1280] = "";
   if (r.unresolved)
     snprintf(unres, sizeof unres, ", %llu names unreadable", (unsigned long long)r.unresolved);
-  if (r.bk_lost)
+  if (r.bk_summary[0]) /* per backend: records kept and lost */
+    snprintf(unres + strlen(unres), sizeof unres - strlen(unres), "%s", r.bk_summary);
+  else if (r.bk_lost)
     snprintf(unres + strlen(unres), sizeof unres - strlen(unres),
              ", %llu backend records lost with its memory", (unsigned long long)r.bk_lost);
   snprintf(msg, n, "%s; loom rebuilt its trace from shared memory: %llu range%s and %llu "
