@@ -3,6 +3,7 @@
  * shapes (issue 20): per-event cost at 10k, 100k and 1M events of
  *   unclosed  "ph":"B" ranges never closed, one thread
  *   nested    N "B" then N "E": nesting N levels deep
+ *   async     N "b" with distinct ids, then their "e" in the order opened
  *   names     N complete events, every name distinct
  *   string    one event whose name is 100 bytes per "event" (100 MB at 1M)
  * For each file: loom_trace_load (whole model), loom_report_open (the
@@ -41,6 +42,12 @@ static void write_shape(const char *path, const char *shape, size_t n) {
       fprintf(f, ",\n{\"ph\":\"B\",\"cat\":\"cpu_op\",\"name\":\"b\",\"pid\":1,\"tid\":1,\"ts\":%zu}", i);
   if (!strcmp(shape, "nested"))
     for (size_t i = 0; i < n; i++) fprintf(f, ",\n{\"ph\":\"E\",\"pid\":1,\"tid\":1,\"ts\":%zu}", n + i);
+  if (!strcmp(shape, "async")) { /* N open async ranges, closed first-opened first */
+    for (size_t i = 0; i < n; i++)
+      fprintf(f, ",\n{\"ph\":\"b\",\"cat\":\"a\",\"name\":\"r\",\"id\":%zu,\"pid\":1,\"tid\":1,\"ts\":%zu}", i + 1, i);
+    for (size_t i = 0; i < n; i++)
+      fprintf(f, ",\n{\"ph\":\"e\",\"cat\":\"a\",\"name\":\"r\",\"id\":%zu,\"pid\":1,\"tid\":1,\"ts\":%zu}", i + 1, n + i);
+  }
   if (!strcmp(shape, "names"))
     for (size_t i = 0; i < n; i++)
       fprintf(f, ",\n{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op%zu\",\"pid\":1,\"tid\":1,\"ts\":%zu,\"dur\":1}",
@@ -94,11 +101,11 @@ int main(int argc, char **argv) {
   int reps = argc > 2 ? atoi(argv[2]) : 3;
   const char *dir = argc > 3 ? argv[3] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
   if (reps < 1 || reps > 64) reps = 3;
-  static const char *shapes[] = {"unclosed", "nested", "names", "string"};
+  static const char *shapes[] = {"unclosed", "nested", "async", "names", "string"};
   static const char *what[] = {"stream (floor)", "load", "report"};
   printf("%-9s %9s %-15s %12s %12s %10s %10s\n", "shape", "events", "step", "min ns/ev", "med ns/ev",
          "min ratio", "med ratio");
-  for (size_t s = 0; s < 4; s++) {
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
     for (size_t n = 10000; n <= max; n *= 10) {
       char path[512];
       snprintf(path, sizeof path, "%s/bench_hostile_%d_%s.json", dir, (int)getpid(), shapes[s]);

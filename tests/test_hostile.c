@@ -260,11 +260,42 @@ static void negative_duration(void **state) {
   report_bad("negative_duration.json", "negative durations", 2, 3);
 }
 
+/* Async ranges close the latest open one of the same id and category,
+ * whatever order they close in (they are matched through a map). */
+static void async_matching(void **state) {
+  (void)state;
+  char path[512];
+  tmp_path(path, sizeof path, ".json");
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("{\"traceEvents\":["
+        "{\"ph\":\"b\",\"cat\":\"x\",\"name\":\"outer\",\"id\":1,\"pid\":1,\"tid\":1,\"ts\":1},"
+        "{\"ph\":\"b\",\"cat\":\"y\",\"name\":\"other_cat\",\"id\":1,\"pid\":1,\"tid\":1,\"ts\":2},"
+        "{\"ph\":\"b\",\"cat\":\"x\",\"name\":\"two\",\"id\":2,\"pid\":1,\"tid\":1,\"ts\":2},"
+        "{\"ph\":\"b\",\"cat\":\"x\",\"name\":\"inner\",\"id\":1,\"pid\":1,\"tid\":1,\"ts\":3},"
+        "{\"ph\":\"e\",\"cat\":\"x\",\"id\":1,\"pid\":1,\"tid\":1,\"ts\":4},"
+        "{\"ph\":\"e\",\"cat\":\"x\",\"id\":2,\"pid\":1,\"tid\":1,\"ts\":5},"
+        "{\"ph\":\"e\",\"cat\":\"x\",\"id\":1,\"pid\":1,\"tid\":1,\"ts\":6},"
+        "{\"ph\":\"e\",\"cat\":\"x\",\"id\":1,\"pid\":1,\"tid\":1,\"ts\":9}]}", f);
+  fclose(f);
+  loom_trace *t = NULL;
+  assert_int_equal(loom_trace_load(path, &t), LOOM_OK);
+  unlink(path);
+  assert_int_equal(loom_trace_event_count(t), 4);
+  assert_int_equal(event_named(t, "inner").dur_ns, 1000);
+  assert_int_equal(event_named(t, "two").dur_ns, 3000);
+  assert_int_equal(event_named(t, "outer").dur_ns, 5000);
+  assert_true(event_named(t, "other_cat").unclosed); /* its category never closes */
+  assert_false(event_named(t, "outer").unclosed);
+  loom_trace_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(int_past_64_bits), cmocka_unit_test(infinite_time),
       cmocka_unit_test(stream_without_args), cmocka_unit_test(pftrace_wire_type),
       cmocka_unit_test(kernel_pid_minus_1), cmocka_unit_test(unclosed_20k),
-      cmocka_unit_test(ts_overflow), cmocka_unit_test(negative_duration)};
+      cmocka_unit_test(ts_overflow), cmocka_unit_test(negative_duration),
+      cmocka_unit_test(async_matching)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,7 +43,8 @@ typedef struct open_b {
 typedef struct async_open {
   uint64_t id;
   uint32_t cat;
-  size_t ev;
+  size_t ev;   /* SIZE_MAX once closed (removed at the next compaction) */
+  size_t prev; /* 1 + index of the previous open range with the same key, 0: none */
 } async_open;
 
 /* The event object being parsed. */
@@ -85,7 +86,8 @@ typedef struct reader {
   open_b *bs;
   size_t nbs, cap_bs;
   async_open *as;
-  size_t nas, cap_as;
+  size_t nas, cap_as, nas_dead;
+  loom__map as_key;    /* async_key(id, cat) -> 1 + index of the latest open range */
   pending_flow *flows;
   size_t nflows, cap_flows;
   loom__map pid_dev;   /* pids that are devices -> 1 + device index */
@@ -317,6 +319,55 @@ static void metadata_event(reader *r) {
   }
 }
 
+/* ---- async ranges: b/e matched by (id, category), the latest open first,
+ * through a map to per-key chains, so that many open ranges cost linear
+ * time whatever order they close in. */
+static uint64_t async_key(uint64_t id, uint32_t cat) {
+  return loom__hash_u64(id ^ ((uint64_t)cat << 32 | cat));
+}
+
+static void async_begin(reader *r, uint64_t id, uint32_t cat, size_t ev) {
+  uint64_t key = async_key(id, cat), *head = loom__map_get(&r->as_key, key);
+  async_open o = {id, cat, ev, head ? *head : 0};
+  if (LOOM__PUSH(r->as, r->nas, r->cap_as, o) || loom__map_put(&r->as_key, key, r->nas)) r->oom = 1;
+}
+
+/* The latest open range of (id, cat), unlinked from its chain; NULL when
+ * there is none. */
+static async_open *async_end(reader *r, uint64_t id, uint32_t cat) {
+  uint64_t key = async_key(id, cat), *head = loom__map_get(&r->as_key, key);
+  size_t *link = NULL; /* the prev field that points at the one looked at */
+  for (size_t at = head ? *head : 0; at;) {
+    async_open *o = &r->as[at - 1];
+    if (o->id == id && o->cat == cat) {
+      if (link) *link = o->prev;
+      else if (o->prev) *head = o->prev;
+      else loom__map_del(&r->as_key, key);
+      return o;
+    }
+    link = &o->prev;
+    at = o->prev;
+  }
+  return NULL;
+}
+
+/* Drops the closed ranges and rebuilds the chains (when they are more
+ * than half: amortised constant time per range). */
+static void async_compact(reader *r) {
+  size_t k = 0;
+  loom__map_free(&r->as_key);
+  for (size_t i = 0; i < r->nas; i++) {
+    if (r->as[i].ev == SIZE_MAX) continue;
+    async_open o = r->as[i];
+    uint64_t key = async_key(o.id, o.cat), *head = loom__map_get(&r->as_key, key);
+    o.prev = head ? *head : 0;
+    r->as[k++] = o;
+    if (loom__map_put(&r->as_key, key, k)) r->oom = 1;
+  }
+  r->nas = k;
+  r->nas_dead = 0;
+}
+
 /* Streaming: hands the closed events to the sink; at the end (all) also
  * the ones never closed. */
 static int flush(reader *r, int all) {
@@ -327,7 +378,8 @@ static int flush(reader *r, int all) {
     keep = malloc((r->nbs + r->nas) * sizeof *keep);
     if (!keep) return -1;
     for (size_t i = 0; i < r->nbs; i++) keep[n++] = &r->bs[i].ev;
-    for (size_t i = 0; i < r->nas; i++) keep[n++] = &r->as[i].ev;
+    for (size_t i = 0; i < r->nas; i++)
+      if (r->as[i].ev != SIZE_MAX) keep[n++] = &r->as[i].ev;
   }
   int rc = loom__trace_stream_flush(r->t, r->sink, keep, n);
   free(keep);
@@ -406,22 +458,21 @@ static void end_event(reader *r) {
   case 'b':
   case 'e': {
     if (c->ph == 'e') {
-      for (size_t i = r->nas; i-- > 0;) {
-        if (r->as[i].id != c->id || r->as[i].cat != c->cat) continue;
-        loom__ev *b = &r->t->ev[r->as[i].ev];
+      async_open *o = async_end(r, c->id, c->cat);
+      if (o) {
+        loom__ev *b = &r->t->ev[o->ev];
         b->dur = c->ts - b->ts;
         if (b->dur < 0) b->dur = negative_dur(r, b->dur);
         b->flags &= (uint16_t)~LOOM__EV_OPEN;
-        r->as[i] = r->as[--r->nas];
-        break;
+        o->ev = SIZE_MAX;
+        if (++r->nas_dead > 4096 && 2 * r->nas_dead > r->nas) async_compact(r);
       }
       return;
     }
     e.ph = LOOM__PH_ASYNC;
     e.flags |= LOOM__EV_OPEN;
     e.correlation = c->id;
-    async_open o = {c->id, c->cat, r->t->nev};
-    if (LOOM__PUSH(r->as, r->nas, r->cap_as, o)) r->oom = 1;
+    async_begin(r, c->id, c->cat, r->t->nev);
     break;
   }
   case 's':
@@ -858,6 +909,7 @@ static void reader_free(reader *r) {
   free(r->cap);
   free(r->bs);
   free(r->as);
+  loom__map_free(&r->as_key);
   free(r->flows);
   loom__map_free(&r->pid_dev);
   loom__map_free(&r->str_ids);
