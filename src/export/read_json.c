@@ -145,7 +145,7 @@ static int parse_milli(const char *s, size_t n, int64_t *out) {
     return 0;
   }
   while (fd < 3) frac *= 10, fd++;
-  int64_t v = whole * 1000 + frac;
+  int64_t v = big ? 0 : whole * 1000 + frac;
   if (big || v > LOOM__TIME_LIMIT) {
     *out = neg ? -LOOM__TIME_LIMIT : LOOM__TIME_LIMIT;
     return LOOM__BAD_TIME_RANGE;
