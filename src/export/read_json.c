@@ -102,6 +102,7 @@ typedef struct reader {
   uint32_t role_key, dir_key; /* "loom_role", "direction": read even when streaming */
   int role_unknown;           /* a loom_role word loom does not know was read */
   size_t flush_at;        /* streaming: flush when this many events are held */
+  uint64_t nstrings;      /* strings and keys parsed so far */
   int oom;
   char err[256];
 } reader;
@@ -700,6 +701,7 @@ static int cb_number(void *ctx, const char *s, size_t n) {
 
 static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   reader *r = ctx;
+  r->nstrings++;
   if (capturing(r)) { cap_sep(r); cap_str(r, s, n); return 1; }
   if (r->where == AT_EVENT && (r->kcode == K_PID || r->kcode == K_TID)) {
     int64_t id = 0;
@@ -723,6 +725,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
 
 static int cb_map_key(void *ctx, const unsigned char *s, size_t n) {
   reader *r = ctx;
+  r->nstrings++;
   if (capturing(r)) { cap_sep(r); cap_str(r, s, n); cap_raw(r, ":", 1); r->cap_first = 1; return 1; }
   if (r->where == AT_EVENT) { /* the hot paths: no copy */
     r->kcode = key_code(s, n);
@@ -960,13 +963,19 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, const loom
     if (fd >= 0) close(fd);
   }
   if (!map) buf = malloc(CHUNK);
-  uint64_t offset = 0, dropped = 0;
+  uint64_t offset = 0, dropped = 0, strings_seen = 1;
+  size_t chunk = CHUNK / 2;
   loom_status st = map || buf ? LOOM_OK : LOOM_ENOMEM;
   int n = 0;
   while (st == LOOM_OK) {
     if (map) {
+      /* yajl scans a token that spans chunks again from its start at each
+       * chunk: a chunk that ended no string (one huge name) doubles the
+       * next, so a string of any length costs linear time. */
+      chunk = r.nstrings != strings_seen ? CHUNK : chunk < (1u << 30) ? 2 * chunk : chunk;
+      strings_seen = r.nstrings;
       size_t left = map_len - (size_t)offset;
-      n = (int)(left < CHUNK ? left : CHUNK);
+      n = (int)(left < chunk ? left : chunk);
       buf = map + offset;
     } else {
       n = gzread(f, buf, CHUNK);
