@@ -226,6 +226,26 @@ static const loom__col unk_cols[] = {
     {"device_work_without_launch", "device work items with no launch call (no latency, no range)", LOOM__COL_INT},
     {"unclosed_ranges", "ranges still open when the trace ended", LOOM__COL_INT}};
 
+static const loom__col bad_cols[] = {
+    {"kind", "kind", LOOM__COL_STR}, {"count", "count", LOOM__COL_INT},
+    {"example", "first", LOOM__COL_STR}, {"kept_as", "kept as", LOOM__COL_STR}};
+
+/* Values the reader could not keep as written (docs/formats.md), by kind. */
+static void not_understood_values(const loom__report *r, loom__model *m) {
+  const loom__bad *b = &r->meta->bad;
+  int any = 0;
+  for (int k = 0; k < LOOM__BAD_COUNT_; k++) any |= b->count[k] != 0;
+  loom__table *t = loom__model_add(m, "not_understood.values", "Not understood: values that could not be "
+                                   "kept as written", bad_cols, 4, LOOM__TF_ALL | (any ? 0 : HIDDEN));
+  for (int k = 0; k < LOOM__BAD_COUNT_; k++) {
+    if (!b->count[k]) continue;
+    loom__table_str(t, loom__bad_name(k));
+    loom__table_int(t, (int64_t)b->count[k]);
+    loom__table_str(t, S(r, b->example[k]));
+    loom__table_str(t, loom__bad_kept(k));
+  }
+}
+
 void loom__report_unknown(const loom__report *r, loom__model *m) {
   loom__table *t = loom__model_add(m, "not_understood.categories", "Not understood: categories of no known "
                                    "kind (not analysed)", cat_cols, 2, LOOM__TF_ALL);
@@ -233,6 +253,7 @@ void loom__report_unknown(const loom__report *r, loom__model *m) {
     loom__table_str(t, r->unknown[i].cat ? S(r, r->unknown[i].cat) : "");
     loom__table_int(t, (int64_t)r->unknown[i].count);
   }
+  not_understood_values(r, m);
   t = loom__model_add(m, "not_understood", "Incomplete", unk_cols, 2,
                       LOOM__TF_RECORD | (r->orphan_work || r->unclosed ? 0 : HIDDEN));
   loom__table_int(t, (int64_t)r->orphan_work);

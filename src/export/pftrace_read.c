@@ -39,8 +39,15 @@ static uint64_t rd_varint(pbr *r) {
 }
 
 /* Reads the next field: its number and wire type; for LEN, *sub is the
- * payload; for I64, *v holds the 8 bytes. */
+ * payload; for VARINT and I64, *v holds the value.  Both are always set
+ * (empty, 0) for the other wire types, so a field of an unexpected type
+ * never leaves a stale view of an earlier packet's buffer, which the file
+ * reader has reallocated since. */
 static int rd_field(pbr *r, uint32_t *field, int *wire, uint64_t *v, pbr *sub) {
+  static const uint8_t none;
+  sub->p = sub->end = &none;
+  sub->bad = 0;
+  *v = 0;
   if (r->p >= r->end || r->bad) return 0;
   uint64_t key = rd_varint(r);
   *field = (uint32_t)(key >> 3);
@@ -105,6 +112,9 @@ typedef struct rd {
   uint32_t ext_key, corr_key; /* interned "External id", "correlation" */
   uint32_t role_key;          /* interned "loom_role": becomes the event's marks */
   int role_unknown;           /* a loom_role word loom does not know was read */
+  size_t flush_at;            /* streaming: flush when this many events are held */
+  uint64_t wrong_wire;        /* packet fields of a wire type they cannot have: skipped */
+  uint64_t wrong_at, pkt_at;  /* offset of the first such packet, of the current one */
   int oom;
 } rd;
 
@@ -276,6 +286,12 @@ static void track_event(rd *r, pbr m) {
       if (r->open[i].uuid != x.uuid) continue;
       loom__ev *e = &t->ev[r->open[i].ev];
       e->dur = r->ts - e->ts;
+      if (e->dur < 0) { /* an end before its begin: kept as 0, counted */
+        char text[40];
+        int n = snprintf(text, sizeof text, "%lld ns", (long long)e->dur);
+        loom__trace_bad(t, LOOM__BAD_NEG_DUR, "dur", text, (size_t)n, loom__trace_cstr(t, e->name));
+        e->dur = 0;
+      }
       e->flags &= (uint16_t)~LOOM__EV_OPEN;
       memmove(&r->open[i], &r->open[i + 1], (r->nopen - i - 1) * sizeof *r->open);
       r->nopen--;
@@ -342,6 +358,20 @@ static void clock_snapshot(rd *r, pbr m) {
   }
 }
 
+/* A packet field loom reads that came with another wire type. */
+static int wrong_wire(uint32_t f, int w) {
+  switch (f) {
+  case PF_PKT_TIMESTAMP:
+  case PF_PKT_TIMESTAMP_CLOCK_ID: return w != PB_VARINT;
+  case PF_PKT_TRACK_EVENT:
+  case PF_PKT_TRACK_DESCRIPTOR:
+  case PF_PKT_INTERNED_DATA:
+  case PF_PKT_CLOCK_SNAPSHOT:
+  case PF_PKT_DEFAULTS: return w != PB_LEN;
+  default: return 0;
+  }
+}
+
 static void packet(rd *r, pbr m) {
   uint32_t f, f2;
   int w, w2;
@@ -349,15 +379,16 @@ static void packet(rd *r, pbr m) {
   int has_ts = 0, has_clock = 0;
   pbr sub, e, te = {0}, td = {0}, in = {0}, cs = {0};
   while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (wrong_wire(f, w) && !r->wrong_wire++) r->wrong_at = r->pkt_at;
     switch (f) {
-    case PF_PKT_TIMESTAMP: ts = v, has_ts = 1; break;
-    case PF_PKT_TIMESTAMP_CLOCK_ID: clock = v, has_clock = 1; break;
-    case PF_PKT_TRACK_EVENT: te = sub; break;
-    case PF_PKT_TRACK_DESCRIPTOR: td = sub; break;
-    case PF_PKT_INTERNED_DATA: in = sub; break;
-    case PF_PKT_CLOCK_SNAPSHOT: cs = sub; break;
+    case PF_PKT_TIMESTAMP: if (w == PB_VARINT) ts = v, has_ts = 1; break;
+    case PF_PKT_TIMESTAMP_CLOCK_ID: if (w == PB_VARINT) clock = v, has_clock = 1; break;
+    case PF_PKT_TRACK_EVENT: if (w == PB_LEN) te = sub; break;
+    case PF_PKT_TRACK_DESCRIPTOR: if (w == PB_LEN) td = sub; break;
+    case PF_PKT_INTERNED_DATA: if (w == PB_LEN) in = sub; break;
+    case PF_PKT_CLOCK_SNAPSHOT: if (w == PB_LEN) cs = sub; break;
     case PF_PKT_DEFAULTS:
-      while (rd_field(&sub, &f2, &w2, &v, &e))
+      while (w == PB_LEN && rd_field(&sub, &f2, &w2, &v, &e))
         if (f2 == PF_TPD_TIMESTAMP_CLOCK_ID) r->default_clock = (uint32_t)v;
       break;
     default: break;
@@ -391,7 +422,7 @@ static void rd_free(rd *r) {
 static int flush(rd *r, int all) {
   size_t n = 0, **keep = NULL;
   if (all) {
-    for (size_t i = 0; i < r->t->nev; i++) r->t->ev[i].flags &= (uint16_t)~LOOM__EV_OPEN;
+    loom__trace_close_open(r->t);
   } else if (r->nopen) {
     keep = malloc(r->nopen * sizeof *keep);
     if (!keep) return -1;
@@ -399,6 +430,7 @@ static int flush(rd *r, int all) {
   }
   int rc = loom__trace_stream_flush(r->t, r->sink, keep, n);
   free(keep);
+  r->flush_at = 2 * r->t->nev + LOOM__STREAM_BATCH; /* linear with open slices */
   return rc;
 }
 
@@ -418,6 +450,7 @@ static int finish(rd *r) {
     loom__flow f = {(uint32_t)(r->flow_src.vals[i] - 1), (uint32_t)(*to - 1), id};
     if (LOOM__PUSH(t->flows, t->nflows, t->cap_flows, f)) return -1;
   }
+  loom__trace_close_open(t);
   loom__trace_span(t);
   if (t->window_end) t->end_ns = r->window_end_ts;
   return 0;
@@ -434,6 +467,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
   r.path = path;
   r.sink = sink;
   r.fsink = flows;
+  r.flush_at = LOOM__STREAM_BATCH;
   if (r.t) {
     r.ext_key = loom__trace_str(r.t, "External id");
     r.corr_key = loom__trace_str(r.t, "correlation");
@@ -482,12 +516,22 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
     }
     offset += len;
     pbr m = {buf, buf + len, 0};
+    r.pkt_at = at;
     packet(&r, m);
-    if (sink && r.t->nev >= LOOM__STREAM_BATCH && flush(&r, 0) != 0) r.oom = 1;
+    if (sink && r.t->nev >= r.flush_at && flush(&r, 0) != 0) r.oom = 1;
     if (r.oom) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   }
   if (st == LOOM_OK && offset == 0) st = loom__fail(LOOM_EFORMAT, "%s: empty file", path);
   if (st == LOOM_OK && r.role_unknown && loom__role_warning(r.t, path))
+    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  if (st == LOOM_OK && r.wrong_wire) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: %llu packet fields with a wire type they cannot have were skipped "
+             "(the first in the packet at byte offset %llu)", path, (unsigned long long)r.wrong_wire,
+             (unsigned long long)r.wrong_at);
+    if (loom__trace_add_warning(r.t, msg)) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  }
+  if (st == LOOM_OK && loom__trace_bad_warnings(r.t, path))
     st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   if (st == LOOM_OK && finish(&r)) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   free(buf);

@@ -43,7 +43,8 @@ typedef struct open_b {
 typedef struct async_open {
   uint64_t id;
   uint32_t cat;
-  size_t ev;
+  size_t ev;   /* SIZE_MAX once closed (removed at the next compaction) */
+  size_t prev; /* 1 + index of the previous open range with the same key, 0: none */
 } async_open;
 
 /* The event object being parsed. */
@@ -87,7 +88,8 @@ typedef struct reader {
   open_b *bs;
   size_t nbs, cap_bs;
   async_open *as;
-  size_t nas, cap_as;
+  size_t nas, cap_as, nas_dead;
+  loom__map as_key;    /* async_key(id, cat) -> 1 + index of the latest open range */
   pending_flow *flows;
   size_t nflows, cap_flows;
   loom__map pid_dev;   /* pids that are devices -> 1 + device index */
@@ -101,35 +103,75 @@ typedef struct reader {
   uint32_t ext_key, corr_key;
   uint32_t role_key, dir_key; /* "loom_role", "direction": read even when streaming */
   int role_unknown;           /* a loom_role word loom does not know was read */
+  size_t flush_at;        /* streaming: flush when this many events are held */
+  uint64_t nstrings;      /* strings and keys parsed so far */
   int oom;
   char err[256];
 } reader;
 
-/* Parses a JSON number text as an integer count of 1/1000 of its unit (us
- * -> ns) without going through a double. */
+/* A time text as a count of 1/1000 of its unit (us -> ns), without going
+ * through a double for plain decimals.  Returns 0, or the LOOM__BAD_* kind
+ * when the text is not a time loom can keep as written; *out then holds how
+ * it is kept (docs/formats.md): clamped to +-LOOM__TIME_LIMIT, 0 for NaN and
+ * for text that is no number. */
 static int parse_milli(const char *s, size_t n, int64_t *out) {
-  int neg = 0;
+  int neg = 0, big = 0, fd = 0;
   size_t i = 0;
   if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+  size_t first = i;
   int64_t whole = 0, frac = 0;
-  int fd = 0;
-  for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) whole = whole * 10 + (s[i] - '0');
+  for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+    if (whole > LOOM__TIME_LIMIT / 1000) big = 1;
+    else whole = whole * 10 + (s[i] - '0');
+  }
+  if (whole > LOOM__TIME_LIMIT / 1000) big = 1; /* then whole * 1000 cannot overflow */
+  size_t digits = i - first;
   if (i < n && s[i] == '.') {
-    for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+    for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++)
       if (fd < 3) frac = frac * 10 + (s[i] - '0'), fd++;
   }
-  if (i < n && (s[i] == 'e' || s[i] == 'E')) { /* rare: fall back to double */
-    char buf[64];
+  *out = 0;
+  if (i < n || !digits) { /* an exponent (rare), or not a plain decimal: through a double */
+    char buf[64], *end;
     size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
     memcpy(buf, s, k);
     buf[k] = 0;
-    double v = strtod(buf, NULL) * 1000.0;
+    double v = strtod(buf, &end);
+    if (end == buf || *end || k < n) return LOOM__BAD_NOT_NUMBER;
+    if (v != v) return LOOM__BAD_NONFINITE;
+    v *= 1000.0;
+    if (v > (double)LOOM__TIME_LIMIT || v < -(double)LOOM__TIME_LIMIT) {
+      *out = v > 0 ? LOOM__TIME_LIMIT : -LOOM__TIME_LIMIT;
+      return v - v != 0 ? LOOM__BAD_NONFINITE : LOOM__BAD_TIME_RANGE; /* inf - inf is NaN */
+    }
     *out = (int64_t)(v + (v >= 0 ? 0.5 : -0.5));
     return 0;
   }
   while (fd < 3) frac *= 10, fd++;
-  int64_t v = whole * 1000 + frac;
+  int64_t v = big ? 0 : whole * 1000 + frac;
+  if (big || v > LOOM__TIME_LIMIT) {
+    *out = neg ? -LOOM__TIME_LIMIT : LOOM__TIME_LIMIT;
+    return LOOM__BAD_TIME_RANGE;
+  }
   *out = neg ? -v : v;
+  return 0;
+}
+
+/* A decimal integer text ("-"? digits) into *out; returns 0 when it fits
+ * an int64, 1 when it fits only a uint64 (*u), -1 when it is past 64
+ * bits. */
+static int parse_int(const char *s, size_t n, int64_t *out, uint64_t *u) {
+  int neg = n && s[0] == '-';
+  uint64_t v = 0;
+  for (size_t i = (size_t)neg; i < n; i++) {
+    unsigned d = (unsigned)(s[i] - '0');
+    if (v > (UINT64_MAX - d) / 10) return -1;
+    v = v * 10 + d;
+  }
+  *u = v;
+  if (!neg && v > (uint64_t)INT64_MAX) return 1;
+  if (neg && v > (uint64_t)INT64_MAX + 1) return -1;
+  *out = !neg ? (int64_t)v : v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
   return 0;
 }
 
@@ -157,6 +199,41 @@ static uint64_t str_pid(reader *r, const unsigned char *s, size_t n) {
   loom__proc *p = loom__trace_proc(r->t, (int64_t)id);
   if (p && !p->name) p->name = loom__trace_str(r->t, name);
   return id;
+}
+
+/* ---- bad values (docs/formats.md): counted, named, kept as they can be --- */
+static void bad(reader *r, int kind, const char *what, const char *text, size_t n) {
+  int in_event = r->where == AT_EVENT || r->where == AT_ARGS;
+  loom__trace_bad(r->t, kind, what, text, n,
+                  in_event && r->ev.name ? loom__trace_cstr(r->t, r->ev.name) : NULL);
+}
+
+static void time_value(reader *r, const char *what, const char *s, size_t n, int64_t *out) {
+  int kind = parse_milli(s, n, out);
+  if (kind) bad(r, kind, what, s, n);
+}
+
+/* baseTimeNanoseconds: a count of ns, kept within the limit. */
+static void base_value(reader *r, const char *s, size_t n) {
+  int64_t v = 0;
+  uint64_t u;
+  int kind = 0;
+  if (is_int_text(s, n)) {
+    if (parse_int(s, n, &v, &u) || v > LOOM__TIME_LIMIT || v < -LOOM__TIME_LIMIT) kind = LOOM__BAD_TIME_RANGE;
+  } else { /* a fraction or an exponent */
+    char buf[64];
+    size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
+    memcpy(buf, s, k);
+    buf[k] = 0;
+    double d = strtod(buf, NULL);
+    if (d != d) kind = LOOM__BAD_NONFINITE;
+    else if (d - d != 0) kind = LOOM__BAD_NONFINITE, v = d > 0 ? LOOM__TIME_LIMIT : -LOOM__TIME_LIMIT;
+    else if (d > (double)LOOM__TIME_LIMIT || d < -(double)LOOM__TIME_LIMIT) kind = LOOM__BAD_TIME_RANGE;
+    else v = (int64_t)(d + (d >= 0 ? 0.5 : -0.5));
+  }
+  if (kind == LOOM__BAD_TIME_RANGE) v = s[0] == '-' ? -LOOM__TIME_LIMIT : LOOM__TIME_LIMIT;
+  r->base = v;
+  if (kind) bad(r, kind, "baseTimeNanoseconds", s, n);
 }
 
 /* ---- capturing nested argument values as JSON text ---------------------- */
@@ -205,11 +282,18 @@ static uint32_t track_of(reader *r, int64_t pid, int64_t tid) {
   return k;
 }
 
+/* The device a device pid stands for: the pid itself, except for a pid
+ * that reads as LOOM_DEVICE_HOST in 32 bits (-1: Kineto's overhead
+ * events). */
+static uint32_t device_of_pid(int64_t pid) {
+  return (uint32_t)pid == LOOM_DEVICE_HOST ? LOOM_DEVICE_HOST - 1 : (uint32_t)pid;
+}
+
 static void mark_device(reader *r, int64_t pid) {
   if (loom__map_get(&r->pid_dev, (uint64_t)pid + 1)) return;
-  loom__map_put(&r->pid_dev, (uint64_t)pid + 1, (uint64_t)pid + 1);
+  if (loom__map_put(&r->pid_dev, (uint64_t)pid + 1, device_of_pid(pid) + 1ull)) r->oom = 1;
   for (size_t i = 0; i < r->t->ntracks; i++)
-    if (r->t->tracks[i].pid == pid) r->t->tracks[i].device = (uint32_t)pid;
+    if (r->t->tracks[i].pid == pid) r->t->tracks[i].device = device_of_pid(pid);
 }
 
 static int push_event(reader *r, const loom__ev *e) {
@@ -238,21 +322,83 @@ static void metadata_event(reader *r) {
   }
 }
 
+/* ---- async ranges: b/e matched by (id, category), the latest open first,
+ * through a map to per-key chains, so that many open ranges cost linear
+ * time whatever order they close in. */
+static uint64_t async_key(uint64_t id, uint32_t cat) {
+  return loom__hash_u64(id ^ ((uint64_t)cat << 32 | cat));
+}
+
+static void async_begin(reader *r, uint64_t id, uint32_t cat, size_t ev) {
+  uint64_t key = async_key(id, cat), *head = loom__map_get(&r->as_key, key);
+  async_open o = {id, cat, ev, head ? *head : 0};
+  if (LOOM__PUSH(r->as, r->nas, r->cap_as, o) || loom__map_put(&r->as_key, key, r->nas)) r->oom = 1;
+}
+
+/* The latest open range of (id, cat), unlinked from its chain; NULL when
+ * there is none. */
+static async_open *async_end(reader *r, uint64_t id, uint32_t cat) {
+  uint64_t key = async_key(id, cat), *head = loom__map_get(&r->as_key, key);
+  size_t *link = NULL; /* the prev field that points at the one looked at */
+  for (size_t at = head ? *head : 0; at;) {
+    async_open *o = &r->as[at - 1];
+    if (o->id == id && o->cat == cat) {
+      if (link) *link = o->prev;
+      else if (o->prev) *head = o->prev;
+      else loom__map_del(&r->as_key, key);
+      return o;
+    }
+    link = &o->prev;
+    at = o->prev;
+  }
+  return NULL;
+}
+
+/* Drops the closed ranges and rebuilds the chains (when they are more
+ * than half: amortised constant time per range). */
+static void async_compact(reader *r) {
+  size_t k = 0;
+  loom__map_free(&r->as_key);
+  for (size_t i = 0; i < r->nas; i++) {
+    if (r->as[i].ev == SIZE_MAX) continue;
+    async_open o = r->as[i];
+    uint64_t key = async_key(o.id, o.cat), *head = loom__map_get(&r->as_key, key);
+    o.prev = head ? *head : 0;
+    r->as[k++] = o;
+    if (loom__map_put(&r->as_key, key, k)) r->oom = 1;
+  }
+  r->nas = k;
+  r->nas_dead = 0;
+}
+
 /* Streaming: hands the closed events to the sink; at the end (all) also
  * the ones never closed. */
 static int flush(reader *r, int all) {
   size_t n = 0, **keep = NULL;
   if (all) {
-    for (size_t i = 0; i < r->t->nev; i++) r->t->ev[i].flags &= (uint16_t)~LOOM__EV_OPEN;
+    loom__trace_close_open(r->t);
   } else if (r->nbs + r->nas) {
     keep = malloc((r->nbs + r->nas) * sizeof *keep);
     if (!keep) return -1;
     for (size_t i = 0; i < r->nbs; i++) keep[n++] = &r->bs[i].ev;
-    for (size_t i = 0; i < r->nas; i++) keep[n++] = &r->as[i].ev;
+    for (size_t i = 0; i < r->nas; i++)
+      if (r->as[i].ev != SIZE_MAX) keep[n++] = &r->as[i].ev;
   }
   int rc = loom__trace_stream_flush(r->t, r->sink, keep, n);
   free(keep);
+  /* The open events stay; the next flush waits for at least as many new
+   * ones, so unclosed ranges cost linear time, not a flush per event. */
+  r->flush_at = 2 * r->t->nev + LOOM__STREAM_BATCH;
   return rc;
+}
+
+/* A negative duration (an X's "dur", an E or e before its start): kept as
+ * 0, counted. */
+static int64_t negative_dur(reader *r, int64_t dur) {
+  char text[40];
+  int n = snprintf(text, sizeof text, "%lld ns", (long long)dur);
+  bad(r, LOOM__BAD_NEG_DUR, "dur", text, (size_t)n);
+  return 0;
 }
 
 static void end_event(reader *r) {
@@ -276,6 +422,7 @@ static void end_event(reader *r) {
   kind = loom__kind_of_marks(kind, c->roles, 0);
   if (loom__kind_on_device(kind) || !strcmp(cat, "gpu_user_annotation")) mark_device(r, c->pid);
   uint32_t track = track_of(r, c->pid, c->tid);
+  if (c->ph == 'X' && c->has_dur && c->dur < 0) c->dur = negative_dur(r, c->dur);
   loom__ev e = {.ts = c->ts, .dur = c->has_dur ? c->dur : 0, .correlation = c->correlation,
                 .external_id = c->external_id, .name = c->name, .cat = c->cat,
                 .track = track, .kind = (uint8_t)kind, .ph = LOOM__PH_COMPLETE,
@@ -294,6 +441,7 @@ static void end_event(reader *r) {
       if (r->bs[i].track != track) continue;
       loom__ev *b = &r->t->ev[r->bs[i].ev];
       b->dur = c->ts - b->ts;
+      if (b->dur < 0) b->dur = negative_dur(r, b->dur);
       b->flags &= (uint16_t)~LOOM__EV_OPEN;
       memmove(&r->bs[i], &r->bs[i + 1], (r->nbs - i - 1) * sizeof *r->bs);
       r->nbs--;
@@ -313,21 +461,21 @@ static void end_event(reader *r) {
   case 'b':
   case 'e': {
     if (c->ph == 'e') {
-      for (size_t i = r->nas; i-- > 0;) {
-        if (r->as[i].id != c->id || r->as[i].cat != c->cat) continue;
-        loom__ev *b = &r->t->ev[r->as[i].ev];
+      async_open *o = async_end(r, c->id, c->cat);
+      if (o) {
+        loom__ev *b = &r->t->ev[o->ev];
         b->dur = c->ts - b->ts;
+        if (b->dur < 0) b->dur = negative_dur(r, b->dur);
         b->flags &= (uint16_t)~LOOM__EV_OPEN;
-        r->as[i] = r->as[--r->nas];
-        break;
+        o->ev = SIZE_MAX;
+        if (++r->nas_dead > 4096 && 2 * r->nas_dead > r->nas) async_compact(r);
       }
       return;
     }
     e.ph = LOOM__PH_ASYNC;
     e.flags |= LOOM__EV_OPEN;
     e.correlation = c->id;
-    async_open o = {c->id, c->cat, r->t->nev};
-    if (LOOM__PUSH(r->as, r->nas, r->cap_as, o)) r->oom = 1;
+    async_begin(r, c->id, c->cat, r->t->nev);
     break;
   }
   case 's':
@@ -347,7 +495,7 @@ static void end_event(reader *r) {
     return; /* unknown phases are skipped, like trace_processor does */
   }
   if (push_event(r, &e) != 0) r->oom = 1;
-  if (r->sink && r->t->nev >= LOOM__STREAM_BATCH && flush(r, 0) != 0) r->oom = 1;
+  if (r->sink && r->t->nev >= r->flush_at && flush(r, 0) != 0) r->oom = 1;
 }
 
 /* ---- yajl callbacks ----------------------------------------------------- */
@@ -441,8 +589,8 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
     case K_CAT: c->cat = s; break;
     case K_PID: c->pid = i, c->has_pid = 1; break;
     case K_TID: c->tid = i, c->has_tid = 1; break;
-    case K_TS: if (num) parse_milli(num, nlen, &c->ts), c->has_ts = 1; break;
-    case K_DUR: if (num) parse_milli(num, nlen, &c->dur), c->has_dur = 1; break;
+    case K_TS: if (num) time_value(r, "ts", num, nlen, &c->ts), c->has_ts = 1; break;
+    case K_DUR: if (num) time_value(r, "dur", num, nlen, &c->dur), c->has_dur = 1; break;
     case K_ID: c->id = type == LOOM_ARG_STRING ? strtoull(loom__trace_cstr(r->t, s), NULL, 0) : (uint64_t)i; break;
     case K_BP: c->bp_e = type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(r->t, s), "e"); break;
     case K_S: c->global = type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(r->t, s), "g"); break;
@@ -454,6 +602,7 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
     loom__targ a = {.key = r->where == AT_ARGS ? r->key_id : loom__trace_str(r->t, r->key),
                     .type = (uint8_t)type};
     if (type == LOOM_ARG_INT) a.v.i = i;
+    else if (type == LOOM_ARG_UINT) a.v.u = (uint64_t)i;
     else if (type == LOOM_ARG_DOUBLE) a.v.d = d;
     else a.v.s = s;
     if (r->where == AT_DEVICE) {
@@ -482,7 +631,7 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
   }
   if (r->where == AT_TOP) {
     if (!strcmp(r->key, "baseTimeNanoseconds") && num) {
-      r->base = strtoll(num, NULL, 10);
+      base_value(r, num, nlen);
     } else if (!strcmp(r->key, "loom_dropped") && type == LOOM_ARG_INT) {
       r->t->dropped = (uint64_t)i;
     } else if (!strcmp(r->key, "traceName") && type == LOOM_ARG_STRING) {
@@ -507,42 +656,60 @@ static int cb_bool(void *ctx, int b) {
   return on_value(r, LOOM_ARG_INT, b, 0, 0, NULL, 0);
 }
 
+/* The name of what a number is the value of, for a bad value's example. */
+static const char *value_key(const reader *r) {
+  static const char *const fields[] = {"event field", "ph", "name", "cat", "pid", "tid", "ts", "dur",
+                                       "id", "bp", "s", "args"};
+  if (r->where == AT_EVENT) return fields[r->kcode];
+  if (r->where == AT_ARGS) return loom__trace_cstr(r->t, r->key_id);
+  return r->key;
+}
+
+/* A number that does not fit what loom keeps (an integer past 64 bits,
+ * infinity): counted and kept as its text. */
+static int number_as_text(reader *r, int kind, const char *s, size_t n) {
+  bad(r, kind, value_key(r), s, n);
+  if (r->where == AT_EVENT) { /* pid/tid: a named process or thread, like a string one */
+    const unsigned char *u = (const unsigned char *)s;
+    if (r->kcode == K_PID || r->kcode == K_TID) return on_value(r, LOOM_ARG_INT, (int64_t)str_pid(r, u, n), 0, 0, NULL, 0);
+    if (r->kcode == K_ID) return on_value(r, LOOM_ARG_INT, (int64_t)(loom__hash_bytes(u, n) | 1), 0, 0, NULL, 0);
+    return 1;
+  }
+  if (r->sink && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') return 1; /* as string args */
+  return on_value(r, LOOM_ARG_STRING, 0, 0, str_n(r, (const unsigned char *)s, n), NULL, 0);
+}
+
 static int cb_number(void *ctx, const char *s, size_t n) {
   reader *r = ctx;
   if (capturing(r)) { cap_sep(r); cap_raw(r, s, n); return 1; }
   if (r->where == AT_EVENT && (r->kcode == K_TS || r->kcode == K_DUR)) /* parsed from the text */
     return on_value(r, LOOM_ARG_INT, 0, 0, 0, s, n);
-  if (n > 0 && n < 19 && is_int_text(s, n)) { /* fits an int64: no strtoll */
-    int64_t v = 0;
-    for (size_t i = s[0] == '-'; i < n; i++) v = v * 10 + (s[i] - '0');
-    return on_value(r, LOOM_ARG_INT, s[0] == '-' ? -v : v, 0, 0, s, n);
-  }
   if (is_int_text(s, n)) {
-    char buf[32];
-    size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
-    memcpy(buf, s, k);
-    buf[k] = 0;
-    errno = 0;
-    long long v = strtoll(buf, NULL, 10);
-    if (errno == ERANGE && buf[0] != '-') {
-      unsigned long long u = strtoull(buf, NULL, 10);
-      return on_value(r, LOOM_ARG_UINT, (int64_t)u, 0, 0, s, n) ;
-    }
+    int64_t v = 0;
+    uint64_t u = 0;
+    int fits = parse_int(s, n, &v, &u);
+    if (fits < 0) return number_as_text(r, LOOM__BAD_INT64, s, n);
+    if (fits > 0) return on_value(r, LOOM_ARG_UINT, (int64_t)u, 0, 0, s, n);
     return on_value(r, LOOM_ARG_INT, v, 0, 0, s, n);
   }
   char buf[64];
   size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
   memcpy(buf, s, k);
   buf[k] = 0;
-  return on_value(r, LOOM_ARG_DOUBLE, 0, strtod(buf, NULL), 0, s, n);
+  double d = strtod(buf, NULL);
+  if (d != d || d - d != 0) return number_as_text(r, LOOM__BAD_NONFINITE, s, n);
+  return on_value(r, LOOM_ARG_DOUBLE, 0, d, 0, s, n);
 }
 
 static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   reader *r = ctx;
+  r->nstrings++;
   if (capturing(r)) { cap_sep(r); cap_str(r, s, n); return 1; }
   if (r->where == AT_EVENT && (r->kcode == K_PID || r->kcode == K_TID)) {
-    int64_t id = is_int_text((const char *)s, n) ? strtoll((const char *)s, NULL, 10)
-                                                 : (int64_t)str_pid(r, s, n);
+    int64_t id = 0;
+    uint64_t u;
+    if (!is_int_text((const char *)s, n) || parse_int((const char *)s, n, &id, &u))
+      id = (int64_t)str_pid(r, s, n); /* a name, or digits past int64: a named process */
     return on_value(r, LOOM_ARG_INT, id, 0, 0, NULL, 0);
   }
   if (r->where == AT_EVENT && (r->kcode == K_TS || r->kcode == K_DUR))
@@ -560,6 +727,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
 
 static int cb_map_key(void *ctx, const unsigned char *s, size_t n) {
   reader *r = ctx;
+  r->nstrings++;
   if (capturing(r)) { cap_sep(r); cap_str(r, s, n); cap_raw(r, ":", 1); r->cap_first = 1; return 1; }
   if (r->where == AT_EVENT) { /* the hot paths: no copy */
     r->kcode = key_code(s, n);
@@ -731,6 +899,7 @@ static int finish(reader *r) {
     if (t->window_end) t->end_ns = r->window_end_ts + r->base;
     return 0;
   }
+  loom__trace_close_open(t);
   for (size_t i = 0; i < t->nev; i++) t->ev[i].ts += r->base;
   for (size_t i = 0; i < r->nflows; i++) r->flows[i].ts += r->base;
   if (t->nev) qsort(t->ev, t->nev, sizeof *t->ev, cmp_ev_track);
@@ -762,6 +931,7 @@ static void reader_free(reader *r) {
   free(r->cap);
   free(r->bs);
   free(r->as);
+  loom__map_free(&r->as_key);
   free(r->flows);
   loom__map_free(&r->pid_dev);
   loom__map_free(&r->str_ids);
@@ -779,6 +949,7 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, const loom
   r.path = path;
   r.sink = sink;
   r.fsink = flows;
+  r.flush_at = LOOM__STREAM_BATCH;
   if (r.t) {
     r.ext_key = loom__trace_str(r.t, "External id");
     r.corr_key = loom__trace_str(r.t, "correlation");
@@ -811,13 +982,19 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, const loom
     if (fd >= 0) close(fd);
   }
   if (!map) buf = malloc(CHUNK);
-  uint64_t offset = 0, dropped = 0;
+  uint64_t offset = 0, dropped = 0, strings_seen = 1;
+  size_t chunk = CHUNK / 2;
   loom_status st = map || buf ? LOOM_OK : LOOM_ENOMEM;
   int n = 0;
   while (st == LOOM_OK) {
     if (map) {
+      /* yajl scans a token that spans chunks again from its start at each
+       * chunk: a chunk that ended no string (one huge name) doubles the
+       * next, so a string of any length costs linear time. */
+      chunk = r.nstrings != strings_seen ? CHUNK : chunk < (1u << 30) ? 2 * chunk : chunk;
+      strings_seen = r.nstrings;
       size_t left = map_len - (size_t)offset;
-      n = (int)(left < CHUNK ? left : CHUNK);
+      n = (int)(left < chunk ? left : chunk);
       buf = map + offset;
     } else {
       n = gzread(f, buf, CHUNK);
@@ -855,6 +1032,8 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, const loom
                     (unsigned long long)offset);
   if (st == LOOM_OK) st = not_a_trace(&r, path);
   if (st == LOOM_OK && r.role_unknown && loom__role_warning(r.t, path))
+    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  if (st == LOOM_OK && loom__trace_bad_warnings(r.t, path))
     st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   if (st == LOOM_OK && (r.oom || finish(&r) != 0))
     st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);

@@ -128,6 +128,39 @@ int loom__trace_add_warning(loom_trace *t, const char *msg) {
   return LOOM__PUSH(t->warnings, t->nwarnings, t->cap_warnings, id);
 }
 
+static const char *const bad_names[LOOM__BAD_COUNT_][2] = {
+    {"integers past 64 bits", "kept as their decimal text (a string)"},
+    {"infinite or NaN numbers", "times kept at the nearest limit (NaN: 0), arguments as their text"},
+    {"negative durations", "kept with duration 0"},
+    {"times that overflow 64-bit nanoseconds", "clamped to +-3e18 ns"},
+    {"times that are not numbers", "kept as 0"}};
+
+const char *loom__bad_name(int kind) { return kind >= 0 && kind < LOOM__BAD_COUNT_ ? bad_names[kind][0] : ""; }
+const char *loom__bad_kept(int kind) { return kind >= 0 && kind < LOOM__BAD_COUNT_ ? bad_names[kind][1] : ""; }
+
+void loom__trace_bad(loom_trace *t, int kind, const char *what, const char *text, size_t n,
+                     const char *event) {
+  if (kind < 0 || kind >= LOOM__BAD_COUNT_) return;
+  if (t->bad.count[kind]++) return;
+  char ex[256];
+  int k = n > 64 ? 64 : (int)n;
+  snprintf(ex, sizeof ex, "%s = %.*s%s%s%.64s%s", what, k, text, n > 64 ? "..." : "",
+           event && *event ? " (event \"" : "", event ? event : "", event && *event ? "\")" : "");
+  t->bad.example[kind] = loom__trace_str(t, ex);
+}
+
+int loom__trace_bad_warnings(loom_trace *t, const char *path) {
+  for (int k = 0; k < LOOM__BAD_COUNT_; k++) {
+    if (!t->bad.count[k]) continue;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: %llu %s (first: %s): %s", path,
+             (unsigned long long)t->bad.count[k], loom__bad_name(k),
+             loom__trace_cstr(t, t->bad.example[k]), loom__bad_kept(k));
+    if (loom__trace_add_warning(t, msg)) return -1;
+  }
+  return 0;
+}
+
 loom_status loom_trace_summarize(const loom_trace *t, loom_trace_summary *sum) {
   if (!t || !sum || sum->struct_size < sizeof(size_t))
     return loom__fail(LOOM_EINVAL, "loom_trace_summarize: NULL trace or summary");
@@ -258,13 +291,20 @@ static int cmp_keep(const void *pa, const void *pb) {
   return a < b ? -1 : a > b;
 }
 
+void loom__trace_close_open(loom_trace *t) {
+  for (size_t i = 0; i < t->nev; i++)
+    if (t->ev[i].flags & LOOM__EV_OPEN)
+      t->ev[i].flags = (uint16_t)((t->ev[i].flags & ~LOOM__EV_OPEN) | LOOM__EV_UNCLOSED);
+}
+
 int loom__trace_stream_flush(loom_trace *t, const loom__sink *sink, size_t **keep, size_t nkeep) {
   if (nkeep > 1) qsort(keep, nkeep, sizeof *keep, cmp_keep);
   size_t nev = 0, nargs = 0, k = 0;
   for (size_t i = 0; i < t->nev; i++) {
     loom__ev *e = &t->ev[i];
     if (!(e->flags & LOOM__EV_OPEN)) {
-      if (sink->event(sink->ctx, t, e, &t->args[e->args_off]) != 0) return -1;
+      /* no arguments: no pointer into an args array that may be NULL */
+      if (sink->event(sink->ctx, t, e, e->nargs ? &t->args[e->args_off] : NULL) != 0) return -1;
       continue;
     }
     /* Kept: move it and its arguments down (never overlapping forward). */

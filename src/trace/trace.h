@@ -116,6 +116,25 @@ typedef struct loom__kv {
   uint32_t key, value; /* string ids */
 } loom__kv;
 
+/* Values a reader could not keep as written (docs/formats.md, "Bad
+ * values"): counted by kind, the first of each kind kept as an example,
+ * each kind named in one of the trace's warnings. */
+enum {
+  LOOM__BAD_INT64,      /* integer past 64 bits: kept as its text */
+  LOOM__BAD_NONFINITE,  /* infinity or NaN */
+  LOOM__BAD_NEG_DUR,    /* negative duration: kept as 0 */
+  LOOM__BAD_TIME_RANGE, /* time beyond +-LOOM__TIME_LIMIT ns: clamped there */
+  LOOM__BAD_NOT_NUMBER, /* a time that is not a number: kept as 0 */
+  LOOM__BAD_COUNT_
+};
+/* The largest time (ts, dur, base) a reader keeps, in ns (year 2065 as an
+ * epoch time): the sum of three stays inside int64. */
+#define LOOM__TIME_LIMIT 3000000000000000000ll
+typedef struct loom__bad {
+  uint64_t count[LOOM__BAD_COUNT_];
+  uint32_t example[LOOM__BAD_COUNT_]; /* string ids */
+} loom__bad;
+
 struct loom_trace {
   loom__strtab strs;
   loom__ev *ev;
@@ -140,6 +159,7 @@ struct loom_trace {
   uint32_t last_track; /* loom__trace_track's cache */
   int window_end;      /* write Kineto's "Record Window End" marker */
   int64_t base_ns;     /* streamed traces: add to every streamed event's ts */
+  loom__bad bad;       /* values read that could not be kept as written */
 };
 
 loom_trace *loom__trace_new(void);
@@ -173,6 +193,18 @@ int loom__trace_add_arg_int(loom_trace *t, const char *key, int64_t v);
 int loom__trace_add_arg_str(loom_trace *t, const char *key, const char *v);
 int loom__trace_add_meta(loom_trace *t, const char *key, const char *value);
 int loom__trace_add_warning(loom_trace *t, const char *msg);
+/* Readers: counts one bad value of kind LOOM__BAD_*; the first of each kind
+ * is kept as the example (what, the text read, the event's name). */
+void loom__trace_bad(loom_trace *t, int kind, const char *what, const char *text, size_t n,
+                     const char *event);
+/* What a kind is and how the value was kept ("integers past 64 bits",
+ * "kept as their decimal text"). */
+const char *loom__bad_name(int kind);
+const char *loom__bad_kept(int kind);
+/* Readers, at the end: one warning per kind seen ("PATH: 3 integers past
+ * 64 bits (first: args \"x\" = 1234...): kept as their decimal text").
+ * Returns 0 or -1 when out of memory. */
+int loom__trace_bad_warnings(loom_trace *t, const char *path);
 
 /* The record kind a category string stands for (Kineto's names and loom's
  * "<type>_runtime" style), or LOOM_KIND_MARKER when unknown. */
@@ -230,6 +262,10 @@ loom_status loom__trace_stream_flows(const char *path, const loom__sink *sink,
  * sink and moves the open ones (with their arguments) to the front in
  * order.  keep[] points at the reader's indices of the open events, which
  * are rewritten to their new places.  Returns 0 or -1 (sink failure). */
+/* Readers, at the end: the events still flagged LOOM__EV_OPEN were never
+ * closed in the file: flagged LOOM__EV_UNCLOSED instead (their duration is
+ * what the reader had, 0 for a begin). */
+void loom__trace_close_open(loom_trace *t);
 int loom__trace_stream_flush(loom_trace *t, const loom__sink *sink, size_t **keep, size_t nkeep);
 #define LOOM__STREAM_BATCH 4096
 

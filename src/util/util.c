@@ -177,6 +177,11 @@ static int map_resize(loom__map *m, size_t ncap) {
 }
 
 int loom__map_put(loom__map *m, uint64_t key, uint64_t val) {
+  if (!key) { /* 0 marks empty slots: kept apart */
+    m->has_zero = 1;
+    m->zero_val = val;
+    return 0;
+  }
   if ((m->n + 1) * 2 > m->cap && map_resize(m, m->cap ? m->cap * 2 : 64) != 0)
     return -1;
   size_t j = loom__hash_u64(key) & (m->cap - 1);
@@ -190,6 +195,7 @@ int loom__map_put(loom__map *m, uint64_t key, uint64_t val) {
 }
 
 uint64_t *loom__map_get(const loom__map *m, uint64_t key) {
+  if (!key) return m->has_zero ? (uint64_t *)&m->zero_val : NULL;
   if (!m->cap) return NULL;
   size_t j = loom__hash_u64(key) & (m->cap - 1);
   while (m->keys[j]) {
@@ -200,7 +206,12 @@ uint64_t *loom__map_get(const loom__map *m, uint64_t key) {
 }
 
 int loom__map_del(loom__map *m, uint64_t key) {
-  if (!m->cap || !key) return 0;
+  if (!key) {
+    int had = m->has_zero;
+    m->has_zero = 0;
+    return had;
+  }
+  if (!m->cap) return 0;
   size_t mask = m->cap - 1, j = loom__hash_u64(key) & mask;
   while (m->keys[j] && m->keys[j] != key) j = (j + 1) & mask;
   if (!m->keys[j]) return 0;

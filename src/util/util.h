@@ -86,11 +86,16 @@ static inline size_t loom__strtab_len(const loom__strtab *t, uint32_t id) {
   return (id && id < t->n) ? t->lens[id] : 0;
 }
 
-/* ---- u64 -> u64 map (key 0 is reserved) ---------------------------------- */
+/* ---- u64 -> u64 map ---------------------------------------------------------
+ * Key 0 marks an empty slot in keys[]; a value for key 0 is kept apart
+ * (zero_val), so get/put/del work for every key, but code that walks keys[]
+ * does not see key 0 (n does not count it). */
 typedef struct loom__map {
   uint64_t *keys;
   uint64_t *vals;
   size_t n, cap; /* cap is a power of two or 0 */
+  int has_zero;
+  uint64_t zero_val;
 } loom__map;
 
 void loom__map_free(loom__map *m);

@@ -74,6 +74,11 @@ static int cmd_convert(int argc, char **argv) {
     fprintf(stderr, "loom: %s\n", loom_last_error());
     return 1;
   }
+  /* What the input says about itself, the reader's bad values among it
+   * (they travel into OUT as its warnings). */
+  size_t nw = loom_trace_warning_count(t);
+  for (size_t i = 0; i < nw && i < 20; i++) fprintf(stderr, "loom: warning: %s\n", loom_trace_warning(t, i));
+  if (nw > 20) fprintf(stderr, "loom: ... and %zu more warnings (in %s)\n", nw - 20, argv[3]);
   loom_status st = loom_trace_save(t, argv[3]);
   if (st != LOOM_OK) {
     fprintf(stderr, "loom: %s\n", loom_last_error());
