@@ -9,9 +9,11 @@
  * metadata (M: process and thread names, labels, sort indices), string
  * pids/tids (Kineto's "Spans"), and the top-level keys loom and Kineto write
  * (baseTimeNanoseconds, deviceProperties, loom_warnings, loom_dropped,
- * traceName, other string metadata).  Times keep their nanoseconds: numbers
- * are parsed from their text, not through doubles.  Nested argument values
- * (arrays, objects) are kept as their JSON text.
+ * traceName, other string metadata; any other top-level value, such as
+ * Kineto's distributedInfo, is kept as its JSON text).  Times keep their
+ * nanoseconds: numbers are parsed from their text, not through doubles.
+ * Nested argument values (arrays, objects), booleans and nulls are kept as
+ * JSON text marked as such (loom__targ.json), so writers emit them as JSON.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yajl/yajl_parse.h>
+#include <yajl/yajl_tree.h>
 #include <zlib.h>
 
 #include "core/core.h"
@@ -62,7 +65,7 @@ typedef struct cur_ev {
   size_t nargs;
 } cur_ev;
 
-enum { AT_TOP, AT_EVENTS, AT_EVENT, AT_ARGS, AT_DEVPROPS, AT_DEVICE, AT_WARNINGS, AT_DISTINFO, AT_SKIP };
+enum { AT_TOP, AT_EVENTS, AT_EVENT, AT_ARGS, AT_DEVPROPS, AT_DEVICE, AT_WARNINGS, AT_SKIP };
 
 typedef struct reader {
   loom_trace *t;
@@ -79,6 +82,8 @@ typedef struct reader {
   char *cap;
   size_t ncap, capcap;
   int cap_depth, cap_first;
+  int cap_top;        /* the value captured is a top-level key's */
+  int val_json;       /* the value given to on_value is JSON text */
   loom__dev dev;
   int64_t base;
   int64_t window_end_ts;
@@ -429,6 +434,38 @@ static void dist_info(reader *r, int type, int64_t i, uint32_t s) {
   }
 }
 
+/* Top-level keys loom writes itself (chrome_json.c): not kept as others'. */
+static int loom_owned_top(const char *key) {
+  static const char *const own[] = {"schemaVersion", "displayTimeUnit", "baseTimeNanoseconds",
+                                    "traceEvents", "traceName", "deviceProperties",
+                                    "loom_dropped", "loom_warnings"};
+  for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+    if (!strcmp(key, own[i])) return 1;
+  return 0;
+}
+
+/* Kineto's distributedInfo (kept whole as a top-level value) also gives
+ * the rank metadata: its scalar members through dist_info. */
+static void dist_info_json(reader *r, const char *text, size_t n) {
+  char *z = malloc(n + 1);
+  if (!z) { r->oom = 1; return; }
+  memcpy(z, text, n);
+  z[n] = 0;
+  yajl_val v = yajl_tree_parse(z, NULL, 0);
+  free(z);
+  if (!YAJL_IS_OBJECT(v)) { yajl_tree_free(v); return; }
+  char saved[sizeof r->key];
+  memcpy(saved, r->key, sizeof saved);
+  for (size_t i = 0; i < v->u.object.len; i++) {
+    yajl_val x = v->u.object.values[i];
+    snprintf(r->key, sizeof r->key, "%s", v->u.object.keys[i]);
+    if (YAJL_IS_STRING(x)) dist_info(r, LOOM_ARG_STRING, 0, loom__trace_str(r->t, YAJL_GET_STRING(x)));
+    else if (YAJL_IS_INTEGER(x)) dist_info(r, LOOM_ARG_INT, YAJL_GET_INTEGER(x), 0);
+  }
+  memcpy(r->key, saved, sizeof saved);
+  yajl_tree_free(v);
+}
+
 static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t s,
                     const char *num, size_t nlen) {
   cur_ev *c = &r->ev;
@@ -450,12 +487,12 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
   }
   if (r->where == AT_ARGS || r->where == AT_DEVICE) {
     loom__targ a = {.key = r->where == AT_ARGS ? r->key_id : loom__trace_str(r->t, r->key),
-                    .type = (uint8_t)type};
+                    .type = (uint8_t)type, .json = (uint8_t)r->val_json};
     if (type == LOOM_ARG_INT) a.v.i = i;
     else if (type == LOOM_ARG_DOUBLE) a.v.d = d;
     else a.v.s = s;
     if (r->where == AT_DEVICE) {
-      const char *k = r->key;
+      const char *k = a.json ? "" : r->key;
       if (!strcmp(k, "id") && type == LOOM_ARG_INT) r->dev.pid = i;
       else if (!strcmp(k, "name") && type == LOOM_ARG_STRING) r->dev.name = s;
       else if (!strcmp(k, "vendor") && type == LOOM_ARG_STRING) r->dev.vendor = s;
@@ -468,7 +505,7 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
     }
     if (a.key == r->ext_key && type == LOOM_ARG_INT) c->external_id = (uint64_t)i;
     else if (a.key == r->corr_key && type == LOOM_ARG_INT) c->correlation = (uint64_t)i;
-    else if (a.key == r->role_key && type == LOOM_ARG_STRING)
+    else if (a.key == r->role_key && type == LOOM_ARG_STRING && !a.json)
       c->roles |= loom__role_parse(loom__trace_cstr(r->t, s), loom__strtab_len(&r->t->strs, s),
                                    &r->role_unknown);
     else add_arg(r, a);
@@ -485,25 +522,34 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
       r->t->dropped = (uint64_t)i;
     } else if (!strcmp(r->key, "traceName") && type == LOOM_ARG_STRING) {
       r->t->trace_name = s;
-    } else if (type == LOOM_ARG_STRING) {
+    } else if (type == LOOM_ARG_STRING && !r->val_json) {
       set_meta(r, r->key, s);
+    } else if (!loom_owned_top(r->key)) { /* numbers, booleans, null: as written */
+      uint32_t v = r->val_json ? s : str_n(r, (const unsigned char *)num, nlen);
+      if (loom__trace_add_top(r->t, loom__trace_str(r->t, r->key), v)) r->oom = 1;
     }
   }
-  if (r->where == AT_DISTINFO) dist_info(r, type, i, s);
   return 1;
 }
 
-static int cb_null(void *ctx) {
-  reader *r = ctx;
-  if (capturing(r)) { cap_sep(r); cap_raw(r, "null", 4); }
-  return 1;
+/* A literal (true, false, null) outside a captured value: an argument or a
+ * top-level value keeps it as JSON text; elsewhere a boolean counts as 0/1. */
+static int json_literal(reader *r, const char *lit, int64_t as_int) {
+  if (capturing(r)) { cap_sep(r); cap_raw(r, lit, strlen(lit)); return 1; }
+  if (r->where == AT_ARGS || r->where == AT_DEVICE || r->where == AT_TOP) {
+    if (r->sink && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') return 1;
+    r->val_json = 1;
+    int rc = on_value(r, LOOM_ARG_STRING, 0, 0, str_n(r, (const unsigned char *)lit, strlen(lit)),
+                      NULL, 0);
+    r->val_json = 0;
+    return rc;
+  }
+  return as_int < 0 ? 1 : on_value(r, LOOM_ARG_INT, as_int, 0, 0, NULL, 0);
 }
 
-static int cb_bool(void *ctx, int b) {
-  reader *r = ctx;
-  if (capturing(r)) { cap_sep(r); cap_raw(r, b ? "true" : "false", b ? 4 : 5); return 1; }
-  return on_value(r, LOOM_ARG_INT, b, 0, 0, NULL, 0);
-}
+static int cb_null(void *ctx) { return json_literal(ctx, "null", -1); }
+
+static int cb_bool(void *ctx, int b) { return json_literal(ctx, b ? "true" : "false", b); }
 
 static int cb_number(void *ctx, const char *s, size_t n) {
   reader *r = ctx;
@@ -574,6 +620,28 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t n) {
   return 1;
 }
 
+static void start_capture(reader *r, int is_map, int top) {
+  r->ncap = 0;
+  r->cap_first = 1;
+  cap_raw(r, is_map ? "{" : "[", 1);
+  r->cap_depth = 1;
+  r->cap_top = top;
+}
+
+/* The end of a captured value: an argument (JSON text) or a top-level key. */
+static void end_capture(reader *r) {
+  uint32_t s = str_n(r, (const unsigned char *)r->cap, r->ncap);
+  if (r->cap_top) {
+    if (loom__trace_add_top(r->t, loom__trace_str(r->t, r->top_key), s)) r->oom = 1;
+    if (!strcmp(r->top_key, "distributedInfo")) dist_info_json(r, r->cap, r->ncap);
+    r->cap_top = 0;
+    return;
+  }
+  r->val_json = 1;
+  on_value(r, LOOM_ARG_STRING, 0, 0, s, NULL, 0);
+  r->val_json = 0;
+}
+
 static void begin_container(reader *r, int is_map) {
   r->depth++;
   if (capturing(r)) {
@@ -591,8 +659,9 @@ static void begin_container(reader *r, int is_map) {
     if (!strcmp(r->top_key, "traceEvents") && !is_map) r->where = AT_EVENTS;
     else if (!strcmp(r->top_key, "deviceProperties") && !is_map) r->where = AT_DEVPROPS;
     else if (!strcmp(r->top_key, "loom_warnings") && !is_map) r->where = AT_WARNINGS;
-    else if (!strcmp(r->top_key, "distributedInfo") && is_map) r->where = AT_DISTINFO;
-    else r->skip_ret = r->where, r->where = AT_SKIP, r->skip_depth = r->depth;
+    else if (loom_owned_top(r->top_key))
+      r->skip_ret = r->where, r->where = AT_SKIP, r->skip_depth = r->depth;
+    else start_capture(r, is_map, 1); /* kept as JSON text (distributedInfo too) */
   } else if (r->where == AT_EVENTS && is_map) {
     memset(&r->ev, 0, sizeof r->ev);
     r->where = AT_EVENT;
@@ -608,10 +677,7 @@ static void begin_container(reader *r, int is_map) {
     r->where = AT_SKIP;
     r->skip_depth = r->depth;
   } else if (r->where == AT_ARGS || r->where == AT_DEVICE) {
-    r->ncap = 0;
-    r->cap_first = 1;
-    cap_raw(r, is_map ? "{" : "[", 1);
-    r->cap_depth = 1;
+    start_capture(r, is_map, 0);
   } else {
     r->skip_ret = r->where;
     r->where = AT_SKIP;
@@ -626,7 +692,7 @@ static void end_container(reader *r, int is_map) {
     r->cap_first = 0;
     if (--r->cap_depth == 0) {
       int saved = r->where;
-      on_value(r, LOOM_ARG_STRING, 0, 0, str_n(r, (const unsigned char *)r->cap, r->ncap), NULL, 0);
+      end_capture(r);
       r->where = saved;
     }
     return;
@@ -648,7 +714,6 @@ static void end_container(reader *r, int is_map) {
   case AT_EVENTS:
   case AT_DEVPROPS:
   case AT_WARNINGS:
-  case AT_DISTINFO:
     r->where = AT_TOP;
     break;
   default:
@@ -849,4 +914,26 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, const loom
   }
   *out = r.t;
   return LOOM_OK;
+}
+
+int loom__read_json_header(loom_trace *t, const char *path, const char *text, size_t n) {
+  reader r;
+  memset(&r, 0, sizeof r);
+  r.t = t;
+  r.path = path;
+  r.ext_key = loom__trace_str(t, "External id");
+  r.corr_key = loom__trace_str(t, "correlation");
+  r.role_key = loom__trace_str(t, "loom_role");
+  r.dir_key = loom__trace_str(t, "direction");
+  yajl_handle y = yajl_alloc(&callbacks, NULL, &r);
+  int rc = y ? 0 : -1;
+  if (y && (yajl_parse(y, (const unsigned char *)text, n) != yajl_status_ok ||
+            yajl_complete_parse(y) != yajl_status_ok || r.depth != 0)) {
+    if (!r.oom) loom__fail(LOOM_EFORMAT, "%s: its trace header (loom_header) is not JSON", path);
+    rc = -1;
+  }
+  if (r.oom) rc = -1;
+  if (y) yajl_free(y);
+  reader_free(&r);
+  return rc;
 }
