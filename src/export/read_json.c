@@ -95,6 +95,7 @@ typedef struct reader {
   size_t nflows, cap_flows;
   loom__map pid_dev;   /* pids that are devices -> 1 + device index */
   loom__map str_ids;   /* string pid/tid -> synthetic id */
+  loom__map str_tids;  /* synthetic tid -> its string (id): the thread's name */
   uint64_t next_str_id;
   const loom__sink *sink; /* streaming: events go here in batches */
   const loom__flow_sink *fsink; /* streaming: flow ends (may be NULL) */
@@ -148,17 +149,21 @@ static uint32_t str_n(reader *r, const unsigned char *s, size_t n) {
   return id;
 }
 
-static uint64_t str_pid(reader *r, const unsigned char *s, size_t n) {
-  uint64_t h = loom__hash_bytes(s, n) | 1;
+static uint64_t str_pid(reader *r, const unsigned char *s, size_t n, int tid) {
+  uint64_t h = (loom__hash_bytes(s, n) ^ (uint64_t)tid) | 1;
   uint64_t *v = loom__map_get(&r->str_ids, h);
   if (v) return *v;
   uint64_t id = 1000000000ull + r->next_str_id++;
   loom__map_put(&r->str_ids, h, id);
-  /* A string pid names its process after itself (Kineto's "Spans"). */
-  char name[128];
-  snprintf(name, sizeof name, "%.*s", (int)(n < 100 ? n : 100), (const char *)s);
+  /* A string pid names its process after itself (Kineto's "Spans"), a
+   * string tid its thread (named when the track is made: track_of). */
+  uint32_t name = str_n(r, s, n);
+  if (tid) {
+    if (loom__map_put(&r->str_tids, id, name)) r->oom = 1;
+    return id;
+  }
   loom__proc *p = loom__trace_proc(r->t, (int64_t)id);
-  if (p && !p->name) p->name = loom__trace_str(r->t, name);
+  if (p && !p->name) p->name = name;
   return id;
 }
 
@@ -203,7 +208,12 @@ static uint32_t track_of(reader *r, int64_t pid, int64_t tid) {
   uint32_t k;
   uint64_t *dv = loom__map_get(&r->pid_dev, (uint64_t)pid + 1);
   uint32_t dev = dv ? (uint32_t)(*dv - 1) : LOOM_DEVICE_HOST;
-  if (loom__trace_track(r->t, pid, tid, NULL, dev, &k) != 0) r->oom = 1;
+  if (loom__trace_track(r->t, pid, tid, NULL, dev, &k) != 0) {
+    r->oom = 1;
+    return 0;
+  }
+  uint64_t *sname = tid >= 1000000000 ? loom__map_get(&r->str_tids, (uint64_t)tid) : NULL;
+  if (sname && !r->t->tracks[k].name) r->t->tracks[k].name = (uint32_t)*sname;
   if (!loom__trace_proc(r->t, pid)) r->oom = 1;
   return k;
 }
@@ -586,7 +596,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   if (capturing(r)) { cap_sep(r); cap_str(r, s, n); return 1; }
   if (r->where == AT_EVENT && (r->kcode == K_PID || r->kcode == K_TID)) {
     int64_t id = is_int_text((const char *)s, n) ? strtoll((const char *)s, NULL, 10)
-                                                 : (int64_t)str_pid(r, s, n);
+                                                 : (int64_t)str_pid(r, s, n, r->kcode == K_TID);
     return on_value(r, LOOM_ARG_INT, id, 0, 0, NULL, 0);
   }
   if (r->where == AT_EVENT && (r->kcode == K_TS || r->kcode == K_DUR))
@@ -811,6 +821,7 @@ static void reader_free(reader *r) {
   free(r->flows);
   loom__map_free(&r->pid_dev);
   loom__map_free(&r->str_ids);
+  loom__map_free(&r->str_tids);
 }
 
 loom_status loom__read_json(const char *path, const loom__sink *sink, const loom__flow_sink *flows,
