@@ -547,7 +547,8 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
 static int json_literal(reader *r, const char *lit, int64_t as_int) {
   if (capturing(r)) { cap_sep(r); cap_raw(r, lit, strlen(lit)); return 1; }
   if (r->where == AT_ARGS || r->where == AT_DEVICE || r->where == AT_TOP) {
-    if (r->sink && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') return 1;
+    if (r->sink && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') /* streaming: as before */
+      return as_int < 0 ? 1 : on_value(r, LOOM_ARG_INT, as_int, 0, 0, NULL, 0);
     r->val_json = 1;
     int rc = on_value(r, LOOM_ARG_STRING, 0, 0, str_n(r, (const unsigned char *)lit, strlen(lit)),
                       NULL, 0);
