@@ -74,6 +74,12 @@ static void jstr(jw *w, uint32_t id) {
   loom__out_mem(w->o, w->esc.buf + w->esc_off[id], w->esc_len[id]);
 }
 
+/* String id as raw JSON text (loom__targ.json, top-level values). */
+static void jraw(jw *w, uint32_t id) {
+  const loom_trace *t = w->t;
+  loom__out_mem(w->o, loom__trace_cstr(t, id), loom__strtab_len(&t->strs, id));
+}
+
 static void jcstr(jw *w, const char *s) { loom__json_str(w->o, s, strlen(s)); }
 
 static void jint(jw *w, int64_t v) {
@@ -101,7 +107,10 @@ static void jarg_value(jw *w, const loom__targ *a) {
     break;
   }
   case LOOM_ARG_DOUBLE: jdouble(w, a->v.d); break;
-  default: jstr(w, a->v.s); break;
+  default:
+    if (a->json) jraw(w, a->v.s); /* a nested value, boolean or null as read */
+    else jstr(w, a->v.s);
+    break;
   }
 }
 
@@ -280,7 +289,7 @@ static const char *meta_value(const loom_trace *t, const char *key) {
  * "rank"/"world_size"/"distributed_backend" metadata stay as they are). */
 static void dist_info(jw *w) {
   const char *rank = meta_value(w->t, "rank");
-  if (!rank) return;
+  if (!rank || loom__trace_top(w->t, "distributedInfo")) return; /* kept as read */
   const char *size = meta_value(w->t, "world_size"), *be = meta_value(w->t, "distributed_backend");
   loom__out_lit(w->o, "\"distributedInfo\":{\"rank\":");
   jint(w, strtoll(rank, NULL, 10));
@@ -306,14 +315,21 @@ static void warnings(jw *w) {
   loom__out_lit(w->o, "]");
 }
 
-static void header(jw *w) {
+/* The top-level keys before the events (after schemaVersion). */
+static void header_keys(jw *w) {
   const loom_trace *t = w->t;
-  loom__out_lit(w->o, "{\"schemaVersion\":1,\n");
   device_props(w);
   for (size_t i = 0; i < t->nmeta; i++) {
+    if (!strcmp(loom__trace_cstr(t, t->meta[i].key), "displayTimeUnit")) continue; /* below */
     jstr(w, t->meta[i].key);
     loom__out_lit(w->o, ":");
     jstr(w, t->meta[i].value);
+    loom__out_lit(w->o, ",\n");
+  }
+  for (size_t i = 0; i < t->ntop; i++) { /* others' top-level values, as read */
+    jstr(w, t->top[i].key);
+    loom__out_lit(w->o, ":");
+    jraw(w, t->top[i].value);
     loom__out_lit(w->o, ",\n");
   }
   dist_info(w);
@@ -324,7 +340,23 @@ static void header(jw *w) {
     warnings(w);
     loom__out_lit(w->o, ",\n");
   }
-  loom__out_lit(w->o, "\"displayTimeUnit\":\"ms\",\n\"baseTimeNanoseconds\":");
+  const char *unit = meta_value(t, "displayTimeUnit");
+  loom__out_lit(w->o, "\"displayTimeUnit\":");
+  jcstr(w, unit ? unit : "ms");
+  loom__out_lit(w->o, ",\n");
+}
+
+static void trace_name(jw *w) {
+  const loom_trace *t = w->t;
+  loom__out_lit(w->o, "\"traceName\":");
+  if (t->trace_name < w->nstr) jstr(w, t->trace_name);
+  else jcstr(w, loom__trace_cstr(t, t->trace_name));
+}
+
+static void header(jw *w) {
+  loom__out_lit(w->o, "{\"schemaVersion\":1,\n");
+  header_keys(w);
+  loom__out_lit(w->o, "\"baseTimeNanoseconds\":");
   jint(w, w->base);
   loom__out_lit(w->o, ",\n\"traceEvents\":[\n");
 }
@@ -333,7 +365,11 @@ static void metadata_events(jw *w) {
   const loom_trace *t = w->t;
   for (size_t i = 0; i < t->nprocs; i++) {
     const loom__proc *p = &t->procs[i];
-    meta_event(w, "process_name", p->pid, 0, 0, "name", p->name, 0, 1);
+    /* a process the file never named (loom made it up for a string pid
+     * or a device): no name event, as an empty name is a parse failure in
+     * trace_processor */
+    if (p->name && loom__strtab_len(&t->strs, p->name))
+      meta_event(w, "process_name", p->pid, 0, 0, "name", p->name, 0, 1);
     if (p->labels) meta_event(w, "process_labels", p->pid, 0, 0, "labels", p->labels, 0, 1);
     meta_event(w, "process_sort_index", p->pid, 0, 0, "sort_index", 0, p->sort, 0);
   }
@@ -366,9 +402,7 @@ static void trailer(jw *w) {
     warnings(w);
     loom__out_lit(o, ",\n");
   }
-  loom__out_lit(o, "\"traceName\":");
-  if (t->trace_name < w->nstr) jstr(w, t->trace_name);
-  else jcstr(w, loom__trace_cstr(t, t->trace_name));
+  trace_name(w);
   loom__out_lit(o, "}\n");
 }
 
@@ -401,6 +435,22 @@ loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int g
   trailer(&w);
   jw_release(&w);
   return loom__out_commit(&o);
+}
+
+int loom__json_header(const loom_trace *t, loom__out *mem) {
+  jw w = {0};
+  w.t = t;
+  w.o = mem;
+  int rc = jw_prepare(&w);
+  if (rc == 0) {
+    loom__out_lit(mem, "{");
+    header_keys(&w);
+    trace_name(&w);
+    loom__out_lit(mem, "}");
+    rc = mem->failed ? -1 : 0;
+  }
+  jw_release(&w);
+  return rc;
 }
 
 /* ---- the same writer as a stream (loom merge) --------------------------- */

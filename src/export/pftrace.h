@@ -19,6 +19,11 @@ enum {
   PF_PKT_TIMESTAMP_CLOCK_ID = 58,
   PF_PKT_DEFAULTS = 59,        /* trace_packet_defaults */
   PF_PKT_TRACK_DESCRIPTOR = 60,
+  PF_PKT_CHROME_EVENTS = 5,    /* ChromeEventBundle: loom's header */
+  /* ChromeEventBundle, ChromeMetadata */
+  PF_CEB_METADATA = 2,
+  PF_CM_NAME = 1,
+  PF_CM_STRING = 2,
   PF_SEQ_INCREMENTAL_STATE_CLEARED = 1,
   PF_SEQ_NEEDS_INCREMENTAL_STATE = 2,
   /* TracePacketDefaults */
@@ -81,5 +86,10 @@ enum {
   PF_ID_EVENT_NAMES = 2,
   PF_ID_DEBUG_ANNOTATION_NAMES = 3
 };
+
+/* The ChromeMetadata entry holding the JSON writer's top-level keys. */
+#define PF_HEADER_NAME "loom_header"
+/* TrackDescriptor.description of a thread's tracks of overlapping slices. */
+#define PF_LANE_DESC "loom: slices overlapping their parent"
 
 #endif

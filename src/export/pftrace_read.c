@@ -111,6 +111,8 @@ typedef struct rd {
   const loom__flow_sink *fsink; /* streaming: flow ends (may be NULL) */
   uint32_t ext_key, corr_key; /* interned "External id", "correlation" */
   uint32_t role_key;          /* interned "loom_role": becomes the event's marks */
+  uint32_t json_key;          /* interned "loom_json": which arguments are JSON */
+  int header_bad;             /* loom_header is not JSON (message set) */
   int role_unknown;           /* a loom_role word loom does not know was read */
   size_t flush_at;            /* streaming: flush when this many events are held */
   uint64_t wrong_wire;        /* packet fields of a wire type they cannot have: skipped */
@@ -217,6 +219,18 @@ typedef struct te_fields {
   int nout, nin;
 } te_fields;
 
+/* "loom_json" (written after the arguments): the positions of e's
+ * arguments that hold JSON text, "0,3". */
+static void json_marks(loom_trace *t, const loom__ev *e, const char *s) {
+  while (*s) {
+    char *end;
+    unsigned long i = strtoul(s, &end, 10);
+    if (end == s) return;
+    if (i < e->nargs) t->args[e->args_off + i].json = 1;
+    s = *end == ',' ? end + 1 : end;
+  }
+}
+
 static void annotation(rd *r, pbr m, loom__ev *e) {
   uint32_t f;
   int w;
@@ -242,6 +256,8 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
   else if (a.key == r->role_key && a.type == LOOM_ARG_STRING) {
     const char *val = loom__trace_cstr(r->t, a.v.s);
     e->flags |= (uint16_t)(loom__role_parse(val, strlen(val), &r->role_unknown) << LOOM__EV_ROLE_SHIFT);
+  } else if (a.key == r->json_key && a.type == LOOM_ARG_STRING) {
+    json_marks(r->t, e, loom__trace_cstr(r->t, a.v.s));
   } else if (loom__trace_add_arg(r->t, &a)) r->oom = 1;
 }
 
@@ -367,8 +383,31 @@ static int wrong_wire(uint32_t f, int w) {
   case PF_PKT_TRACK_DESCRIPTOR:
   case PF_PKT_INTERNED_DATA:
   case PF_PKT_CLOCK_SNAPSHOT:
+  case PF_PKT_CHROME_EVENTS:
   case PF_PKT_DEFAULTS: return w != PB_LEN;
   default: return 0;
+  }
+}
+
+/* ChromeEventBundle: the metadata entry "loom_header" holds the JSON
+ * writer's top-level keys (pftrace_write.c), read as the JSON reader reads
+ * them. */
+static void chrome_events(rd *r, pbr m) {
+  uint32_t f, f2;
+  int w, w2;
+  uint64_t v;
+  pbr sub, e;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (f != PF_CEB_METADATA || w != PB_LEN) continue;
+    pbr name = {0}, value = {0};
+    while (rd_field(&sub, &f2, &w2, &v, &e)) {
+      if (f2 == PF_CM_NAME && w2 == PB_LEN) name = e;
+      if (f2 == PF_CM_STRING && w2 == PB_LEN) value = e;
+    }
+    size_t n = (size_t)(name.end - name.p);
+    if (!value.p || n != strlen(PF_HEADER_NAME) || memcmp(name.p, PF_HEADER_NAME, n)) continue;
+    if (loom__read_json_header(r->t, r->path, (const char *)value.p, (size_t)(value.end - value.p)))
+      r->header_bad = 1;
   }
 }
 
@@ -377,7 +416,7 @@ static void packet(rd *r, pbr m) {
   int w, w2;
   uint64_t v, ts = 0, clock = 0;
   int has_ts = 0, has_clock = 0;
-  pbr sub, e, te = {0}, td = {0}, in = {0}, cs = {0};
+  pbr sub, e, te = {0}, td = {0}, in = {0}, cs = {0}, ce = {0};
   while (rd_field(&m, &f, &w, &v, &sub)) {
     if (wrong_wire(f, w) && !r->wrong_wire++) r->wrong_at = r->pkt_at;
     switch (f) {
@@ -387,6 +426,7 @@ static void packet(rd *r, pbr m) {
     case PF_PKT_TRACK_DESCRIPTOR: if (w == PB_LEN) td = sub; break;
     case PF_PKT_INTERNED_DATA: if (w == PB_LEN) in = sub; break;
     case PF_PKT_CLOCK_SNAPSHOT: if (w == PB_LEN) cs = sub; break;
+    case PF_PKT_CHROME_EVENTS: if (w == PB_LEN) ce = sub; break;
     case PF_PKT_DEFAULTS:
       while (w == PB_LEN && rd_field(&sub, &f2, &w2, &v, &e))
         if (f2 == PF_TPD_TIMESTAMP_CLOCK_ID) r->default_clock = (uint32_t)v;
@@ -404,6 +444,7 @@ static void packet(rd *r, pbr m) {
     else r->ts = (int64_t)ts;
   }
   if (te.p) track_event(r, te);
+  if (ce.p) chrome_events(r, ce);
 }
 
 static void rd_free(rd *r) {
@@ -472,6 +513,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
     r.ext_key = loom__trace_str(r.t, "External id");
     r.corr_key = loom__trace_str(r.t, "correlation");
     r.role_key = loom__trace_str(r.t, "loom_role");
+    r.json_key = loom__trace_str(r.t, "loom_json");
   }
   uint8_t *buf = NULL;
   size_t cap = 0;
@@ -520,6 +562,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
     packet(&r, m);
     if (sink && r.t->nev >= r.flush_at && flush(&r, 0) != 0) r.oom = 1;
     if (r.oom) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+    else if (r.header_bad) st = LOOM_EFORMAT; /* message set by the JSON reader */
   }
   if (st == LOOM_OK && offset == 0) st = loom__fail(LOOM_EFORMAT, "%s: empty file", path);
   if (st == LOOM_OK && r.role_unknown && loom__role_warning(r.t, path))

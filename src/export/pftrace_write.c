@@ -82,6 +82,7 @@ typedef struct edge {
   uint32_t ev;
   uint32_t track;  /* uuid index of the track it goes on */
   uint32_t seq;    /* order within its track */
+  uint16_t lane;   /* 0: the track; k: its k-th track of overlapping slices */
   uint8_t what;
 } edge;
 
@@ -109,10 +110,13 @@ typedef struct writer {
   uint64_t next_uuid;
   loom__map counter_tracks;  /* hash(track, name, key) -> uuid */
   loom__map async_tracks;    /* hash(track, id) -> uuid */
+  loom__map lane_tracks;     /* hash(track, lane) -> uuid */
   uint8_t *seen_name, *seen_cat, *seen_arg; /* interned already */
   uint32_t iid_ext, iid_corr;   /* iids of "External id", "correlation" */
   uint32_t iid_role;            /* iid of "loom_role" (the event's marks) */
+  uint32_t iid_json;            /* iid of "loom_json" (which arguments are JSON) */
   uint64_t dropped_overlap;
+  uint64_t laned;               /* slices put on a track of overlapping slices */
   int64_t last_ts;
   pb pkt, te, tmp, interned, names;
   int oom;
@@ -215,11 +219,29 @@ static uint64_t async_track(writer *w, const loom__ev *e) {
   return uuid;
 }
 
-/* Names of the two arguments the model keeps as fields; their iids follow
- * the trace's string ids. */
+/* A slice that overlaps its parent without nesting goes on a child track of
+ * its thread, "overlapping slices" (k > 1: "overlapping slices k"), one per
+ * level of such overlap, described on first use; readers put its slices
+ * back on the thread. */
+static uint64_t lane_track(writer *w, uint32_t track, uint16_t lane) {
+  uint64_t h = loom__hash_u64(((uint64_t)track << 20) ^ lane) | 1;
+  uint64_t *u = loom__map_get(&w->lane_tracks, h);
+  if (u) return *u;
+  uint64_t uuid = w->next_uuid++;
+  if (loom__map_put(&w->lane_tracks, h, uuid)) w->oom = 1;
+  char name[48];
+  if (lane > 1) snprintf(name, sizeof name, "overlapping slices %u", (unsigned)lane);
+  else snprintf(name, sizeof name, "overlapping slices");
+  descriptor(w, uuid, w->track_uuid[track], name, NULL, NULL, 0, PF_LANE_DESC);
+  return uuid;
+}
+
+/* Names of the arguments the model keeps as fields (and of loom_json);
+ * their iids follow the trace's string ids. */
 static const char *field_arg_name(const writer *w, uint32_t id) {
   return id == w->iid_ext ? "External id" : id == w->iid_corr ? "correlation"
-       : id == w->iid_role ? "loom_role" : loom__trace_cstr(w->t, id);
+       : id == w->iid_role ? "loom_role" : id == w->iid_json ? "loom_json"
+       : loom__trace_cstr(w->t, id);
 }
 
 /* Appends one interned entry (iid, name) of the given InternedData field,
@@ -261,6 +283,23 @@ static void role_annotation(writer *w, pb *te, unsigned roles) {
   pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
 }
 
+/* Which of the event's arguments hold JSON text (nested values, booleans,
+ * null): their positions, "0,3", as the string annotation "loom_json", so
+ * readers mark them JSON again; the values themselves are strings. */
+static void json_annotation(writer *w, pb *te, const loom__targ *a, uint16_t n) {
+  char v[256];
+  size_t k = 0;
+  for (uint16_t i = 0; i < n && k + 8 < sizeof v; i++)
+    if (a[i].json) k += (size_t)snprintf(v + k, sizeof v - k, k ? ",%u" : "%u", (unsigned)i);
+  if (!k) return;
+  pb *m = &w->names;
+  m->n = 0;
+  intern_into(w, w->seen_arg, PF_ID_DEBUG_ANNOTATION_NAMES, w->iid_json);
+  pb_uint(m, PF_DA_NAME_IID, w->iid_json);
+  pb_str(m, PF_DA_STRING, v);
+  pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
+}
+
 static void window_end(writer *w, int64_t ts);
 
 static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
@@ -298,7 +337,8 @@ static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
     }
     return;
   }
-  track = e->ph == LOOM__PH_ASYNC ? async_track(w, e) : w->track_uuid[e->track];
+  track = e->ph == LOOM__PH_ASYNC ? async_track(w, e)
+        : g->lane ? lane_track(w, e->track, g->lane) : w->track_uuid[e->track];
   if (g->what == E_END) {
     pb_uint(te, PF_TE_TYPE, PF_TYPE_SLICE_END);
     pb_uint(te, PF_TE_TRACK_UUID, track);
@@ -318,6 +358,7 @@ static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
       const loom__targ *a = &t->args[e->args_off + k];
       annotation(w, te, a->key, a->type, a->v.i, a->v.u, a->v.d, a->v.s);
     }
+    json_annotation(w, te, t->args + e->args_off, e->nargs);
     for (uint32_t f = flow_out_first[g->ev]; f != UINT32_MAX; f = flow_out[f])
       pb_fixed64(te, PF_TE_FLOW_IDS, t->flows[f].id);
     for (uint32_t f = flow_in_first[g->ev]; f != UINT32_MAX; f = flow_in[f])
@@ -374,12 +415,61 @@ static const edge *merger_next(merger *m) {
   return e;
 }
 
-/* Builds the edges of every track: a stack sweep over its events in
- * (start, longer first) order emits each end before what starts at or after
- * it, so begins and ends nest properly.  A slice that overlaps its parent
- * without nesting cannot be written as begin/end pairs; it is left out, as
- * trace_processor drops it from JSON (slice_drop_overlapping_complete_event),
- * and counted.  Async ranges (their own tracks) form one extra run, sorted. */
+/* The state of make_edges: edges so far, async edges at the front. */
+typedef struct edges {
+  const loom_trace *t;
+  merger *m;
+  edge *g;
+  size_t n, na;
+  uint32_t seq;
+  uint32_t *stack;
+  int64_t *ends;
+} edges;
+
+/* One lane of a track: a stack sweep over idx[lo, hi) in (start, longer
+ * first) order emits each end before what starts at or after it, so begins
+ * and ends nest.  A slice that overlaps its parent without nesting goes to
+ * the next lane: it is moved to idx[lo, lo + returned count), in order.
+ * The lane is one run of time-ordered edges. */
+static size_t sweep_lane(edges *x, uint32_t *idx, size_t lo, size_t hi, uint32_t track,
+                         uint16_t lane) {
+  const loom_trace *t = x->t;
+  size_t depth = 0, nd = 0;
+  x->m->runs[x->m->nruns++] = (run){x->n, SIZE_MAX};
+  for (size_t j = lo; j < hi; j++) {
+    const loom__ev *e = &t->ev[idx[j]];
+    while (depth && x->ends[depth - 1] <= e->ts) {
+      depth--;
+      x->g[x->n++] = (edge){x->ends[depth], x->stack[depth], track, x->seq++, lane, E_END};
+    }
+    if (e->ph == LOOM__PH_COMPLETE) {
+      int64_t end = e->ts + e->dur;
+      if (depth && end > x->ends[depth - 1]) { /* overlaps its parent: next lane */
+        idx[lo + nd++] = idx[j];
+        continue;
+      }
+      x->g[x->n++] = (edge){e->ts, idx[j], track, x->seq++, lane, E_BEGIN};
+      x->stack[depth] = idx[j];
+      x->ends[depth++] = end;
+    } else if (e->ph == LOOM__PH_ASYNC) {
+      x->g[x->na++] = (edge){e->ts, idx[j], UINT32_MAX - 1, x->seq++, 0, E_BEGIN};
+      x->g[x->na++] = (edge){e->ts + e->dur, idx[j], UINT32_MAX - 1, x->seq++, 0, E_END};
+    } else {
+      x->g[x->n++] = (edge){e->ts, idx[j], track, x->seq++, lane, E_POINT};
+    }
+  }
+  while (depth) { /* close what the lane left open */
+    depth--;
+    x->g[x->n++] = (edge){x->ends[depth], x->stack[depth], track, x->seq++, lane, E_END};
+  }
+  x->m->runs[x->m->nruns - 1].end = x->n;
+  return nd;
+}
+
+/* Builds the edges of every track, lane by lane (sweep_lane): slices that
+ * overlap their parent without nesting go on tracks of their own (more
+ * than 65535 levels of that on one thread: the rest are left out, counted).
+ * Async ranges (their own tracks) form one extra run, sorted. */
 static int make_edges(writer *w, merger *m, edge **gout) {
   const loom_trace *t = w->t;
   size_t nasync = 0;
@@ -388,8 +478,8 @@ static int make_edges(writer *w, merger *m, edge **gout) {
   edge *g = malloc((2 * t->nev + 2) * sizeof *g);
   uint32_t *stack = malloc((t->nev + 1) * sizeof *stack);
   int64_t *ends = malloc((t->nev + 1) * sizeof *ends);
-  m->runs = malloc((t->ntracks + 3) * sizeof *m->runs);
-  m->heap = malloc((t->ntracks + 3) * sizeof *m->heap);
+  m->runs = malloc((t->nev + t->ntracks + 3) * sizeof *m->runs);
+  m->heap = malloc((t->nev + t->ntracks + 3) * sizeof *m->heap);
   int ok = idx && g && stack && ends && m->runs && m->heap;
   if (ok) {
     int sorted = 1;
@@ -398,47 +488,30 @@ static int make_edges(writer *w, merger *m, edge **gout) {
       if (i && sorted && cmp_idx(&idx[i - 1], &idx[i], (void *)t) > 0) sorted = 0;
     }
     if (!sorted) qsort_r(idx, t->nev, sizeof *idx, cmp_idx, (void *)t);
-    /* async edges first, at the front of g; then one run per track */
-    size_t na = 0, n = 2 * nasync, depth = 0;
-    uint32_t seq = 0, cur = UINT32_MAX;
-    for (size_t j = 0; j <= t->nev; j++) {
-      const loom__ev *e = j < t->nev ? &t->ev[idx[j]] : NULL;
-      if (!e || e->track != cur) { /* close what the previous track left open */
-        while (depth) {
-          depth--;
-          g[n++] = (edge){ends[depth], stack[depth], cur, seq++, E_END};
+    edges x = {t, m, g, 2 * nasync, 0, 0, stack, ends};
+    for (size_t j = 0; j < t->nev;) {
+      uint32_t track = t->ev[idx[j]].track;
+      size_t k = j;
+      while (k < t->nev && t->ev[idx[k]].track == track) k++;
+      size_t hi = k;
+      for (uint16_t lane = 0; hi > j; lane++) {
+        if (lane == UINT16_MAX) {
+          w->dropped_overlap += hi - j;
+          break;
         }
-        if (m->nruns && m->runs[m->nruns - 1].end == SIZE_MAX) m->runs[m->nruns - 1].end = n;
-        if (!e) break;
-        cur = e->track;
-        m->runs[m->nruns++] = (run){n, SIZE_MAX};
+        size_t nd = sweep_lane(&x, idx, j, hi, track, lane);
+        if (lane) w->laned += hi - j - nd;
+        hi = j + nd;
       }
-      while (depth && ends[depth - 1] <= e->ts) {
-        depth--;
-        g[n++] = (edge){ends[depth], stack[depth], cur, seq++, E_END};
-      }
-      if (e->ph == LOOM__PH_COMPLETE) {
-        int64_t end = e->ts + e->dur;
-        if (depth && end > ends[depth - 1]) { /* overlaps its parent: dropped */
-          w->dropped_overlap++;
-          continue;
-        }
-        g[n++] = (edge){e->ts, idx[j], cur, seq++, E_BEGIN};
-        stack[depth] = idx[j];
-        ends[depth++] = end;
-      } else if (e->ph == LOOM__PH_ASYNC) {
-        g[na++] = (edge){e->ts, idx[j], UINT32_MAX - 1, seq++, E_BEGIN};
-        g[na++] = (edge){e->ts + e->dur, idx[j], UINT32_MAX - 1, seq++, E_END};
-      } else {
-        g[n++] = (edge){e->ts, idx[j], cur, seq++, E_POINT};
-      }
+      j = k;
     }
+    size_t n = x.n, na = x.na;
     if (na) {
       qsort(g, na, sizeof *g, cmp_edge);
       m->runs[m->nruns++] = (run){0, na};
     }
     if (t->window_end) { /* the marker goes in time order like the rest */
-      g[n] = (edge){t->end_ns, UINT32_MAX, UINT32_MAX, 0, E_POINT};
+      g[n] = (edge){t->end_ns, UINT32_MAX, UINT32_MAX, 0, 0, E_POINT};
       m->runs[m->nruns++] = (run){n, n + 1};
       n++;
     }
@@ -474,6 +547,31 @@ static void window_end(writer *w, int64_t ts) {
   pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
   pb_msg(&w->pkt, PF_PKT_TRACK_EVENT, te);
   emit_packet(w, &w->pkt);
+}
+
+/* The JSON writer's top-level keys (deviceProperties, metadata, others'
+ * top-level values, warnings, the dropped count, the trace name) as one
+ * JSON object: ChromeEventBundle metadata "loom_header", which
+ * trace_processor keeps as metadata and pftrace_read.c reads back. */
+static void header_packet(writer *w, const char *path) {
+  loom__out mem;
+  if (loom__out_mem_init(&mem) || loom__json_header(w->t, &mem)) {
+    free(mem.buf);
+    w->oom = 1;
+    return;
+  }
+  (void)path;
+  pb *md = &w->tmp, bundle = {0};
+  md->n = 0;
+  pb_str(md, PF_CM_NAME, PF_HEADER_NAME);
+  pb_lenbytes(md, PF_CM_STRING, mem.buf, mem.len);
+  pb_msg(&bundle, PF_CEB_METADATA, md);
+  pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
+  pb_msg(&w->pkt, PF_PKT_CHROME_EVENTS, &bundle);
+  emit_packet(w, &w->pkt);
+  if (bundle.oom) w->oom = 1;
+  free(bundle.p);
+  free(mem.buf);
 }
 
 static void clock_snapshot(writer *w, int64_t t0) {
@@ -530,9 +628,10 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
   w.iid_ext = (uint32_t)nstr;
   w.iid_corr = (uint32_t)nstr + 1;
   w.iid_role = (uint32_t)nstr + 2;
-  w.seen_name = calloc(nstr + 3, 1);
-  w.seen_cat = calloc(nstr + 3, 1);
-  w.seen_arg = calloc(nstr + 3, 1);
+  w.iid_json = (uint32_t)nstr + 3;
+  w.seen_name = calloc(nstr + 4, 1);
+  w.seen_cat = calloc(nstr + 4, 1);
+  w.seen_arg = calloc(nstr + 4, 1);
   w.track_uuid = calloc(t->ntracks + 1, sizeof *w.track_uuid);
   uint32_t *of = NULL, *on = NULL, *inf = NULL, *inn = NULL;
   edge *g = NULL;
@@ -549,6 +648,7 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
     const edge *first = m.nheap ? &g[m.runs[m.heap[0]].at] : NULL;
     clock_snapshot(&w, first ? first->ts : t->start_ns);
     describe_tracks(&w);
+    header_packet(&w, path);
     for (const edge *e; (e = merger_next(&m));) write_edge(&w, e, of, on, inf, inn);
     if (w.oom) {
       loom__out_abort(&o);
@@ -557,7 +657,7 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
       st = loom__out_commit(&o);
       if (st == LOOM_OK && w.dropped_overlap)
         loom__log(LOOM_SEV_WARNING, "%s: %llu slices overlap their parent without "
-                  "nesting and were left out (trace_processor drops them from JSON too)",
+                  "nesting more than 65535 levels deep and were left out",
                   path, (unsigned long long)w.dropped_overlap);
     }
   }
@@ -579,5 +679,6 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
   free(w.names.p);
   loom__map_free(&w.counter_tracks);
   loom__map_free(&w.async_tracks);
+  loom__map_free(&w.lane_tracks);
   return st;
 }

@@ -9,9 +9,11 @@
  * metadata (M: process and thread names, labels, sort indices), string
  * pids/tids (Kineto's "Spans"), and the top-level keys loom and Kineto write
  * (baseTimeNanoseconds, deviceProperties, loom_warnings, loom_dropped,
- * traceName, other string metadata).  Times keep their nanoseconds: numbers
- * are parsed from their text, not through doubles.  Nested argument values
- * (arrays, objects) are kept as their JSON text.
+ * traceName, other string metadata; any other top-level value, such as
+ * Kineto's distributedInfo, is kept as its JSON text).  Times keep their
+ * nanoseconds: numbers are parsed from their text, not through doubles.
+ * Nested argument values (arrays, objects), booleans and nulls are kept as
+ * JSON text marked as such (loom__targ.json), so writers emit them as JSON.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yajl/yajl_parse.h>
+#include <yajl/yajl_tree.h>
 #include <zlib.h>
 
 #include "core/core.h"
@@ -63,7 +66,7 @@ typedef struct cur_ev {
   size_t nargs;
 } cur_ev;
 
-enum { AT_TOP, AT_EVENTS, AT_EVENT, AT_ARGS, AT_DEVPROPS, AT_DEVICE, AT_WARNINGS, AT_DISTINFO, AT_SKIP };
+enum { AT_TOP, AT_EVENTS, AT_EVENT, AT_ARGS, AT_DEVPROPS, AT_DEVICE, AT_WARNINGS, AT_SKIP };
 
 typedef struct reader {
   loom_trace *t;
@@ -82,6 +85,8 @@ typedef struct reader {
   char *cap;
   size_t ncap, capcap;
   int cap_depth, cap_first;
+  int cap_top;        /* the value captured is a top-level key's */
+  int val_json;       /* the value given to on_value is JSON text */
   loom__dev dev;
   int64_t base;
   int64_t window_end_ts;
@@ -94,6 +99,7 @@ typedef struct reader {
   size_t nflows, cap_flows;
   loom__map pid_dev;   /* pids that are devices -> 1 + device index */
   loom__map str_ids;   /* string pid/tid -> synthetic id */
+  loom__map str_tids;  /* synthetic tid -> its string (id): the thread's name */
   uint64_t next_str_id;
   const loom__sink *sink; /* streaming: events go here in batches */
   const loom__flow_sink *fsink; /* streaming: flow ends (may be NULL) */
@@ -187,17 +193,21 @@ static uint32_t str_n(reader *r, const unsigned char *s, size_t n) {
   return id;
 }
 
-static uint64_t str_pid(reader *r, const unsigned char *s, size_t n) {
-  uint64_t h = loom__hash_bytes(s, n) | 1;
+static uint64_t str_pid(reader *r, const unsigned char *s, size_t n, int tid) {
+  uint64_t h = (loom__hash_bytes(s, n) ^ (uint64_t)tid) | 1;
   uint64_t *v = loom__map_get(&r->str_ids, h);
   if (v) return *v;
   uint64_t id = 1000000000ull + r->next_str_id++;
   loom__map_put(&r->str_ids, h, id);
-  /* A string pid names its process after itself (Kineto's "Spans"). */
-  char name[128];
-  snprintf(name, sizeof name, "%.*s", (int)(n < 100 ? n : 100), (const char *)s);
+  /* A string pid names its process after itself (Kineto's "Spans"), a
+   * string tid its thread (named when the track is made: track_of). */
+  uint32_t name = str_n(r, s, n);
+  if (tid) {
+    if (loom__map_put(&r->str_tids, id, name)) r->oom = 1;
+    return id;
+  }
   loom__proc *p = loom__trace_proc(r->t, (int64_t)id);
-  if (p && !p->name) p->name = loom__trace_str(r->t, name);
+  if (p && !p->name) p->name = name;
   return id;
 }
 
@@ -277,7 +287,12 @@ static uint32_t track_of(reader *r, int64_t pid, int64_t tid) {
   uint32_t k;
   uint64_t *dv = loom__map_get(&r->pid_dev, (uint64_t)pid + 1);
   uint32_t dev = dv ? (uint32_t)(*dv - 1) : LOOM_DEVICE_HOST;
-  if (loom__trace_track(r->t, pid, tid, NULL, dev, &k) != 0) r->oom = 1;
+  if (loom__trace_track(r->t, pid, tid, NULL, dev, &k) != 0) {
+    r->oom = 1;
+    return 0;
+  }
+  uint64_t *sname = tid >= 1000000000 ? loom__map_get(&r->str_tids, (uint64_t)tid) : NULL;
+  if (sname && !r->t->tracks[k].name) r->t->tracks[k].name = (uint32_t)*sname;
   if (!loom__trace_proc(r->t, pid)) r->oom = 1;
   return k;
 }
@@ -579,6 +594,38 @@ static void dist_info(reader *r, int type, int64_t i, uint32_t s) {
   }
 }
 
+/* Top-level keys loom writes itself (chrome_json.c): not kept as others'. */
+static int loom_owned_top(const char *key) {
+  static const char *const own[] = {"schemaVersion", "displayTimeUnit", "baseTimeNanoseconds",
+                                    "traceEvents", "traceName", "deviceProperties",
+                                    "loom_dropped", "loom_warnings"};
+  for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+    if (!strcmp(key, own[i])) return 1;
+  return 0;
+}
+
+/* Kineto's distributedInfo (kept whole as a top-level value) also gives
+ * the rank metadata: its scalar members through dist_info. */
+static void dist_info_json(reader *r, const char *text, size_t n) {
+  char *z = malloc(n + 1);
+  if (!z) { r->oom = 1; return; }
+  memcpy(z, text, n);
+  z[n] = 0;
+  yajl_val v = yajl_tree_parse(z, NULL, 0);
+  free(z);
+  if (!YAJL_IS_OBJECT(v)) { yajl_tree_free(v); return; }
+  char saved[sizeof r->key];
+  memcpy(saved, r->key, sizeof saved);
+  for (size_t i = 0; i < v->u.object.len; i++) {
+    yajl_val x = v->u.object.values[i];
+    snprintf(r->key, sizeof r->key, "%s", v->u.object.keys[i]);
+    if (YAJL_IS_STRING(x)) dist_info(r, LOOM_ARG_STRING, 0, loom__trace_str(r->t, YAJL_GET_STRING(x)));
+    else if (YAJL_IS_INTEGER(x)) dist_info(r, LOOM_ARG_INT, YAJL_GET_INTEGER(x), 0);
+  }
+  memcpy(r->key, saved, sizeof saved);
+  yajl_tree_free(v);
+}
+
 static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t s,
                     const char *num, size_t nlen) {
   cur_ev *c = &r->ev;
@@ -600,13 +647,13 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
   }
   if (r->where == AT_ARGS || r->where == AT_DEVICE) {
     loom__targ a = {.key = r->where == AT_ARGS ? r->key_id : loom__trace_str(r->t, r->key),
-                    .type = (uint8_t)type};
+                    .type = (uint8_t)type, .json = (uint8_t)r->val_json};
     if (type == LOOM_ARG_INT) a.v.i = i;
     else if (type == LOOM_ARG_UINT) a.v.u = (uint64_t)i;
     else if (type == LOOM_ARG_DOUBLE) a.v.d = d;
     else a.v.s = s;
     if (r->where == AT_DEVICE) {
-      const char *k = r->key;
+      const char *k = a.json ? "" : r->key;
       if (!strcmp(k, "id") && type == LOOM_ARG_INT) r->dev.pid = i;
       else if (!strcmp(k, "name") && type == LOOM_ARG_STRING) r->dev.name = s;
       else if (!strcmp(k, "vendor") && type == LOOM_ARG_STRING) r->dev.vendor = s;
@@ -619,7 +666,7 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
     }
     if (a.key == r->ext_key && type == LOOM_ARG_INT) c->external_id = (uint64_t)i;
     else if (a.key == r->corr_key && type == LOOM_ARG_INT) c->correlation = (uint64_t)i;
-    else if (a.key == r->role_key && type == LOOM_ARG_STRING)
+    else if (a.key == r->role_key && type == LOOM_ARG_STRING && !a.json)
       c->roles |= loom__role_parse(loom__trace_cstr(r->t, s), loom__strtab_len(&r->t->strs, s),
                                    &r->role_unknown);
     else add_arg(r, a);
@@ -636,25 +683,35 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
       r->t->dropped = (uint64_t)i;
     } else if (!strcmp(r->key, "traceName") && type == LOOM_ARG_STRING) {
       r->t->trace_name = s;
-    } else if (type == LOOM_ARG_STRING) {
+    } else if (type == LOOM_ARG_STRING && !r->val_json) {
       set_meta(r, r->key, s);
+    } else if (!loom_owned_top(r->key)) { /* numbers, booleans, null: as written */
+      uint32_t v = r->val_json ? s : str_n(r, (const unsigned char *)num, nlen);
+      if (loom__trace_add_top(r->t, loom__trace_str(r->t, r->key), v)) r->oom = 1;
     }
   }
-  if (r->where == AT_DISTINFO) dist_info(r, type, i, s);
   return 1;
 }
 
-static int cb_null(void *ctx) {
-  reader *r = ctx;
-  if (capturing(r)) { cap_sep(r); cap_raw(r, "null", 4); }
-  return 1;
+/* A literal (true, false, null) outside a captured value: an argument or a
+ * top-level value keeps it as JSON text; elsewhere a boolean counts as 0/1. */
+static int json_literal(reader *r, const char *lit, int64_t as_int) {
+  if (capturing(r)) { cap_sep(r); cap_raw(r, lit, strlen(lit)); return 1; }
+  if (r->where == AT_ARGS || r->where == AT_DEVICE || r->where == AT_TOP) {
+    if (r->sink && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') /* streaming: as before */
+      return as_int < 0 ? 1 : on_value(r, LOOM_ARG_INT, as_int, 0, 0, NULL, 0);
+    r->val_json = 1;
+    int rc = on_value(r, LOOM_ARG_STRING, 0, 0, str_n(r, (const unsigned char *)lit, strlen(lit)),
+                      NULL, 0);
+    r->val_json = 0;
+    return rc;
+  }
+  return as_int < 0 ? 1 : on_value(r, LOOM_ARG_INT, as_int, 0, 0, NULL, 0);
 }
 
-static int cb_bool(void *ctx, int b) {
-  reader *r = ctx;
-  if (capturing(r)) { cap_sep(r); cap_raw(r, b ? "true" : "false", b ? 4 : 5); return 1; }
-  return on_value(r, LOOM_ARG_INT, b, 0, 0, NULL, 0);
-}
+static int cb_null(void *ctx) { return json_literal(ctx, "null", -1); }
+
+static int cb_bool(void *ctx, int b) { return json_literal(ctx, b ? "true" : "false", b); }
 
 /* The name of what a number is the value of, for a bad value's example. */
 static const char *value_key(const reader *r) {
@@ -671,7 +728,7 @@ static int number_as_text(reader *r, int kind, const char *s, size_t n) {
   bad(r, kind, value_key(r), s, n);
   if (r->where == AT_EVENT) { /* pid/tid: a named process or thread, like a string one */
     const unsigned char *u = (const unsigned char *)s;
-    if (r->kcode == K_PID || r->kcode == K_TID) return on_value(r, LOOM_ARG_INT, (int64_t)str_pid(r, u, n), 0, 0, NULL, 0);
+    if (r->kcode == K_PID || r->kcode == K_TID) return on_value(r, LOOM_ARG_INT, (int64_t)str_pid(r, u, n, r->kcode == K_TID), 0, 0, NULL, 0);
     if (r->kcode == K_ID) return on_value(r, LOOM_ARG_INT, (int64_t)(loom__hash_bytes(u, n) | 1), 0, 0, NULL, 0);
     return 1;
   }
@@ -709,7 +766,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
     int64_t id = 0;
     uint64_t u;
     if (!is_int_text((const char *)s, n) || parse_int((const char *)s, n, &id, &u))
-      id = (int64_t)str_pid(r, s, n); /* a name, or digits past int64: a named process */
+      id = (int64_t)str_pid(r, s, n, r->kcode == K_TID); /* a name, or digits past int64: a named process */
     return on_value(r, LOOM_ARG_INT, id, 0, 0, NULL, 0);
   }
   if (r->where == AT_EVENT && (r->kcode == K_TS || r->kcode == K_DUR))
@@ -744,6 +801,28 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t n) {
   return 1;
 }
 
+static void start_capture(reader *r, int is_map, int top) {
+  r->ncap = 0;
+  r->cap_first = 1;
+  cap_raw(r, is_map ? "{" : "[", 1);
+  r->cap_depth = 1;
+  r->cap_top = top;
+}
+
+/* The end of a captured value: an argument (JSON text) or a top-level key. */
+static void end_capture(reader *r) {
+  uint32_t s = str_n(r, (const unsigned char *)r->cap, r->ncap);
+  if (r->cap_top) {
+    if (loom__trace_add_top(r->t, loom__trace_str(r->t, r->top_key), s)) r->oom = 1;
+    if (!strcmp(r->top_key, "distributedInfo")) dist_info_json(r, r->cap, r->ncap);
+    r->cap_top = 0;
+    return;
+  }
+  r->val_json = 1;
+  on_value(r, LOOM_ARG_STRING, 0, 0, s, NULL, 0);
+  r->val_json = 0;
+}
+
 static void begin_container(reader *r, int is_map) {
   r->depth++;
   if (capturing(r)) {
@@ -765,8 +844,9 @@ static void begin_container(reader *r, int is_map) {
     if (!strcmp(r->top_key, "traceEvents") && !is_map) r->where = AT_EVENTS, r->saw_events = 1;
     else if (!strcmp(r->top_key, "deviceProperties") && !is_map) r->where = AT_DEVPROPS;
     else if (!strcmp(r->top_key, "loom_warnings") && !is_map) r->where = AT_WARNINGS;
-    else if (!strcmp(r->top_key, "distributedInfo") && is_map) r->where = AT_DISTINFO;
-    else r->skip_ret = r->where, r->where = AT_SKIP, r->skip_depth = r->depth;
+    else if (loom_owned_top(r->top_key))
+      r->skip_ret = r->where, r->where = AT_SKIP, r->skip_depth = r->depth;
+    else start_capture(r, is_map, 1); /* kept as JSON text (distributedInfo too) */
   } else if (r->where == AT_EVENTS && is_map) {
     memset(&r->ev, 0, sizeof r->ev);
     r->where = AT_EVENT;
@@ -782,10 +862,7 @@ static void begin_container(reader *r, int is_map) {
     r->where = AT_SKIP;
     r->skip_depth = r->depth;
   } else if (r->where == AT_ARGS || r->where == AT_DEVICE) {
-    r->ncap = 0;
-    r->cap_first = 1;
-    cap_raw(r, is_map ? "{" : "[", 1);
-    r->cap_depth = 1;
+    start_capture(r, is_map, 0);
   } else {
     r->skip_ret = r->where;
     r->where = AT_SKIP;
@@ -800,7 +877,7 @@ static void end_container(reader *r, int is_map) {
     r->cap_first = 0;
     if (--r->cap_depth == 0) {
       int saved = r->where;
-      on_value(r, LOOM_ARG_STRING, 0, 0, str_n(r, (const unsigned char *)r->cap, r->ncap), NULL, 0);
+      end_capture(r);
       r->where = saved;
     }
     return;
@@ -822,7 +899,6 @@ static void end_container(reader *r, int is_map) {
   case AT_EVENTS:
   case AT_DEVPROPS:
   case AT_WARNINGS:
-  case AT_DISTINFO:
     r->where = AT_TOP;
     break;
   default:
@@ -935,6 +1011,7 @@ static void reader_free(reader *r) {
   free(r->flows);
   loom__map_free(&r->pid_dev);
   loom__map_free(&r->str_ids);
+  loom__map_free(&r->str_tids);
 }
 
 loom_status loom__read_json(const char *path, const loom__sink *sink, const loom__flow_sink *flows,
@@ -1048,4 +1125,26 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, const loom
   }
   *out = r.t;
   return LOOM_OK;
+}
+
+int loom__read_json_header(loom_trace *t, const char *path, const char *text, size_t n) {
+  reader r;
+  memset(&r, 0, sizeof r);
+  r.t = t;
+  r.path = path;
+  r.ext_key = loom__trace_str(t, "External id");
+  r.corr_key = loom__trace_str(t, "correlation");
+  r.role_key = loom__trace_str(t, "loom_role");
+  r.dir_key = loom__trace_str(t, "direction");
+  yajl_handle y = yajl_alloc(&callbacks, NULL, &r);
+  int rc = y ? 0 : -1;
+  if (y && (yajl_parse(y, (const unsigned char *)text, n) != yajl_status_ok ||
+            yajl_complete_parse(y) != yajl_status_ok || r.depth != 0)) {
+    if (!r.oom) loom__fail(LOOM_EFORMAT, "%s: its trace header (loom_header) is not JSON", path);
+    rc = -1;
+  }
+  if (r.oom) rc = -1;
+  if (y) yajl_free(y);
+  reader_free(&r);
+  return rc;
 }

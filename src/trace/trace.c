@@ -26,6 +26,7 @@ void loom_trace_free(loom_trace *t) {
   free(t->devs);
   free(t->meta);
   free(t->warnings);
+  free(t->top);
   free(t);
 }
 
@@ -113,6 +114,22 @@ int loom__trace_add_arg_str(loom_trace *t, const char *key, const char *v) {
 
 /* A key is written once: a later value replaces an earlier one (a session
  * option, a backend and the program may all name the rank). */
+int loom__trace_add_top(loom_trace *t, uint32_t key, uint32_t json) {
+  for (size_t i = 0; i < t->ntop; i++)
+    if (t->top[i].key == key) {
+      t->top[i].value = json;
+      return 0;
+    }
+  loom__kv kv = {key, json};
+  return LOOM__PUSH(t->top, t->ntop, t->cap_top, kv);
+}
+
+const char *loom__trace_top(const loom_trace *t, const char *key) {
+  for (size_t i = 0; i < t->ntop; i++)
+    if (!strcmp(loom__trace_cstr(t, t->top[i].key), key)) return loom__trace_cstr(t, t->top[i].value);
+  return NULL;
+}
+
 int loom__trace_add_meta(loom_trace *t, const char *key, const char *value) {
   loom__kv kv = {loom__trace_str(t, key), loom__trace_str(t, value)};
   for (size_t i = 0; i < t->nmeta; i++)

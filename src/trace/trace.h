@@ -79,6 +79,8 @@ typedef struct loom__ev {
 typedef struct loom__targ {
   uint32_t key;
   uint8_t type; /* loom_arg_type */
+  uint8_t json; /* LOOM_ARG_STRING holding JSON text (a nested value read
+                 * from a file): writers emit it as JSON, not as a string */
   union {
     int64_t i;
     uint64_t u;
@@ -153,6 +155,11 @@ struct loom_trace {
   size_t nmeta, cap_meta;
   uint32_t *warnings; /* string ids */
   size_t nwarnings, cap_warnings;
+  /* Top-level keys of a JSON file that are not loom's own (Kineto's
+   * "distributedInfo", "cupti_version", "INFO", ...): key -> the value's
+   * JSON text, written back as they were. */
+  loom__kv *top;
+  size_t ntop, cap_top;
   uint64_t dropped;
   int64_t start_ns, end_ns;
   uint32_t trace_name;
@@ -205,6 +212,10 @@ const char *loom__bad_kept(int kind);
  * 64 bits (first: args \"x\" = 1234...): kept as their decimal text").
  * Returns 0 or -1 when out of memory. */
 int loom__trace_bad_warnings(loom_trace *t, const char *path);
+/* Sets the top-level key to the JSON text value (replacing an earlier one). */
+int loom__trace_add_top(loom_trace *t, uint32_t key, uint32_t json);
+/* The JSON text of top-level key, or NULL. */
+const char *loom__trace_top(const loom_trace *t, const char *key);
 
 /* The record kind a category string stands for (Kineto's names and loom's
  * "<type>_runtime" style), or LOOM_KIND_MARKER when unknown. */
@@ -291,6 +302,16 @@ int loom__trace_sort_by_time(loom_trace *t);
 /* Writes Chrome trace JSON (Kineto conventions) to path, atomically;
  * gzip >= 0 compresses at that zlib level. */
 loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int gzip);
+/* The JSON writer's top-level keys of t (deviceProperties, metadata, other
+ * top-level values, loom_dropped, loom_warnings, displayTimeUnit, traceName)
+ * as one JSON object into mem (a memory loom__out; src/export/outfile.h):
+ * how .pftrace carries them.  0, or -1 when out of memory. */
+struct loom__out;
+int loom__json_header(const loom_trace *t, struct loom__out *mem);
+/* Reads such an object (or any top-level JSON object without events) into
+ * t, as the JSON reader reads a file's top-level keys.  path names the file
+ * in errors; 0, or -1 (bad JSON: message in loom_last_error, or no memory). */
+int loom__read_json_header(loom_trace *t, const char *path, const char *text, size_t n);
 
 /* The same JSON written as a stream, for outputs never held whole (loom
  * merge): open writes the header from t's metadata, processes, tracks and

@@ -1,0 +1,357 @@
+#!/usr/bin/python3
+"""Round-trip property over real and hand-made traces (docs/formats.md).
+
+    roundtrip.py LOOM TP_MJS DIR_OR_FILE...
+
+For every .json / .json.gz trace found (recursively), `loom convert`:
+  J1 = original -> .json      P  = original -> .pftrace
+  J2 = P -> .json             J3 = J1 -> .json
+and checks, exactly:
+  - every event of the original (B/E pairs as one slice) is in J1 with the
+    same phase, name, category, process, thread, ns time, duration and
+    arguments (nested values as JSON, compared as parsed JSON);
+  - J1, J2 and J3 hold the same events, arguments, flows (as pairs of the
+    slices they join) and top-level keys;
+  - every top-level key of the original is in J1 with its value
+    (deviceProperties: every device's keys and values);
+  - process and thread names of the original are in J1 and J2;
+  - trace_processor links in P exactly the flows J1 holds (same slice
+    pairs) and shows every slice (overlapping ones included);
+  - trace_processor reports no error kind for J1 or P (J2 holds exactly
+    J1's events) that it does not
+    report for the original.
+Exit 0 when every file passes, 1 with a message per difference, 77 when
+trace_processor is not set up (and LOOM_TP_REQUIRED is not set).
+"""
+import concurrent.futures
+import gzip
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from decimal import Decimal
+
+FAILS = []
+
+
+def fail(path, msg):
+    FAILS.append(f"{path}: {msg}")
+
+
+def load(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return json.loads(raw, parse_float=Decimal)
+
+
+def plain(v):
+    """JSON values with Decimals as floats (how a double compares)."""
+    if isinstance(v, Decimal):
+        return float(v)
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    return v
+
+
+def ns(v):
+    return int((Decimal(v) * 1000).to_integral_value())
+
+
+def freeze(v):
+    return json.dumps(plain(v), sort_keys=True)
+
+
+class Trace:
+    """A trace file reduced to what a lossless conversion must keep."""
+
+    def __init__(self, path, orig=None):
+        d = load(path)
+        if isinstance(d, list):
+            d = {"traceEvents": d}
+        self.top = {k: v for k, v in d.items() if k != "traceEvents"}
+        self.synth, self.tsynth, self.raw = {}, {}, d
+        base = int(d.get("baseTimeNanoseconds", 0))
+        evs = d.get("traceEvents", [])
+        # string pids/tids: loom gives them synthetic ids named after them
+        self.pname, self.tname = {}, {}
+        for e in evs:
+            if e.get("ph") == "M" and e.get("name") == "process_name":
+                self.pname[e.get("pid")] = e.get("args", {}).get("name")
+            if e.get("ph") == "M" and e.get("name") == "thread_name":
+                self.tname[(e.get("pid"), e.get("tid"))] = e.get("args", {}).get("name")
+        if orig is not None:
+            self.set_synthetic(orig)
+        self.events, self.slices, flow_ends = [], [], []
+        open_b = {}
+        self.window_end = 0
+        for i, e in enumerate(evs):
+            ph = e.get("ph")
+            where = (e.get("pid"), e.get("tid"))
+            if ph == "M":
+                continue
+            if ph in ("s", "f", "t"):
+                flow_ends.append((e, i))
+                continue
+            if ph == "i" and e.get("s") == "g" and e.get("name") == "Record Window End":
+                self.window_end += 1
+                continue
+            if ph == "B":
+                open_b.setdefault(where, []).append(e)
+                continue
+            if ph == "E":
+                if open_b.get(where):
+                    b = open_b[where].pop()
+                    b = dict(b, ph="X", dur=str(Decimal(str(e["ts"])) - Decimal(str(b["ts"]))))
+                    self.add(b, base, i)
+                continue
+            if ph in ("X", "i", "I", "C", "b", "e"):
+                self.add(e, base, i)
+        self.flows = self.bind_flows(flow_ends, base)
+
+    def proc(self, pid):
+        """A string pid (Kineto's "Spans"): loom gives it a synthetic id
+        named after it; both compare as ("name", the string)."""
+        return ("name", pid) if isinstance(pid, str) else self.synth.get(pid, pid)
+
+    def thread(self, pid, tid):
+        if isinstance(tid, str):
+            return ("name", tid)
+        return self.tsynth.get((pid, tid), 0 if tid is None else tid)
+
+    def set_synthetic(self, orig):
+        """Ids of this trace that loom made up for the string pids/tids of
+        orig -> ("name", the string), from the names loom gave them."""
+        spids = {e[3][1] for e in orig.events if isinstance(e[3], tuple)}
+        stids = {e[4][1] for e in orig.events if isinstance(e[4], tuple)}
+        self.synth = {p: ("name", n) for p, n in self.pname.items()
+                      if n in spids and p not in orig.pname}
+        self.tsynth = {k: ("name", n) for k, n in self.tname.items() if n in stids}
+
+    def add(self, e, base, order):
+        ph = {"I": "i"}.get(e["ph"], e["ph"])
+        args = e.get("args", {}) or {}
+        key = (ph, e.get("name", ""), e.get("cat", ""), self.proc(e.get("pid")),
+               self.thread(e.get("pid"), e.get("tid")),
+               ns(str(e.get("ts", 0))) + base, ns(str(e.get("dur", 0))) if ph == "X" else 0,
+               str(e.get("id", "")) if ph in ("b", "e") else "", freeze(args))
+        self.events.append(key)
+        if ph == "X":
+            self.slices.append((key[3], key[4], key[5], key[6], order, key[1]))
+
+    def bind_flows(self, ends, base):
+        """Flow pairs as loom binds them (docs/formats.md, Reading): an end
+        binds to the innermost slice of its thread enclosing its time, or,
+        for an "f" without "bp":"e", to the next slice starting after it."""
+        by_thread = {}
+        for s in sorted(self.slices, key=lambda s: (s[2], -s[3], s[4])):
+            by_thread.setdefault((s[0], s[1]), []).append(s)
+        groups = {}
+        for e, i in ends:
+            groups.setdefault(e.get("id"), []).append((e, i))
+        pairs = Counter()
+        for fid, lst in groups.items():
+            lst.sort(key=lambda x: ({"s": 0}.get(x[0]["ph"], 1), ns(str(x[0].get("ts", 0))), x[1]))
+            src = None
+            for e, _ in lst:
+                at = self.bind(by_thread, e, base)
+                if e["ph"] == "s":
+                    src = at
+                elif src is not None and at is not None:
+                    pairs[(src, at)] += 1
+                    if e["ph"] == "t":
+                        src = at
+        return pairs
+
+    def bind(self, by_thread, e, base):
+        lst = by_thread.get((self.proc(e.get("pid")), self.thread(e.get("pid"), e.get("tid"))), [])
+        ts = ns(str(e.get("ts", 0))) + base
+        enclosing = e["ph"] != "f" or e.get("bp") == "e"
+        if not enclosing:
+            after = [s for s in lst if s[2] > ts]
+            return slice_id(after[0]) if after else None
+        inside = [s for s in lst if s[2] <= ts <= s[2] + s[3]]
+        return slice_id(inside[-1]) if inside else None
+
+
+def slice_id(s):
+    return (s[0], s[1], s[2], s[3], s[5])
+
+
+def tp(tp_mjs, path, *sql):
+    r = subprocess.run(["node", tp_mjs, path, *sql], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError(f"trace_processor on {path}: {r.stderr.strip()}")
+    return json.loads(r.stdout)["results"]
+
+
+STATS = ("select name from stats where value > 0 and severity in ('error','data_loss') "
+         "group by name")
+FLOWS = ("select o.ts as ots, o.dur as odur, o.name as oname, i.ts as its, i.dur as idur, "
+         "i.name as iname from flow f join slice o on o.id = f.slice_out "
+         "join slice i on i.id = f.slice_in")
+
+
+def convert(loom, src, dst):
+    r = subprocess.run([loom, "convert", src, dst], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError(f"loom convert {src} {dst}: rc {r.returncode}: {r.stderr.strip()}")
+
+
+def same_events(path, what, a, b):
+    ca, cb = Counter(a.events), Counter(b.events)
+    if ca != cb:
+        miss, extra = ca - cb, cb - ca
+        fail(path, f"{what}: {sum(miss.values())} events lost, {sum(extra.values())} changed or "
+             f"added; first lost: {next(iter(miss), None)}; first added: {next(iter(extra), None)}")
+
+
+def check_top(path, orig, out):
+    for k, v in orig.top.items():
+        if k in ("baseTimeNanoseconds",):
+            continue  # a representation: times are compared absolute
+        if k not in out.top:
+            fail(path, f"top-level key {k!r} lost")
+        elif k == "deviceProperties":
+            got = out.top[k]
+            for dev in v:
+                match = [g for g in got if g.get("id") == dev.get("id")]
+                if not match or any(plain(match[0].get(x)) != plain(y) for x, y in dev.items()):
+                    fail(path, f"deviceProperties: device {dev.get('id')} not kept: {dev}")
+        elif plain(out.top[k]) != plain(v):
+            fail(path, f"top-level key {k!r}: {out.top[k]!r} != {v!r}")
+
+
+def check_names(path, what, orig, out):
+    def named(t):
+        p = {(t.proc(k), v) for k, v in t.pname.items() if v}
+        th = {(t.proc(k[0]), t.thread(*k), v) for k, v in t.tname.items() if v}
+        return p, th
+    op, ot = named(orig)
+    np_, nt = named(out)
+    if not op <= np_ or not ot <= nt:
+        fail(path, f"{what}: process or thread names lost: {sorted(map(str, op - np_))[:3]} "
+             f"{sorted(map(str, ot - nt))[:3]}")
+
+
+def check_file(loom, tp_mjs, path, tmp):
+    base = os.path.join(tmp, os.path.basename(path).replace(".", "_"))
+    j1, p, j2, j3 = base + ".1.json", base + ".pftrace", base + ".2.json", base + ".3.json"
+    convert(loom, path, j1)
+    convert(loom, path, p)
+    convert(loom, p, j2)
+    convert(loom, j1, j3)
+    orig = Trace(path)
+    outs = {}
+    for name, f in (("J1", j1), ("J2", j2), ("J3", j3)):
+        outs[name] = Trace(f, orig)
+    j1t = outs["J1"]
+    same_events(path, "original -> JSON", orig, j1t)
+    check_top(path, orig, j1t)
+    check_names(path, "original -> JSON", orig, j1t)
+    check_names(path, "original -> pftrace -> JSON", orig, outs["J2"])
+    if orig.window_end != j1t.window_end:
+        fail(path, f"Record Window End: {orig.window_end} -> {j1t.window_end}")
+    if orig.flows != j1t.flows:
+        fail(path, f"original -> JSON: flows {sum(orig.flows.values())} -> "
+             f"{sum(j1t.flows.values())} (lost: {list((orig.flows - j1t.flows).items())[:2]})")
+    for name in ("J2", "J3"):
+        t = outs[name]
+        what = "JSON -> pftrace -> JSON" if name == "J2" else "JSON -> JSON -> JSON"
+        same_events(path, what, j1t, t)
+        if t.flows != j1t.flows:
+            fail(path, f"{what}: flows {sum(j1t.flows.values())} -> {sum(t.flows.values())}")
+        want = {k: plain(v) for k, v in j1t.top.items() if k != "baseTimeNanoseconds"}
+        got = {k: plain(v) for k, v in t.top.items() if k != "baseTimeNanoseconds"}
+        if want != got:
+            diff = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
+            fail(path, f"{what}: top-level keys differ: {diff}")
+        if t.window_end != j1t.window_end:
+            fail(path, f"{what}: Record Window End {j1t.window_end} -> {t.window_end}")
+    # trace_processor: the .pftrace shows every slice and exactly J1's flows
+    errs = {}
+    # (J2 holds exactly J1's events, keys and flows, compared above)
+    for name, f in (("original", path), ("J1", j1), ("pftrace", p)):
+        res = tp(tp_mjs, f, STATS, "select count(*) as n from slice where dur >= 0", FLOWS)
+        errs[name] = {r["name"] for r in res[0]}
+        if name == "pftrace":
+            # slices, async ranges and instants, and the window-end marker
+            nslices = sum(1 for e in j1t.events if e[0] in ("X", "b", "i")) + j1t.window_end
+            if res[1][0]["n"] != nslices:
+                fail(path, f"pftrace: trace_processor shows {res[1][0]['n']} slices, "
+                     f"the JSON holds {nslices}")
+            got = Counter((r["ots"], r["odur"], r["oname"], r["its"], r["idur"], r["iname"])
+                          for r in res[2])
+            want = Counter((a[2], a[3], a[4], b[2], b[3], b[4]) for (a, b), n in j1t.flows.items()
+                           for _ in range(n))
+            if got != want:
+                fail(path, f"pftrace: trace_processor links {sum(got.values())} flows, the JSON "
+                     f"holds {sum(want.values())}; first differing: "
+                     f"{next(iter((want - got) or (got - want)), None)}")
+    for name in ("J1", "pftrace"):
+        new = errs[name] - errs["original"]
+        if new:
+            fail(path, f"{name}: trace_processor reports {sorted(new)}, the original does not")
+    return (len(orig.events), sum(j1t.flows.values()), len(orig.top))
+
+
+def is_trace(path):
+    """A trace: a list of events or an object with traceEvents (tests/data
+    also holds expected figures, which are not)."""
+    d = load(path)
+    return isinstance(d, list) or (isinstance(d, dict) and "traceEvents" in d)
+
+
+def traces(args):
+    for a in args:
+        if os.path.isfile(a):
+            yield a
+            continue
+        for root, _, files in os.walk(a):
+            for f in sorted(files):
+                if f.endswith((".json", ".json.gz")) and is_trace(os.path.join(root, f)):
+                    yield os.path.join(root, f)
+
+
+def main():
+    if len(sys.argv) < 4:
+        print(__doc__)
+        return 2
+    loom, tp_mjs = sys.argv[1], sys.argv[2]
+    tp_dir = os.environ.get("LOOM_TP_DIR", os.path.expanduser("~/.cache/loom-tp"))
+    if not os.path.exists(os.path.join(tp_dir, "trace_processor.wasm")):
+        print(f"trace_processor not found in {tp_dir} (tests/tp/setup.sh)")
+        return 1 if os.environ.get("LOOM_TP_REQUIRED") else 77
+    files, seen = [], set()
+    for f in sorted(set(traces(sys.argv[3:]))):  # the same bytes in two folders: once
+        with open(f, "rb") as fh:
+            h = hashlib.sha256(fh.read()).hexdigest()
+        if h not in seen:
+            seen.add(h)
+            files.append(f)
+
+    def one(f, tmp):
+        try:
+            nev, nflows, ntop = check_file(loom, tp_mjs, f, tmp)
+            return f"{f}: {nev} events, {nflows} flows, {ntop} top-level keys"
+        except Exception as e:  # a failed conversion is a failure, named
+            fail(f, f"{type(e).__name__}: {e}")
+            return f"{f}: failed"
+    with tempfile.TemporaryDirectory() as tmp:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            for line in pool.map(lambda f: one(f, tmp), files):
+                print(line, flush=True)
+    for m in FAILS:
+        print("FAIL", m)
+    print(f"{len(files)} traces, {len(FAILS)} failures")
+    return 1 if FAILS or not files else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
