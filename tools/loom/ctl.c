@@ -31,6 +31,7 @@
 
 #include "core/trigger.h"
 #include "ctl.h"
+#include "ctl_req.h"
 #include "kineto_cfg.h"
 #include "preload_id.h"
 
@@ -84,39 +85,6 @@ static int read_request(int fd, char *buf, size_t n) {
   return -1;
 }
 
-/* The value of KEY in the request's lines, or NULL. */
-static const char *field(const char *req, const char *key, char *out, size_t n) {
-  size_t kl = strlen(key);
-  for (const char *p = req; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-    if (strncmp(p, key, kl) || p[kl] != '=') continue;
-    size_t vl = strcspn(p + kl + 1, "\n");
-    if (vl >= n) vl = n - 1;
-    memcpy(out, p + kl + 1, vl);
-    out[vl] = 0;
-    return out;
-  }
-  return NULL;
-}
-
-static int64_t field_int(const char *req, const char *key, int64_t dflt) {
-  char v[64];
-  return field(req, key, v, sizeof v) ? strtoll(v, NULL, 10) : dflt;
-}
-
-static void describe(const loom__window_req *r, char *out, size_t n) {
-  const char *s = r->steps == 1 ? "" : "s";
-  if (r->steps > 0 && r->start_step >= 0)
-    snprintf(out, n, "%lld step%s from step %lld", (long long)r->steps, s,
-             (long long)r->start_step);
-  else if (r->steps > 0)
-    snprintf(out, n, "%lld step%s from the next one", (long long)r->steps, s);
-  else snprintf(out, n, "%.3f s", (double)r->duration_ns / 1e9);
-  if (r->delay_ns > 0) {
-    size_t l = strlen(out);
-    snprintf(out + l, n - l, " after %.3f s", (double)r->delay_ns / 1e9);
-  }
-}
-
 static void answer_info(int fd) {
   char prog[256], desc[256];
   loom__rec_program(prog, sizeof prog);
@@ -130,26 +98,16 @@ static void answer_info(int fd) {
 
 /* op=trigger: 1 when fd is kept open for the window's end. */
 static int answer_trigger(int fd, const char *req) {
-  char out[4096];
-  loom__ondemand k;
-  loom__ondemand_init(&k);
-  k.start_step = field_int(req, "start_step", -1);
-  k.roundup = field_int(req, "roundup", 0);
-  k.warmup = field_int(req, "warmup", 0);
-  loom__window_req r = {.delay_ns = field_int(req, "delay_ns", 0),
-                        .duration_ns = field_int(req, "duration_ns", 0),
-                        .steps = field_int(req, "steps", 0),
-                        .start_step = -1,
-                        .out = field(req, "out", out, sizeof out)};
-  if (r.out && !*r.out) r.out = NULL;
-  if (k.start_step >= 0) r.start_step = loom__ondemand_start(&k, loom__trigger_next_step());
-  if (r.steps <= 0 && r.duration_ns <= 0) {
-    say(fd, "error a window needs a duration or a number of steps\n");
+  loom__ctl_req q;
+  char err[256];
+  if (loom__ctl_parse(req, loom__trigger_next_step(), &q, err, sizeof err) != 0) {
+    say(fd, "error %s\n", err);
     return 0;
   }
-  int wait = field_int(req, "wait", 1) != 0;
+  loom__window_req r = q.win;
+  int wait = q.wait;
   char desc[256];
-  describe(&r, desc, sizeof desc);
+  loom__ctl_describe(&r, desc, sizeof desc);
   /* Claimed before the request, so that a window ending at once finds its
    * waiter; not under the lock, which the done function takes. */
   pthread_mutex_lock(&mu);
@@ -206,7 +164,7 @@ static void serve(int fd) {
         (long)getpid(), who);
   } else {
     char op[32];
-    if (!field(req, "op", op, sizeof op)) op[0] = 0;
+    if (!loom__ctl_field(req, "op", op, sizeof op)) op[0] = 0;
     if (!strcmp(op, "info")) answer_info(fd);
     else if (!strcmp(op, "trigger")) {
       if (answer_trigger(fd, req)) return; /* kept for the window's end */
