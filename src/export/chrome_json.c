@@ -264,7 +264,7 @@ static void device_props(jw *w) {
     jstr(w, d->device_type);
     loom__out_lit(w->o, ",\"backend\":");
     jstr(w, d->backend);
-    jargs(w, t->args + d->args_off, d->nargs, 0);
+    jargs(w, d->nargs ? t->args + d->args_off : NULL, d->nargs, 0);
     loom__out_lit(w->o, "}");
   }
   loom__out_lit(w->o, "],\n");
@@ -395,7 +395,9 @@ loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int g
   jw w = {0};
   loom_status st = jw_open(&w, &o, t, path, gzip);
   if (st != LOOM_OK) return st;
-  for (size_t i = 0; i < t->nev; i++) event(&w, &t->ev[i], t->args + t->ev[i].args_off);
+  /* no arguments at all: t->args is NULL, and NULL + 0 is undefined */
+  for (size_t i = 0; i < t->nev; i++)
+    event(&w, &t->ev[i], t->ev[i].nargs ? t->args + t->ev[i].args_off : NULL);
   for (size_t i = 0; i < t->nflows; i++) flow(&w, &t->flows[i]);
   trailer(&w);
   jw_release(&w);

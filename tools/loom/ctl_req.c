@@ -2,6 +2,7 @@
  * ctl_req.c - a trigger request's lines read into a window request
  * (ctl_req.h), and its description for the answers.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +23,23 @@ const char *loom__ctl_field(const char *req, const char *key, char *out, size_t 
   return NULL;
 }
 
-static int64_t field_int(const char *req, const char *key, int64_t dflt) {
+/* KEY's value as a whole number in [lo, hi], dflt when the line is
+ * missing; -1 with "KEY=VALUE: why" in err when it is not one. */
+static int field_int(const char *req, const char *key, int64_t lo, int64_t hi, int64_t dflt,
+                     int64_t *out, char *err, size_t nerr) {
   char v[64];
-  return loom__ctl_field(req, key, v, sizeof v) ? strtoll(v, NULL, 10) : dflt;
+  *out = dflt;
+  if (!loom__ctl_field(req, key, v, sizeof v)) return 0;
+  char *end;
+  errno = 0;
+  long long n = strtoll(v, &end, 10);
+  if (!*v || *end || errno || n < lo || n > hi) {
+    snprintf(err, nerr, "%s=%s: expected a whole number from %lld to %lld", key, v,
+             (long long)lo, (long long)hi);
+    return -1;
+  }
+  *out = n;
+  return 0;
 }
 
 int loom__ctl_parse(const char *req, int64_t next_step, loom__ctl_req *r, char *err,
@@ -34,21 +49,27 @@ int loom__ctl_parse(const char *req, int64_t next_step, loom__ctl_req *r, char *
   if (strcmp(r->op, "trigger")) return 0;
   loom__ondemand k;
   loom__ondemand_init(&k);
-  k.start_step = field_int(req, "start_step", -1);
-  k.roundup = field_int(req, "roundup", 0);
-  k.warmup = field_int(req, "warmup", 0);
-  r->win = (loom__window_req){.delay_ns = field_int(req, "delay_ns", 0),
-                              .duration_ns = field_int(req, "duration_ns", 0),
-                              .steps = field_int(req, "steps", 0),
-                              .start_step = -1,
-                              .out = loom__ctl_field(req, "out", r->out, sizeof r->out)};
-  if (r->win.out && !*r->win.out) r->win.out = NULL;
-  if (k.start_step >= 0) r->win.start_step = loom__ondemand_start(&k, next_step);
-  if (r->win.steps <= 0 && r->win.duration_ns <= 0) {
+  loom__window_req *w = &r->win;
+  int64_t wait;
+  /* Steps as Kineto counts them (int32); times up to about 292 years. */
+  const int64_t steps_max = INT32_MAX, ns_max = INT64_MAX / 2;
+  if (field_int(req, "start_step", -1, steps_max, -1, &k.start_step, err, nerr) ||
+      field_int(req, "roundup", 0, steps_max, 0, &k.roundup, err, nerr) ||
+      field_int(req, "warmup", 0, steps_max, 0, &k.warmup, err, nerr) ||
+      field_int(req, "delay_ns", 0, ns_max, 0, &w->delay_ns, err, nerr) ||
+      field_int(req, "duration_ns", 0, ns_max, 0, &w->duration_ns, err, nerr) ||
+      field_int(req, "steps", 0, steps_max, 0, &w->steps, err, nerr) ||
+      field_int(req, "wait", 0, 1, 1, &wait, err, nerr))
+    return -1;
+  w->start_step = -1;
+  w->out = loom__ctl_field(req, "out", r->out, sizeof r->out);
+  if (w->out && !*w->out) w->out = NULL;
+  if (k.start_step >= 0) w->start_step = loom__ondemand_start(&k, next_step);
+  if (w->steps <= 0 && w->duration_ns <= 0) {
     snprintf(err, nerr, "a window needs a duration or a number of steps");
     return -1;
   }
-  r->wait = field_int(req, "wait", 1) != 0;
+  r->wait = (int)wait;
   return 0;
 }
 
