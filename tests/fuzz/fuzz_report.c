@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (i) more[i - 1] = names[i];
   }
   loom_report_options o = {.struct_size = sizeof o, .top = size % 3, .more_traces = more,
-                           .nmore_traces = k - 1, .sort_memory = size % 2 ? 4096 : 0};
+                           .nmore_traces = k - 1, .sort_memory = size % 2 ? 4096 : 1 << 20};
   loom_report *r = NULL;
   loom_status st = loom_report_open(names[0], &o, &r);
   if (k == 1) {
