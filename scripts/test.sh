@@ -31,7 +31,7 @@ run release -DCMAKE_BUILD_TYPE=RelWithDebInfo --
 # recovery), the whole suite, then each fuzz target for FUZZ_SECONDS (60),
 # two at a time.  It replaced GCC's ASan build (the time); GCC still builds
 # and replays every fuzz input in the release build above.
-run clang-asan -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=Debug -DLOOM_SANITIZE="$clang_sanitize" \
+run clang-asan -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Debug -DLOOM_SANITIZE="$clang_sanitize" \
   -DLOOM_BUILD_BENCH=OFF -DLOOM_FUZZ=ON --
 echo "== clang-asan: fuzz targets, ${FUZZ_SECONDS:-60} s each"
 sh "$here/scripts/fuzz.sh" "$here/build-clang-asan" "${FUZZ_SECONDS:-60}" 2
