@@ -597,7 +597,7 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b, loom_
       return -1;
   }
   /* a backend with no arguments at all has bs->args NULL: NULL + 0 is undefined */
-  const loom_arg *args = d->nargs ? bs->args + d->args_off : NULL;
+  const loom__targ *args = d->nargs ? bs->args + d->args_off : NULL;
   if (copy_targs(t, args, d->nargs)) return -1;
   return transfer_bandwidth(t, args, d->nargs, &e);
 }
