@@ -16,6 +16,9 @@ pkgs="$pkgs python3-pandas chromium"
 pkgs="$pkgs python3-dev python3-pytest"
 # MPI backend (PMPI wrappers built against OpenMPI's mpi.h) and its mpirun tests.
 pkgs="$pkgs openmpi-bin libopenmpi-dev"
+# The clang build of scripts/test.sh (ASan + the complete UBSan) and the
+# libFuzzer programs (tests/fuzz): libclang-rt-14-dev ships libclang_rt.fuzzer.
+pkgs="$pkgs clang-14 libclang-rt-14-dev"
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 missing=""

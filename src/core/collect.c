@@ -602,8 +602,10 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b, loom_
         loom__trace_add_arg_int(t, "stream", t->tracks[track].tid))
       return -1;
   }
-  if (copy_targs(t, bs->args + d->args_off, d->nargs)) return -1;
-  return transfer_bandwidth(t, bs->args + d->args_off, d->nargs, &e);
+  /* a backend with no arguments at all has bs->args NULL: NULL + 0 is undefined */
+  const loom__targ *args = d->nargs ? bs->args + d->args_off : NULL;
+  if (copy_targs(t, args, d->nargs)) return -1;
+  return transfer_bandwidth(t, args, d->nargs, &e);
 }
 
 static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, loom__bsess *bs,

@@ -3,6 +3,7 @@
  * loom_session_create, with the environment (LOOM_<KEY>) as fallback.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,10 +76,12 @@ const char *loom__opts_get(const loom__opts *o, const char *key) {
 }
 
 int loom__parse_size(const char *s, uint64_t *out) {
-  if (!s || !*s) return -1;
+  /* digits first: strtoull would take "-1" as 2^64 - 1 and skip blanks */
+  if (!s || !isdigit((unsigned char)*s)) return -1;
   char *end;
+  errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
-  if (end == s) return -1;
+  if (errno) return -1; /* past 64 bits */
   uint64_t mul = 1;
   switch (tolower((unsigned char)*end)) {
   case 0: break;

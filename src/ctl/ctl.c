@@ -34,6 +34,7 @@
 #include "core/core.h"
 #include "core/trigger.h"
 #include "ctl.h"
+#include "ctl_req.h"
 #include "kineto_cfg.h"
 
 enum { ST_IDLE, ST_ARMED, ST_RECORDING };
@@ -81,39 +82,6 @@ static int read_request(int fd, char *buf, size_t n) {
   return -1;
 }
 
-/* The value of KEY in the request's lines, or NULL. */
-static const char *field(const char *req, const char *key, char *out, size_t n) {
-  size_t kl = strlen(key);
-  for (const char *p = req; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-    if (strncmp(p, key, kl) || p[kl] != '=') continue;
-    size_t vl = strcspn(p + kl + 1, "\n");
-    if (vl >= n) vl = n - 1;
-    memcpy(out, p + kl + 1, vl);
-    out[vl] = 0;
-    return out;
-  }
-  return NULL;
-}
-
-static int64_t field_int(const char *req, const char *key, int64_t dflt) {
-  char v[64];
-  return field(req, key, v, sizeof v) ? strtoll(v, NULL, 10) : dflt;
-}
-
-static void describe(const loom__window_req *r, char *out, size_t n) {
-  const char *s = r->steps == 1 ? "" : "s";
-  if (r->steps > 0 && r->start_step >= 0)
-    snprintf(out, n, "%lld step%s from step %lld", (long long)r->steps, s,
-             (long long)r->start_step);
-  else if (r->steps > 0)
-    snprintf(out, n, "%lld step%s from the next one", (long long)r->steps, s);
-  else snprintf(out, n, "%.3f s", (double)r->duration_ns / 1e9);
-  if (r->delay_ns > 0) {
-    size_t l = strlen(out);
-    snprintf(out + l, n - l, " after %.3f s", (double)r->delay_ns / 1e9);
-  }
-}
-
 /* The program's name, safe in one word of the info line. */
 static void program_name(char *out, size_t n) {
   snprintf(out, n, "%s", program_invocation_short_name);
@@ -146,11 +114,11 @@ static void unclaim(void) {
 /* op=trigger on a process recording in ring mode: a dump of what the ring
  * holds now; a duration asked (asked=1) keeps its last seconds.  1 when fd
  * is kept open for the dump's file. */
-static int answer_ring(int fd, const char *req, loom__window_req *r, int64_t start_step) {
-  int wait = field_int(req, "wait", 1) != 0, asked = field_int(req, "asked", 1) != 0;
-  int64_t last = asked ? r->duration_ns : 0;
+static int answer_ring(int fd, const loom__ctl_req *q, loom__window_req *r) {
+  int wait = q->wait;
+  int64_t last = q->asked ? r->duration_ns : 0;
   r->duration_ns = 0;
-  r->start_step = start_step;
+  r->start_step = q->start_step;
   char desc[160] = "a dump of the ring (all it holds)";
   if (last > 0) snprintf(desc, sizeof desc, "a dump of the ring (its last %.3f s)", last * 1e-9);
   pthread_mutex_lock(&mu);
@@ -179,29 +147,18 @@ static int answer_ring(int fd, const char *req, loom__window_req *r, int64_t sta
 
 /* op=trigger: 1 when fd is kept open for the window's end. */
 static int answer_trigger(int fd, const char *req) {
-  char out[4096];
-  loom__ondemand k;
-  loom__ondemand_init(&k);
-  k.start_step = field_int(req, "start_step", -1);
-  k.roundup = field_int(req, "roundup", 0);
-  k.warmup = field_int(req, "warmup", 0);
-  loom__window_req r = {.delay_ns = field_int(req, "delay_ns", 0),
-                        .duration_ns = field_int(req, "duration_ns", 0),
-                        .steps = field_int(req, "steps", 0),
-                        .start_step = -1,
-                        .out = field(req, "out", out, sizeof out),
-                        .kinds = (uint32_t)field_int(req, "kinds", 0)};
-  if (r.out && !*r.out) r.out = NULL;
-  if (loom__ring_active()) return answer_ring(fd, req, &r, k.start_step);
-  if (k.start_step >= 0) r.start_step = loom__ondemand_start(&k, loom__trigger_next_step());
-  if (r.steps <= 0 && r.duration_ns <= 0) {
-    say(fd, "error a window needs a duration or a number of steps (loom trigger PID "
-            "--duration SEC or --steps K)\n");
+  loom__ctl_req q;
+  char err[256];
+  int ring = loom__ring_active();
+  if (loom__ctl_parse(req, loom__trigger_next_step(), ring, &q, err, sizeof err) != 0) {
+    say(fd, "error %s\n", err);
     return 0;
   }
-  int wait = field_int(req, "wait", 1) != 0;
+  loom__window_req r = q.win;
+  if (ring) return answer_ring(fd, &q, &r);
+  int wait = q.wait;
   char desc[256];
-  describe(&r, desc, sizeof desc);
+  loom__ctl_describe(&r, desc, sizeof desc);
   /* Claimed before the request, so that a window ending at once finds its
    * waiter; not under the lock, which the done function takes. */
   pthread_mutex_lock(&mu);
@@ -243,7 +200,7 @@ static void serve(int fd) {
         (long)getpid(), who);
   } else {
     char op[32];
-    if (!field(req, "op", op, sizeof op)) op[0] = 0;
+    if (!loom__ctl_field(req, "op", op, sizeof op)) op[0] = 0;
     if (!strcmp(op, "info")) answer_info(fd);
     else if (!strcmp(op, "trigger")) {
       if (answer_trigger(fd, req)) return; /* kept for the window's end */

@@ -6,6 +6,7 @@
  * (exact ns); flows as "s"/"f" pairs with "bp":"e"; processes and threads
  * named by "M" events.  Output is compact and written atomically.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,7 +90,7 @@ static void jint(jw *w, int64_t v) {
 
 static void jdouble(jw *w, double v) {
   char *d = loom__out_reserve(w->o, 40);
-  if (v != v || v == 1.0 / 0.0 || v == -1.0 / 0.0) {
+  if (!isfinite(v)) {
     memcpy(d, "null", 4); /* JSON has no NaN or infinity */
     w->o->len += 4;
     return;

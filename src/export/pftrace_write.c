@@ -319,6 +319,7 @@ static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
     /* one packet per series value */
     for (uint16_t k = 0; k < e->nargs; k++) {
       const loom__targ *a = &t->args[e->args_off + k];
+      if (a->type == LOOM_ARG_STRING) continue; /* not a number: its string id is no value */
       double v = a->type == LOOM_ARG_DOUBLE ? a->v.d : a->type == LOOM_ARG_UINT ? (double)a->v.u : (double)a->v.i;
       uint64_t uuid = counter_track(w, e, a->key);
       te->n = 0;

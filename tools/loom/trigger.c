@@ -281,9 +281,11 @@ static int seconds_ns(const char *flag, const char *v, int64_t *out) {
 
 static int steps_value(const char *flag, const char *v, long long lo, int64_t *out) {
   char *end;
+  errno = 0;
   long long n = strtoll(v, &end, 10);
-  if (end == v || *end || n < lo) {
-    fprintf(stderr, "loom trigger: %s takes a whole number >= %lld, not '%s'\n", flag, lo, v);
+  if (end == v || *end || errno || n < lo || n > 2147483647LL) { /* Kineto's int32 */
+    fprintf(stderr, "loom trigger: %s takes a whole number from %lld to 2147483647, not '%s'\n",
+            flag, lo, v);
     return -1;
   }
   *out = n;
