@@ -557,6 +557,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
       break;
     }
     offset += len;
+    if (!len) continue; /* an empty packet: nothing to read (and buf may be NULL) */
     pbr m = {buf, buf + len, 0};
     r.pkt_at = at;
     packet(&r, m);

@@ -195,9 +195,14 @@ grep -q "backend 'survbk' 200 records kept and 0 lost" "$W/bkchild.err" || fail 
 ok "forked child: its backend records kept"
 
 # 8. a process that writes its trace leaves no arena behind, and is not rebuilt
-"$LOOM" record -o "$W/ok/" -- sh -c 'true' 2>"$W/ok.err"
+# (the folders are named by the recorded process itself, from its environment)
+"$LOOM" record -o "$W/ok/" -- sh -c 'echo "$LOOM_RECORD_DIR"; echo "$LOOM_RECORD_ARENAS"' \
+  >"$W/ok.out" 2>"$W/ok.err"
 grep -q "rebuilt" "$W/ok.err" && fail "ok: a trace that was written was rebuilt"
-ls "${TMPDIR:-/tmp}"/loom-record-$$-* >/dev/null 2>&1 && fail "ok: session folder left"
+sdir=$(sed -n 1p "$W/ok.out"); adir=$(sed -n 2p "$W/ok.out")
+[ -n "$sdir" ] && [ -n "$adir" ] || fail "ok: the folders were not named: $(cat "$W/ok.out")"
+[ -e "$sdir" ] && fail "ok: session folder $sdir left"
+[ -e "$adir" ] && fail "ok: arenas folder $adir left"
 ok "normal exit: nothing rebuilt"
 
 # 9. the arenas live in tmpfs (LOOM_SHM_DIR, default /dev/shm), one folder
