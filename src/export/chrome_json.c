@@ -136,9 +136,9 @@ static void ts_field(jw *w, const char *key, size_t klen, int64_t ns) {
 }
 
 static void event(jw *w, const loom__ev *e, const loom__targ *args) {
-  int async = e->ph == LOOM__PH_ASYNC;
+  int async = e->ph == LOOM__PH_ASYNC, open = loom__ev_open_in_file(w->t, e, args);
   for (int pass = 0; pass < (async ? 2 : 1); pass++) {
-    char ph = async ? (pass ? 'e' : 'b') : (char)e->ph;
+    char ph = async ? (pass ? 'e' : 'b') : open ? 'B' : (char)e->ph;
     char head[] = "{\"ph\":\"X\",\"cat\":";
     head[7] = ph;
     loom__out_mem(w->o, head, sizeof head - 1);
@@ -147,7 +147,7 @@ static void event(jw *w, const loom__ev *e, const loom__targ *args) {
     jstr(w, e->name);
     pid_tid(w, e->track);
     ts_field(w, ",\"ts\":", 6, e->ts - w->base + (pass ? e->dur : 0));
-    if (e->ph == LOOM__PH_COMPLETE) ts_field(w, ",\"dur\":", 7, e->dur);
+    if (e->ph == LOOM__PH_COMPLETE && !open) ts_field(w, ",\"dur\":", 7, e->dur);
     if (e->ph == LOOM__PH_INSTANT) loom__out_lit(w->o, ",\"s\":\"t\"");
     if (async) {
       loom__out_lit(w->o, ",\"id\":");

@@ -92,4 +92,7 @@ enum {
 /* TrackDescriptor.description of a thread's tracks of overlapping slices. */
 #define PF_LANE_DESC "loom: slices overlapping their parent"
 
+/* A flow id the writer made unique (pftrace_write.c, pf_flow_ids). */
+#define PF_FLOW_DUP (1ull << 63)
+
 #endif

@@ -112,9 +112,11 @@ typedef struct rd {
   uint32_t ext_key, corr_key; /* interned "External id", "correlation" */
   uint32_t role_key;          /* interned "loom_role": becomes the event's marks */
   uint32_t json_key;          /* interned "loom_json": which arguments are JSON */
+  uint32_t unclosed_key;      /* interned "loom_unclosed": never ended in the trace read */
   int header_bad;             /* loom_header is not JSON (message set) */
   int role_unknown;           /* a loom_role word loom does not know was read */
   size_t flush_at;            /* streaming: flush when this many events are held */
+  uint64_t flows_over;        /* flow ends past PF_EVENT_FLOWS on one event: not kept */
   uint64_t wrong_wire;        /* packet fields of a wire type they cannot have: skipped */
   uint64_t wrong_at, pkt_at;  /* offset of the first such packet, of the current one */
   int oom;
@@ -210,12 +212,14 @@ static trk *event_track(rd *r, uint64_t uuid, trk **own) {
   return k && k->has_track ? k : NULL;
 }
 
+enum { PF_EVENT_FLOWS = 64 }; /* flows kept per event and way; more are counted */
+
 typedef struct te_fields {
   uint64_t type, uuid, name_iid, cat_iid;
   uint32_t name, cat;
   double dvalue;
   int has_value;
-  uint64_t flows_out[8], flows_in[8];
+  uint64_t flows_out[PF_EVENT_FLOWS], flows_in[PF_EVENT_FLOWS];
   int nout, nin;
 } te_fields;
 
@@ -256,6 +260,8 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
   else if (a.key == r->role_key && a.type == LOOM_ARG_STRING) {
     const char *val = loom__trace_cstr(r->t, a.v.s);
     e->flags |= (uint16_t)(loom__role_parse(val, strlen(val), &r->role_unknown) << LOOM__EV_ROLE_SHIFT);
+  } else if (a.key == r->unclosed_key && a.type == LOOM_ARG_INT) {
+    e->flags |= LOOM__EV_UNCLOSED;
   } else if (a.key == r->json_key && a.type == LOOM_ARG_STRING) {
     json_marks(r->t, e, loom__trace_cstr(r->t, a.v.s));
   } else if (loom__trace_add_arg(r->t, &a)) r->oom = 1;
@@ -283,8 +289,9 @@ static void track_event(rd *r, pbr m) {
     } else if (f == PF_TE_CATEGORIES && w == PB_LEN) x.cat = str_of(r, &sub);
     else if (f == PF_TE_DOUBLE_COUNTER_VALUE && w == PB_I64) memcpy(&x.dvalue, &v, 8), x.has_value = 1;
     else if (f == PF_TE_COUNTER_VALUE && w == PB_VARINT) x.dvalue = (double)(int64_t)v, x.has_value = 1;
-    else if (f == PF_TE_FLOW_IDS && x.nout < 8) x.flows_out[x.nout++] = v;
-    else if (f == PF_TE_TERMINATING_FLOW_IDS && x.nin < 8) x.flows_in[x.nin++] = v;
+    else if (f == PF_TE_FLOW_IDS && x.nout < PF_EVENT_FLOWS) x.flows_out[x.nout++] = v;
+    else if (f == PF_TE_TERMINATING_FLOW_IDS && x.nin < PF_EVENT_FLOWS) x.flows_in[x.nin++] = v;
+    else if (f == PF_TE_FLOW_IDS || f == PF_TE_TERMINATING_FLOW_IDS) r->flows_over++;
     else if (f == PF_TE_DEBUG_ANNOTATIONS && w == PB_LEN && nann < 64) ann[nann++] = sub;
   }
   trk *own;
@@ -488,7 +495,9 @@ static int finish(rd *r) {
     if (!id) continue;
     uint64_t *to = loom__map_get(&r->flow_dst, id);
     if (!to) continue;
-    loom__flow f = {(uint32_t)(r->flow_src.vals[i] - 1), (uint32_t)(*to - 1), id};
+    /* a shared id the writer made unique: back to the id */
+    uint64_t orig = id & PF_FLOW_DUP && id & 0xffffffffu ? id & 0xffffffffu : id;
+    loom__flow f = {(uint32_t)(r->flow_src.vals[i] - 1), (uint32_t)(*to - 1), orig};
     if (LOOM__PUSH(t->flows, t->nflows, t->cap_flows, f)) return -1;
   }
   loom__trace_close_open(t);
@@ -514,6 +523,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
     r.corr_key = loom__trace_str(r.t, "correlation");
     r.role_key = loom__trace_str(r.t, "loom_role");
     r.json_key = loom__trace_str(r.t, "loom_json");
+    r.unclosed_key = loom__trace_str(r.t, "loom_unclosed");
   }
   uint8_t *buf = NULL;
   size_t cap = 0;
@@ -568,6 +578,12 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
   if (st == LOOM_OK && offset == 0) st = loom__fail(LOOM_EFORMAT, "%s: empty file", path);
   if (st == LOOM_OK && r.role_unknown && loom__role_warning(r.t, path))
     st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  if (st == LOOM_OK && r.flows_over) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s: %llu flow ends past %d on one event were not kept", path,
+             (unsigned long long)r.flows_over, (int)PF_EVENT_FLOWS);
+    if (loom__trace_add_warning(r.t, msg)) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  }
   if (st == LOOM_OK && r.wrong_wire) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s: %llu packet fields with a wire type they cannot have were skipped "

@@ -120,6 +120,7 @@ typedef struct writer {
   int64_t last_ts;
   pb pkt, te, tmp, interned, names;
   int oom;
+  uint64_t *flow_id;   /* each flow's id in the file (pf_flow_ids) */
 } writer;
 
 static void emit_packet(writer *w, pb *pkt) {
@@ -360,10 +361,21 @@ static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
       annotation(w, te, a->key, a->type, a->v.i, a->v.u, a->v.d, a->v.s);
     }
     json_annotation(w, te, t->args + e->args_off, e->nargs);
+    if (g->what == E_BEGIN && e->ph == LOOM__PH_COMPLETE &&
+        loom__ev_open_in_file(t, e, e->nargs ? t->args + e->args_off : NULL)) {
+      /* begun and never ended in the trace read; Perfetto's end closes the
+       * innermost slice of a track, so the slice is ended (at its start) and
+       * marked for loom's reader */
+      pb *m = &w->names;
+      m->n = 0;
+      pb_str(m, PF_DA_NAME, "loom_unclosed");
+      pb_uint(m, PF_DA_INT, 1);
+      pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
+    }
     for (uint32_t f = flow_out_first[g->ev]; f != UINT32_MAX; f = flow_out[f])
-      pb_fixed64(te, PF_TE_FLOW_IDS, t->flows[f].id);
+      pb_fixed64(te, PF_TE_FLOW_IDS, w->flow_id[f]);
     for (uint32_t f = flow_in_first[g->ev]; f != UINT32_MAX; f = flow_in[f])
-      pb_fixed64(te, PF_TE_TERMINATING_FLOW_IDS, t->flows[f].id);
+      pb_fixed64(te, PF_TE_TERMINATING_FLOW_IDS, w->flow_id[f]);
   }
   pb_uint(&w->pkt, PF_PKT_TIMESTAMP, (uint64_t)(g->ts - w->last_ts));
   w->last_ts = g->ts;
@@ -600,6 +612,28 @@ static void clock_snapshot(writer *w, int64_t t0) {
   w->last_ts = t0;
 }
 
+/* Perfetto links a flow id's ends pairwise, so flows that share an id
+ * (Kineto's, one start and several ends) need their own ids in the file:
+ * the first flow of an id keeps it, a later one is written as
+ * PF_FLOW_DUP | (its index + 1) << 32 | the id (ids below 2^32; a larger
+ * shared id gets the index alone), which the reader turns back. */
+static uint64_t *pf_flow_ids(const loom_trace *t) {
+  uint64_t *ids = malloc((t->nflows + 1) * sizeof *ids);
+  loom__map seen;
+  memset(&seen, 0, sizeof seen);
+  for (size_t f = 0; ids && f < t->nflows; f++) {
+    uint64_t id = t->flows[f].id;
+    if (!loom__map_get(&seen, id) && !(id & PF_FLOW_DUP)) {
+      if (loom__map_put(&seen, id, 1)) { free(ids); ids = NULL; break; }
+      ids[f] = id;
+    } else {
+      ids[f] = PF_FLOW_DUP | (uint64_t)(f + 1) << 32 | (id >> 32 ? 0 : id);
+    }
+  }
+  loom__map_free(&seen);
+  return ids;
+}
+
 /* Chains the flows leaving (and entering) each event: first[ev] -> flow,
  * next[flow] -> flow, UINT32_MAX ends. */
 static int chain_flows(const loom_trace *t, uint32_t **out_first, uint32_t **out_next,
@@ -640,6 +674,7 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
   memset(&m, 0, sizeof m);
   loom_status st = LOOM_OK;
   if (!w.seen_name || !w.seen_cat || !w.seen_arg || !w.track_uuid ||
+      !(w.flow_id = pf_flow_ids(t)) ||
       chain_flows(t, &of, &on, &inf, &inn) || make_edges(&w, &m, &g))
     st = loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
   loom__out o;
@@ -673,6 +708,7 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
   free(w.seen_cat);
   free(w.seen_arg);
   free(w.track_uuid);
+  free(w.flow_id);
   free(w.pkt.p);
   free(w.te.p);
   free(w.tmp.p);

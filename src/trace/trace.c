@@ -314,6 +314,13 @@ void loom__trace_close_open(loom_trace *t) {
       t->ev[i].flags = (uint16_t)((t->ev[i].flags & ~LOOM__EV_OPEN) | LOOM__EV_UNCLOSED);
 }
 
+int loom__ev_open_in_file(const loom_trace *t, const loom__ev *e, const loom__targ *args) {
+  if (e->ph != LOOM__PH_COMPLETE || !(e->flags & LOOM__EV_UNCLOSED) || e->dur) return 0;
+  for (uint32_t i = 0; i < e->nargs; i++)
+    if (!strcmp(loom__trace_cstr(t, args[i].key), "unclosed")) return 0;
+  return 1;
+}
+
 int loom__trace_stream_flush(loom_trace *t, const loom__sink *sink, size_t **keep, size_t nkeep) {
   if (nkeep > 1) qsort(keep, nkeep, sizeof *keep, cmp_keep);
   size_t nev = 0, nargs = 0, k = 0;

