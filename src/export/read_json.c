@@ -1060,7 +1060,7 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, const loom
   }
   if (!map) buf = malloc(CHUNK);
   uint64_t offset = 0, dropped = 0, strings_seen = 1;
-  size_t chunk = CHUNK / 2;
+  size_t chunk = CHUNK / 2, gzcap = CHUNK;
   loom_status st = map || buf ? LOOM_OK : LOOM_ENOMEM;
   int n = 0;
   while (st == LOOM_OK) {
@@ -1074,7 +1074,15 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, const loom
       n = (int)(left < chunk ? left : chunk);
       buf = map + offset;
     } else {
-      n = gzread(f, buf, CHUNK);
+      /* the same for compressed input: a chunk that ended no string
+       * doubles the buffer the next one is read into */
+      size_t want = r.nstrings != strings_seen ? gzcap : gzcap < (1u << 30) ? 2 * gzcap : gzcap;
+      strings_seen = r.nstrings;
+      if (want > gzcap) {
+        unsigned char *nb = realloc(buf, want);
+        if (nb) buf = nb, gzcap = want;
+      }
+      n = gzread(f, buf, (unsigned)gzcap);
     }
     if (n <= 0) break;
     if (map && offset >= dropped + (4u << 20)) { /* parsed pages leave our RSS */
