@@ -360,9 +360,9 @@ static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
       const loom__targ *a = &t->args[e->args_off + k];
       annotation(w, te, a->key, a->type, a->v.i, a->v.u, a->v.d, a->v.s);
     }
-    json_annotation(w, te, t->args + e->args_off, e->nargs);
-    if (g->what == E_BEGIN && e->ph == LOOM__PH_COMPLETE &&
-        loom__ev_open_in_file(t, e, e->nargs ? t->args + e->args_off : NULL)) {
+    const loom__targ *args = e->nargs ? t->args + e->args_off : NULL; /* NULL + 0 is UB */
+    if (args) json_annotation(w, te, args, e->nargs);
+    if (g->what == E_BEGIN && e->ph == LOOM__PH_COMPLETE && loom__ev_open_in_file(t, e, args)) {
       /* begun and never ended in the trace read; Perfetto's end closes the
        * innermost slice of a track, so the slice is ended (at its start) and
        * marked for loom's reader */
