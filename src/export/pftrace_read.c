@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <yajl/yajl_parse.h>
 
 #include "core/core.h"
 #include "export/pftrace.h"
@@ -225,12 +226,26 @@ typedef struct te_fields {
 
 /* "loom_json" (written after the arguments): the positions of e's
  * arguments that hold JSON text, "0,3". */
+/* Whether s is one JSON value (yajl, no callbacks). */
+static int is_json(const char *s) {
+  yajl_handle y = yajl_alloc(NULL, NULL, NULL);
+  if (!y) return 0;
+  int ok = yajl_parse(y, (const unsigned char *)s, strlen(s)) == yajl_status_ok &&
+           yajl_complete_parse(y) == yajl_status_ok;
+  yajl_free(y);
+  return ok;
+}
+
 static void json_marks(loom_trace *t, const loom__ev *e, const char *s) {
   while (*s) {
     char *end;
     unsigned long i = strtoul(s, &end, 10);
     if (end == s) return;
-    if (i < e->nargs) t->args[e->args_off + i].json = 1;
+    /* only a string that is JSON: a file could mark any text, and the JSON
+     * writer copies a JSON argument as it is */
+    if (i < e->nargs && t->args[e->args_off + i].type == LOOM_ARG_STRING &&
+        is_json(loom__trace_cstr(t, t->args[e->args_off + i].v.s)))
+      t->args[e->args_off + i].json = 1;
     s = *end == ',' ? end + 1 : end;
   }
 }
