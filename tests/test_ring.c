@@ -386,7 +386,9 @@ static void test_bad_options(void **state) {
   (void)state;
   const char *bad[] = {"mode=circular", "slow_step=3", "mode=ring,slow_step=1",
                        "mode=ring,ring_size=1", "mode=ring,slow_step_warmup=0",
-                       "mode=ring,dump_cooldown=-1", "ring_size=1m", "mode=ring,slow_range=x",
+                       "mode=ring,dump_cooldown=-1", "mode=ring,dump_cooldown=nan",
+                       "mode=ring,slow_step=inf", "mode=ring,slow_step_warmup=nan",
+                       "mode=ring,slow_range=x:nan", "ring_size=1m", "mode=ring,slow_range=x",
                        "mode=ring,slow_range=x:0", "slow_range=x:5"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu", .options = bad[i]};

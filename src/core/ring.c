@@ -14,6 +14,7 @@
  * thread of their own, so the program's thread only pays for noticing.
  */
 #define _GNU_SOURCE
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,7 +57,7 @@ static loom_status bad(const char *key, const char *v, const char *want) {
 static int parse_double(const char *v, double *out) {
   char *e;
   *out = strtod(v, &e);
-  return e == v || *e;
+  return e == v || *e || !isfinite(*out); /* "nan" and "inf" are not values here */
 }
 
 /* slow_range=NAME:MS (the last ':' separates them). */
@@ -104,13 +105,13 @@ static loom_status configure(loom_session *s) {
                                   "the running median dumps the ring)");
   if ((v = opt(s, "slow_step_warmup"))) {
     double d;
-    if (parse_double(v, &d) || d < 1 || d > 1e9 || d != (double)(uint64_t)d)
+    if (parse_double(v, &d) || !(d >= 1 && d <= 1e9) || d != (double)(uint64_t)d)
       return bad("slow_step_warmup", v, "a whole number of steps of at least 1");
     w.warmup = (uint64_t)d;
   }
   if ((v = opt(s, "dump_cooldown"))) {
     double d;
-    if (parse_double(v, &d) || d < 0 || d > 1e9)
+    if (parse_double(v, &d) || !(d >= 0 && d <= 1e9))
       return bad("dump_cooldown", v, "seconds (0 or more) between two slow-step dumps");
     w.cooldown_ns = (int64_t)(d * 1e9);
   }

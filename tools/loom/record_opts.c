@@ -5,6 +5,7 @@
  * line.  Values of window options are checked here, so a mistake is told
  * before the program starts.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,11 +85,11 @@ static int check_value(const struct sopt *s, const char *v) {
             s->flag, v);
   } else if (s->kind == V_FACTOR) {
     double d = strtod(v, &end);
-    if (end != v && !*end && d > 1) return 0;
+    if (end != v && !*end && d > 1 && isfinite(d)) return 0;
     fprintf(stderr, "loom record: %s takes a factor above 1, not '%s'\n", s->flag, v);
   } else {
     double d = strtod(v, &end);
-    if (end != v && !*end && d >= 0) return 0;
+    if (end != v && !*end && d >= 0 && isfinite(d)) return 0;
     fprintf(stderr, "loom record: %s takes a number of seconds (0 or more), not '%s'\n", s->flag,
             v);
   }
