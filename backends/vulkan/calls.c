@@ -1,0 +1,192 @@
+/*
+ * calls.c - host calls recorded as runtime records (waits as sync records),
+ * and the objects the layer follows to name and describe device work:
+ * pipelines (entry point or debug-utils name), shader modules, buffers and
+ * the memory bound to them (for copy directions), queue names.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk.h"
+
+#define RECORDING() atomic_load_explicit(&vk_recording, memory_order_relaxed)
+
+static VkResult VKAPI_CALL L_QueueWaitIdle(VkQueue q) {
+  vk_dev *d = vk_dev_of(q);
+  if (!RECORDING()) return d->f.QueueWaitIdle(q);
+  uint64_t t0 = vk_now();
+  VkResult rc = d->f.QueueWaitIdle(q);
+  vk_call(VK_NAME("vkQueueWaitIdle"), t0, LOOM_KIND_SYNC, 0, 0);
+  vk_harvest(d, 0);
+  return rc;
+}
+
+static VkResult VKAPI_CALL L_DeviceWaitIdle(VkDevice dev) {
+  vk_dev *d = vk_dev_of(dev);
+  if (!RECORDING()) return d->f.DeviceWaitIdle(dev);
+  uint64_t t0 = vk_now();
+  VkResult rc = d->f.DeviceWaitIdle(dev);
+  vk_call(VK_NAME("vkDeviceWaitIdle"), t0, LOOM_KIND_SYNC, 0, 0);
+  vk_harvest(d, 0);
+  return rc;
+}
+
+static VkResult VKAPI_CALL L_WaitForFences(VkDevice dev, uint32_t n, const VkFence *f, VkBool32 all,
+                                           uint64_t timeout) {
+  vk_dev *d = vk_dev_of(dev);
+  if (!RECORDING()) return d->f.WaitForFences(dev, n, f, all, timeout);
+  uint64_t t0 = vk_now();
+  VkResult rc = d->f.WaitForFences(dev, n, f, all, timeout);
+  vk_call(VK_NAME("vkWaitForFences"), t0, LOOM_KIND_SYNC, 0, 0);
+  vk_harvest(d, 0);
+  return rc;
+}
+
+static VkResult VKAPI_CALL L_CreateComputePipelines(VkDevice dev, VkPipelineCache cache, uint32_t n,
+                                                    const VkComputePipelineCreateInfo *ci,
+                                                    const VkAllocationCallbacks *a, VkPipeline *out) {
+  vk_dev *d = vk_dev_of(dev);
+  uint64_t t0 = vk_now();
+  VkResult rc = d->f.CreateComputePipelines(dev, cache, n, ci, a, out);
+  if (rc < 0 && rc != VK_PIPELINE_COMPILE_REQUIRED) return rc;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!out[i]) continue;
+    const char *entry = ci[i].stage.pName ? ci[i].stage.pName : "main";
+    pthread_mutex_lock(&d->mu);
+    uint32_t mod = (uint32_t)(uintptr_t)vk_map_get(&d->modules, VK_KEY(ci[i].stage.module));
+    pthread_mutex_unlock(&d->mu);
+    /* "main" says nothing: a module's debug name says more */
+    uint32_t name = mod && !strcmp(entry, "main") ? mod : vk_intern(entry);
+    pthread_mutex_lock(&d->mu);
+    vk_map_put(&d->pipelines, VK_KEY(out[i]), (void *)(uintptr_t)name);
+    pthread_mutex_unlock(&d->mu);
+  }
+  if (RECORDING()) vk_call(VK_NAME("vkCreateComputePipelines"), t0, LOOM_KIND_RUNTIME, 0, 0);
+  return rc;
+}
+
+static void VKAPI_CALL L_DestroyPipeline(VkDevice dev, VkPipeline p, const VkAllocationCallbacks *a) {
+  vk_dev *d = vk_dev_of(dev);
+  pthread_mutex_lock(&d->mu);
+  vk_map_del(&d->pipelines, VK_KEY(p));
+  pthread_mutex_unlock(&d->mu);
+  d->f.DestroyPipeline(dev, p, a);
+}
+
+static VkResult VKAPI_CALL L_CreateShaderModule(VkDevice dev, const VkShaderModuleCreateInfo *ci,
+                                                const VkAllocationCallbacks *a, VkShaderModule *out) {
+  vk_dev *d = vk_dev_of(dev);
+  if (!RECORDING()) return d->f.CreateShaderModule(dev, ci, a, out);
+  uint64_t t0 = vk_now();
+  VkResult rc = d->f.CreateShaderModule(dev, ci, a, out);
+  vk_call(VK_NAME("vkCreateShaderModule"), t0, LOOM_KIND_RUNTIME, 0, 0);
+  return rc;
+}
+
+static VkResult VKAPI_CALL L_AllocateMemory(VkDevice dev, const VkMemoryAllocateInfo *ai,
+                                            const VkAllocationCallbacks *a, VkDeviceMemory *out) {
+  vk_dev *d = vk_dev_of(dev);
+  uint64_t t0 = vk_now();
+  VkResult rc = d->f.AllocateMemory(dev, ai, a, out);
+  if (rc != VK_SUCCESS) return rc;
+  vk_mem *m = calloc(1, sizeof *m);
+  if (m) {
+    m->flags = ai->memoryTypeIndex < d->mem.memoryTypeCount
+                   ? d->mem.memoryTypes[ai->memoryTypeIndex].propertyFlags : 0;
+    pthread_mutex_lock(&d->mu);
+    if (vk_map_put(&d->memory, VK_KEY(*out), m)) free(m);
+    pthread_mutex_unlock(&d->mu);
+  }
+  if (RECORDING()) vk_call(VK_NAME("vkAllocateMemory"), t0, LOOM_KIND_RUNTIME, 0, 0);
+  return rc;
+}
+
+static void VKAPI_CALL L_FreeMemory(VkDevice dev, VkDeviceMemory mem, const VkAllocationCallbacks *a) {
+  vk_dev *d = vk_dev_of(dev);
+  pthread_mutex_lock(&d->mu);
+  free(vk_map_del(&d->memory, VK_KEY(mem)));
+  pthread_mutex_unlock(&d->mu);
+  d->f.FreeMemory(dev, mem, a);
+}
+
+static VkResult VKAPI_CALL L_MapMemory(VkDevice dev, VkDeviceMemory mem, VkDeviceSize off, VkDeviceSize size,
+                                       VkMemoryMapFlags fl, void **p) {
+  vk_dev *d = vk_dev_of(dev);
+  VkResult rc = d->f.MapMemory(dev, mem, off, size, fl, p);
+  pthread_mutex_lock(&d->mu);
+  vk_mem *m = rc == VK_SUCCESS ? vk_map_get(&d->memory, VK_KEY(mem)) : NULL;
+  if (m) m->mapped = 1;
+  pthread_mutex_unlock(&d->mu);
+  return rc;
+}
+
+static VkResult VKAPI_CALL L_CreateBuffer(VkDevice dev, const VkBufferCreateInfo *ci,
+                                          const VkAllocationCallbacks *a, VkBuffer *out) {
+  vk_dev *d = vk_dev_of(dev);
+  VkResult rc = d->f.CreateBuffer(dev, ci, a, out);
+  vk_buf *b = rc == VK_SUCCESS ? calloc(1, sizeof *b) : NULL;
+  if (!b) return rc;
+  b->size = ci->size;
+  pthread_mutex_lock(&d->mu);
+  if (vk_map_put(&d->buffers, VK_KEY(*out), b)) free(b);
+  pthread_mutex_unlock(&d->mu);
+  return rc;
+}
+
+static void VKAPI_CALL L_DestroyBuffer(VkDevice dev, VkBuffer buf, const VkAllocationCallbacks *a) {
+  vk_dev *d = vk_dev_of(dev);
+  pthread_mutex_lock(&d->mu);
+  free(vk_map_del(&d->buffers, VK_KEY(buf)));
+  pthread_mutex_unlock(&d->mu);
+  d->f.DestroyBuffer(dev, buf, a);
+}
+
+static void bound(vk_dev *d, VkBuffer buf, VkDeviceMemory mem) {
+  pthread_mutex_lock(&d->mu);
+  vk_buf *b = vk_map_get(&d->buffers, VK_KEY(buf));
+  if (b) b->mem = mem;
+  pthread_mutex_unlock(&d->mu);
+}
+
+static VkResult VKAPI_CALL L_BindBufferMemory(VkDevice dev, VkBuffer buf, VkDeviceMemory mem, VkDeviceSize off) {
+  vk_dev *d = vk_dev_of(dev);
+  VkResult rc = d->f.BindBufferMemory(dev, buf, mem, off);
+  if (rc == VK_SUCCESS) bound(d, buf, mem);
+  return rc;
+}
+
+static VkResult VKAPI_CALL L_BindBufferMemory2(VkDevice dev, uint32_t n, const VkBindBufferMemoryInfo *bi) {
+  vk_dev *d = vk_dev_of(dev);
+  VkResult rc = d->f.BindBufferMemory2(dev, n, bi);
+  for (uint32_t i = 0; rc == VK_SUCCESS && i < n; i++) bound(d, bi[i].buffer, bi[i].memory);
+  return rc;
+}
+
+static VkResult VKAPI_CALL L_SetDebugUtilsObjectNameEXT(VkDevice dev, const VkDebugUtilsObjectNameInfoEXT *ni) {
+  vk_dev *d = vk_dev_of(dev);
+  VkResult rc = d->f.SetDebugUtilsObjectNameEXT(dev, ni);
+  if (!ni->pObjectName || !*ni->pObjectName) return rc;
+  vk_map *m = ni->objectType == VK_OBJECT_TYPE_PIPELINE ? &d->pipelines
+            : ni->objectType == VK_OBJECT_TYPE_SHADER_MODULE ? &d->modules : NULL;
+  uint32_t name = vk_intern(ni->pObjectName);
+  if (ni->objectType == VK_OBJECT_TYPE_QUEUE) {
+    vk_queue *q = vk_queue_of((VkQueue)(uintptr_t)ni->objectHandle);
+    if (q) q->name = name;
+  }
+  pthread_mutex_lock(&d->mu);
+  if (m && name) vk_map_put(m, ni->objectHandle, (void *)(uintptr_t)name);
+  pthread_mutex_unlock(&d->mu);
+  return rc;
+}
+
+PFN_vkVoidFunction vk_call_proc(const char *name) {
+#define P(n) if (!strcmp(name, "vk" #n)) return (PFN_vkVoidFunction)L_##n;
+  P(QueueWaitIdle) P(DeviceWaitIdle) P(WaitForFences) P(CreateComputePipelines) P(DestroyPipeline)
+  P(CreateShaderModule) P(AllocateMemory) P(FreeMemory) P(MapMemory) P(CreateBuffer) P(DestroyBuffer)
+  P(BindBufferMemory) P(BindBufferMemory2) P(SetDebugUtilsObjectNameEXT)
+#undef P
+  if (!strcmp(name, "vkQueueSubmit")) return (PFN_vkVoidFunction)vk_QueueSubmit;
+  if (!strcmp(name, "vkBindBufferMemory2KHR")) return (PFN_vkVoidFunction)L_BindBufferMemory2;
+  return NULL;
+}

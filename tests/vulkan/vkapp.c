@@ -1,0 +1,290 @@
+/*
+ * vkapp.c - an ordinary Vulkan compute program (it knows nothing of loom),
+ * recorded by tests/test_vulkan.c.  Three shaders (scale, offset, mix,
+ * compiled from GLSL by glslangValidator at build time, SHADER_DIR), one
+ * queue per queue the compute family offers (up to two), debug-utils labels
+ * when VK_EXT_debug_utils is there.
+ *
+ *   vkapp [ROUNDS]
+ *
+ * Submission 1 (cb1): label "upload" { copy staging -> A, fill B }, barrier,
+ *   label "scale" { dispatch scale }.
+ * Submissions 2..ROUNDS+1: cb2 submitted again each round (fence wait):
+ *   label "round" { dispatch offset, barrier, dispatch mix }, barrier,
+ *   copy B -> staging.  With two queues, odd rounds go to the second (its
+ *   own copy of cb2, from its own pool when the family differs: not here).
+ * Last submission (cb3, vkQueueWaitIdle): a secondary command buffer with a
+ *   dispatch of scale, barrier, copy B -> staging.
+ * Per round it prints a checksum of the staging buffer; the output depends
+ * only on ROUNDS.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vulkan/vulkan.h>
+
+#define N 4096u
+#define CHECK(x)                                                          \
+  do {                                                                    \
+    VkResult r_ = (x);                                                    \
+    if (r_ != VK_SUCCESS) {                                               \
+      fprintf(stderr, "vkapp: %s failed: %d\n", #x, (int)r_);             \
+      exit(2);                                                            \
+    }                                                                     \
+  } while (0)
+
+static VkDevice dev;
+static PFN_vkCmdBeginDebugUtilsLabelEXT begin_label;
+static PFN_vkCmdEndDebugUtilsLabelEXT end_label;
+
+static void label(VkCommandBuffer cb, const char *name) {
+  if (!begin_label) return;
+  VkDebugUtilsLabelEXT l = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT, .pLabelName = name};
+  begin_label(cb, &l);
+}
+static void unlabel(VkCommandBuffer cb) {
+  if (end_label) end_label(cb);
+}
+
+static VkShaderModule shader(const char *name) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.spv", SHADER_DIR, name);
+  FILE *f = fopen(path, "rb");
+  if (!f) { fprintf(stderr, "vkapp: cannot open %s\n", path); exit(2); }
+  static uint32_t code[16384];
+  size_t n = fread(code, 1, sizeof code, f);
+  fclose(f);
+  VkShaderModuleCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = n, .pCode = code};
+  VkShaderModule m;
+  CHECK(vkCreateShaderModule(dev, &ci, NULL, &m));
+  return m;
+}
+
+static void barrier(VkCommandBuffer cb) {
+  VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                         VK_ACCESS_TRANSFER_READ_BIT};
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
+                       NULL, 0, NULL);
+}
+
+static VkPipelineLayout layout;
+static VkDescriptorSet set;
+
+static void dispatch(VkCommandBuffer cb, VkPipeline p) {
+  uint32_t n = N;
+  vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p);
+  vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, NULL);
+  vkCmdPushConstants(cb, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof n, &n);
+  vkCmdDispatch(cb, N / 64, 1, 1);
+}
+
+static uint32_t memtype(VkPhysicalDevice pd, uint32_t bits, VkMemoryPropertyFlags want) {
+  VkPhysicalDeviceMemoryProperties mp;
+  vkGetPhysicalDeviceMemoryProperties(pd, &mp);
+  for (uint32_t i = 0; i < mp.memoryTypeCount; i++)
+    if ((bits & (1u << i)) && (mp.memoryTypes[i].propertyFlags & want) == want) return i;
+  fprintf(stderr, "vkapp: no memory type\n");
+  exit(2);
+}
+
+static VkBuffer buffer(VkPhysicalDevice pd, VkMemoryPropertyFlags want, VkDeviceMemory *mem) {
+  VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = N * 4,
+                           .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                    VK_BUFFER_USAGE_TRANSFER_DST_BIT};
+  VkBuffer b;
+  CHECK(vkCreateBuffer(dev, &bi, NULL, &b));
+  VkMemoryRequirements mr;
+  vkGetBufferMemoryRequirements(dev, b, &mr);
+  VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = mr.size,
+                             .memoryTypeIndex = memtype(pd, mr.memoryTypeBits, want)};
+  CHECK(vkAllocateMemory(dev, &ai, NULL, mem));
+  CHECK(vkBindBufferMemory(dev, b, *mem, 0));
+  return b;
+}
+
+static uint64_t checksum(const uint32_t *v) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t i = 0; i < N; i++) h = (h ^ v[i]) * 1099511628211ull;
+  return h;
+}
+
+int main(int argc, char **argv) {
+  int rounds = argc > 1 ? atoi(argv[1]) : 3;
+  VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "vkapp",
+                           .apiVersion = VK_API_VERSION_1_2};
+  const char *ext[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
+  uint32_t next = 0;
+  vkEnumerateInstanceExtensionProperties(NULL, &next, NULL);
+  VkExtensionProperties *ep = calloc(next + 1, sizeof *ep);
+  vkEnumerateInstanceExtensionProperties(NULL, &next, ep);
+  int debug = 0;
+  for (uint32_t i = 0; i < next; i++) debug |= !strcmp(ep[i].extensionName, ext[0]);
+  free(ep);
+  VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app,
+                              .enabledExtensionCount = debug ? 1 : 0, .ppEnabledExtensionNames = ext};
+  VkInstance inst;
+  VkResult rc = vkCreateInstance(&ici, NULL, &inst);
+  if (rc != VK_SUCCESS) {
+    printf("no Vulkan (vkCreateInstance: %d)\n", (int)rc);
+    return 0;
+  }
+  uint32_t npd = 1;
+  VkPhysicalDevice pd = VK_NULL_HANDLE;
+  rc = vkEnumeratePhysicalDevices(inst, &npd, &pd);
+  if ((rc != VK_SUCCESS && rc != VK_INCOMPLETE) || !npd) {
+    printf("no Vulkan device\n");
+    vkDestroyInstance(inst, NULL);
+    return 0;
+  }
+  if (debug) {
+    begin_label = (PFN_vkCmdBeginDebugUtilsLabelEXT)vkGetInstanceProcAddr(inst, "vkCmdBeginDebugUtilsLabelEXT");
+    end_label = (PFN_vkCmdEndDebugUtilsLabelEXT)vkGetInstanceProcAddr(inst, "vkCmdEndDebugUtilsLabelEXT");
+  }
+  uint32_t nf = 8, fam = UINT32_MAX;
+  VkQueueFamilyProperties qf[8];
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &nf, qf);
+  for (uint32_t i = 0; i < nf && fam == UINT32_MAX; i++)
+    if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) fam = i;
+  uint32_t nq = qf[fam].queueCount >= 2 ? 2 : 1;
+  float prio[2] = {1, 1};
+  VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = fam,
+                                 .queueCount = nq, .pQueuePriorities = prio};
+  VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
+                            .pQueueCreateInfos = &qci};
+  CHECK(vkCreateDevice(pd, &dci, NULL, &dev));
+  VkQueue q[2];
+  for (uint32_t i = 0; i < nq; i++) vkGetDeviceQueue(dev, fam, i, &q[i]);
+
+  VkDeviceMemory ms, ma, mb;
+  VkBuffer s = buffer(pd, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, &ms);
+  VkBuffer a = buffer(pd, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &ma);
+  VkBuffer b = buffer(pd, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &mb);
+  uint32_t *host;
+  CHECK(vkMapMemory(dev, ms, 0, N * 4, 0, (void **)&host));
+  for (uint32_t i = 0; i < N; i++) host[i] = i * 7u + 1u;
+
+  VkDescriptorSetLayoutBinding bind[2] = {
+      {.binding = 0, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 1,
+       .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT},
+      {.binding = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 1,
+       .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT}};
+  VkDescriptorSetLayoutCreateInfo dl = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                        .bindingCount = 2, .pBindings = bind};
+  VkDescriptorSetLayout dsl;
+  CHECK(vkCreateDescriptorSetLayout(dev, &dl, NULL, &dsl));
+  VkPushConstantRange pcr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = 4};
+  VkPipelineLayoutCreateInfo pl = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1,
+                                   .pSetLayouts = &dsl, .pushConstantRangeCount = 1, .pPushConstantRanges = &pcr};
+  CHECK(vkCreatePipelineLayout(dev, &pl, NULL, &layout));
+  VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 2};
+  VkDescriptorPoolCreateInfo dp = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 1,
+                                   .poolSizeCount = 1, .pPoolSizes = &ps};
+  VkDescriptorPool dpool;
+  CHECK(vkCreateDescriptorPool(dev, &dp, NULL, &dpool));
+  VkDescriptorSetAllocateInfo dsa = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                     .descriptorPool = dpool, .descriptorSetCount = 1, .pSetLayouts = &dsl};
+  CHECK(vkAllocateDescriptorSets(dev, &dsa, &set));
+  VkDescriptorBufferInfo dbi[2] = {{a, 0, VK_WHOLE_SIZE}, {b, 0, VK_WHOLE_SIZE}};
+  VkWriteDescriptorSet w = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set, .descriptorCount = 2,
+                            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = dbi};
+  vkUpdateDescriptorSets(dev, 1, &w, 0, NULL);
+
+  const char *names[3] = {"scale", "offset", "mix"};
+  VkComputePipelineCreateInfo pci[3];
+  VkShaderModule mods[3];
+  for (int i = 0; i < 3; i++) {
+    mods[i] = shader(names[i]);
+    pci[i] = (VkComputePipelineCreateInfo){
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, .layout = layout,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = mods[i], .pName = names[i]}};
+  }
+  VkPipeline pipe[3];
+  CHECK(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 3, pci, NULL, pipe));
+
+  VkCommandPoolCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, .queueFamilyIndex = fam,
+                                 .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT};
+  VkCommandPool pool;
+  CHECK(vkCreateCommandPool(dev, &cpi, NULL, &pool));
+  VkCommandBuffer cb[4], sec;
+  VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = pool,
+                                     .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 4};
+  CHECK(vkAllocateCommandBuffers(dev, &cai, cb));
+  cai.level = VK_COMMAND_BUFFER_LEVEL_SECONDARY;
+  cai.commandBufferCount = 1;
+  CHECK(vkAllocateCommandBuffers(dev, &cai, &sec));
+  VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  VkBufferCopy all = {0, 0, N * 4};
+
+  /* cb1: upload, fill, scale */
+  CHECK(vkBeginCommandBuffer(cb[0], &bi));
+  label(cb[0], "upload");
+  vkCmdCopyBuffer(cb[0], s, a, 1, &all);
+  vkCmdFillBuffer(cb[0], b, 0, VK_WHOLE_SIZE, 0);
+  unlabel(cb[0]);
+  barrier(cb[0]);
+  label(cb[0], "scale");
+  dispatch(cb[0], pipe[0]);
+  unlabel(cb[0]);
+  CHECK(vkEndCommandBuffer(cb[0]));
+  /* cb2 (and cb[2], its twin for the second queue): a round */
+  for (uint32_t k = 1; k <= nq; k++) {
+    CHECK(vkBeginCommandBuffer(cb[k], &bi));
+    label(cb[k], "round");
+    dispatch(cb[k], pipe[1]);
+    barrier(cb[k]);
+    dispatch(cb[k], pipe[2]);
+    unlabel(cb[k]);
+    barrier(cb[k]);
+    vkCmdCopyBuffer(cb[k], b, s, 1, &all);
+    CHECK(vkEndCommandBuffer(cb[k]));
+  }
+  /* sec, run from cb3 */
+  VkCommandBufferInheritanceInfo inh = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
+  VkCommandBufferBeginInfo sbi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, .pInheritanceInfo = &inh};
+  CHECK(vkBeginCommandBuffer(sec, &sbi));
+  dispatch(sec, pipe[0]);
+  CHECK(vkEndCommandBuffer(sec));
+  CHECK(vkBeginCommandBuffer(cb[3], &bi));
+  vkCmdExecuteCommands(cb[3], 1, &sec);
+  barrier(cb[3]);
+  vkCmdCopyBuffer(cb[3], b, s, 1, &all);
+  CHECK(vkEndCommandBuffer(cb[3]));
+
+  VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence fence;
+  CHECK(vkCreateFence(dev, &fi, NULL, &fence));
+  VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb[0]};
+  CHECK(vkQueueSubmit(q[0], 1, &si, fence));
+  CHECK(vkWaitForFences(dev, 1, &fence, VK_TRUE, UINT64_MAX));
+  for (int r = 0; r < rounds; r++) {
+    uint32_t k = nq == 2 ? (uint32_t)(r % 2) : 0;
+    CHECK(vkResetFences(dev, 1, &fence));
+    si.pCommandBuffers = &cb[1 + k];
+    CHECK(vkQueueSubmit(q[k], 1, &si, fence));
+    CHECK(vkWaitForFences(dev, 1, &fence, VK_TRUE, UINT64_MAX));
+    printf("round %d: %016llx\n", r, (unsigned long long)checksum(host));
+  }
+  si.pCommandBuffers = &cb[3];
+  CHECK(vkQueueSubmit(q[0], 1, &si, VK_NULL_HANDLE));
+  CHECK(vkQueueWaitIdle(q[0]));
+  printf("final: %016llx (queues %u)\n", (unsigned long long)checksum(host), nq);
+
+  vkDestroyFence(dev, fence, NULL);
+  vkDestroyCommandPool(dev, pool, NULL);
+  for (int i = 0; i < 3; i++) vkDestroyPipeline(dev, pipe[i], NULL), vkDestroyShaderModule(dev, mods[i], NULL);
+  vkDestroyDescriptorPool(dev, dpool, NULL);
+  vkDestroyPipelineLayout(dev, layout, NULL);
+  vkDestroyDescriptorSetLayout(dev, dsl, NULL);
+  vkUnmapMemory(dev, ms);
+  VkBuffer bufs[3] = {s, a, b};
+  VkDeviceMemory mems[3] = {ms, ma, mb};
+  for (int i = 0; i < 3; i++) vkDestroyBuffer(dev, bufs[i], NULL), vkFreeMemory(dev, mems[i], NULL);
+  vkDestroyDevice(dev, NULL);
+  vkDestroyInstance(inst, NULL);
+  return 0;
+}
