@@ -19,6 +19,10 @@ pkgs="$pkgs openmpi-bin libopenmpi-dev"
 # The clang build of scripts/test.sh (ASan + the complete UBSan) and the
 # libFuzzer programs (tests/fuzz): libclang-rt-14-dev ships libclang_rt.fuzzer.
 pkgs="$pkgs clang-14 libclang-rt-14-dev"
+# Vulkan backend (a layer built against the Vulkan headers) and its test:
+# the loader, Mesa's lavapipe (a CPU Vulkan driver), glslangValidator for the
+# test's GLSL shaders, vulkaninfo to look at what the driver offers.
+pkgs="$pkgs libvulkan-dev libvulkan1 mesa-vulkan-drivers glslang-tools vulkan-tools"
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 missing=""

@@ -193,7 +193,7 @@ static int try_emit(vk_dev *d, vk_sub *s) {
   if (live && s->slot >= 0) {
     loom_arg a = {.key = "command buffers", .type = LOOM_ARG_UINT, .v.u = s->ncbs};
     emit_dev(s, LOOM_KIND_USER_RANGE, VK_NAME("submit"), br[0] & mask, br[1] & mask, s->corr,
-             "vulkan_submit", &a, 1);
+             NULL, &a, 1);
   }
   for (size_t i = 0; i < t.n; i++) free(t.v[i]);
   free(t.v);

@@ -1,0 +1,195 @@
+/*
+ * test_vulkan.c - an unmodified Vulkan compute program (tests/vulkan/vkapp.c)
+ * recorded by `loom record --devices cpu,vulkan` on Mesa's lavapipe: exactly
+ * the dispatches, copies (by direction), fills, barriers, labels and
+ * submissions it made, one flow from each submission's vkQueueSubmit to each
+ * piece of its device work, every piece inside its submission's bracket
+ * after clock conversion, a command buffer submitted again timed again, a
+ * secondary command buffer's dispatch, the device's properties in the trace
+ * and in `loom report`, no errors in trace_processor, and the program's
+ * output unchanged.  Without a Vulkan driver, asking for vulkan warns why
+ * and records the rest.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static int record(const char *env, const char *args, const char *trace, char **out) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "%s '%s' record --devices cpu,vulkan -o '%s' -- '%s' %s 2>%s.err", env, LOOM_BIN,
+           trace, VKAPP, args, trace);
+  return ts_run(cmd, out);
+}
+
+static void unlink_err(const char *trace) {
+  char err[300];
+  snprintf(err, sizeof err, "%s.err", trace);
+  unlink(err);
+}
+
+typedef struct counts {
+  size_t kernels, htod, dtoh, fills, barriers, submits, labels, submit_calls, named[3];
+  int inside;   /* every device record with an id lies in its submission's bracket */
+  int distinct; /* the rounds' dispatches each have their own times */
+} counts;
+
+/* The layer's bracket of a submission: a device range named "submit". */
+static int is_submit(const loom_event_view *e) {
+  return e->device != UINT32_MAX && e->kind == LOOM_KIND_USER_RANGE && !strcmp(e->name, "submit");
+}
+
+static counts inspect(const loom_trace *t) {
+  counts c = {.inside = 1, .distinct = 1};
+  static const char *const kn[3] = {"scale", "offset", "mix"};
+  size_t n = loom_trace_event_count(t);
+  loom_event_view *v = calloc(n + 1, sizeof *v);
+  for (size_t i = 0; i < n; i++) {
+    v[i].struct_size = sizeof v[i];
+    loom_trace_event(t, i, &v[i]);
+    const loom_event_view *e = &v[i];
+    int dev = e->device != UINT32_MAX;
+    if (dev && e->kind == LOOM_KIND_KERNEL) {
+      c.kernels++;
+      for (int k = 0; k < 3; k++) c.named[k] += !strcmp(e->name, kn[k]);
+    }
+    c.fills += dev && e->kind == LOOM_KIND_MEMSET;
+    c.barriers += dev && !strcmp(e->category, "vulkan_sync");
+    int range = dev && e->kind == LOOM_KIND_USER_RANGE && !e->projected;
+    c.submits += range && is_submit(e);
+    c.labels += range && !is_submit(e);
+    c.submit_calls += !dev && !strcmp(e->name, "vkQueueSubmit");
+  }
+  for (size_t i = 0; i < n; i++) {
+    const loom_event_view *e = &v[i];
+    if (e->device == UINT32_MAX || !e->correlation || is_submit(e)) continue;
+    size_t found = 0;
+    for (size_t k = 0; k < n; k++) {
+      const loom_event_view *s = &v[k];
+      if (!is_submit(s) || s->correlation != e->correlation) continue;
+      found++;
+      if (e->start_ns < s->start_ns || e->start_ns + e->dur_ns > s->start_ns + s->dur_ns) c.inside = 0;
+    }
+    if (found != 1) c.inside = 0;
+    for (size_t k = 0; k < i; k++)
+      if (v[k].device != UINT32_MAX && !strcmp(v[k].name, e->name) && v[k].start_ns == e->start_ns)
+        c.distinct = 0;
+  }
+  free(v);
+  return c;
+}
+
+static size_t copies(const char *trace, const char *dir) {
+  char q[256];
+  snprintf(q, sizeof q, "select count(*) from slice join args using(arg_set_id) where slice.category = "
+           "'gpu_memcpy' and args.key = 'args.direction' and args.string_value = '%s'", dir);
+  return (size_t)tp_int(trace, q);
+}
+
+static void test_recorded(void **state) {
+  (void)state;
+  tp_require();
+  char trace[256];
+  tmp_path(trace, sizeof trace, ".json");
+  assert_int_equal(record("", "3", trace, NULL), 0);
+  loom_trace *t = ts_load(trace);
+  counts c = inspect(t);
+  /* 1 + 2 per round + 1 (the secondary), 1 copy up and 1 down per round + 1 */
+  assert_int_equal(c.kernels, 8);
+  assert_int_equal(c.named[0], 2);
+  assert_int_equal(c.named[1], 3);
+  assert_int_equal(c.named[2], 3);
+  assert_int_equal(c.fills, 1);
+  assert_int_equal(c.barriers, 8);
+  assert_int_equal(c.submits, 5);
+  assert_int_equal(c.submit_calls, 5);
+  assert_int_equal(c.labels, 5); /* upload, scale, round x3 */
+  assert_true(c.inside);
+  assert_true(c.distinct);
+  /* every piece of device work and every bracket has its flow */
+  assert_int_equal(loom_trace_flow_count(t), 8 + 5 + 1 + 8 + 5);
+  loom_trace_summary s = {.struct_size = sizeof s};
+  loom_trace_summarize(t, &s);
+  assert_int_equal(s.devices, 1);
+  assert_int_equal(s.dropped, 0);
+  assert_int_equal(loom_trace_warning_count(t), 0);
+  assert_true(ts_saved_contains(t, "calibrated timestamps"));
+  assert_true(ts_saved_contains(t, "llvmpipe"));
+  loom_trace_free(t);
+  const char *q[] = {"select count(*) from flow",
+                     "select count(*) from slice where category = 'kernel'",
+                     "select count(*) from slice where category = 'gpu_memset'",
+                     "select count(*) from slice where category = 'gpu_user_annotation' and name = 'submit'",
+                     "select count(*) from thread where name = 'queue 0.0'",
+                     "select count(*) from stats where value > 0 and severity in ('error','data_loss')"};
+  long long r[6];
+  tp_ints(trace, q, r, 6);
+  assert_int_equal(r[0], 27);
+  assert_int_equal(r[1], 8);
+  assert_int_equal(r[2], 1);
+  assert_int_equal(r[3], 5);
+  assert_int_equal(r[4], 1);
+  assert_int_equal(r[5], 0);
+  assert_int_equal(copies(trace, "HtoD"), 1);
+  assert_int_equal(copies(trace, "DtoH"), 4);
+  /* loom report names the device like any other */
+  char cmd[1024], *out = NULL;
+  snprintf(cmd, sizeof cmd, "'%s' report '%s'", LOOM_BIN, trace);
+  assert_int_equal(ts_run(cmd, &out), 0);
+  assert_non_null(strstr(out, "   0 vulkan 0 "));
+  assert_non_null(strstr(out, "   1   queue 0.0 "));
+  assert_non_null(strstr(out, "  scale      2 "));
+  assert_non_null(strstr(out, "  DtoH          4 65536 "));
+  free(out);
+  unlink_err(trace);
+  unlink(trace);
+}
+
+static void test_same_output(void **state) {
+  (void)state;
+  char trace[256], cmd[1024], *plain = NULL, *recorded = NULL;
+  tmp_path(trace, sizeof trace, ".json");
+  snprintf(cmd, sizeof cmd, "'%s' 5", VKAPP);
+  assert_int_equal(ts_run(cmd, &plain), 0);
+  assert_int_equal(record("", "5", trace, &recorded), 0);
+  assert_string_equal(plain, recorded);
+  assert_non_null(strstr(plain, "final:"));
+  free(plain);
+  free(recorded);
+  unlink_err(trace);
+  unlink(trace);
+}
+
+static void test_no_driver(void **state) {
+  (void)state;
+  char trace[256], err[300], *out = NULL;
+  tmp_path(trace, sizeof trace, ".json");
+  assert_int_equal(record("VK_ICD_FILENAMES=/nonexistent/icd.json", "2", trace, &out), 0);
+  assert_non_null(strstr(out, "no Vulkan"));
+  free(out);
+  loom_trace *t = ts_load(trace);
+  assert_true(ts_warned(t, "backend 'vulkan' is unavailable", "VK_ICD_FILENAMES=/nonexistent/icd.json"));
+  counts c = inspect(t);
+  assert_int_equal(c.kernels + c.submits, 0);
+  loom_trace_free(t);
+  snprintf(err, sizeof err, "%s.err", trace);
+  char *msg = read_file(err, NULL);
+  assert_non_null(msg);
+  assert_non_null(strstr(msg, "no Vulkan driver"));
+  free(msg);
+  unlink(err);
+  unlink(trace);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_recorded),
+      cmocka_unit_test(test_same_output),
+      cmocka_unit_test(test_no_driver),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
