@@ -19,11 +19,16 @@
 
 #include "testutil.h"
 
-static int record(const char *env, const char *args, const char *trace, char **out) {
+static int record_app(const char *env, const char *devices, const char *app, const char *args,
+                      const char *trace, char **out) {
   char cmd[4096];
-  snprintf(cmd, sizeof cmd, "%s '%s' record --devices cpu,vulkan -o '%s' -- '%s' %s 2>%s.err", env, LOOM_BIN,
-           trace, VKAPP, args, trace);
+  snprintf(cmd, sizeof cmd, "%s '%s' record --devices %s -o '%s' -- '%s' %s 2>%s.err", env, LOOM_BIN,
+           devices, trace, app, args, trace);
   return ts_run(cmd, out);
+}
+
+static int record(const char *env, const char *args, const char *trace, char **out) {
+  return record_app(env, "cpu,vulkan", VKAPP, args, trace, out);
 }
 
 static void unlink_err(const char *trace) {
@@ -185,11 +190,66 @@ static void test_no_driver(void **state) {
   unlink(trace);
 }
 
+#ifdef VKAPP_CL
+/* OpenCL work before and after the Vulkan part of one process: both devices
+ * in one trace, in that order on the one timeline. */
+static void test_opencl_and_vulkan(void **state) {
+  (void)state;
+  char trace[256], *plain = NULL, *out = NULL, cmd[1024];
+  tmp_path(trace, sizeof trace, ".json");
+  snprintf(cmd, sizeof cmd, "'%s' 2", VKAPP_CL);
+  assert_int_equal(ts_run(cmd, &plain), 0);
+  assert_int_equal(record_app("", "cpu,opencl,vulkan", VKAPP_CL, "2", trace, &out), 0);
+  assert_string_equal(plain, out);
+  free(plain);
+  free(out);
+  loom_trace *t = ts_load(trace);
+  loom_trace_summary s = {.struct_size = sizeof s};
+  loom_trace_summarize(t, &s);
+  assert_int_equal(s.devices, 2);
+  assert_int_equal(loom_trace_warning_count(t), 0);
+  int64_t cl_start[2] = {0, 0}, cl_end[2] = {0, 0}, vk_first = INT64_MAX, vk_last = 0;
+  size_t ncl = 0, nvk = 0;
+  uint32_t cl_dev = UINT32_MAX, vk_dev = UINT32_MAX;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    if (v.device == UINT32_MAX || v.kind != LOOM_KIND_KERNEL) continue;
+    if (!strcmp(v.name, "twice")) {
+      if (ncl < 2) cl_start[ncl] = v.start_ns, cl_end[ncl] = v.start_ns + v.dur_ns;
+      ncl++;
+      cl_dev = v.device;
+    } else {
+      nvk++;
+      vk_dev = v.device;
+      if (v.start_ns < vk_first) vk_first = v.start_ns;
+      if (v.start_ns + v.dur_ns > vk_last) vk_last = v.start_ns + v.dur_ns;
+    }
+  }
+  assert_int_equal(ncl, 2);
+  assert_int_equal(nvk, 6); /* 1 + 2 per round + 1 */
+  assert_true(cl_dev != vk_dev);
+  if (cl_start[0] > cl_start[1]) { /* events are ordered by track first */
+    int64_t a = cl_start[0], b = cl_end[0];
+    cl_start[0] = cl_start[1], cl_end[0] = cl_end[1], cl_start[1] = a, cl_end[1] = b;
+  }
+  assert_true(cl_end[0] < vk_first);
+  assert_true(vk_last < cl_start[1]);
+  loom_trace_free(t);
+  assert_int_equal(tp_errors(trace), 0);
+  unlink_err(trace);
+  unlink(trace);
+}
+#endif
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_recorded),
       cmocka_unit_test(test_same_output),
       cmocka_unit_test(test_no_driver),
+#ifdef VKAPP_CL
+      cmocka_unit_test(test_opencl_and_vulkan),
+#endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

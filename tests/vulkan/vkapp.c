@@ -16,7 +16,8 @@
  * Last submission (cb3, vkQueueWaitIdle): a secondary command buffer with a
  *   dispatch of scale, barrier, copy B -> staging.
  * Per round it prints a checksum of the staging buffer; the output depends
- * only on ROUNDS.
+ * only on ROUNDS.  Built with WITH_OPENCL (vkapp_cl) it also runs an OpenCL
+ * write, kernel and read (clstep.c) before and after the Vulkan part.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -112,8 +113,15 @@ static uint64_t checksum(const uint32_t *v) {
   return h;
 }
 
+#ifdef WITH_OPENCL
+void cl_step(const char *tag); /* clstep.c */
+#else
+static void cl_step(const char *tag) { (void)tag; }
+#endif
+
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 3;
+  cl_step("before");
   VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "vkapp",
                            .apiVersion = VK_API_VERSION_1_2};
   const char *ext[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
@@ -286,5 +294,6 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 3; i++) vkDestroyBuffer(dev, bufs[i], NULL), vkFreeMemory(dev, mems[i], NULL);
   vkDestroyDevice(dev, NULL);
   vkDestroyInstance(inst, NULL);
+  cl_step("after");
   return 0;
 }
