@@ -74,7 +74,7 @@ static vk_cb *recording(VkCommandBuffer cb) {
 }
 
 /* Writes the next query of the recording; its number, UINT32_MAX when none. */
-static uint32_t stamp(vk_cb *c) {
+static uint32_t stamp(vk_cb *c, VkPipelineStageFlagBits stage) {
   vk_rec *r = c->rec;
   vk_dev *d = c->d;
   uint32_t n = r->used;
@@ -93,7 +93,7 @@ static uint32_t stamp(vk_cb *c) {
     r->chunks[r->nchunks++] = chunk;
   }
   uint32_t chunk = r->chunks[n / VK_CHUNK];
-  d->f.CmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, VK_CHUNK_POOL(d, chunk),
+  d->f.CmdWriteTimestamp(c->cb, stage, VK_CHUNK_POOL(d, chunk),
                          VK_CHUNK_FIRST(chunk) + n % VK_CHUNK);
   r->used++;
   return n;
@@ -111,13 +111,13 @@ static size_t cmd_begin(vk_cb *c, uint8_t what, uint16_t kind, uint32_t name) {
   vk_cmd *m = &r->cmds[r->n];
   memset(m, 0, sizeof *m);
   m->what = what, m->kind = kind, m->name = name, m->q1 = UINT32_MAX;
-  m->q0 = what == VK_CMD_EXEC ? UINT32_MAX : stamp(c);
+  m->q0 = what == VK_CMD_EXEC ? UINT32_MAX : stamp(c, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT);
   if (r->broken) return SIZE_MAX;
   return r->n++;
 }
 
 static void cmd_end(vk_cb *c, size_t i) {
-  if (i != SIZE_MAX && !c->rec->broken) c->rec->cmds[i].q1 = stamp(c);
+  if (i != SIZE_MAX && !c->rec->broken) c->rec->cmds[i].q1 = stamp(c, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
 }
 
 /* ---- command buffers ---------------------------------------------------------- */

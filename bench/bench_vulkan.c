@@ -1,0 +1,171 @@
+/*
+ * bench_vulkan.c - what recording costs a Vulkan compute program, plain
+ * against `loom record --devices cpu,vulkan`, alternating in the same run
+ * (7 runs each; min and median):
+ *   submit    ns per vkQueueSubmit of a command buffer holding one tiny
+ *             dispatch (a queue wait every 32 submits, counted in);
+ *   record    ns per vkCmdDispatch while recording a command buffer of
+ *             DISPATCHES dispatches (the layer's timestamp writes around
+ *             each);
+ *   run       ns per dispatch to submit and wait for that command buffer
+ *             (the device executing the timestamp writes too).
+ * usage: bench_vulkan [SUBMITS [DISPATCHES]]   (default 4000 and 4000)
+ *        bench_vulkan --child SUBMITS DISPATCHES  (the measured program)
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <vulkan/vulkan.h>
+
+#define OK(x) do { if ((x) != VK_SUCCESS) { fprintf(stderr, "bench_vulkan: %s failed\n", #x); exit(2); } } while (0)
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+typedef struct ctx {
+  VkDevice dev;
+  VkQueue q;
+  VkPipeline pipe;
+  VkPipelineLayout layout;
+  VkCommandPool pool;
+} ctx;
+
+static void setup(ctx *c) {
+  VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .apiVersion = VK_API_VERSION_1_2};
+  VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
+  VkInstance inst;
+  OK(vkCreateInstance(&ici, NULL, &inst));
+  uint32_t n = 1;
+  VkPhysicalDevice pd;
+  if (vkEnumeratePhysicalDevices(inst, &n, &pd) < 0 || !n) {
+    fprintf(stderr, "bench_vulkan: no Vulkan device\n");
+    exit(2);
+  }
+  float prio = 1;
+  VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = 0,
+                                 .queueCount = 1, .pQueuePriorities = &prio};
+  VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
+                            .pQueueCreateInfos = &qci};
+  OK(vkCreateDevice(pd, &dci, NULL, &c->dev));
+  vkGetDeviceQueue(c->dev, 0, 0, &c->q);
+  /* a shader that does nothing (noop.comp): the cost measured is the layer's */
+  static const uint32_t spv[] = {
+#include "noop.spv.h"
+  };
+  VkShaderModuleCreateInfo smi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = sizeof spv,
+                                  .pCode = spv};
+  VkShaderModule m;
+  OK(vkCreateShaderModule(c->dev, &smi, NULL, &m));
+  VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  OK(vkCreatePipelineLayout(c->dev, &pli, NULL, &c->layout));
+  VkComputePipelineCreateInfo pci = {
+      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, .layout = c->layout,
+      .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                .module = m, .pName = "main"}};
+  OK(vkCreateComputePipelines(c->dev, VK_NULL_HANDLE, 1, &pci, NULL, &c->pipe));
+  VkCommandPoolCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                 .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT};
+  OK(vkCreateCommandPool(c->dev, &cpi, NULL, &c->pool));
+}
+
+static VkCommandBuffer cb_new(ctx *c) {
+  VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = c->pool,
+                                    .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+  VkCommandBuffer cb;
+  OK(vkAllocateCommandBuffers(c->dev, &ai, &cb));
+  return cb;
+}
+
+static void record(ctx *c, VkCommandBuffer cb, long dispatches) {
+  VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  OK(vkBeginCommandBuffer(cb, &bi));
+  vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipe);
+  for (long i = 0; i < dispatches; i++) vkCmdDispatch(cb, 1, 1, 1);
+  OK(vkEndCommandBuffer(cb));
+}
+
+static void submit_wait(ctx *c, VkCommandBuffer cb) {
+  VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
+  OK(vkQueueSubmit(c->q, 1, &si, VK_NULL_HANDLE));
+  OK(vkQueueWaitIdle(c->q));
+}
+
+static int child(long submits, long dispatches) {
+  ctx c;
+  setup(&c);
+  VkCommandBuffer one = cb_new(&c), many = cb_new(&c);
+  record(&c, one, 1);
+  submit_wait(&c, one); /* warm up */
+  VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &one};
+  double t0 = now_ns();
+  for (long i = 0; i < submits; i++) {
+    /* one command buffer may not be pending twice: wait before each reuse */
+    OK(vkQueueSubmit(c.q, 1, &si, VK_NULL_HANDLE));
+    OK(vkQueueWaitIdle(c.q));
+  }
+  double t1 = now_ns();
+  record(&c, many, dispatches);
+  double t2 = now_ns();
+  submit_wait(&c, many);
+  double t3 = now_ns();
+  printf("%.1f %.1f %.1f\n", (t1 - t0) / submits, (t2 - t1) / dispatches, (t3 - t2) / dispatches);
+  vkDeviceWaitIdle(c.dev);
+  return 0;
+}
+
+static int run(const char *cmd, double v[3]) {
+  FILE *f = popen(cmd, "r");
+  int ok = f && fscanf(f, "%lf %lf %lf", &v[0], &v[1], &v[2]) == 3;
+  if (f) ok = pclose(f) == 0 && ok;
+  return ok;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+#define RUNS 7
+
+int main(int argc, char **argv) {
+  if (argc > 3 && !strcmp(argv[1], "--child")) return child(atol(argv[2]), atol(argv[3]));
+  long submits = argc > 1 ? atol(argv[1]) : 4000, dispatches = argc > 2 ? atol(argv[2]) : 4000;
+  char self[512], plain[1024], rec[2048], trace[64];
+  ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (k <= 0 || submits <= 0 || dispatches <= 0) return 1;
+  self[k] = 0;
+  snprintf(trace, sizeof trace, "/tmp/bench_vulkan.%d.json", (int)getpid());
+  snprintf(plain, sizeof plain, "'%s' --child %ld %ld", self, submits, dispatches);
+  snprintf(rec, sizeof rec, "'%s' record --devices cpu,vulkan -o %s -- '%s' --child %ld %ld 2>/dev/null",
+           LOOM_BIN, trace, self, submits, dispatches);
+  double p[3][RUNS], r[3][RUNS];
+  for (int i = 0; i < RUNS; i++) {
+    double a[3], b[3];
+    if (!run(plain, a) || !run(rec, b)) {
+      fprintf(stderr, "bench_vulkan: a run failed (is a Vulkan driver installed?)\n");
+      return 1;
+    }
+    for (int m = 0; m < 3; m++) p[m][i] = a[m], r[m][i] = b[m];
+  }
+  remove(trace);
+  static const char *const what[3] = {"per vkQueueSubmit (+ wait)", "per recorded dispatch",
+                                      "per dispatch run"};
+  printf("Vulkan on this machine: %ld submits of one dispatch, one command buffer of %ld dispatches;\n"
+         "%d runs each, alternating (ns):\n", submits, dispatches, RUNS);
+  printf("  %-28s %10s %10s %10s %10s %10s %7s\n", "", "plain min", "loom min", "plain med", "loom med",
+         "added med", "ratio");
+  for (int m = 0; m < 3; m++) {
+    qsort(p[m], RUNS, sizeof p[m][0], cmp);
+    qsort(r[m], RUNS, sizeof r[m][0], cmp);
+    double pm = p[m][RUNS / 2], rm = r[m][RUNS / 2];
+    printf("  %-28s %10.1f %10.1f %10.1f %10.1f %10.1f %6.2fx\n", what[m], p[m][0], r[m][0], pm, rm, rm - pm,
+           rm / pm);
+  }
+  return 0;
+}
