@@ -67,7 +67,7 @@ static counts inspect(const loom_trace *t) {
     int range = dev && e->kind == LOOM_KIND_USER_RANGE && !e->projected;
     c.submits += range && is_submit(e);
     c.labels += range && !is_submit(e);
-    c.submit_calls += !dev && !strcmp(e->name, "vkQueueSubmit");
+    c.submit_calls += !dev && !strncmp(e->name, "vkQueueSubmit", 13); /* and vkQueueSubmit2 */
   }
   for (size_t i = 0; i < n; i++) {
     const loom_event_view *e = &v[i];

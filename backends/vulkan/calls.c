@@ -187,6 +187,8 @@ PFN_vkVoidFunction vk_call_proc(const char *name) {
   P(BindBufferMemory) P(BindBufferMemory2) P(SetDebugUtilsObjectNameEXT)
 #undef P
   if (!strcmp(name, "vkQueueSubmit")) return (PFN_vkVoidFunction)vk_QueueSubmit;
+  if (!strcmp(name, "vkQueueSubmit2") || !strcmp(name, "vkQueueSubmit2KHR"))
+    return (PFN_vkVoidFunction)vk_QueueSubmit2;
   if (!strcmp(name, "vkBindBufferMemory2KHR")) return (PFN_vkVoidFunction)L_BindBufferMemory2;
   return NULL;
 }

@@ -319,6 +319,7 @@ static VkResult VKAPI_CALL L_CreateDevice(VkPhysicalDevice pd, const VkDeviceCre
 #define GETF(n) d->f.n = (PFN_vk##n)gdpa(*out, "vk" #n);
   VK_DEV_FUNCS(GETF)
 #undef GETF
+  if (!d->f.QueueSubmit2) d->f.QueueSubmit2 = (PFN_vkQueueSubmit2)gdpa(*out, "vkQueueSubmit2KHR");
   d->ResetQueryPool = reset_ok ? (PFN_vkResetQueryPool)gdpa(*out, "vkResetQueryPool") : NULL;
   if (want_cal && d->f.GetCalibratedTimestampsEXT) pick_domain(d);
   pthread_mutex_init(&d->mu, NULL);

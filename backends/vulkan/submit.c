@@ -262,13 +262,12 @@ void vk_pending_drop(vk_dev *d, const char *why) {
   free_list(all);
 }
 
-/* ---- vkQueueSubmit ---------------------------------------------------------------- */
-/* The submission of one batch (d->mu held); fills cbs (the layer's head
- * and tail around the program's). */
-static vk_sub *batch(vk_queue *q, const VkSubmitInfo *si, VkCommandBuffer *cbs, uint32_t *ncbs,
-                     uint64_t corr, uint16_t *roles) {
+/* ---- vkQueueSubmit and vkQueueSubmit2 ------------------------------------------ */
+/* The submission of one batch of n command buffers (d->mu held); fills out
+ * with the layer's head and tail around the program's. */
+static vk_sub *batch(vk_queue *q, uint32_t n, const VkCommandBuffer *in, VkCommandBuffer *out,
+                     uint32_t *nout, uint64_t corr, uint16_t *roles) {
   vk_dev *d = q->d;
-  uint32_t n = si->commandBufferCount;
   vk_sub *s = calloc(1, sizeof *s + n * (sizeof(vk_rec *) + sizeof(uint32_t)));
   if (!s) return NULL;
   s->recs = (vk_rec **)(s + 1);
@@ -276,10 +275,10 @@ static vk_sub *batch(vk_queue *q, const VkSubmitInfo *si, VkCommandBuffer *cbs, 
   s->q = q, s->corr = corr, s->gen = atomic_load(&vk_gen), s->ncbs = n;
   s->slot = take_slot(q);
   uint32_t k = 0;
-  if (s->slot >= 0) cbs[k++] = q->head[s->slot];
+  if (s->slot >= 0) out[k++] = q->head[s->slot];
   for (uint32_t i = 0; i < n; i++) {
-    cbs[k++] = si->pCommandBuffers[i];
-    vk_cb *c = vk_cb_of(si->pCommandBuffers[i]);
+    out[k++] = in[i];
+    vk_cb *c = vk_cb_of(in[i]);
     vk_rec *r = c ? c->rec : NULL;
     if (!r) continue; /* recorded before the session: only the bracket */
     if (r->broken) {
@@ -293,53 +292,136 @@ static vk_sub *batch(vk_queue *q, const VkSubmitInfo *si, VkCommandBuffer *cbs, 
     s->recs[s->nrecs++] = r;
     *roles |= r->roles;
   }
-  if (s->slot >= 0) cbs[k++] = q->tail[s->slot];
+  if (s->slot >= 0) out[k++] = q->tail[s->slot];
   else vk_lost(1, "a submission with no free bracket (too many in flight)");
-  *ncbs = k;
+  *nout = k;
   return s;
+}
+
+/* One vkQueueSubmit(2) call in the making: the program's batches as plain
+ * lists of command buffers (cnt[i] each, one after the other in in[]), and
+ * what goes down instead (out[off[i]], k[i] each). */
+typedef struct plan {
+  vk_queue *q;
+  uint32_t n;
+  uint32_t *cnt, *off, *k;
+  VkCommandBuffer *in, *out;
+  vk_sub **subs;
+  uint64_t corr, t0;
+  uint16_t roles;
+  int ok;
+} plan;
+
+static int plan_init(plan *p, vk_queue *q, uint32_t n, size_t total) {
+  memset(p, 0, sizeof *p);
+  p->q = q, p->n = n, p->t0 = vk_now(), p->corr = vk_next_corr();
+  p->cnt = calloc(3 * (size_t)n + 1, sizeof *p->cnt);
+  p->in = malloc((total + 1) * sizeof *p->in);
+  p->out = malloc((total + 2 * (size_t)n + 1) * sizeof *p->out);
+  p->subs = calloc(n + 1, sizeof *p->subs);
+  if (!p->cnt || !p->in || !p->out || !p->subs) return -1;
+  p->off = p->cnt + n, p->k = p->off + n;
+  return 0;
+}
+
+static void plan_make(plan *p) {
+  vk_dev *d = p->q->d;
+  vk_harvest(d, 0);
+  pthread_mutex_lock(&d->mu);
+  p->ok = vk_session_queue(p->q) == 0 && brackets(p->q) == 0;
+  for (uint32_t i = 0, in = 0, at = 0; p->ok && i < p->n; i++) {
+    p->off[i] = at;
+    p->subs[i] = batch(p->q, p->cnt[i], p->in + in, p->out + at, &p->k[i], p->corr, &p->roles);
+    if (!p->subs[i]) p->ok = 0;
+    in += p->cnt[i], at += p->k[i];
+  }
+  pthread_mutex_unlock(&d->mu);
+}
+
+/* After the call went down with rc: the batches become pending. */
+static void plan_done(plan *p, VkResult rc, uint32_t name) {
+  vk_dev *d = p->q->d;
+  pthread_mutex_lock(&d->mu);
+  for (uint32_t i = 0; i < p->n; i++) {
+    vk_sub *s = p->subs[i];
+    if (!s) continue;
+    if (rc != VK_SUCCESS || !p->ok) { /* the program sees its error; nothing ran */
+      if (s->slot >= 0) p->q->busy[s->slot] = 0;
+      continue;
+    }
+    if (d->pending_tail) d->pending_tail->next = s;
+    else d->pending = s;
+    d->pending_tail = s;
+    p->subs[i] = NULL;
+  }
+  pthread_mutex_unlock(&d->mu);
+  for (uint32_t i = 0; i < p->n; i++)
+    if (p->subs[i]) sub_free(p->subs[i]);
+  vk_call(name, p->t0, LOOM_KIND_RUNTIME, p->ok && rc == VK_SUCCESS ? p->corr : 0, p->roles);
+}
+
+static void plan_free(plan *p) {
+  free(p->cnt), free(p->in), free(p->out), free(p->subs);
 }
 
 VkResult VKAPI_CALL vk_QueueSubmit(VkQueue queue, uint32_t n, const VkSubmitInfo *si, VkFence fence) {
   vk_queue *q = atomic_load_explicit(&vk_recording, memory_order_relaxed) ? vk_queue_of(queue) : NULL;
   if (!q) return vk_dev_of(queue)->f.QueueSubmit(queue, n, si, fence);
-  vk_dev *d = q->d;
-  uint64_t t0 = vk_now(), corr = vk_next_corr();
-  vk_harvest(d, 0);
   size_t total = 0;
-  for (uint32_t i = 0; i < n; i++) total += si[i].commandBufferCount + 2u;
+  for (uint32_t i = 0; i < n; i++) total += si[i].commandBufferCount;
+  plan p;
   VkSubmitInfo *mine = malloc((n + 1) * sizeof *mine);
-  vk_sub **subs = calloc(n + 1, sizeof *subs);
-  VkCommandBuffer *cbs = malloc((total + 1) * sizeof *cbs);
-  uint16_t roles = 0;
-  pthread_mutex_lock(&d->mu);
-  int ok = mine && subs && cbs && vk_session_queue(q) == 0 && brackets(q) == 0;
-  for (uint32_t i = 0, at = 0; ok && i < n; i++) {
-    uint32_t k = 0;
-    mine[i] = si[i];
-    subs[i] = batch(q, &si[i], cbs + at, &k, corr, &roles);
-    if (!subs[i]) { ok = 0; break; }
-    mine[i].pCommandBuffers = cbs + at;
-    mine[i].commandBufferCount = k;
-    at += k;
-  }
-  pthread_mutex_unlock(&d->mu);
-  VkResult rc = d->f.QueueSubmit(queue, n, ok ? mine : si, fence);
-  pthread_mutex_lock(&d->mu);
-  for (uint32_t i = 0; subs && i < n; i++) {
-    if (!subs[i]) continue;
-    if (rc != VK_SUCCESS || !ok) { /* the program sees its error; nothing ran */
-      if (subs[i]->slot >= 0) q->busy[subs[i]->slot] = 0;
-      continue;
+  if (plan_init(&p, q, n, total) == 0 && mine) {
+    for (uint32_t i = 0, at = 0; i < n; i++) {
+      p.cnt[i] = si[i].commandBufferCount;
+      if (p.cnt[i]) memcpy(p.in + at, si[i].pCommandBuffers, p.cnt[i] * sizeof *p.in);
+      at += p.cnt[i];
     }
-    if (d->pending_tail) d->pending_tail->next = subs[i];
-    else d->pending = subs[i];
-    d->pending_tail = subs[i];
-    subs[i] = NULL;
+    plan_make(&p);
+    for (uint32_t i = 0; p.ok && i < n; i++) {
+      mine[i] = si[i];
+      mine[i].pCommandBuffers = p.out + p.off[i];
+      mine[i].commandBufferCount = p.k[i];
+    }
   }
-  pthread_mutex_unlock(&d->mu);
-  for (uint32_t i = 0; subs && i < n; i++)
-    if (subs[i]) sub_free(subs[i]);
-  free(mine), free(subs), free(cbs);
-  vk_call(VK_NAME("vkQueueSubmit"), t0, LOOM_KIND_RUNTIME, ok && rc == VK_SUCCESS ? corr : 0, roles);
+  VkResult rc = q->d->f.QueueSubmit(queue, n, p.ok && mine ? mine : si, fence);
+  if (p.subs) plan_done(&p, rc, VK_NAME("vkQueueSubmit"));
+  plan_free(&p);
+  free(mine);
+  return rc;
+}
+
+VkResult VKAPI_CALL vk_QueueSubmit2(VkQueue queue, uint32_t n, const VkSubmitInfo2 *si, VkFence fence) {
+  vk_queue *q = atomic_load_explicit(&vk_recording, memory_order_relaxed) ? vk_queue_of(queue) : NULL;
+  if (!q) return vk_dev_of(queue)->f.QueueSubmit2(queue, n, si, fence);
+  size_t total = 0;
+  for (uint32_t i = 0; i < n; i++) total += si[i].commandBufferInfoCount;
+  plan p;
+  VkSubmitInfo2 *mine = malloc((n + 1) * sizeof *mine);
+  VkCommandBufferSubmitInfo *infos = malloc((total + 2 * (size_t)n + 1) * sizeof *infos);
+  if (plan_init(&p, q, n, total) == 0 && mine && infos) {
+    for (uint32_t i = 0, at = 0; i < n; i++) {
+      p.cnt[i] = si[i].commandBufferInfoCount;
+      for (uint32_t j = 0; j < p.cnt[i]; j++) p.in[at++] = si[i].pCommandBufferInfos[j].commandBuffer;
+    }
+    plan_make(&p);
+    for (uint32_t i = 0; p.ok && i < n; i++) {
+      VkCommandBufferSubmitInfo *v = infos + p.off[i];
+      int bracketed = p.k[i] > p.cnt[i];
+      for (uint32_t j = 0; j < p.k[i]; j++) {
+        int app = !bracketed || (j > 0 && j <= p.cnt[i]);
+        v[j] = app ? si[i].pCommandBufferInfos[j - (uint32_t)bracketed]
+                   : (VkCommandBufferSubmitInfo){.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO};
+        v[j].commandBuffer = p.out[p.off[i] + j];
+      }
+      mine[i] = si[i];
+      mine[i].pCommandBufferInfos = v;
+      mine[i].commandBufferInfoCount = p.k[i];
+    }
+  }
+  VkResult rc = q->d->f.QueueSubmit2(queue, n, p.ok && mine && infos ? mine : si, fence);
+  if (p.subs) plan_done(&p, rc, VK_NAME("vkQueueSubmit2"));
+  plan_free(&p);
+  free(mine), free(infos);
   return rc;
 }

@@ -34,7 +34,7 @@
   X(CmdDispatchIndirect) X(CmdCopyBuffer) X(CmdFillBuffer) X(CmdUpdateBuffer)      \
   X(CmdPipelineBarrier) X(CmdExecuteCommands) X(CmdWriteTimestamp)                 \
   X(CmdResetQueryPool) X(GetCalibratedTimestampsEXT) X(CmdBeginDebugUtilsLabelEXT) \
-  X(CmdEndDebugUtilsLabelEXT) X(SetDebugUtilsObjectNameEXT)
+  X(CmdEndDebugUtilsLabelEXT) X(SetDebugUtilsObjectNameEXT) X(QueueSubmit2)
 
 typedef struct vk_next {
 #define VK_MEMBER(n) PFN_vk##n n;
@@ -212,6 +212,7 @@ void vk_chunk_put(vk_dev *d, uint32_t chunk);
 
 /* ---- submit.c ---- */
 VkResult VKAPI_CALL vk_QueueSubmit(VkQueue q, uint32_t n, const VkSubmitInfo *s, VkFence f);
+VkResult VKAPI_CALL vk_QueueSubmit2(VkQueue q, uint32_t n, const VkSubmitInfo2 *s, VkFence f);
 /* Emits every submission of d whose times are there, without waiting;
  * with wait_ns, waits up to that long for the rest (flush). */
 void vk_harvest(vk_dev *d, uint64_t wait_ns);

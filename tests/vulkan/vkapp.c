@@ -13,7 +13,7 @@
  *   label "round" { dispatch offset, barrier, dispatch mix }, barrier,
  *   copy B -> staging.  With two queues, odd rounds go to the second (its
  *   own copy of cb2, from its own pool when the family differs: not here).
- * Last submission (cb3, vkQueueWaitIdle): a secondary command buffer with a
+ * Last submission (cb3, vkQueueSubmit2 on Vulkan 1.3, vkQueueWaitIdle): a secondary command buffer with a
  *   dispatch of scale, barrier, copy B -> staging.
  * Per round it prints a checksum of the staging buffer; the output depends
  * only on ROUNDS.  Built with WITH_OPENCL (vkapp_cl) it also runs an OpenCL
@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 3;
   cl_step("before");
   VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "vkapp",
-                           .apiVersion = VK_API_VERSION_1_2};
+                           .apiVersion = VK_API_VERSION_1_3};
   const char *ext[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
   uint32_t next = 0;
   vkEnumerateInstanceExtensionProperties(NULL, &next, NULL);
@@ -161,8 +161,14 @@ int main(int argc, char **argv) {
   float prio[2] = {1, 1};
   VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = fam,
                                  .queueCount = nq, .pQueuePriorities = prio};
+  /* Vulkan 1.3: the last submission goes through vkQueueSubmit2 */
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(pd, &props);
+  int submit2 = props.apiVersion >= VK_API_VERSION_1_3;
+  VkPhysicalDeviceVulkan13Features f13 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+                                          .synchronization2 = VK_TRUE};
   VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
-                            .pQueueCreateInfos = &qci};
+                            .pQueueCreateInfos = &qci, .pNext = submit2 ? &f13 : NULL};
   CHECK(vkCreateDevice(pd, &dci, NULL, &dev));
   VkQueue q[2];
   for (uint32_t i = 0; i < nq; i++) vkGetDeviceQueue(dev, fam, i, &q[i]);
@@ -278,7 +284,14 @@ int main(int argc, char **argv) {
     printf("round %d: %016llx\n", r, (unsigned long long)checksum(host));
   }
   si.pCommandBuffers = &cb[3];
-  CHECK(vkQueueSubmit(q[0], 1, &si, VK_NULL_HANDLE));
+  if (submit2) {
+    VkCommandBufferSubmitInfo ci = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO, .commandBuffer = cb[3]};
+    VkSubmitInfo2 s2 = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO_2, .commandBufferInfoCount = 1,
+                        .pCommandBufferInfos = &ci};
+    CHECK(vkQueueSubmit2(q[0], 1, &s2, VK_NULL_HANDLE));
+  } else {
+    CHECK(vkQueueSubmit(q[0], 1, &si, VK_NULL_HANDLE));
+  }
   CHECK(vkQueueWaitIdle(q[0]));
   printf("final: %016llx (queues %u)\n", (unsigned long long)checksum(host), nq);
 
