@@ -12,36 +12,36 @@
 
 #define RECORDING() atomic_load_explicit(&vk_recording, memory_order_relaxed)
 
-static VkResult VKAPI_CALL L_QueueWaitIdle(VkQueue q) {
-  vk_dev *d = vk_dev_of(q);
-  if (!RECORDING()) return d->f.QueueWaitIdle(q);
-  uint64_t t0 = vk_now();
-  VkResult rc = d->f.QueueWaitIdle(q);
-  vk_call(VK_NAME("vkQueueWaitIdle"), t0, LOOM_KIND_SYNC, 0, 0);
-  vk_harvest(d, 0);
+/* d's tables under its lock */
+static int put(vk_dev *d, vk_map *m, uint64_t key, void *v) {
+  pthread_mutex_lock(&d->mu);
+  int rc = vk_map_put(m, key, v);
+  pthread_mutex_unlock(&d->mu);
   return rc;
 }
 
-static VkResult VKAPI_CALL L_DeviceWaitIdle(VkDevice dev) {
-  vk_dev *d = vk_dev_of(dev);
-  if (!RECORDING()) return d->f.DeviceWaitIdle(dev);
-  uint64_t t0 = vk_now();
-  VkResult rc = d->f.DeviceWaitIdle(dev);
-  vk_call(VK_NAME("vkDeviceWaitIdle"), t0, LOOM_KIND_SYNC, 0, 0);
-  vk_harvest(d, 0);
-  return rc;
+static void *del(vk_dev *d, vk_map *m, uint64_t key) {
+  pthread_mutex_lock(&d->mu);
+  void *v = vk_map_del(m, key);
+  pthread_mutex_unlock(&d->mu);
+  return v;
 }
 
-static VkResult VKAPI_CALL L_WaitForFences(VkDevice dev, uint32_t n, const VkFence *f, VkBool32 all,
-                                           uint64_t timeout) {
-  vk_dev *d = vk_dev_of(dev);
-  if (!RECORDING()) return d->f.WaitForFences(dev, n, f, all, timeout);
-  uint64_t t0 = vk_now();
-  VkResult rc = d->f.WaitForFences(dev, n, f, all, timeout);
-  vk_call(VK_NAME("vkWaitForFences"), t0, LOOM_KIND_SYNC, 0, 0);
-  vk_harvest(d, 0);
-  return rc;
-}
+/* A wait: a sync record, then what it let complete is read. */
+#define WAIT(fn, handle, PARAMS, ARGS)                                   \
+  static VkResult VKAPI_CALL L_##fn PARAMS {                             \
+    vk_dev *d = vk_dev_of(handle);                                       \
+    if (!RECORDING()) return d->f.fn ARGS;                               \
+    uint64_t t0 = vk_now();                                              \
+    VkResult rc = d->f.fn ARGS;                                          \
+    vk_call(VK_NAME("vk" #fn), t0, LOOM_KIND_SYNC, 0, 0);                \
+    vk_harvest(d, 0);                                                    \
+    return rc;                                                           \
+  }
+WAIT(QueueWaitIdle, q, (VkQueue q), (q))
+WAIT(DeviceWaitIdle, dev, (VkDevice dev), (dev))
+WAIT(WaitForFences, dev, (VkDevice dev, uint32_t n, const VkFence *f, VkBool32 all, uint64_t timeout),
+     (dev, n, f, all, timeout))
 
 static VkResult VKAPI_CALL L_CreateComputePipelines(VkDevice dev, VkPipelineCache cache, uint32_t n,
                                                     const VkComputePipelineCreateInfo *ci,
@@ -58,9 +58,7 @@ static VkResult VKAPI_CALL L_CreateComputePipelines(VkDevice dev, VkPipelineCach
     pthread_mutex_unlock(&d->mu);
     /* "main" says nothing: a module's debug name says more */
     uint32_t name = mod && !strcmp(entry, "main") ? mod : vk_intern(entry);
-    pthread_mutex_lock(&d->mu);
-    vk_map_put(&d->pipelines, VK_KEY(out[i]), (void *)(uintptr_t)name);
-    pthread_mutex_unlock(&d->mu);
+    put(d, &d->pipelines, VK_KEY(out[i]), (void *)(uintptr_t)name);
   }
   if (RECORDING()) vk_call(VK_NAME("vkCreateComputePipelines"), t0, LOOM_KIND_RUNTIME, 0, 0);
   return rc;
@@ -68,9 +66,7 @@ static VkResult VKAPI_CALL L_CreateComputePipelines(VkDevice dev, VkPipelineCach
 
 static void VKAPI_CALL L_DestroyPipeline(VkDevice dev, VkPipeline p, const VkAllocationCallbacks *a) {
   vk_dev *d = vk_dev_of(dev);
-  pthread_mutex_lock(&d->mu);
-  vk_map_del(&d->pipelines, VK_KEY(p));
-  pthread_mutex_unlock(&d->mu);
+  del(d, &d->pipelines, VK_KEY(p));
   d->f.DestroyPipeline(dev, p, a);
 }
 
@@ -94,9 +90,7 @@ static VkResult VKAPI_CALL L_AllocateMemory(VkDevice dev, const VkMemoryAllocate
   if (m) {
     m->flags = ai->memoryTypeIndex < d->mem.memoryTypeCount
                    ? d->mem.memoryTypes[ai->memoryTypeIndex].propertyFlags : 0;
-    pthread_mutex_lock(&d->mu);
-    if (vk_map_put(&d->memory, VK_KEY(*out), m)) free(m);
-    pthread_mutex_unlock(&d->mu);
+    if (put(d, &d->memory, VK_KEY(*out), m)) free(m);
   }
   if (RECORDING()) vk_call(VK_NAME("vkAllocateMemory"), t0, LOOM_KIND_RUNTIME, 0, 0);
   return rc;
@@ -104,9 +98,7 @@ static VkResult VKAPI_CALL L_AllocateMemory(VkDevice dev, const VkMemoryAllocate
 
 static void VKAPI_CALL L_FreeMemory(VkDevice dev, VkDeviceMemory mem, const VkAllocationCallbacks *a) {
   vk_dev *d = vk_dev_of(dev);
-  pthread_mutex_lock(&d->mu);
-  free(vk_map_del(&d->memory, VK_KEY(mem)));
-  pthread_mutex_unlock(&d->mu);
+  free(del(d, &d->memory, VK_KEY(mem)));
   d->f.FreeMemory(dev, mem, a);
 }
 
@@ -128,17 +120,13 @@ static VkResult VKAPI_CALL L_CreateBuffer(VkDevice dev, const VkBufferCreateInfo
   vk_buf *b = rc == VK_SUCCESS ? calloc(1, sizeof *b) : NULL;
   if (!b) return rc;
   b->size = ci->size;
-  pthread_mutex_lock(&d->mu);
-  if (vk_map_put(&d->buffers, VK_KEY(*out), b)) free(b);
-  pthread_mutex_unlock(&d->mu);
+  if (put(d, &d->buffers, VK_KEY(*out), b)) free(b);
   return rc;
 }
 
 static void VKAPI_CALL L_DestroyBuffer(VkDevice dev, VkBuffer buf, const VkAllocationCallbacks *a) {
   vk_dev *d = vk_dev_of(dev);
-  pthread_mutex_lock(&d->mu);
-  free(vk_map_del(&d->buffers, VK_KEY(buf)));
-  pthread_mutex_unlock(&d->mu);
+  free(del(d, &d->buffers, VK_KEY(buf)));
   d->f.DestroyBuffer(dev, buf, a);
 }
 
@@ -174,9 +162,7 @@ static VkResult VKAPI_CALL L_SetDebugUtilsObjectNameEXT(VkDevice dev, const VkDe
     vk_queue *q = vk_queue_of((VkQueue)(uintptr_t)ni->objectHandle);
     if (q) q->name = name;
   }
-  pthread_mutex_lock(&d->mu);
-  if (m && name) vk_map_put(m, ni->objectHandle, (void *)(uintptr_t)name);
-  pthread_mutex_unlock(&d->mu);
+  if (m && name) put(d, m, ni->objectHandle, (void *)(uintptr_t)name);
   return rc;
 }
 

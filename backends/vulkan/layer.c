@@ -91,30 +91,32 @@ void vk_cb_forget(VkCommandBuffer cb) {
   free(c);
 }
 
-void vk_cb_each(vk_dev *d, VkCommandPool pool, void (*fn)(vk_cb *)) {
+/* The command buffers of pool (VK_NULL_HANDLE: all) of d; with take, they
+ * leave the table.  *n of them, in a malloc'd array. */
+static vk_cb **collect(vk_dev *d, VkCommandPool pool, int take, size_t *n) {
   pthread_mutex_lock(&objmu);
-  size_t n = 0;
   vk_cb **v = malloc((cbs.n + 1) * sizeof *v);
+  *n = 0;
   for (size_t i = 0; v && i < cbs.cap; i++) {
     vk_cb *c = cbs.vals[i];
-    if (c && c->d == d && (pool == VK_NULL_HANDLE || c->pool == pool)) v[n++] = c;
+    if (c && c->d == d && (pool == VK_NULL_HANDLE || c->pool == pool)) v[(*n)++] = c;
   }
+  for (size_t i = 0; take && i < *n; i++) vk_map_del(&cbs, VK_KEY(v[i]->cb));
   pthread_mutex_unlock(&objmu);
+  return v;
+}
+
+void vk_cb_each(vk_dev *d, VkCommandPool pool, void (*fn)(vk_cb *)) {
+  size_t n;
+  vk_cb **v = collect(d, pool, 0, &n);
   /* the program does not free these while it resets or destroys the pool */
   for (size_t i = 0; i < n; i++) fn(v[i]);
   free(v);
 }
 
 static void drop_pool_cbs(vk_dev *d, VkCommandPool pool) {
-  pthread_mutex_lock(&objmu);
-  size_t n = 0;
-  vk_cb **v = malloc((cbs.n + 1) * sizeof *v);
-  for (size_t i = 0; v && i < cbs.cap; i++) {
-    vk_cb *c = cbs.vals[i];
-    if (c && c->d == d && (pool == VK_NULL_HANDLE || c->pool == pool)) v[n++] = c;
-  }
-  for (size_t i = 0; i < n; i++) vk_map_del(&cbs, VK_KEY(v[i]->cb));
-  pthread_mutex_unlock(&objmu);
+  size_t n;
+  vk_cb **v = collect(d, pool, 1, &n);
   for (size_t i = 0; i < n; i++) {
     vk_cb_drop_recording(v[i]);
     free(v[i]);
