@@ -440,8 +440,51 @@ static int layer_path_active(void) {
   return strstr(layers, base) != NULL;
 }
 
+/* Was OPENCL_LAYERS naming the layer in the environment the program started
+ * with (loom record's case)? */
+static int layer_in_initial_env(const char *base) {
+  FILE *f = fopen("/proc/self/environ", "re");
+  if (!f) return 1; /* cannot tell: assumed, nothing forced below */
+  char *buf = NULL;
+  size_t cap = 0;
+  int found = 0;
+  while (!found && getdelim(&buf, &cap, 0, f) > 0)
+    found = !strncmp(buf, "OPENCL_LAYERS=", 14) && strstr(buf + 14, base);
+  free(buf);
+  fclose(f);
+  return found;
+}
+
+/* The layer is named in OPENCL_LAYERS but the loader has not initialised it:
+ * either the program made no OpenCL call yet, or the loader initialised
+ * before the variable was set (a Python program that used OpenCL before
+ * `import loom`) and never calls the layer.  Told apart, only when the
+ * variable was set after the program started and the loader is loaded, by
+ * making it initialise now (one clGetPlatformIDs; the program's own first
+ * call would have).  1: the layer was missed. */
+static int layer_missed(void) {
+  Dl_info me;
+  if (!dladdr((void *)layer_missed, &me) || !me.dli_fname) return 0;
+  const char *base = strrchr(me.dli_fname, '/');
+  if (layer_in_initial_env(base ? base + 1 : me.dli_fname)) return 0;
+  void *h = dlopen("libOpenCL.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) return 0; /* not loaded: it reads the variable when it is */
+  cl_int(CL_API_CALL * platforms)(cl_uint, cl_platform_id *, cl_uint *) =
+      (cl_int(CL_API_CALL *)(cl_uint, cl_platform_id *, cl_uint *))dlsym(h, "clGetPlatformIDs");
+  cl_uint np = 0;
+  if (platforms) platforms(0, NULL, &np);
+  dlclose(h);
+  return !ocl_next.clGetPlatformIDs;
+}
+
 static loom_status ocl_probe(loom_backend *b, char *why, size_t n) {
   self = b;
+  if (layer_path_active() && !ocl_next.clGetPlatformIDs && layer_missed()) {
+    snprintf(why, n, "OpenCL was initialised in this process before loom's layer was set "
+             "(OPENCL_LAYERS): its OpenCL calls and device work are not seen; import loom "
+             "before the program's first OpenCL call, or run it under 'loom record'");
+    return LOOM_ENOTFOUND;
+  }
   if (!layer_path_active()) {
     Dl_info me;
     dladdr((void *)ocl_probe, &me);

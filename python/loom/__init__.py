@@ -16,12 +16,13 @@ import json
 import os
 import socket
 import tempfile
+import warnings as _warnings
 from collections import namedtuple
 
 from . import _loom
 from ._loom import Error, counter, mark, pop, push, range, step, thread_name
 
-__all__ = ["Error", "Event", "Trace", "backends", "counter", "load", "mark", "pop",
+__all__ = ["Error", "Event", "LoomWarning", "Trace", "backends", "counter", "load", "mark", "pop",
            "profile", "push", "range", "schedule", "step", "thread_name", "trace_handler"]
 __version__ = _loom.version
 
@@ -49,6 +50,12 @@ def backends(probe=True):
     state ("registered", "available", "unavailable"), reason, needs_preload.
     probe=True probes them first, as `loom backends` does."""
     return _loom.backends(bool(probe))
+
+
+class LoomWarning(UserWarning):
+    """A session's warning (a device asked for that cannot be recorded, an
+    option ignored, ...), issued by profile.start(); the same text is in
+    profile.warnings() and in the trace's warnings."""
 
 
 # ---- sessions -------------------------------------------------------------------
@@ -183,6 +190,8 @@ class profile:
         if self._s is None:
             self._new_session()
         self._s.start()
+        for w in self._s.warnings():  # what the session cannot record, said now
+            _warnings.warn(w, LoomWarning, stacklevel=2)
         if self._by_step:
             self._s.step()  # step 0 begins (torch.profiler's first step)
         return self

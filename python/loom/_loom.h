@@ -37,6 +37,10 @@ PyObject *lpy_trace_borrow(loom_trace *t);
 /* _session.c: the Session type. */
 extern PyTypeObject lpy_session_type;
 
+/* Live C objects owned by Python objects (the GIL guards them): traces
+ * (_trace.c) and sessions (_session.c); _loom._live() reports them. */
+extern Py_ssize_t lpy_live_traces, lpy_live_sessions;
+
 /* _module.c: the plug-in folder found next to libloom ("" when none). */
 const char *lpy_plugin_dir(void);
 

@@ -294,7 +294,12 @@ static PyObject *py_meta_set(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+static PyObject *py_live(PyObject *self, PyObject *noargs) {
+  return Py_BuildValue("{s:n,s:n}", "traces", lpy_live_traces, "sessions", lpy_live_sessions);
+}
+
 static PyMethodDef module_methods[] = {
+    {"_live", py_live, METH_NOARGS, "C objects alive: {traces, sessions} (tests, debugging)"},
     {"_setup", py_setup, METH_NOARGS, "load plug-ins in-process (idempotent)"},
     {"backends", py_backends, METH_VARARGS, "backends(probe=True) -> list of dicts"},
     {"_attach_adapter", py_attach, METH_VARARGS, "load a framework adapter in-process"},

@@ -61,6 +61,8 @@ static void on_window(loom_trace *t, const char *out, unsigned seq, void *ud) {
   PyGILState_Release(g);
 }
 
+Py_ssize_t lpy_live_sessions;
+
 static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"devices", "kinds", "options", "name", "callback", NULL};
   const char *devices = NULL, *options = NULL, *name = NULL;
@@ -87,6 +89,7 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     return NULL;
   }
   o->s = s;
+  lpy_live_sessions++;
   Py_INCREF(cb);
   o->callback = cb;
   return (PyObject *)o;
@@ -96,13 +99,35 @@ static void destroy(lpy_session *o) {
   loom_session *s = o->s;
   o->s = NULL;
   if (!s) return;
+  lpy_live_sessions--;
   Py_BEGIN_ALLOW_THREADS
   loom_session_destroy(s); /* a window in progress is still delivered */
   Py_END_ALLOW_THREADS
   if (atomic_load(&owner) == o) atomic_store(&owner, NULL);
 }
 
+/* The callback is usually a bound method of the loom.profile holding this
+ * session: a cycle, which the collector can break only if it sees it. */
+static int session_traverse(lpy_session *o, visitproc visit, void *arg) {
+  Py_VISIT(o->callback);
+  Py_VISIT(o->err_type);
+  Py_VISIT(o->err_value);
+  Py_VISIT(o->err_tb);
+  return 0;
+}
+
+static int session_clear(lpy_session *o) {
+  destroy(o); /* first: a window it ends still finds its callback */
+  Py_INCREF(Py_None);
+  Py_XSETREF(o->callback, Py_None);
+  Py_CLEAR(o->err_type);
+  Py_CLEAR(o->err_value);
+  Py_CLEAR(o->err_tb);
+  return 0;
+}
+
 static void session_dealloc(lpy_session *o) {
+  PyObject_GC_UnTrack(o);
   destroy(o);
   Py_XDECREF(o->callback);
   Py_XDECREF(o->err_type);
@@ -223,8 +248,11 @@ static PyGetSetDef session_getset[] = {
 PyTypeObject lpy_session_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "loom._Session",
     .tp_basicsize = sizeof(lpy_session),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "a loom session (see loom.profile)",
+    .tp_traverse = (traverseproc)session_traverse,
+    .tp_clear = (inquiry)session_clear,
+    .tp_free = PyObject_GC_Del,
     .tp_new = session_new,
     .tp_dealloc = (destructor)session_dealloc,
     .tp_methods = session_methods,

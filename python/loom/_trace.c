@@ -23,12 +23,24 @@ typedef struct {
   PyObject *source; /* the file it was loaded from, or None */
 } lpy_trace;
 
+Py_ssize_t lpy_live_traces;
+
+/* Frees o's trace when it owns it. */
+static void drop(lpy_trace *o) {
+  if (o->t && !o->borrowed) {
+    loom_trace_free(o->t);
+    lpy_live_traces--;
+  }
+  o->t = NULL;
+}
+
 static PyObject *wrap(loom_trace *t, int borrowed, PyObject *source) {
   lpy_trace *o = PyObject_New(lpy_trace, &lpy_trace_type);
   if (!o) {
     if (!borrowed) loom_trace_free(t);
     return NULL;
   }
+  if (!borrowed && t) lpy_live_traces++;
   o->t = t;
   o->borrowed = borrowed;
   o->source = source ? source : Py_None;
@@ -63,10 +75,11 @@ void lpy_trace_unborrow(PyObject *obj) {
   unlink(tmp);
   Py_END_ALLOW_THREADS
   o->t = copy;
+  if (copy) lpy_live_traces++;
 }
 
 static void trace_dealloc(lpy_trace *o) {
-  if (o->t && !o->borrowed) loom_trace_free(o->t);
+  drop(o);
   Py_XDECREF(o->source);
   PyObject_Free(o);
 }
@@ -78,8 +91,7 @@ static loom_trace *live(lpy_trace *o) {
 }
 
 static PyObject *trace_close(lpy_trace *o, PyObject *noargs) {
-  if (o->t && !o->borrowed) loom_trace_free(o->t);
-  o->t = NULL;
+  drop(o);
   Py_RETURN_NONE;
 }
 

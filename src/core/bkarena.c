@@ -149,6 +149,30 @@ static size_t grown(size_t cap, size_t want) {
   return c;
 }
 
+/* Address space (and file, a hole) kept behind a new array so that it grows
+ * in place: the backend's cap, at most ROOM_MAX (past it, a grown array is
+ * copied once into a block 16 times as large). */
+#define ROOM_MAX ((size_t)256 << 20)
+static size_t room_for(const loom__bsess *bs, size_t bytes) {
+  const struct loom_session *s = bs->s;
+  uint64_t cap = s->ring ? s->ring_bk_bytes : s->bk_cap;
+  uint64_t room = bytes > ROOM_MAX / 16 ? (uint64_t)bytes * 16 : ROOM_MAX;
+  return (size_t)(room < cap ? room : cap);
+}
+
+/* Array *p (capacity *cap of size-byte elements, in the arena) grown to cr
+ * elements: in place when its block has room (the new pages made present),
+ * else a new block (the caller copies into it).  NULL: none can be had. */
+static void *grow_array(loom__bsess *bs, void *p, size_t cap, size_t cr, size_t size,
+                        uint32_t kind) {
+  if (cr == cap) return p;
+  if (p && loom__arena_grow(p, cr * size) == 0) {
+    prefault((char *)p + cap * size, (cr - cap) * size);
+    return p;
+  }
+  return prefault(loom__arena_alloc_room(kind, cr * size, room_for(bs, cr * size)), cr * size);
+}
+
 int loom__bka_reserve(loom_backend *b, loom__bsess *bs, size_t nargs) {
   abk_of(b, bs);
   size_t wr = bs->nrecs + 1, wa = bs->nargs + nargs;
@@ -164,16 +188,18 @@ int loom__bka_reserve(loom_backend *b, loom__bsess *bs, size_t nargs) {
   if (wr <= bs->cap_recs && wa <= bs->cap_args) return 0;
   size_t cr = wr > bs->cap_recs ? grown(bs->cap_recs, wr) : bs->cap_recs;
   size_t ca = wa > bs->cap_args ? grown(bs->cap_args, wa) : bs->cap_args;
-  loom__drec *r = cr != bs->cap_recs
-                      ? prefault(loom__arena_alloc(LOOM__AO_BKREC, cr * sizeof *r), cr * sizeof *r)
-                      : bs->recs;
-  loom__targ *g = ca != bs->cap_args
-                      ? prefault(loom__arena_alloc(LOOM__AO_BKARG, ca * sizeof *g), ca * sizeof *g)
-                      : bs->args;
+  loom__drec *r = grow_array(bs, bs->recs, bs->cap_recs, cr, sizeof *r, LOOM__AO_BKREC);
+  loom__targ *g = grow_array(bs, bs->args, bs->cap_args, ca, sizeof *g, LOOM__AO_BKARG);
   if ((!r && cr) || (!g && ca)) {
     if (r != bs->recs) loom__bka_forget(r);
     if (g != bs->args) loom__bka_forget(g);
+    bs->cap_recs = r == bs->recs ? cr : bs->cap_recs; /* grown in place: kept */
+    bs->cap_args = g == bs->args ? ca : bs->cap_args;
     return detach(bs) ? -1 : loom__bka_reserve(b, bs, nargs);
+  }
+  if (r == bs->recs && g == bs->args) { /* both grown in place: nothing moves */
+    bs->cap_recs = cr, bs->cap_args = ca;
+    return 0;
   }
   if (r != bs->recs && bs->nrecs) memcpy(r, bs->recs, bs->nrecs * sizeof *r);
   if (g != bs->args && bs->nargs) memcpy(g, bs->args, bs->nargs * sizeof *g);

@@ -39,26 +39,26 @@ static int fd = -1;
 static loom__ahdr *hdr;
 static unsigned char *cur;  /* current segment */
 static uint64_t cur_used, cur_size, file_size;
+static uint64_t plain_size; /* bytes of the segments of small blocks */
+static uint32_t cur_seg;     /* cur's index in hdr->seg */
 static uint64_t maps_seq;
 
 static loom__aobj *free_list; /* linked through the first word of the body */
+static loom__aobj *sole_free; /* freed blocks of loom__arena_alloc_room */
+static unsigned char sole[LOOM__ARENA_MAXSEG]; /* segment i holds one such block */
+static int sole_index(const loom__aobj *o);
+static void sole_shrink(loom__aobj *o, uint32_t i);
 static inline loom__aobj **next_free(loom__aobj *o) { return (loom__aobj **)(void *)(o + 1); }
 
 int loom__arena_on(void) { return atomic_load_explicit(&on, memory_order_acquire); }
 
 static inline uint64_t round16(uint64_t n) { return (n + 15) & ~(uint64_t)15; }
 
-/* Adds a segment of at least need bytes (mu held).  0, or -1. */
-static int add_segment(uint64_t need) {
+/* Maps size more bytes of the file as a new segment (mu held): its index,
+ * or -1. */
+static int map_segment(uint64_t size) {
   uint32_t n = atomic_load_explicit(&hdr->nseg, memory_order_relaxed);
   if (n >= LOOM__ARENA_MAXSEG) return -1;
-  /* a quarter of what the file spans: the address space mapped ahead of use
-   * stays within 25% (and 64 segments still reach terabytes) */
-  uint64_t size = file_size / 4;
-  if (size < SEG_MIN) size = SEG_MIN;
-  if (size > SEG_MAX) size = SEG_MAX;
-  if (size < need) size = round16(need + 4096);
-  size = (size + 4095) & ~(uint64_t)4095;
   /* a hole: the blocks are reserved as they are allocated (reserve) */
   if (ftruncate(fd, (off_t)(file_size + size)) != 0) return -1;
   void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)file_size);
@@ -66,19 +66,38 @@ static int add_segment(uint64_t need) {
   hdr->seg[n] = (loom__aseg){(uint64_t)(uintptr_t)p, file_size, size};
   atomic_store_explicit(&hdr->nseg, n + 1, memory_order_release);
   file_size += size;
-  cur = p;
+  return (int)n;
+}
+
+/* Adds a segment of at least need bytes for small blocks (mu held).  0, or -1. */
+static int add_segment(uint64_t need) {
+  /* a quarter of what the segments of small blocks span: the address space
+   * mapped ahead of use stays within 25% (and 64 segments still reach
+   * terabytes) */
+  uint64_t size = plain_size / 4;
+  if (size < SEG_MIN) size = SEG_MIN;
+  if (size > SEG_MAX) size = SEG_MAX;
+  if (size < need) size = round16(need + 4096);
+  size = (size + 4095) & ~(uint64_t)4095;
+  int i = map_segment(size);
+  if (i < 0) return -1;
+  plain_size += size;
+  cur_seg = (uint32_t)i;
+  cur = (unsigned char *)(uintptr_t)hdr->seg[i].addr;
   cur_used = 0;
   cur_size = size;
   return 0;
 }
 
-/* Reserves the file's blocks under [o, o + size) in the current segment: the
- * pages are then there to be written (0, or -1 when the filesystem is
- * full). */
-static int reserve(const loom__aobj *o, uint64_t size) {
-  uint64_t off = hdr->seg[atomic_load_explicit(&hdr->nseg, memory_order_relaxed) - 1].off +
-                 (uint64_t)((const unsigned char *)o - cur);
+/* Reserves the file's blocks [off, off + size): the pages are then there to
+ * be written (0, or -1 when the filesystem is full). */
+static int reserve_at(uint64_t off, uint64_t size) {
   return posix_fallocate(fd, (off_t)off, (off_t)size) == 0 ? 0 : -1;
+}
+
+/* The same under [o, o + size) in the current segment. */
+static int reserve(const loom__aobj *o, uint64_t size) {
+  return reserve_at(hdr->seg[cur_seg].off + (uint64_t)((const unsigned char *)o - cur), size);
 }
 
 static loom__aobj *from_free_list(uint32_t kind, uint64_t size) {
@@ -158,9 +177,96 @@ void loom__arena_free(void *p) {
   loom__aobj *o = (loom__aobj *)p - 1;
   pthread_mutex_lock(&mu);
   atomic_store_explicit(&o->state, LOOM__AS_FREE, memory_order_release);
-  *next_free(o) = free_list;
-  free_list = o;
+  int i = sole_index(o);
+  if (i >= 0) {
+    sole_shrink(o, (uint32_t)i);
+    *next_free(o) = sole_free;
+    sole_free = o;
+  } else {
+    *next_free(o) = free_list;
+    free_list = o;
+  }
   pthread_mutex_unlock(&mu);
+}
+
+/* ---- blocks that grow in place ------------------------------------------------ */
+/* A block from loom__arena_alloc_room has a segment of its own: room bytes
+ * of address space and of the file (a hole), of which it holds the first
+ * part; it grows by reserving more of the hole, in place, so that a
+ * growing array is not copied (heap arrays grow by realloc, which moves
+ * pages without copying them).  A freed one gives its pages back (a hole
+ * punched past its first page) and is reused by the next such request. */
+static int sole_index(const loom__aobj *o) {
+  uint32_t n = atomic_load_explicit(&hdr->nseg, memory_order_relaxed);
+  for (uint32_t i = 0; i < n; i++)
+    if (sole[i] && hdr->seg[i].addr == (uint64_t)(uintptr_t)o) return (int)i;
+  return -1;
+}
+
+/* A freed block's pages past the first go back to the filesystem. */
+static void sole_shrink(loom__aobj *o, uint32_t i) {
+#ifdef FALLOC_FL_PUNCH_HOLE
+  if (o->size > 4096 && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                  (off_t)(hdr->seg[i].off + 4096), (off_t)(o->size - 4096)) == 0)
+    o->size = 4096;
+#else
+  (void)o, (void)i;
+#endif
+}
+
+/* Grows o (in segment i) to size bytes, header included (mu held). */
+static int sole_grow(loom__aobj *o, uint32_t i, uint64_t size) {
+  if (size <= o->size) return 0;
+  if (size > hdr->seg[i].size || reserve_at(hdr->seg[i].off + o->size, size - o->size)) return -1;
+  o->size = size; /* a reader (after a death) reads the records past it only once published */
+  return 0;
+}
+
+void *loom__arena_alloc_room(uint32_t kind, size_t bytes, size_t room) {
+  if (!loom__arena_on()) return NULL;
+  uint64_t size = round16(sizeof(loom__aobj) + bytes);
+  uint64_t span = ((room > bytes ? room : bytes) + sizeof(loom__aobj) + 4095) & ~(uint64_t)4095;
+  pthread_mutex_lock(&mu);
+  loom__aobj *o = NULL;
+  for (loom__aobj **pp = &sole_free; *pp; pp = next_free(*pp)) {
+    int i = sole_index(*pp);
+    if ((*pp)->kind == kind && i >= 0 && size <= hdr->seg[i].size) {
+      o = *pp;
+      *pp = *next_free(o);
+      memset(o + 1, 0, o->size - sizeof *o); /* past it, the punched hole reads zeros */
+      if (sole_grow(o, (uint32_t)i, size)) {
+        *next_free(o) = sole_free; /* the filesystem is full */
+        sole_free = o;
+        o = NULL;
+      }
+      break;
+    }
+  }
+  /* a few segments are left for small blocks */
+  int i = -1;
+  if (!o && atomic_load_explicit(&hdr->nseg, memory_order_relaxed) + 8 < LOOM__ARENA_MAXSEG &&
+      (i = map_segment(span)) >= 0) {
+    if (reserve_at(hdr->seg[i].off, size) == 0) {
+      o = (loom__aobj *)(uintptr_t)hdr->seg[i].addr;
+      o->kind = kind;
+      o->size = size;
+      sole[i] = 1;
+    }
+    /* else: the segment stays, empty (a hole), and the block comes from below */
+  }
+  if (o) atomic_store_explicit(&o->state, LOOM__AS_LIVE, memory_order_release);
+  pthread_mutex_unlock(&mu);
+  return o ? o + 1 : loom__arena_alloc(kind, bytes);
+}
+
+int loom__arena_grow(void *p, size_t bytes) {
+  if (!p || !loom__arena_on()) return -1;
+  loom__aobj *o = (loom__aobj *)p - 1;
+  pthread_mutex_lock(&mu);
+  int i = sole_index(o);
+  int rc = i >= 0 ? sole_grow(o, (uint32_t)i, round16(sizeof *o + bytes)) : -1;
+  pthread_mutex_unlock(&mu);
+  return rc;
 }
 
 void loom__arena_str(uint32_t id, const char *s, size_t len) {
@@ -289,7 +395,8 @@ __attribute__((visibility("default"))) int loom__arena_begin(const char *path, c
       snprintf(hdr->out, sizeof hdr->out, "%s", out ? out : "");
       cur = p;
       cur_used = LOOM__ARENA_HDR;
-      cur_size = file_size = SEG_MIN;
+      cur_size = file_size = plain_size = SEG_MIN;
+      cur_seg = 0;
       /* last: a reader takes the file only once the header is whole */
       atomic_store_explicit((_Atomic uint64_t *)&hdr->magic, LOOM__ARENA_MAGIC,
                             memory_order_release);
@@ -341,8 +448,11 @@ void loom__arena_forked(void) {
   fd = -1;
   hdr = NULL;
   cur = NULL;
-  cur_used = cur_size = file_size = 0;
+  cur_used = cur_size = file_size = plain_size = 0;
+  cur_seg = 0;
   free_list = NULL;
+  sole_free = NULL;
+  memset(sole, 0, sizeof sole);
   maps_seq = 0;
   pthread_mutex_init(&mu, NULL);
 }

@@ -177,7 +177,15 @@ int loom__arena_on(void);
 /* Memory from the arena, zeroed, of one kind (NULL: none can be had; the
  * caller falls back to malloc for the calls that allow it). */
 void *loom__arena_alloc(uint32_t kind, size_t bytes);
-/* Frees p (from loom__arena_alloc). */
+/* Memory for an array that grows: as loom__arena_alloc, with room bytes of
+ * address space (and of the file, a hole) behind it so that
+ * loom__arena_grow can grow it in place; a block of loom__arena_alloc
+ * when no segment can be had for it. */
+void *loom__arena_alloc_room(uint32_t kind, size_t bytes, size_t room);
+/* Grows p in place to bytes (the new part zeroed): 0, or -1 when it cannot
+ * (not from loom__arena_alloc_room, past its room, the filesystem full). */
+int loom__arena_grow(void *p, size_t bytes);
+/* Frees p (from loom__arena_alloc or loom__arena_alloc_room). */
 void loom__arena_free(void *p);
 /* Does p come from the arena? */
 int loom__arena_owns(const void *p);

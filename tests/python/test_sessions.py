@@ -1,6 +1,7 @@
 """Sessions through the API: the same records as `loom record` of the same
 script, schedules with torch.profiler's meaning, annotations."""
 import collections
+import json
 import os
 import subprocess
 import sys
@@ -174,3 +175,32 @@ def test_an_exception_in_on_trace_ready_is_raised_by_step():
             p.step()  # ends step 0, the window's only step
     finally:
         p.stop()
+
+
+def early_run(mode):
+    # this process imported loom: its OPENCL_LAYERS would reach the child's
+    # start, where the loader finds it at any first call
+    env = {k: v for k, v in os.environ.items() if k != "OPENCL_LAYERS"}
+    r = subprocess.run([sys.executable, os.path.join(HERE, "opencl_early.py"), mode],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+def test_opencl_used_before_import_is_named_not_silent():
+    """The ICD loader reads OPENCL_LAYERS once, at the first OpenCL call: a
+    program that made one before `import loom` cannot have its OpenCL
+    recorded, and is told so (a LoomWarning at start, the trace's warning,
+    the backend's reason) instead of getting an empty trace silently."""
+    early = early_run("early")
+    assert early["cats"].get("kernel", 0) == 0 and "opencl_runtime" not in early["cats"]
+    said = "OpenCL was initialised in this process before loom's layer was set"
+    assert len(early["trace_warnings"]) == 1 and said in early["trace_warnings"][0]
+    assert "import loom before the program's first OpenCL call" in early["trace_warnings"][0]
+    assert early["issued"] == early["trace_warnings"]
+    assert early["state"] == "unavailable" and said in early["reason"]
+    # the library only loaded (no call) before import loom: recorded as usual
+    loaded = early_run("loaded")
+    assert loaded["cats"]["kernel"] == 6 and loaded["cats"]["gpu_memcpy"] == 2
+    assert loaded["trace_warnings"] == [] and loaded["issued"] == []
+    assert loaded["state"] == "available" and loaded["checksum"] == early["checksum"]
