@@ -1,9 +1,13 @@
 /*
  * bench_opencl.c - what recording costs an OpenCL program: many tiny
  * kernels and small copies, run plain and under `loom record` in the same
- * run (alternating, best of 5 each), printing ns per enqueue for both, the
- * time loom adds per enqueue, and the ratio.
- * usage: bench_opencl [ENQUEUES]   (default 20000; half kernels, half copies)
+ * run, and with profiling and an event per command but no loom (what the
+ * layer asks of the driver), in interleaved rounds, each in a fresh process.
+ * It prints min and median ns per enqueue of wall time, of the process's CPU
+ * time (every thread) and of the enqueuing thread's CPU time (steadiest on a
+ * shared machine), the time loom adds, and its split into the driver's part
+ * (profiling and events) and loom's own code.
+ * usage: bench_opencl [ENQUEUES [ROUNDS]]   (default 20000, 7; half kernels, half copies)
  *        bench_opencl --child N    (the measured program itself)
  */
 #define _GNU_SOURCE
@@ -12,8 +16,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+/* CPU time of the whole process (every thread, user and system), ns. */
+static double cpu_ns(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
+}
+
+/* CPU time of the calling thread, ns. */
+static double thread_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
 
 static double now_ns(void) {
   struct timespec ts;
@@ -44,7 +64,7 @@ static int child(long n, int profiled) {
   /* warm up: first enqueue of a kernel compiles it */
   clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, NULL);
   clFinish(q);
-  double t0 = now_ns();
+  double t0 = now_ns(), c0 = cpu_ns(), mt0 = thread_ns();
   for (long i = 0; i < n; i += 2) {
     clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, profiled ? &ev[ne++] : NULL);
     clEnqueueWriteBuffer(q, m, CL_FALSE, 0, sizeof host, host, 0, NULL, profiled ? &ev[ne++] : NULL);
@@ -60,8 +80,8 @@ static int child(long n, int profiled) {
   }
   for (int e = 0; e < ne; e++) clReleaseEvent(ev[e]);
   clFinish(q);
-  double t = now_ns() - t0;
-  printf("%.1f\n", t / n);
+  double t = now_ns() - t0, c = cpu_ns() - c0, mt = thread_ns() - mt0;
+  printf("%.1f %.1f %.1f\n", t / n, c / n, mt / n);
   clReleaseMemObject(m);
   clReleaseKernel(k);
   clReleaseProgram(prog);
@@ -70,47 +90,74 @@ static int child(long n, int profiled) {
   return 0;
 }
 
-static double run(const char *cmd) {
+/* One child: fills wall, process CPU and main-thread CPU ns per enqueue. */
+static int run(const char *cmd, double v[3]) {
   FILE *f = popen(cmd, "r");
-  double v = -1;
-  if (f && fscanf(f, "%lf", &v) != 1) v = -1;
+  int ok = f && fscanf(f, "%lf %lf %lf", &v[0], &v[1], &v[2]) == 3;
   if (f) pclose(f);
-  return v;
+  return ok ? 0 : -1;
 }
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* min and median of n values (sorted in place) */
+static void stats(double *v, int n, double *mn, double *med) {
+  qsort(v, (size_t)n, sizeof *v, cmp);
+  *mn = v[0];
+  *med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+enum { WAYS = 3, MAXR = 101 };
 
 int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[1], "--child")) return child(atol(argv[2]), 0);
   if (argc > 2 && !strcmp(argv[1], "--child-profiled")) return child(atol(argv[2]), 1);
   long n = argc > 1 ? atol(argv[1]) : 20000;
-  char self[512], plain[1024], rec[1536], prof[1024];
+  int rounds = argc > 2 ? atoi(argv[2]) : 7;
+  if (n < 2 || rounds < 1 || rounds > MAXR) {
+    fprintf(stderr, "usage: bench_opencl [ENQUEUES >= 2 [ROUNDS 1..%d]]\n", MAXR);
+    return 2;
+  }
+  char self[512], cmd[WAYS][1536];
   ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
   if (k <= 0) return 1;
   self[k] = 0;
-  snprintf(plain, sizeof plain, "'%s' --child %ld", self, n);
-  snprintf(prof, sizeof prof, "'%s' --child-profiled %ld", self, n);
-  snprintf(rec, sizeof rec, "'%s' record -o /tmp/bench_opencl.%d.json -- '%s' --child %ld 2>/dev/null",
+  snprintf(cmd[0], sizeof cmd[0], "'%s' --child %ld", self, n);
+  snprintf(cmd[1], sizeof cmd[1], "'%s' --child-profiled %ld", self, n);
+  snprintf(cmd[2], sizeof cmd[2], "'%s' record -o /tmp/bench_opencl.%d.json -- '%s' --child %ld 2>/dev/null",
            LOOM_BIN, (int)getpid(), self, n);
-  double best_plain = 1e18, best_rec = 1e18, best_prof = 1e18;
-  for (int i = 0; i < 5; i++) {
-    double a = run(plain), b = run(rec), c = run(prof);
-    if (c >= 0 && c < best_prof) best_prof = c;
-    if (a < 0 || b < 0) {
-      fprintf(stderr, "bench_opencl: a run failed (is an OpenCL device available?)\n");
-      return 1;
+  static double v[WAYS][3][MAXR]; /* way, metric, round */
+  for (int r = 0; r < rounds; r++) /* interleaved: drift hits every way alike */
+    for (int w = 0; w < WAYS; w++) {
+      double x[3];
+      if (run(cmd[w], x) != 0) {
+        fprintf(stderr, "bench_opencl: a run failed (is an OpenCL device available?)\n");
+        return 1;
+      }
+      for (int m = 0; m < 3; m++) v[w][m][r] = x[m];
     }
-    if (a < best_plain) best_plain = a;
-    if (b < best_rec) best_rec = b;
-  }
   char trace[64];
   snprintf(trace, sizeof trace, "/tmp/bench_opencl.%d.json", (int)getpid());
   remove(trace);
-  printf("OpenCL on this machine, %ld enqueues (tiny kernels and 256-byte writes), best of 5:\n", n);
-  printf("  without loom                %8.1f ns per enqueue\n", best_plain);
-  printf("  without loom, profiling on and an event per command (what the layer asks\n"
-         "  of the driver)              %8.1f ns per enqueue\n", best_prof);
-  printf("  under loom record           %8.1f ns per enqueue\n", best_rec);
-  printf("  added by loom               %8.1f ns per enqueue (%.2fx), of which the driver's\n"
-         "  profiling and events        %8.1f ns, loom's own code %.1f ns\n",
-         best_rec - best_plain, best_rec / best_plain, best_prof - best_plain, best_rec - best_prof);
+  double mn[WAYS][3], md[WAYS][3];
+  for (int w = 0; w < WAYS; w++)
+    for (int m = 0; m < 3; m++) stats(v[w][m], rounds, &mn[w][m], &md[w][m]);
+  static const char *way[WAYS] = {"without loom", "profiling + an event per command, no loom",
+                                  "under loom record"};
+  static const char *metric[3] = {"wall time", "CPU time, all threads", "CPU time, enqueuing thread"};
+  printf("OpenCL, %ld enqueues (tiny kernels and 256-byte writes), %d interleaved rounds;\n"
+         "ns per enqueue, min / median:\n", n, rounds);
+  for (int m = 0; m < 3; m++) {
+    printf("%s\n", metric[m]);
+    for (int w = 0; w < WAYS; w++) printf("  %-44s %8.1f / %8.1f\n", way[w], mn[w][m], md[w][m]);
+    printf("  added by loom                                %8.1f / %8.1f (%.2fx / %.2fx)\n"
+           "    the driver's profiling and events          %8.1f / %8.1f\n"
+           "    loom's own code                            %8.1f / %8.1f\n",
+           mn[2][m] - mn[0][m], md[2][m] - md[0][m], mn[2][m] / mn[0][m], md[2][m] / md[0][m],
+           mn[1][m] - mn[0][m], md[1][m] - md[0][m], mn[2][m] - mn[1][m], md[2][m] - md[1][m]);
+  }
   return 0;
 }

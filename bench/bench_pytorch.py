@@ -1,40 +1,62 @@
 #!/usr/bin/python3
-"""Per-op cost of recording a small PyTorch training loop: plain, under
-torch.profiler.profile(activities=[CPU]) (also with record_shapes=True, as
-loom records input shapes) and under `loom record` (the PyTorch adapter).
-A benchmark, run by hand, never a test:
+"""Per-op cost of recording a small PyTorch training loop, against the floor
+any RecordFunction observer pays, all measured in the same run.  A benchmark,
+run by hand, never a test:
 
-  /usr/bin/python3 bench/bench_pytorch.py [--loom-bin PATH]... [--steps N] [--rounds R]
+  /usr/bin/python3 bench/bench_pytorch.py [--loom-bin PATH]... [--floor SO]
+                   [--steps N] [--rounds R] [--clock cpu|wall]
 
-PATH defaults to $LOOM_BIN, else /work/main/build/loom; given more than once
-(e.g. a build before and after a change), every build is measured in every
-round.  R rounds (default 1) run every way in turn, so that a machine's drift
-hits all of them alike; with more than one round a summary gives each way's
-added us/op as min-max (median).  --clock cpu times the stepping thread's CPU
-time instead of wall time (steadier on a machine shared with other work; the
-model runs on one thread).  Every way runs in
-its own fresh child process (`bench_pytorch.py --child N --mode M`; the loom
-one as `loom record -o TMP.json -- /usr/bin/python3 bench_pytorch.py --child N
---mode plain`), which warms up, times N steps 3 times and prints the best.
-Ops per step come from the profiler's event count (ops only, not the
-record_function / optimizer ranges), so the plain run counts nothing itself.
+Ways, each in its own fresh child process (`bench_pytorch.py --child N --mode
+M`), in R interleaved rounds (default 15), so that a machine's drift hits all
+of them alike:
+  plain                      no observer
+  floor                      an empty global RecordFunction callback
+                             (build/bench/bench_rf_floor.so, --floor SO)
+  floor, inputs              the same asking for the ops' inputs
+  torch.profiler             profile(activities=[CPU])
+  torch.profiler, shapes     the same with record_shapes=True
+  loom, no shapes            loom record --option pytorch.shapes=0
+  loom                       loom record (input shapes and types)
+PATH defaults to $LOOM_BIN, else the build next to this file, else
+/work/main/build/loom; given more than once, every build is measured (the
+last one also without shapes).  Each child warms up 20 steps, times N steps
+(default 200) 3 times and keeps the best.  --clock cpu (default) times the
+stepping thread's CPU time (steadier on a shared machine; the model runs on
+one thread), --clock wall the wall time.  Ops per step come from the
+profiler's event count (ops, not the record_function / optimizer ranges).
+
+Printed: each way's added us per op over plain, min and median over the
+rounds with the median's bootstrap standard error; loom's cost above the
+floor with the same information (no shapes: floor; shapes: floor, inputs),
+per round, paired; and loom's added cost against torch.profiler's.
 """
 import argparse
+import ctypes
 import json
 import os
+import random
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 REPEATS = 3
+WARMUP = 20
 USER_PREFIXES = ("train_step", "Optimizer.")
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def child(steps, mode):
+def child(steps, mode, floor):
     import torch
     from torch import nn
 
+    lib = None
+    if mode in ("floor", "floor-inputs"):
+        lib = ctypes.CDLL(floor, mode=ctypes.RTLD_GLOBAL)  # after torch: its libtorch
+        lib.bench_rf_floor_add.restype = ctypes.c_uint64
+        lib.bench_rf_floor_starts.restype = ctypes.c_uint64
+        lib.bench_rf_floor_add(1 if mode == "floor-inputs" else 0)
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 14 * 14, 10))
@@ -50,41 +72,40 @@ def child(steps, mode):
                 loss.backward()
                 opt.step()
 
-    run(20)  # warm-up
+    run(WARMUP)
     best, best_cpu, ops = float("inf"), float("inf"), 0
     for _ in range(REPEATS):
-        if mode == "plain":
-            t0, c0 = time.perf_counter(), time.thread_time()
-            run(steps)
-            dt, dc = time.perf_counter() - t0, time.thread_time() - c0
-        else:
+        if mode in ("profiler", "shapes"):
             from torch.profiler import ProfilerActivity, profile
             with profile(activities=[ProfilerActivity.CPU], record_shapes=(mode == "shapes")) as prof:
                 t0, c0 = time.perf_counter(), time.thread_time()
                 run(steps)
                 dt, dc = time.perf_counter() - t0, time.thread_time() - c0
             ops = sum(1 for e in prof.events() if not e.name.startswith(USER_PREFIXES))
+        else:
+            t0, c0 = time.perf_counter(), time.thread_time()
+            run(steps)
+            dt, dc = time.perf_counter() - t0, time.thread_time() - c0
         best, best_cpu = min(best, dt), min(best_cpu, dc)
+    if lib is not None and lib.bench_rf_floor_starts() < steps:
+        sys.exit("the floor's callback did not observe the ops")
     print(json.dumps({"wall": best * 1e3 / steps, "cpu": best_cpu * 1e3 / steps, "ops": ops}))
 
 
-CLOCK = "wall"
-
-
-def spawn(cmd):
+def spawn(cmd, clock):
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode:
         sys.exit("failed (%d): %s\n%s" % (r.returncode, " ".join(cmd), r.stderr))
     out = json.loads(r.stdout.strip().splitlines()[-1])
-    out["ms_per_step"] = out[CLOCK]
+    out["ms"] = out[clock]
     return out
 
 
-def loom_run(loom_bin, me, extra=()):
+def loom_run(loom_bin, me, clock, extra=()):
     fd, trace = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     try:
-        r = spawn([loom_bin, "record", "-o", trace] + list(extra) + ["--"] + me + ["plain"])
+        r = spawn([loom_bin, "record", "-o", trace] + list(extra) + ["--"] + me + ["plain"], clock)
         with open(trace) as f:
             ev = json.load(f)["traceEvents"]
         r["cpu_ops"] = sum(1 for e in ev if e.get("cat") == "cpu_op")
@@ -93,68 +114,83 @@ def loom_run(loom_bin, me, extra=()):
     return r
 
 
-def one_round(a, me, looms):
-    plain = spawn(me + ["plain"])
-    prof = spawn(me + ["profiler"])
-    shapes = spawn(me + ["shapes"])
-    runs = [(b, loom_run(b, me)) for b in looms]
-    # like torch.profiler's default (no record_shapes): no input shapes/types
-    noshapes = loom_run(looms[-1], me, ["--option", "pytorch.shapes=0"])
-    per_step = prof["ops"] / a.steps
-    base = plain["ms_per_step"]
-    total = REPEATS * a.steps + 20
-    print("ops per step: %.1f (torch.profiler events); loom trace: %s cpu_op per step over %d steps"
-          % (per_step, " / ".join("%.1f" % (r["cpu_ops"] / total) for _, r in runs), total))
-    print("%-36s %10s %14s" % ("", "ms/step", "added us/op"))
-    print("%-36s %10.3f %14s" % ("plain", base, "-"))
-    ways = [("torch.profiler (CPU)", prof), ("torch.profiler (CPU, record_shapes)", shapes)]
-    for b, r in runs:
-        name = "loom record (shapes, seq nr)"
-        if len(runs) > 1:
-            name = "loom %s" % b
-        ways.append((name, r))
-    ways.append(("loom record (seq nr, no shapes)", noshapes))
-    added = {}
-    for name, r in ways:
-        added[name] = (r["ms_per_step"] - base) * 1e3 / per_step
-        print("%-36s %10.3f %14.2f" % (name, r["ms_per_step"], added[name]))
-    for name, _ in ways[2:-1]:
-        print("%s / torch.profiler added cost: %.2f (vs record_shapes: %.2f)"
-              % (name, added[name] / added["torch.profiler (CPU)"],
-                 added[name] / added["torch.profiler (CPU, record_shapes)"]))
-    print("loom record (seq nr, no shapes) / torch.profiler added cost: %.2f"
-          % (added["loom record (seq nr, no shapes)"] / added["torch.profiler (CPU)"]))
-    return added
+def default_loom():
+    if os.environ.get("LOOM_BIN"):
+        return os.environ["LOOM_BIN"]
+    mine = os.path.join(HERE, "..", "build", "loom")
+    return mine if os.path.exists(mine) else "/work/main/build/loom"
+
+
+def med_se(v, n=2000):
+    """median and its bootstrap standard error"""
+    rnd = random.Random(1)
+    meds = [statistics.median(rnd.choices(v, k=len(v))) for _ in range(n)]
+    return statistics.median(v), statistics.pstdev(meds)
+
+
+def line(name, v):
+    m, se = med_se(v)
+    print("%-40s %6.3f %6.3f +- %.3f" % (name, min(v), m, se))
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--loom-bin", action="append")
+    ap.add_argument("--floor", default=os.path.join(HERE, "..", "build", "bench", "bench_rf_floor.so"))
     ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--clock", default="wall", choices=("wall", "cpu"))
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--clock", default="cpu", choices=("wall", "cpu"))
     ap.add_argument("--child", type=int)
-    ap.add_argument("--mode", default="plain", choices=("plain", "profiler", "shapes"))
+    ap.add_argument("--mode", default="plain",
+                    choices=("plain", "floor", "floor-inputs", "profiler", "shapes"))
     a = ap.parse_args()
     if a.child:
-        return child(a.child, a.mode)
-
-    global CLOCK
-    CLOCK = a.clock
-    looms = a.loom_bin or [os.environ.get("LOOM_BIN", "/work/main/build/loom")]
-    me = [sys.executable, os.path.abspath(__file__), "--child", str(a.steps), "--mode"]
-    print("PyTorch %s, %d steps x best of %d, %d round(s), %s time" % (
-        __import__("torch").__version__, a.steps, REPEATS, a.rounds, a.clock))
-    rounds = []
+        return child(a.child, a.mode, os.path.abspath(a.floor))
+    if not os.path.exists(a.floor):
+        sys.exit("no %s: build it (cmake --build build --target bench_rf_floor) or give --floor" % a.floor)
+    looms = a.loom_bin or [default_loom()]
+    me = [sys.executable, os.path.abspath(__file__), "--floor", os.path.abspath(a.floor),
+          "--child", str(a.steps), "--mode"]
+    print("PyTorch %s, %d steps x best of %d per process, %d interleaved rounds, %s time; loom: %s"
+          % (__import__("torch").__version__, a.steps, REPEATS, a.rounds, a.clock, " ".join(looms)))
+    ways = [("plain", lambda: spawn(me + ["plain"], a.clock)),
+            ("floor", lambda: spawn(me + ["floor"], a.clock)),
+            ("floor, inputs", lambda: spawn(me + ["floor-inputs"], a.clock)),
+            ("torch.profiler", lambda: spawn(me + ["profiler"], a.clock)),
+            ("torch.profiler, shapes", lambda: spawn(me + ["shapes"], a.clock)),
+            ("loom, no shapes", lambda: loom_run(looms[-1], me, a.clock, ["--option", "pytorch.shapes=0"]))]
+    for b in looms:
+        name = "loom" if len(looms) == 1 else "loom %s" % b
+        ways.append((name, lambda b=b: loom_run(b, me, a.clock)))
+    added = {n: [] for n, _ in ways[1:]}
+    ops, traced = [], []
     for i in range(a.rounds):
-        if a.rounds > 1:
-            print("-- round %d" % (i + 1))
-        rounds.append(one_round(a, me, looms))
-    if a.rounds > 1:
-        print("-- added us/op over %d rounds: min-max (median)" % a.rounds)
-        for name in rounds[0]:
-            v = sorted(r[name] for r in rounds)
-            print("%-36s %.2f-%.2f (%.2f)" % (name, v[0], v[-1], v[len(v) // 2]))
+        r = {}
+        order = ways[:]
+        random.Random(i).shuffle(order)  # no way always runs right after another
+        for name, fn in order:
+            r[name] = fn()
+        per_step = r["torch.profiler"]["ops"] / a.steps
+        ops.append(per_step)
+        traced.append(r[ways[-1][0]]["cpu_ops"] / (REPEATS * a.steps + WARMUP))
+        base = r["plain"]["ms"]
+        for name in added:
+            added[name].append((r[name]["ms"] - base) * 1e3 / per_step)
+        print("round %2d: plain %.3f ms/step; added us/op: %s" % (
+            i + 1, base, ", ".join("%s %.2f" % (n, v[-1]) for n, v in added.items())), flush=True)
+    print("ops per step: %.1f (torch.profiler's events); loom's trace: %.1f cpu_op per step"
+          % (statistics.median(ops), statistics.median(traced)))
+    print("\n%-40s %6s %6s" % ("added us/op over plain", "min", "median"))
+    for name, v in added.items():
+        line(name, v)
+    print("\nloom above the floor with the same information (paired per round), us/op")
+    pairs = [("loom, no shapes", "floor")] + [(n, "floor, inputs") for n, _ in ways[6:]]
+    for l, f in pairs:
+        line("%s - %s" % (l, f), [x - y for x, y in zip(added[l], added[f])])
+    print("\nloom's added cost / torch.profiler's (ratio of medians; goal <= 0.5)")
+    for l, p in [("loom, no shapes", "torch.profiler")] + [(n, "torch.profiler, shapes") for n, _ in ways[6:]]:
+        print("%-40s %6.2f" % ("%s / %s" % (l, p),
+                               statistics.median(added[l]) / statistics.median(added[p])))
 
 
 if __name__ == "__main__":

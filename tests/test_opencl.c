@@ -182,6 +182,53 @@ static void test_two_threads_two_queues(void **state) {
   unlink(trace);
 }
 
+/* Two threads, each enqueueing 150 kernels on its own queue, so both rings
+ * pass the 64 commands at which they are harvested while the other thread
+ * enqueues: nothing lost, and every command on the queue of the thread that
+ * enqueued it (each thread's calls link to one queue, a different one). */
+static void test_two_threads_many_commands(void **state) {
+  (void)state;
+  char trace[256];
+  tmp_path(trace, sizeof trace, ".json");
+  assert_int_equal(record(CLAPP, "threads 150", trace, NULL), 0);
+  loom_trace *t = ts_load(trace);
+  counts c = inspect(t);
+  assert_int_equal(c.kernels, 300);
+  assert_int_equal(c.copies, 4);
+  assert_int_equal(c.flows, 304);
+  assert_true(c.brackets_ok);
+  assert_true(c.marks_ok);
+  int64_t tid[2] = {0, 0}, queue[2] = {0, 0};
+  size_t per[2] = {0, 0}, bad = 0;
+  for (size_t i = 0; i < c.flows; i++) {
+    loom_event_view call, work;
+    ts_flow(t, i, &call, &work);
+    int k = tid[0] == 0 || tid[0] == call.tid ? 0 : tid[1] == 0 || tid[1] == call.tid ? 1 : -1;
+    if (k < 0) { bad++; continue; }
+    if (!tid[k]) tid[k] = call.tid, queue[k] = work.tid;
+    if (queue[k] != work.tid) bad++;
+    per[k]++;
+  }
+  assert_int_equal(bad, 0);
+  assert_true(queue[0] != queue[1]);
+  assert_int_equal(per[0], 152);
+  assert_int_equal(per[1], 152);
+  loom_trace_summary s = {.struct_size = sizeof s};
+  loom_trace_summarize(t, &s);
+  assert_int_equal(s.dropped, 0);
+  assert_int_equal(loom_trace_warning_count(t), 0);
+  const char *q[] = {"select count(*) from slice where category = 'kernel'",
+                     "select count(*) from flow",
+                     "select count(*) from stats where value > 0 and severity in ('error','data_loss')"};
+  long long r[3];
+  tp_ints(trace, q, r, 3);
+  assert_int_equal(r[0], 300);
+  assert_int_equal(r[1], 304);
+  assert_int_equal(r[2], 0);
+  loom_trace_free(t);
+  unlink(trace);
+}
+
 static void test_exit_and_crash(void **state) {
   (void)state;
   char trace[256];
@@ -296,6 +343,7 @@ int main(void) {
       cmocka_unit_test(test_dlopen),
       cmocka_unit_test(test_app_events_and_profiling),
       cmocka_unit_test(test_two_threads_two_queues),
+      cmocka_unit_test(test_two_threads_many_commands),
       cmocka_unit_test(test_exit_and_crash),
       cmocka_unit_test(test_sigint_forwarded),
       cmocka_unit_test(test_duration),

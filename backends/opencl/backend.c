@@ -60,6 +60,11 @@ typedef struct queue_entry {
   pthread_mutex_t lk;          /* the ring */
   ocl_cmd *ring;               /* commands in flight, oldest at head */
   size_t head, count, cap;
+  /* The last kernel's sizes as the trace shows them (under lk): a program
+   * launches the same shapes again and again, so most kernels format none. */
+  cl_uint fmt_dims;
+  size_t fmt_gws[3], fmt_lws[3];
+  char fmt_g[64], fmt_l[64];
 } queue_entry;
 
 static dev_entry devs[64];
@@ -67,6 +72,19 @@ static size_t ndevs;
 static queue_entry **queues;     /* entries never move; freed when retired and empty */
 static size_t nqueues, cap_queues;
 static uint64_t queue_serial;
+/* Bumped whenever a queue entry is made, retired or freed: a thread's cached
+ * lookup (tq below) is good only while it has not moved. */
+static atomic_uint queues_epoch;
+
+/* The calling thread's last queue, so that an enqueue takes no global lock
+ * (a program enqueues on the same queue from the same thread in a row). */
+static _Thread_local struct {
+  cl_command_queue q;
+  unsigned gen, epoch;
+  queue_entry *qe;
+  uint32_t device, resource;
+  loom_clock clk;
+} tq;
 
 /* ---- small helpers -------------------------------------------------------- */
 uint64_t ocl_now(void) {
@@ -130,6 +148,7 @@ void ocl_queue_created(cl_command_queue q, cl_device_id dev, int app_wanted) {
   }
   if (nqueues < cap_queues) queues[nqueues++] = e;
   else free(e);
+  atomic_fetch_add(&queues_epoch, 1);
   pthread_mutex_unlock(&mu);
 }
 
@@ -153,6 +172,7 @@ void ocl_queue_released(cl_command_queue q) {
   pthread_mutex_lock(&mu);
   queue_entry *e = find_queue(q);
   if (e) e->retired = 1; /* its commands still complete; flush frees it */
+  atomic_fetch_add(&queues_epoch, 1);
   pthread_mutex_unlock(&mu);
 }
 
@@ -286,8 +306,23 @@ static void emit_call(uint32_t api, uint64_t t0, uint64_t t1, uint64_t corr, int
   host->emit(self, &r);
 }
 
-/* Reads a completed command's times and emits it. */
-static void emit_cmd(const ocl_cmd *c, loom_clock clk) {
+/* c's sizes as "[x, y, z]" strings, formatted only when they differ from the
+ * last kernel's on qe (qe->lk held). */
+static void kernel_sizes(queue_entry *qe, const ocl_cmd *c) {
+  if (qe->fmt_dims == c->dims && !memcmp(qe->fmt_gws, c->gws, sizeof c->gws) &&
+      !memcmp(qe->fmt_lws, c->lws, sizeof c->lws))
+    return;
+  snprintf(qe->fmt_g, sizeof qe->fmt_g, "[%zu, %zu, %zu]", c->gws[0], c->dims > 1 ? c->gws[1] : 1,
+           c->dims > 2 ? c->gws[2] : 1);
+  snprintf(qe->fmt_l, sizeof qe->fmt_l, "[%zu, %zu, %zu]", c->lws[0], c->dims > 1 ? c->lws[1] : 1,
+           c->dims > 2 ? c->lws[2] : 1);
+  qe->fmt_dims = c->dims;
+  memcpy(qe->fmt_gws, c->gws, sizeof c->gws);
+  memcpy(qe->fmt_lws, c->lws, sizeof c->lws);
+}
+
+/* Reads a completed command's times and emits it (qe->lk held). */
+static void emit_cmd(queue_entry *qe, const ocl_cmd *c, loom_clock clk) {
   cl_ulong q = 0, st = 0, en = 0;
   cl_event e = c->event;
   if (ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof st, &st, NULL) != CL_SUCCESS ||
@@ -297,16 +332,12 @@ static void emit_cmd(const ocl_cmd *c, loom_clock clk) {
   }
   loom_arg args[4];
   uint32_t n = 0;
-  char g[64], l[64];
   if (c->kind == LOOM_KIND_KERNEL) {
     ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_QUEUED, sizeof q, &q, NULL);
-    snprintf(g, sizeof g, "[%zu, %zu, %zu]", c->gws[0], c->dims > 1 ? c->gws[1] : 1,
-             c->dims > 2 ? c->gws[2] : 1);
-    snprintf(l, sizeof l, "[%zu, %zu, %zu]", c->lws[0], c->dims > 1 ? c->lws[1] : 1,
-             c->dims > 2 ? c->lws[2] : 1);
-    args[n++] = (loom_arg){.key = "global size", .type = LOOM_ARG_STRING, .v.s = g};
+    kernel_sizes(qe, c);
+    args[n++] = (loom_arg){.key = "global size", .type = LOOM_ARG_STRING, .v.s = qe->fmt_g};
     args[n++] = (loom_arg){.key = "local size", .type = LOOM_ARG_STRING,
-                           .v.s = c->lws[0] ? l : "driver's choice"};
+                           .v.s = c->lws[0] ? qe->fmt_l : "driver's choice"};
     args[n++] = (loom_arg){.key = "queued", .type = LOOM_ARG_UINT, .v.u = st > q ? st - q : 0};
   } else {
     args[n++] = (loom_arg){.key = "bytes", .type = LOOM_ARG_UINT, .v.u = c->bytes};
@@ -338,7 +369,7 @@ static void harvest(queue_entry *qe, size_t max, uint64_t wait_until) {
       continue;
     }
     if (c->gen == g) {
-      if (status == CL_COMPLETE) emit_cmd(c, c->clk);
+      if (status == CL_COMPLETE) emit_cmd(qe, c, c->clk);
       else host->count_lost(self, 1, "a command failed on the device (no times to record)");
     }
     ocl_next.clReleaseEvent(c->event);
@@ -360,6 +391,30 @@ void ocl_queue_finished(cl_command_queue q) {
   pthread_mutex_lock(&qe->lk);
   harvest(qe, 0, 0);
   pthread_mutex_unlock(&qe->lk);
+}
+
+/* q's entry with cmd's device, resource and clock filled, or NULL; from the
+ * thread's cache when q and the queues have not changed since. */
+static queue_entry *lookup_queue(cl_command_queue q, unsigned g, ocl_cmd *cmd) {
+  unsigned ep = atomic_load_explicit(&queues_epoch, memory_order_acquire);
+  if (tq.qe && tq.q == q && tq.gen == g && tq.epoch == ep) {
+    cmd->device = tq.device;
+    cmd->resource = tq.resource;
+    cmd->clk = tq.clk;
+    return tq.qe;
+  }
+  pthread_mutex_lock(&mu);
+  ep = atomic_load_explicit(&queues_epoch, memory_order_relaxed); /* stable under mu */
+  queue_entry *qe = find_queue(q);
+  if (qe && session_queue(q, g, &cmd->device, &cmd->resource) == 0) {
+    cmd->clk = device_clock(cmd->device);
+    tq.q = q, tq.gen = g, tq.epoch = ep, tq.qe = qe;
+    tq.device = cmd->device, tq.resource = cmd->resource, tq.clk = cmd->clk;
+  } else {
+    qe = NULL;
+  }
+  pthread_mutex_unlock(&mu);
+  return qe;
 }
 
 static int ring_push(queue_entry *qe, const ocl_cmd *c) {
@@ -393,11 +448,8 @@ cl_int ocl_call_end(ocl_call *c, uint32_t api, cl_int rc, int kind, uint32_t nam
   ocl_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   unsigned g = atomic_load(&gen);
-  pthread_mutex_lock(&mu);
-  queue_entry *qe = find_queue(c->q);
-  int ok = qe && session_queue(c->q, g, &cmd.device, &cmd.resource) == 0;
-  if (ok) cmd.clk = device_clock(cmd.device);
-  pthread_mutex_unlock(&mu);
+  queue_entry *qe = lookup_queue(c->q, g, &cmd);
+  int ok = qe != NULL;
   cl_event e = *c->evp;
   if (!ok) {
     if (c->mine) ocl_next.clReleaseEvent(c->mine);
@@ -548,6 +600,7 @@ static loom_status ocl_flush(loom_backend *b) {
   for (size_t i = 0; i < nqueues;) {
     queue_entry *qe = queues[i];
     if (qe->retired && !qe->count) {
+      atomic_fetch_add(&queues_epoch, 1);
       free(qe->ring);
       pthread_mutex_destroy(&qe->lk);
       free(qe);
