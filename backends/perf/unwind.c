@@ -49,7 +49,55 @@ struct pf_unwinder {
   sym_ent *tab;
   size_t ntab, cap_tab;
   uint64_t sym_ns, unwind_ns, dwarf_ok, used_fp;
+  /* kernel symbols (/proc/kallsyms), read at the first kernel address */
+  struct ksym { uint64_t addr; char *name; } *ksyms;
+  size_t nksyms;
+  int ksyms_read;
 };
+
+static int ksym_cmp(const void *a, const void *b) {
+  uint64_t x = ((const struct ksym *)a)->addr, y = ((const struct ksym *)b)->addr;
+  return x < y ? -1 : x > y;
+}
+
+/* Text symbols of the kernel; none when kallsyms hides the addresses
+ * (kernel.kptr_restrict, or no privilege): such frames keep their address. */
+static void read_kallsyms(pf_unwinder *u) {
+  u->ksyms_read = 1;
+  FILE *f = fopen("/proc/kallsyms", "r");
+  if (!f) return;
+  char line[512];
+  size_t cap = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long a;
+    char type, name[256];
+    if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3 || !a) continue;
+    if (type != 't' && type != 'T') continue;
+    if (u->nksyms == cap) {
+      size_t c = cap ? cap * 2 : 4096;
+      struct ksym *p = realloc(u->ksyms, c * sizeof *p);
+      if (!p) break;
+      u->ksyms = p;
+      cap = c;
+    }
+    char *n = strdup(name);
+    if (!n) break;
+    u->ksyms[u->nksyms++] = (struct ksym){a, n};
+  }
+  fclose(f);
+  if (u->nksyms) qsort(u->ksyms, u->nksyms, sizeof *u->ksyms, ksym_cmp);
+}
+
+static const char *kernel_name(pf_unwinder *u, uint64_t pc) {
+  if (!u->ksyms_read) read_kallsyms(u);
+  size_t lo = 0, hi = u->nksyms;
+  while (lo < hi) { /* the last symbol at or below pc */
+    size_t mid = lo + (hi - lo) / 2;
+    if (u->ksyms[mid].addr <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo ? u->ksyms[lo - 1].name : NULL;
+}
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -195,7 +243,9 @@ pf_unwinder *pf_unwinder_new(const pf_map *maps, size_t nmaps, char *why, size_t
 void pf_unwinder_free(pf_unwinder *u) {
   if (!u) return;
   if (u->dwfl) dwfl_end(u->dwfl);
-  for (size_t i = 0; i < u->ntab; i++) free(u->tab[i].line);
+  for (size_t i = 0; i < u->cap_tab; i++) free(u->tab[i].line);
+  for (size_t i = 0; i < u->nksyms; i++) free(u->ksyms[i].name);
+  free(u->ksyms);
   free(u->tab);
   free(u);
 }
@@ -252,8 +302,12 @@ static char *name_pc(pf_unwinder *u, uint64_t pc) {
         break;
       }
   }
+  if (!mod && pc >= 0xffff800000000000ull) {
+    mod = "[kernel]";
+    fn = kernel_name(u, pc);
+  }
   if (!mod) {
-    snprintf(buf, sizeof buf, pc >= 0xffff800000000000ull ? "[kernel]" : "[unknown]");
+    snprintf(buf, sizeof buf, "[unknown]");
     mod = buf;
   }
   char *line = NULL;
