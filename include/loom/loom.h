@@ -82,7 +82,13 @@ typedef enum loom_kind {
   LOOM_KIND_COLLECTIVE = 10,/* communication collective */
   LOOM_KIND_OVERHEAD = 11,  /* profiler overhead */
   LOOM_KIND_MARKER = 12,    /* session markers (iterations, drops, warnings) */
-  LOOM_KIND_COUNT_ = 13
+  /* ABI 1.2: a CPU sample of a host thread (an instant on that thread) whose
+   * call stack is its string argument "stack": one line per frame, leaf
+   * first, each "function\tmodule\t0xOFFSET" (function empty when it could
+   * not be named; OFFSET is the address relative to the module's load
+   * base).  docs/sampling.md. */
+  LOOM_KIND_SAMPLE = 13,
+  LOOM_KIND_COUNT_ = 14
 } loom_kind;
 
 #define LOOM_KIND_BIT(k) (1u << (k))

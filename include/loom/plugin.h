@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 1
+#define LOOM_ABI_MINOR 2 /* 1.2: LOOM_KIND_SAMPLE */
 
 /* Opaque handle of one registered backend, passed to every operation and
  * given back to every host service. */

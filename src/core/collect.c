@@ -488,6 +488,7 @@ static const char *default_cat(const loom_backend *b, const loom__drec *d,
   case LOOM_KIND_COUNTER: return "counter";
   case LOOM_KIND_COLLECTIVE: return "collective_comm";
   case LOOM_KIND_OVERHEAD: return "overhead";
+  case LOOM_KIND_SAMPLE: return "cpu_sample";
   default: return "marker";
   }
 }
@@ -586,7 +587,8 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b, loom_
   if (ts < st->first) st->first = ts;
   char buf[96];
   const char *cat = d->cat ? loom__intern_get(d->cat) : default_cat(b, d, buf, sizeof buf);
-  uint8_t ph = d->kind == LOOM_KIND_INSTANT || d->kind == LOOM_KIND_MARKER ? LOOM__PH_INSTANT
+  uint8_t ph = d->kind == LOOM_KIND_INSTANT || d->kind == LOOM_KIND_MARKER ||
+                       d->kind == LOOM_KIND_SAMPLE ? LOOM__PH_INSTANT
              : d->kind == LOOM_KIND_COUNTER ? LOOM__PH_COUNTER : LOOM__PH_COMPLETE;
   loom__ev e = {.ts = ts, .dur = ph == LOOM__PH_COMPLETE ? te - ts : 0,
                 .correlation = d->corr, .external_id = d->ext,

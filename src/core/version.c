@@ -15,6 +15,6 @@ const char *loom_version_string(void) {
 const char *loom_kind_name(loom_kind k) {
   static const char *names[LOOM_KIND_COUNT_] = {
       "kernel", "memcpy", "memset", "runtime", "driver", "sync", "user_range",
-      "cpu_op", "instant", "counter", "collective", "overhead", "marker"};
+      "cpu_op", "instant", "counter", "collective", "overhead", "marker", "sample"};
   return (unsigned)k < LOOM_KIND_COUNT_ ? names[k] : 0;
 }

@@ -399,6 +399,7 @@ static void trailer(jw *w) {
    * at least the last event: it is flushed only when it fills). */
   if (o->len >= 2 && o->buf[o->len - 2] == ',') o->len -= 2;
   loom__out_lit(o, "\n],\n");
+  if (!w->streaming) loom__json_samples_write(t, o, w->base); /* json_samples.c */
   if (w->streaming) {
     warnings(w);
     loom__out_lit(o, ",\n");
@@ -431,7 +432,8 @@ loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int g
   loom_status st = jw_open(&w, &o, t, path, gzip);
   if (st != LOOM_OK) return st;
   for (size_t i = 0; i < t->nev; i++) /* no arguments: no offset into a NULL array */
-    event(&w, &t->ev[i], t->ev[i].nargs ? t->args + t->ev[i].args_off : NULL);
+    if (t->ev[i].kind != LOOM_KIND_SAMPLE) /* in "samples" (trailer) */
+      event(&w, &t->ev[i], t->ev[i].nargs ? t->args + t->ev[i].args_off : NULL);
   for (size_t i = 0; i < t->nflows; i++) flow(&w, &t->flows[i]);
   trailer(&w);
   jw_release(&w);

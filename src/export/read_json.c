@@ -968,6 +968,7 @@ static int cmp_flow(const void *pa, const void *pb) {
 
 static int finish(reader *r) {
   loom_trace *t = r->t;
+  if (loom__json_samples_read(t)) return -1; /* "samples" + "stackFrames": json_samples.c */
   if (r->sink) {
     t->base_ns = r->base;
     if (flush(r, 1) != 0) return -1;

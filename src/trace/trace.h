@@ -304,6 +304,15 @@ int loom__trace_process(loom_trace *t);
  * renumbers flows accordingly. */
 int loom__trace_sort_by_time(loom_trace *t);
 
+/* CPU samples in Chrome JSON (json_samples.c): the top-level "stackFrames"
+ * and "samples" keys (each followed by ",\n") for t's LOOM_KIND_SAMPLE
+ * events, times relative to base; and, for a reader, those keys of t->top
+ * turned into sample events (ts without the file's base) and removed from
+ * top.  0, or -1 when out of memory. */
+struct loom__out;
+int loom__json_samples_write(const loom_trace *t, struct loom__out *o, int64_t base);
+int loom__json_samples_read(loom_trace *t);
+
 /* Writes Chrome trace JSON (Kineto conventions) to path, atomically;
  * gzip >= 0 compresses at that zlib level. */
 loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int gzip);

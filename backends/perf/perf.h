@@ -1,0 +1,97 @@
+/*
+ * perf.h - shared declarations of libloom-perf.so, loom's CPU sampling
+ * backend on Linux perf_event_open (docs/sampling.md).
+ *
+ * events.c opens the events per thread and drains their ring buffers into
+ * memory while the program runs (a reader thread, no work beyond copying);
+ * unwind.c turns the stored samples into named call stacks after recording
+ * (libdw); backend.c is the loom side (options, records, counters).
+ */
+#ifndef LOOM_PERF_H
+#define LOOM_PERF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <loom/plugin.h>
+
+/* Counters kept per thread from software events sampled at period 1. */
+enum { PF_CTR_CSWITCH, PF_CTR_FAULTS, PF_CTR_MIGRATIONS, PF_NCTR };
+
+/* One stored sample (raw, as the kernel gave it). */
+typedef struct pf_sample {
+  uint64_t time;      /* CLOCK_MONOTONIC ns */
+  uint32_t tid;
+  uint32_t nchain;    /* kernel+user call chain entries (PERF_CONTEXT_* marks included) */
+  uint32_t nregs;     /* user registers (0: the sample was in the kernel with no user state) */
+  uint32_t stack_len; /* bytes of user stack copied from regs' sp upward */
+  size_t off;         /* chain, regs, then stack in pf_events.data */
+} pf_sample;
+
+/* A counter event: one occurrence on a thread. */
+typedef struct pf_tick {
+  uint64_t time;
+  uint32_t tid;
+  uint8_t which;      /* PF_CTR_* */
+} pf_tick;
+
+/* A mapping of executable code (from /proc/self/maps at start, then the
+ * kernel's mmap records), in the order seen. */
+typedef struct pf_map {
+  uint64_t start, end, pgoff;
+  char *path;
+} pf_map;
+
+typedef struct pf_config {
+  uint64_t period_ns;   /* cpu-clock period */
+  uint32_t stack_bytes; /* user stack copied per sample, 0 = frame pointers only */
+  int counters;         /* open the OS counter events */
+  uint64_t memory_cap;  /* bytes of stored samples */
+} pf_config;
+
+typedef struct pf_events pf_events;
+
+/* Opens the events for every thread of the process (following threads they
+ * create) and starts the reader.  On failure returns -1 and writes the
+ * reason into why.  *user_only gets 1 when the kernel allowed only user-space
+ * sampling (perf_event_paranoid); *paranoid the sysctl's value read. */
+int pf_events_start(pf_events **out, const pf_config *cfg, int *user_only, int *paranoid,
+                    char *why, size_t why_len);
+/* Stops sampling, drains what is left and stops the reader. */
+void pf_events_stop(pf_events *ev);
+void pf_events_free(pf_events *ev);
+
+/* What was stored (valid until pf_events_free). */
+const pf_sample *pf_events_samples(const pf_events *ev, size_t *n);
+const uint8_t *pf_events_data(const pf_events *ev);
+const pf_tick *pf_events_ticks(const pf_events *ev, size_t *n);
+const pf_map *pf_events_maps(const pf_events *ev, size_t *n);
+/* Records the kernel lost (ring full) and samples not kept (memory cap). */
+uint64_t pf_events_lost(const pf_events *ev, uint64_t *capped);
+pid_t pf_events_reader_tid(const pf_events *ev);
+/* Threads the events were opened on at start. */
+size_t pf_events_threads(const pf_events *ev);
+
+/* ---- unwind.c ---- */
+typedef struct pf_unwinder pf_unwinder;
+/* Builds the address space from maps.  NULL when out of memory or libdw
+ * fails (why says which). */
+pf_unwinder *pf_unwinder_new(const pf_map *maps, size_t nmaps, char *why, size_t why_len);
+void pf_unwinder_free(pf_unwinder *u);
+/* Writes the call stack of s as loom's "stack" text (LOOM_KIND_SAMPLE) into
+ * *buf (grown as needed): DWARF unwinding over the copied stack when it has
+ * one, else the kernel's frame-pointer chain.  Returns the number of frames
+ * (0 none), or -1 when out of memory. */
+long pf_unwind_sample(pf_unwinder *u, const pf_sample *s, const uint8_t *data, char **buf,
+                      size_t *cap, size_t *len);
+/* Statistics: distinct addresses symbolized, and ns spent symbolizing and
+ * unwinding. */
+void pf_unwinder_stats(const pf_unwinder *u, uint64_t *distinct, uint64_t *sym_ns,
+                       uint64_t *unwind_ns, uint64_t *reached_dwarf, uint64_t *used_fp);
+
+/* x86-64 registers copied per sample (PERF_SAMPLE_REGS_USER), in the
+ * order of their perf numbers: what DWARF unwinding starts from. */
+uint64_t pf_regs_mask(void);
+
+#endif

@@ -1,0 +1,412 @@
+/*
+ * unwind.c - call stacks and names for the stored samples, after
+ * recording, with elfutils' libdw (libdwfl): it reads ELF symbol tables,
+ * separate debug files and DWARF call-frame information, which is what
+ * unwinding Debian's libraries needs (they have no frame pointers).
+ *
+ * The address space is rebuilt from the mappings seen (/proc/self/maps at
+ * start and the kernel's mmap records after), so code unloaded before the
+ * end still resolves.  Each sample is unwound by dwfl_getthread_frames over
+ * its copied registers and user stack; memory outside the copy reads as
+ * unknown, which ends the walk.  A sample without a copy, or whose DWARF
+ * walk gives no more than the leaf, uses the kernel's frame-pointer chain.
+ * Names come from the symbol table, else from the DWARF subprogram around
+ * the address; a frame that has neither keeps its module and offset.
+ */
+#define _GNU_SOURCE
+#include <elfutils/libdwfl.h>
+#include <dwarf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perf.h"
+
+#define MAX_FRAMES 256
+
+typedef struct sym_ent {
+  uint64_t pc;
+  char *line; /* "function\tmodule\t0xOFF" */
+} sym_ent;
+
+struct pf_unwinder {
+  Dwfl *dwfl;
+  int attached;
+  const pf_map *maps;
+  size_t nmaps;
+  /* the sample being unwound */
+  const pf_sample *cur;
+  const uint64_t *regs;
+  const uint8_t *stack;
+  uint64_t pcs[MAX_FRAMES];
+  size_t npcs;
+  /* pc -> frame text */
+  sym_ent *tab;
+  size_t ntab, cap_tab;
+  uint64_t sym_ns, unwind_ns, dwarf_ok, used_fp;
+  /* kernel symbols (/proc/kallsyms), read at the first kernel address */
+  struct ksym { uint64_t addr; char *name; } *ksyms;
+  size_t nksyms;
+  int ksyms_read;
+};
+
+static int ksym_cmp(const void *a, const void *b) {
+  uint64_t x = ((const struct ksym *)a)->addr, y = ((const struct ksym *)b)->addr;
+  return x < y ? -1 : x > y;
+}
+
+/* Text symbols of the kernel; none when kallsyms hides the addresses
+ * (kernel.kptr_restrict, or no privilege): such frames keep their address. */
+static void read_kallsyms(pf_unwinder *u) {
+  u->ksyms_read = 1;
+  FILE *f = fopen("/proc/kallsyms", "r");
+  if (!f) return;
+  char line[512];
+  size_t cap = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long a;
+    char type, name[256];
+    if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3 || !a) continue;
+    if (type != 't' && type != 'T') continue;
+    if (u->nksyms == cap) {
+      size_t c = cap ? cap * 2 : 4096;
+      struct ksym *p = realloc(u->ksyms, c * sizeof *p);
+      if (!p) break;
+      u->ksyms = p;
+      cap = c;
+    }
+    char *n = strdup(name);
+    if (!n) break;
+    u->ksyms[u->nksyms++] = (struct ksym){a, n};
+  }
+  fclose(f);
+  if (u->nksyms) qsort(u->ksyms, u->nksyms, sizeof *u->ksyms, ksym_cmp);
+}
+
+static const char *kernel_name(pf_unwinder *u, uint64_t pc) {
+  if (!u->ksyms_read) read_kallsyms(u);
+  size_t lo = 0, hi = u->nksyms;
+  while (lo < hi) { /* the last symbol at or below pc */
+    size_t mid = lo + (hi - lo) / 2;
+    if (u->ksyms[mid].addr <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo ? u->ksyms[lo - 1].name : NULL;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- address space -------------------------------------------------------- */
+/* The load bias of path mapped at start from file offset pgoff: the
+ * PT_LOAD holding that offset says which virtual address it has. */
+static int load_bias(const char *path, uint64_t start, uint64_t pgoff, uint64_t *bias) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  int rc = -1;
+  size_t n = 0;
+  if (e && elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &n) == 0) {
+    for (size_t i = 0; i < n; i++) {
+      GElf_Phdr ph;
+      if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD) continue;
+      uint64_t page = ph.p_align > 1 ? ph.p_align : 4096;
+      uint64_t off0 = ph.p_offset & ~(page - 1);
+      if (pgoff < off0 || pgoff >= ph.p_offset + ph.p_filesz) continue;
+      GElf_Ehdr eh;
+      if (gelf_getehdr(e, &eh) && eh.e_type == ET_EXEC) *bias = 0;
+      else *bias = start - ((ph.p_vaddr - ph.p_offset) + pgoff); /* wraps as intended */
+      rc = 0;
+      break;
+    }
+  }
+  if (e) elf_end(e);
+  close(fd);
+  return rc;
+}
+
+static int overlaps(const pf_map *a, const pf_map *b) { return a->start < b->end && b->start < a->end; }
+
+/* Later mappings win over earlier ones they overlap (an address reused
+ * after an unload); each remaining file is reported once per bias. */
+static void report_maps(pf_unwinder *u) {
+  char *keep = calloc(u->nmaps ? u->nmaps : 1, 1);
+  if (!keep) return;
+  for (size_t i = u->nmaps; i-- > 0;) {
+    keep[i] = u->maps[i].path[0] == '/';
+    for (size_t j = i + 1; keep[i] && j < u->nmaps; j++)
+      if (keep[j] && overlaps(&u->maps[i], &u->maps[j])) keep[i] = 0;
+  }
+  dwfl_report_begin(u->dwfl);
+  for (size_t i = 0; i < u->nmaps; i++) {
+    if (!keep[i]) continue;
+    uint64_t bias;
+    if (load_bias(u->maps[i].path, u->maps[i].start, u->maps[i].pgoff, &bias)) continue;
+    int dup = 0;
+    for (size_t j = 0; j < i && !dup; j++) {
+      uint64_t b2;
+      dup = keep[j] && !strcmp(u->maps[j].path, u->maps[i].path) &&
+            !load_bias(u->maps[j].path, u->maps[j].start, u->maps[j].pgoff, &b2) && b2 == bias;
+    }
+    if (!dup) dwfl_report_elf(u->dwfl, u->maps[i].path, u->maps[i].path, -1, bias, true);
+  }
+  dwfl_report_end(u->dwfl, NULL, NULL);
+  free(keep);
+}
+
+/* ---- thread callbacks over the copied registers and stack ----------------- */
+static pid_t cb_next_thread(Dwfl *dwfl, void *arg, void **thread_arg) {
+  (void)dwfl;
+  pf_unwinder *u = arg;
+  if (*thread_arg) return 0;
+  *thread_arg = u;
+  return u->cur ? (pid_t)u->cur->tid : 0;
+}
+
+static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_arg) {
+  (void)dwfl;
+  (void)tid;
+  *thread_arg = arg;
+  return true;
+}
+
+static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg) {
+  (void)dwfl;
+  pf_unwinder *u = arg;
+  uint64_t sp = u->regs[7]; /* perf order: ax bx cx dx si di bp sp ip r8-r15 */
+  if (addr < sp || addr - sp + 8 > u->cur->stack_len) return false;
+  memcpy(result, u->stack + (addr - sp), 8);
+  return true;
+}
+
+static bool cb_set_regs(Dwfl_Thread *thread, void *arg) {
+  pf_unwinder *u = arg;
+  const uint64_t *r = u->regs;
+  /* DWARF x86-64 numbers: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip */
+  Dwarf_Word d[17] = {r[0], r[3], r[2], r[1], r[4], r[5], r[6], r[7],
+                      r[9], r[10], r[11], r[12], r[13], r[14], r[15], r[16], r[8]};
+  return dwfl_thread_state_registers(thread, 0, 17, d);
+}
+
+static const Dwfl_Thread_Callbacks thread_cbs = {
+    .next_thread = cb_next_thread,
+    .get_thread = cb_get_thread,
+    .memory_read = cb_memory_read,
+    .set_initial_registers = cb_set_regs,
+};
+
+static int frame_cb(Dwfl_Frame *state, void *arg) {
+  pf_unwinder *u = arg;
+  Dwarf_Addr pc;
+  bool act;
+  if (!dwfl_frame_pc(state, &pc, &act)) return DWARF_CB_ABORT;
+  if (!act && pc) pc--; /* a return address: the call is the byte before */
+  u->pcs[u->npcs++] = pc;
+  return u->npcs < MAX_FRAMES ? DWARF_CB_OK : DWARF_CB_ABORT;
+}
+
+pf_unwinder *pf_unwinder_new(const pf_map *maps, size_t nmaps, char *why, size_t why_len) {
+  static char *debuginfo_path = NULL;
+  static const Dwfl_Callbacks cbs = {
+      .find_elf = dwfl_build_id_find_elf,
+      .find_debuginfo = dwfl_standard_find_debuginfo,
+      .debuginfo_path = &debuginfo_path,
+  };
+  elf_version(EV_CURRENT);
+  pf_unwinder *u = calloc(1, sizeof *u);
+  if (!u) {
+    snprintf(why, why_len, "out of memory");
+    return NULL;
+  }
+  u->maps = maps;
+  u->nmaps = nmaps;
+  u->dwfl = dwfl_begin(&cbs);
+  if (!u->dwfl) {
+    snprintf(why, why_len, "libdw: %s", dwfl_errmsg(-1));
+    free(u);
+    return NULL;
+  }
+  report_maps(u);
+  u->attached = dwfl_attach_state(u->dwfl, NULL, getpid(), &thread_cbs, u);
+  if (!u->attached) snprintf(why, why_len, "libdw cannot unwind here: %s", dwfl_errmsg(-1));
+  return u;
+}
+
+void pf_unwinder_free(pf_unwinder *u) {
+  if (!u) return;
+  if (u->dwfl) dwfl_end(u->dwfl);
+  for (size_t i = 0; i < u->cap_tab; i++) free(u->tab[i].line);
+  for (size_t i = 0; i < u->nksyms; i++) free(u->ksyms[i].name);
+  free(u->ksyms);
+  free(u->tab);
+  free(u);
+}
+
+void pf_unwinder_stats(const pf_unwinder *u, uint64_t *distinct, uint64_t *sym_ns,
+                       uint64_t *unwind_ns, uint64_t *reached_dwarf, uint64_t *used_fp) {
+  *distinct = u->ntab;
+  *sym_ns = u->sym_ns;
+  *unwind_ns = u->unwind_ns;
+  *reached_dwarf = u->dwarf_ok;
+  *used_fp = u->used_fp;
+}
+
+/* ---- names ------------------------------------------------------------------ */
+/* The innermost DWARF subprogram (or inlined routine) around pc. */
+static const char *dwarf_name(Dwfl_Module *m, uint64_t pc) {
+  Dwarf_Addr bias;
+  Dwarf_Die *cu = dwfl_module_addrdie(m, pc, &bias);
+  if (!cu) return NULL;
+  Dwarf_Die *scopes = NULL;
+  int n = dwarf_getscopes(cu, pc - bias, &scopes);
+  const char *name = NULL;
+  for (int i = 0; i < n && !name; i++) {
+    int tag = dwarf_tag(&scopes[i]);
+    if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+      Dwarf_Attribute a;
+      name = dwarf_formstring(dwarf_attr_integrate(&scopes[i], DW_AT_linkage_name, &a));
+      if (!name) name = dwarf_diename(&scopes[i]);
+    }
+  }
+  free(scopes);
+  return name;
+}
+
+static char *name_pc(pf_unwinder *u, uint64_t pc) {
+  const char *fn = NULL, *mod = NULL;
+  uint64_t off = pc;
+  char buf[64];
+  Dwfl_Module *m = u->dwfl ? dwfl_addrmodule(u->dwfl, pc) : NULL;
+  if (m) {
+    Dwarf_Addr start;
+    mod = dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+    GElf_Sym sym;
+    GElf_Off soff;
+    fn = dwfl_module_addrinfo(m, pc, &soff, &sym, NULL, NULL, NULL);
+    if (!fn) fn = dwarf_name(m, pc);
+    Dwarf_Addr bias = 0;
+    if (dwfl_module_getelf(m, &bias)) off = pc - bias;
+  } else {
+    for (size_t i = u->nmaps; i-- > 0;)
+      if (pc >= u->maps[i].start && pc < u->maps[i].end) {
+        mod = u->maps[i].path;
+        off = pc - u->maps[i].start + u->maps[i].pgoff;
+        break;
+      }
+  }
+  if (!mod && pc >= 0xffff800000000000ull) {
+    mod = "[kernel]";
+    fn = kernel_name(u, pc);
+  }
+  if (!mod) {
+    snprintf(buf, sizeof buf, "[unknown]");
+    mod = buf;
+  }
+  char *line = NULL;
+  if (asprintf(&line, "%s\t%s\t0x%llx", fn ? fn : "", mod, (unsigned long long)off) < 0)
+    return NULL;
+  for (char *p = line; *p; p++) /* names never break the text's lines */
+    if (*p == '\n') *p = ' ';
+  return line;
+}
+
+/* The frame text of pc, from the cache (open addressing on pc). */
+static const char *frame_line(pf_unwinder *u, uint64_t pc) {
+  if (u->ntab * 2 >= u->cap_tab) {
+    size_t nc = u->cap_tab ? u->cap_tab * 2 : 1024;
+    sym_ent *nt = calloc(nc, sizeof *nt);
+    if (!nt) return NULL;
+    for (size_t i = 0; i < u->cap_tab; i++) {
+      if (!u->tab[i].line) continue;
+      size_t h = (size_t)(u->tab[i].pc * 0x9e3779b97f4a7c15ull) & (nc - 1);
+      while (nt[h].line) h = (h + 1) & (nc - 1);
+      nt[h] = u->tab[i];
+    }
+    free(u->tab);
+    u->tab = nt;
+    u->cap_tab = nc;
+  }
+  size_t h = (size_t)(pc * 0x9e3779b97f4a7c15ull) & (u->cap_tab - 1);
+  while (u->tab[h].line) {
+    if (u->tab[h].pc == pc) return u->tab[h].line;
+    h = (h + 1) & (u->cap_tab - 1);
+  }
+  uint64_t t0 = now_ns();
+  char *line = name_pc(u, pc);
+  u->sym_ns += now_ns() - t0;
+  if (!line) return NULL;
+  u->tab[h] = (sym_ent){pc, line};
+  u->ntab++;
+  return line;
+}
+
+static int append(char **buf, size_t *cap, size_t *len, const char *s) {
+  size_t n = strlen(s);
+  if (*len + n + 2 > *cap) {
+    size_t c = *cap ? *cap * 2 : 1024;
+    while (c < *len + n + 2) c *= 2;
+    char *p = realloc(*buf, c);
+    if (!p) return -1;
+    *buf = p;
+    *cap = c;
+  }
+  if (*len) (*buf)[(*len)++] = '\n';
+  memcpy(*buf + *len, s, n + 1);
+  *len += n;
+  return 0;
+}
+
+/* The kernel's chain: kernel part (when allowed) then the frame-pointer
+ * user part; the PERF_CONTEXT_* marks are skipped. */
+static void chain_pcs(pf_unwinder *u, const uint64_t *chain, size_t n, int user_too) {
+  int user = 0;
+  for (size_t i = 0; i < n && u->npcs < MAX_FRAMES; i++) {
+    if (chain[i] >= PERF_CONTEXT_MAX) {
+      user = chain[i] == PERF_CONTEXT_USER;
+      if (user && !user_too) return;
+      continue;
+    }
+    uint64_t pc = chain[i];
+    if (user && i > 0 && chain[i - 1] < PERF_CONTEXT_MAX && pc) pc--; /* return addresses */
+    u->pcs[u->npcs++] = pc;
+  }
+}
+
+long pf_unwind_sample(pf_unwinder *u, const pf_sample *s, const uint8_t *data, char **buf,
+                      size_t *cap, size_t *len) {
+  const uint64_t *chain = (const uint64_t *)(const void *)(data + s->off);
+  *len = 0;
+  u->npcs = 0;
+  uint64_t t0 = now_ns();
+  int dwarf = 0;
+  if (u->attached && s->nregs >= 17 && s->stack_len) {
+    chain_pcs(u, chain, s->nchain, 0); /* the kernel's frames first */
+    size_t nk = u->npcs;
+    u->cur = s;
+    u->regs = (const uint64_t *)(const void *)(data + s->off + (size_t)s->nchain * 8);
+    u->stack = data + s->off + (size_t)s->nchain * 8 + (size_t)s->nregs * 8;
+    dwfl_getthread_frames(u->dwfl, (pid_t)s->tid, frame_cb, u);
+    u->cur = NULL;
+    dwarf = u->npcs > nk + 1;
+    if (!dwarf) u->npcs = 0;
+  }
+  if (dwarf) u->dwarf_ok++;
+  else {
+    chain_pcs(u, chain, s->nchain, 1);
+    u->used_fp++;
+  }
+  u->unwind_ns += now_ns() - t0;
+  for (size_t i = 0; i < u->npcs; i++) {
+    const char *line = frame_line(u, u->pcs[i]);
+    if (!line || append(buf, cap, len, line)) return -1;
+  }
+  return (long)u->npcs;
+}

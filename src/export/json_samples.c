@@ -1,0 +1,225 @@
+/*
+ * json_samples.c - CPU samples in Chrome trace JSON: the top-level
+ * "stackFrames" (one entry per call site: name, category = module,
+ * parent) and "samples" (pid, tid, ts in us like the events, sf = the
+ * leaf's site, weight 1), as chrome://tracing reads them.  loom adds each
+ * frame's own fields ("loom_function", "loom_module", "loom_offset") so its
+ * reader gets back exactly the stacks it wrote; a file from another tool,
+ * without them, gives frames named by "name" alone.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yajl/yajl_tree.h>
+
+#include "export/outfile.h"
+#include "trace/samples.h"
+
+static void jstr_c(loom__out *o, const char *s) { loom__json_str(o, s, strlen(s)); }
+
+static void out_u64(loom__out *o, uint64_t v) {
+  char *d = loom__out_reserve(o, 24);
+  o->len += loom__fmt_u64(d, v);
+}
+
+int loom__json_samples_write(const loom_trace *t, loom__out *o, int64_t base) {
+  loom__samples s;
+  loom__samples_init(&s);
+  if (loom__samples_build(t, &s)) {
+    loom__samples_free(&s);
+    return -1;
+  }
+  if (!s.nsamples) {
+    loom__samples_free(&s);
+    return 0;
+  }
+  loom__out_lit(o, "\"stackFrames\":{");
+  char label[600];
+  for (size_t i = 0; i < s.nsites; i++) {
+    const loom__ssite *site = &s.sites[i];
+    const loom__sframe *f = &s.frames[site->frame];
+    if (i) loom__out_lit(o, ",");
+    loom__out_lit(o, "\n\"");
+    out_u64(o, i + 1);
+    loom__out_lit(o, "\":{\"name\":");
+    jstr_c(o, loom__samples_frame_label(&s, site->frame, label, sizeof label));
+    const char *mod = loom__strtab_get(&s.strs, f->module);
+    const char *slash = strrchr(mod, '/');
+    loom__out_lit(o, ",\"category\":");
+    jstr_c(o, f->module ? (slash ? slash + 1 : mod) : "[unknown]");
+    if (site->parent) {
+      loom__out_lit(o, ",\"parent\":\"");
+      out_u64(o, site->parent);
+      loom__out_lit(o, "\"");
+    }
+    loom__out_lit(o, ",\"loom_function\":");
+    jstr_c(o, loom__strtab_get(&s.strs, f->name));
+    loom__out_lit(o, ",\"loom_module\":");
+    jstr_c(o, mod);
+    char hex[24]; /* a string: offsets past 2^53 (kernel addresses) stay exact */
+    snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)f->offset);
+    loom__out_lit(o, ",\"loom_offset\":");
+    jstr_c(o, hex);
+    loom__out_lit(o, "}");
+  }
+  loom__out_lit(o, "},\n\"samples\":[");
+  for (size_t i = 0; i < s.nsamples; i++) {
+    const loom__ev *e = &t->ev[s.samples[i].ev];
+    const loom__track *tr = &t->tracks[e->track];
+    if (i) loom__out_lit(o, ",");
+    loom__out_lit(o, "\n{\"pid\":");
+    char *d = loom__out_reserve(o, 24);
+    o->len += loom__fmt_i64(d, tr->pid);
+    loom__out_lit(o, ",\"tid\":");
+    d = loom__out_reserve(o, 24);
+    o->len += loom__fmt_i64(d, tr->tid);
+    loom__out_lit(o, ",\"ts\":");
+    d = loom__out_reserve(o, 32);
+    o->len += loom__fmt_us(d, e->ts - base);
+    loom__out_lit(o, ",\"name\":\"cpu-clock\",\"weight\":1");
+    if (s.samples[i].site) {
+      loom__out_lit(o, ",\"sf\":\"");
+      out_u64(o, s.samples[i].site);
+      loom__out_lit(o, "\"");
+    }
+    loom__out_lit(o, "}");
+  }
+  loom__out_lit(o, "],\n");
+  loom__samples_free(&s);
+  return 0;
+}
+
+/* ---- reading ---------------------------------------------------------------- */
+static const char *str_of(yajl_val v, const char *key) {
+  const char *path[] = {key, NULL};
+  yajl_val x = yajl_tree_get(v, path, yajl_t_string);
+  return x ? YAJL_GET_STRING(x) : NULL;
+}
+
+static int num_of(yajl_val v, const char *key, double *out) {
+  const char *path[] = {key, NULL};
+  yajl_val x = yajl_tree_get(v, path, yajl_t_any);
+  if (x && YAJL_IS_NUMBER(x)) {
+    *out = YAJL_GET_DOUBLE(x);
+    return 0;
+  }
+  const char *sv = x && YAJL_IS_STRING(x) ? YAJL_GET_STRING(x) : NULL;
+  if (sv) {
+    char *end;
+    *out = strtod(sv, &end);
+    return end == sv ? -1 : 0;
+  }
+  return -1;
+}
+
+/* The site of stackFrames entry key (index + 1), made with its parents
+ * first; 0 when unknown (or a cycle). */
+static uint32_t site_of(loom__samples *s, yajl_val frames, const char *key, loom__map *done,
+                        int depth) {
+  if (!key || !frames || depth > 4096) return 0;
+  uint32_t kid = loom__strtab_intern(&s->strs, key, strlen(key));
+  uint64_t *known = loom__map_get(done, kid);
+  if (known) return (uint32_t)*known;
+  const char *path[] = {key, NULL};
+  yajl_val f = yajl_tree_get(frames, path, yajl_t_object);
+  if (!f) return 0;
+  uint32_t parent = 0;
+  const char *pk = str_of(f, "parent");
+  char pbuf[32];
+  double pn;
+  if (!pk && num_of(f, "parent", &pn) == 0 && pn >= 0 && pn < 1e15) {
+    snprintf(pbuf, sizeof pbuf, "%.0f", pn);
+    pk = pbuf;
+  }
+  if (pk) parent = site_of(s, frames, pk, done, depth + 1);
+  const char *fn = str_of(f, "loom_function"), *mod = str_of(f, "loom_module");
+  uint64_t off = 0;
+  const char *offs = str_of(f, "loom_offset");
+  if (!fn) { /* another tool's frame: its name is all there is */
+    fn = str_of(f, "name");
+    mod = str_of(f, "category");
+  } else if (offs) {
+    off = strtoull(offs, NULL, 16);
+  }
+  long fr = loom__samples_frame(s, fn, mod, off);
+  uint32_t site = fr < 0 ? 0 : loom__samples_site(s, parent, (uint32_t)fr);
+  if (site && loom__map_put(done, kid, site)) return 0;
+  return site;
+}
+
+static void drop_top(loom_trace *t, const char *key) {
+  for (size_t i = 0; i < t->ntop; i++)
+    if (!strcmp(loom__trace_cstr(t, t->top[i].key), key)) {
+      memmove(&t->top[i], &t->top[i + 1], (t->ntop - i - 1) * sizeof *t->top);
+      t->ntop--;
+      return;
+    }
+}
+
+static int add_samples(loom_trace *t, loom__samples *s, yajl_val frames, yajl_val list) {
+  loom__map done = {0};
+  char *buf = NULL;
+  size_t cap = 0;
+  int rc = 0;
+  uint32_t cat = loom__trace_str(t, "cpu_sample");
+  for (size_t i = 0; rc == 0 && i < YAJL_GET_ARRAY(list)->len; i++) {
+    yajl_val smp = YAJL_GET_ARRAY(list)->values[i];
+    double pid = 0, tid = 0, ts = 0;
+    if (!YAJL_IS_OBJECT(smp) || num_of(smp, "ts", &ts) || !(ts > -9e12 && ts < 9e12)) continue;
+    num_of(smp, "pid", &pid);
+    num_of(smp, "tid", &tid);
+    if (!(pid > -1e15 && pid < 1e15 && tid > -1e15 && tid < 1e15)) continue;
+    const char *sf = str_of(smp, "sf");
+    char sbuf[32];
+    double sn;
+    if (!sf && num_of(smp, "sf", &sn) == 0 && sn >= 0 && sn < 1e15) {
+      snprintf(sbuf, sizeof sbuf, "%.0f", sn);
+      sf = sbuf;
+    }
+    uint32_t site = frames ? site_of(s, frames, sf, &done, 0) : 0;
+    long n = loom__samples_text(s, site, &buf, &cap);
+    uint32_t track;
+    if (n < 0 || loom__trace_track(t, (int64_t)pid, (int64_t)tid, NULL, LOOM_DEVICE_HOST, &track)) {
+      rc = -1;
+      break;
+    }
+    const char *tab = memchr(buf, '\t', (size_t)n);
+    char label[600];
+    const char *name = tab && tab > buf ? NULL : "[unknown]";
+    if (site && !name) {
+      snprintf(label, sizeof label, "%.*s", (int)(tab - buf), buf);
+      name = label;
+    } else if (site) {
+      name = loom__samples_frame_label(s, s->sites[site - 1].frame, label, sizeof label);
+    }
+    int64_t ns = (int64_t)(ts * 1000.0 + (ts < 0 ? -0.5 : 0.5));
+    loom__ev e = {.ts = ns, .name = loom__trace_str(t, name), .cat = cat, .track = track, .kind = LOOM_KIND_SAMPLE, .ph = LOOM__PH_INSTANT};
+    if (loom__trace_add_ev(t, &e) || loom__trace_add_arg_str(t, "stack", buf)) rc = -1;
+  }
+  free(buf);
+  loom__map_free(&done);
+  return rc;
+}
+
+int loom__json_samples_read(loom_trace *t) {
+  const char *sv = loom__trace_top(t, "samples");
+  if (!sv) return 0;
+  const char *fv = loom__trace_top(t, "stackFrames");
+  yajl_val list = yajl_tree_parse(sv, NULL, 0);
+  yajl_val frames = fv ? yajl_tree_parse(fv, NULL, 0) : NULL;
+  int rc = 0;
+  if (list && YAJL_IS_ARRAY(list) && (!frames || YAJL_IS_OBJECT(frames))) {
+    loom__samples s;
+    loom__samples_init(&s);
+    rc = add_samples(t, &s, frames, list);
+    loom__samples_free(&s);
+    if (rc == 0) {
+      drop_top(t, "samples");
+      drop_top(t, "stackFrames");
+    }
+  }
+  yajl_tree_free(list);
+  yajl_tree_free(frames);
+  return rc;
+}

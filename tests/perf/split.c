@@ -1,0 +1,56 @@
+/*
+ * split.c - a CPU-bound program for the sampling tests: it spends about 70%
+ * of its time in busy_seventy (inside the user range "range_a") and 30% in
+ * busy_thirty (inside "range_b"), in deterministic loops timed by the CPU
+ * time of the thread, so the shares do not depend on the machine's load.
+ * With "sleep" as argument it instead sleeps 1 ms 200 times (context
+ * switches).  Built with -fno-omit-frame-pointer off: the default, so
+ * unwinding has to use DWARF through libc's start code.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <loom/loom.h>
+
+static volatile double sink;
+
+static double cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+__attribute__((noinline)) void busy_seventy(double ms) {
+  double end = cpu_ms() + ms, x = 1.0;
+  while (cpu_ms() < end)
+    for (int i = 0; i < 2000; i++) x = x * 1.0000001 + 1e-9;
+  sink = x;
+}
+
+__attribute__((noinline)) void busy_thirty(double ms) {
+  double end = cpu_ms() + ms, x = 2.0;
+  while (cpu_ms() < end)
+    for (int i = 0; i < 2000; i++) x = x * 0.9999999 + 1e-9;
+  sink = x;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "sleep")) {
+    for (int i = 0; i < 200; i++) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    }
+    return 0;
+  }
+  for (int round = 0; round < 10; round++) {
+    loom_range_push("range_a");
+    busy_seventy(70);
+    loom_range_pop();
+    loom_range_push("range_b");
+    busy_thirty(30);
+    loom_range_pop();
+  }
+  printf("split done\n");
+  return 0;
+}
