@@ -23,6 +23,9 @@ pkgs="$pkgs clang-14 libclang-rt-14-dev"
 # the loader, Mesa's lavapipe (a CPU Vulkan driver), glslangValidator for the
 # test's GLSL shaders, vulkaninfo to look at what the driver offers.
 pkgs="$pkgs libvulkan-dev libvulkan1 mesa-vulkan-drivers glslang-tools vulkan-tools"
+# perf backend: libdw (elfutils) unwinds the copied user stacks and names
+# frames after recording.
+pkgs="$pkgs libdw-dev libelf-dev"
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 missing=""
