@@ -506,6 +506,11 @@ int pf_events_start(pf_events **out, const pf_config *cfg, int *user_only, int *
   return 0;
 }
 
+static int tick_cmp(const void *a, const void *b) {
+  uint64_t x = ((const pf_tick *)a)->time, y = ((const pf_tick *)b)->time;
+  return x < y ? -1 : x > y;
+}
+
 void pf_events_stop(pf_events *ev) {
   if (!ev) return;
   enable_all(ev, PERF_EVENT_IOC_DISABLE);
@@ -514,6 +519,10 @@ void pf_events_stop(pf_events *ev) {
   ev->have_reader = 0;
   for (size_t i = 0; i < ev->nrings; i++)
     if (ev->rings[i].base) drain(ev, &ev->rings[i]);
+  /* The rings are drained one after the other, so ticks of a thread that
+   * moved between CPUs are out of time order; counted in that order, the
+   * cumulative counts would go backwards on the timeline. */
+  if (ev->nticks > 1) qsort(ev->ticks, ev->nticks, sizeof *ev->ticks, tick_cmp);
 }
 
 void pf_events_free(pf_events *ev) {

@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""check.py - records a program with `loom record --devices cpu,perf` and
+checks the CPU samples and OS counters of the Chrome JSON it writes.
+
+usage: check.py MODE LOOM SPLIT OUTDIR
+  split     split.c: 70/30 shares of busy_seventy/busy_thirty (within 5
+            points), exact names, each sample inside the right user range,
+            call chains that reach main through libc
+  sleep     `split sleep` (200 sleeps of 1 ms): context switches counted
+  fallback  as root with perf_event_paranoid 2: rerun as nobody; user-space
+            samples only, and a warning naming perf_event_paranoid
+  python    /usr/bin/python3 in a numpy matmul loop: native BLAS and numpy
+            frames under the interpreter's own frames
+Exit 77 (skipped) where the mode cannot run here.
+"""
+import json
+import os
+import subprocess
+import sys
+
+SKIP = 77
+errors = []
+
+
+def check(cond, what):
+    if not cond:
+        errors.append(what)
+    return cond
+
+
+def record(loom, argv, out, user=None, env=None):
+    cmd = [loom, "record", "--devices", "cpu,perf", "-o", out, "--"] + argv
+    if user:
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + cmd
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    if p.returncode != 0:
+        sys.exit("loom record failed (%d): %s\n%s" % (p.returncode, " ".join(cmd), p.stderr))
+    with open(out) as f:
+        return json.load(f), p.stderr
+
+
+def frames_of(trace):
+    sf = trace.get("stackFrames")
+    if not check(isinstance(sf, dict) and sf, "no stackFrames in the trace"):
+        sys.exit("\n".join(errors))
+    return sf
+
+
+def chain(sf, fid):
+    """The frames of a sample, leaf first."""
+    out, seen = [], set()
+    while fid is not None:
+        if fid in seen or fid not in sf:
+            errors.append("stack frame %r missing or in a cycle" % fid)
+            break
+        seen.add(fid)
+        out.append(sf[fid])
+        fid = sf[fid].get("parent")
+    return out
+
+
+def main_samples(trace):
+    pid = int(trace["pid"])
+    return [s for s in trace.get("samples", []) if s["tid"] == pid]
+
+
+def check_meta(trace, samples):
+    n = int(trace.get("perf.samples", -1))
+    check(n == len(trace.get("samples", [])),
+          "perf.samples=%d but %d samples in the trace" % (n, len(trace.get("samples", []))))
+    check(int(trace.get("perf.distinct_frames", 0)) > 0, "perf.distinct_frames is 0")
+
+
+def mode_split(loom, split, outdir):
+    out = os.path.join(outdir, "split.json")
+    trace, _ = record(loom, [split], out)
+    sf = frames_of(trace)
+    smp = main_samples(trace)
+    check_meta(trace, smp)
+    # 1 s of the main thread's CPU time at 1 kHz: about 1000 samples.
+    check(len(smp) >= 700, "only %d samples of the main thread (expected about 1000)" % len(smp))
+    leaf = {"busy_seventy": [], "busy_thirty": []}
+    for s in smp:
+        c = chain(sf, s["sf"])
+        if c and c[0]["name"] in leaf:
+            leaf[c[0]["name"]].append((s, c))
+    n70, n30 = len(leaf["busy_seventy"]), len(leaf["busy_thirty"])
+    check(n70 + n30 >= 0.9 * len(smp),
+          "leaf busy_seventy/busy_thirty in %d of %d samples (expected >= 90%%)" % (n70 + n30, len(smp)))
+    if n70 + n30:
+        share = 100.0 * n70 / (n70 + n30)
+        print("busy_seventy %d, busy_thirty %d: %.1f%% / %.1f%%" % (n70, n30, share, 100 - share))
+        check(abs(share - 70.0) <= 5.0, "busy_seventy's share %.1f%% is not within 5 points of 70%%" % share)
+    # Exact names and modules: the program's own symbols, in the program.
+    for name, lst in leaf.items():
+        for s, c in lst:
+            f = c[0]
+            check(f["loom_function"] == name and f["loom_module"] == os.path.realpath(split) and
+                  f["category"] == os.path.basename(split),
+                  "frame %r: function %r module %r category %r" %
+                  (name, f["loom_function"], f["loom_module"], f["category"]))
+    # Call chains: busy_* <- main <- libc's start code <- _start.
+    broken = 0
+    for lst in leaf.values():
+        for s, c in lst:
+            names = [f["name"] for f in c]
+            if len(c) < 3 or c[1]["name"] != "main" or c[1]["category"] != os.path.basename(split) \
+                    or not c[2]["category"].startswith("libc.so"):
+                broken += 1
+            elif c[-1]["name"] != "_start":
+                broken += 1
+    check(broken <= (n70 + n30) // 100,
+          "%d of %d busy samples do not unwind to main <- libc <- _start" % (broken, n70 + n30))
+    # Ranges: a sample of busy_seventy lies in a range_a slice of its thread.
+    ranges = {"range_a": [], "range_b": []}
+    for e in trace["traceEvents"]:
+        if e.get("ph") == "X" and e.get("name") in ranges:
+            ranges[e["name"]].append((e["tid"], e["ts"], e["ts"] + e["dur"]))
+    check(len(ranges["range_a"]) == 10 and len(ranges["range_b"]) == 10,
+          "expected 10 range_a and 10 range_b slices, got %d and %d" %
+          (len(ranges["range_a"]), len(ranges["range_b"])))
+    for fn, rn in (("busy_seventy", "range_a"), ("busy_thirty", "range_b")):
+        outside = [s["ts"] for s, c in leaf[fn]
+                   if not any(t == s["tid"] and b <= s["ts"] <= e for t, b, e in ranges[rn])]
+        check(not outside, "%d samples of %s lie outside every %s slice (first at ts %s)" %
+              (len(outside), fn, rn, outside[:1]))
+        if not outside:
+            print("%s: %d samples, all inside %s" % (fn, len(leaf[fn]), rn))
+
+
+def counter_series(trace, tid):
+    rows = [(e["ts"], e["args"]) for e in trace["traceEvents"]
+            if e.get("ph") == "C" and e.get("tid") == tid and
+            e.get("name") == "os counters tid %d" % tid]
+    rows.sort(key=lambda r: r[0])
+    return rows
+
+
+def mode_sleep(loom, split, outdir):
+    out = os.path.join(outdir, "sleep.json")
+    trace, _ = record(loom, [split, "sleep"], out)
+    pid = int(trace["pid"])
+    rows = counter_series(trace, pid)
+    if not check(rows, "no 'os counters tid %d' counter track" % pid):
+        return
+    for key in ("context_switches", "page_faults", "cpu_migrations"):
+        vals = [a.get(key) for _, a in rows]
+        check(all(isinstance(v, int) for v in vals), "counter %s missing in some rows" % key)
+        check(all(x <= y for x, y in zip(vals, vals[1:])),
+              "counter %s is cumulative but decreases over time" % key)
+    cs = rows[-1][1]["context_switches"]
+    print("context switches of the main thread: %d (200 sleeps)" % cs)
+    # Each 1 ms nanosleep blocks, so each is at least one switch.
+    check(cs >= 190, "only %d context switches counted for 200 sleeps" % cs)
+    check(cs < 2000, "%d context switches for 200 sleeps: counted more than once?" % cs)
+
+
+def mode_fallback(loom, split, outdir):
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid") as f:
+            paranoid = int(f.read())
+    except (OSError, ValueError):
+        return SKIP
+    if os.geteuid() != 0 or paranoid != 2:
+        print("skipped: needs root (to switch to nobody) and perf_event_paranoid 2 (it is %d)" % paranoid)
+        return SKIP
+    os.chmod(outdir, 0o777)
+    out = os.path.join(outdir, "fallback.json")
+    if os.path.exists(out):
+        os.unlink(out)
+    trace, err = record(loom, [split], out, user=True)
+    sf = frames_of(trace)
+    smp = main_samples(trace)
+    check(trace.get("perf.user_only") == "1", "perf.user_only is %r, expected 1" % trace.get("perf.user_only"))
+    check(len(smp) >= 700, "only %d samples as nobody (expected about 1000)" % len(smp))
+    kernel = sum(1 for s in smp for f in chain(sf, s["sf"]) if f["category"] == "[kernel]")
+    check(kernel == 0, "%d kernel frames recorded without permission for them" % kernel)
+    n70 = sum(1 for s in smp if sf[s["sf"]]["name"] == "busy_seventy")
+    check(n70 >= 0.5 * len(smp), "busy_seventy is the leaf of only %d of %d samples" % (n70, len(smp)))
+    check("perf_event_paranoid" in err and "user space" in err,
+          "no warning naming perf_event_paranoid on stderr:\n" + err)
+    print("as nobody: %d samples, %d with leaf busy_seventy, 0 kernel frames" % (len(smp), n70))
+
+
+NATIVE = ("libopenblas", "libblas", "libtorch", "_multiarray_umath", "libgomp")
+
+
+def mode_python(loom, split, outdir):
+    py = "/usr/bin/python3"
+    if subprocess.run([py, "-c", "import numpy"], capture_output=True).returncode != 0:
+        print("skipped: /usr/bin/python3 cannot import numpy (Debian: python3-numpy)")
+        return SKIP
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "matmul.py")
+    out = os.path.join(outdir, "python.json")
+    trace, _ = record(loom, [py, script], out)
+    sf = frames_of(trace)
+    smp = main_samples(trace)
+    check(len(smp) >= 1000, "only %d samples of the main thread (expected about 1500)" % len(smp))
+    native = 0
+    for s in smp:
+        c = chain(sf, s["sf"])
+        mods = [f["category"] for f in c]
+        blas = any(m.startswith(("libopenblas", "libblas")) for m in mods)
+        numpy = any(m.startswith("_multiarray_umath") for m in mods)
+        interp = any(m.startswith("python3") and f["loom_function"] in
+                     ("_PyEval_EvalFrameDefault", "Py_RunMain", "Py_BytesMain")
+                     for m, f in zip(mods, c))
+        if blas and numpy and interp and c[0]["category"].startswith(NATIVE) and c[0]["loom_function"]:
+            native += 1
+    print("python: %d of %d samples in a named native frame under numpy and the interpreter" %
+          (native, len(smp)))
+    check(native >= 0.5 * len(smp),
+          "only %d of %d samples show BLAS <- numpy <- python3 frames" % (native, len(smp)))
+
+
+def main():
+    if len(sys.argv) != 5:
+        sys.exit(__doc__)
+    mode, loom, split, outdir = sys.argv[1:]
+    os.makedirs(outdir, exist_ok=True)
+    rc = {"split": mode_split, "sleep": mode_sleep, "fallback": mode_fallback,
+          "python": mode_python}[mode](loom, split, outdir)
+    if rc == SKIP:
+        sys.exit(SKIP)
+    if errors:
+        print("FAILED:\n  " + "\n  ".join(errors))
+        sys.exit(1)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
