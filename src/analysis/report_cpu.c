@@ -32,15 +32,24 @@ static const char *base(const char *p) {
 static const loom__col sum_cols[] = {
     {"samples", "samples", LOOM__COL_INT}, {"threads", "threads sampled", LOOM__COL_INT},
     {"functions", "functions", LOOM__COL_INT}, {"no_stack", "samples without a stack", LOOM__COL_INT}};
+#define FN_FIGURES(flags)                                                                                   \
+  {"self", "self", LOOM__COL_INT, flags}, {"self_pct", "self share", LOOM__COL_PCT, flags},                    \
+      {"total", "total", LOOM__COL_INT, flags}, {"total_pct", "total share", LOOM__COL_PCT, flags}
 static const loom__col fn_cols[] = {
-    {"function", "function", LOOM__COL_STR}, {"module", "module", LOOM__COL_STR, LOOM__CF_JSON_ONLY},
-    {"module_name", "module", LOOM__COL_STR, LOOM__CF_NOJSON}, {"self", "self", LOOM__COL_INT},
-    {"self_pct", "self share", LOOM__COL_PCT}, {"total", "total", LOOM__COL_INT}, {"total_pct", "total share", LOOM__COL_PCT}};
+    {"function", "function", LOOM__COL_STR}, {"module", "module path", LOOM__COL_STR, LOOM__CF_JSON_ONLY},
+    {"module_name", "module", LOOM__COL_STR, LOOM__CF_NOJSON}, FN_FIGURES(0)};
+/* A slice's functions, as child rows: text and HTML show them under the
+ * parent's columns of the same titles. */
+static const loom__col sub_cols[] = {
+    {"function", "name", LOOM__COL_STR}, {"module", "module path", LOOM__COL_STR, LOOM__CF_JSON_ONLY},
+    {"module_name", "module", LOOM__COL_STR, LOOM__CF_NOJSON}, FN_FIGURES(0)};
 static const loom__col name_cols[] = {
-    {"name", "name", LOOM__COL_STR}, {"total_ns", "time", LOOM__COL_US}, {"samples", "samples", LOOM__COL_INT}};
+    {"name", "name", LOOM__COL_STR}, {"total_ns", "time", LOOM__COL_US}, {"samples", "samples", LOOM__COL_INT},
+    FN_FIGURES(LOOM__CF_NOJSON), {"module_name", "module", LOOM__COL_STR, LOOM__CF_NOJSON}};
 static const loom__col step_cols[] = {
-    {"name", "step", LOOM__COL_STR}, {"start_ns", "start", LOOM__COL_NS}, {"dur_ns", "time", LOOM__COL_NS},
-    {"samples", "samples", LOOM__COL_INT}};
+    {"name", "name", LOOM__COL_STR}, {"start_ns", "start", LOOM__COL_NS}, {"dur_ns", "time", LOOM__COL_NS},
+    {"samples", "samples", LOOM__COL_INT}, FN_FIGURES(LOOM__CF_NOJSON),
+    {"module_name", "module", LOOM__COL_STR, LOOM__CF_NOJSON}};
 static const loom__col ctr_cols[] = {
     {"pid", "pid", LOOM__COL_INT}, {"tid", "tid", LOOM__COL_INT}, {"thread", "thread", LOOM__COL_STR},
     {"context_switches", "context switches", LOOM__COL_INT}, {"page_faults", "page faults", LOOM__COL_INT},
@@ -101,6 +110,12 @@ static void top_functions(const loom__rcpu *c, loom__model *m) {
     fn_row(c, t, &c->ent[all->e0 + i], all->n);
 }
 
+/* A parent row's cells under its functions' columns. */
+static void parent_blanks(loom__table *t) {
+  for (int k = 0; k < 4; k++) loom__table_null(t);
+  loom__table_str(t, "");
+}
+
 /* A parent row's functions in child rows: by total, then self. */
 static void slot_fns(const loom__rcpu *c, const loom__model *m, loom__table *ch, size_t row, const loom__cslot *s) {
   size_t k = m->top && m->top < FNS_PER_SLICE ? m->top : FNS_PER_SLICE;
@@ -125,7 +140,7 @@ static void per_name(const loom__report *r, loom__model *m, int group) {
                                    ops ? "Functions inside framework ops (top ops by time)"
                                        : "Functions inside user ranges (top ranges by time)",
                                    name_cols, NCOLS(name_cols), 0);
-  loom__table *ch = t ? loom__table_child(t, "functions", fn_cols, NCOLS(fn_cols)) : NULL;
+  loom__table *ch = t ? loom__table_child(t, "functions", sub_cols, NCOLS(sub_cols)) : NULL;
   if (!ch) m->oom = 1;
   for (size_t i = 0, made = ch ? loom__model_limit(m, t, k) : 0; i < made; i++) {
     const loom__rname *nm = &r->names[rows[i]];
@@ -133,6 +148,7 @@ static void per_name(const loom__report *r, loom__model *m, int group) {
     loom__table_str(t, S(r, nm->name));
     loom__table_int(t, nm->total);
     loom__table_int(t, (int64_t)s->n);
+    parent_blanks(t);
     slot_fns(c, m, ch, i, s);
   }
   if (t) loom__table_note(t, "a sample counts for every slice it falls in on its thread, so a slice's functions "
@@ -160,7 +176,7 @@ static void per_step(const loom__report *r, loom__model *m) {
   qsort(ix, k, sizeof *ix, cmp_step);
   loom__table *t = k ? loom__model_add(m, "cpu.steps", "Functions inside the slowest steps", step_cols,
                                        NCOLS(step_cols), 0) : NULL;
-  loom__table *ch = t ? loom__table_child(t, "functions", fn_cols, NCOLS(fn_cols)) : NULL;
+  loom__table *ch = t ? loom__table_child(t, "functions", sub_cols, NCOLS(sub_cols)) : NULL;
   if (k && !ch) m->oom = 1;
   for (size_t i = 0, made = ch ? loom__model_limit(m, t, k) : 0; i < made; i++) {
     const loom__rstep *st = &r->steps[ix[i]];
@@ -169,6 +185,7 @@ static void per_step(const loom__report *r, loom__model *m) {
     loom__table_int(t, st->ts - r->t0);
     loom__table_int(t, st->dur);
     loom__table_int(t, (int64_t)s->n);
+    parent_blanks(t);
     slot_fns(c, m, ch, i, s);
   }
   free(ix);

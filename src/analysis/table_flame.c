@@ -27,11 +27,7 @@ static void label(loom__out *o, const char *name, double w) {
   size_t fit = w > 8 ? (size_t)((w - 6) / CHARW) : 0, len = strlen(name);
   if (fit < 3) return;
   loom__outf(o, "<text x=\"3\" y=\"12\" font-size=\"11\" fill=\"#1d2433\">");
-  if (len <= fit) loom__html_esc(o, name, len);
-  else {
-    loom__html_esc(o, name, fit - 2);
-    loom__out_lit(o, "..");
-  }
+  loom__html_esc(o, name, len <= fit ? len : fit - 1); /* cut: an ellipsis ends it */
   loom__out_lit(o, "</text>");
 }
 
