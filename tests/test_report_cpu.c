@@ -135,12 +135,12 @@ static void test_inside_slices(void **state) {
   assert_string_equal(str(row(ops, 0), "name"), "aten::conv2d");
   assert_int_equal((int)num(row(ops, 0), "total_ns"), 1100000);
   assert_int_equal((int)num(row(ops, 0), "samples"), 5);
-  static const fexp conv2d[] = {{"main", 0, 5}, {"forward", 0, 4}, {"gemm", 3, 3}, {"conv", 1, 3}, {"rec", 1, 1}};
+  static const fexp conv2d[] = {{"gemm", 3, 3}, {"conv", 1, 3}, {"rec", 1, 1}, {"main", 0, 5}, {"forward", 0, 4}};
   functions_are(get(row(ops, 0), "functions"), conv2d, 5, 5, "aten::conv2d");
   /* [1200, 1800): the sample at 1800 is past its end */
   assert_string_equal(str(row(ops, 1), "name"), "aten::convolution");
   assert_int_equal((int)num(row(ops, 1), "samples"), 3);
-  static const fexp convolution[] = {{"forward", 0, 3}, {"main", 0, 3}, {"gemm", 2, 2}, {"conv", 1, 2}};
+  static const fexp convolution[] = {{"gemm", 2, 2}, {"conv", 1, 2}, {"forward", 0, 3}, {"main", 0, 3}};
   functions_are(get(row(ops, 1), "functions"), convolution, 4, 3, "aten::convolution");
   /* ranges: the step, and fwd [900, 2400) with a nested fwd: each sample once */
   yajl_val ranges = list(cpu, "user_ranges", 2);
@@ -148,7 +148,7 @@ static void test_inside_slices(void **state) {
   assert_int_equal((int)num(row(ranges, 0), "samples"), 7);
   assert_string_equal(str(row(ranges, 1), "name"), "fwd");
   assert_int_equal((int)num(row(ranges, 1), "samples"), 6);
-  static const fexp fwd[] = {{"main", 0, 6}, {"forward", 1, 5}, {"gemm", 3, 3}, {"conv", 1, 3}, {"rec", 1, 1}};
+  static const fexp fwd[] = {{"gemm", 3, 3}, {"forward", 1, 5}, {"conv", 1, 3}, {"rec", 1, 1}, {"main", 0, 6}};
   functions_are(get(row(ranges, 1), "functions"), fwd, 5, 6, "fwd");
   /* the step [500, 3000): the unnamed frame at 2500 too */
   yajl_val steps = list(cpu, "steps", 1);
@@ -156,9 +156,10 @@ static void test_inside_slices(void **state) {
   assert_int_equal((int)num(row(steps, 0), "start_ns"), 500000);
   assert_int_equal((int)num(row(steps, 0), "dur_ns"), 2500000);
   assert_int_equal((int)num(row(steps, 0), "samples"), 7);
-  static const fexp step[] = {{"main", 0, 7},   {"forward", 1, 5},      {"gemm", 3, 3},
-                              {"conv", 1, 3},   {"libx.so+0x40", 1, 1}, {"rec", 1, 1}};
+  static const fexp step[] = {{"gemm", 3, 3}, {"forward", 1, 5},      {"conv", 1, 3},
+                              {"libx.so+0x40", 1, 1}, {"rec", 1, 1}, {"main", 0, 7}};
   functions_are(get(row(steps, 0), "functions"), step, 6, 7, "ProfilerStep#1");
+  /* functions in order of self samples, then total: main, on every stack, last */
   /* text: the functions indented under their op */
   const char *t = strstr(f.text, "Functions inside framework ops");
   assert_non_null(t);

@@ -79,11 +79,24 @@ static void summary(const loom__rcpu *c, loom__model *m) {
   loom__table_int(t, (int64_t)c->nempty);
 }
 
+static _Thread_local const loom__rcpu *self_cpu;
 static int cmp_self(const void *pa, const void *pb) {
   const loom__centry *a = pa, *b = pb;
   if (a->self != b->self) return a->self > b->self ? -1 : 1;
   if (a->total != b->total) return a->total > b->total ? -1 : 1;
-  return a < b ? -1 : a > b; /* stable: the order by total breaks ties */
+  const loom__cfn *x = &self_cpu->fns[a->fn], *y = &self_cpu->fns[b->fn];
+  int d = strcmp(C(self_cpu, x->label), C(self_cpu, y->label));
+  return d ? d : strcmp(C(self_cpu, x->module), C(self_cpu, y->module));
+}
+
+/* entries (n of them) by self samples, in a copy; NULL when out of memory. */
+static loom__centry *by_self(const loom__rcpu *c, const loom__centry *e, size_t n) {
+  loom__centry *by = malloc((n + 1) * sizeof *by);
+  if (!by) return NULL;
+  memcpy(by, e, n * sizeof *by);
+  self_cpu = c;
+  qsort(by, n, sizeof *by, cmp_self);
+  return by;
 }
 
 /* Overall: by self samples, then by total samples. */
@@ -91,14 +104,12 @@ static void top_functions(const loom__rcpu *c, loom__model *m) {
   const loom__cslot *all = &c->slots[0];
   loom__table *t = loom__model_add(m, "cpu.by_self", "Functions by self samples (the function itself ran)",
                                    fn_cols, NCOLS(fn_cols), 0);
-  loom__centry *by = malloc((all->ne + 1) * sizeof *by);
+  loom__centry *by = by_self(c, c->ent + all->e0, all->ne);
   if (!t || !by) {
     m->oom = 1;
     free(by);
     return;
   }
-  memcpy(by, c->ent + all->e0, all->ne * sizeof *by);
-  qsort(by, all->ne, sizeof *by, cmp_self);
   size_t n = all->ne;
   while (n && !by[n - 1].self) n--; /* functions that never ran themselves */
   for (size_t i = 0, made = loom__model_limit(m, t, n); i < made; i++) fn_row(c, t, &by[i], all->n);
@@ -116,14 +127,21 @@ static void parent_blanks(loom__table *t) {
   loom__table_str(t, "");
 }
 
-/* A parent row's functions in child rows: by total, then self. */
-static void slot_fns(const loom__rcpu *c, const loom__model *m, loom__table *ch, size_t row, const loom__cslot *s) {
+/* A parent row's functions in child rows: those that ran most themselves
+ * first (then by total), so the callers every sample has come last. */
+static void slot_fns(const loom__rcpu *c, loom__model *m, loom__table *ch, size_t row, const loom__cslot *s) {
   size_t k = m->top && m->top < FNS_PER_SLICE ? m->top : FNS_PER_SLICE;
   if (!m->top) k = s->ne;
+  loom__centry *by = by_self(c, c->ent + s->e0, s->ne);
+  if (!by) {
+    m->oom = 1;
+    return;
+  }
   for (size_t i = 0; i < s->ne && i < k; i++) {
     loom__table_parent(ch, row);
-    fn_row(c, ch, &c->ent[s->e0 + i], s->n);
+    fn_row(c, ch, &by[i], s->n);
   }
+  free(by);
 }
 
 static void per_name(const loom__report *r, loom__model *m, int group) {
