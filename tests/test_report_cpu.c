@@ -233,6 +233,49 @@ static void test_flame_graph(void **state) {
   forms_free(&f);
 }
 
+static int same(yajl_val a, yajl_val b) {
+  if (!a || !b || a->type != b->type) return 0;
+  if (YAJL_IS_STRING(a)) return !strcmp(a->u.string, b->u.string);
+  if (YAJL_IS_NUMBER(a)) return !strcmp(a->u.number.r, b->u.number.r);
+  if (YAJL_IS_ARRAY(a)) {
+    if (a->u.array.len != b->u.array.len) return 0;
+    for (size_t i = 0; i < a->u.array.len; i++)
+      if (!same(a->u.array.values[i], b->u.array.values[i])) return 0;
+    return 1;
+  }
+  if (YAJL_IS_OBJECT(a)) {
+    if (a->u.object.len != b->u.object.len) return 0;
+    for (size_t i = 0; i < a->u.object.len; i++)
+      if (strcmp(a->u.object.keys[i], b->u.object.keys[i]) || !same(a->u.object.values[i], b->u.object.values[i]))
+        return 0;
+    return 1;
+  }
+  return 1; /* true, false, null */
+}
+
+/* The samples, stacks, slices and counters travel through loom's formats:
+ * the same section from the trace saved as .pftrace and as JSON. */
+static void test_same_after_conversion(void **state) {
+  (void)state;
+  forms f;
+  forms_of(DATA "samples.json", &f);
+  loom_trace *t = NULL;
+  assert_int_equal(loom_trace_load(DATA "samples.json", &t), LOOM_OK);
+  const char *ext[] = {".pftrace", ".json"};
+  for (size_t i = 0; i < 2; i++) {
+    char path[512];
+    tmp_path(path, sizeof path, ext[i]);
+    assert_int_equal(loom_trace_save(t, path), LOOM_OK);
+    forms g;
+    forms_of(path, &g);
+    unlink(path);
+    if (!same(get(f.doc, "cpu"), get(g.doc, "cpu"))) fail_msg("the cpu section differs after saving as %s", ext[i]);
+    forms_free(&g);
+  }
+  loom_trace_free(t);
+  forms_free(&f);
+}
+
 static void test_absent_without_samples(void **state) {
   (void)state;
   forms f;
@@ -247,6 +290,7 @@ static void test_absent_without_samples(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_top_functions), cmocka_unit_test(test_inside_slices),
                                      cmocka_unit_test(test_os_counters), cmocka_unit_test(test_flame_graph),
+                                     cmocka_unit_test(test_same_after_conversion),
                                      cmocka_unit_test(test_absent_without_samples)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
