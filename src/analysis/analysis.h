@@ -177,6 +177,7 @@ typedef struct loom__report {
   size_t nsteps;
   loom__rhta hta;
   struct loom__ranks *ranks; /* cross-rank figures (ranks.h) */
+  struct loom__rcpu *cpu;    /* CPU samples and OS counters (cpu.h) */
 } loom__report;
 
 typedef struct loom__report_opts {

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "cpu.h"
 #include "core/core.h"
 #include "ranks.h"
 
@@ -340,6 +341,8 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
   if (e->ts < rep->t0) rep->t0 = e->ts;
   if (e->ts + e->dur > rep->t1) rep->t1 = e->ts + e->dur;
   if (rep->ranks && loom__ranks_event(rep->ranks, t, e, args)) return -1; /* cross-rank state */
+  if ((e->kind == LOOM_KIND_SAMPLE || e->kind == LOOM_KIND_COUNTER) && loom__cpu_event(rep->cpu, t, e, args))
+    return -1;
   if (e->ph != LOOM__PH_COMPLETE) return 0;
   switch (e->kind) {
   case LOOM_KIND_MARKER:
@@ -536,7 +539,13 @@ static void host_event(an *a, const loom__arec *r) {
   if ((r->kind == LOOM_KIND_USER_RANGE || r->kind == LOOM_KIND_CPU_OP) && (nf & NF_STEP)) {
     loom__rstep s = {r->name, r->ts, r->dur, 0, 0};
     if (LOOM__PUSH(rep->steps, rep->nsteps, a->cap_steps, s)) a->oom = 1;
+    else if (loom__cpu_slice(rep->cpu, LOOM__CPU_STEP, (uint32_t)rep->nsteps - 1, r->track, r->ts, r->dur))
+      a->oom = 1;
   }
+  if ((r->kind == LOOM_KIND_USER_RANGE || r->kind == LOOM_KIND_CPU_OP) &&
+      loom__cpu_slice(rep->cpu, r->kind == LOOM_KIND_CPU_OP ? LOOM__G_OP : LOOM__G_RANGE, tally_name(a, r->name),
+                      r->track, r->ts, r->dur))
+    a->oom = 1;
   if (!r->corr || r->kind == LOOM_KIND_CPU_OP || r->kind == LOOM_KIND_USER_RANGE) return;
   /* A host call with a correlation id: device work may follow. */
   while (a->cur_step + 1 < (int32_t)rep->nsteps && rep->steps[a->cur_step + 1].ts <= r->ts)
@@ -863,6 +872,7 @@ static void finish(an *a) {
     for (int m = 1; m < 8; m++) d->m.u[m] = uset_total(&ds->u[m]);
   }
   for (int m = 1; m < 8; m++) rep->hta.m.u[m] = uset_total(&a->hu[m]);
+  if (loom__cpu_finish(rep->cpu)) a->oom = 1;
   rep->hta.all = uset_total(&a->hall);
   rep->hta.rounded = a->fractional;
   for (size_t i = 0; i < rep->nqueues; i++) rep->queues[i].busy = uset_total(&a->qs[i].u);
@@ -921,6 +931,8 @@ void loom__report_free(loom__report *r) {
   free(r->unknown);
   loom_trace_free(r->meta);
   loom__ranks_free(r->ranks);
+  if (r->cpu) loom__cpu_free(r->cpu);
+  free(r->cpu);
   free(r);
 }
 
@@ -948,6 +960,11 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
     free(rep);
     return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
   }
+  if (!(rep->cpu = malloc(sizeof *rep->cpu))) {
+    loom__report_free(rep);
+    return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
+  }
+  loom__cpu_init(rep->cpu);
   if (o.wait_threshold_ns) rep->ranks->wait_threshold_ns = o.wait_threshold_ns < 0 ? 0 : o.wait_threshold_ns;
   rep->t0 = INT64_MAX;
   rep->t1 = INT64_MIN;
@@ -982,6 +999,7 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
     return st;
   }
   for (size_t i = 0; i < nt; i++) a.qof[i] = -1;
+  if (loom__cpu_sorted(rep->cpu)) a.oom = 1;
   const loom__arec *r;
   loom__arec rs;
   while (a.es && !a.oom && (r = loom__esort_next(a.es))) {

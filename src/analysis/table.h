@@ -58,7 +58,7 @@ enum {
   LOOM__TF_OWN_COUNT = 64, /* the title says how many rows are shown */
   LOOM__TF_ALL = 128       /* never limited to the report's top N */
 };
-enum { LOOM__CHART_NONE, LOOM__CHART_BARS, LOOM__CHART_TIMELINE, LOOM__CHART_HEAT };
+enum { LOOM__CHART_NONE, LOOM__CHART_BARS, LOOM__CHART_TIMELINE, LOOM__CHART_HEAT, LOOM__CHART_FLAME };
 
 typedef struct loom__table {
   const char *key;
@@ -144,6 +144,8 @@ void loom__table_json(const loom__table *t, struct loom__out *o, size_t rows);
 void loom__table_html(const loom__table *t, struct loom__out *o, size_t rows);
 /* The page's charts of a table (table_chart.c). */
 void loom__table_chart(const loom__table *t, struct loom__out *o, size_t rows);
+/* FLAME: rows (depth, start, samples, share, function) as a flame graph (table_flame.c). */
+void loom__table_flame(const loom__table *t, struct loom__out *o, size_t rows);
 /* HTML text with &, <, >, " escaped; at most max bytes, then an ellipsis. */
 void loom__html_esc(struct loom__out *o, const char *s, size_t max);
 

@@ -6,7 +6,8 @@
  *   TIMELINE  per row, its two INTS columns (all work, compute) as busy
  *             share per bucket of the chart column's width (ns): devices;
  *   HEAT      columns 0 and 1 are a row and a column key, each chart column
- *             one map, darker = larger: rank x step.
+ *             one map, darker = larger: rank x step;
+ *   FLAME     a flame graph of CPU samples (table_flame.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +162,7 @@ void loom__table_chart(const loom__table *t, loom__out *o, size_t rows) {
   case LOOM__CHART_BARS: bars(t, o, rows); break;
   case LOOM__CHART_TIMELINE: timelines(t, o, rows); break;
   case LOOM__CHART_HEAT: heats(t, o); break;
+  case LOOM__CHART_FLAME: loom__table_flame(t, o, rows); break;
   default: break;
   }
 }

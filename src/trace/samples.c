@@ -99,6 +99,12 @@ static uint32_t parse_stack(loom__samples *s, const char *p, size_t n, int *oom)
   return site;
 }
 
+long loom__samples_parse(loom__samples *s, const char *text, size_t n) {
+  int oom = 0;
+  uint32_t site = parse_stack(s, text, n, &oom);
+  return oom ? -1 : (long)site;
+}
+
 const char *loom__sample_stack(const loom_trace *t, const loom__ev *e, size_t *len) {
   for (uint16_t i = 0; i < e->nargs; i++) {
     const loom__targ *a = &t->args[e->args_off + i];

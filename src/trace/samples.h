@@ -63,6 +63,9 @@ uint32_t loom__samples_site(loom__samples *s, uint32_t parent, uint32_t frame);
 long loom__samples_text(const loom__samples *s, uint32_t site, char **buf, size_t *cap);
 /* A frame's display name: its function, else "module-basename+0xOFFSET". */
 const char *loom__samples_frame_label(const loom__samples *s, uint32_t frame, char *buf, size_t n);
+/* The leaf site (index + 1, 0 for an empty stack) of one stack text in
+ * loom.h's layout, its frames and sites added if new; -1 when out of memory. */
+long loom__samples_parse(loom__samples *s, const char *text, size_t n);
 /* The stack argument of event e (its text and length), or NULL. */
 const char *loom__sample_stack(const loom_trace *t, const loom__ev *e, size_t *len);
 
