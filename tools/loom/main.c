@@ -177,7 +177,7 @@ static void usage(FILE *f) {
              "               convert a trace (Chrome/Kineto JSON, .json.gz, .pftrace)\n"
              "  report TRACE... [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
              "               analyse a trace: devices, kernels, transfers, launch latency,\n"
-             "               overlap, host ops, user ranges, steps, HTA's figures\n"
+             "               overlap, host ops, user ranges, steps, CPU samples, HTA's figures\n"
              "  backends [--no-probe] [--plugin PATH]...\n"
              "               list the backends of every plug-in found, probed, with their\n"
              "               state and what loom record sets up for them\n"
