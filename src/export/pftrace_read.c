@@ -105,6 +105,7 @@ typedef struct rd {
   loom__map flow_src;          /* flow id -> event index + 1 */
   loom__map flow_dst;
   uint64_t clock_base;         /* incremental clock: last timestamp */
+  int based;                   /* streaming: t->base_ns is set */
   uint32_t default_clock;
   int64_t ts;
   int64_t window_end_ts;
@@ -202,6 +203,21 @@ static void descriptor(rd *r, pbr m) {
   if (!k.uuid || trk_of(r, k.uuid)) return;
   if (LOOM__PUSH(r->trks, r->ntrks, r->cap_trks, k) || loom__map_put(&r->tracks, k.uuid, r->ntrks - 1))
     r->oom = 1;
+}
+
+/* The writer gives each series of a counter event its own track and packet,
+ * one after the other at the same time: a series of the same counter (same
+ * thread track, name and time) that follows the event just read, and is not
+ * in it yet, is another value of that event, not a new event. */
+static int same_counter_event(const loom_trace *t, const loom__ev *e, uint32_t key) {
+  if (!t->nev) return 0;
+  const loom__ev *last = &t->ev[t->nev - 1];
+  if (last->ph != LOOM__PH_COUNTER || last->ts != e->ts || last->track != e->track ||
+      last->name != e->name || last->cat != e->cat || last->args_off + last->nargs != t->nargs)
+    return 0;
+  for (uint32_t i = 0; i < last->nargs; i++)
+    if (t->args[last->args_off + i].key == key) return 0;
+  return 1;
 }
 
 /* The model track an event on uuid goes to (async and counter tracks hang
@@ -344,9 +360,9 @@ static void track_event(rd *r, pbr m) {
     e.ph = LOOM__PH_COUNTER;
     e.kind = LOOM_KIND_COUNTER;
     e.name = own->name;
-    if (loom__trace_add_ev(t, &e)) { r->oom = 1; return; }
     loom__targ a = {.key = own->desc ? own->desc : own->name, .type = LOOM_ARG_DOUBLE};
     a.v.d = x.dvalue;
+    if (!same_counter_event(t, &e, a.key) && loom__trace_add_ev(t, &e)) { r->oom = 1; return; }
     if (loom__trace_add_arg(t, &a)) r->oom = 1;
     return;
   }
@@ -394,6 +410,17 @@ static void clock_snapshot(rd *r, pbr m) {
     }
     if (id == PF_CLOCK_LOOM) r->clock_base = ts;
   }
+}
+
+/* Streaming: times go out relative to a base, as a JSON file's do (the
+ * base the JSON writer would pick, from the first time read), and the
+ * trace's base_ns says what to add. */
+static int64_t stream_time(rd *r, int64_t ts) {
+  if (!r->based) {
+    r->based = 1;
+    r->t->base_ns = loom__base_of(ts);
+  }
+  return ts - r->t->base_ns;
 }
 
 /* A packet field loom reads that came with another wire type. */
@@ -464,6 +491,7 @@ static void packet(rd *r, pbr m) {
     uint32_t c = has_clock ? (uint32_t)clock : r->default_clock;
     if (c == PF_CLOCK_LOOM) r->clock_base += ts, r->ts = (int64_t)r->clock_base;
     else r->ts = (int64_t)ts;
+    if (r->sink) r->ts = stream_time(r, r->ts);
   }
   if (te.p) track_event(r, te);
   if (ce.p) chrome_events(r, ce);
@@ -497,12 +525,23 @@ static int flush(rd *r, int all) {
   return rc;
 }
 
+/* A flush between two series of one counter event would cut it in two: the
+ * last event, when a counter, stays (as an open one does) for its next series. */
+static int flush_but_counter(rd *r) {
+  loom__ev *last = &r->t->ev[r->t->nev - 1];
+  int hold = last->ph == LOOM__PH_COUNTER && !(last->flags & LOOM__EV_OPEN);
+  if (hold) last->flags |= LOOM__EV_OPEN;
+  int rc = flush(r, 0);
+  if (hold) r->t->ev[r->t->nev - 1].flags &= (uint16_t)~LOOM__EV_OPEN;
+  return rc;
+}
+
 static int finish(rd *r) {
   loom_trace *t = r->t;
   if (r->sink) {
     if (flush(r, 1) != 0) return -1;
     t->start_ns = t->end_ns = 0;
-    if (t->window_end) t->end_ns = r->window_end_ts;
+    if (t->window_end) t->end_ns = r->window_end_ts + t->base_ns;
     return 0;
   }
   for (size_t i = 0; i < r->flow_src.cap; i++) {
@@ -586,7 +625,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
     pbr m = {buf, buf + len, 0};
     r.pkt_at = at;
     packet(&r, m);
-    if (sink && r.t->nev >= r.flush_at && flush(&r, 0) != 0) r.oom = 1;
+    if (sink && r.t->nev >= r.flush_at && flush_but_counter(&r) != 0) r.oom = 1;
     if (r.oom) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
     else if (r.header_bad) st = LOOM_EFORMAT; /* message set by the JSON reader */
   }

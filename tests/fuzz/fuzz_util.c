@@ -84,8 +84,11 @@ long loom_fuzz_count(const char *path) {
   return n;
 }
 
-/* Events as a pftrace holds them: a counter event is one sample per
- * numeric series (Perfetto's counters are numbers, one track a series). */
+/* Events as a pftrace holds them, counted the same way on both sides: a
+ * counter event is one value per numeric series (Perfetto's counters are
+ * numbers, one track a series; the reader joins the series of one time back
+ * into one event, so two events of one counter at one time may come back as
+ * one: the values, not the events, are what must be kept). */
 static size_t pftrace_events(const loom_trace *t) {
   size_t n = 0;
   for (size_t i = 0; i < t->nev; i++) {
@@ -104,7 +107,8 @@ static void reload(const loom_trace *t, const char *name) {
   FUZZ_CHECK(loom_trace_save(t, path) == LOOM_OK, "saving a trace that loaded as %s", name);
   loom_trace *u = NULL;
   FUZZ_CHECK(loom_trace_load(path, &u) == LOOM_OK, "loading what loom saved as %s", name);
-  size_t a = pf ? pftrace_events(t) : loom_trace_event_count(t), b = loom_trace_event_count(u);
+  size_t a = pf ? pftrace_events(t) : loom_trace_event_count(t);
+  size_t b = pf ? pftrace_events(u) : loom_trace_event_count(u);
   FUZZ_CHECK(a == b, "%zu events loaded, %zu after saving as %s and loading again", a, b, name);
   a = loom_trace_flow_count(t), b = loom_trace_flow_count(u);
   FUZZ_CHECK(a == b, "%zu flows loaded, %zu after saving as %s and loading again", a, b, name);

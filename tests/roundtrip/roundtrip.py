@@ -13,7 +13,9 @@ and checks, exactly:
   - J1, J2 and J3 hold the same events, arguments, flows (as pairs of the
     slices they join) and top-level keys;
   - every top-level key of the original is in J1 with its value
-    (deviceProperties: every device's keys and values);
+    (deviceProperties: every device's keys and values); CPU samples
+    ("samples" over "stackFrames") compare as samples with their stacks
+    spelled out, whatever the frame ids;
   - process and thread names of the original are in J1 and J2;
   - trace_processor links in P exactly the flows J1 holds (same slice
     pairs) and shows every slice (overlapping ones included);
@@ -82,9 +84,10 @@ class Trace:
         d = load(path)
         if isinstance(d, list):
             d = {"traceEvents": d}
-        self.top = {k: v for k, v in d.items() if k != "traceEvents"}
+        self.top = {k: v for k, v in d.items() if k not in ("traceEvents",) + SAMPLE_KEYS}
         self.synth, self.tsynth, self.raw = {}, {}, d
         base = int(d.get("baseTimeNanoseconds", 0))
+        self.samples = samples_of(d, base)
         evs = d.get("traceEvents", [])
         # string pids/tids: loom gives them synthetic ids named after them
         self.pname, self.tname = {}, {}
@@ -190,6 +193,34 @@ class Trace:
         return slice_id(inside[-1]) if inside else None
 
 
+SAMPLE_KEYS = ("stackFrames", "samples")
+
+
+def samples_of(d, base):
+    """CPU samples ("samples" over "stackFrames"), each with its whole stack
+    spelled out root first: frame ids are a file's own numbering."""
+    frames = d.get("stackFrames") or {}
+
+    def stack(sf):
+        out, seen = [], set()
+        while sf is not None and str(sf) in frames and str(sf) not in seen:
+            seen.add(str(sf))
+            f = frames[str(sf)]
+            out.append(freeze({k: v for k, v in f.items() if k != "parent"}))
+            sf = f.get("parent")
+        return tuple(reversed(out))
+    return Counter((s.get("pid"), s.get("tid"), ns(str(s.get("ts", 0))) + base, s.get("name"),
+                    s.get("weight", 1), stack(s.get("sf")))
+                   for s in d.get("samples") or [])
+
+
+def same_samples(path, what, a, b):
+    if a.samples != b.samples:
+        miss, extra = a.samples - b.samples, b.samples - a.samples
+        fail(path, f"{what}: {sum(miss.values())} CPU samples lost, {sum(extra.values())} changed "
+             f"or added; first lost: {next(iter(miss), None)}; first added: {next(iter(extra), None)}")
+
+
 def slice_id(s):
     return (s[0], s[1], s[2], s[3], s[5])
 
@@ -284,6 +315,7 @@ def check_file(loom, tp_mjs, path, tmp):
         outs[name] = Trace(f, orig)
     j1t = outs["J1"]
     same_events(path, "original -> JSON", orig, j1t)
+    same_samples(path, "original -> JSON", orig, j1t)
     check_top(path, orig, j1t)
     check_names(path, "original -> JSON", orig, j1t)
     check_names(path, "original -> pftrace -> JSON", orig, outs["J2"])
@@ -296,6 +328,7 @@ def check_file(loom, tp_mjs, path, tmp):
         t = outs[name]
         what = "JSON -> pftrace -> JSON" if name == "J2" else "JSON -> JSON -> JSON"
         same_events(path, what, j1t, t)
+        same_samples(path, what, j1t, t)
         if t.flows != j1t.flows:
             fail(path, f"{what}: flows {sum(j1t.flows.values())} -> {sum(t.flows.values())}")
         want = {k: plain(v) for k, v in j1t.top.items() if k != "baseTimeNanoseconds"}
@@ -313,8 +346,10 @@ def check_file(loom, tp_mjs, path, tmp):
         errs[name] = {r["name"] for r in res[0]}
         if name == "pftrace":
             # slices, async ranges and instants, and the window-end marker
-            # (a "B" never ended: ended at its start there, marked loom_unclosed)
-            nslices = sum(1 for e in j1t.events if e[0] in ("X", "B", "b", "i")) + j1t.window_end
+            # (a "B" never ended: ended at its start there, marked loom_unclosed),
+            # and CPU samples (instants on their threads there)
+            nslices = (sum(1 for e in j1t.events if e[0] in ("X", "B", "b", "i")) + j1t.window_end
+                       + sum(j1t.samples.values()))
             if res[1][0]["n"] != nslices:
                 fail(path, f"pftrace: trace_processor shows {res[1][0]['n']} slices, "
                      f"the JSON holds {nslices}")
