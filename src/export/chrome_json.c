@@ -15,9 +15,12 @@
 #include "export/outfile.h"
 #include "trace/trace.h"
 
-/* Kineto floors the base time to a coarse boundary; 2^44 ns (~4.9 h) keeps
- * "ts" values small and exact in a double (ns fraction preserved). */
-#define BASE_MASK ((1ll << 44) - 1)
+/* Kineto floors the base time to a coarse boundary; LOOM__BASE_UNIT keeps
+ * "ts" values small and exact in a double (ns fraction preserved), and, a
+ * whole number of us, keeps each ts's fraction of a us what it is in
+ * absolute time (HTA rounds fractional ts to us: the same figures from a
+ * .json as from a .pftrace of the same trace, which streams from the same
+ * base). */
 
 typedef struct jw {
   loom__out *o;
@@ -411,7 +414,7 @@ static void trailer(jw *w) {
 static loom_status jw_open(jw *w, loom__out *o, const loom_trace *t, const char *path, int gzip) {
   w->o = o;
   w->t = t;
-  w->base = t->start_ns & ~BASE_MASK;
+  w->base = loom__base_of(t->start_ns);
   if (jw_prepare(w) != 0) {
     jw_release(w);
     return loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);

@@ -132,6 +132,13 @@ enum {
 /* The largest time (ts, dur, base) a reader keeps, in ns (year 2065 as an
  * epoch time): the sum of three stays inside int64. */
 #define LOOM__TIME_LIMIT 3000000000000000000ll
+/* The base of times a writer or a streaming reader counts from: the start
+ * floored to a multiple of this (~2.8 h; a whole number of us, so a time's
+ * fraction of a us is the same relative as absolute). */
+#define LOOM__BASE_UNIT 10000000000000ll
+static inline int64_t loom__base_of(int64_t ns) {
+  return ns - ((ns % LOOM__BASE_UNIT) + LOOM__BASE_UNIT) % LOOM__BASE_UNIT;
+}
 typedef struct loom__bad {
   uint64_t count[LOOM__BAD_COUNT_];
   uint32_t example[LOOM__BAD_COUNT_]; /* string ids */
