@@ -73,9 +73,11 @@ static uint64_t pending_t;
 
 static loom_status b_flush(loom_backend *b) {
   for (; pending > 0; pending--) {
-    uint64_t t = pending_t + DEV_OFFSET + (uint64_t)pending * 2000;
+    /* ran before the program's work ended (after the last step's kernel):
+     * work timed after the session's end would be outside it */
+    uint64_t t = pending_t + DEV_OFFSET - (uint64_t)pending * 1000;
     loom_record k = {.struct_size = sizeof k, .kind = LOOM_KIND_KERNEL, .clock = dev_clk,
-                     .device = dev, .resource = queue, .start = t, .end = t + 1000,
+                     .device = dev, .resource = queue, .start = t, .end = t + 800,
                      .name = host->intern(b, "survPending", SIZE_MAX)};
     host->emit(b, &k);
   }
