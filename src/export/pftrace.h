@@ -84,7 +84,26 @@ enum {
   /* InternedData; each entry is {iid = 1, name = 2} */
   PF_ID_EVENT_CATEGORIES = 1,
   PF_ID_EVENT_NAMES = 2,
-  PF_ID_DEBUG_ANNOTATION_NAMES = 3
+  PF_ID_DEBUG_ANNOTATION_NAMES = 3,
+  /* CPU samples: TracePacket.perf_sample and the profiling tables of
+   * InternedData (profile_common.proto); strings are {iid = 1, str = 2} */
+  PF_PKT_PERF_SAMPLE = 66,
+  PF_PS_PID = 2,
+  PF_PS_TID = 3,
+  PF_PS_CALLSTACK_IID = 4,
+  PF_ID_FUNCTION_NAMES = 5,
+  PF_ID_FRAMES = 6,
+  PF_ID_CALLSTACKS = 7,
+  PF_ID_MAPPING_PATHS = 17,
+  PF_ID_MAPPINGS = 19,
+  PF_MAP_IID = 1,
+  PF_MAP_PATH_STRING_IDS = 7,  /* the path's components; loom writes one */
+  PF_FRAME_IID = 1,
+  PF_FRAME_FUNCTION_NAME_ID = 2,
+  PF_FRAME_MAPPING_ID = 3,
+  PF_FRAME_REL_PC = 4,
+  PF_CALLSTACK_IID = 1,
+  PF_CALLSTACK_FRAME_IDS = 2   /* outermost frame first */
 };
 
 /* The ChromeMetadata entry holding the JSON writer's top-level keys. */

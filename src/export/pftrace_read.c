@@ -17,6 +17,7 @@
 
 #include "core/core.h"
 #include "export/pftrace.h"
+#include "trace/samples.h"
 #include "trace/trace.h"
 
 typedef struct pbr {
@@ -121,6 +122,14 @@ typedef struct rd {
   uint64_t flows_over;        /* flow ends past PF_EVENT_FLOWS on one event: not kept */
   uint64_t wrong_wire;        /* packet fields of a wire type they cannot have: skipped */
   uint64_t wrong_at, pkt_at;  /* offset of the first such packet, of the current one */
+  /* CPU samples: InternedData's profiling tables, each iid -> */
+  loom__map fnames, mpaths;   /* trace string id */
+  loom__map mappings;         /* trace string id of its path */
+  loom__map frames;           /* frame index in smp + 1 */
+  loom__map callstacks;       /* leaf site in smp (0: empty) */
+  loom__samples smp;
+  char *stack;                /* scratch: a sample's stack text */
+  size_t stack_cap;
   int oom;
 } rd;
 
@@ -138,7 +147,9 @@ static void interned(rd *r, pbr m) {
   while (rd_field(&m, &f, &w, &v, &sub)) {
     if (w != PB_LEN) continue;
     loom__map *dst = f == PF_ID_EVENT_NAMES ? &r->names : f == PF_ID_EVENT_CATEGORIES ? &r->cats
-                   : f == PF_ID_DEBUG_ANNOTATION_NAMES ? &r->argn : NULL;
+                   : f == PF_ID_DEBUG_ANNOTATION_NAMES ? &r->argn
+                   : f == PF_ID_FUNCTION_NAMES ? &r->fnames : f == PF_ID_MAPPING_PATHS ? &r->mpaths
+                   : NULL;
     if (!dst) continue;
     uint64_t iid = 0;
     uint32_t name = 0, f2;
@@ -149,6 +160,118 @@ static void interned(rd *r, pbr m) {
     }
     if (iid && loom__map_put(dst, iid, name)) r->oom = 1;
   }
+}
+
+/* ---- CPU samples: profiling tables and PerfSample ----------------------- */
+static const char *iid_str(rd *r, loom__map *m, uint64_t iid) {
+  uint64_t *id = iid ? loom__map_get(m, iid) : NULL;
+  return id ? loom__trace_cstr(r->t, (uint32_t)*id) : "";
+}
+
+/* A mapping's path: loom writes it as one component, kept as it is; other
+ * producers split it ("system", "lib64", "libc.so"), joined with "/"s. */
+static void profile_mapping(rd *r, pbr m) {
+  uint64_t iid = 0, v;
+  uint32_t f;
+  int w, parts = 0;
+  pbr sub;
+  char path[4096], one[4096];
+  size_t n = 0;
+  one[0] = 0;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (f == PF_MAP_IID && w == PB_VARINT) iid = v;
+    if (f != PF_MAP_PATH_STRING_IDS || w != PB_VARINT) continue;
+    const char *c = iid_str(r, &r->mpaths, v);
+    if (!parts++) snprintf(one, sizeof one, "%s", c);
+    int k = snprintf(path + n, sizeof path - n, "/%s", c);
+    if (k > 0) n = n + (size_t)k < sizeof path ? n + (size_t)k : sizeof path - 1;
+  }
+  if (!iid) return;
+  const char *p = parts == 1 ? one : path;
+  size_t len = parts == 1 ? strlen(one) : n;
+  uint32_t id = loom__strtab_intern(&r->t->strs, p, len);
+  if ((!id && len) || loom__map_put(&r->mappings, iid, id)) r->oom = 1;
+}
+
+static void profile_frame(rd *r, pbr m) {
+  uint64_t iid = 0, fn = 0, map = 0, pc = 0, v;
+  uint32_t f;
+  int w;
+  pbr sub;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (w != PB_VARINT) continue;
+    if (f == PF_FRAME_IID) iid = v;
+    else if (f == PF_FRAME_FUNCTION_NAME_ID) fn = v;
+    else if (f == PF_FRAME_MAPPING_ID) map = v;
+    else if (f == PF_FRAME_REL_PC) pc = v;
+  }
+  if (!iid) return;
+  long i = loom__samples_frame(&r->smp, iid_str(r, &r->fnames, fn), iid_str(r, &r->mappings, map), pc);
+  if (i < 0 || loom__map_put(&r->frames, iid, (uint64_t)i + 1)) r->oom = 1;
+}
+
+/* A callstack (outermost frame first) as the call site of its leaf; a
+ * frame id the file never interned is left out. */
+static void profile_callstack(rd *r, pbr m) {
+  uint64_t iid = 0, v;
+  uint32_t f, site = 0;
+  int w;
+  pbr sub;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (f == PF_CALLSTACK_IID && w == PB_VARINT) iid = v;
+    uint64_t *fi = f == PF_CALLSTACK_FRAME_IDS && w == PB_VARINT ? loom__map_get(&r->frames, v) : NULL;
+    if (fi && !(site = loom__samples_site(&r->smp, site, (uint32_t)(*fi - 1)))) r->oom = 1;
+  }
+  if (iid && loom__map_put(&r->callstacks, iid, site)) r->oom = 1;
+}
+
+/* Mappings, then frames, then callstacks, whatever their order in m. */
+static void interned_profile(rd *r, pbr m) {
+  static const uint32_t order[] = {PF_ID_MAPPINGS, PF_ID_FRAMES, PF_ID_CALLSTACKS};
+  for (int pass = 0; pass < 3; pass++) {
+    pbr c = m, sub;
+    uint32_t f;
+    int w;
+    uint64_t v;
+    while (rd_field(&c, &f, &w, &v, &sub)) {
+      if (w != PB_LEN || f != order[pass]) continue;
+      if (pass == 0) profile_mapping(r, sub);
+      else if (pass == 1) profile_frame(r, sub);
+      else profile_callstack(r, sub);
+    }
+  }
+}
+
+/* A PerfSample: a CPU sample on its thread, named and with its stack as
+ * the Chrome JSON reader gives one.  Packets without a callstack (lost
+ * records, skipped samples) are not samples. */
+static void perf_sample(rd *r, pbr m) {
+  uint64_t pid = 0, tid = 0, cs = 0, v;
+  uint32_t f;
+  int w, has_cs = 0;
+  pbr sub;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (w != PB_VARINT) continue;
+    if (f == PF_PS_PID) pid = v;
+    else if (f == PF_PS_TID) tid = v;
+    else if (f == PF_PS_CALLSTACK_IID) cs = v, has_cs = 1;
+  }
+  if (!has_cs || m.bad) return;
+  uint64_t *site = loom__map_get(&r->callstacks, cs);
+  uint32_t leaf = site ? (uint32_t)*site : 0, track;
+  long n = loom__samples_text(&r->smp, leaf, &r->stack, &r->stack_cap);
+  loom_trace *t = r->t;
+  if (n < 0 || loom__trace_track(t, (int64_t)(uint32_t)pid, (int64_t)(uint32_t)tid, NULL,
+                                 LOOM_DEVICE_HOST, &track)) {
+    r->oom = 1;
+    return;
+  }
+  char label[600];
+  const char *name = leaf ? loom__samples_frame_label(&r->smp, r->smp.sites[leaf - 1].frame, label, sizeof label)
+                          : "[unknown]";
+  loom__ev e = {.ts = r->ts, .name = loom__trace_str(t, name), .cat = loom__trace_str(t, "cpu_sample"),
+                .track = track, .kind = LOOM_KIND_SAMPLE, .ph = LOOM__PH_INSTANT};
+  if (loom__trace_add_ev(t, &e) || loom__trace_add_arg_str(t, "stack", r->stack)) r->oom = 1;
 }
 
 static trk *trk_of(rd *r, uint64_t uuid) {
@@ -433,6 +556,7 @@ static int wrong_wire(uint32_t f, int w) {
   case PF_PKT_INTERNED_DATA:
   case PF_PKT_CLOCK_SNAPSHOT:
   case PF_PKT_CHROME_EVENTS:
+  case PF_PKT_PERF_SAMPLE:
   case PF_PKT_DEFAULTS: return w != PB_LEN;
   default: return 0;
   }
@@ -465,7 +589,7 @@ static void packet(rd *r, pbr m) {
   int w, w2;
   uint64_t v, ts = 0, clock = 0;
   int has_ts = 0, has_clock = 0;
-  pbr sub, e, te = {0}, td = {0}, in = {0}, cs = {0}, ce = {0};
+  pbr sub, e, te = {0}, td = {0}, in = {0}, cs = {0}, ce = {0}, ps = {0};
   while (rd_field(&m, &f, &w, &v, &sub)) {
     if (wrong_wire(f, w) && !r->wrong_wire++) r->wrong_at = r->pkt_at;
     switch (f) {
@@ -476,6 +600,7 @@ static void packet(rd *r, pbr m) {
     case PF_PKT_INTERNED_DATA: if (w == PB_LEN) in = sub; break;
     case PF_PKT_CLOCK_SNAPSHOT: if (w == PB_LEN) cs = sub; break;
     case PF_PKT_CHROME_EVENTS: if (w == PB_LEN) ce = sub; break;
+    case PF_PKT_PERF_SAMPLE: if (w == PB_LEN) ps = sub; break;
     case PF_PKT_DEFAULTS:
       while (w == PB_LEN && rd_field(&sub, &f2, &w2, &v, &e))
         if (f2 == PF_TPD_TIMESTAMP_CLOCK_ID) r->default_clock = (uint32_t)v;
@@ -485,7 +610,7 @@ static void packet(rd *r, pbr m) {
   }
   if (m.bad) return;
   if (cs.p) clock_snapshot(r, cs);
-  if (in.p) interned(r, in);
+  if (in.p) interned(r, in), interned_profile(r, in);
   if (td.p) descriptor(r, td);
   if (has_ts) {
     uint32_t c = has_clock ? (uint32_t)clock : r->default_clock;
@@ -494,6 +619,7 @@ static void packet(rd *r, pbr m) {
     if (r->sink) r->ts = stream_time(r, r->ts);
   }
   if (te.p) track_event(r, te);
+  if (ps.p) perf_sample(r, ps);
   if (ce.p) chrome_events(r, ce);
 }
 
@@ -504,6 +630,13 @@ static void rd_free(rd *r) {
   loom__map_free(&r->tracks);
   loom__map_free(&r->flow_src);
   loom__map_free(&r->flow_dst);
+  loom__map_free(&r->fnames);
+  loom__map_free(&r->mpaths);
+  loom__map_free(&r->mappings);
+  loom__map_free(&r->frames);
+  loom__map_free(&r->callstacks);
+  loom__samples_free(&r->smp);
+  free(r->stack);
   free(r->trks);
   free(r->open);
 }
@@ -567,6 +700,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
   if (!fp) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
   rd r;
   memset(&r, 0, sizeof r);
+  loom__samples_init(&r.smp);
   r.t = loom__trace_new();
   r.path = path;
   r.sink = sink;

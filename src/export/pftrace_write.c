@@ -20,6 +20,7 @@
 #include "core/core.h"
 #include "export/outfile.h"
 #include "export/pftrace.h"
+#include "trace/samples.h"
 #include "trace/trace.h"
 
 /* ---- a growable byte buffer with protobuf encoders ---------------------- */
@@ -121,6 +122,12 @@ typedef struct writer {
   pb pkt, te, tmp, interned, names;
   int oom;
   uint64_t *flow_id;   /* each flow's id in the file (pf_flow_ids) */
+  /* CPU samples as PerfSample packets over interned frames and callstacks:
+   * a function name's and a module's iid is its smp.strs id, a frame's its
+   * index + 1, a callstack's its leaf site (index + 1) */
+  loom__samples smp;
+  loom__map site_of_ev;         /* event index + 1 -> leaf site */
+  uint8_t *seen_str, *seen_frame, *seen_site;
 } writer;
 
 static void emit_packet(writer *w, pb *pkt) {
@@ -303,6 +310,112 @@ static void json_annotation(writer *w, pb *te, const loom__targ *a, uint16_t n) 
 
 static void window_end(writer *w, int64_t ts);
 
+/* ---- CPU samples -------------------------------------------------------- */
+static int samples_prepare(writer *w) {
+  if (loom__samples_build(w->t, &w->smp)) return -1;
+  if (!w->smp.nsamples) return 0;
+  for (size_t i = 0; i < w->smp.nsamples; i++)
+    if (w->smp.samples[i].site &&
+        loom__map_put(&w->site_of_ev, w->smp.samples[i].ev + 1, w->smp.samples[i].site))
+      return -1;
+  w->seen_str = calloc(w->smp.strs.n + 1, 1);
+  w->seen_frame = calloc(w->smp.nframes + 1, 1);
+  w->seen_site = calloc(w->smp.nsites + 1, 1);
+  return w->seen_str && w->seen_frame && w->seen_site ? 0 : -1;
+}
+
+static void samples_free(writer *w) {
+  loom__samples_free(&w->smp);
+  loom__map_free(&w->site_of_ev);
+  free(w->seen_str);
+  free(w->seen_frame);
+  free(w->seen_site);
+}
+
+/* The leaf site of a sample that a PerfSample holds exactly, else 0 (it
+ * is written as an instant with its "stack" annotation): a host thread
+ * with pid and tid Perfetto can hold, its stack the only argument, and
+ * the name and category a reader gives a sample of that stack. */
+static uint32_t perf_sample_site(writer *w, const loom__ev *e, uint32_t ev) {
+  const loom_trace *t = w->t;
+  uint64_t *site = loom__map_get(&w->site_of_ev, (uint64_t)ev + 1);
+  const loom__track *k = &t->tracks[e->track];
+  if (!site || e->nargs != 1 || k->device != LOOM_DEVICE_HOST || k->pid <= 0 ||
+      k->pid >= PF_DEVICE_PID_BASE || k->tid <= 0 || k->tid > UINT32_MAX ||
+      strcmp(loom__trace_cstr(t, e->cat), "cpu_sample"))
+    return 0;
+  char label[600];
+  const char *name = loom__samples_frame_label(&w->smp, w->smp.sites[*site - 1].frame, label, sizeof label);
+  return strcmp(name, loom__trace_cstr(t, e->name)) ? 0 : (uint32_t)*site;
+}
+
+static void intern_sample_str(writer *w, uint32_t field, uint32_t id) {
+  if (!id || w->seen_str[id] & (field == PF_ID_FUNCTION_NAMES ? 1 : 2)) return;
+  w->seen_str[id] |= field == PF_ID_FUNCTION_NAMES ? 1 : 2;
+  pb *m = &w->tmp;
+  m->n = 0;
+  pb_uint(m, 1, id);
+  pb_str(m, 2, loom__strtab_get(&w->smp.strs, id));
+  pb_msg(&w->interned, field, m);
+  if (field != PF_ID_MAPPING_PATHS) return;
+  m->n = 0; /* the module's mapping: its path alone (no addresses are kept) */
+  pb_uint(m, PF_MAP_IID, id);
+  pb_uint(m, PF_MAP_PATH_STRING_IDS, id);
+  pb_msg(&w->interned, PF_ID_MAPPINGS, m);
+}
+
+/* Interns what the callstack of site needs that the file does not hold yet. */
+static void intern_callstack(writer *w, uint32_t site) {
+  if (w->seen_site[site]) return;
+  w->seen_site[site] = 1;
+  const loom__samples *s = &w->smp;
+  pb *cs = &w->names; /* the callstack: frames outermost first */
+  cs->n = 0;
+  pb_uint(cs, PF_CALLSTACK_IID, site);
+  uint32_t depth = s->sites[site - 1].depth, *ids = malloc(depth * sizeof *ids);
+  if (!ids) {
+    w->oom = 1;
+    return;
+  }
+  uint32_t n = 0;
+  for (uint32_t at = site; at && n < depth; at = s->sites[at - 1].parent) ids[n++] = s->sites[at - 1].frame;
+  while (n--) {
+    uint32_t fi = ids[n];
+    const loom__sframe *f = &s->frames[fi];
+    if (!w->seen_frame[fi]) {
+      w->seen_frame[fi] = 1;
+      intern_sample_str(w, PF_ID_FUNCTION_NAMES, f->name);
+      intern_sample_str(w, PF_ID_MAPPING_PATHS, f->module);
+      pb *m = &w->tmp;
+      m->n = 0;
+      pb_uint(m, PF_FRAME_IID, fi + 1);
+      if (f->name) pb_uint(m, PF_FRAME_FUNCTION_NAME_ID, f->name);
+      if (f->module) pb_uint(m, PF_FRAME_MAPPING_ID, f->module);
+      if (f->module) pb_uint(m, PF_FRAME_REL_PC, f->offset);
+      pb_msg(&w->interned, PF_ID_FRAMES, m);
+    }
+    pb_uint(cs, PF_CALLSTACK_FRAME_IDS, fi + 1);
+  }
+  free(ids);
+  pb_msg(&w->interned, PF_ID_CALLSTACKS, cs);
+}
+
+static void write_perf_sample(writer *w, const loom__ev *e, uint32_t site, int64_t ts) {
+  const loom__track *k = &w->t->tracks[e->track];
+  intern_callstack(w, site);
+  pb *ps = &w->te;
+  ps->n = 0;
+  pb_uint(ps, PF_PS_PID, (uint64_t)k->pid);
+  pb_uint(ps, PF_PS_TID, (uint64_t)k->tid);
+  pb_uint(ps, PF_PS_CALLSTACK_IID, site);
+  pb_uint(&w->pkt, PF_PKT_TIMESTAMP, (uint64_t)(ts - w->last_ts));
+  w->last_ts = ts;
+  pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
+  if (w->interned.n) pb_msg(&w->pkt, PF_PKT_INTERNED_DATA, &w->interned);
+  pb_msg(&w->pkt, PF_PKT_PERF_SAMPLE, ps);
+  emit_packet(w, &w->pkt);
+}
+
 static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
                        const uint32_t *flow_out, const uint32_t *flow_in_first,
                        const uint32_t *flow_in) {
@@ -316,6 +429,11 @@ static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
   te->n = 0;
   w->interned.n = 0;
   uint64_t track;
+  uint32_t site = e->kind == LOOM_KIND_SAMPLE ? perf_sample_site(w, e, g->ev) : 0;
+  if (site) {
+    write_perf_sample(w, e, site, g->ts);
+    return;
+  }
   if (e->ph == LOOM__PH_COUNTER) {
     /* one packet per series value */
     for (uint16_t k = 0; k < e->nargs; k++) {
@@ -659,6 +777,7 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
   memset(&w, 0, sizeof w);
   w.t = t;
   w.next_uuid = 1;
+  loom__samples_init(&w.smp);
   size_t nstr = t->strs.n ? t->strs.n : 1;
   w.iid_ext = (uint32_t)nstr;
   w.iid_corr = (uint32_t)nstr + 1;
@@ -674,7 +793,7 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
   memset(&m, 0, sizeof m);
   loom_status st = LOOM_OK;
   if (!w.seen_name || !w.seen_cat || !w.seen_arg || !w.track_uuid ||
-      !(w.flow_id = pf_flow_ids(t)) ||
+      !(w.flow_id = pf_flow_ids(t)) || samples_prepare(&w) ||
       chain_flows(t, &of, &on, &inf, &inn) || make_edges(&w, &m, &g))
     st = loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
   loom__out o;
@@ -717,5 +836,6 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
   loom__map_free(&w.counter_tracks);
   loom__map_free(&w.async_tracks);
   loom__map_free(&w.lane_tracks);
+  samples_free(&w);
   return st;
 }

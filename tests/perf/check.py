@@ -5,7 +5,8 @@ checks the CPU samples and OS counters of the Chrome JSON it writes.
 usage: check.py MODE LOOM SPLIT OUTDIR
   split     split.c: 70/30 shares of busy_seventy/busy_thirty (within 5
             points), exact names, each sample inside the right user range,
-            call chains that reach main through libc
+            call chains that reach main through libc; its .pftrace in
+            trace_processor: the same samples over interned callstacks
   sleep     `split sleep` (200 sleeps of 1 ms): context switches counted
   fallback  as root with perf_event_paranoid 2: rerun as nobody; user-space
             samples only, and a warning naming perf_event_paranoid
@@ -126,6 +127,17 @@ def mode_split(loom, split, outdir):
               (len(outside), fn, rn, outside[:1]))
         if not outside:
             print("%s: %d samples, all inside %s" % (fn, len(leaf[fn]), rn))
+    # The same samples as Perfetto callstacks (.pftrace: interned frames,
+    # mappings and callstacks, one PerfSample each).
+    want = {"busy_seventy": 0, "busy_thirty": 0, "*": 0}
+    for s in trace["samples"]:
+        if "sf" not in s:
+            continue
+        want["*"] += 1
+        leaf_name = sf[s["sf"]]["name"]
+        if leaf_name in want and sf[s["sf"]]["loom_module"] == os.path.realpath(split):
+            want[leaf_name] += 1
+    check_pftrace(loom, out, want, os.path.realpath(split))
 
 
 def counter_series(trace, tid):
@@ -211,6 +223,46 @@ def mode_python(loom, split, outdir):
           (native, len(smp)))
     check(native >= 0.5 * len(smp),
           "only %d of %d samples show BLAS <- numpy <- python3 frames" % (native, len(smp)))
+
+
+TP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tp", "tp.mjs")
+
+
+def check_pftrace(loom, json_path, want_leaf, module):
+    """The .pftrace of the trace in trace_processor: one perf sample per
+    sample with a stack, the same leaf functions, their module, no error."""
+    tp_dir = os.environ.get("LOOM_TP_DIR") or os.path.expanduser("~/.cache/loom-tp")
+    if not os.path.exists(os.path.join(tp_dir, "trace_processor.wasm")):
+        check(not os.environ.get("LOOM_TP_REQUIRED"), "trace_processor not set up in " + tp_dir)
+        print("pftrace: trace_processor not set up, not checked")
+        return
+    pf = json_path[:-5] + ".pftrace"
+    p = subprocess.run([loom, "convert", json_path, pf], capture_output=True, text=True, timeout=240)
+    if not check(p.returncode == 0, "loom convert to .pftrace failed: " + p.stderr):
+        return
+    q = subprocess.run(["node", TP, "--tp-dir", tp_dir, pf,
+                        "select count(*) as n from perf_sample",
+                        "select f.name as name, m.name as module, count(*) as n from perf_sample s "
+                        "join stack_profile_callsite c on c.id = s.callsite_id "
+                        "join stack_profile_frame f on f.id = c.frame_id "
+                        "join stack_profile_mapping m on m.id = f.mapping group by 1, 2",
+                        "select count(*) as n from perf_sample s join stack_profile_callsite c "
+                        "on c.id = s.callsite_id where c.depth >= 3",
+                        "select name, value from stats where value > 0 and severity in ('error', 'data_loss')"],
+                       capture_output=True, text=True, timeout=600)
+    if not check(q.returncode == 0, "trace_processor failed: " + q.stderr):
+        return
+    n, leaves, deep, errs = json.loads(q.stdout)["results"]
+    check(n[0]["n"] == want_leaf["*"], "pftrace: %d perf samples, the JSON holds %d with a stack" %
+          (n[0]["n"], want_leaf["*"]))
+    got = {(r["name"], r["module"]): r["n"] for r in leaves}
+    for fn in ("busy_seventy", "busy_thirty"):
+        check(got.get((fn, module)) == want_leaf[fn], "pftrace: %s in %s leaf of %s samples, the JSON: %d" %
+              (fn, module, got.get((fn, module)), want_leaf[fn]))
+    check(deep[0]["n"] >= 0.9 * want_leaf["*"], "pftrace: only %d callstacks 4 frames deep or more" % deep[0]["n"])
+    check(not errs, "pftrace: trace_processor reports %s" % errs)
+    print("pftrace: %d perf samples, busy_seventy %s, busy_thirty %s, no error" %
+          (n[0]["n"], got.get(("busy_seventy", module)), got.get(("busy_thirty", module))))
 
 
 def main():

@@ -342,17 +342,23 @@ def check_file(loom, tp_mjs, path, tmp):
     errs = {}
     # (J2 holds exactly J1's events, keys and flows, compared above)
     for name, f in (("original", path), ("J1", j1), ("pftrace", p)):
-        res = tp(tp_mjs, f, STATS, "select count(*) as n from slice where dur >= 0", FLOWS)
+        res = tp(tp_mjs, f, STATS, "select count(*) as n from slice where dur >= 0", FLOWS,
+                 "select count(*) as n from perf_sample")
         errs[name] = {r["name"] for r in res[0]}
         if name == "pftrace":
             # slices, async ranges and instants, and the window-end marker
             # (a "B" never ended: ended at its start there, marked loom_unclosed),
-            # and CPU samples (instants on their threads there)
+            # and CPU samples without a stack (instants on their threads there;
+            # the others are PerfSamples over interned callstacks)
+            empty = sum(n for smp, n in j1t.samples.items() if not smp[5])
             nslices = (sum(1 for e in j1t.events if e[0] in ("X", "B", "b", "i")) + j1t.window_end
-                       + sum(j1t.samples.values()))
+                       + empty)
             if res[1][0]["n"] != nslices:
                 fail(path, f"pftrace: trace_processor shows {res[1][0]['n']} slices, "
                      f"the JSON holds {nslices}")
+            if res[3][0]["n"] != sum(j1t.samples.values()) - empty:
+                fail(path, f"pftrace: trace_processor shows {res[3][0]['n']} perf samples, "
+                     f"the JSON holds {sum(j1t.samples.values()) - empty} with a stack")
             got = Counter((r["ots"], r["odur"], r["oname"], r["its"], r["idur"], r["iname"])
                           for r in res[2])
             want = Counter((a[2], a[3], a[4], b[2], b[3], b[4]) for (a, b), n in j1t.flows.items()
