@@ -163,13 +163,21 @@ static int add_samples(loom_trace *t, loom__samples *s, yajl_val frames, yajl_va
   size_t cap = 0;
   int rc = 0;
   uint32_t cat = loom__trace_str(t, "cpu_sample");
+  const double lim = (double)LOOM__TIME_LIMIT / 1000.0; /* us, as events' times */
+  size_t bad = 0;
   for (size_t i = 0; rc == 0 && i < YAJL_GET_ARRAY(list)->len; i++) {
     yajl_val smp = YAJL_GET_ARRAY(list)->values[i];
     double pid = 0, tid = 0, ts = 0;
-    if (!YAJL_IS_OBJECT(smp) || num_of(smp, "ts", &ts) || !(ts > -9e12 && ts < 9e12)) continue;
+    if (!YAJL_IS_OBJECT(smp) || num_of(smp, "ts", &ts) || !(ts > -lim && ts < lim)) {
+      bad++;
+      continue;
+    }
     num_of(smp, "pid", &pid);
     num_of(smp, "tid", &tid);
-    if (!(pid > -1e15 && pid < 1e15 && tid > -1e15 && tid < 1e15)) continue;
+    if (!(pid > -1e15 && pid < 1e15 && tid > -1e15 && tid < 1e15)) {
+      bad++;
+      continue;
+    }
     const char *sf = str_of(smp, "sf");
     char sbuf[32];
     double sn;
@@ -199,6 +207,12 @@ static int add_samples(loom_trace *t, loom__samples *s, yajl_val frames, yajl_va
   }
   free(buf);
   loom__map_free(&done);
+  if (rc == 0 && bad) { /* never left out silently */
+    char msg[200];
+    snprintf(msg, sizeof msg, "%zu CPU samples left out: not an object, no time or one past the "
+             "limit, or a pid or tid out of range", bad);
+    rc = loom__trace_add_warning(t, msg);
+  }
   return rc;
 }
 

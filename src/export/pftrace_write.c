@@ -772,6 +772,35 @@ static int chain_flows(const loom_trace *t, uint32_t **out_first, uint32_t **out
   return 0;
 }
 
+static int numeric_series(const loom_trace *t, const loom__ev *e) {
+  int n = 0;
+  for (uint16_t k = 0; k < e->nargs; k++) n += t->args[e->args_off + k].type != LOOM_ARG_STRING;
+  return n;
+}
+
+size_t loom__pftrace_events(const loom_trace *t) {
+  size_t n = 0;
+  for (size_t i = 0; i < t->nev; i++)
+    n += t->ev[i].ph != LOOM__PH_COUNTER || numeric_series(t, &t->ev[i]) > 0;
+  return n;
+}
+
+/* What Perfetto's counters cannot hold, said once per file. */
+static void warn_counters(const loom_trace *t, const char *path) {
+  uint64_t empty = 0, strings = 0;
+  for (size_t i = 0; i < t->nev; i++) {
+    const loom__ev *e = &t->ev[i];
+    if (e->ph != LOOM__PH_COUNTER) continue;
+    int num = numeric_series(t, e);
+    empty += num == 0;
+    strings += (uint64_t)(e->nargs - num);
+  }
+  if (empty || strings)
+    loom__log(LOOM_SEV_WARNING, "%s: .pftrace counters hold numbers only: %llu counter events "
+              "without a numeric value and %llu string series values were left out (.json keeps them)",
+              path, (unsigned long long)empty, (unsigned long long)strings);
+}
+
 loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
   writer w;
   memset(&w, 0, sizeof w);
@@ -810,6 +839,7 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
       st = loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
     } else {
       st = loom__out_commit(&o);
+      if (st == LOOM_OK) warn_counters(t, path);
       if (st == LOOM_OK && w.dropped_overlap)
         loom__log(LOOM_SEV_WARNING, "%s: %llu slices overlap their parent without "
                   "nesting more than 65535 levels deep and were left out",
