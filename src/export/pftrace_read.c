@@ -89,6 +89,10 @@ typedef struct trk {
   int has_track;
 } trk;
 
+typedef struct pid_pair {
+  int64_t written, pid;
+} pid_pair;
+
 typedef struct open_slice {
   uint64_t uuid;
   size_t ev;
@@ -116,6 +120,10 @@ typedef struct rd {
   uint32_t role_key;          /* interned "loom_role": becomes the event's marks */
   uint32_t json_key;          /* interned "loom_json": which arguments are JSON */
   uint32_t unclosed_key;      /* interned "loom_unclosed": never ended in the trace read */
+  pid_pair *pidmap;           /* device pids written apart (model_pid) */
+  size_t npidmap, cap_pidmap;
+  uint32_t counter_key;       /* interned "loom_counter": a counter written as an instant */
+  size_t counter_instant;     /* 1 + the index of the last such counter (joins no series) */
   int header_bad;             /* loom_header is not JSON (message set) */
   int role_unknown;           /* a loom_role word loom does not know was read */
   size_t flush_at;            /* streaming: flush when this many events are held */
@@ -279,6 +287,31 @@ static trk *trk_of(rd *r, uint64_t uuid) {
   return i ? &r->trks[*i] : NULL;
 }
 
+/* The pid a descriptor's process has in the trace, and whether it is a
+ * device: the writer's PF_DEVICE_PID_BASE + pid, or a pid of its own that
+ * the process descriptor's description names ("loom: device pid -1"). */
+static int model_pid(rd *r, trk *k) {
+  static const char mark[] = "loom: device pid ";
+  const char *d = k->desc ? loom__trace_cstr(r->t, k->desc) : "";
+  if (k->is_proc && !strncmp(d, mark, sizeof mark - 1)) {
+    char *end;
+    errno = 0;
+    long long pid = strtoll(d + sizeof mark - 1, &end, 10);
+    pid_pair p = {k->pid, pid};
+    if (!errno && end != d + sizeof mark - 1 && !*end &&
+        LOOM__PUSH(r->pidmap, r->npidmap, r->cap_pidmap, p))
+      r->oom = 1;
+  }
+  for (size_t i = 0; i < r->npidmap; i++)
+    if (r->pidmap[i].written == k->pid) {
+      k->pid = r->pidmap[i].pid;
+      return 1;
+    }
+  if (k->pid < PF_DEVICE_PID_BASE) return 0;
+  k->pid -= PF_DEVICE_PID_BASE;
+  return 1;
+}
+
 static void descriptor(rd *r, pbr m) {
   trk k;
   memset(&k, 0, sizeof k);
@@ -305,8 +338,7 @@ static void descriptor(rd *r, pbr m) {
       }
     }
   }
-  int device = k.pid >= PF_DEVICE_PID_BASE;
-  if (device) k.pid -= PF_DEVICE_PID_BASE;
+  int device = model_pid(r, &k);
   if (k.is_proc) {
     loom__proc *p = loom__trace_proc(r->t, k.pid);
     if (!p) r->oom = 1;
@@ -416,6 +448,8 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
     e->flags |= (uint16_t)(loom__role_parse(val, strlen(val), &r->role_unknown) << LOOM__EV_ROLE_SHIFT);
   } else if (a.key == r->unclosed_key && a.type == LOOM_ARG_INT) {
     e->flags |= LOOM__EV_UNCLOSED;
+  } else if (a.key == r->counter_key && a.type == LOOM_ARG_INT && e->ph == LOOM__PH_INSTANT) {
+    e->ph = LOOM__PH_COUNTER;
   } else if (a.key == r->json_key && a.type == LOOM_ARG_STRING) {
     json_marks(r->t, e, loom__trace_cstr(r->t, a.v.s));
   } else if (loom__trace_add_arg(r->t, &a)) r->oom = 1;
@@ -485,7 +519,8 @@ static void track_event(rd *r, pbr m) {
     e.name = own->name;
     loom__targ a = {.key = own->desc ? own->desc : own->name, .type = LOOM_ARG_DOUBLE};
     a.v.d = x.dvalue;
-    if (!same_counter_event(t, &e, a.key) && loom__trace_add_ev(t, &e)) { r->oom = 1; return; }
+    int join = r->counter_instant != t->nev && same_counter_event(t, &e, a.key);
+    if (!join && loom__trace_add_ev(t, &e)) { r->oom = 1; return; }
     if (loom__trace_add_arg(t, &a)) r->oom = 1;
     return;
   }
@@ -500,6 +535,10 @@ static void track_event(rd *r, pbr m) {
   for (int i = 0; i < nann; i++) annotation(r, ann[i], added);
   added->kind = (uint8_t)loom__kind_of_marks((loom_kind)added->kind, LOOM__EV_ROLE_OF(added),
                                              added->ph == LOOM__PH_INSTANT);
+  if (added->ph == LOOM__PH_COUNTER) { /* an instant marked loom_counter */
+    added->kind = LOOM_KIND_COUNTER;
+    r->counter_instant = t->nev;
+  }
   if (added->ph == LOOM__PH_ASYNC)
     added->correlation = strtoull(loom__trace_cstr(t, own->desc) + 6, NULL, 10);
   if (loom__kind_on_device(added->kind) && t->tracks[k->track].device == LOOM_DEVICE_HOST)
@@ -639,6 +678,7 @@ static void rd_free(rd *r) {
   free(r->stack);
   free(r->trks);
   free(r->open);
+  free(r->pidmap);
 }
 
 /* Streaming: hands the closed events to the sink; at the end (all) also
@@ -712,6 +752,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
     r.role_key = loom__trace_str(r.t, "loom_role");
     r.json_key = loom__trace_str(r.t, "loom_json");
     r.unclosed_key = loom__trace_str(r.t, "loom_unclosed");
+    r.counter_key = loom__trace_str(r.t, "loom_counter");
   }
   uint8_t *buf = NULL;
   size_t cap = 0;

@@ -163,12 +163,29 @@ static void descriptor(writer *w, uint64_t uuid, uint64_t parent, const char *na
   emit_packet(w, &w->pkt);
 }
 
-static int64_t pf_pid(const loom_trace *t, int64_t pid) {
+static int device_pid(const loom_trace *t, int64_t pid) {
   for (size_t i = 0; i < t->ntracks; i++)
-    if (t->tracks[i].pid == pid) return t->tracks[i].device == LOOM_DEVICE_HOST ? pid : pid + PF_DEVICE_PID_BASE;
+    if (t->tracks[i].pid == pid) return t->tracks[i].device != LOOM_DEVICE_HOST;
   for (size_t i = 0; i < t->ndevs; i++)
-    if (t->devs[i].pid == pid) return pid + PF_DEVICE_PID_BASE;
-  return pid;
+    if (t->devs[i].pid == pid) return 1;
+  return 0;
+}
+
+/* A device pid that BASE + pid cannot hold (Kineto writes pid -1): */
+static int odd_device_pid(const loom_trace *t, int64_t pid) {
+  return (pid < 0 || pid > INT32_MAX - PF_DEVICE_PID_BASE) && device_pid(t, pid);
+}
+
+/* The pid a process has in the file: a host pid as it is; a device pid
+ * moved up by PF_DEVICE_PID_BASE, or, where that cannot hold it, the next
+ * pid down from INT32_MAX, with the real one in its process descriptor's
+ * description ("loom: device pid -1"). */
+static int64_t pf_pid(const loom_trace *t, int64_t pid) {
+  if (!device_pid(t, pid)) return pid;
+  if (!odd_device_pid(t, pid)) return pid + PF_DEVICE_PID_BASE;
+  int64_t k = 0;
+  for (size_t i = 0; i < t->nprocs && t->procs[i].pid != pid; i++) k += odd_device_pid(t, t->procs[i].pid);
+  return INT32_MAX - k;
 }
 
 static void describe_tracks(writer *w) {
@@ -186,7 +203,9 @@ static void describe_tracks(writer *w) {
     if (p->name) pb_str(&a, PF_PD_NAME, loom__trace_cstr(t, p->name));
     if (p->labels) pb_str(&a, PF_PD_LABELS, loom__trace_cstr(t, p->labels));
     proc_uuid[i] = w->next_uuid++;
-    descriptor(w, proc_uuid[i], 0, NULL, &a, NULL, 0, NULL);
+    char desc[48];
+    snprintf(desc, sizeof desc, "loom: device pid %lld", (long long)p->pid);
+    descriptor(w, proc_uuid[i], 0, NULL, &a, NULL, 0, odd_device_pid(t, p->pid) ? desc : NULL);
   }
   for (size_t i = 0; i < t->ntracks; i++) {
     const loom__track *k = &t->tracks[i];
@@ -416,6 +435,20 @@ static void write_perf_sample(writer *w, const loom__ev *e, uint32_t site, int64
   emit_packet(w, &w->pkt);
 }
 
+static int numeric_series(const loom_trace *t, const loom__ev *e) {
+  int n = 0;
+  for (uint16_t k = 0; k < e->nargs; k++) n += t->args[e->args_off + k].type != LOOM_ARG_STRING;
+  return n;
+}
+
+/* Perfetto's counters hold numbers only: a counter event with a string
+ * series or with no value at all is written as an instant on its thread
+ * with every argument, marked "loom_counter" so readers make it a counter
+ * again. */
+static int counter_as_series(const loom_trace *t, const loom__ev *e) {
+  return e->nargs > 0 && numeric_series(t, e) == e->nargs;
+}
+
 static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
                        const uint32_t *flow_out, const uint32_t *flow_in_first,
                        const uint32_t *flow_in) {
@@ -434,7 +467,7 @@ static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
     write_perf_sample(w, e, site, g->ts);
     return;
   }
-  if (e->ph == LOOM__PH_COUNTER) {
+  if (e->ph == LOOM__PH_COUNTER && counter_as_series(t, e)) {
     /* one packet per series value */
     for (uint16_t k = 0; k < e->nargs; k++) {
       const loom__targ *a = &t->args[e->args_off + k];
@@ -480,6 +513,13 @@ static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
     }
     const loom__targ *args = e->nargs ? t->args + e->args_off : NULL; /* NULL + 0 is UB */
     if (args) json_annotation(w, te, args, e->nargs);
+    if (e->ph == LOOM__PH_COUNTER) { /* not as series (counter_as_series) */
+      pb *m = &w->names;
+      m->n = 0;
+      pb_str(m, PF_DA_NAME, "loom_counter");
+      pb_uint(m, PF_DA_INT, 1);
+      pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
+    }
     if (g->what == E_BEGIN && e->ph == LOOM__PH_COMPLETE && loom__ev_open_in_file(t, e, args)) {
       /* begun and never ended in the trace read; Perfetto's end closes the
        * innermost slice of a track, so the slice is ended (at its start) and
@@ -772,34 +812,6 @@ static int chain_flows(const loom_trace *t, uint32_t **out_first, uint32_t **out
   return 0;
 }
 
-static int numeric_series(const loom_trace *t, const loom__ev *e) {
-  int n = 0;
-  for (uint16_t k = 0; k < e->nargs; k++) n += t->args[e->args_off + k].type != LOOM_ARG_STRING;
-  return n;
-}
-
-size_t loom__pftrace_events(const loom_trace *t) {
-  size_t n = 0;
-  for (size_t i = 0; i < t->nev; i++)
-    n += t->ev[i].ph != LOOM__PH_COUNTER || numeric_series(t, &t->ev[i]) > 0;
-  return n;
-}
-
-/* What Perfetto's counters cannot hold, said once per file. */
-static void warn_counters(const loom_trace *t, const char *path) {
-  uint64_t empty = 0, strings = 0;
-  for (size_t i = 0; i < t->nev; i++) {
-    const loom__ev *e = &t->ev[i];
-    if (e->ph != LOOM__PH_COUNTER) continue;
-    int num = numeric_series(t, e);
-    empty += num == 0;
-    strings += (uint64_t)(e->nargs - num);
-  }
-  if (empty || strings)
-    loom__log(LOOM_SEV_WARNING, "%s: .pftrace counters hold numbers only: %llu counter events "
-              "without a numeric value and %llu string series values were left out (.json keeps them)",
-              path, (unsigned long long)empty, (unsigned long long)strings);
-}
 
 loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
   writer w;
@@ -839,7 +851,6 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
       st = loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
     } else {
       st = loom__out_commit(&o);
-      if (st == LOOM_OK) warn_counters(t, path);
       if (st == LOOM_OK && w.dropped_overlap)
         loom__log(LOOM_SEV_WARNING, "%s: %llu slices overlap their parent without "
                   "nesting more than 65535 levels deep and were left out",

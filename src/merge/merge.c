@@ -509,7 +509,7 @@ static loom_status write_output(loom__sorter *s, merger *m, loom__minput *in, co
   loom_trace *t = NULL;
   if (st == LOOM_OK) st = loom_trace_load(tmp, &t);
   if (st == LOOM_OK) st = loom_trace_save(t, cfg->output);
-  if (st == LOOM_OK) n->events = loom__pftrace_events(t); /* what the file holds (it warned) */
+  if (st == LOOM_OK) n->events = t->nev; /* what the file holds: every event */
   loom_trace_free(t);
   unlink(tmp);
   return st;

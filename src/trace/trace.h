@@ -294,9 +294,6 @@ int loom__trace_stream_flush(loom_trace *t, const loom__sink *sink, size_t **kee
 
 /* Writes Perfetto protobuf. */
 loom_status loom__write_pftrace(const loom_trace *t, const char *path);
-/* The events of t a .pftrace holds: all but counter events without a
- * numeric series (Perfetto's counters are numbers; the writer warns). */
-size_t loom__pftrace_events(const loom_trace *t);
 
 /* Common processing after collection, for every producer alike:
  *  1. sorts events by track, start, longer first (parents before children);

@@ -85,17 +85,19 @@ long loom_fuzz_count(const char *path) {
 }
 
 /* Events as a pftrace holds them, counted the same way on both sides: a
- * counter event is one value per numeric series (Perfetto's counters are
- * numbers, one track a series; the reader joins the series of one time back
- * into one event, so two events of one counter at one time may come back as
- * one: the values, not the events, are what must be kept). */
+ * counter event of numbers only is one value per series (Perfetto's
+ * counters are numbers, one track a series; the reader joins the series of
+ * one time back into one event, so two events of one counter at one time may
+ * come back as one: the values, not the events, are what must be kept); a
+ * counter with a string series or no value is one marked instant. */
 static size_t pftrace_events(const loom_trace *t) {
   size_t n = 0;
   for (size_t i = 0; i < t->nev; i++) {
     const loom__ev *e = &t->ev[i];
-    if (e->ph != LOOM__PH_COUNTER) n++;
-    else
-      for (unsigned k = 0; k < e->nargs; k++) n += t->args[e->args_off + k].type != LOOM_ARG_STRING;
+    size_t num = 0;
+    for (unsigned k = 0; e->ph == LOOM__PH_COUNTER && k < e->nargs; k++)
+      num += t->args[e->args_off + k].type != LOOM_ARG_STRING;
+    n += e->ph == LOOM__PH_COUNTER && e->nargs && num == e->nargs ? num : 1;
   }
   return n;
 }

@@ -37,13 +37,9 @@ from collections import Counter
 from decimal import Decimal
 
 FAILS = []
-# Losses known and not yet fixed (issue 21 stays open for them): reported on
-# every run; a listed file that loses more, or stops losing, fails.
-KNOWN_LOSSES = {
-    "counter-no-args.json": "JSON -> pftrace -> JSON: 1 events lost",
-    "counter-string-series.json": "JSON -> pftrace -> JSON: 1 events lost, 1 changed",
-    "kernel_pid_minus_1.json": "JSON -> pftrace -> JSON: 1 events lost, 1 changed",
-}
+# Losses known and not yet fixed, file name -> the loss: reported on every
+# run; a listed file that loses more, or stops losing, fails.  None now.
+KNOWN_LOSSES = {}
 
 
 def fail(path, msg):
@@ -101,6 +97,7 @@ class Trace:
         self.events, self.slices, flow_ends = [], [], []
         open_b = {}
         self.window_end = 0
+        self.counter_instants = 0
         for i, e in enumerate(evs):
             ph = e.get("ph")
             where = (e.get("pid"), e.get("tid"))
@@ -155,6 +152,9 @@ class Trace:
                ns(str(e.get("ts", 0))) + base, ns(str(e.get("dur", 0))) if ph == "X" else 0,
                str(e.get("id", "")) if ph in ("b", "e") else "", freeze(args))
         self.events.append(key)
+        if ph == "C" and not (args and all(isinstance(v, (int, Decimal)) and not isinstance(v, bool)
+                                           for v in args.values())):
+            self.counter_instants += 1  # Perfetto's counters hold numbers only
         if ph in ("X", "B"):
             self.slices.append((key[3], key[4], key[5], key[6], order, key[1]))
 
@@ -348,11 +348,13 @@ def check_file(loom, tp_mjs, path, tmp):
         if name == "pftrace":
             # slices, async ranges and instants, and the window-end marker
             # (a "B" never ended: ended at its start there, marked loom_unclosed),
-            # and CPU samples without a stack (instants on their threads there;
-            # the others are PerfSamples over interned callstacks)
+            # CPU samples without a stack (instants on their threads there;
+            # the others are PerfSamples over interned callstacks), and counter
+            # events with a string series or no value (instants marked
+            # loom_counter there)
             empty = sum(n for smp, n in j1t.samples.items() if not smp[5])
             nslices = (sum(1 for e in j1t.events if e[0] in ("X", "B", "b", "i")) + j1t.window_end
-                       + empty)
+                       + empty + j1t.counter_instants)
             if res[1][0]["n"] != nslices:
                 fail(path, f"pftrace: trace_processor shows {res[1][0]['n']} slices, "
                      f"the JSON holds {nslices}")
