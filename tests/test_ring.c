@@ -351,6 +351,33 @@ static void test_slow_step_cooldown(void **state) {
   unlink(names[0]);
 }
 
+/* A slow step noticed just before the session stops is still written: the
+ * stop waits for the dump it started (it was lost when the stop took the
+ * session away before the dump's thread ran). */
+static void test_slow_step_at_stop(void **state) {
+  (void)state;
+  for (int round = 0; round < 5; round++) {
+    char out[256], opts[512], names[4][300];
+    tmp_path(out, sizeof out, ".json");
+    snprintf(opts, sizeof opts, "mode=ring,ring_size=1m,slow_step=5,slow_step_warmup=10,"
+             "output=%s", out);
+    loom_session *s = ts_start("cpu", opts);
+    for (int i = 0; i < 15; i++) {
+      loom_step();
+      usleep(i == 14 ? 50000 : 2000);
+    }
+    loom_step(); /* notices step 14 and starts its dump */
+    loom_trace_free(ts_finish(s));
+    int n = dumps_of(out, names, 4);
+    assert_int_equal(n, 1);
+    char *text = read_file(names[0], NULL);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "slow step: ProfilerStep#14 took"));
+    free(text);
+    unlink(names[0]);
+  }
+}
+
 /* A named range longer than slow_range's threshold dumps the ring with it
  * inside (once in the cooldown: the slow one, or one the machine made slow). */
 static void test_slow_range(void **state) {
@@ -408,7 +435,8 @@ int main(void) {
       cmocka_unit_test(test_exact_window),     cmocka_unit_test(test_ranges_cut),
       cmocka_unit_test(test_raw_spanning),     cmocka_unit_test(test_backend_ring),
       cmocka_unit_test(test_concurrent_dumps), cmocka_unit_test(test_slow_step),
-      cmocka_unit_test(test_slow_step_cooldown), cmocka_unit_test(test_slow_range),
+      cmocka_unit_test(test_slow_step_cooldown), cmocka_unit_test(test_slow_step_at_stop),
+      cmocka_unit_test(test_slow_range),
       cmocka_unit_test(test_bad_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

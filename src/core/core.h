@@ -371,6 +371,8 @@ loom_status loom__ring_configure(struct loom_session *s);
  * a dump is possible between the two. */
 void loom__ring_begin(struct loom_session *s);
 void loom__ring_end(struct loom_session *s);
+/* In the child of a fork: the parent's dump threads are not there. */
+void loom__ring_forked(void);
 /* Snapshot of the rings of the recording session as a trace (NULL: no
  * ring-mode session records, or out of memory; loom_last_error says which).
  * Recording goes on. */

@@ -26,6 +26,7 @@ __attribute__((visibility("default"))) void loom__fork_child(void) {
   loom__arena_forked();
   loom__hostrec_forked();
   loom__session_forked();
+  loom__ring_forked();
 }
 
 static int hexval(int c) {

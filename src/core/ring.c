@@ -30,6 +30,22 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static loom_session *live;
 
+/* Dumps started and not yet done: the session's end waits for them, so a
+ * slow step noticed just before the program stops is still written. */
+static pthread_mutex_t pend_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pend_cv = PTHREAD_COND_INITIALIZER;
+static int pending;
+
+static void pending_add(int d) {
+  pthread_mutex_lock(&pend_mu);
+  pending += d;
+  if (!pending) pthread_cond_broadcast(&pend_cv);
+  pthread_mutex_unlock(&pend_mu);
+}
+
+/* The child of a fork has none of the parent's dump threads. */
+void loom__ring_forked(void) { pending = 0; }
+
 /* The step watch, under its own lock: a step never waits for a dump. */
 static pthread_mutex_t step_mu = PTHREAD_MUTEX_INITIALIZER;
 static loom_session *watched;
@@ -144,6 +160,9 @@ void loom__ring_end(loom_session *s) {
   pthread_mutex_lock(&step_mu);
   watched = NULL;
   pthread_mutex_unlock(&step_mu);
+  pthread_mutex_lock(&pend_mu); /* no dump starts now: wait for those started */
+  while (pending) pthread_cond_wait(&pend_cv, &pend_mu);
+  pthread_mutex_unlock(&pend_mu);
   pthread_mutex_lock(&mu); /* waits for a dump under way */
   live = NULL;
   pthread_mutex_unlock(&mu);
@@ -200,13 +219,18 @@ static void *dump_thread(void *arg) {
   }
   pthread_mutex_unlock(&mu);
   free(j);
+  pending_add(-1);
   return NULL;
 }
 
 static void start_dump(const char *reason) {
   dump_job *j = calloc(1, sizeof *j);
-  if (!j) return;
+  if (!j) {
+    loom__log(LOOM_SEV_ERROR, "ring dump (%s) not written: out of memory", reason);
+    return;
+  }
   snprintf(j->reason, sizeof j->reason, "%s", reason);
+  pending_add(1);
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -215,7 +239,11 @@ static void start_dump(const char *reason) {
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   pthread_t th;
-  if (pthread_create(&th, &at, dump_thread, j) != 0) free(j);
+  if (pthread_create(&th, &at, dump_thread, j) != 0) {
+    loom__log(LOOM_SEV_ERROR, "ring dump (%s) not written: cannot start its thread", reason);
+    free(j);
+    pending_add(-1);
+  }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&at);
 }
