@@ -113,5 +113,16 @@ TMPDIR="$W" "$LOOM" record -o "$W/m.json" -- "$POOL" fork 3 2>"$W/m.err"
 ls -d "$W"/loom-record-* >/dev/null 2>&1 && fail "merge: session folder left behind"
 ok merge
 
+# 9. helper processes that recorded nothing (a runtime's compiler, a shell's
+# commands) are one summary line by program name, the program's own trace
+# its own line, and the merge counts every process's trace
+"$LOOM" record -o "$W/q.json" -- sh -c "/bin/true; /bin/true; /bin/ls / >/dev/null; $POOL fork 1" 2>"$W/q.err"
+[ $? -eq 0 ] || fail "quiet: exit status"
+grep -q "^loom:   3 other processes recorded nothing: true x2, ls x1$" "$W/q.err" || fail "quiet: $(cat "$W/q.err")"
+grep -q "^loom:   pid [0-9]* ($POOL fork 1): [1-9][0-9]* events" "$W/q.err" || fail "quiet: pool line: $(cat "$W/q.err")"
+grep -q "(/bin/true): 0 events" "$W/q.err" && fail "quiet: a line of its own for true: $(cat "$W/q.err")"
+grep -q "traces of 6 processes merged" "$W/q.err" || fail "quiet: merged: $(cat "$W/q.err")"
+ok quiet
+
 [ $fails -eq 0 ] && echo "all follow tests passed"
 exit $((fails > 0))

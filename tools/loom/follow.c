@@ -182,6 +182,45 @@ typedef struct proc {
   char done[16384]; /* <pid>.done's lines, "" when none */
 } proc;
 
+/* Processes that recorded nothing (a compiler or linker a runtime ran, a
+ * shell), said on one line by program name instead of one line each. */
+enum { QUIET_NAMES = 6 };
+typedef struct quiet {
+  size_t n, nnames, other;
+  char name[QUIET_NAMES][64];
+  size_t count[QUIET_NAMES];
+} quiet;
+
+static void quiet_add(quiet *q, const char *cmd) {
+  size_t len = strcspn(cmd, " ");
+  const char *base = cmd;
+  for (const char *c = cmd; c < cmd + len; c++)
+    if (*c == '/') base = c + 1;
+  char name[64];
+  snprintf(name, sizeof name, "%.*s", (int)(cmd + len - base), base);
+  q->n++;
+  for (size_t i = 0; i < q->nnames; i++)
+    if (!strcmp(q->name[i], name)) {
+      q->count[i]++;
+      return;
+    }
+  if (q->nnames == QUIET_NAMES) {
+    q->other++;
+    return;
+  }
+  snprintf(q->name[q->nnames], sizeof q->name[0], "%s", name);
+  q->count[q->nnames++] = 1;
+}
+
+static void quiet_say(const quiet *q) {
+  if (!q->n) return;
+  fprintf(stderr, "loom:   %zu other process%s recorded nothing:", q->n, q->n == 1 ? "" : "es");
+  for (size_t i = 0; i < q->nnames; i++)
+    fprintf(stderr, "%s %s x%zu", i ? "," : "", q->name[i], q->count[i]);
+  if (q->other) fprintf(stderr, ", %zu more", q->other);
+  fputc('\n', stderr);
+}
+
 static int by_pid(const void *a, const void *b) {
   const proc *x = a, *y = b;
   return (x->pid > y->pid) - (x->pid < y->pid);
@@ -409,6 +448,7 @@ void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t
     fprintf(stderr, "loom: %s ended before loom could write a trace\n", prog);
   if (n > 1) fprintf(stderr, "loom: %zu processes:\n", n);
   size_t nwin = 0;
+  quiet nothing = {0};
   for (size_t i = 0; i < n; i++) windows_of(f, &v[i], top, &nwin);
   for (size_t i = 0; i < n; i++) {
     proc *p = &v[i];
@@ -442,15 +482,18 @@ void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t
     sscanf(p->done, "%llu %llu %llu %llu %llu", &ev, &fl, &dv, &dr, &wn);
     total += ev;
     inputs[ninputs++] = path;
-    if (n > 1 || f->to_dir)
-      fprintf(stderr, "loom:   pid %d (%s): %llu events, %llu dropped, %llu warning%s%s%s\n",
-              (int)p->pid, p->cmd, ev, dr, wn, wn == 1 ? "" : "s", f->to_dir ? " -> " : "",
-              f->to_dir ? path : "");
+    if (n > 1 && !f->to_dir && !ev && !dr && !wn && p->pid != top)
+      quiet_add(&nothing, p->cmd);
+    else if (n > 1 || f->to_dir)
+      fprintf(stderr, "loom:   pid %d (%.160s%s): %llu events, %llu dropped, %llu warning%s%s%s\n",
+              (int)p->pid, p->cmd, strlen(p->cmd) > 160 ? " ..." : "", ev, dr, wn,
+              wn == 1 ? "" : "s", f->to_dir ? " -> " : "", f->to_dir ? path : "");
     else
       fprintf(stderr, "loom: %s: %llu events, %llu flows, %llu device%s, %llu dropped, "
                       "%llu warning%s\n", f->out, ev, fl, dv, dv == 1 ? "" : "s", dr, wn,
               wn == 1 ? "" : "s");
   }
+  quiet_say(&nothing);
   if (nwin) fprintf(stderr, "loom: %zu window%s written\n", nwin, nwin == 1 ? "" : "s");
   int keep = 0;
   if (f->to_dir) {
@@ -475,8 +518,9 @@ void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t
                             .inputs = inputs, .output = f->out};
     loom_merge_result mr = {.struct_size = sizeof mr};
     if (loom_merge(&mc, &mr) == LOOM_OK) {
-      fprintf(stderr, "loom: %s: %u processes merged, %llu events, %llu flows, %llu warning%s\n",
-              f->out, mr.processes, (unsigned long long)mr.events,
+      /* mr.processes counts device processes too: say the programs' traces */
+      fprintf(stderr, "loom: %s: traces of %zu processes merged, %llu events, %llu flows, "
+              "%llu warning%s\n", f->out, ninputs, (unsigned long long)mr.events,
               (unsigned long long)mr.flows, (unsigned long long)mr.warnings,
               mr.warnings == 1 ? "" : "s");
     } else {
