@@ -276,6 +276,31 @@ static void test_same_after_conversion(void **state) {
   forms_free(&f);
 }
 
+/* `loom merge` (and `loom record` of several processes) streams samples as
+ * instants carrying their stack: the report reads them the same (it once
+ * dropped their stacks: "samples without a stack"). */
+static void test_same_after_merge(void **state) {
+  (void)state;
+  forms f, g;
+  forms_of(DATA "samples.json", &f);
+  char path[512];
+  tmp_path(path, sizeof path, ".json");
+  const char *in[] = {DATA "samples.json"};
+  loom_merge_config mc = {.struct_size = sizeof mc, .ninputs = 1, .inputs = in, .output = path};
+  loom_merge_result mr = {.struct_size = sizeof mr};
+  assert_int_equal(loom_merge(&mc, &mr), LOOM_OK);
+  char *text = read_file(path, NULL);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "\"stack\":")); /* the form this test is about */
+  free(text);
+  forms_of(path, &g);
+  unlink(path);
+  assert_int_equal((int)num(get(g.doc, "cpu"), "no_stack"), (int)num(get(f.doc, "cpu"), "no_stack"));
+  if (!same(get(f.doc, "cpu"), get(g.doc, "cpu"))) fail_msg("the cpu section differs after loom merge");
+  forms_free(&g);
+  forms_free(&f);
+}
+
 static void test_absent_without_samples(void **state) {
   (void)state;
   forms f;
@@ -291,6 +316,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_top_functions), cmocka_unit_test(test_inside_slices),
                                      cmocka_unit_test(test_os_counters), cmocka_unit_test(test_flame_graph),
                                      cmocka_unit_test(test_same_after_conversion),
+                                     cmocka_unit_test(test_same_after_merge),
                                      cmocka_unit_test(test_absent_without_samples)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

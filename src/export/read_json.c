@@ -108,6 +108,7 @@ typedef struct reader {
   struct { uint32_t id; uint32_t len; } kcache[256]; /* arg keys, names */
   uint32_t ext_key, corr_key;
   uint32_t role_key, dir_key; /* "loom_role", "direction": read even when streaming */
+  uint32_t stack_key;         /* "stack": a CPU sample's stack, read even when streaming */
   int role_unknown;           /* a loom_role word loom does not know was read */
   size_t flush_at;        /* streaming: flush when this many events are held */
   uint64_t nstrings;      /* strings and keys parsed so far */
@@ -776,6 +777,9 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
    * report's reserved ones, whose values are a handful of words. */
   if (r->where == AT_ARGS && (r->key_id == r->role_key || r->key_id == r->dir_key))
     return on_value(r, LOOM_ARG_STRING, 0, 0, cached_str(r, s, n), NULL, 0);
+  /* a sample's stack: the CPU analysis needs it, and stacks repeat */
+  if (r->where == AT_ARGS && r->key_id == r->stack_key)
+    return on_value(r, LOOM_ARG_STRING, 0, 0, str_n(r, s, n), NULL, 0);
   if (r->sink && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') return 1;
   if (r->where == AT_EVENT && (r->kcode == K_NAME || r->kcode == K_CAT || r->kcode == K_PH))
     return on_value(r, LOOM_ARG_STRING, 0, 0, cached_str(r, s, n), NULL, 0);
@@ -1033,6 +1037,7 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, const loom
     r.corr_key = loom__trace_str(r.t, "correlation");
     r.role_key = loom__trace_str(r.t, "loom_role");
     r.dir_key = loom__trace_str(r.t, "direction");
+    r.stack_key = loom__trace_str(r.t, "stack");
   }
   yajl_handle y = r.t ? yajl_alloc(&callbacks, NULL, &r) : NULL;
   if (!y) {
@@ -1145,6 +1150,7 @@ int loom__read_json_header(loom_trace *t, const char *path, const char *text, si
   r.corr_key = loom__trace_str(t, "correlation");
   r.role_key = loom__trace_str(t, "loom_role");
   r.dir_key = loom__trace_str(t, "direction");
+  r.stack_key = loom__trace_str(t, "stack");
   yajl_handle y = yajl_alloc(&callbacks, NULL, &r);
   int rc = y ? 0 : -1;
   if (y && (yajl_parse(y, (const unsigned char *)text, n) != yajl_status_ok ||
