@@ -276,9 +276,9 @@ static void test_same_after_conversion(void **state) {
   forms_free(&f);
 }
 
-/* `loom merge` (and `loom record` of several processes) streams samples as
- * instants carrying their stack: the report reads them the same (it once
- * dropped their stacks: "samples without a stack"). */
+/* `loom merge` (and `loom record` of several processes) streams the
+ * samples and writes them as "stackFrames" and "samples" at the end: the
+ * same cpu section as the trace it merged. */
 static void test_same_after_merge(void **state) {
   (void)state;
   forms f, g;
@@ -291,12 +291,39 @@ static void test_same_after_merge(void **state) {
   assert_int_equal(loom_merge(&mc, &mr), LOOM_OK);
   char *text = read_file(path, NULL);
   assert_non_null(text);
-  assert_non_null(strstr(text, "\"stack\":")); /* the form this test is about */
+  assert_non_null(strstr(text, "\"stackFrames\":{"));
+  assert_non_null(strstr(text, "\"samples\":["));
+  assert_null(strstr(text, "\"cat\":\"cpu_sample\"")); /* not as instants */
   free(text);
   forms_of(path, &g);
   unlink(path);
-  assert_int_equal((int)num(get(g.doc, "cpu"), "no_stack"), (int)num(get(f.doc, "cpu"), "no_stack"));
   if (!same(get(f.doc, "cpu"), get(g.doc, "cpu"))) fail_msg("the cpu section differs after loom merge");
+  forms_free(&g);
+  forms_free(&f);
+}
+
+/* Samples as instants carrying their stack text (what loom merge wrote
+ * before; any producer may): the report streams them with their stacks
+ * (it once counted them all as samples without a stack), the same as the
+ * trace saved by loom. */
+static void test_stack_arguments(void **state) {
+  (void)state;
+  forms f, g;
+  forms_of(DATA "samples-as-instants.json", &f);
+  yajl_val cpu = get(f.doc, "cpu");
+  assert_int_equal((int)num(cpu, "samples"), 4);
+  assert_int_equal((int)num(cpu, "no_stack"), 0);
+  static const fexp self[] = {{"busy", 3, 3}, {"idle", 1, 1}};
+  functions_are(get(cpu, "by_self"), self, 2, 4, "by self");
+  loom_trace *t = NULL;
+  assert_int_equal(loom_trace_load(DATA "samples-as-instants.json", &t), LOOM_OK);
+  char path[512];
+  tmp_path(path, sizeof path, ".json");
+  assert_int_equal(loom_trace_save(t, path), LOOM_OK);
+  loom_trace_free(t);
+  forms_of(path, &g);
+  unlink(path);
+  if (!same(cpu, get(g.doc, "cpu"))) fail_msg("the cpu section differs from the saved trace's");
   forms_free(&g);
   forms_free(&f);
 }
@@ -317,6 +344,7 @@ int main(void) {
                                      cmocka_unit_test(test_os_counters), cmocka_unit_test(test_flame_graph),
                                      cmocka_unit_test(test_same_after_conversion),
                                      cmocka_unit_test(test_same_after_merge),
+                                     cmocka_unit_test(test_stack_arguments),
                                      cmocka_unit_test(test_absent_without_samples)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

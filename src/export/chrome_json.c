@@ -7,6 +7,7 @@
  * named by "M" events.  Output is compact and written atomically.
  */
 #include <math.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@ typedef struct jw {
   uint8_t *pt_len;
   size_t nstr;      /* strings escaped (those interned later: jcstr) */
   int streaming;    /* warnings go after the events (known at the end) */
+  const loom__jsamples *smp; /* streaming: the CPU samples gathered */
 } jw;
 
 static int jw_prepare(jw *w) {
@@ -403,6 +405,7 @@ static void trailer(jw *w) {
   if (o->len >= 2 && o->buf[o->len - 2] == ',') o->len -= 2;
   loom__out_lit(o, "\n],\n");
   if (!w->streaming) loom__json_samples_write(t, o, w->base); /* json_samples.c */
+  else loom__jsamples_write(w->smp, o, w->base);
   if (w->streaming) {
     warnings(w);
     loom__out_lit(o, ",\n");
@@ -463,14 +466,22 @@ int loom__json_header(const loom_trace *t, loom__out *mem) {
 struct loom__jstream {
   jw w;
   loom__out o;
+  loom__jsamples *smp; /* CPU samples, written as "samples" at the end */
 };
 
 loom_status loom__jstream_open(loom__jstream **out, const loom_trace *t, const char *path, int gzip) {
   *out = calloc(1, sizeof **out);
   if (!*out) return loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
   (*out)->w.streaming = 1;
+  (*out)->smp = loom__jsamples_new();
+  if (!(*out)->smp) {
+    free(*out);
+    *out = NULL;
+    return loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
+  }
   loom_status st = jw_open(&(*out)->w, &(*out)->o, t, path, gzip);
   if (st != LOOM_OK) {
+    loom__jsamples_free((*out)->smp);
     free(*out);
     *out = NULL;
   }
@@ -478,7 +489,9 @@ loom_status loom__jstream_open(loom__jstream **out, const loom_trace *t, const c
 }
 
 void loom__jstream_event(loom__jstream *s, const loom__ev *e, const loom__targ *args) {
-  event(&s->w, e, args);
+  if (e->kind != LOOM_KIND_SAMPLE) event(&s->w, e, args);
+  else if (loom__jsamples_add(s->smp, s->w.t, e, args) && !s->o.failed)
+    s->o.failed = ENOMEM; /* in "samples" (close) */
 }
 
 void loom__jstream_flow(loom__jstream *s, char ph, uint64_t id, uint32_t track, int64_t ts, int bp_e,
@@ -493,9 +506,11 @@ void loom__jstream_message(loom__jstream *s, uint64_t id, uint32_t cat, uint32_t
 }
 
 loom_status loom__jstream_close(loom__jstream *s) {
+  s->w.smp = s->smp;
   trailer(&s->w);
   jw_release(&s->w);
   loom_status st = loom__out_commit(&s->o);
+  loom__jsamples_free(s->smp);
   free(s);
   return st;
 }
@@ -504,6 +519,7 @@ void loom__jstream_abort(loom__jstream *s) {
   if (!s) return;
   jw_release(&s->w);
   loom__out_abort(&s->o);
+  loom__jsamples_free(s->smp);
   free(s);
 }
 

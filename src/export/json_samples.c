@@ -23,6 +23,59 @@ static void out_u64(loom__out *o, uint64_t v) {
   o->len += loom__fmt_u64(d, v);
 }
 
+static void write_frames(const loom__samples *s, loom__out *o) {
+  loom__out_lit(o, "\"stackFrames\":{");
+  char label[600];
+  for (size_t i = 0; i < s->nsites; i++) {
+    const loom__ssite *site = &s->sites[i];
+    const loom__sframe *f = &s->frames[site->frame];
+    if (i) loom__out_lit(o, ",");
+    loom__out_lit(o, "\n\"");
+    out_u64(o, i + 1);
+    loom__out_lit(o, "\":{\"name\":");
+    jstr_c(o, loom__samples_frame_label(s, site->frame, label, sizeof label));
+    const char *mod = loom__strtab_get(&s->strs, f->module);
+    const char *slash = strrchr(mod, '/');
+    loom__out_lit(o, ",\"category\":");
+    jstr_c(o, f->module ? (slash ? slash + 1 : mod) : "[unknown]");
+    if (site->parent) {
+      loom__out_lit(o, ",\"parent\":\"");
+      out_u64(o, site->parent);
+      loom__out_lit(o, "\"");
+    }
+    loom__out_lit(o, ",\"loom_function\":");
+    jstr_c(o, loom__strtab_get(&s->strs, f->name));
+    loom__out_lit(o, ",\"loom_module\":");
+    jstr_c(o, mod);
+    char hex[24]; /* a string: offsets past 2^53 (kernel addresses) stay exact */
+    snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)f->offset);
+    loom__out_lit(o, ",\"loom_offset\":");
+    jstr_c(o, hex);
+    loom__out_lit(o, "}");
+  }
+  loom__out_lit(o, "},\n\"samples\":[");
+}
+
+static void write_sample(loom__out *o, int first, int64_t pid, int64_t tid, int64_t ts, uint32_t site) {
+  if (!first) loom__out_lit(o, ",");
+  loom__out_lit(o, "\n{\"pid\":");
+  char *d = loom__out_reserve(o, 24);
+  o->len += loom__fmt_i64(d, pid);
+  loom__out_lit(o, ",\"tid\":");
+  d = loom__out_reserve(o, 24);
+  o->len += loom__fmt_i64(d, tid);
+  loom__out_lit(o, ",\"ts\":");
+  d = loom__out_reserve(o, 32);
+  o->len += loom__fmt_us(d, ts);
+  loom__out_lit(o, ",\"name\":\"cpu-clock\",\"weight\":1");
+  if (site) {
+    loom__out_lit(o, ",\"sf\":\"");
+    out_u64(o, site);
+    loom__out_lit(o, "\"");
+  }
+  loom__out_lit(o, "}");
+}
+
 int loom__json_samples_write(const loom_trace *t, loom__out *o, int64_t base) {
   loom__samples s;
   loom__samples_init(&s);
@@ -34,63 +87,76 @@ int loom__json_samples_write(const loom_trace *t, loom__out *o, int64_t base) {
     loom__samples_free(&s);
     return 0;
   }
-  loom__out_lit(o, "\"stackFrames\":{");
-  char label[600];
-  for (size_t i = 0; i < s.nsites; i++) {
-    const loom__ssite *site = &s.sites[i];
-    const loom__sframe *f = &s.frames[site->frame];
-    if (i) loom__out_lit(o, ",");
-    loom__out_lit(o, "\n\"");
-    out_u64(o, i + 1);
-    loom__out_lit(o, "\":{\"name\":");
-    jstr_c(o, loom__samples_frame_label(&s, site->frame, label, sizeof label));
-    const char *mod = loom__strtab_get(&s.strs, f->module);
-    const char *slash = strrchr(mod, '/');
-    loom__out_lit(o, ",\"category\":");
-    jstr_c(o, f->module ? (slash ? slash + 1 : mod) : "[unknown]");
-    if (site->parent) {
-      loom__out_lit(o, ",\"parent\":\"");
-      out_u64(o, site->parent);
-      loom__out_lit(o, "\"");
-    }
-    loom__out_lit(o, ",\"loom_function\":");
-    jstr_c(o, loom__strtab_get(&s.strs, f->name));
-    loom__out_lit(o, ",\"loom_module\":");
-    jstr_c(o, mod);
-    char hex[24]; /* a string: offsets past 2^53 (kernel addresses) stay exact */
-    snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)f->offset);
-    loom__out_lit(o, ",\"loom_offset\":");
-    jstr_c(o, hex);
-    loom__out_lit(o, "}");
-  }
-  loom__out_lit(o, "},\n\"samples\":[");
+  write_frames(&s, o);
   for (size_t i = 0; i < s.nsamples; i++) {
     const loom__ev *e = &t->ev[s.samples[i].ev];
     const loom__track *tr = &t->tracks[e->track];
-    if (i) loom__out_lit(o, ",");
-    loom__out_lit(o, "\n{\"pid\":");
-    char *d = loom__out_reserve(o, 24);
-    o->len += loom__fmt_i64(d, tr->pid);
-    loom__out_lit(o, ",\"tid\":");
-    d = loom__out_reserve(o, 24);
-    o->len += loom__fmt_i64(d, tr->tid);
-    loom__out_lit(o, ",\"ts\":");
-    d = loom__out_reserve(o, 32);
-    o->len += loom__fmt_us(d, e->ts - base);
-    loom__out_lit(o, ",\"name\":\"cpu-clock\",\"weight\":1");
-    if (s.samples[i].site) {
-      loom__out_lit(o, ",\"sf\":\"");
-      out_u64(o, s.samples[i].site);
-      loom__out_lit(o, "\"");
-    }
-    loom__out_lit(o, "}");
+    write_sample(o, i == 0, tr->pid, tr->tid, e->ts - base, s.samples[i].site);
   }
   loom__out_lit(o, "],\n");
   loom__samples_free(&s);
   return 0;
 }
 
-/* ---- reading ---------------------------------------------------------------- */
+/* ---- the same while streaming (loom merge): samples gathered as they pass,
+ * their stacks parsed once per distinct text, written at the end. */
+typedef struct jsmp {
+  int64_t ts, pid, tid;
+  uint32_t site;
+} jsmp;
+
+struct loom__jsamples {
+  loom__samples s;
+  loom__map site_of_text; /* the stack's trace string id -> site */
+  jsmp *v;
+  size_t n, cap;
+};
+
+loom__jsamples *loom__jsamples_new(void) {
+  loom__jsamples *c = calloc(1, sizeof *c);
+  if (c) loom__samples_init(&c->s);
+  return c;
+}
+
+void loom__jsamples_free(loom__jsamples *c) {
+  if (!c) return;
+  loom__samples_free(&c->s);
+  loom__map_free(&c->site_of_text);
+  free(c->v);
+  free(c);
+}
+
+int loom__jsamples_add(loom__jsamples *c, const loom_trace *t, const loom__ev *e, const loom__targ *args) {
+  uint32_t sid = 0, site = 0;
+  for (uint16_t k = 0; k < e->nargs; k++)
+    if (args[k].type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(t, args[k].key), "stack")) sid = args[k].v.s;
+  if (sid) {
+    uint64_t *known = loom__map_get(&c->site_of_text, sid);
+    if (known) site = (uint32_t)*known;
+    else {
+      long leaf = loom__samples_parse(&c->s, loom__trace_cstr(t, sid), loom__strtab_len(&t->strs, sid));
+      if (leaf < 0 || loom__map_put(&c->site_of_text, sid, (uint64_t)leaf)) return -1;
+      site = (uint32_t)leaf;
+    }
+  }
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? 2 * c->cap : 1024;
+    jsmp *v = realloc(c->v, cap * sizeof *v);
+    if (!v) return -1;
+    c->v = v, c->cap = cap;
+  }
+  const loom__track *tr = &t->tracks[e->track];
+  c->v[c->n++] = (jsmp){e->ts, tr->pid, tr->tid, site};
+  return 0;
+}
+
+void loom__jsamples_write(const loom__jsamples *c, loom__out *o, int64_t base) {
+  if (!c || !c->n) return;
+  write_frames(&c->s, o);
+  for (size_t i = 0; i < c->n; i++) write_sample(o, i == 0, c->v[i].pid, c->v[i].tid, c->v[i].ts - base, c->v[i].site);
+  loom__out_lit(o, "],\n");
+}
+
 static const char *str_of(yajl_val v, const char *key) {
   const char *path[] = {key, NULL};
   yajl_val x = yajl_tree_get(v, path, yajl_t_string);

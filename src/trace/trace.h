@@ -319,6 +319,14 @@ int loom__trace_sort_by_time(loom_trace *t);
 struct loom__out;
 int loom__json_samples_write(const loom_trace *t, struct loom__out *o, int64_t base);
 int loom__json_samples_read(loom_trace *t);
+/* The same for a stream of events (loom merge): samples added as they pass
+ * (a LOOM_KIND_SAMPLE event with its "stack" argument, 0 or -1 when out of
+ * memory), the two keys written at the end like loom__json_samples_write. */
+typedef struct loom__jsamples loom__jsamples;
+loom__jsamples *loom__jsamples_new(void);
+int loom__jsamples_add(loom__jsamples *c, const loom_trace *t, const loom__ev *e, const loom__targ *args);
+void loom__jsamples_write(const loom__jsamples *c, struct loom__out *o, int64_t base);
+void loom__jsamples_free(loom__jsamples *c);
 
 /* Writes Chrome trace JSON (Kineto conventions) to path, atomically;
  * gzip >= 0 compresses at that zlib level. */
