@@ -291,7 +291,20 @@ int loom__sbk_report(loom__sbk *k, loom_trace *t, char *sum, size_t n, uint64_t 
   for (size_t i = 0; i < k->nfake; i++) {
     loom_backend *b = k->fake[i];
     loom__bsess *bs = b->bs;
-    if (!bs->nrecs && !bs->lost) continue; /* it recorded nothing */
+    if (!bs->nrecs && !bs->lost && !strcmp(b->ops.device_type, "cpu"))
+      continue; /* host annotations are handed over as made: the program made none */
+    if (!bs->nrecs && !bs->lost) { /* a device backend that had handed loom nothing */
+      char w[600];
+      snprintf(w, sizeof w, "backend '%s' (device type %s) had handed no records to loom when the "
+               "process died: whatever it still held in its own buffers is lost (CPU sampling, "
+               "for one, unwinds and names its samples only at the session's end, so a killed "
+               "program keeps none)", b->ops.name, b->ops.device_type);
+      loom__log(LOOM_SEV_WARNING, "%s", w);
+      if (loom__trace_add_warning(t, w)) return -1;
+      if (len < n)
+        len += (size_t)snprintf(sum + len, n - len, ", backend '%s' nothing kept", b->ops.name);
+      continue;
+    }
     uint64_t dev = 0;
     for (size_t r = 0; r < bs->nrecs; r++) dev += bs->recs[r].device != LOOM_DEVICE_HOST;
     char w[512];

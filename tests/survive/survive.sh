@@ -194,6 +194,15 @@ done
 grep -q "backend 'survbk' 200 records kept and 0 lost" "$W/bkchild.err" || fail "bk child: summary"
 ok "forked child: its backend records kept"
 
+# 13. a device backend that had handed loom nothing when the process was
+# killed (CPU sampling emits only at the end) is named, not left out silently
+(trap - EXIT; "$LOOM" record --devices cpu,survbk -o "$W/bknone.json" -- "$BK" kill 0 0 2>"$W/bknone.err")
+grep -q "was killed by SIGKILL.*, backend 'survbk' nothing kept" "$W/bknone.err" ||
+  fail "bk none: summary: $(cat "$W/bknone.err")"
+grep -q "backend 'survbk' (device type [a-z]*) had handed no records to loom when the process died" "$W/bknone.json" ||
+  fail "bk none: no warning in the trace"
+ok "a backend that had handed nothing: said so"
+
 # 8. a process that writes its trace leaves no arena behind, and is not rebuilt
 # (the folders are named by the recorded process itself, from its environment)
 "$LOOM" record -o "$W/ok/" -- sh -c 'echo "$LOOM_RECORD_DIR"; echo "$LOOM_RECORD_ARENAS"' \
