@@ -118,6 +118,8 @@ class Trace:
                     b = dict(b, ph="X", dur=str(Decimal(str(e["ts"])) - Decimal(str(b["ts"]))))
                     self.add(b, base, i)
                 continue
+            if is_stack_instant(e):
+                continue  # a CPU sample (samples_of)
             if ph in ("X", "i", "I", "C", "b", "e"):
                 self.add(e, base, i)
         for lst in open_b.values():  # begun, never ended: kept as such
@@ -209,9 +211,35 @@ def samples_of(d, base):
             out.append(freeze({k: v for k, v in f.items() if k != "parent"}))
             sf = f.get("parent")
         return tuple(reversed(out))
-    return Counter((s.get("pid"), s.get("tid"), ns(str(s.get("ts", 0))) + base, s.get("name"),
-                    s.get("weight", 1), stack(s.get("sf")))
-                   for s in d.get("samples") or [])
+    got = Counter((s.get("pid"), s.get("tid"), ns(str(s.get("ts", 0))) + base, s.get("name"),
+                   s.get("weight", 1), stack(s.get("sf")))
+                  for s in d.get("samples") or [])
+    for e in d.get("traceEvents") or []:
+        if is_stack_instant(e):
+            got[(e.get("pid"), e.get("tid"), ns(str(e.get("ts", 0))) + base, "cpu-clock", 1,
+                 stack_of_text(e["args"]["stack"]))] += 1
+    return got
+
+
+def is_stack_instant(e):
+    """A CPU sample written as an instant with its stack text (loom's
+    readers take it as a sample; the JSON writer writes it in "samples")."""
+    return (isinstance(e, dict) and e.get("ph") in ("i", "I") and e.get("cat") == "cpu_sample"
+            and isinstance(e.get("args"), dict) and list(e["args"]) == ["stack"]
+            and isinstance(e["args"]["stack"], str))
+
+
+def stack_of_text(text):
+    """A stack text (function TAB module TAB 0xoffset a line, leaf first)
+    as the frames loom's JSON writer gives it, root first."""
+    out = []
+    for line in reversed(text.split("\n")):
+        fn, mod, off = (line.split("\t") + ["", "", ""])[:3] if line.count("\t") >= 2 else (line, "", "0")
+        off = int(off, 16) if off else 0
+        base = mod.rsplit("/", 1)[-1] if mod else "[unknown]"
+        out.append(freeze({"name": fn or f"{base}+0x{off:x}", "category": base, "loom_function": fn,
+                           "loom_module": mod, "loom_offset": f"0x{off:x}"}))
+    return tuple(out)
 
 
 def same_samples(path, what, a, b):
