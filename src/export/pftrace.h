@@ -82,6 +82,7 @@ enum {
   PF_DA_DOUBLE = 5,
   PF_DA_STRING = 6,
   PF_DA_NAME = 10,
+  PF_DA_STRING_VALUE_IID = 17, /* InternedData.debug_annotation_string_values */
   /* Device processes get pid + this in ProcessDescriptor/ThreadDescriptor:
    * Perfetto treats pid 0 as the idle process, and devices are numbered
    * from 0 (Kineto's convention).  Readers subtract it. */
@@ -90,6 +91,7 @@ enum {
   PF_ID_EVENT_CATEGORIES = 1,
   PF_ID_EVENT_NAMES = 2,
   PF_ID_DEBUG_ANNOTATION_NAMES = 3,
+  PF_ID_DEBUG_ANNOTATION_STRING_VALUES = 29,
   /* CPU samples: TracePacket.perf_sample and the profiling tables of
    * InternedData (profile_common.proto); strings are {iid = 1, str = 2} */
   PF_PKT_PERF_SAMPLE = 66,

@@ -112,7 +112,7 @@ typedef struct open_slice {
 typedef struct rd {
   loom_trace *t;
   const char *path;
-  loom__map names, cats, argn; /* iid -> string id */
+  loom__map names, cats, argn, strv; /* (sequence, iid) -> string id */
   loom__map tracks;            /* uuid -> index into trks */
   trk *trks;
   size_t ntrks, cap_trks;
@@ -175,6 +175,7 @@ static void interned(rd *r, pbr m) {
     if (w != PB_LEN) continue;
     loom__map *dst = f == PF_ID_EVENT_NAMES ? &r->names : f == PF_ID_EVENT_CATEGORIES ? &r->cats
                    : f == PF_ID_DEBUG_ANNOTATION_NAMES ? &r->argn
+                   : f == PF_ID_DEBUG_ANNOTATION_STRING_VALUES ? &r->strv
                    : f == PF_ID_FUNCTION_NAMES ? &r->fnames : f == PF_ID_MAPPING_PATHS ? &r->mpaths
                    : NULL;
     if (!dst) continue;
@@ -185,7 +186,7 @@ static void interned(rd *r, pbr m) {
       if (f2 == 1 && w2 == PB_VARINT) iid = v;
       if (f2 == 2 && w2 == PB_LEN) name = str_of(r, &e);
     }
-    int per_seq = dst == &r->names || dst == &r->cats || dst == &r->argn;
+    int per_seq = dst == &r->names || dst == &r->cats || dst == &r->argn || dst == &r->strv;
     if (iid && loom__map_put(dst, per_seq ? seq_iid(r, iid) : iid, name)) r->oom = 1;
   }
 }
@@ -458,6 +459,10 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
     else if (f == PF_DA_BOOL && w == PB_VARINT) a.type = LOOM_ARG_INT, a.v.i = v != 0, have = 1;
     else if (f == PF_DA_DOUBLE && w == PB_I64) a.type = LOOM_ARG_DOUBLE, memcpy(&a.v.d, &v, 8), have = 1;
     else if (f == PF_DA_STRING && w == PB_LEN) a.type = LOOM_ARG_STRING, a.v.s = str_of(r, &sub), have = 1;
+    else if (f == PF_DA_STRING_VALUE_IID && w == PB_VARINT) {
+      uint64_t *s = loom__map_get(&r->strv, seq_iid(r, v));
+      a.type = LOOM_ARG_STRING, a.v.s = s ? (uint32_t)*s : 0, have = 1;
+    }
   }
   if (!have) return;
   uint64_t num = a.type == LOOM_ARG_UINT ? a.v.u : (uint64_t)a.v.i;
@@ -730,6 +735,7 @@ static void rd_free(rd *r) {
   loom__map_free(&r->names);
   loom__map_free(&r->cats);
   loom__map_free(&r->argn);
+  loom__map_free(&r->strv);
   loom__map_free(&r->tracks);
   loom__map_free(&r->flow_src);
   loom__map_free(&r->flow_dst);

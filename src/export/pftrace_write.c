@@ -89,7 +89,7 @@ typedef struct lane {
   uint16_t num;             /* 0: the thread's own track; k: overlapping slices k */
   int started;              /* its first packet (clock, defaults) is out */
   int64_t last;             /* the last timestamp written on it */
-  uint32_t niid[3];         /* iids given on it: names, categories, argument names */
+  uint32_t niid[4];         /* iids given on it: names, categories, argument names, string values */
   uint32_t *sev;            /* open slices: event, end; innermost last */
   int64_t *send;
   size_t depth, cap;
@@ -280,16 +280,23 @@ static const char *field_arg_name(const writer *w, uint32_t id) {
        : loom__trace_cstr(w->t, id);
 }
 
+/* Strings interned at most, over all sequences; past it, new ones are
+ * written in place (the writer's memory stays bounded). */
+enum { PF_INTERN_MAX = 1 << 18 };
+
 /* The iid of string id on lane L's sequence in one InternedData table
- * (event names, categories or argument names): iids are given per sequence
- * in order of first use, from 1 (so the common ones take one byte), and
- * the entry goes into the packet being built the first time. */
+ * (event names, categories, argument names or string values): iids are
+ * given per sequence in order of first use, from 1 (so the common ones
+ * take one byte), and the entry goes into the packet being built the first
+ * time.  0: id 0, or a new string past PF_INTERN_MAX (write it in place). */
 static uint64_t iid_of(writer *w, lane *L, uint32_t field, uint32_t id) {
   if (!id) return 0;
-  uint32_t table = field == PF_ID_EVENT_NAMES ? 0 : field == PF_ID_EVENT_CATEGORIES ? 1 : 2;
+  uint32_t table = field == PF_ID_EVENT_NAMES ? 0 : field == PF_ID_EVENT_CATEGORIES ? 1
+                 : field == PF_ID_DEBUG_ANNOTATION_NAMES ? 2 : 3;
   uint64_t key = (uint64_t)L->seq << 34 | (uint64_t)table << 32 | id;
   uint64_t *hit = loom__map_get(&w->iids, key);
   if (hit) return *hit;
+  if (w->iids.n >= PF_INTERN_MAX) return 0;
   uint64_t iid = ++L->niid[table];
   if (loom__map_put(&w->iids, key, iid)) w->oom = 1;
   pb *m = &w->tmp;
@@ -300,16 +307,27 @@ static uint64_t iid_of(writer *w, lane *L, uint32_t field, uint32_t id) {
   return iid;
 }
 
+/* A string of the trace as an iid (field) or, where it has none, in place
+ * (field_str). */
+static void pb_interned(writer *w, lane *L, pb *b, uint32_t table, uint32_t field,
+                        uint32_t field_str, uint32_t id) {
+  uint64_t iid = iid_of(w, L, table, id);
+  if (iid || (!id && table == PF_ID_EVENT_NAMES)) pb_uint(b, field, iid);
+  else pb_str(b, field_str, field_arg_name(w, id));
+}
+
 static void annotation(writer *w, lane *L, pb *te, uint32_t key, int type, int64_t i, uint64_t u,
                        double d, uint32_t s) {
   pb *m = &w->names; /* scratch for the annotation body */
   m->n = 0;
-  pb_uint(m, PF_DA_NAME_IID, iid_of(w, L, PF_ID_DEBUG_ANNOTATION_NAMES, key));
+  pb_interned(w, L, m, PF_ID_DEBUG_ANNOTATION_NAMES, PF_DA_NAME_IID, PF_DA_NAME, key);
   switch (type) {
   case LOOM_ARG_INT: pb_sint(m, PF_DA_INT, i); break;
   case LOOM_ARG_UINT: pb_uint(m, PF_DA_UINT, u); break;
   case LOOM_ARG_DOUBLE: pb_double(m, PF_DA_DOUBLE, d); break;
-  default: pb_str(m, PF_DA_STRING, loom__trace_cstr(w->t, s)); break;
+  default: /* repeated values (shapes, types) cost an iid after the first time */
+    pb_interned(w, L, m, PF_ID_DEBUG_ANNOTATION_STRING_VALUES, PF_DA_STRING_VALUE_IID, PF_DA_STRING, s);
+    break;
   }
   pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
 }
@@ -317,7 +335,7 @@ static void annotation(writer *w, lane *L, pb *te, uint32_t key, int type, int64
 static void text_annotation(writer *w, lane *L, pb *te, uint32_t key, const char *v) {
   pb *m = &w->names;
   m->n = 0;
-  pb_uint(m, PF_DA_NAME_IID, iid_of(w, L, PF_ID_DEBUG_ANNOTATION_NAMES, key));
+  pb_interned(w, L, m, PF_ID_DEBUG_ANNOTATION_NAMES, PF_DA_NAME_IID, PF_DA_NAME, key);
   pb_str(m, PF_DA_STRING, v);
   pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
 }
@@ -390,7 +408,8 @@ static void lane_start(writer *w, lane *L, int64_t ts) {
  * w->interned gathered for it. */
 static void put(writer *w, lane *L, int64_t ts, uint32_t field, const pb *msg) {
   if (!L->started) lane_start(w, L, ts);
-  pb_uint(&w->pkt, PF_PKT_TIMESTAMP, (uint64_t)((ts - L->last) / w->step));
+  uint64_t d = (uint64_t)ts - (uint64_t)L->last; /* two's complement: may go back */
+  pb_uint(&w->pkt, PF_PKT_TIMESTAMP, w->step > 1 ? (uint64_t)((int64_t)d / w->step) : d);
   L->last = ts;
   pb_uint(&w->pkt, PF_PKT_SEQ_ID, L->seq);
   if (w->interned.n) {
@@ -556,7 +575,7 @@ static void write_counter(writer *w, lane *L, const loom__ev *e) {
     w->interned.n = 0;
     pb_uint(te, PF_TE_TYPE, PF_TYPE_COUNTER);
     pb_uint(te, PF_TE_TRACK_UUID, uuid);
-    if (e->cat) pb_uint(te, PF_TE_CATEGORY_IIDS, iid_of(w, L, PF_ID_EVENT_CATEGORIES, e->cat));
+    if (e->cat) pb_interned(w, L, te, PF_ID_EVENT_CATEGORIES, PF_TE_CATEGORY_IIDS, PF_TE_CATEGORIES, e->cat);
     pb_double(te, PF_TE_DOUBLE_COUNTER_VALUE, v);
     put(w, L, e->ts, PF_PKT_TRACK_EVENT, te);
   }
@@ -600,8 +619,8 @@ static void write_event(writer *w, lane *L, uint32_t ev, int what, uint64_t trac
   w->interned.n = 0;
   pb_uint(te, PF_TE_TYPE, what == E_POINT ? PF_TYPE_INSTANT : PF_TYPE_SLICE_BEGIN);
   if (track) pb_uint(te, PF_TE_TRACK_UUID, track);
-  pb_uint(te, PF_TE_NAME_IID, iid_of(w, L, PF_ID_EVENT_NAMES, e->name));
-  if (e->cat) pb_uint(te, PF_TE_CATEGORY_IIDS, iid_of(w, L, PF_ID_EVENT_CATEGORIES, e->cat));
+  pb_interned(w, L, te, PF_ID_EVENT_NAMES, PF_TE_NAME_IID, PF_TE_NAME, e->name);
+  if (e->cat) pb_interned(w, L, te, PF_ID_EVENT_CATEGORIES, PF_TE_CATEGORY_IIDS, PF_TE_CATEGORIES, e->cat);
   if (e->external_id) annotation(w, L, te, w->iid_ext, LOOM_ARG_UINT, 0, e->external_id, 0, 0);
   if (e->correlation && e->ph != LOOM__PH_ASYNC)
     annotation(w, L, te, w->iid_corr, LOOM_ARG_UINT, 0, e->correlation, 0, 0);
@@ -778,13 +797,14 @@ static int chain_flows(const loom_trace *t, flowway *fw, int way) {
   return 0;
 }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  if (a < 0) a = -a;
-  if (b < 0) b = -b;
-  while (b) {
-    int64_t r = a % b;
-    a = b;
-    b = r;
+/* The gcd of a and the distance b - c (computed without overflow). */
+static uint64_t gcd_dist(uint64_t a, int64_t b, int64_t c) {
+  uint64_t d = (uint64_t)b - (uint64_t)c;
+  if (d >> 63) d = -d;
+  while (d) {
+    uint64_t r = a % d;
+    a = d;
+    d = r;
   }
   return a;
 }
@@ -801,11 +821,18 @@ static int plan(writer *w, uint32_t **idx_out) {
   uint32_t *last = malloc((t->ntracks + 1) * sizeof *last);
   if (!last) return -1;
   memset(last, 0xff, (t->ntracks + 1) * sizeof *last);
-  int64_t ref = t->nev ? t->ev[0].ts : t->end_ns, g = t->window_end ? t->end_ns - ref : 0;
-  int in_order = 1;
+  int64_t ref = t->nev ? t->ev[0].ts : t->end_ns;
+  uint64_t g = t->window_end ? gcd_dist(0, t->end_ns, ref) : 0;
+  int in_order = 1, wide = 0;
+  int64_t lo = ref, hi = ref, span;
+  if (t->window_end) lo = t->end_ns < lo ? t->end_ns : lo, hi = t->end_ns > hi ? t->end_ns : hi;
   for (size_t i = 0; i < t->nev; i++) {
     const loom__ev *e = &t->ev[i];
-    g = gcd64(gcd64(g, e->ts - ref), e->dur);
+    int64_t end;
+    if (__builtin_add_overflow(e->ts, e->dur, &end)) wide = 1;
+    lo = e->ts < lo ? e->ts : lo;
+    hi = end > hi ? end : hi;
+    g = gcd_dist(gcd_dist(g, e->ts, ref), e->dur, 0);
     if (e->ph == LOOM__PH_ASYNC) continue;
     if (last[e->track] != UINT32_MAX) {
       const loom__ev *p = &t->ev[last[e->track]];
@@ -814,7 +841,8 @@ static int plan(writer *w, uint32_t **idx_out) {
     last[e->track] = (uint32_t)i;
   }
   free(last);
-  w->step = g > 0 ? g : 1;
+  if (__builtin_sub_overflow(hi, lo, &span)) wide = 1; /* times 2^63 ns apart: steps of 1 ns */
+  w->step = g > 0 && g <= INT64_MAX && !wide ? (int64_t)g : 1;
   int by[2] = {1, 1}, unique = 1;
   for (size_t f = 1; f < t->nflows; f++) {
     by[0] &= t->flows[f - 1].from <= t->flows[f].from;
