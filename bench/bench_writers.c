@@ -117,7 +117,7 @@ static void run(const loom_trace *t, const char *label, const char *path, int is
   struct stat st;
   stat(path, &st);
   long rss1 = peak_rss_kb();
-  printf("  %-12s %7.1f ns/event %8.1f MB/s %7.1f bytes/event %6.1f peak-RSS bytes/event\n",
+  printf("  %-12s%7.1f ns/event %8.1f MB/s %7.1f bytes/event %6.1f peak-RSS bytes/event\n",
          label, dt / t->nev, st.st_size / (dt / 1e9) / 1e6, (double)st.st_size / t->nev,
          (rss1 - rss0) * 1024.0 / t->nev);
   unlink(path);
@@ -137,9 +137,9 @@ int main(int argc, char **argv) {
     printf("%zu events (%zu flows), %s:\n", t->nev, t->nflows,
            host_only ? "host cpu_ops only" : "cpu_op + launch + kernel with args and flows");
     char path[512];
-    const char *ext[] = {".naive.json", ".json", ".json.gz", ".pftrace"};
+    const char *ext[] = {".naive.json", ".json", ".json.gz", ".pftrace", ".pftrace.gz"};
     const char *only = getenv("BENCH_ONLY");
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < 5; f++) {
       if (only && strcmp(only, ext[f] + 1)) continue;
       snprintf(path, sizeof path, "%s/bench_writers.%d%s", dir, (int)getpid(), ext[f]);
       run(t, f == 0 ? "fprintf" : ext[f] + 1, path, f == 0);

@@ -57,9 +57,9 @@ static void test_same_counts_in_every_format(void **state) {
   (void)state;
   tp_require();
   loom_trace *t = recorded();
-  const char *ext[] = {".json", ".json.gz", ".pftrace"};
-  long long r[3][NQ];
-  for (int f = 0; f < 3; f++) {
+  const char *ext[] = {".json", ".json.gz", ".pftrace", ".pftrace.gz"};
+  long long r[4][NQ];
+  for (int f = 0; f < 4; f++) {
     char path[256];
     tmp_path(path, sizeof path, ext[f]);
     assert_int_equal(loom_trace_save(t, path), LOOM_OK);
@@ -72,7 +72,7 @@ static void test_same_counts_in_every_format(void **state) {
    * "outer ..." is the range and its 2 projections;
    * window end */
   long long expect[NQ] = {19, 3, 2, 1, 3, 2, 3, 0};
-  for (int f = 0; f < 3; f++)
+  for (int f = 0; f < 4; f++)
     for (int q = 0; q < NQ; q++) {
       if (r[f][q] != expect[q])
         fail_msg("%s: '%s' gave %lld, expected %lld", ext[f], count_sql[q], r[f][q], expect[q]);
@@ -145,6 +145,50 @@ static void test_json_pftrace_json_round_trip(void **state) {
   loom_trace_free(a);
   loom_trace_free(b);
   loom_trace_free(t);
+}
+
+/* Saves the trace at in as JSON and returns its sorted event lines. */
+static char **lines_of(const char *in, size_t *n) {
+  loom_trace *t = NULL;
+  if (loom_trace_load(in, &t) != LOOM_OK) fail_msg("%s", loom_last_error());
+  char j[256];
+  tmp_path(j, sizeof j, ".json");
+  assert_int_equal(loom_trace_save(t, j), LOOM_OK);
+  char **l = event_lines(j, n);
+  size_t k = 0; /* process and thread sort indices: not carried by .pftrace */
+  for (size_t i = 0; i < *n; i++) {
+    if (strstr(l[i], "_sort_index\"")) free(l[i]);
+    else l[k++] = l[i];
+  }
+  *n = k;
+  unlink(j);
+  loom_trace_free(t);
+  return l;
+}
+
+/* .pftrace files of loom's first layout (tests/data/pftrace-v1) read to
+ * the events of their source. */
+static void test_old_layout_pftrace(void **state) {
+  (void)state;
+  const char *files[][2] = {{"kineto/libkineto_unit_test_trace.json", "libkineto_unit_test_trace"},
+                            {"kineto/hta_gpu_simple_add.json.gz", "hta_gpu_simple_add"},
+                            {"report/samples.json", "samples"},
+                            {"report/variants.json", "variants"}};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char src[512], old[512];
+    snprintf(src, sizeof src, "%s/data/%s", LOOM_TESTS_DIR, files[i][0]);
+    snprintf(old, sizeof old, "%s/data/pftrace-v1/%s.pftrace", LOOM_TESTS_DIR, files[i][1]);
+    size_t n1, n2;
+    char **l1 = lines_of(src, &n1), **l2 = lines_of(old, &n2);
+    if (n1 != n2) fail_msg("%s: %zu events, its source %zu", old, n2, n1);
+    for (size_t k = 0; k < n1; k++) {
+      if (strcmp(l1[k], l2[k])) fail_msg("%s differs from its source:\n  %s\n  %s", old, l1[k], l2[k]);
+      free(l1[k]);
+      free(l2[k]);
+    }
+    free(l1);
+    free(l2);
+  }
 }
 
 static void test_real_kineto_traces(void **state) {
@@ -280,6 +324,7 @@ int main(void) {
       cmocka_unit_test(test_same_counts_in_every_format),
       cmocka_unit_test(test_json_pftrace_json_round_trip),
       cmocka_unit_test(test_real_kineto_traces),
+      cmocka_unit_test(test_old_layout_pftrace),
       cmocka_unit_test(test_corrupt_inputs),
       cmocka_unit_test(test_full_disk),
   };

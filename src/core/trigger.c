@@ -219,7 +219,7 @@ loom_status loom__trigger_configure(loom_session *s) {
 
 /* ---- output names ---------------------------------------------------------- */
 static const char *ext_at(const char *p) {
-  static const char *const exts[] = {".json.gz", ".pftrace", ".json", NULL};
+  static const char *const exts[] = {".json.gz", ".pftrace.gz", ".pftrace", ".json", NULL};
   size_t n = strlen(p);
   for (int i = 0; exts[i]; i++) {
     size_t k = strlen(exts[i]);

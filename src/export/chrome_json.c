@@ -530,6 +530,7 @@ loom_status loom_trace_save(const loom_trace *t, const char *path) {
   if (n >= 5 && !strcmp(path + n - 5, ".json")) return loom__write_chrome_json(t, path, -1);
   if (n >= 8 && !strcmp(path + n - 8, ".json.gz")) return loom__write_chrome_json(t, path, 1);
   if (n >= 8 && !strcmp(path + n - 8, ".pftrace")) return loom__write_pftrace(t, path);
+  if (n >= 11 && !strcmp(path + n - 11, ".pftrace.gz")) return loom__write_pftrace_gz(t, path);
   return loom__fail(LOOM_EUNSUPPORTED, "cannot save %s: unknown extension "
-                    "(supported: .json, .json.gz, .pftrace)", path);
+                    "(supported: .json, .json.gz, .pftrace, .pftrace.gz)", path);
 }

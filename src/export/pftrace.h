@@ -28,12 +28,15 @@ enum {
   PF_SEQ_NEEDS_INCREMENTAL_STATE = 2,
   /* TracePacketDefaults */
   PF_TPD_TIMESTAMP_CLOCK_ID = 58,
+  PF_TPD_TRACK_EVENT_DEFAULTS = 11,
+  PF_TED_TRACK_UUID = 11,      /* TrackEventDefaults: the sequence's default track */
   /* ClockSnapshot and ClockSnapshot.Clock */
   PF_CS_CLOCKS = 1,
   PF_CS_PRIMARY = 2,
   PF_CLK_ID = 1,
   PF_CLK_TIMESTAMP = 2,
   PF_CLK_INCREMENTAL = 3,
+  PF_CLK_UNIT_MULTIPLIER = 4,  /* unit_multiplier_ns */
   PF_CLOCK_REALTIME = 1,
   PF_CLOCK_BOOTTIME = 6,
   PF_CLOCK_LOOM = 64,          /* sequence-scoped, incremental, ns */
@@ -63,7 +66,9 @@ enum {
   PF_TE_CATEGORIES = 22,
   PF_TE_COUNTER_VALUE = 30,
   PF_TE_DOUBLE_COUNTER_VALUE = 44,
-  PF_TE_FLOW_IDS = 47,         /* fixed64 */
+  PF_TE_FLOW_IDS_OLD = 36,     /* varint: what loom writes (trace_processor reads both) */
+  PF_TE_TERMINATING_FLOW_IDS_OLD = 42,
+  PF_TE_FLOW_IDS = 47,         /* fixed64: what loom wrote before */
   PF_TE_TERMINATING_FLOW_IDS = 48,
   PF_TYPE_SLICE_BEGIN = 1,
   PF_TYPE_SLICE_END = 2,
@@ -77,6 +82,7 @@ enum {
   PF_DA_DOUBLE = 5,
   PF_DA_STRING = 6,
   PF_DA_NAME = 10,
+  PF_DA_STRING_VALUE_IID = 17, /* InternedData.debug_annotation_string_values */
   /* Device processes get pid + this in ProcessDescriptor/ThreadDescriptor:
    * Perfetto treats pid 0 as the idle process, and devices are numbered
    * from 0 (Kineto's convention).  Readers subtract it. */
@@ -85,6 +91,7 @@ enum {
   PF_ID_EVENT_CATEGORIES = 1,
   PF_ID_EVENT_NAMES = 2,
   PF_ID_DEBUG_ANNOTATION_NAMES = 3,
+  PF_ID_DEBUG_ANNOTATION_STRING_VALUES = 29,
   /* CPU samples: TracePacket.perf_sample and the profiling tables of
    * InternedData (profile_common.proto); strings are {iid = 1, str = 2} */
   PF_PKT_PERF_SAMPLE = 66,

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yajl/yajl_parse.h>
+#include <zlib.h>
 
 #include "core/core.h"
 #include "export/pftrace.h"
@@ -93,6 +94,16 @@ typedef struct pid_pair {
   int64_t written, pid;
 } pid_pair;
 
+/* What a packet sequence set for the packets after: its clock 64 (an
+ * incremental clock: real is its time at the snapshot, inc its value then,
+ * acc its value now, mult its unit in ns), its default clock and track. */
+typedef struct seqst {
+  uint32_t seq;
+  uint32_t default_clock;
+  uint64_t track;
+  int64_t real, inc, acc, mult;
+} seqst;
+
 typedef struct open_slice {
   uint64_t uuid;
   size_t ev;
@@ -101,7 +112,7 @@ typedef struct open_slice {
 typedef struct rd {
   loom_trace *t;
   const char *path;
-  loom__map names, cats, argn; /* iid -> string id */
+  loom__map names, cats, argn, strv; /* (sequence, iid) -> string id */
   loom__map tracks;            /* uuid -> index into trks */
   trk *trks;
   size_t ntrks, cap_trks;
@@ -109,9 +120,11 @@ typedef struct rd {
   size_t nopen, cap_open;
   loom__map flow_src;          /* flow id -> event index + 1 */
   loom__map flow_dst;
-  uint64_t clock_base;         /* incremental clock: last timestamp */
+  seqst *seqs;                 /* per packet sequence */
+  size_t nseqs, cap_seqs;
+  loom__map seq_at;            /* sequence id -> index into seqs */
+  seqst *cur;                  /* the current packet's */
   int based;                   /* streaming: t->base_ns is set */
-  uint32_t default_clock;
   int64_t ts;
   int64_t window_end_ts;
   const loom__sink *sink;     /* streaming: events go here in batches */
@@ -147,6 +160,12 @@ static uint32_t str_of(rd *r, const pbr *s) {
   return id;
 }
 
+/* Event names, categories and argument names are interned per packet
+ * sequence: keyed by (sequence, iid). */
+static uint64_t seq_iid(const rd *r, uint64_t iid) {
+  return r->cur ? iid ^ (uint64_t)r->cur->seq << 40 : iid;
+}
+
 static void interned(rd *r, pbr m) {
   uint32_t f;
   int w;
@@ -156,6 +175,7 @@ static void interned(rd *r, pbr m) {
     if (w != PB_LEN) continue;
     loom__map *dst = f == PF_ID_EVENT_NAMES ? &r->names : f == PF_ID_EVENT_CATEGORIES ? &r->cats
                    : f == PF_ID_DEBUG_ANNOTATION_NAMES ? &r->argn
+                   : f == PF_ID_DEBUG_ANNOTATION_STRING_VALUES ? &r->strv
                    : f == PF_ID_FUNCTION_NAMES ? &r->fnames : f == PF_ID_MAPPING_PATHS ? &r->mpaths
                    : NULL;
     if (!dst) continue;
@@ -166,7 +186,8 @@ static void interned(rd *r, pbr m) {
       if (f2 == 1 && w2 == PB_VARINT) iid = v;
       if (f2 == 2 && w2 == PB_LEN) name = str_of(r, &e);
     }
-    if (iid && loom__map_put(dst, iid, name)) r->oom = 1;
+    int per_seq = dst == &r->names || dst == &r->cats || dst == &r->argn || dst == &r->strv;
+    if (iid && loom__map_put(dst, per_seq ? seq_iid(r, iid) : iid, name)) r->oom = 1;
   }
 }
 
@@ -430,7 +451,7 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
   int have = 0;
   while (rd_field(&m, &f, &w, &v, &sub)) {
     if (f == PF_DA_NAME_IID && w == PB_VARINT) {
-      uint64_t *s = loom__map_get(&r->argn, v);
+      uint64_t *s = loom__map_get(&r->argn, seq_iid(r, v));
       a.key = s ? (uint32_t)*s : 0;
     } else if (f == PF_DA_NAME && w == PB_LEN) a.key = str_of(r, &sub);
     else if (f == PF_DA_INT && w == PB_VARINT) a.type = LOOM_ARG_INT, a.v.i = (int64_t)v, have = 1;
@@ -438,6 +459,10 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
     else if (f == PF_DA_BOOL && w == PB_VARINT) a.type = LOOM_ARG_INT, a.v.i = v != 0, have = 1;
     else if (f == PF_DA_DOUBLE && w == PB_I64) a.type = LOOM_ARG_DOUBLE, memcpy(&a.v.d, &v, 8), have = 1;
     else if (f == PF_DA_STRING && w == PB_LEN) a.type = LOOM_ARG_STRING, a.v.s = str_of(r, &sub), have = 1;
+    else if (f == PF_DA_STRING_VALUE_IID && w == PB_VARINT) {
+      uint64_t *s = loom__map_get(&r->strv, seq_iid(r, v));
+      a.type = LOOM_ARG_STRING, a.v.s = s ? (uint32_t)*s : 0, have = 1;
+    }
   }
   if (!have) return;
   uint64_t num = a.type == LOOM_ARG_UINT ? a.v.u : (uint64_t)a.v.i;
@@ -455,9 +480,18 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
   } else if (loom__trace_add_arg(r->t, &a)) r->oom = 1;
 }
 
+/* A flow id leaving (way 0) or entering (way 1): fixed64 flow_ids (loom
+ * before) or varint flow_ids_old (loom now). */
+static int is_flow(uint32_t f, int w, int way) {
+  return way ? (f == PF_TE_TERMINATING_FLOW_IDS && w == PB_I64) ||
+               (f == PF_TE_TERMINATING_FLOW_IDS_OLD && w == PB_VARINT)
+             : (f == PF_TE_FLOW_IDS && w == PB_I64) || (f == PF_TE_FLOW_IDS_OLD && w == PB_VARINT);
+}
+
 static void track_event(rd *r, pbr m) {
   te_fields x;
   memset(&x, 0, sizeof x);
+  x.uuid = r->cur ? r->cur->track : 0; /* the sequence's default track */
   uint32_t f;
   int w;
   uint64_t v;
@@ -468,18 +502,18 @@ static void track_event(rd *r, pbr m) {
     if (f == PF_TE_TYPE && w == PB_VARINT) x.type = v;
     else if (f == PF_TE_TRACK_UUID && w == PB_VARINT) x.uuid = v;
     else if (f == PF_TE_NAME_IID && w == PB_VARINT) {
-      uint64_t *s = loom__map_get(&r->names, v);
+      uint64_t *s = loom__map_get(&r->names, seq_iid(r, v));
       x.name = s ? (uint32_t)*s : 0;
     } else if (f == PF_TE_NAME && w == PB_LEN) x.name = str_of(r, &sub);
     else if (f == PF_TE_CATEGORY_IIDS && w == PB_VARINT) {
-      uint64_t *s = loom__map_get(&r->cats, v);
+      uint64_t *s = loom__map_get(&r->cats, seq_iid(r, v));
       x.cat = s ? (uint32_t)*s : 0;
     } else if (f == PF_TE_CATEGORIES && w == PB_LEN) x.cat = str_of(r, &sub);
     else if (f == PF_TE_DOUBLE_COUNTER_VALUE && w == PB_I64) memcpy(&x.dvalue, &v, 8), x.has_value = 1;
     else if (f == PF_TE_COUNTER_VALUE && w == PB_VARINT) x.dvalue = (double)(int64_t)v, x.has_value = 1;
-    else if (f == PF_TE_FLOW_IDS && x.nout < PF_EVENT_FLOWS) x.flows_out[x.nout++] = v;
-    else if (f == PF_TE_TERMINATING_FLOW_IDS && x.nin < PF_EVENT_FLOWS) x.flows_in[x.nin++] = v;
-    else if (f == PF_TE_FLOW_IDS || f == PF_TE_TERMINATING_FLOW_IDS) r->flows_over++;
+    else if (is_flow(f, w, 0) && x.nout < PF_EVENT_FLOWS) x.flows_out[x.nout++] = v;
+    else if (is_flow(f, w, 1) && x.nin < PF_EVENT_FLOWS) x.flows_in[x.nin++] = v;
+    else if (is_flow(f, w, 0) || is_flow(f, w, 1)) r->flows_over++;
     else if (f == PF_TE_DEBUG_ANNOTATIONS && w == PB_LEN && nann < 64) ann[nann++] = sub;
   }
   trk *own;
@@ -558,20 +592,42 @@ static void track_event(rd *r, pbr m) {
   }
 }
 
-static void clock_snapshot(rd *r, pbr m) {
+/* A clock snapshot: clock 64 of the sequence starts at its value, which
+ * is REALTIME's in the same snapshot (loom's files: at value 0, in units of
+ * unit_multiplier_ns), or, without REALTIME, taken as it is. */
+static void clock_snapshot(rd *r, seqst *q, pbr m) {
   uint32_t f, f2;
-  int w, w2;
-  uint64_t v;
+  int w, w2, has_real = 0, has_loom = 0;
+  uint64_t v, real = 0, loom = 0, mult = 1;
   pbr sub, e;
   while (rd_field(&m, &f, &w, &v, &sub)) {
     if (f != PF_CS_CLOCKS || w != PB_LEN) continue;
-    uint64_t id = 0, ts = 0;
+    uint64_t id = 0, ts = 0, unit = 1;
     while (rd_field(&sub, &f2, &w2, &v, &e)) {
       if (f2 == PF_CLK_ID) id = v;
       if (f2 == PF_CLK_TIMESTAMP) ts = v;
+      if (f2 == PF_CLK_UNIT_MULTIPLIER && v) unit = v;
     }
-    if (id == PF_CLOCK_LOOM) r->clock_base = ts;
+    if (id == PF_CLOCK_LOOM) loom = ts, mult = unit, has_loom = 1;
+    if (id == PF_CLOCK_REALTIME) real = ts, has_real = 1;
   }
+  (void)r;
+  if (!has_loom) return;
+  q->mult = (int64_t)mult;
+  q->inc = q->acc = (int64_t)(loom * mult);
+  q->real = has_real ? (int64_t)real : q->inc;
+}
+
+/* The state of packet sequence seq, made on first use (NULL: out of memory). */
+static seqst *seq_of(rd *r, uint32_t seq) {
+  uint64_t *i = loom__map_get(&r->seq_at, seq);
+  if (i) return &r->seqs[*i];
+  seqst q = {.seq = seq, .mult = 1};
+  if (LOOM__PUSH(r->seqs, r->nseqs, r->cap_seqs, q) || loom__map_put(&r->seq_at, seq, r->nseqs - 1)) {
+    r->oom = 1;
+    return NULL;
+  }
+  return &r->seqs[r->nseqs - 1];
 }
 
 /* Streaming: times go out relative to a base, as a JSON file's do (the
@@ -626,35 +682,48 @@ static void chrome_events(rd *r, pbr m) {
 static void packet(rd *r, pbr m) {
   uint32_t f, f2;
   int w, w2;
-  uint64_t v, ts = 0, clock = 0;
+  uint64_t v, ts = 0, clock = 0, seq = 0;
   int has_ts = 0, has_clock = 0;
-  pbr sub, e, te = {0}, td = {0}, in = {0}, cs = {0}, ce = {0}, ps = {0};
+  pbr sub, e, te = {0}, td = {0}, in = {0}, cs = {0}, ce = {0}, ps = {0}, defaults = {0};
   while (rd_field(&m, &f, &w, &v, &sub)) {
     if (wrong_wire(f, w) && !r->wrong_wire++) r->wrong_at = r->pkt_at;
     switch (f) {
     case PF_PKT_TIMESTAMP: if (w == PB_VARINT) ts = v, has_ts = 1; break;
     case PF_PKT_TIMESTAMP_CLOCK_ID: if (w == PB_VARINT) clock = v, has_clock = 1; break;
+    case PF_PKT_SEQ_ID: if (w == PB_VARINT) seq = v; break;
     case PF_PKT_TRACK_EVENT: if (w == PB_LEN) te = sub; break;
     case PF_PKT_TRACK_DESCRIPTOR: if (w == PB_LEN) td = sub; break;
     case PF_PKT_INTERNED_DATA: if (w == PB_LEN) in = sub; break;
     case PF_PKT_CLOCK_SNAPSHOT: if (w == PB_LEN) cs = sub; break;
     case PF_PKT_CHROME_EVENTS: if (w == PB_LEN) ce = sub; break;
     case PF_PKT_PERF_SAMPLE: if (w == PB_LEN) ps = sub; break;
-    case PF_PKT_DEFAULTS:
-      while (w == PB_LEN && rd_field(&sub, &f2, &w2, &v, &e))
-        if (f2 == PF_TPD_TIMESTAMP_CLOCK_ID) r->default_clock = (uint32_t)v;
-      break;
+    case PF_PKT_DEFAULTS: if (w == PB_LEN) defaults = sub; break;
     default: break;
     }
   }
   if (m.bad) return;
-  if (cs.p) clock_snapshot(r, cs);
+  seqst *q = r->cur = seq_of(r, (uint32_t)seq);
+  if (!q) return;
+  while (defaults.p && rd_field(&defaults, &f2, &w2, &v, &e)) {
+    if (f2 == PF_TPD_TIMESTAMP_CLOCK_ID && w2 == PB_VARINT) q->default_clock = (uint32_t)v;
+    if (f2 != PF_TPD_TRACK_EVENT_DEFAULTS || w2 != PB_LEN) continue;
+    uint32_t f3;
+    int w3;
+    pbr e3;
+    while (rd_field(&e, &f3, &w3, &v, &e3))
+      if (f3 == PF_TED_TRACK_UUID && w3 == PB_VARINT) q->track = v;
+  }
+  if (cs.p) clock_snapshot(r, q, cs);
   if (in.p) interned(r, in), interned_profile(r, in);
   if (td.p) descriptor(r, td);
   if (has_ts) {
-    uint32_t c = has_clock ? (uint32_t)clock : r->default_clock;
-    if (c == PF_CLOCK_LOOM) r->clock_base += ts, r->ts = (int64_t)r->clock_base;
-    else r->ts = (int64_t)ts;
+    uint32_t c = has_clock ? (uint32_t)clock : q->default_clock;
+    if (c == PF_CLOCK_LOOM) { /* a delta, which may be negative */
+      q->acc = (int64_t)((uint64_t)q->acc + ts * (uint64_t)q->mult);
+      r->ts = (int64_t)((uint64_t)q->real + ((uint64_t)q->acc - (uint64_t)q->inc));
+    } else {
+      r->ts = (int64_t)ts;
+    }
     if (r->sink) r->ts = stream_time(r, r->ts);
   }
   if (te.p) track_event(r, te);
@@ -666,6 +735,7 @@ static void rd_free(rd *r) {
   loom__map_free(&r->names);
   loom__map_free(&r->cats);
   loom__map_free(&r->argn);
+  loom__map_free(&r->strv);
   loom__map_free(&r->tracks);
   loom__map_free(&r->flow_src);
   loom__map_free(&r->flow_dst);
@@ -674,6 +744,8 @@ static void rd_free(rd *r) {
   loom__map_free(&r->mappings);
   loom__map_free(&r->frames);
   loom__map_free(&r->callstacks);
+  loom__map_free(&r->seq_at);
+  free(r->seqs);
   loom__samples_free(&r->smp);
   free(r->stack);
   free(r->trks);
@@ -736,7 +808,7 @@ static int finish(rd *r) {
 loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const loom__flow_sink *flows,
                                loom_trace **out) {
   *out = NULL;
-  FILE *fp = fopen(path, "rb");
+  gzFile fp = gzopen(path, "rb"); /* a .pftrace.gz, or a plain file passed through */
   if (!fp) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
   rd r;
   memset(&r, 0, sizeof r);
@@ -760,7 +832,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
   loom_status st = r.t ? LOOM_OK : LOOM_ENOMEM;
   while (st == LOOM_OK) {
     /* Each packet: tag 0x0a, varint length, payload. */
-    int c = fgetc(fp);
+    int c = gzgetc(fp);
     if (c == EOF) break;
     uint64_t at = offset;
     uint64_t len = 0;
@@ -772,7 +844,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
       break;
     }
     do {
-      b = fgetc(fp);
+      b = gzgetc(fp);
       offset++;
       if (b == EOF || shift > 56) break;
       len |= (uint64_t)(b & 0x7f) << shift;
@@ -789,7 +861,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
       buf = nb;
       cap = len;
     }
-    if (fread(buf, 1, len, fp) != len) {
+    if (gzread(fp, buf, (unsigned)len) != (int)len) {
       st = loom__fail(LOOM_EFORMAT, "%s: truncated: the packet at byte offset %llu needs %llu "
                       "bytes, the file ends first", path, (unsigned long long)at,
                       (unsigned long long)len);
@@ -824,7 +896,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
     st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   if (st == LOOM_OK && finish(&r)) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   free(buf);
-  fclose(fp);
+  gzclose(fp);
   rd_free(&r);
   if (st != LOOM_OK) {
     loom_trace_free(r.t);

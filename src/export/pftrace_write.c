@@ -75,24 +75,25 @@ static void pb_lenbytes(pb *b, uint32_t field, const void *s, size_t n) {
 static void pb_str(pb *b, uint32_t field, const char *s) { pb_lenbytes(b, field, s, strlen(s)); }
 static void pb_msg(pb *b, uint32_t field, const pb *m) { pb_lenbytes(b, field, m->p, m->n); }
 
-/* ---- edges: slice begins/ends, instants and counters in time order ------ */
-enum { E_END = 0, E_BEGIN = 1, E_POINT = 2 };
-
-typedef struct edge {
-  int64_t ts;
-  uint32_t ev;
-  uint32_t track;  /* uuid index of the track it goes on */
-  uint32_t seq;    /* order within its track */
-  uint16_t lane;   /* 0: the track; k: its k-th track of overlapping slices */
-  uint8_t what;
-} edge;
-
-static int cmp_edge(const void *pa, const void *pb_) {
-  const edge *a = pa, *b = pb_;
-  if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
-  if (a->track != b->track) return a->track < b->track ? -1 : 1;
-  return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
+/* ---- lanes: one packet sequence per track of slices --------------------- */
+/* Each thread track, and each of its tracks of overlapping slices, is a
+ * lane: its own packet sequence (id: lane index + 1), whose defaults name
+ * its track (no track_uuid per event) and its incremental clock (a delta
+ * per packet, in units of the trace's time step).  Lane 0 is the misc
+ * sequence (id 1): descriptors, the header, async ranges, CPU samples and
+ * the window-end marker, each event naming its track. */
+typedef struct lane {
+  uint64_t uuid;            /* its track (0: the misc sequence) */
+  uint32_t seq, track;
+  uint32_t next;            /* the same track's next lane, or UINT32_MAX */
+  uint16_t num;             /* 0: the thread's own track; k: overlapping slices k */
+  int started;              /* its first packet (clock, defaults) is out */
+  int64_t last;             /* the last timestamp written on it */
+  uint32_t niid[4];         /* iids given on it: names, categories, argument names, string values */
+  uint32_t *sev;            /* open slices: event, end; innermost last */
+  int64_t *send;
+  size_t depth, cap;
+} lane;
 
 static int cmp_idx(const void *pa, const void *pb_, void *ctx) {
   const loom_trace *t = ctx;
@@ -103,6 +104,14 @@ static int cmp_idx(const void *pa, const void *pb_, void *ctx) {
   return *(const uint32_t *)pa < *(const uint32_t *)pb_ ? -1 : 1;
 }
 
+/* The flows leaving (way 0) or entering (way 1) each event: while events go
+ * in the model's order and the flows are sorted by that end, a cursor;
+ * else chains built once (first[ev] -> flow, next[flow] -> flow). */
+typedef struct flowway {
+  size_t at;
+  uint32_t *first, *next;
+} flowway;
+
 typedef struct writer {
   const loom_trace *t;
   loom__out *o;
@@ -111,17 +120,20 @@ typedef struct writer {
   uint64_t next_uuid;
   loom__map counter_tracks;  /* hash(track, name, key) -> uuid */
   loom__map async_tracks;    /* hash(track, id) -> uuid */
-  loom__map lane_tracks;     /* hash(track, lane) -> uuid */
-  uint8_t *seen_name, *seen_cat, *seen_arg; /* interned already */
-  uint32_t iid_ext, iid_corr;   /* iids of "External id", "correlation" */
-  uint32_t iid_role;            /* iid of "loom_role" (the event's marks) */
-  uint32_t iid_json;            /* iid of "loom_json" (which arguments are JSON) */
+  lane *lanes;
+  size_t nlanes, cap_lanes;
+  uint32_t *lane0;           /* per trace track: its lane 0, or UINT32_MAX */
+  loom__map iids;            /* (sequence, table, string id) -> iid on it */
+  int64_t step;              /* every timestamp is t0 + a multiple of it (ns) */
+  uint32_t iid_ext, iid_corr;   /* ids of "External id", "correlation" */
+  uint32_t iid_role;            /* id of "loom_role" (the event's marks) */
+  uint32_t iid_json;            /* id of "loom_json" (which arguments are JSON) */
   uint64_t dropped_overlap;
   uint64_t laned;               /* slices put on a track of overlapping slices */
-  int64_t last_ts;
   pb pkt, te, tmp, interned, names;
   int oom;
-  uint64_t *flow_id;   /* each flow's id in the file (pf_flow_ids) */
+  uint64_t *flow_id;   /* each flow's id in the file, when ids repeat (pf_flow_ids) */
+  flowway way[2];
   /* CPU samples as PerfSample packets over interned frames and callstacks:
    * a function name's and a module's iid is its smp.strs id, a frame's its
    * index + 1, a callstack's its leaf site (index + 1) */
@@ -250,84 +262,187 @@ static uint64_t async_track(writer *w, const loom__ev *e) {
  * its thread, "overlapping slices" (k > 1: "overlapping slices k"), one per
  * level of such overlap, described on first use; readers put its slices
  * back on the thread. */
-static uint64_t lane_track(writer *w, uint32_t track, uint16_t lane) {
-  uint64_t h = loom__hash_u64(((uint64_t)track << 20) ^ lane) | 1;
-  uint64_t *u = loom__map_get(&w->lane_tracks, h);
-  if (u) return *u;
+static uint64_t lane_track(writer *w, uint32_t track, uint16_t num) {
   uint64_t uuid = w->next_uuid++;
-  if (loom__map_put(&w->lane_tracks, h, uuid)) w->oom = 1;
   char name[48];
-  if (lane > 1) snprintf(name, sizeof name, "overlapping slices %u", (unsigned)lane);
+  if (num > 1) snprintf(name, sizeof name, "overlapping slices %u", (unsigned)num);
   else snprintf(name, sizeof name, "overlapping slices");
   descriptor(w, uuid, w->track_uuid[track], name, NULL, NULL, 0, PF_LANE_DESC);
   return uuid;
 }
 
+
 /* Names of the arguments the model keeps as fields (and of loom_json);
- * their iids follow the trace's string ids. */
+ * they get ids past the trace's string ids. */
 static const char *field_arg_name(const writer *w, uint32_t id) {
   return id == w->iid_ext ? "External id" : id == w->iid_corr ? "correlation"
        : id == w->iid_role ? "loom_role" : id == w->iid_json ? "loom_json"
        : loom__trace_cstr(w->t, id);
 }
 
-/* Appends one interned entry (iid, name) of the given InternedData field,
- * the first time id is used. */
-static void intern_into(writer *w, uint8_t *seen, uint32_t field, uint32_t id) {
-  if (!id || seen[id]) return;
-  seen[id] = 1;
+/* Strings interned at most, over all sequences; past it, new ones are
+ * written in place (the writer's memory stays bounded). */
+enum { PF_INTERN_MAX = 1 << 18 };
+
+/* The iid of string id on lane L's sequence in one InternedData table
+ * (event names, categories, argument names or string values): iids are
+ * given per sequence in order of first use, from 1 (so the common ones
+ * take one byte), and the entry goes into the packet being built the first
+ * time.  0: id 0, or a new string past PF_INTERN_MAX (write it in place). */
+static uint64_t iid_of(writer *w, lane *L, uint32_t field, uint32_t id) {
+  if (!id) return 0;
+  uint32_t table = field == PF_ID_EVENT_NAMES ? 0 : field == PF_ID_EVENT_CATEGORIES ? 1
+                 : field == PF_ID_DEBUG_ANNOTATION_NAMES ? 2 : 3;
+  uint64_t key = (uint64_t)L->seq << 34 | (uint64_t)table << 32 | id;
+  uint64_t *hit = loom__map_get(&w->iids, key);
+  if (hit) return *hit;
+  if (w->iids.n >= PF_INTERN_MAX) return 0;
+  uint64_t iid = ++L->niid[table];
+  if (loom__map_put(&w->iids, key, iid)) w->oom = 1;
   pb *m = &w->tmp;
   m->n = 0;
-  pb_uint(m, 1, id);
+  pb_uint(m, 1, iid);
   pb_str(m, 2, field_arg_name(w, id));
   pb_msg(&w->interned, field, m);
+  return iid;
 }
 
-static void annotation(writer *w, pb *te, uint32_t key, int type, int64_t i, uint64_t u,
+/* A string of the trace as an iid (field) or, where it has none, in place
+ * (field_str). */
+static void pb_interned(writer *w, lane *L, pb *b, uint32_t table, uint32_t field,
+                        uint32_t field_str, uint32_t id) {
+  uint64_t iid = iid_of(w, L, table, id);
+  if (iid || (!id && table == PF_ID_EVENT_NAMES)) pb_uint(b, field, iid);
+  else pb_str(b, field_str, field_arg_name(w, id));
+}
+
+static void annotation(writer *w, lane *L, pb *te, uint32_t key, int type, int64_t i, uint64_t u,
                        double d, uint32_t s) {
   pb *m = &w->names; /* scratch for the annotation body */
   m->n = 0;
-  intern_into(w, w->seen_arg, PF_ID_DEBUG_ANNOTATION_NAMES, key);
-  pb_uint(m, PF_DA_NAME_IID, key);
+  pb_interned(w, L, m, PF_ID_DEBUG_ANNOTATION_NAMES, PF_DA_NAME_IID, PF_DA_NAME, key);
   switch (type) {
   case LOOM_ARG_INT: pb_sint(m, PF_DA_INT, i); break;
   case LOOM_ARG_UINT: pb_uint(m, PF_DA_UINT, u); break;
   case LOOM_ARG_DOUBLE: pb_double(m, PF_DA_DOUBLE, d); break;
-  default: pb_str(m, PF_DA_STRING, loom__trace_cstr(w->t, s)); break;
+  default: /* repeated values (shapes, types) cost an iid after the first time */
+    pb_interned(w, L, m, PF_ID_DEBUG_ANNOTATION_STRING_VALUES, PF_DA_STRING_VALUE_IID, PF_DA_STRING, s);
+    break;
   }
   pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
 }
 
-/* The marks as a string annotation "loom_role", as in the JSON. */
-static void role_annotation(writer *w, pb *te, unsigned roles) {
-  char v[LOOM__ROLE_BUF];
-  loom__role_format(roles, v);
+static void text_annotation(writer *w, lane *L, pb *te, uint32_t key, const char *v) {
   pb *m = &w->names;
   m->n = 0;
-  intern_into(w, w->seen_arg, PF_ID_DEBUG_ANNOTATION_NAMES, w->iid_role);
-  pb_uint(m, PF_DA_NAME_IID, w->iid_role);
+  pb_interned(w, L, m, PF_ID_DEBUG_ANNOTATION_NAMES, PF_DA_NAME_IID, PF_DA_NAME, key);
   pb_str(m, PF_DA_STRING, v);
   pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
+}
+
+/* The marks as a string annotation "loom_role", as in the JSON. */
+static void role_annotation(writer *w, lane *L, pb *te, unsigned roles) {
+  char v[LOOM__ROLE_BUF];
+  loom__role_format(roles, v);
+  text_annotation(w, L, te, w->iid_role, v);
 }
 
 /* Which of the event's arguments hold JSON text (nested values, booleans,
  * null): their positions, "0,3", as the string annotation "loom_json", so
  * readers mark them JSON again; the values themselves are strings. */
-static void json_annotation(writer *w, pb *te, const loom__targ *a, uint16_t n) {
+static void json_annotation(writer *w, lane *L, pb *te, const loom__targ *a, uint16_t n) {
   char v[256];
   size_t k = 0;
   for (uint16_t i = 0; i < n && k + 8 < sizeof v; i++)
     if (a[i].json) k += (size_t)snprintf(v + k, sizeof v - k, k ? ",%u" : "%u", (unsigned)i);
-  if (!k) return;
+  if (k) text_annotation(w, L, te, w->iid_json, v);
+}
+
+/* A flag annotation with a plain name (rare: "loom_counter", "loom_unclosed"). */
+static void flag_annotation(writer *w, pb *te, const char *name) {
   pb *m = &w->names;
   m->n = 0;
-  intern_into(w, w->seen_arg, PF_ID_DEBUG_ANNOTATION_NAMES, w->iid_json);
-  pb_uint(m, PF_DA_NAME_IID, w->iid_json);
-  pb_str(m, PF_DA_STRING, v);
+  pb_str(m, PF_DA_NAME, name);
+  pb_uint(m, PF_DA_INT, 1);
   pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
 }
 
-static void window_end(writer *w, int64_t ts);
+/* ---- packets on a lane -------------------------------------------------- */
+/* A lane's first packet: incremental state cleared; a clock snapshot that
+ * makes REALTIME the trace clock and starts the lane's clock 64 (its ticks
+ * are w->step ns, each packet's timestamp the ticks since the previous
+ * packet's) at 0 = ts; the defaults: clock 64 and the lane's track. */
+static void lane_start(writer *w, lane *L, int64_t ts) {
+  pb *c = &w->tmp, snap = {0}, defaults = {0}, ted = {0};
+  const uint32_t ids[] = {PF_CLOCK_BOOTTIME, PF_CLOCK_REALTIME, PF_CLOCK_LOOM};
+  for (int i = 0; i < 3; i++) {
+    c->n = 0;
+    pb_uint(c, PF_CLK_ID, ids[i]);
+    if (ids[i] != PF_CLOCK_LOOM) pb_uint(c, PF_CLK_TIMESTAMP, (uint64_t)ts);
+    if (ids[i] == PF_CLOCK_LOOM) pb_uint(c, PF_CLK_INCREMENTAL, 1);
+    if (ids[i] == PF_CLOCK_LOOM && w->step > 1) pb_uint(c, PF_CLK_UNIT_MULTIPLIER, (uint64_t)w->step);
+    pb_msg(&snap, PF_CS_CLOCKS, c);
+  }
+  pb_uint(&snap, PF_CS_PRIMARY, PF_CLOCK_REALTIME);
+  pb_uint(&defaults, PF_TPD_TIMESTAMP_CLOCK_ID, PF_CLOCK_LOOM);
+  if (L->uuid) {
+    pb_uint(&ted, PF_TED_TRACK_UUID, L->uuid);
+    pb_msg(&defaults, PF_TPD_TRACK_EVENT_DEFAULTS, &ted);
+  }
+  pb_uint(&w->pkt, PF_PKT_TIMESTAMP, (uint64_t)ts);
+  pb_uint(&w->pkt, PF_PKT_TIMESTAMP_CLOCK_ID, PF_CLOCK_REALTIME);
+  pb_uint(&w->pkt, PF_PKT_SEQ_ID, L->seq);
+  pb_uint(&w->pkt, PF_PKT_SEQUENCE_FLAGS, PF_SEQ_INCREMENTAL_STATE_CLEARED);
+  pb_msg(&w->pkt, PF_PKT_CLOCK_SNAPSHOT, &snap);
+  pb_msg(&w->pkt, PF_PKT_DEFAULTS, &defaults);
+  emit_packet(w, &w->pkt);
+  if (snap.oom || defaults.oom || ted.oom) w->oom = 1;
+  free(snap.p);
+  free(defaults.p);
+  free(ted.p);
+  L->started = 1;
+  L->last = ts;
+}
+
+/* Writes msg (a TrackEvent or PerfSample) at ts on lane L, with what
+ * w->interned gathered for it. */
+static void put(writer *w, lane *L, int64_t ts, uint32_t field, const pb *msg) {
+  if (!L->started) lane_start(w, L, ts);
+  uint64_t d = (uint64_t)ts - (uint64_t)L->last; /* two's complement: may go back */
+  pb_uint(&w->pkt, PF_PKT_TIMESTAMP, w->step > 1 ? (uint64_t)((int64_t)d / w->step) : d);
+  L->last = ts;
+  pb_uint(&w->pkt, PF_PKT_SEQ_ID, L->seq);
+  if (w->interned.n) {
+    pb_msg(&w->pkt, PF_PKT_INTERNED_DATA, &w->interned);
+    pb_uint(&w->pkt, PF_PKT_SEQUENCE_FLAGS, PF_SEQ_NEEDS_INCREMENTAL_STATE);
+    w->interned.n = 0;
+  }
+  pb_msg(&w->pkt, field, msg);
+  emit_packet(w, &w->pkt);
+}
+
+/* Lane num of a trace track, made on first use (the lanes before it exist:
+ * a slice reaches lane k through k - 1).  Pointers into w->lanes are
+ * invalid after a call that makes one. */
+static lane *lane_of(writer *w, uint32_t track, uint16_t num) {
+  uint32_t prev = UINT32_MAX, cur = w->lane0[track];
+  for (uint16_t k = 0; cur != UINT32_MAX; k++) {
+    if (k == num) return &w->lanes[cur];
+    prev = cur;
+    cur = w->lanes[cur].next;
+  }
+  uint64_t uuid = num ? lane_track(w, track, num) : w->track_uuid[track];
+  lane L = {.uuid = uuid, .seq = (uint32_t)w->nlanes + 1, .track = track, .next = UINT32_MAX,
+            .num = num};
+  if (LOOM__PUSH(w->lanes, w->nlanes, w->cap_lanes, L)) {
+    w->oom = 1;
+    return NULL;
+  }
+  uint32_t id = (uint32_t)(w->nlanes - 1);
+  if (prev == UINT32_MAX) w->lane0[track] = id;
+  else w->lanes[prev].next = id;
+  return &w->lanes[id];
+}
 
 /* ---- CPU samples -------------------------------------------------------- */
 static int samples_prepare(writer *w) {
@@ -419,20 +534,17 @@ static void intern_callstack(writer *w, uint32_t site) {
   pb_msg(&w->interned, PF_ID_CALLSTACKS, cs);
 }
 
-static void write_perf_sample(writer *w, const loom__ev *e, uint32_t site, int64_t ts) {
+
+static void write_perf_sample(writer *w, const loom__ev *e, uint32_t site) {
   const loom__track *k = &w->t->tracks[e->track];
+  w->interned.n = 0;
   intern_callstack(w, site);
   pb *ps = &w->te;
   ps->n = 0;
   pb_uint(ps, PF_PS_PID, (uint64_t)k->pid);
   pb_uint(ps, PF_PS_TID, (uint64_t)k->tid);
   pb_uint(ps, PF_PS_CALLSTACK_IID, site);
-  pb_uint(&w->pkt, PF_PKT_TIMESTAMP, (uint64_t)(ts - w->last_ts));
-  w->last_ts = ts;
-  pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
-  if (w->interned.n) pb_msg(&w->pkt, PF_PKT_INTERNED_DATA, &w->interned);
-  pb_msg(&w->pkt, PF_PKT_PERF_SAMPLE, ps);
-  emit_packet(w, &w->pkt);
+  put(w, &w->lanes[0], e->ts, PF_PKT_PERF_SAMPLE, ps);
 }
 
 static int numeric_series(const loom_trace *t, const loom__ev *e) {
@@ -449,257 +561,165 @@ static int counter_as_series(const loom_trace *t, const loom__ev *e) {
   return e->nargs > 0 && numeric_series(t, e) == e->nargs;
 }
 
-static void write_edge(writer *w, const edge *g, const uint32_t *flow_out_first,
-                       const uint32_t *flow_out, const uint32_t *flow_in_first,
-                       const uint32_t *flow_in) {
+/* A counter event: one packet per series value, on its thread's lane,
+ * each on the series' own track. */
+static void write_counter(writer *w, lane *L, const loom__ev *e) {
   const loom_trace *t = w->t;
-  if (g->ev == UINT32_MAX) {
-    window_end(w, g->ts);
+  pb *te = &w->te;
+  for (uint16_t k = 0; k < e->nargs; k++) {
+    const loom__targ *a = &t->args[e->args_off + k];
+    if (a->type == LOOM_ARG_STRING) continue; /* not a number: its string id is no value */
+    double v = a->type == LOOM_ARG_DOUBLE ? a->v.d : a->type == LOOM_ARG_UINT ? (double)a->v.u : (double)a->v.i;
+    uint64_t uuid = counter_track(w, e, a->key);
+    te->n = 0;
+    w->interned.n = 0;
+    pb_uint(te, PF_TE_TYPE, PF_TYPE_COUNTER);
+    pb_uint(te, PF_TE_TRACK_UUID, uuid);
+    if (e->cat) pb_interned(w, L, te, PF_ID_EVENT_CATEGORIES, PF_TE_CATEGORY_IIDS, PF_TE_CATEGORIES, e->cat);
+    pb_double(te, PF_TE_DOUBLE_COUNTER_VALUE, v);
+    put(w, L, e->ts, PF_PKT_TRACK_EVENT, te);
+  }
+}
+
+/* The written id of flow f (pf_flow_ids): while no id repeats, the id,
+ * or, with the bit PF_FLOW_DUP set, made unique as a repeated one is. */
+static uint64_t flow_wid(const writer *w, size_t f) {
+  if (w->flow_id) return w->flow_id[f];
+  uint64_t id = w->t->flows[f].id;
+  return id & PF_FLOW_DUP ? PF_FLOW_DUP | (uint64_t)(f + 1) << 32 | (id >> 32 ? 0 : id) : id;
+}
+
+static uint32_t flow_end(const loom_trace *t, size_t f, int way) {
+  return way ? t->flows[f].to : t->flows[f].from;
+}
+
+/* Writes the ids of the flows leaving (way 0) or entering (way 1) event ev. */
+static void write_flows(writer *w, pb *te, uint32_t ev, int way) {
+  const loom_trace *t = w->t;
+  flowway *fw = &w->way[way];
+  uint32_t field = way ? PF_TE_TERMINATING_FLOW_IDS_OLD : PF_TE_FLOW_IDS_OLD;
+  if (fw->first) {
+    for (uint32_t f = fw->first[ev]; f != UINT32_MAX; f = fw->next[f]) pb_uint(te, field, flow_wid(w, f));
     return;
   }
-  const loom__ev *e = &t->ev[g->ev];
+  while (fw->at < t->nflows && flow_end(t, fw->at, way) < ev) fw->at++;
+  for (; fw->at < t->nflows && flow_end(t, fw->at, way) == ev; fw->at++)
+    pb_uint(te, field, flow_wid(w, fw->at));
+}
+
+/* A slice begin (E_BEGIN), an instant or another point event (E_POINT) on
+ * lane L; on the misc lane (async ranges) with its track's uuid. */
+enum { E_END = 0, E_BEGIN = 1, E_POINT = 2 };
+
+static void write_event(writer *w, lane *L, uint32_t ev, int what, uint64_t track) {
+  const loom_trace *t = w->t;
+  const loom__ev *e = &t->ev[ev];
   pb *te = &w->te;
   te->n = 0;
   w->interned.n = 0;
-  uint64_t track;
-  uint32_t site = e->kind == LOOM_KIND_SAMPLE ? perf_sample_site(w, e, g->ev) : 0;
-  if (site) {
-    write_perf_sample(w, e, site, g->ts);
-    return;
+  pb_uint(te, PF_TE_TYPE, what == E_POINT ? PF_TYPE_INSTANT : PF_TYPE_SLICE_BEGIN);
+  if (track) pb_uint(te, PF_TE_TRACK_UUID, track);
+  pb_interned(w, L, te, PF_ID_EVENT_NAMES, PF_TE_NAME_IID, PF_TE_NAME, e->name);
+  if (e->cat) pb_interned(w, L, te, PF_ID_EVENT_CATEGORIES, PF_TE_CATEGORY_IIDS, PF_TE_CATEGORIES, e->cat);
+  if (e->external_id) annotation(w, L, te, w->iid_ext, LOOM_ARG_UINT, 0, e->external_id, 0, 0);
+  if (e->correlation && e->ph != LOOM__PH_ASYNC)
+    annotation(w, L, te, w->iid_corr, LOOM_ARG_UINT, 0, e->correlation, 0, 0);
+  if (LOOM__EV_ROLE_OF(e)) role_annotation(w, L, te, LOOM__EV_ROLE_OF(e));
+  for (uint16_t k = 0; k < e->nargs; k++) {
+    const loom__targ *a = &t->args[e->args_off + k];
+    annotation(w, L, te, a->key, a->type, a->v.i, a->v.u, a->v.d, a->v.s);
   }
-  if (e->ph == LOOM__PH_COUNTER && counter_as_series(t, e)) {
-    /* one packet per series value */
-    for (uint16_t k = 0; k < e->nargs; k++) {
-      const loom__targ *a = &t->args[e->args_off + k];
-      if (a->type == LOOM_ARG_STRING) continue; /* not a number: its string id is no value */
-      double v = a->type == LOOM_ARG_DOUBLE ? a->v.d : a->type == LOOM_ARG_UINT ? (double)a->v.u : (double)a->v.i;
-      uint64_t uuid = counter_track(w, e, a->key);
-      te->n = 0;
-      w->interned.n = 0;
-      intern_into(w, w->seen_cat, PF_ID_EVENT_CATEGORIES, e->cat);
-      pb_uint(te, PF_TE_TYPE, PF_TYPE_COUNTER);
-      pb_uint(te, PF_TE_TRACK_UUID, uuid);
-      if (e->cat) pb_uint(te, PF_TE_CATEGORY_IIDS, e->cat);
-      pb_double(te, PF_TE_DOUBLE_COUNTER_VALUE, v);
-      pb_uint(&w->pkt, PF_PKT_TIMESTAMP, (uint64_t)(g->ts - w->last_ts));
-      w->last_ts = g->ts;
-      pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
-      if (w->interned.n) pb_msg(&w->pkt, PF_PKT_INTERNED_DATA, &w->interned);
-      pb_msg(&w->pkt, PF_PKT_TRACK_EVENT, te);
-      emit_packet(w, &w->pkt);
-    }
-    return;
-  }
-  track = e->ph == LOOM__PH_ASYNC ? async_track(w, e)
-        : g->lane ? lane_track(w, e->track, g->lane) : w->track_uuid[e->track];
-  if (g->what == E_END) {
-    pb_uint(te, PF_TE_TYPE, PF_TYPE_SLICE_END);
-    pb_uint(te, PF_TE_TRACK_UUID, track);
-  } else {
-    pb_uint(te, PF_TE_TYPE, g->what == E_POINT ? PF_TYPE_INSTANT : PF_TYPE_SLICE_BEGIN);
-    pb_uint(te, PF_TE_TRACK_UUID, track);
-    intern_into(w, w->seen_name, PF_ID_EVENT_NAMES, e->name);
-    intern_into(w, w->seen_cat, PF_ID_EVENT_CATEGORIES, e->cat);
-    pb_uint(te, PF_TE_NAME_IID, e->name);
-    if (e->cat) pb_uint(te, PF_TE_CATEGORY_IIDS, e->cat);
-    if (e->external_id)
-      annotation(w, te, w->iid_ext, LOOM_ARG_UINT, 0, e->external_id, 0, 0);
-    if (e->correlation && e->ph != LOOM__PH_ASYNC)
-      annotation(w, te, w->iid_corr, LOOM_ARG_UINT, 0, e->correlation, 0, 0);
-    if (LOOM__EV_ROLE_OF(e)) role_annotation(w, te, LOOM__EV_ROLE_OF(e));
-    for (uint16_t k = 0; k < e->nargs; k++) {
-      const loom__targ *a = &t->args[e->args_off + k];
-      annotation(w, te, a->key, a->type, a->v.i, a->v.u, a->v.d, a->v.s);
-    }
-    const loom__targ *args = e->nargs ? t->args + e->args_off : NULL; /* NULL + 0 is UB */
-    if (args) json_annotation(w, te, args, e->nargs);
-    if (e->ph == LOOM__PH_COUNTER) { /* not as series (counter_as_series) */
-      pb *m = &w->names;
-      m->n = 0;
-      pb_str(m, PF_DA_NAME, "loom_counter");
-      pb_uint(m, PF_DA_INT, 1);
-      pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
-    }
-    if (g->what == E_BEGIN && e->ph == LOOM__PH_COMPLETE && loom__ev_open_in_file(t, e, args)) {
-      /* begun and never ended in the trace read; Perfetto's end closes the
-       * innermost slice of a track, so the slice is ended (at its start) and
-       * marked for loom's reader */
-      pb *m = &w->names;
-      m->n = 0;
-      pb_str(m, PF_DA_NAME, "loom_unclosed");
-      pb_uint(m, PF_DA_INT, 1);
-      pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
-    }
-    for (uint32_t f = flow_out_first[g->ev]; f != UINT32_MAX; f = flow_out[f])
-      pb_fixed64(te, PF_TE_FLOW_IDS, w->flow_id[f]);
-    for (uint32_t f = flow_in_first[g->ev]; f != UINT32_MAX; f = flow_in[f])
-      pb_fixed64(te, PF_TE_TERMINATING_FLOW_IDS, w->flow_id[f]);
-  }
-  pb_uint(&w->pkt, PF_PKT_TIMESTAMP, (uint64_t)(g->ts - w->last_ts));
-  w->last_ts = g->ts;
-  pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
-  if (w->interned.n) { /* (the window-end marker uses plain strings) */
-    pb_msg(&w->pkt, PF_PKT_INTERNED_DATA, &w->interned);
-    pb_uint(&w->pkt, PF_PKT_SEQUENCE_FLAGS, PF_SEQ_NEEDS_INCREMENTAL_STATE);
-  }
-  pb_msg(&w->pkt, PF_PKT_TRACK_EVENT, te);
-  emit_packet(w, &w->pkt);
+  const loom__targ *args = e->nargs ? t->args + e->args_off : NULL; /* NULL + 0 is UB */
+  if (args) json_annotation(w, L, te, args, e->nargs);
+  if (e->ph == LOOM__PH_COUNTER) flag_annotation(w, te, "loom_counter"); /* not as series */
+  if (what == E_BEGIN && e->ph == LOOM__PH_COMPLETE && loom__ev_open_in_file(t, e, args))
+    /* begun and never ended in the trace read; Perfetto's end closes the
+     * innermost slice of a track, so the slice is ended (at its start) and
+     * marked for loom's reader */
+    flag_annotation(w, te, "loom_unclosed");
+  write_flows(w, te, ev, 0);
+  write_flows(w, te, ev, 1);
+  put(w, L, e->ts, PF_PKT_TRACK_EVENT, te);
 }
 
-/* Edges come as runs, one per track, each already in time order; a heap
- * merges them into one time-ordered stream without sorting them all. */
-typedef struct run {
-  size_t at, end;
-} run;
-
-typedef struct merger {
-  const edge *g;
-  run *runs;
-  size_t nruns;
-  uint32_t *heap; /* run indices, smallest head edge on top */
-  size_t nheap;
-} merger;
-
-static int run_less(const merger *m, uint32_t a, uint32_t b) {
-  return cmp_edge(&m->g[m->runs[a].at], &m->g[m->runs[b].at]) < 0;
+static void write_end(writer *w, lane *L, int64_t ts, uint64_t track) {
+  pb *te = &w->te;
+  te->n = 0;
+  w->interned.n = 0;
+  pb_uint(te, PF_TE_TYPE, PF_TYPE_SLICE_END);
+  if (track) pb_uint(te, PF_TE_TRACK_UUID, track);
+  put(w, L, ts, PF_PKT_TRACK_EVENT, te);
 }
 
-static void sift_down(merger *m, size_t i) {
-  for (;;) {
-    size_t l = 2 * i + 1, r = l + 1, k = i;
-    if (l < m->nheap && run_less(m, m->heap[l], m->heap[k])) k = l;
-    if (r < m->nheap && run_less(m, m->heap[r], m->heap[k])) k = r;
-    if (k == i) return;
-    uint32_t tmp = m->heap[i];
-    m->heap[i] = m->heap[k];
-    m->heap[k] = tmp;
-    i = k;
+/* Ends the lane's open slices that end at or before ts (ts = INT64_MAX: all). */
+static void lane_pop(writer *w, lane *L, int64_t ts) {
+  while (L->depth && L->send[L->depth - 1] <= ts) {
+    L->depth--;
+    write_end(w, L, L->send[L->depth], 0);
   }
 }
 
-static const edge *merger_next(merger *m) {
-  if (!m->nheap) return NULL;
-  run *r = &m->runs[m->heap[0]];
-  const edge *e = &m->g[r->at++];
-  if (r->at == r->end) m->heap[0] = m->heap[--m->nheap];
-  sift_down(m, 0);
-  return e;
-}
-
-/* The state of make_edges: edges so far, async edges at the front. */
-typedef struct edges {
-  const loom_trace *t;
-  merger *m;
-  edge *g;
-  size_t n, na;
-  uint32_t seq;
-  uint32_t *stack;
-  int64_t *ends;
-} edges;
-
-/* One lane of a track: a stack sweep over idx[lo, hi) in (start, longer
- * first) order emits each end before what starts at or after it, so begins
- * and ends nest.  A slice that overlaps its parent without nesting goes to
- * the next lane: it is moved to idx[lo, lo + returned count), in order.
- * The lane is one run of time-ordered edges. */
-static size_t sweep_lane(edges *x, uint32_t *idx, size_t lo, size_t hi, uint32_t track,
-                         uint16_t lane) {
-  const loom_trace *t = x->t;
-  size_t depth = 0, nd = 0;
-  x->m->runs[x->m->nruns++] = (run){x->n, SIZE_MAX};
-  for (size_t j = lo; j < hi; j++) {
-    const loom__ev *e = &t->ev[idx[j]];
-    while (depth && x->ends[depth - 1] <= e->ts) {
-      depth--;
-      x->g[x->n++] = (edge){x->ends[depth], x->stack[depth], track, x->seq++, lane, E_END};
-    }
-    if (e->ph == LOOM__PH_COMPLETE) {
-      int64_t end = e->ts + e->dur;
-      if (depth && end > x->ends[depth - 1]) { /* overlaps its parent: next lane */
-        idx[lo + nd++] = idx[j];
-        continue;
-      }
-      x->g[x->n++] = (edge){e->ts, idx[j], track, x->seq++, lane, E_BEGIN};
-      x->stack[depth] = idx[j];
-      x->ends[depth++] = end;
-    } else if (e->ph == LOOM__PH_ASYNC) {
-      x->g[x->na++] = (edge){e->ts, idx[j], UINT32_MAX - 1, x->seq++, 0, E_BEGIN};
-      x->g[x->na++] = (edge){e->ts + e->dur, idx[j], UINT32_MAX - 1, x->seq++, 0, E_END};
-    } else {
-      x->g[x->n++] = (edge){e->ts, idx[j], track, x->seq++, lane, E_POINT};
-    }
+static int lane_push(lane *L, uint32_t ev, int64_t end) {
+  if (L->depth == L->cap) {
+    size_t cap = L->cap ? 2 * L->cap : 16;
+    uint32_t *sev = realloc(L->sev, cap * sizeof *sev);
+    if (!sev) return -1;
+    L->sev = sev;
+    int64_t *send = realloc(L->send, cap * sizeof *send);
+    if (!send) return -1;
+    L->send = send;
+    L->cap = cap;
   }
-  while (depth) { /* close what the lane left open */
-    depth--;
-    x->g[x->n++] = (edge){x->ends[depth], x->stack[depth], track, x->seq++, lane, E_END};
-  }
-  x->m->runs[x->m->nruns - 1].end = x->n;
-  return nd;
-}
-
-/* Builds the edges of every track, lane by lane (sweep_lane): slices that
- * overlap their parent without nesting go on tracks of their own (more
- * than 65535 levels of that on one thread: the rest are left out, counted).
- * Async ranges (their own tracks) form one extra run, sorted. */
-static int make_edges(writer *w, merger *m, edge **gout) {
-  const loom_trace *t = w->t;
-  size_t nasync = 0;
-  for (size_t i = 0; i < t->nev; i++) nasync += t->ev[i].ph == LOOM__PH_ASYNC;
-  uint32_t *idx = malloc((t->nev + 1) * sizeof *idx);
-  edge *g = malloc((2 * t->nev + 2) * sizeof *g);
-  uint32_t *stack = malloc((t->nev + 1) * sizeof *stack);
-  int64_t *ends = malloc((t->nev + 1) * sizeof *ends);
-  m->runs = malloc((t->nev + t->ntracks + 3) * sizeof *m->runs);
-  m->heap = malloc((t->nev + t->ntracks + 3) * sizeof *m->heap);
-  int ok = idx && g && stack && ends && m->runs && m->heap;
-  if (ok) {
-    int sorted = 1;
-    for (size_t i = 0; i < t->nev; i++) {
-      idx[i] = (uint32_t)i;
-      if (i && sorted && cmp_idx(&idx[i - 1], &idx[i], (void *)t) > 0) sorted = 0;
-    }
-    if (!sorted) qsort_r(idx, t->nev, sizeof *idx, cmp_idx, (void *)t);
-    edges x = {t, m, g, 2 * nasync, 0, 0, stack, ends};
-    for (size_t j = 0; j < t->nev;) {
-      uint32_t track = t->ev[idx[j]].track;
-      size_t k = j;
-      while (k < t->nev && t->ev[idx[k]].track == track) k++;
-      size_t hi = k;
-      for (uint16_t lane = 0; hi > j; lane++) {
-        if (lane == UINT16_MAX) {
-          w->dropped_overlap += hi - j;
-          break;
-        }
-        size_t nd = sweep_lane(&x, idx, j, hi, track, lane);
-        if (lane) w->laned += hi - j - nd;
-        hi = j + nd;
-      }
-      j = k;
-    }
-    size_t n = x.n, na = x.na;
-    if (na) {
-      qsort(g, na, sizeof *g, cmp_edge);
-      m->runs[m->nruns++] = (run){0, na};
-    }
-    if (t->window_end) { /* the marker goes in time order like the rest */
-      g[n] = (edge){t->end_ns, UINT32_MAX, UINT32_MAX, 0, 0, E_POINT};
-      m->runs[m->nruns++] = (run){n, n + 1};
-      n++;
-    }
-    m->g = g;
-    for (size_t i = 0; i < m->nruns; i++)
-      if (m->runs[i].at < m->runs[i].end) m->heap[m->nheap++] = (uint32_t)i;
-    for (size_t i = m->nheap / 2 + 1; i-- > 0;) sift_down(m, i);
-  }
-  free(idx);
-  free(stack);
-  free(ends);
-  if (!ok) {
-    free(g);
-    return -1;
-  }
-  *gout = g;
+  L->sev[L->depth] = ev;
+  L->send[L->depth++] = end;
   return 0;
+}
+
+/* One event, in its track's order (start, longer first).  A slice goes on
+ * the first lane of its track where it nests: each lane is a stack of open
+ * slices whose ends are written once a later event starts at or after them;
+ * a slice that overlaps its parent without nesting tries the next lane
+ * (more than 65535 levels of that on one thread: left out, counted). */
+static void write_one(writer *w, uint32_t ev) {
+  const loom_trace *t = w->t;
+  const loom__ev *e = &t->ev[ev];
+  uint32_t site = e->kind == LOOM_KIND_SAMPLE ? perf_sample_site(w, e, ev) : 0;
+  if (site) {
+    write_perf_sample(w, e, site);
+    return;
+  }
+  if (e->ph == LOOM__PH_ASYNC) { /* its own track: begin and end at once */
+    uint64_t track = async_track(w, e);
+    write_event(w, &w->lanes[0], ev, E_BEGIN, track);
+    write_end(w, &w->lanes[0], e->ts + e->dur, track);
+    return;
+  }
+  lane *L = lane_of(w, e->track, 0);
+  if (!L) return;
+  lane_pop(w, L, e->ts);
+  if (e->ph == LOOM__PH_COUNTER && counter_as_series(t, e)) {
+    write_counter(w, L, e);
+    return;
+  }
+  if (e->ph != LOOM__PH_COMPLETE) {
+    write_event(w, L, ev, E_POINT, 0);
+    return;
+  }
+  int64_t end = e->ts + e->dur;
+  for (uint16_t num = 0;;) {
+    if (!L->depth || end <= L->send[L->depth - 1]) {
+      write_event(w, L, ev, E_BEGIN, 0);
+      if (lane_push(L, ev, end)) w->oom = 1;
+      w->laned += num > 0;
+      return;
+    }
+    if (++num == UINT16_MAX) {
+      w->dropped_overlap++;
+      return;
+    }
+    if (!(L = lane_of(w, e->track, num))) return;
+    lane_pop(w, L, e->ts);
+  }
 }
 
 /* Like the JSON writer, end with the instant "Record Window End" (Kineto's
@@ -709,29 +729,25 @@ static void window_end(writer *w, int64_t ts) {
   descriptor(w, uuid, 0, NULL, NULL, NULL, 0, NULL);
   pb *te = &w->te;
   te->n = 0;
+  w->interned.n = 0;
   pb_uint(te, PF_TE_TYPE, PF_TYPE_INSTANT);
   pb_uint(te, PF_TE_TRACK_UUID, uuid);
   pb_str(te, PF_TE_NAME, "Record Window End");
   pb_str(te, PF_TE_CATEGORIES, "marker");
-  pb_uint(&w->pkt, PF_PKT_TIMESTAMP, (uint64_t)(ts - w->last_ts));
-  w->last_ts = ts;
-  pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
-  pb_msg(&w->pkt, PF_PKT_TRACK_EVENT, te);
-  emit_packet(w, &w->pkt);
+  put(w, &w->lanes[0], ts, PF_PKT_TRACK_EVENT, te);
 }
 
 /* The JSON writer's top-level keys (deviceProperties, metadata, others'
  * top-level values, warnings, the dropped count, the trace name) as one
  * JSON object: ChromeEventBundle metadata "loom_header", which
  * trace_processor keeps as metadata and pftrace_read.c reads back. */
-static void header_packet(writer *w, const char *path) {
+static void header_packet(writer *w) {
   loom__out mem;
   if (loom__out_mem_init(&mem) || loom__json_header(w->t, &mem)) {
     free(mem.buf);
     w->oom = 1;
     return;
   }
-  (void)path;
   pb *md = &w->tmp, bundle = {0};
   md->n = 0;
   pb_str(md, PF_CM_NAME, PF_HEADER_NAME);
@@ -743,31 +759,6 @@ static void header_packet(writer *w, const char *path) {
   if (bundle.oom) w->oom = 1;
   free(bundle.p);
   free(mem.buf);
-}
-
-static void clock_snapshot(writer *w, int64_t t0) {
-  pb *c = &w->tmp, snap = {0}, defaults = {0};
-  const uint32_t ids[] = {PF_CLOCK_BOOTTIME, PF_CLOCK_REALTIME, PF_CLOCK_LOOM};
-  for (int i = 0; i < 3; i++) {
-    c->n = 0;
-    pb_uint(c, PF_CLK_ID, ids[i]);
-    pb_uint(c, PF_CLK_TIMESTAMP, (uint64_t)t0);
-    if (ids[i] == PF_CLOCK_LOOM) pb_uint(c, PF_CLK_INCREMENTAL, 1);
-    pb_msg(&snap, PF_CS_CLOCKS, c);
-  }
-  pb_uint(&snap, PF_CS_PRIMARY, PF_CLOCK_REALTIME);
-  pb_uint(&defaults, PF_TPD_TIMESTAMP_CLOCK_ID, PF_CLOCK_LOOM);
-  pb_uint(&w->pkt, PF_PKT_TIMESTAMP, (uint64_t)t0);
-  pb_uint(&w->pkt, PF_PKT_TIMESTAMP_CLOCK_ID, PF_CLOCK_REALTIME);
-  pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
-  pb_uint(&w->pkt, PF_PKT_SEQUENCE_FLAGS, PF_SEQ_INCREMENTAL_STATE_CLEARED);
-  pb_msg(&w->pkt, PF_PKT_CLOCK_SNAPSHOT, &snap);
-  pb_msg(&w->pkt, PF_PKT_DEFAULTS, &defaults);
-  emit_packet(w, &w->pkt);
-  if (snap.oom || defaults.oom) w->oom = 1;
-  free(snap.p);
-  free(defaults.p);
-  w->last_ts = t0;
 }
 
 /* Perfetto links a flow id's ends pairwise, so flows that share an id
@@ -792,28 +783,85 @@ static uint64_t *pf_flow_ids(const loom_trace *t) {
   return ids;
 }
 
-/* Chains the flows leaving (and entering) each event: first[ev] -> flow,
- * next[flow] -> flow, UINT32_MAX ends. */
-static int chain_flows(const loom_trace *t, uint32_t **out_first, uint32_t **out_next,
-                       uint32_t **in_first, uint32_t **in_next) {
-  *out_first = malloc((t->nev + 1) * sizeof **out_first);
-  *in_first = malloc((t->nev + 1) * sizeof **in_first);
-  *out_next = malloc((t->nflows + 1) * sizeof **out_next);
-  *in_next = malloc((t->nflows + 1) * sizeof **in_next);
-  if (!*out_first || !*in_first || !*out_next || !*in_next) return -1;
-  memset(*out_first, 0xff, (t->nev + 1) * sizeof **out_first);
-  memset(*in_first, 0xff, (t->nev + 1) * sizeof **in_first);
+/* Chains the flows leaving (way 0) or entering (way 1) each event. */
+static int chain_flows(const loom_trace *t, flowway *fw, int way) {
+  fw->first = malloc((t->nev + 1) * sizeof *fw->first);
+  fw->next = malloc((t->nflows + 1) * sizeof *fw->next);
+  if (!fw->first || !fw->next) return -1;
+  memset(fw->first, 0xff, (t->nev + 1) * sizeof *fw->first);
   for (size_t f = t->nflows; f-- > 0;) {
-    (*out_next)[f] = (*out_first)[t->flows[f].from];
-    (*out_first)[t->flows[f].from] = (uint32_t)f;
-    (*in_next)[f] = (*in_first)[t->flows[f].to];
-    (*in_first)[t->flows[f].to] = (uint32_t)f;
+    uint32_t ev = flow_end(t, f, way);
+    fw->next[f] = fw->first[ev];
+    fw->first[ev] = (uint32_t)f;
   }
   return 0;
 }
 
+/* The gcd of a and the distance b - c (computed without overflow). */
+static uint64_t gcd_dist(uint64_t a, int64_t b, int64_t c) {
+  uint64_t d = (uint64_t)b - (uint64_t)c;
+  if (d >> 63) d = -d;
+  while (d) {
+    uint64_t r = a % d;
+    a = d;
+    d = r;
+  }
+  return a;
+}
 
-loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
+/* One pass over the trace, in bounded memory: the time step (the greatest
+ * common divisor of every time's distance from the first, 1 at least);
+ * whether each track's events already come in the order the lanes need;
+ * which flow lists are sorted and whether flow ids repeat.  Only what is
+ * out of order costs memory per event: an index sorted by track and time,
+ * chains of flows, each flow's id. */
+static int plan(writer *w, uint32_t **idx_out) {
+  const loom_trace *t = w->t;
+  *idx_out = NULL;
+  uint32_t *last = malloc((t->ntracks + 1) * sizeof *last);
+  if (!last) return -1;
+  memset(last, 0xff, (t->ntracks + 1) * sizeof *last);
+  int64_t ref = t->nev ? t->ev[0].ts : t->end_ns;
+  uint64_t g = t->window_end ? gcd_dist(0, t->end_ns, ref) : 0;
+  int in_order = 1, wide = 0;
+  int64_t lo = ref, hi = ref, span;
+  if (t->window_end) lo = t->end_ns < lo ? t->end_ns : lo, hi = t->end_ns > hi ? t->end_ns : hi;
+  for (size_t i = 0; i < t->nev; i++) {
+    const loom__ev *e = &t->ev[i];
+    int64_t end;
+    if (__builtin_add_overflow(e->ts, e->dur, &end)) wide = 1;
+    lo = e->ts < lo ? e->ts : lo;
+    hi = end > hi ? end : hi;
+    g = gcd_dist(gcd_dist(g, e->ts, ref), e->dur, 0);
+    if (e->ph == LOOM__PH_ASYNC) continue;
+    if (last[e->track] != UINT32_MAX) {
+      const loom__ev *p = &t->ev[last[e->track]];
+      if (p->ts > e->ts || (p->ts == e->ts && p->dur < e->dur)) in_order = 0;
+    }
+    last[e->track] = (uint32_t)i;
+  }
+  free(last);
+  if (__builtin_sub_overflow(hi, lo, &span)) wide = 1; /* times 2^63 ns apart: steps of 1 ns */
+  w->step = g > 0 && g <= INT64_MAX && !wide ? (int64_t)g : 1;
+  int by[2] = {1, 1}, unique = 1;
+  for (size_t f = 1; f < t->nflows; f++) {
+    by[0] &= t->flows[f - 1].from <= t->flows[f].from;
+    by[1] &= t->flows[f - 1].to <= t->flows[f].to;
+    unique &= t->flows[f - 1].id < t->flows[f].id;
+  }
+  if (!unique && !(w->flow_id = pf_flow_ids(t))) return -1;
+  for (int way = 0; way < 2; way++)
+    if ((!in_order || !by[way]) && chain_flows(t, &w->way[way], way)) return -1;
+  if (in_order) return 0;
+  uint32_t *idx = malloc((t->nev + 1) * sizeof *idx);
+  if (!idx) return -1;
+  for (size_t i = 0; i < t->nev; i++) idx[i] = (uint32_t)i;
+  qsort_r(idx, t->nev, sizeof *idx, cmp_idx, (void *)t);
+  *idx_out = idx;
+  return 0;
+}
+
+static loom_status write_pftrace(const loom_trace *t, const char *path, int gzip) {
   writer w;
   memset(&w, 0, sizeof w);
   w.t = t;
@@ -824,28 +872,24 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
   w.iid_corr = (uint32_t)nstr + 1;
   w.iid_role = (uint32_t)nstr + 2;
   w.iid_json = (uint32_t)nstr + 3;
-  w.seen_name = calloc(nstr + 4, 1);
-  w.seen_cat = calloc(nstr + 4, 1);
-  w.seen_arg = calloc(nstr + 4, 1);
   w.track_uuid = calloc(t->ntracks + 1, sizeof *w.track_uuid);
-  uint32_t *of = NULL, *on = NULL, *inf = NULL, *inn = NULL;
-  edge *g = NULL;
-  merger m;
-  memset(&m, 0, sizeof m);
+  w.lane0 = malloc((t->ntracks + 1) * sizeof *w.lane0);
+  if (w.lane0) memset(w.lane0, 0xff, (t->ntracks + 1) * sizeof *w.lane0);
+  lane misc = {.seq = 1, .next = UINT32_MAX};
+  uint32_t *idx = NULL;
   loom_status st = LOOM_OK;
-  if (!w.seen_name || !w.seen_cat || !w.seen_arg || !w.track_uuid ||
-      !(w.flow_id = pf_flow_ids(t)) || samples_prepare(&w) ||
-      chain_flows(t, &of, &on, &inf, &inn) || make_edges(&w, &m, &g))
+  if (!w.track_uuid || !w.lane0 || LOOM__PUSH(w.lanes, w.nlanes, w.cap_lanes, misc) ||
+      samples_prepare(&w) || plan(&w, &idx))
     st = loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
   loom__out o;
-  if (st == LOOM_OK) st = loom__out_open(&o, path, -1);
+  if (st == LOOM_OK) st = loom__out_open(&o, path, gzip);
   if (st == LOOM_OK) {
     w.o = &o;
-    const edge *first = m.nheap ? &g[m.runs[m.heap[0]].at] : NULL;
-    clock_snapshot(&w, first ? first->ts : t->start_ns);
     describe_tracks(&w);
-    header_packet(&w, path);
-    for (const edge *e; (e = merger_next(&m));) write_edge(&w, e, of, on, inf, inn);
+    header_packet(&w);
+    for (size_t j = 0; j < t->nev && !w.oom; j++) write_one(&w, idx ? idx[j] : (uint32_t)j);
+    for (size_t i = 1; i < w.nlanes; i++) lane_pop(&w, &w.lanes[i], INT64_MAX);
+    if (t->window_end) window_end(&w, t->end_ns);
     if (w.oom) {
       loom__out_abort(&o);
       st = loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
@@ -857,16 +901,17 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
                   path, (unsigned long long)w.dropped_overlap);
     }
   }
-  free(g);
-  free(m.runs);
-  free(m.heap);
-  free(of);
-  free(on);
-  free(inf);
-  free(inn);
-  free(w.seen_name);
-  free(w.seen_cat);
-  free(w.seen_arg);
+  free(idx);
+  for (int way = 0; way < 2; way++) {
+    free(w.way[way].first);
+    free(w.way[way].next);
+  }
+  for (size_t i = 0; i < w.nlanes; i++) {
+    free(w.lanes[i].sev);
+    free(w.lanes[i].send);
+  }
+  free(w.lanes);
+  free(w.lane0);
   free(w.track_uuid);
   free(w.flow_id);
   free(w.pkt.p);
@@ -874,9 +919,19 @@ loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
   free(w.tmp.p);
   free(w.interned.p);
   free(w.names.p);
+  loom__map_free(&w.iids);
   loom__map_free(&w.counter_tracks);
   loom__map_free(&w.async_tracks);
-  loom__map_free(&w.lane_tracks);
   samples_free(&w);
   return st;
+}
+
+loom_status loom__write_pftrace(const loom_trace *t, const char *path) {
+  return write_pftrace(t, path, -1);
+}
+
+/* .pftrace.gz: the same stream through gzip, which trace_processor and
+ * loom's reader open as they open the plain file. */
+loom_status loom__write_pftrace_gz(const loom_trace *t, const char *path) {
+  return write_pftrace(t, path, 3);
 }

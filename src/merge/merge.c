@@ -488,16 +488,17 @@ static int has_ext(const char *path, const char *ext) {
 
 /* Fails before reading anything when the output cannot be written. */
 static loom_status check_output(const char *path) {
-  if (!has_ext(path, ".json") && !has_ext(path, ".json.gz") && !has_ext(path, ".pftrace"))
+  if (!has_ext(path, ".json") && !has_ext(path, ".json.gz") && !has_ext(path, ".pftrace") &&
+      !has_ext(path, ".pftrace.gz"))
     return loom__fail(LOOM_EUNSUPPORTED, "cannot write %s: unknown extension (supported: .json, "
-                      ".json.gz, .pftrace)", path);
+                      ".json.gz, .pftrace, .pftrace.gz)", path);
   return LOOM_OK;
 }
 
-/* .pftrace: the merged JSON goes to a temporary file first. */
+/* .pftrace, .pftrace.gz: the merged JSON goes to a temporary file first. */
 static loom_status write_output(loom__sorter *s, merger *m, loom__minput *in, const loom_merge_config *cfg,
                                 counts *n) {
-  if (!has_ext(cfg->output, ".pftrace"))
+  if (!has_ext(cfg->output, ".pftrace") && !has_ext(cfg->output, ".pftrace.gz"))
     return stream_out(s, m, in, cfg->ninputs, cfg->output, has_ext(cfg->output, ".gz") ? 1 : -1, n);
   const char *d = getenv("TMPDIR");
   char tmp[4096];

@@ -294,6 +294,7 @@ int loom__trace_stream_flush(loom_trace *t, const loom__sink *sink, size_t **kee
 
 /* Writes Perfetto protobuf. */
 loom_status loom__write_pftrace(const loom_trace *t, const char *path);
+loom_status loom__write_pftrace_gz(const loom_trace *t, const char *path); /* .pftrace.gz */
 
 /* Common processing after collection, for every producer alike:
  *  1. sorts events by track, start, longer first (parents before children);

@@ -6,11 +6,12 @@
 For every .json / .json.gz trace found (recursively), `loom convert`:
   J1 = original -> .json      P  = original -> .pftrace
   J2 = P -> .json             J3 = J1 -> .json
+  Z  = original -> .pftrace.gz J4 = Z -> .json
 and checks, exactly:
   - every event of the original (B/E pairs as one slice) is in J1 with the
     same phase, name, category, process, thread, ns time, duration and
     arguments (nested values as JSON, compared as parsed JSON);
-  - J1, J2 and J3 hold the same events, arguments, flows (as pairs of the
+  - J1, J2, J3 and J4 hold the same events, arguments, flows (as pairs of the
     slices they join) and top-level keys;
   - every top-level key of the original is in J1 with its value
     (deviceProperties: every device's keys and values); CPU samples
@@ -18,7 +19,8 @@ and checks, exactly:
     spelled out, whatever the frame ids;
   - process and thread names of the original are in J1 and J2;
   - trace_processor links in P exactly the flows J1 holds (same slice
-    pairs) and shows every slice (overlapping ones included);
+    pairs) and shows every slice (overlapping ones included); it shows Z
+    exactly as P;
   - trace_processor reports no error kind for J1 or P (J2 holds exactly
     J1's events) that it does not
     report for the original.
@@ -325,10 +327,13 @@ def check_names(path, what, orig, out):
 def check_file(loom, tp_mjs, path, tmp):
     base = os.path.join(tmp, os.path.basename(path).replace(".", "_"))
     j1, p, j2, j3 = base + ".1.json", base + ".pftrace", base + ".2.json", base + ".3.json"
+    z, j4 = base + ".pftrace.gz", base + ".4.json"
     named = named_changes(path, convert(loom, path, j1))
     convert(loom, path, p)
     convert(loom, p, j2)
     convert(loom, j1, j3)
+    convert(loom, path, z)
+    convert(loom, z, j4)
     if named:
         # bad values: changed as the warnings say, and the warnings travel
         # with the trace; from there on every conversion is exact
@@ -339,7 +344,7 @@ def check_file(loom, tp_mjs, path, tmp):
         path = j1
     orig = Trace(path)
     outs = {}
-    for name, f in (("J1", j1), ("J2", j2), ("J3", j3)):
+    for name, f in (("J1", j1), ("J2", j2), ("J3", j3), ("J4", j4)):
         outs[name] = Trace(f, orig)
     j1t = outs["J1"]
     same_events(path, "original -> JSON", orig, j1t)
@@ -352,9 +357,10 @@ def check_file(loom, tp_mjs, path, tmp):
     if orig.flows != j1t.flows:
         fail(path, f"original -> JSON: flows {sum(orig.flows.values())} -> "
              f"{sum(j1t.flows.values())} (lost: {list((orig.flows - j1t.flows).items())[:2]})")
-    for name in ("J2", "J3"):
+    for name in ("J2", "J3", "J4"):
         t = outs[name]
-        what = "JSON -> pftrace -> JSON" if name == "J2" else "JSON -> JSON -> JSON"
+        what = {"J2": "JSON -> pftrace -> JSON", "J3": "JSON -> JSON -> JSON",
+                "J4": "JSON -> pftrace.gz -> JSON"}[name]
         same_events(path, what, j1t, t)
         same_samples(path, what, j1t, t)
         if t.flows != j1t.flows:
@@ -369,10 +375,14 @@ def check_file(loom, tp_mjs, path, tmp):
     # trace_processor: the .pftrace shows every slice and exactly J1's flows
     errs = {}
     # (J2 holds exactly J1's events, keys and flows, compared above)
-    for name, f in (("original", path), ("J1", j1), ("pftrace", p)):
+    shown = {}
+    for name, f in (("original", path), ("J1", j1), ("pftrace", p), ("pftrace.gz", z)):
         res = tp(tp_mjs, f, STATS, "select count(*) as n from slice where dur >= 0", FLOWS,
                  "select count(*) as n from perf_sample")
         errs[name] = {r["name"] for r in res[0]}
+        shown[name] = res
+        if name == "pftrace.gz" and res != shown["pftrace"]:
+            fail(path, "pftrace.gz: trace_processor shows otherwise than the .pftrace")
         if name == "pftrace":
             # slices, async ranges and instants, and the window-end marker
             # (a "B" never ended: ended at its start there, marked loom_unclosed),

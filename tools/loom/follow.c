@@ -32,6 +32,7 @@ static const char *ext_of(const char *out) {
   size_t n = strlen(out);
   if (n > 8 && !strcmp(out + n - 8, ".json.gz")) return ".json.gz";
   if (n > 8 && !strcmp(out + n - 8, ".pftrace")) return ".pftrace";
+  if (n > 11 && !strcmp(out + n - 11, ".pftrace.gz")) return ".pftrace.gz";
   return ".json";
 }
 

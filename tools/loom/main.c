@@ -66,7 +66,7 @@ static int cmd_backends(int argc, char **argv) {
 /* loom convert IN OUT: any format loom reads to any it writes. */
 static int cmd_convert(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: loom convert IN OUT   (OUT: .json, .json.gz or .pftrace)\n");
+    fprintf(stderr, "usage: loom convert IN OUT   (OUT: .json, .json.gz, .pftrace or .pftrace.gz)\n");
     return 2;
   }
   loom_trace *t;
@@ -174,7 +174,7 @@ static void usage(FILE *f) {
              "  record [-o FILE] [--devices LIST] [--duration SEC] -- PROGRAM ARGS...\n"
              "               run a program with loom injected and write its trace\n"
              "  convert IN OUT\n"
-             "               convert a trace (Chrome/Kineto JSON, .json.gz, .pftrace)\n"
+             "               convert a trace (Chrome/Kineto JSON, .json.gz, .pftrace, .pftrace.gz)\n"
              "  report TRACE... [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
              "               analyse a trace: devices, kernels, transfers, launch latency,\n"
              "               overlap, host ops, user ranges, steps, CPU samples, HTA's figures\n"

@@ -13,7 +13,7 @@
 
 static int usage(void) {
   fprintf(stderr, "usage: loom merge TRACE... -o OUT [--sort-memory SIZE] [--no-align]\n"
-                  "  OUT: .json, .json.gz or .pftrace; one process group per rank, clocks\n"
+                  "  OUT: .json, .json.gz, .pftrace or .pftrace.gz; one process group per rank, clocks\n"
                   "  aligned from the traces' clock_sync points, messages as flows\n"
                   "  --sort-memory SIZE: memory for the sort (default 256m, at least 1m;\n"
                   "  k, m, g suffixes; a plain number is MiB); beyond it, sorted runs go\n"

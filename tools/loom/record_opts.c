@@ -17,7 +17,7 @@ static int usage(void) {
       "usage: loom record [-o FILE|DIR/] [--follow none|exec|all] [--devices LIST]\n"
       "                   [--duration SECONDS] [--option KEY=VALUE]... [--plugin PATH]...\n"
       "                   [window options] -- PROGRAM [ARGS...]\n"
-      "  -o FILE          trace to write (.json, .json.gz, .pftrace), every process\n"
+      "  -o FILE          trace to write (.json, .json.gz, .pftrace[.gz]), every process\n"
       "                   merged into it; default loom-PROGRAM.json.  With windows,\n"
       "                   a pattern: {pid} {rank} {seq} {program}; without {seq},\n"
       "                   several windows write FILE-<seq>.EXT\n"
