@@ -211,14 +211,16 @@ LOOM_EXTERN const char *loom_session_warning(const loom_session *s, size_t i);
 
 /* ---- traces ------------------------------------------------------------- */
 /* Writes the trace to path; the format is chosen by the extension (".json":
- * Chrome trace JSON in Kineto's conventions).  The file is written to a
+ * Chrome trace JSON in Kineto's conventions, ".json.gz" the same gzipped,
+ * ".pftrace" Perfetto protobuf, ".pftrace.gz" the same gzipped, which
+ * trace_processor and Perfetto UI open as it is).  The file is written to a
  * temporary name in the same folder and renamed, so no partial file is left
  * on failure (LOOM_EIO with the reason in loom_last_error). */
 LOOM_EXTERN loom_status loom_trace_save(const loom_trace *t, const char *path);
 
 /* Reads a trace file into a trace object: Chrome trace JSON as loom or
  * Kineto (PyTorch) write it, plain or gzip-compressed, or loom's Perfetto
- * protobuf (.pftrace); the format is detected from the content.  Memory is
+ * protobuf (.pftrace, plain or gzip); the format is detected from the content.  Memory is
  * bounded by the trace model, not the file (streaming parser).  LOOM_EFORMAT
  * with the file name and byte offset in loom_last_error for corrupt or
  * truncated input; LOOM_EIO when it cannot be read. */
@@ -443,7 +445,7 @@ typedef struct loom_merge_config {
   uint32_t struct_size;        /* sizeof(loom_merge_config) */
   uint32_t ninputs;
   const char *const *inputs;   /* trace paths */
-  const char *output;          /* .json, .json.gz or .pftrace; atomic */
+  const char *output;          /* .json, .json.gz, .pftrace or .pftrace.gz; atomic */
   uint64_t sort_memory;        /* bytes for the sort (at least 1 MiB);
                                   0 = 256 MiB */
   uint32_t flags;              /* LOOM_MERGE_F_* */

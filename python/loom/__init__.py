@@ -265,7 +265,7 @@ class Trace:
 
     def save(self, path):
         """Writes the trace; the format follows the extension (.json,
-        .json.gz, .pftrace)."""
+        .json.gz, .pftrace, .pftrace.gz)."""
         self._t.save(os.fspath(path))
         return path
 
