@@ -93,7 +93,7 @@ static int cmp_self(const void *pa, const void *pb) {
 static loom__centry *by_self(const loom__rcpu *c, const loom__centry *e, size_t n) {
   loom__centry *by = malloc((n + 1) * sizeof *by);
   if (!by) return NULL;
-  memcpy(by, e, n * sizeof *by);
+  if (n) memcpy(by, e, n * sizeof *by); /* e is NULL when there is none */
   self_cpu = c;
   qsort(by, n, sizeof *by, cmp_self);
   return by;
@@ -104,7 +104,7 @@ static void top_functions(const loom__rcpu *c, loom__model *m) {
   const loom__cslot *all = &c->slots[0];
   loom__table *t = loom__model_add(m, "cpu.by_self", "Functions by self samples (the function itself ran)",
                                    fn_cols, NCOLS(fn_cols), 0);
-  loom__centry *by = by_self(c, c->ent + all->e0, all->ne);
+  loom__centry *by = by_self(c, all->ne ? c->ent + all->e0 : NULL, all->ne); /* no NULL + 0 */
   if (!t || !by) {
     m->oom = 1;
     free(by);
@@ -132,7 +132,7 @@ static void parent_blanks(loom__table *t) {
 static void slot_fns(const loom__rcpu *c, loom__model *m, loom__table *ch, size_t row, const loom__cslot *s) {
   size_t k = m->top && m->top < FNS_PER_SLICE ? m->top : FNS_PER_SLICE;
   if (!m->top) k = s->ne;
-  loom__centry *by = by_self(c, c->ent + s->e0, s->ne);
+  loom__centry *by = by_self(c, s->ne ? c->ent + s->e0 : NULL, s->ne);
   if (!by) {
     m->oom = 1;
     return;
