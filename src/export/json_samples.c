@@ -229,14 +229,20 @@ static int add_samples(loom_trace *t, loom__samples *s, yajl_val frames, yajl_va
   size_t cap = 0;
   int rc = 0;
   uint32_t cat = loom__trace_str(t, "cpu_sample");
-  const double lim = (double)LOOM__TIME_LIMIT / 1000.0; /* us, as events' times */
+  const double lim = (double)LOOM__TIME_LIMIT / 1000.0; /* us, where events are clamped too */
   size_t bad = 0;
   for (size_t i = 0; rc == 0 && i < YAJL_GET_ARRAY(list)->len; i++) {
     yajl_val smp = YAJL_GET_ARRAY(list)->values[i];
     double pid = 0, tid = 0, ts = 0;
-    if (!YAJL_IS_OBJECT(smp) || num_of(smp, "ts", &ts) || !(ts > -lim && ts < lim)) {
+    if (!YAJL_IS_OBJECT(smp) || num_of(smp, "ts", &ts) || ts != ts) {
       bad++;
       continue;
+    }
+    if (ts > lim || ts < -lim) { /* as an event's time: clamped there, counted */
+      char text[40];
+      int k = snprintf(text, sizeof text, "%.17g us", ts);
+      loom__trace_bad(t, LOOM__BAD_TIME_RANGE, "ts", text, (size_t)k, "cpu-clock sample");
+      ts = ts > 0 ? lim : -lim;
     }
     num_of(smp, "pid", &pid);
     num_of(smp, "tid", &tid);
@@ -275,8 +281,8 @@ static int add_samples(loom_trace *t, loom__samples *s, yajl_val frames, yajl_va
   loom__map_free(&done);
   if (rc == 0 && bad) { /* never left out silently */
     char msg[200];
-    snprintf(msg, sizeof msg, "%zu CPU samples left out: not an object, no time or one past the "
-             "limit, or a pid or tid out of range", bad);
+    snprintf(msg, sizeof msg, "%zu CPU samples left out: not an object, no time, or a pid or "
+             "tid out of range", bad);
     rc = loom__trace_add_warning(t, msg);
   }
   return rc;

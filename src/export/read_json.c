@@ -972,7 +972,6 @@ static int cmp_flow(const void *pa, const void *pb) {
 
 static int finish(reader *r) {
   loom_trace *t = r->t;
-  if (loom__json_samples_read(t)) return -1; /* "samples" + "stackFrames": json_samples.c */
   if (r->sink) {
     t->base_ns = r->base;
     if (flush(r, 1) != 0) return -1;
@@ -1123,6 +1122,10 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, const loom
                     (unsigned long long)offset);
   if (st == LOOM_OK) st = not_a_trace(&r, path);
   if (st == LOOM_OK && r.role_unknown && loom__role_warning(r.t, path))
+    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  /* "samples" + "stackFrames" (json_samples.c) before the bad values are
+   * said: a sample's time is clamped as an event's is */
+  if (st == LOOM_OK && !r.oom && loom__json_samples_read(r.t))
     st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   if (st == LOOM_OK && loom__trace_bad_warnings(r.t, path))
     st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
