@@ -724,12 +724,6 @@ static void packet(rd *r, pbr m) {
     } else {
       r->ts = (int64_t)ts;
     }
-    if (r->ts > LOOM__TIME_LIMIT || r->ts < -LOOM__TIME_LIMIT) { /* as the JSON reader: clamped, counted */
-      char text[32];
-      int n = snprintf(text, sizeof text, "%lld ns", (long long)r->ts);
-      if (te.p || ps.p) loom__trace_bad(r->t, LOOM__BAD_TIME_RANGE, "timestamp", text, (size_t)n, NULL);
-      r->ts = r->ts > 0 ? LOOM__TIME_LIMIT : -LOOM__TIME_LIMIT;
-    }
     if (r->sink) r->ts = stream_time(r, r->ts);
   }
   if (te.p) track_event(r, te);
