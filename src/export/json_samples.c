@@ -139,15 +139,9 @@ int loom__jsamples_add(loom__jsamples *c, const loom_trace *t, const loom__ev *e
       site = (uint32_t)leaf;
     }
   }
-  if (c->n == c->cap) {
-    size_t cap = c->cap ? 2 * c->cap : 1024;
-    jsmp *v = realloc(c->v, cap * sizeof *v);
-    if (!v) return -1;
-    c->v = v, c->cap = cap;
-  }
   const loom__track *tr = &t->tracks[e->track];
-  c->v[c->n++] = (jsmp){e->ts, tr->pid, tr->tid, site};
-  return 0;
+  jsmp one = {e->ts, tr->pid, tr->tid, site};
+  return LOOM__PUSH(c->v, c->n, c->cap, one) ? -1 : 0;
 }
 
 void loom__jsamples_write(const loom__jsamples *c, loom__out *o, int64_t base) {
