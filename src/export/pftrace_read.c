@@ -577,7 +577,7 @@ static void track_event(rd *r, pbr m) {
     added->correlation = strtoull(loom__trace_cstr(t, own->desc) + 6, NULL, 10);
   if (loom__kind_on_device(added->kind) && t->tracks[k->track].device == LOOM_DEVICE_HOST)
     for (size_t i = 0; i < t->ntracks; i++)
-      if (t->tracks[i].pid == t->tracks[k->track].pid) t->tracks[i].device = (uint32_t)t->tracks[i].pid;
+      if (t->tracks[i].pid == t->tracks[k->track].pid) t->tracks[i].device = loom__device_of_pid(t->tracks[i].pid);
   for (int i = 0; r->sink && r->fsink && i < x.nout + x.nin; i++) {
     int out = i < x.nout; /* streaming: the ends bind to this event */
     uint64_t id = out ? x.flows_out[i] : x.flows_in[i - x.nout];

@@ -175,59 +175,91 @@ static void descriptor(writer *w, uint64_t uuid, uint64_t parent, const char *na
   emit_packet(w, &w->pkt);
 }
 
-static int device_pid(const loom_trace *t, int64_t pid) {
+/* Whether a pid is a device's: the first track with that pid says; a pid
+ * no track has is a device's when a device names it.  kind: pid -> 1 host,
+ * 2 device (built once, so the lookups stay linear in the trace). */
+static int pid_kinds(const loom_trace *t, loom__map *kind) {
   for (size_t i = 0; i < t->ntracks; i++)
-    if (t->tracks[i].pid == pid) return t->tracks[i].device != LOOM_DEVICE_HOST;
+    if (!loom__map_get(kind, (uint64_t)t->tracks[i].pid) &&
+        loom__map_put(kind, (uint64_t)t->tracks[i].pid, t->tracks[i].device != LOOM_DEVICE_HOST ? 2 : 1))
+      return -1;
   for (size_t i = 0; i < t->ndevs; i++)
-    if (t->devs[i].pid == pid) return 1;
+    if (!loom__map_get(kind, (uint64_t)t->devs[i].pid) && loom__map_put(kind, (uint64_t)t->devs[i].pid, 2))
+      return -1;
   return 0;
 }
 
-/* A device pid that BASE + pid cannot hold (Kineto writes pid -1): */
-static int odd_device_pid(const loom_trace *t, int64_t pid) {
-  return (pid < 0 || pid > INT32_MAX - PF_DEVICE_PID_BASE) && device_pid(t, pid);
+static int device_pid(const loom__map *kind, int64_t pid) {
+  const uint64_t *k = loom__map_get(kind, (uint64_t)pid);
+  return k && *k == 2;
 }
 
-/* The pid a process has in the file: a host pid as it is; a device pid
- * moved up by PF_DEVICE_PID_BASE, or, where that cannot hold it, the next
- * pid down from INT32_MAX, with the real one in its process descriptor's
- * description ("loom: device pid -1"). */
-static int64_t pf_pid(const loom_trace *t, int64_t pid) {
-  if (!device_pid(t, pid)) return pid;
-  if (!odd_device_pid(t, pid)) return pid + PF_DEVICE_PID_BASE;
+/* A device pid that BASE + pid cannot hold (Kineto writes pid -1): */
+static int odd_device_pid(const loom__map *kind, int64_t pid) {
+  return (pid < 0 || pid > INT32_MAX - PF_DEVICE_PID_BASE) && device_pid(kind, pid);
+}
+
+/* The pid each process has in the file (pid -> file pid): a host pid as it
+ * is; a device pid moved up by PF_DEVICE_PID_BASE, or, where that cannot
+ * hold it, the next pid down from INT32_MAX in the order of the processes,
+ * with the real one in its process descriptor's description ("loom: device
+ * pid -1").  A pid of a track only gets the pid after the processes'. */
+static int pf_pids(const loom_trace *t, const loom__map *kind, loom__map *out) {
   int64_t k = 0;
-  for (size_t i = 0; i < t->nprocs && t->procs[i].pid != pid; i++) k += odd_device_pid(t, t->procs[i].pid);
-  return INT32_MAX - k;
+  for (size_t i = 0; i < t->nprocs; i++) {
+    int64_t pid = t->procs[i].pid, v = pid;
+    if (loom__map_get(out, (uint64_t)pid)) continue;
+    if (odd_device_pid(kind, pid)) v = INT32_MAX - k++;
+    else if (device_pid(kind, pid)) v = pid + PF_DEVICE_PID_BASE;
+    if (loom__map_put(out, (uint64_t)pid, (uint64_t)v)) return -1;
+  }
+  for (size_t i = 0; i < t->ntracks; i++) {
+    int64_t pid = t->tracks[i].pid, v = pid;
+    if (loom__map_get(out, (uint64_t)pid)) continue;
+    if (odd_device_pid(kind, pid)) v = INT32_MAX - k;
+    else if (device_pid(kind, pid)) v = pid + PF_DEVICE_PID_BASE;
+    if (loom__map_put(out, (uint64_t)pid, (uint64_t)v)) return -1;
+  }
+  return 0;
+}
+
+static int64_t pf_pid(const loom__map *pids, int64_t pid) {
+  const uint64_t *v = loom__map_get(pids, (uint64_t)pid);
+  return v ? (int64_t)*v : pid;
 }
 
 static void describe_tracks(writer *w) {
   const loom_trace *t = w->t;
   pb a = {0};
   uint64_t *proc_uuid = calloc(t->nprocs + 1, sizeof *proc_uuid);
-  if (!proc_uuid) {
+  loom__map kind = {0}, pids = {0};
+  if (!proc_uuid || pid_kinds(t, &kind) || pf_pids(t, &kind, &pids)) {
     w->oom = 1;
-    return;
+    goto out;
   }
   for (size_t i = 0; i < t->nprocs; i++) {
     const loom__proc *p = &t->procs[i];
     a.n = 0;
-    pb_sint(&a, PF_PD_PID, pf_pid(t, p->pid));
+    pb_sint(&a, PF_PD_PID, pf_pid(&pids, p->pid));
     if (p->name) pb_str(&a, PF_PD_NAME, loom__trace_cstr(t, p->name));
     if (p->labels) pb_str(&a, PF_PD_LABELS, loom__trace_cstr(t, p->labels));
     proc_uuid[i] = w->next_uuid++;
     char desc[48];
     snprintf(desc, sizeof desc, "loom: device pid %lld", (long long)p->pid);
-    descriptor(w, proc_uuid[i], 0, NULL, &a, NULL, 0, odd_device_pid(t, p->pid) ? desc : NULL);
+    descriptor(w, proc_uuid[i], 0, NULL, &a, NULL, 0, odd_device_pid(&kind, p->pid) ? desc : NULL);
   }
   for (size_t i = 0; i < t->ntracks; i++) {
     const loom__track *k = &t->tracks[i];
     a.n = 0;
-    pb_sint(&a, PF_THD_PID, pf_pid(t, k->pid));
+    pb_sint(&a, PF_THD_PID, pf_pid(&pids, k->pid));
     pb_sint(&a, PF_THD_TID, k->tid);
     if (k->name) pb_str(&a, PF_THD_NAME, loom__trace_cstr(t, k->name));
     w->track_uuid[i] = w->next_uuid++;
     descriptor(w, w->track_uuid[i], 0, NULL, NULL, &a, 0, NULL);
   }
+out:
+  loom__map_free(&kind);
+  loom__map_free(&pids);
   free(a.p);
   free(proc_uuid);
 }

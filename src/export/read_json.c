@@ -298,18 +298,11 @@ static uint32_t track_of(reader *r, int64_t pid, int64_t tid) {
   return k;
 }
 
-/* The device a device pid stands for: the pid itself, except for a pid
- * that reads as LOOM_DEVICE_HOST in 32 bits (-1: Kineto's overhead
- * events). */
-static uint32_t device_of_pid(int64_t pid) {
-  return (uint32_t)pid == LOOM_DEVICE_HOST ? LOOM_DEVICE_HOST - 1 : (uint32_t)pid;
-}
-
 static void mark_device(reader *r, int64_t pid) {
   if (loom__map_get(&r->pid_dev, (uint64_t)pid + 1)) return;
-  if (loom__map_put(&r->pid_dev, (uint64_t)pid + 1, device_of_pid(pid) + 1ull)) r->oom = 1;
+  if (loom__map_put(&r->pid_dev, (uint64_t)pid + 1, loom__device_of_pid(pid) + 1ull)) r->oom = 1;
   for (size_t i = 0; i < r->t->ntracks; i++)
-    if (r->t->tracks[i].pid == pid) r->t->tracks[i].device = device_of_pid(pid);
+    if (r->t->tracks[i].pid == pid) r->t->tracks[i].device = loom__device_of_pid(pid);
 }
 
 static int push_event(reader *r, const loom__ev *e) {

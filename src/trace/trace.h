@@ -190,6 +190,12 @@ int loom__trace_add_proc(loom_trace *t, int64_t pid, const char *name,
                          const char *labels, int32_t sort);
 /* Index of the track (pid, tid) or -1. */
 long loom__trace_find_track(loom_trace *t, int64_t pid, int64_t tid);
+/* The device a device pid stands for: the pid itself, except for a pid
+ * that reads as LOOM_DEVICE_HOST in 32 bits (-1: Kineto's overhead
+ * events). */
+static inline uint32_t loom__device_of_pid(int64_t pid) {
+  return (uint32_t)pid == LOOM_DEVICE_HOST ? LOOM_DEVICE_HOST - 1 : (uint32_t)pid;
+}
 /* Sets start_ns/end_ns to the earliest start and latest end of the events
  * (readers, which have no session window). */
 void loom__trace_span(loom_trace *t);
