@@ -1,7 +1,8 @@
 /*
  * esort.c - external sort of analysis records by time.
  *
- * Records fill a buffer of half the `budget`; a full buffer is handed to a
+ * Records fill a buffer (the `budget` holds two of them and the sort keys of
+ * one: 128 bytes a record); a full buffer is handed to a
  * worker thread that sorts it and appends it to one temporary file as a run,
  * while the reader fills the other half.  At the end the last buffer is
  * sorted in memory and every run is merged through a binary heap, each run
@@ -34,6 +35,10 @@ typedef struct run {
   size_t at, len;
 } run;
 
+typedef struct skey {
+  uint64_t k, i;
+} skey;
+
 struct loom__esort {
   const loom__strtab *strs;
   loom__arec *buf;
@@ -51,6 +56,7 @@ struct loom__esort {
   uint32_t *heap;     /* run indices (the in-memory tail is run nruns) */
   size_t nheap;
   size_t tail_at;
+  skey *order;        /* the order of buf once finished (NULL: buf is sorted) */
   int finished;
   char err[256];
 };
@@ -93,16 +99,101 @@ static names own_names(const loom__esort *s) {
   return nm;
 }
 
-static void sort_recs(loom__arec *r, size_t n, names nm) {
+/* ---- sorting one buffer ----------------------------------------------------
+ * By start time first with an LSD radix sort of (time, index) keys (the
+ * passes over bytes every time shares are skipped), then each run of equal
+ * times by the whole order.  The records stay where they are: a run is
+ * written out in that order, the last buffer is read through it.  Without
+ * memory for the keys: qsort. */
+
+static _Thread_local const loom__arec *cmp_base;
+
+static int cmp_key(const void *pa, const void *pb) {
+  return cmp_rec(&cmp_base[((const skey *)pa)->i], &cmp_base[((const skey *)pb)->i], &cmp_names);
+}
+
+static skey *radix(skey *a, skey *tmp, size_t n) {
+  uint64_t or = 0, and = ~0ull;
+  for (size_t i = 0; i < n; i++) or |= a[i].k, and &= a[i].k;
+  for (int b = 0; b < 64; b += 8) {
+    if (!(((or ^ and) >> b) & 0xff)) continue;
+    size_t at[256] = {0}, sum = 0;
+    for (size_t i = 0; i < n; i++) at[(a[i].k >> b) & 0xff]++;
+    for (int d = 0; d < 256; d++) {
+      size_t c = at[d];
+      at[d] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < n; i++) tmp[at[(a[i].k >> b) & 0xff]++] = a[i];
+    skey *x = a;
+    a = tmp;
+    tmp = x;
+  }
+  return a;
+}
+
+static void ties(const loom__arec *r, skey *key, size_t n) {
+  for (size_t j = 0, e; j < n; j = e) {
+    for (e = j + 1; e < n && key[e].k == key[j].k; e++) {}
+    if (e - j > 16) {
+      qsort(key + j, e - j, sizeof *key, cmp_key);
+      continue;
+    }
+    for (size_t a = j + 1; a < e; a++) /* insertion sort: runs are short */
+      for (size_t b = a; b > j && cmp_rec(&r[key[b - 1].i], &r[key[b].i], &cmp_names) > 0; b--) {
+        skey x = key[b];
+        key[b] = key[b - 1];
+        key[b - 1] = x;
+      }
+  }
+}
+
+/* The order of r[0..n): a malloc'd array whose k-th entry's i is the index
+ * of the k-th record (free it), or NULL when there was no memory for the
+ * keys: then r itself is sorted (qsort). */
+static skey *sort_order(loom__arec *r, size_t n, names nm) {
   cmp_names = nm;
-  if (n > 1) qsort(r, n, sizeof *r, cmp_qsort);
+  cmp_base = r;
+  skey *a = n > 1 ? malloc(2 * n * sizeof *a) : NULL;
+  if (!a) {
+    if (n > 1) qsort(r, n, sizeof *r, cmp_qsort);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) a[i].k = (uint64_t)r[i].ts ^ (1ull << 63), a[i].i = i;
+  skey *key = radix(a, a + n, n);
+  ties(r, key, n);
+  if (key != a) memcpy(a, key, n * sizeof *a);
+  skey *o = realloc(a, n * sizeof *a); /* the other half held the radix passes */
+  return o ? o : a;
+}
+
+/* Record k of r in the order (NULL: r is in order). */
+static inline const loom__arec *in_order(const loom__arec *r, const skey *order, size_t k) {
+  return order ? &r[order[k].i] : &r[k];
+}
+
+/* Writes r[0..n) to f in the order, gathering blocks of records (reading
+ * them in order lets the misses overlap; moving them in place would not). */
+static int write_ordered(FILE *f, const loom__arec *r, const skey *order, size_t n) {
+  if (!order) return fwrite(r, sizeof *r, n, f) == n ? 0 : -1;
+  loom__arec *blk = malloc(BLOCK * sizeof *blk);
+  if (!blk) return -1;
+  int rc = 0;
+  for (size_t at = 0; at < n && !rc; at += BLOCK) {
+    size_t m = n - at < BLOCK ? n - at : BLOCK;
+    for (size_t k = 0; k < m; k++) blk[k] = r[order[at + k].i];
+    rc = fwrite(blk, sizeof *blk, m, f) == m ? 0 : -1;
+  }
+  free(blk);
+  return rc;
 }
 
 loom__esort *loom__esort_new(const loom__strtab *strs, size_t budget) {
   loom__esort *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->strs = strs;
-  s->limit = budget / 2 / sizeof(loom__arec); /* two buffers */
+  /* two buffers, and the sort's keys for one of them */
+  s->limit = budget / (2 * sizeof(loom__arec) + 2 * sizeof(skey));
   if (s->limit < 1024) s->limit = 1024;
   return s;
 }
@@ -136,12 +227,13 @@ static void *spill_run(void *arg) {
     s->werr = -1;
     return NULL;
   }
-  sort_recs(s->wbuf, s->wn, nm);
+  skey *order = sort_order(s->wbuf, s->wn, nm);
   run r = {0};
   r.n = s->wn;
   r.off = s->nruns ? s->runs[s->nruns - 1].off + s->runs[s->nruns - 1].n : 0;
-  if (fwrite(s->wbuf, sizeof *s->wbuf, s->wn, s->spill) != s->wn ||
-      LOOM__PUSH(s->runs, s->nruns, s->cap_runs, r)) {
+  int wrote = write_ordered(s->spill, s->wbuf, order, s->wn);
+  free(order);
+  if (wrote != 0 || LOOM__PUSH(s->runs, s->nruns, s->cap_runs, r)) {
     snprintf(s->err, sizeof s->err, "cannot write the sort's temporary file: %s",
              strerror(errno ? errno : ENOSPC));
     s->werr = -1;
@@ -221,7 +313,7 @@ static int fill(loom__esort *s, run *r) {
 }
 
 static const loom__arec *head(const loom__esort *s, uint32_t i) {
-  if (i == s->nruns) return s->tail_at < s->n ? &s->buf[s->tail_at] : NULL;
+  if (i == s->nruns) return s->tail_at < s->n ? in_order(s->buf, s->order, s->tail_at) : NULL;
   const run *r = &s->runs[i];
   return r->at < r->len ? &r->blk[r->at] : NULL;
 }
@@ -248,7 +340,7 @@ int loom__esort_finish(loom__esort *s) {
   if (wait_worker(s) != 0) return -1;
   free(s->spare);
   s->spare = NULL;
-  sort_recs(s->buf, s->n, own_names(s));
+  s->order = sort_order(s->buf, s->n, own_names(s));
   s->finished = 1;
   if (!s->nruns) return 0;
   s->heap = malloc((s->nruns + 1) * sizeof *s->heap);
@@ -265,7 +357,7 @@ int loom__esort_finish(loom__esort *s) {
 }
 
 const loom__arec *loom__esort_next(loom__esort *s) {
-  if (!s->nruns) return s->tail_at < s->n ? &s->buf[s->tail_at++] : NULL;
+  if (!s->nruns) return s->tail_at < s->n ? in_order(s->buf, s->order, s->tail_at++) : NULL;
   if (!s->nheap) return NULL;
   /* The record handed out stays valid until the next call: copy it out of
    * the block before the block is refilled. */
@@ -291,6 +383,7 @@ void loom__esort_free(loom__esort *s) {
   free(s->runs);
   free(s->heap);
   free(s->buf);
+  free(s->order);
   if (s->spill) fclose(s->spill);
   free(s);
 }

@@ -123,6 +123,7 @@ typedef struct rd {
   seqst *seqs;                 /* per packet sequence */
   size_t nseqs, cap_seqs;
   loom__map seq_at;            /* sequence id -> index into seqs */
+  loom__map is_json;           /* string id -> 2 JSON text, 1 not (checked once) */
   seqst *cur;                  /* the current packet's */
   int based;                   /* streaming: t->base_ns is set */
   int64_t ts;
@@ -428,7 +429,18 @@ static int is_json(const char *s) {
   return ok;
 }
 
-static void json_marks(loom_trace *t, const loom__ev *e, const char *s) {
+/* is_json of a trace string, remembered: the same argument texts come back
+ * on every event (tensor shapes), and checking one costs a parser. */
+static int is_json_str(rd *r, uint32_t id) {
+  uint64_t *k = loom__map_get(&r->is_json, id);
+  if (k) return *k == 2;
+  int ok = is_json(loom__trace_cstr(r->t, id));
+  if (loom__map_put(&r->is_json, id, ok ? 2 : 1)) r->oom = 1;
+  return ok;
+}
+
+static void json_marks(rd *r, const loom__ev *e, const char *s) {
+  loom_trace *t = r->t;
   while (*s) {
     char *end;
     unsigned long i = strtoul(s, &end, 10);
@@ -436,7 +448,7 @@ static void json_marks(loom_trace *t, const loom__ev *e, const char *s) {
     /* only a string that is JSON: a file could mark any text, and the JSON
      * writer copies a JSON argument as it is */
     if (i < e->nargs && t->args[e->args_off + i].type == LOOM_ARG_STRING &&
-        is_json(loom__trace_cstr(t, t->args[e->args_off + i].v.s)))
+        is_json_str(r, t->args[e->args_off + i].v.s))
       t->args[e->args_off + i].json = 1;
     s = *end == ',' ? end + 1 : end;
   }
@@ -476,7 +488,7 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
   } else if (a.key == r->counter_key && a.type == LOOM_ARG_INT && e->ph == LOOM__PH_INSTANT) {
     e->ph = LOOM__PH_COUNTER;
   } else if (a.key == r->json_key && a.type == LOOM_ARG_STRING) {
-    json_marks(r->t, e, loom__trace_cstr(r->t, a.v.s));
+    json_marks(r, e, loom__trace_cstr(r->t, a.v.s));
   } else if (loom__trace_add_arg(r->t, &a)) r->oom = 1;
 }
 
@@ -745,6 +757,7 @@ static void rd_free(rd *r) {
   loom__map_free(&r->frames);
   loom__map_free(&r->callstacks);
   loom__map_free(&r->seq_at);
+  loom__map_free(&r->is_json);
   free(r->seqs);
   loom__samples_free(&r->smp);
   free(r->stack);
