@@ -28,6 +28,7 @@
 #include <zlib.h>
 
 #include "core/core.h"
+#include "json_tape.h"
 #include "trace/trace.h"
 
 typedef struct pending_flow {
@@ -1011,12 +1012,174 @@ static void reader_free(reader *r) {
   loom__map_free(&r->str_tids);
 }
 
+/* ---- the input ------------------------------------------------------------
+ * An uncompressed file is mapped and parsed in place: no copy through read()
+ * and gzread's buffers (a fifth of the time on big traces).  yajl scans a
+ * token that spans chunks again from its start at each chunk: a chunk that
+ * ended no string (one huge name) doubles the next, so a string of any
+ * length costs linear time (for compressed input, the buffer it is read
+ * into doubles). */
+enum { CHUNK = 1 << 20 };
+
+typedef struct jinput {
+  gzFile f;
+  unsigned char *map, *buf;
+  size_t map_len, chunk, gzcap;
+  uint64_t offset, dropped, strings_seen;
+  uint64_t file_size;
+  int failed; /* gzread failed */
+} jinput;
+
+static int input_open(jinput *in, const char *path) {
+  memset(in, 0, sizeof *in);
+  in->f = gzopen(path, "rb");
+  if (!in->f) return -1;
+  gzbuffer(in->f, 1 << 18);
+  in->chunk = CHUNK / 2;
+  in->gzcap = CHUNK;
+  in->strings_seen = 1;
+  int fd = open(path, O_RDONLY);
+  struct stat sb;
+  if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) in->file_size = (uint64_t)sb.st_size;
+  if (fd >= 0 && gzdirect(in->f) && in->file_size > 0) {
+    void *m = mmap(NULL, (size_t)in->file_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m != MAP_FAILED) {
+      in->map = m;
+      in->map_len = (size_t)in->file_size;
+      madvise(m, in->map_len, MADV_SEQUENTIAL);
+    }
+  }
+  if (fd >= 0) close(fd);
+  if (!in->map) in->buf = malloc(CHUNK);
+  return in->map || in->buf ? 0 : -2;
+}
+
+static void input_close(jinput *in) {
+  if (in->map) munmap(in->map, in->map_len);
+  else free(in->buf);
+  gzclose(in->f);
+}
+
+/* The next bytes to parse (loom__jsrc.next): their count, 0 at the end,
+ * -1 for corrupt compressed data.  strings: strings and keys parsed so far. */
+static long input_next(void *ctx, const unsigned char **data, uint64_t strings) {
+  jinput *in = ctx;
+  long n;
+  if (in->map) {
+    in->chunk = strings != in->strings_seen ? CHUNK : in->chunk < (1u << 30) ? 2 * in->chunk : in->chunk;
+    in->strings_seen = strings;
+    size_t left = in->map_len - (size_t)in->offset;
+    n = (long)(left < in->chunk ? left : in->chunk);
+    *data = in->map + in->offset;
+    if (in->offset >= in->dropped + (4u << 20)) { /* parsed pages leave our RSS */
+      uint64_t upto = (in->offset - (1u << 20)) & ~(uint64_t)0xfffff;
+      madvise(in->map + in->dropped, (size_t)(upto - in->dropped), MADV_DONTNEED);
+      in->dropped = upto;
+    }
+  } else {
+    size_t want = strings != in->strings_seen ? in->gzcap : in->gzcap < (1u << 30) ? 2 * in->gzcap : in->gzcap;
+    in->strings_seen = strings;
+    if (want > in->gzcap) {
+      unsigned char *nb = realloc(in->buf, want);
+      if (nb) in->buf = nb, in->gzcap = want;
+    }
+    n = gzread(in->f, in->buf, (unsigned)in->gzcap);
+    *data = in->buf;
+    if (n < 0) in->failed = 1;
+  }
+  if (n > 0) in->offset += (uint64_t)n;
+  return n < 0 ? -1 : n;
+}
+
+/* Inputs at least this big (bytes on disk) are parsed on a thread of their
+ * own (json_tape.h); SIZE_MAX: never.  Tests set it. */
+size_t loom__json_tape_min = 1 << 20;
+
+/* Parses the whole input into r in this thread.  The yajl error (or 0). */
+static loom_status parse_here(reader *r, jinput *in, const char *path) {
+  yajl_handle y = yajl_alloc(&callbacks, NULL, r);
+  if (!y) return loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  yajl_config(y, yajl_allow_multiple_values, 0);
+  loom_status st = LOOM_OK;
+  long n;
+  const unsigned char *d;
+  while ((n = input_next(in, &d, r->nstrings)) > 0) {
+    if (yajl_parse(y, d, (size_t)n) != yajl_status_ok) {
+      size_t at = yajl_get_bytes_consumed(y);
+      unsigned char *msg = yajl_get_error(y, 0, d, (size_t)n);
+      st = loom__fail(r->oom ? LOOM_ENOMEM : LOOM_EFORMAT, "%s: %s at byte offset %llu", path,
+                      r->oom ? "out of memory" : (const char *)msg,
+                      (unsigned long long)(in->offset - (uint64_t)n + at));
+      yajl_free_error(y, msg);
+      break;
+    }
+  }
+  if (st == LOOM_OK && n == 0 && yajl_complete_parse(y) != yajl_status_ok)
+    st = loom__fail(LOOM_EFORMAT, "%s: truncated JSON: the file ends at byte offset %llu inside %s", path,
+                    (unsigned long long)in->offset, r->depth > 1 ? "the event list" : "the top-level object");
+  yajl_free(y);
+  return st;
+}
+
+/* The same on two threads; -1 when no thread could be had (then nothing
+ * was parsed). */
+static int parse_threaded(reader *r, jinput *in, const char *path, loom_status *st) {
+  loom__jsrc src = {input_next, in};
+  loom__jtape_result res;
+  if (loom__jtape_run(&src, &callbacks, r, &res) != 0) return -1;
+  *st = LOOM_OK;
+  if (res.status == 3 || (res.status && r->oom))
+    *st = loom__fail(LOOM_ENOMEM, "%s: out of memory at byte offset %llu", path,
+                     (unsigned long long)res.offset);
+  else if (res.status == 1)
+    *st = loom__fail(LOOM_EFORMAT, "%s: %s at byte offset %llu", path, res.msg,
+                     (unsigned long long)res.offset);
+  else if (res.status == 0 && res.truncated)
+    *st = loom__fail(LOOM_EFORMAT, "%s: truncated JSON: the file ends at byte offset %llu inside %s", path,
+                     (unsigned long long)in->offset, r->depth > 1 ? "the event list" : "the top-level object");
+  return 0;
+}
+
+/* After the parse: the checks and the finishing touches. */
+static loom_status parsed(reader *r, const jinput *in, const char *path, loom_status st) {
+  if (st == LOOM_OK && in->failed) {
+    int zerr;
+    const char *m = gzerror(in->f, &zerr);
+    st = loom__fail(LOOM_EFORMAT, "%s: corrupt compressed data near byte offset %llu "
+                    "of the uncompressed stream: %s", path, (unsigned long long)in->offset, m);
+  }
+  if (st == LOOM_OK && in->offset == 0) st = loom__fail(LOOM_EFORMAT, "%s: empty file", path);
+  if (st == LOOM_OK && r->depth != 0)
+    st = loom__fail(LOOM_EFORMAT, "%s: truncated JSON at byte offset %llu", path,
+                    (unsigned long long)in->offset);
+  if (st == LOOM_OK) st = not_a_trace(r, path);
+  if (st == LOOM_OK && r->role_unknown && loom__role_warning(r->t, path))
+    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  /* "samples" + "stackFrames" (json_samples.c) before the bad values are
+   * said: a sample's time is clamped as an event's is */
+  if (st == LOOM_OK && !r->oom && loom__json_samples_read(r->t))
+    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  if (st == LOOM_OK && loom__trace_bad_warnings(r->t, path))
+    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  if (st == LOOM_OK && (r->oom || finish(r) != 0))
+    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  return st;
+}
+
+static void reader_keys(reader *r) {
+  r->ext_key = loom__trace_str(r->t, "External id");
+  r->corr_key = loom__trace_str(r->t, "correlation");
+  r->role_key = loom__trace_str(r->t, "loom_role");
+  r->dir_key = loom__trace_str(r->t, "direction");
+  r->stack_key = loom__trace_str(r->t, "stack");
+}
+
 loom_status loom__read_json(const char *path, const loom__sink *sink, const loom__flow_sink *flows,
                             loom_trace **out) {
   *out = NULL;
-  gzFile f = gzopen(path, "rb");
-  if (!f) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
-  gzbuffer(f, 1 << 18);
+  jinput in;
+  int rc = input_open(&in, path);
+  if (rc == -1) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
   reader r;
   memset(&r, 0, sizeof r);
   r.t = loom__trace_new();
@@ -1024,110 +1187,17 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, const loom
   r.sink = sink;
   r.fsink = flows;
   r.flush_at = LOOM__STREAM_BATCH;
-  if (r.t) {
-    r.ext_key = loom__trace_str(r.t, "External id");
-    r.corr_key = loom__trace_str(r.t, "correlation");
-    r.role_key = loom__trace_str(r.t, "loom_role");
-    r.dir_key = loom__trace_str(r.t, "direction");
-    r.stack_key = loom__trace_str(r.t, "stack");
-  }
-  yajl_handle y = r.t ? yajl_alloc(&callbacks, NULL, &r) : NULL;
-  if (!y) {
-    gzclose(f);
+  if (rc || !r.t) {
+    input_close(&in);
     loom_trace_free(r.t);
     return loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   }
-  yajl_config(y, yajl_allow_multiple_values, 0);
-  enum { CHUNK = 1 << 20 };
-  /* An uncompressed file is mapped and parsed in place: no copy through
-   * read() and gzread's buffers (a fifth of the time on big traces). */
-  unsigned char *map = NULL, *buf = NULL;
-  size_t map_len = 0;
-  if (gzdirect(f)) {
-    int fd = open(path, O_RDONLY);
-    struct stat sb;
-    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
-      void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (m != MAP_FAILED) {
-        map = m;
-        map_len = (size_t)sb.st_size;
-        madvise(m, map_len, MADV_SEQUENTIAL);
-      }
-    }
-    if (fd >= 0) close(fd);
-  }
-  if (!map) buf = malloc(CHUNK);
-  uint64_t offset = 0, dropped = 0, strings_seen = 1;
-  size_t chunk = CHUNK / 2, gzcap = CHUNK;
-  loom_status st = map || buf ? LOOM_OK : LOOM_ENOMEM;
-  int n = 0;
-  while (st == LOOM_OK) {
-    if (map) {
-      /* yajl scans a token that spans chunks again from its start at each
-       * chunk: a chunk that ended no string (one huge name) doubles the
-       * next, so a string of any length costs linear time. */
-      chunk = r.nstrings != strings_seen ? CHUNK : chunk < (1u << 30) ? 2 * chunk : chunk;
-      strings_seen = r.nstrings;
-      size_t left = map_len - (size_t)offset;
-      n = (int)(left < chunk ? left : chunk);
-      buf = map + offset;
-    } else {
-      /* the same for compressed input: a chunk that ended no string
-       * doubles the buffer the next one is read into */
-      size_t want = r.nstrings != strings_seen ? gzcap : gzcap < (1u << 30) ? 2 * gzcap : gzcap;
-      strings_seen = r.nstrings;
-      if (want > gzcap) {
-        unsigned char *nb = realloc(buf, want);
-        if (nb) buf = nb, gzcap = want;
-      }
-      n = gzread(f, buf, (unsigned)gzcap);
-    }
-    if (n <= 0) break;
-    if (map && offset >= dropped + (4u << 20)) { /* parsed pages leave our RSS */
-      uint64_t upto = (offset - (1u << 20)) & ~(uint64_t)0xfffff;
-      madvise(map + dropped, (size_t)(upto - dropped), MADV_DONTNEED);
-      dropped = upto;
-    }
-    if (yajl_parse(y, buf, (size_t)n) != yajl_status_ok) {
-      size_t at = yajl_get_bytes_consumed(y);
-      unsigned char *msg = yajl_get_error(y, 0, buf, (size_t)n);
-      st = loom__fail(r.oom ? LOOM_ENOMEM : LOOM_EFORMAT, "%s: %s at byte offset %llu",
-                      path, r.oom ? "out of memory" : (const char *)msg,
-                      (unsigned long long)(offset + at));
-      yajl_free_error(y, msg);
-    }
-    offset += (uint64_t)n;
-  }
-  if (st == LOOM_OK && n < 0) {
-    int zerr;
-    const char *m = gzerror(f, &zerr);
-    st = loom__fail(LOOM_EFORMAT, "%s: corrupt compressed data near byte offset %llu "
-                    "of the uncompressed stream: %s", path, (unsigned long long)offset, m);
-  }
-  if (st == LOOM_OK && yajl_complete_parse(y) != yajl_status_ok)
-    st = loom__fail(LOOM_EFORMAT, "%s: truncated JSON: the file ends at byte offset "
-                    "%llu inside %s", path, (unsigned long long)offset,
-                    r.depth > 1 ? "the event list" : "the top-level object");
-  if (st == LOOM_OK && offset == 0)
-    st = loom__fail(LOOM_EFORMAT, "%s: empty file", path);
-  if (st == LOOM_OK && r.depth != 0)
-    st = loom__fail(LOOM_EFORMAT, "%s: truncated JSON at byte offset %llu", path,
-                    (unsigned long long)offset);
-  if (st == LOOM_OK) st = not_a_trace(&r, path);
-  if (st == LOOM_OK && r.role_unknown && loom__role_warning(r.t, path))
-    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
-  /* "samples" + "stackFrames" (json_samples.c) before the bad values are
-   * said: a sample's time is clamped as an event's is */
-  if (st == LOOM_OK && !r.oom && loom__json_samples_read(r.t))
-    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
-  if (st == LOOM_OK && loom__trace_bad_warnings(r.t, path))
-    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
-  if (st == LOOM_OK && (r.oom || finish(&r) != 0))
-    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
-  if (map) munmap(map, map_len);
-  else free(buf);
-  yajl_free(y);
-  gzclose(f);
+  reader_keys(&r);
+  loom_status st;
+  if (in.file_size < loom__json_tape_min || parse_threaded(&r, &in, path, &st) != 0)
+    st = parse_here(&r, &in, path);
+  st = parsed(&r, &in, path, st);
+  input_close(&in);
   reader_free(&r);
   if (st != LOOM_OK) {
     loom_trace_free(r.t);
@@ -1142,11 +1212,7 @@ int loom__read_json_header(loom_trace *t, const char *path, const char *text, si
   memset(&r, 0, sizeof r);
   r.t = t;
   r.path = path;
-  r.ext_key = loom__trace_str(t, "External id");
-  r.corr_key = loom__trace_str(t, "correlation");
-  r.role_key = loom__trace_str(t, "loom_role");
-  r.dir_key = loom__trace_str(t, "direction");
-  r.stack_key = loom__trace_str(t, "stack");
+  reader_keys(&r);
   yajl_handle y = yajl_alloc(&callbacks, NULL, &r);
   int rc = y ? 0 : -1;
   if (y && (yajl_parse(y, (const unsigned char *)text, n) != yajl_status_ok ||

@@ -1,0 +1,43 @@
+/*
+ * json_tape.h - yajl on a thread of its own.  The parser thread runs yajl
+ * over the input and writes each token (with a copy of its text) on a
+ * "tape" of bounded blocks; the caller's thread reads the tape back and
+ * calls the same yajl callbacks the reader would have been given.  Tokenizing
+ * (about half of reading a big JSON trace) and building the model then run
+ * on two cores.  Errors come out as they would from one thread: every token
+ * before the error reaches the callbacks, then the error, with its byte
+ * offset.
+ */
+#ifndef LOOM_JSON_TAPE_H
+#define LOOM_JSON_TAPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <yajl/yajl_parse.h>
+
+/* Where the parser thread gets its input: fills buf (at most cap bytes, or
+ * sets *data to its own bytes) and returns the count, 0 at the end, -1 on
+ * a read error.  Called on the parser thread only. */
+typedef struct loom__jsrc {
+  long (*next)(void *ctx, const unsigned char **data, uint64_t strings_seen);
+  void *ctx;
+} loom__jsrc;
+
+typedef struct loom__jtape_result {
+  int status;           /* 0 ok, 1 yajl error, 2 read error, 3 cancelled (a callback or no memory) */
+  uint64_t offset;      /* bytes given to yajl before the end or the error */
+  char msg[256];        /* yajl's message (status 1) */
+  int truncated;        /* yajl_complete_parse failed at the end */
+} loom__jtape_result;
+
+/* Parses src on a new thread and replays the tokens into cb/ctx on this
+ * one.  Returns -1 when no thread or memory could be had before anything
+ * was parsed (the caller then parses in one thread), else 0 with *res set. */
+int loom__jtape_run(const loom__jsrc *src, const yajl_callbacks *cb, void *ctx,
+                    loom__jtape_result *res);
+
+/* read_json.c: inputs at least this big (bytes on disk) go through the
+ * tape; SIZE_MAX: none (tests compare both ways). */
+extern size_t loom__json_tape_min;
+
+#endif
