@@ -10,9 +10,13 @@
  * The file is read in one pass with a fixed buffer per packet.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
 
@@ -26,7 +30,8 @@ typedef struct pbr {
   int bad;
 } pbr;
 
-static uint64_t rd_varint(pbr *r) {
+static inline uint64_t rd_varint(pbr *r) {
+  if (r->p < r->end && !(*r->p & 0x80)) return *r->p++; /* one byte: most */
   uint64_t v = 0;
   for (int shift = 0; shift < 64; shift += 7) {
     if (r->p >= r->end) {
@@ -46,7 +51,7 @@ static uint64_t rd_varint(pbr *r) {
  * (empty, 0) for the other wire types, so a field of an unexpected type
  * never leaves a stale view of an earlier packet's buffer, which the file
  * reader has reallocated since. */
-static int rd_field(pbr *r, uint32_t *field, int *wire, uint64_t *v, pbr *sub) {
+static inline int rd_field(pbr *r, uint32_t *field, int *wire, uint64_t *v, pbr *sub) {
   static const uint8_t none;
   sub->p = sub->end = &none;
   sub->bad = 0;
@@ -90,10 +95,6 @@ typedef struct trk {
   int has_track;
 } trk;
 
-typedef struct pid_pair {
-  int64_t written, pid;
-} pid_pair;
-
 /* What a packet sequence set for the packets after: its clock 64 (an
  * incremental clock: real is its time at the snapshot, inc its value then,
  * acc its value now, mult its unit in ns), its default clock and track. */
@@ -113,7 +114,9 @@ typedef struct rd {
   loom_trace *t;
   const char *path;
   loom__map names, cats, argn, strv; /* (sequence, iid) -> string id */
+  struct iid_slot { uint64_t key; uint32_t val, table; } iidc[1024]; /* in front of those four */
   loom__map tracks;            /* uuid -> index into trks */
+  size_t trk_hit[64];          /* 1 + index into trks of recently found uuids (trk_of) */
   trk *trks;
   size_t ntrks, cap_trks;
   open_slice *open;
@@ -134,8 +137,7 @@ typedef struct rd {
   uint32_t role_key;          /* interned "loom_role": becomes the event's marks */
   uint32_t json_key;          /* interned "loom_json": which arguments are JSON */
   uint32_t unclosed_key;      /* interned "loom_unclosed": never ended in the trace read */
-  pid_pair *pidmap;           /* device pids written apart (model_pid) */
-  size_t npidmap, cap_pidmap;
+  loom__map pidmap;           /* device pids written apart (model_pid): file pid -> pid */
   uint32_t counter_key;       /* interned "loom_counter": a counter written as an instant */
   size_t counter_instant;     /* 1 + the index of the last such counter (joins no series) */
   int header_bad;             /* loom_header is not JSON (message set) */
@@ -167,6 +169,24 @@ static uint64_t seq_iid(const rd *r, uint64_t iid) {
   return r->cur ? iid ^ (uint64_t)r->cur->seq << 40 : iid;
 }
 
+/* The string id of (table, key) in map m (0: none).  Events look their
+ * names, categories and argument names up by iid: a direct-mapped cache in
+ * front of the maps (written through by interned()) takes the hashing and
+ * the misses off most of them. */
+static struct iid_slot *iid_slot(rd *r, uint32_t table, uint64_t key) {
+  uint64_t h = (key ^ ((uint64_t)table << 56)) * 0x9e3779b97f4a7c15ull;
+  return &r->iidc[h >> 54];
+}
+
+static uint32_t iid_get(rd *r, loom__map *m, uint32_t table, uint64_t key) {
+  struct iid_slot *c = iid_slot(r, table, key);
+  if (c->table == table && c->key == key) return c->val;
+  uint64_t *v = loom__map_get(m, key);
+  if (!v) return 0;
+  c->key = key, c->table = table, c->val = (uint32_t)*v;
+  return c->val;
+}
+
 static void interned(rd *r, pbr m) {
   uint32_t f;
   int w;
@@ -187,8 +207,11 @@ static void interned(rd *r, pbr m) {
       if (f2 == 1 && w2 == PB_VARINT) iid = v;
       if (f2 == 2 && w2 == PB_LEN) name = str_of(r, &e);
     }
-    int per_seq = dst == &r->names || dst == &r->cats || dst == &r->argn || dst == &r->strv;
-    if (iid && loom__map_put(dst, per_seq ? seq_iid(r, iid) : iid, name)) r->oom = 1;
+    uint32_t table = dst == &r->names ? 1 : dst == &r->cats ? 2 : dst == &r->argn ? 3 : dst == &r->strv ? 4 : 0;
+    uint64_t key = table ? seq_iid(r, iid) : iid;
+    if (iid && loom__map_put(dst, key, name)) r->oom = 1;
+    struct iid_slot *c = table ? iid_slot(r, table, key) : NULL;
+    if (c && c->table == table && c->key == key) c->val = name; /* written through */
   }
 }
 
@@ -304,9 +327,15 @@ static void perf_sample(rd *r, pbr m) {
   if (loom__trace_add_ev(t, &e) || loom__trace_add_arg_str(t, "stack", r->stack)) r->oom = 1;
 }
 
+/* The descriptor of track uuid (NULL: none); the last few found are
+ * remembered by index (events come in runs on one track). */
 static trk *trk_of(rd *r, uint64_t uuid) {
+  size_t h = (size_t)((uuid * 0x9e3779b97f4a7c15ull) >> 58);
+  if (r->trk_hit[h] && r->trks[r->trk_hit[h] - 1].uuid == uuid) return &r->trks[r->trk_hit[h] - 1];
   uint64_t *i = loom__map_get(&r->tracks, uuid);
-  return i ? &r->trks[*i] : NULL;
+  if (!i) return NULL;
+  r->trk_hit[h] = (size_t)*i + 1;
+  return &r->trks[*i];
 }
 
 /* The pid a descriptor's process has in the trace, and whether it is a
@@ -319,16 +348,15 @@ static int model_pid(rd *r, trk *k) {
     char *end;
     errno = 0;
     long long pid = strtoll(d + sizeof mark - 1, &end, 10);
-    pid_pair p = {k->pid, pid};
-    if (!errno && end != d + sizeof mark - 1 && !*end &&
-        LOOM__PUSH(r->pidmap, r->npidmap, r->cap_pidmap, p))
+    if (!errno && end != d + sizeof mark - 1 && !*end && !loom__map_get(&r->pidmap, (uint64_t)k->pid) &&
+        loom__map_put(&r->pidmap, (uint64_t)k->pid, (uint64_t)pid))
       r->oom = 1;
   }
-  for (size_t i = 0; i < r->npidmap; i++)
-    if (r->pidmap[i].written == k->pid) {
-      k->pid = r->pidmap[i].pid;
-      return 1;
-    }
+  uint64_t *real = loom__map_get(&r->pidmap, (uint64_t)k->pid); /* the first description wins */
+  if (real) {
+    k->pid = (int64_t)*real;
+    return 1;
+  }
   if (k->pid < PF_DEVICE_PID_BASE) return 0;
   k->pid -= PF_DEVICE_PID_BASE;
   return 1;
@@ -370,7 +398,7 @@ static void descriptor(rd *r, pbr m) {
     }
   }
   if (k.is_thread) {
-    if (loom__trace_track(r->t, k.pid, k.tid, NULL, device ? (uint32_t)k.pid : LOOM_DEVICE_HOST,
+    if (loom__trace_track(r->t, k.pid, k.tid, NULL, device ? loom__device_of_pid(k.pid) : LOOM_DEVICE_HOST,
                           &k.track))
       r->oom = 1;
     else r->t->tracks[k.track].name = k.name;
@@ -463,8 +491,7 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
   int have = 0;
   while (rd_field(&m, &f, &w, &v, &sub)) {
     if (f == PF_DA_NAME_IID && w == PB_VARINT) {
-      uint64_t *s = loom__map_get(&r->argn, seq_iid(r, v));
-      a.key = s ? (uint32_t)*s : 0;
+      a.key = iid_get(r, &r->argn, 3, seq_iid(r, v));
     } else if (f == PF_DA_NAME && w == PB_LEN) a.key = str_of(r, &sub);
     else if (f == PF_DA_INT && w == PB_VARINT) a.type = LOOM_ARG_INT, a.v.i = (int64_t)v, have = 1;
     else if (f == PF_DA_UINT && w == PB_VARINT) a.type = LOOM_ARG_UINT, a.v.u = v, have = 1;
@@ -472,8 +499,7 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
     else if (f == PF_DA_DOUBLE && w == PB_I64) a.type = LOOM_ARG_DOUBLE, memcpy(&a.v.d, &v, 8), have = 1;
     else if (f == PF_DA_STRING && w == PB_LEN) a.type = LOOM_ARG_STRING, a.v.s = str_of(r, &sub), have = 1;
     else if (f == PF_DA_STRING_VALUE_IID && w == PB_VARINT) {
-      uint64_t *s = loom__map_get(&r->strv, seq_iid(r, v));
-      a.type = LOOM_ARG_STRING, a.v.s = s ? (uint32_t)*s : 0, have = 1;
+      a.type = LOOM_ARG_STRING, a.v.s = iid_get(r, &r->strv, 4, seq_iid(r, v)), have = 1;
     }
   }
   if (!have) return;
@@ -501,8 +527,11 @@ static int is_flow(uint32_t f, int w, int way) {
 }
 
 static void track_event(rd *r, pbr m) {
-  te_fields x;
-  memset(&x, 0, sizeof x);
+  te_fields x; /* the flow arrays are read up to nout and nin only: not cleared (1 KiB an event) */
+  x.type = x.name_iid = x.cat_iid = 0;
+  x.name = x.cat = 0;
+  x.dvalue = 0;
+  x.has_value = x.nout = x.nin = 0;
   x.uuid = r->cur ? r->cur->track : 0; /* the sequence's default track */
   uint32_t f;
   int w;
@@ -514,12 +543,10 @@ static void track_event(rd *r, pbr m) {
     if (f == PF_TE_TYPE && w == PB_VARINT) x.type = v;
     else if (f == PF_TE_TRACK_UUID && w == PB_VARINT) x.uuid = v;
     else if (f == PF_TE_NAME_IID && w == PB_VARINT) {
-      uint64_t *s = loom__map_get(&r->names, seq_iid(r, v));
-      x.name = s ? (uint32_t)*s : 0;
+      x.name = iid_get(r, &r->names, 1, seq_iid(r, v));
     } else if (f == PF_TE_NAME && w == PB_LEN) x.name = str_of(r, &sub);
     else if (f == PF_TE_CATEGORY_IIDS && w == PB_VARINT) {
-      uint64_t *s = loom__map_get(&r->cats, seq_iid(r, v));
-      x.cat = s ? (uint32_t)*s : 0;
+      x.cat = iid_get(r, &r->cats, 2, seq_iid(r, v));
     } else if (f == PF_TE_CATEGORIES && w == PB_LEN) x.cat = str_of(r, &sub);
     else if (f == PF_TE_DOUBLE_COUNTER_VALUE && w == PB_I64) memcpy(&x.dvalue, &v, 8), x.has_value = 1;
     else if (f == PF_TE_COUNTER_VALUE && w == PB_VARINT) x.dvalue = (double)(int64_t)v, x.has_value = 1;
@@ -632,6 +659,7 @@ static void clock_snapshot(rd *r, seqst *q, pbr m) {
 
 /* The state of packet sequence seq, made on first use (NULL: out of memory). */
 static seqst *seq_of(rd *r, uint32_t seq) {
+  if (r->cur && r->cur->seq == seq) return r->cur; /* the same sequence as the last packet */
   uint64_t *i = loom__map_get(&r->seq_at, seq);
   if (i) return &r->seqs[*i];
   seqst q = {.seq = seq, .mult = 1};
@@ -763,7 +791,7 @@ static void rd_free(rd *r) {
   free(r->stack);
   free(r->trks);
   free(r->open);
-  free(r->pidmap);
+  loom__map_free(&r->pidmap);
 }
 
 /* Streaming: hands the closed events to the sink; at the end (all) also
@@ -818,6 +846,101 @@ static int finish(rd *r) {
   return 0;
 }
 
+/* ---- the packets ---------------------------------------------------------
+ * An uncompressed file is mapped and its packets read in place (no copy
+ * through gzread per packet); pages already read leave the RSS.  Else zlib
+ * reads them into one buffer. */
+typedef struct pfin {
+  gzFile f;
+  const uint8_t *map;
+  size_t map_len;
+  uint64_t dropped;
+  uint8_t *buf;
+  size_t cap;
+} pfin;
+
+static void pfin_map(pfin *in, const char *path) {
+  if (!gzdirect(in->f)) return;
+  int fd = open(path, O_RDONLY);
+  struct stat sb;
+  if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
+    void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m != MAP_FAILED) {
+      in->map = m;
+      in->map_len = (size_t)sb.st_size;
+      madvise(m, in->map_len, MADV_SEQUENTIAL);
+    }
+  }
+  if (fd >= 0) close(fd);
+}
+
+/* One byte of the packet stream, or EOF. */
+static int pfin_byte(pfin *in, uint64_t *offset) {
+  if (!in->map) {
+    int c = gzgetc(in->f);
+    if (c != EOF) ++*offset;
+    return c;
+  }
+  return *offset < in->map_len ? in->map[(*offset)++] : EOF;
+}
+
+/* The next packet's payload (*p, *len; its header at *at): 1, 0 at the end,
+ * -1 with *st set. */
+static int next_packet(pfin *in, const char *path, uint64_t *offset, uint64_t *at, const uint8_t **p,
+                       uint64_t *len, loom_status *st) {
+  /* Each packet: tag 0x0a, varint length, payload. */
+  *at = *offset;
+  int c = pfin_byte(in, offset);
+  if (c == EOF) return 0;
+  if (c != 0x0a) {
+    *st = loom__fail(LOOM_EFORMAT, "%s: not a Perfetto trace packet at byte offset %llu", path,
+                     (unsigned long long)*at);
+    return -1;
+  }
+  int shift = 0, b = 0;
+  *len = 0;
+  do {
+    b = pfin_byte(in, offset);
+    if (b == EOF || shift > 56) break;
+    *len |= (uint64_t)(b & 0x7f) << shift;
+    shift += 7;
+  } while (b & 0x80);
+  if (b == EOF || *len > (1u << 30)) {
+    *st = loom__fail(LOOM_EFORMAT, "%s: truncated or corrupt packet header at byte offset %llu", path,
+                     (unsigned long long)*at);
+    return -1;
+  }
+  int whole;
+  if (in->map) {
+    whole = *len <= in->map_len - *offset;
+    *p = in->map + *offset;
+    if (*offset >= in->dropped + (8u << 20)) { /* read pages leave our RSS */
+      uint64_t upto = (*offset - (1u << 20)) & ~(uint64_t)0xfffff;
+      madvise((void *)(in->map + in->dropped), (size_t)(upto - in->dropped), MADV_DONTNEED);
+      in->dropped = upto;
+    }
+  } else {
+    if (*len > in->cap) {
+      uint8_t *nb = realloc(in->buf, *len);
+      if (!nb) {
+        *st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+        return -1;
+      }
+      in->buf = nb;
+      in->cap = *len;
+    }
+    whole = gzread(in->f, in->buf, (unsigned)*len) == (int)*len;
+    *p = in->buf;
+  }
+  if (!whole) {
+    *st = loom__fail(LOOM_EFORMAT, "%s: truncated: the packet at byte offset %llu needs %llu "
+                     "bytes, the file ends first", path, (unsigned long long)*at, (unsigned long long)*len);
+    return -1;
+  }
+  *offset += *len;
+  return 1;
+}
+
 loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const loom__flow_sink *flows,
                                loom_trace **out) {
   *out = NULL;
@@ -839,50 +962,14 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
     r.unclosed_key = loom__trace_str(r.t, "loom_unclosed");
     r.counter_key = loom__trace_str(r.t, "loom_counter");
   }
-  uint8_t *buf = NULL;
-  size_t cap = 0;
-  uint64_t offset = 0;
+  pfin in = {.f = fp};
+  pfin_map(&in, path);
+  uint64_t offset = 0, at, len;
+  const uint8_t *p;
   loom_status st = r.t ? LOOM_OK : LOOM_ENOMEM;
-  while (st == LOOM_OK) {
-    /* Each packet: tag 0x0a, varint length, payload. */
-    int c = gzgetc(fp);
-    if (c == EOF) break;
-    uint64_t at = offset;
-    uint64_t len = 0;
-    int shift = 0, b = 0;
-    offset++;
-    if (c != 0x0a) {
-      st = loom__fail(LOOM_EFORMAT, "%s: not a Perfetto trace packet at byte offset %llu",
-                      path, (unsigned long long)at);
-      break;
-    }
-    do {
-      b = gzgetc(fp);
-      offset++;
-      if (b == EOF || shift > 56) break;
-      len |= (uint64_t)(b & 0x7f) << shift;
-      shift += 7;
-    } while (b & 0x80);
-    if (b == EOF || len > (1u << 30)) {
-      st = loom__fail(LOOM_EFORMAT, "%s: truncated or corrupt packet header at byte offset %llu",
-                      path, (unsigned long long)at);
-      break;
-    }
-    if (len > cap) {
-      uint8_t *nb = realloc(buf, len);
-      if (!nb) { st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path); break; }
-      buf = nb;
-      cap = len;
-    }
-    if (gzread(fp, buf, (unsigned)len) != (int)len) {
-      st = loom__fail(LOOM_EFORMAT, "%s: truncated: the packet at byte offset %llu needs %llu "
-                      "bytes, the file ends first", path, (unsigned long long)at,
-                      (unsigned long long)len);
-      break;
-    }
-    offset += len;
-    if (!len) continue; /* an empty packet: nothing to read (and buf may be NULL) */
-    pbr m = {buf, buf + len, 0};
+  while (st == LOOM_OK && next_packet(&in, path, &offset, &at, &p, &len, &st) == 1) {
+    if (!len) continue; /* an empty packet: nothing to read */
+    pbr m = {p, p + len, 0};
     r.pkt_at = at;
     packet(&r, m);
     if (sink && r.t->nev >= r.flush_at && flush_but_counter(&r) != 0) r.oom = 1;
@@ -908,7 +995,8 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
   if (st == LOOM_OK && loom__trace_bad_warnings(r.t, path))
     st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   if (st == LOOM_OK && finish(&r)) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
-  free(buf);
+  if (in.map) munmap((void *)in.map, in.map_len);
+  free(in.buf);
   gzclose(fp);
   rd_free(&r);
   if (st != LOOM_OK) {
