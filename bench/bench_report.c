@@ -10,16 +10,22 @@
  * kernel on one of four streams (every 16th a copy), a step range every 1000
  * iterations.  It is written as .json and converted to .pftrace; both are
  * analysed, with the default sort budget and with 32 MiB.  Prints seconds, ns
- * per event, peak RSS, and the ratio to the read-only baseline.
+ * per event, peak RSS, and the ratio to the read-only baseline.  For the JSON
+ * file also the floor of any reader built on yajl: yajl alone over the
+ * mapped file, callbacks that do nothing, on one thread and as the reader's
+ * parser thread sees it (tokens only, no model).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <yajl/yajl_parse.h>
 
 #include "analysis/analysis.h"
 #include "loom/loom.h"
@@ -96,13 +102,35 @@ static int count_event(void *ctx, const loom_trace *t, const loom__ev *e, const 
   return 0;
 }
 
+/* yajl over the whole file with no callbacks: the tokenizer's own cost. */
+static int yajl_only(const char *path) {
+  int fd = open(path, O_RDONLY);
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) != 0) return 1;
+  unsigned char *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) return 1;
+  madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
+  yajl_handle y = yajl_alloc(NULL, NULL, NULL);
+  int ok = 1;
+  for (size_t at = 0; ok && at < (size_t)sb.st_size; at += 1 << 20) {
+    size_t n = (size_t)sb.st_size - at < (1u << 20) ? (size_t)sb.st_size - at : 1u << 20;
+    ok = yajl_parse(y, m + at, n) == yajl_status_ok;
+  }
+  ok = ok && yajl_complete_parse(y) == yajl_status_ok;
+  yajl_free(y);
+  munmap(m, (size_t)sb.st_size);
+  return !ok;
+}
+
 /* Runs what (0 = read only, 1 = analyse, 2 = analyse with a 32 MiB sort
- * budget) on path in a child. */
+ * budget, 3 = yajl alone) on path in a child. */
 static res run_child(int what, const char *path) {
   res r = {0, 0, 0};
   double t0 = now();
   pid_t pid = fork();
   if (pid == 0) {
+    if (what == 3) _exit(yajl_only(path));
     if (what == 0) {
       size_t n = 0;
       loom__sink sink = {count_event, &n};
@@ -143,6 +171,11 @@ static void measure(const char *label, const char *path, size_t n) {
          an.secs, an.secs * 1e9 / (double)n, an.rss_kb / 1024.0, an.secs / base.secs);
   printf("%-8s %9s  with a 32 MiB sort budget: %6.2f s %5.0f ns/event %6.0f MB RSS | ratio %.2fx\n", "", "",
          sm.secs, sm.secs * 1e9 / (double)n, sm.rss_kb / 1024.0, sm.secs / base.secs);
+  if (strstr(path, ".json")) {
+    res y = run_child(3, path);
+    printf("%-8s %9s  floor, yajl alone (no callbacks, one thread): %6.2f s %5.0f ns/event%s\n", "", "",
+           y.secs, y.secs * 1e9 / (double)n, y.ok ? "" : " (FAILED)");
+  }
 }
 
 int main(int argc, char **argv) {
