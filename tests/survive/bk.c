@@ -17,10 +17,14 @@
  *               writes, the M kernels in it)
  *   MODE child  a child forked without exec does it all (the parent has
  *               registered the backend); the parent waits and exits 0
+ *   MODE locked the program holds its "runtime's" lock, which the backend's
+ *               flush takes, when SIGTERM comes (raise): the stop that the
+ *               signal starts cannot finish while the handler waits
  */
 #include <loom/loom.h>
 #include <loom/plugin.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,8 +74,11 @@ static loom_status b_stop(loom_backend *b) {
 
 static int pending; /* kernels the "runtime" still buffers: handed over at flush */
 static uint64_t pending_t;
+static pthread_mutex_t rt_mu = PTHREAD_MUTEX_INITIALIZER; /* the "runtime's" lock */
 
 static loom_status b_flush(loom_backend *b) {
+  pthread_mutex_lock(&rt_mu); /* as a runtime's flush takes its lock */
+  pthread_mutex_unlock(&rt_mu);
   for (; pending > 0; pending--) {
     /* ran before the program's work ended (after the last step's kernel):
      * work timed after the session's end would be outside it */
@@ -111,7 +118,7 @@ static void launch(uint64_t i) {
   }
 }
 
-static void work(int n, int m, int die) {
+static void work(int n, int m, int die, int locked) {
   if (!bk) {
     fprintf(stderr, "survive_bk: the backend did not start (run under loom record "
                     "--devices cpu,survbk)\n");
@@ -131,13 +138,17 @@ static void work(int n, int m, int die) {
   pending_t = raw_now();
   pending = m; /* never handed to loom: lost at death, not known to it */
   if (!die) return;
+  if (locked) {
+    pthread_mutex_lock(&rt_mu);
+    raise(SIGTERM);
+  }
   raise(SIGKILL);
 }
 
 #ifndef SURVIVE_BK_LIB /* tests/test_survive_bk.c takes the backend without main */
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: survive_bk kill|exit|child N M\n");
+    fprintf(stderr, "usage: survive_bk kill|exit|child|locked N M\n");
     return 2;
   }
   int n = atoi(argv[2]), m = atoi(argv[3]);
@@ -146,7 +157,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "child")) {
     pid_t c = fork();
     if (c == 0) {
-      work(n, m, 1);
+      work(n, m, 1, 0);
       _exit(1);
     }
     int st = 0;
@@ -154,7 +165,7 @@ int main(int argc, char **argv) {
     return WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? 0 : 1;
   }
   int die = strcmp(argv[1], "exit") != 0;
-  work(n, m, die);
+  work(n, m, die, !strcmp(argv[1], "locked"));
   return die;
 }
 #endif

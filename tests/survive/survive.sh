@@ -154,6 +154,17 @@ case "$got" in "step=200 survKernel=100 survLaunch=100 survPending=5 errors=0 un
 got=$(qbk "$W/bklive.json")
 [ "$got" = "f=100 s=100 k=100 q=100 t=1 " ] || fail "bk live: '$got'"
 meta_ok "$W/bklive.json" || fail "bk live: metadata"
+# SIGTERM while the program holds its runtime's lock, which the backend's
+# flush takes: the stop the signal starts cannot end, so the handler stops
+# waiting after LOOM_RECORD_STOP_WAIT; the program ends by the signal and its
+# trace is rebuilt from shared memory (it used to hang for ever)
+(trap - EXIT; LOOM_RECORD_STOP_WAIT=1 timeout 120 "$LOOM" record --devices cpu,survbk -o "$W/bklock.json" \
+  -- "$BK" locked 100 5 2>"$W/bklock.err")
+rc=$?
+[ $rc -eq 143 ] || fail "bk locked: status $rc, not 143 (SIGTERM): $(cat "$W/bklock.err")"
+grep -q "did not stop within LOOM_RECORD_STOP_WAIT" "$W/bklock.err" || fail "bk locked: no message: $(cat "$W/bklock.err")"
+got=$(q "$W/bklock.json")
+case "$got" in "step=200 survKernel=100 survLaunch=100 errors=0 unclosed=0") ;; *) fail "bk locked: '$got'" ;; esac
 ok "a backend's records, devices, flows, thread name and metadata kept"
 
 # 10. the backend cap: records past it are lost while recording, and said so

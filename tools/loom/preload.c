@@ -57,7 +57,9 @@ static loom_session *session;
 static atomic_int saved;
 static pthread_mutex_t save_mu = PTHREAD_MUTEX_INITIALIZER;
 static int sigpipe_fd[2] = {-1, -1}; /* handler -> watcher: the signal */
-static int ackpipe_fd[2] = {-1, -1};  /* watcher -> handler: trace written */
+static int ackpipe_fd[2] = {-1, -1};  /* watcher -> handler: ACK_* */
+enum { ACK_STOPPED = 'S', ACK_WRITTEN = 'W' };
+static atomic_int serving_signal; /* the watcher saves for a signal handler */
 static const int caught[] = {SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGILL, SIGABRT, SIGFPE};
 enum { NCAUGHT = sizeof caught / sizeof caught[0] };
 
@@ -132,6 +134,9 @@ static void save(void) {
   loom_status st = loom_session_stop(session, &t);
   loom_session_destroy(session);
   session = NULL;
+  unsigned char stopped = ACK_STOPPED; /* the handler waits for the rest without a limit */
+  if (atomic_load(&serving_signal) && write(ackpipe_fd[1], &stopped, 1) != 1) {
+  }
   if (st == LOOM_OK && !t) { /* window mode: each window went to its file */
     if (!atomic_load(&windows_written))
       add_done_line("none\trecorded no window (the program ended before its window began)");
@@ -156,14 +161,40 @@ static void save(void) {
   pthread_mutex_unlock(&save_mu);
 }
 
+/* How long a signal waits for the session to stop (ms): the thread the
+ * signal interrupted may hold a lock the stop needs (a runtime's, a
+ * backend's), and would then wait for ever.  LOOM_RECORD_STOP_WAIT (s). */
+static int stop_wait_ms = 15000;
+
+static void say(const char *a, const char *b) {
+  if (write(2, a, strlen(a)) < 0 || write(2, b, strlen(b)) < 0) return;
+}
+
 /* Only async-signal-safe calls: hand the signal to the watcher, wait until
- * it wrote the trace, then let the signal take its default effect (on
- * return, or at once for a fault that repeats). */
+ * it stopped the session (ACK_STOPPED, at most stop_wait_ms) and wrote the
+ * trace (ACK_WRITTEN), then let the signal take its default effect (on
+ * return, or at once for a fault that repeats).  A stop that does not come
+ * is left: the process ends and loom record rebuilds its trace from shared
+ * memory, as for a killed one. */
 static void on_signal(int sig) {
-  unsigned char b = (unsigned char)sig, ack;
-  if (write(sigpipe_fd[1], &b, 1) == 1)
-    while (read(ackpipe_fd[0], &ack, 1) < 0 && errno == EINTR) {
+  unsigned char b = (unsigned char)sig, ack = 0;
+  if (write(sigpipe_fd[1], &b, 1) == 1) {
+    struct pollfd p = {ackpipe_fd[0], POLLIN, 0};
+    int stopped = 0;
+    for (;;) {
+      int n = poll(&p, 1, stopped ? -1 : stop_wait_ms);
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0)
+        say("loom: the session did not stop within LOOM_RECORD_STOP_WAIT of the signal (the thread it "
+            "interrupted may hold a lock the stop needs): the program ends now and loom record ",
+            "rebuilds its trace from shared memory\n");
+      if (n <= 0) break;
+      ssize_t r = read(ackpipe_fd[0], &ack, 1);
+      if (r < 0 && errno == EINTR) continue;
+      if (r != 1 || ack != ACK_STOPPED) break;
+      stopped = 1;
     }
+  }
   struct sigaction dfl;
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
@@ -216,9 +247,11 @@ static void *watcher(void *arg) {
       continue;
     }
     if (r < 0 && errno == EINTR) continue;
-    unsigned char sig = 0, ack = 1;
+    unsigned char sig = 0, ack = ACK_WRITTEN;
     if (r < 0 || read(sigpipe_fd[0], &sig, 1) != 1) return NULL;
+    atomic_store(&serving_signal, 1);
     save();
+    atomic_store(&serving_signal, 0);
     if (write(ackpipe_fd[1], &ack, 1) != 1) return NULL;
   }
 }
@@ -353,6 +386,8 @@ __attribute__((constructor)) static void loom_record_start(void) {
   begin();
   if (!session) return;
   atexit(save);
+  const char *wait = getenv("LOOM_RECORD_STOP_WAIT");
+  if (wait && atof(wait) > 0) stop_wait_ms = (int)(atof(wait) * 1000);
   for (int i = 0; i < NCAUGHT; i++) {
     /* SIGINT only in the program loom record started: a process that found
      * a handler it did not install there behaves differently (Python then
