@@ -430,7 +430,9 @@ static int same_counter_event(const loom_trace *t, const loom__ev *e, uint32_t k
 static trk *event_track(rd *r, uint64_t uuid, trk **own) {
   trk *k = trk_of(r, uuid);
   *own = k;
-  while (k && !k->has_track && k->parent) k = trk_of(r, k->parent);
+  /* a file's parents can form a loop: a chain longer than any real one
+   * (process > thread > counter or async track) ends the walk */
+  for (int up = 0; k && !k->has_track && k->parent; up++) k = up < 16 ? trk_of(r, k->parent) : NULL;
   return k && k->has_track ? k : NULL;
 }
 
