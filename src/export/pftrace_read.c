@@ -683,6 +683,20 @@ static int64_t stream_time(rd *r, int64_t ts) {
   return ts - r->t->base_ns;
 }
 
+/* Packet times are kept within what a JSON trace's clamped start and
+ * duration can reach (docs/formats.md): a start at -+LOOM__TIME_LIMIT, an
+ * end up to twice the limit.  Past that (a hostile file) the time is
+ * clamped and counted as a bad value, so that spans and differences of
+ * times stay within 64 bits downstream. */
+#define PF_TIME_MIN (-LOOM__TIME_LIMIT)
+#define PF_TIME_MAX (2 * LOOM__TIME_LIMIT)
+static void time_out_of_range(rd *r) {
+  char text[40];
+  int n = snprintf(text, sizeof text, "%lld ns", (long long)r->ts);
+  loom__trace_bad(r->t, LOOM__BAD_TIME_RANGE, "ts", text, (size_t)n, NULL);
+  r->ts = r->ts < PF_TIME_MIN ? PF_TIME_MIN : PF_TIME_MAX;
+}
+
 /* A packet field loom reads that came with another wire type. */
 static int wrong_wire(uint32_t f, int w) {
   switch (f) {
@@ -767,6 +781,7 @@ static void packet(rd *r, pbr m) {
       r->ts = (int64_t)ts;
     }
     if (r->sink) r->ts = stream_time(r, r->ts);
+    if (r->ts < PF_TIME_MIN || r->ts > PF_TIME_MAX) time_out_of_range(r);
   }
   if (te.p) track_event(r, te);
   if (ps.p) perf_sample(r, ps);
