@@ -1,8 +1,9 @@
 /*
  * bench_opencl.c - what recording costs an OpenCL program: many tiny
  * kernels and small copies, run plain and under `loom record` in the same
- * run, and with profiling and an event per command but no loom (what the
- * layer asks of the driver), in interleaved rounds, each in a fresh process.
+ * run, and with profiling, an event per command and its times read, but no
+ * loom (what the layer asks of the driver), in interleaved rounds, each in a
+ * fresh process.
  * It prints min and median ns per enqueue of wall time, of the process's CPU
  * time (every thread) and of the enqueuing thread's CPU time (steadiest on a
  * shared machine), the time loom adds, and its split into the driver's part
@@ -41,8 +42,9 @@ static double now_ns(void) {
   return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-/* profiled: the queue has profiling on and every command gets an event that
- * is released later: what loom's layer asks of the driver, without loom. */
+/* profiled: the queue has profiling on and every command gets an event whose
+ * times are read (start and end; a kernel's also queued) and that is then
+ * released: what loom's layer asks of the driver, without loom. */
 static int child(long n, int profiled) {
   cl_platform_id p;
   cl_device_id d;
@@ -70,9 +72,11 @@ static int child(long n, int profiled) {
     clEnqueueWriteBuffer(q, m, CL_FALSE, 0, sizeof host, host, 0, NULL, profiled ? &ev[ne++] : NULL);
     if (i % 128 == 126) {
       clFinish(q);
-      for (int e = 0; e < ne; e++) {
+      for (int e = 0; e < ne; e++) { /* the queries loom's layer makes: kernels (even) also QUEUED */
         cl_ulong t;
+        clGetEventProfilingInfo(ev[e], CL_PROFILING_COMMAND_START, sizeof t, &t, NULL);
         clGetEventProfilingInfo(ev[e], CL_PROFILING_COMMAND_END, sizeof t, &t, NULL);
+        if (e % 2 == 0) clGetEventProfilingInfo(ev[e], CL_PROFILING_COMMAND_QUEUED, sizeof t, &t, NULL);
         clReleaseEvent(ev[e]);
       }
       ne = 0;
@@ -145,7 +149,7 @@ int main(int argc, char **argv) {
   double mn[WAYS][3], md[WAYS][3];
   for (int w = 0; w < WAYS; w++)
     for (int m = 0; m < 3; m++) stats(v[w][m], rounds, &mn[w][m], &md[w][m]);
-  static const char *way[WAYS] = {"without loom", "profiling + an event per command, no loom",
+  static const char *way[WAYS] = {"without loom", "profiling, events and their times, no loom",
                                   "under loom record"};
   static const char *metric[3] = {"wall time", "CPU time, all threads", "CPU time, enqueuing thread"};
   printf("OpenCL, %ld enqueues (tiny kernels and 256-byte writes), %d interleaved rounds;\n"
@@ -154,7 +158,7 @@ int main(int argc, char **argv) {
     printf("%s\n", metric[m]);
     for (int w = 0; w < WAYS; w++) printf("  %-44s %8.1f / %8.1f\n", way[w], mn[w][m], md[w][m]);
     printf("  added by loom                                %8.1f / %8.1f (%.2fx / %.2fx)\n"
-           "    the driver's profiling and events          %8.1f / %8.1f\n"
+           "    the driver's profiling, events and queries %8.1f / %8.1f\n"
            "    loom's own code                            %8.1f / %8.1f\n",
            mn[2][m] - mn[0][m], md[2][m] - md[0][m], mn[2][m] / mn[0][m], md[2][m] / md[0][m],
            mn[1][m] - mn[0][m], md[1][m] - md[0][m], mn[2][m] - mn[1][m], md[2][m] - md[1][m]);
