@@ -1,15 +1,15 @@
 /*
  * esort.c - external sort of analysis records by time.
  *
- * Records fill a buffer (the `budget` holds two of them and the sort keys of
- * one: 128 bytes a record); a full buffer is handed to a
- * worker thread that sorts it and appends it to one temporary file as a run,
- * while the reader fills the other half.  At the end the last buffer is
- * sorted in memory and every run is merged through a binary heap, each run
- * read back in small blocks.  Memory: the two buffers plus one block per
- * run.  The worker compares names through a copy of the string table's
- * id -> pointer array taken at the hand-off (the strings themselves never
- * move; the array does, as the reader interns more).
+ * Records fill a buffer; a full buffer is handed to a worker thread that
+ * sorts it and appends it to one temporary file as a run, while the reader
+ * fills the other.  At the end the last buffer is sorted in memory and every
+ * run is merged through a binary heap, each run read back in small blocks.
+ * Memory: the `budget` holds the two buffers and the sort keys of one (128
+ * bytes a record), plus one block per run.  The worker compares names
+ * through a copy of the string table's id -> pointer array taken at the
+ * hand-off (the strings themselves never move; the array does, as the
+ * reader interns more).
  *
  * Order: start time; then longer first (a parent before its children); then
  * host nesting rank of the kind (range, op, runtime call); then name, track,

@@ -114,7 +114,7 @@ static void parse(tape *t, yajl_handle y) {
     const unsigned char *d = NULL;
     long n = t->src->next(t->src->ctx, &d, t->strings);
     if (n < 0) {
-      res->status = 2;
+      res->status = LOOM__JTAPE_READ;
       return;
     }
     if (n == 0) {
@@ -123,10 +123,10 @@ static void parse(tape *t, yajl_handle y) {
     }
     if (yajl_parse(y, d, (size_t)n) != yajl_status_ok) {
       if (t->no_mem || t->stopped) {
-        res->status = 3;
+        res->status = LOOM__JTAPE_CANCELLED;
         return;
       }
-      res->status = 1;
+      res->status = LOOM__JTAPE_SYNTAX;
       res->offset += yajl_get_bytes_consumed(y);
       unsigned char *msg = yajl_get_error(y, 0, d, (size_t)n);
       snprintf(res->msg, sizeof res->msg, "%s", msg ? (const char *)msg : "parse error");
@@ -145,9 +145,9 @@ static void *parser_main(void *arg) {
     parse(t, y);
     yajl_free(y);
   } else {
-    t->res.status = 3;
+    t->res.status = LOOM__JTAPE_CANCELLED;
   }
-  if (t->cur.n && publish(t, 0) != 0 && !t->res.status) t->res.status = 3;
+  if (t->cur.n && publish(t, 0) != 0 && !t->res.status) t->res.status = LOOM__JTAPE_CANCELLED;
   pthread_mutex_lock(&t->mu);
   t->done = 1;
   pthread_cond_broadcast(&t->cv);
@@ -232,7 +232,7 @@ int loom__jtape_run(const loom__jsrc *src, const yajl_callbacks *cb, void *ctx,
   }
   pthread_join(th, NULL);
   *res = t->res;
-  if (cancelled) res->status = 3;
+  if (cancelled) res->status = LOOM__JTAPE_CANCELLED;
   for (size_t i = 0; i < t->count; i++) free(t->q[(t->head + i) % NBLOCKS].p);
   for (size_t i = 0; i < t->nfree; i++) free(t->free_[i].p);
   free(t->cur.p);

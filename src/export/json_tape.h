@@ -23,10 +23,17 @@ typedef struct loom__jsrc {
   void *ctx;
 } loom__jsrc;
 
+enum {
+  LOOM__JTAPE_OK,
+  LOOM__JTAPE_SYNTAX,    /* yajl's error: msg */
+  LOOM__JTAPE_READ,      /* the source said -1 */
+  LOOM__JTAPE_CANCELLED  /* a callback said stop, or no memory for the tape */
+};
+
 typedef struct loom__jtape_result {
-  int status;           /* 0 ok, 1 yajl error, 2 read error, 3 cancelled (a callback or no memory) */
+  int status;           /* LOOM__JTAPE_* */
   uint64_t offset;      /* bytes given to yajl before the end or the error */
-  char msg[256];        /* yajl's message (status 1) */
+  char msg[256];        /* yajl's message (LOOM__JTAPE_SYNTAX) */
   int truncated;        /* yajl_complete_parse failed at the end */
 } loom__jtape_result;
 

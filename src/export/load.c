@@ -1,14 +1,48 @@
 /*
  * load.c - loom_trace_load: detects a trace file's format from its first
- * bytes and hands it to the matching reader.
+ * bytes and hands it to the matching reader; the readers' mapped input
+ * (input.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "core/core.h"
+#include "export/input.h"
 #include "trace/trace.h"
+
+const uint8_t *loom__input_map(gzFile f, const char *path, size_t *len, uint64_t *size) {
+  const uint8_t *map = NULL;
+  *len = 0;
+  if (size) *size = 0;
+  int fd = open(path, O_RDONLY);
+  struct stat sb;
+  if (fd < 0) return NULL;
+  if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    if (size) *size = (uint64_t)sb.st_size;
+    void *m = gzdirect(f) && sb.st_size > 0 ? mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
+                                            : MAP_FAILED;
+    if (m != MAP_FAILED) {
+      map = m;
+      *len = (size_t)sb.st_size;
+      madvise(m, *len, MADV_SEQUENTIAL);
+    }
+  }
+  close(fd);
+  return map;
+}
+
+void loom__input_drop(const uint8_t *map, uint64_t *dropped, uint64_t offset) {
+  if (offset < *dropped + (4u << 20)) return;
+  uint64_t upto = (offset - (1u << 20)) & ~(uint64_t)0xfffff;
+  madvise((void *)(map + *dropped), (size_t)(upto - *dropped), MADV_DONTNEED);
+  *dropped = upto;
+}
 
 static loom_status load(const char *path, const loom__sink *sink, const loom__flow_sink *flows,
                         loom_trace **out) {

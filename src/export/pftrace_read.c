@@ -7,20 +7,19 @@
  * flow_ids/terminating_flow_ids; interned names, categories and argument
  * names; absolute and incremental clocks.  Other producers' traces load as
  * far as they use the same features; packets it does not know are skipped.
- * The file is read in one pass with a fixed buffer per packet.
+ * The file is read in one pass: in place when it is not compressed
+ * (input.h), else with one buffer per packet.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
 
 #include "core/core.h"
+#include "export/input.h"
 #include "export/pftrace.h"
 #include "trace/samples.h"
 #include "trace/trace.h"
@@ -110,10 +109,13 @@ typedef struct open_slice {
   size_t ev;
 } open_slice;
 
+/* The strings a packet sequence interns for events (InternedData). */
+enum { IID_NAMES = 1, IID_CATS, IID_ARGN, IID_STRV, IID_TABLES };
+
 typedef struct rd {
   loom_trace *t;
   const char *path;
-  loom__map names, cats, argn, strv; /* (sequence, iid) -> string id */
+  loom__map iids[IID_TABLES];  /* IID_*: (sequence, iid) -> string id ([0] unused) */
   struct iid_slot { uint64_t key; uint32_t val, table; } iidc[1024]; /* in front of those four */
   loom__map tracks;            /* uuid -> index into trks */
   size_t trk_hit[64];          /* 1 + index into trks of recently found uuids (trk_of) */
@@ -169,19 +171,20 @@ static uint64_t seq_iid(const rd *r, uint64_t iid) {
   return r->cur ? iid ^ (uint64_t)r->cur->seq << 40 : iid;
 }
 
-/* The string id of (table, key) in map m (0: none).  Events look their
- * names, categories and argument names up by iid: a direct-mapped cache in
- * front of the maps (written through by interned()) takes the hashing and
- * the misses off most of them. */
+/* The string id of iid in table (IID_*) for the current sequence (0:
+ * none).  Events look their names, categories and argument names up by
+ * iid: a direct-mapped cache in front of the maps (written through by
+ * interned()) takes the hashing and the misses off most of them. */
 static struct iid_slot *iid_slot(rd *r, uint32_t table, uint64_t key) {
   uint64_t h = (key ^ ((uint64_t)table << 56)) * 0x9e3779b97f4a7c15ull;
   return &r->iidc[h >> 54];
 }
 
-static uint32_t iid_get(rd *r, loom__map *m, uint32_t table, uint64_t key) {
+static uint32_t iid_get(rd *r, uint32_t table, uint64_t iid) {
+  uint64_t key = seq_iid(r, iid);
   struct iid_slot *c = iid_slot(r, table, key);
   if (c->table == table && c->key == key) return c->val;
-  uint64_t *v = loom__map_get(m, key);
+  uint64_t *v = loom__map_get(&r->iids[table], key);
   if (!v) return 0;
   c->key = key, c->table = table, c->val = (uint32_t)*v;
   return c->val;
@@ -194,11 +197,11 @@ static void interned(rd *r, pbr m) {
   pbr sub, e;
   while (rd_field(&m, &f, &w, &v, &sub)) {
     if (w != PB_LEN) continue;
-    loom__map *dst = f == PF_ID_EVENT_NAMES ? &r->names : f == PF_ID_EVENT_CATEGORIES ? &r->cats
-                   : f == PF_ID_DEBUG_ANNOTATION_NAMES ? &r->argn
-                   : f == PF_ID_DEBUG_ANNOTATION_STRING_VALUES ? &r->strv
-                   : f == PF_ID_FUNCTION_NAMES ? &r->fnames : f == PF_ID_MAPPING_PATHS ? &r->mpaths
-                   : NULL;
+    uint32_t table = f == PF_ID_EVENT_NAMES ? IID_NAMES : f == PF_ID_EVENT_CATEGORIES ? IID_CATS
+                   : f == PF_ID_DEBUG_ANNOTATION_NAMES ? IID_ARGN
+                   : f == PF_ID_DEBUG_ANNOTATION_STRING_VALUES ? IID_STRV : 0;
+    loom__map *dst = table ? &r->iids[table] : f == PF_ID_FUNCTION_NAMES ? &r->fnames
+                   : f == PF_ID_MAPPING_PATHS ? &r->mpaths : NULL;
     if (!dst) continue;
     uint64_t iid = 0;
     uint32_t name = 0, f2;
@@ -207,7 +210,6 @@ static void interned(rd *r, pbr m) {
       if (f2 == 1 && w2 == PB_VARINT) iid = v;
       if (f2 == 2 && w2 == PB_LEN) name = str_of(r, &e);
     }
-    uint32_t table = dst == &r->names ? 1 : dst == &r->cats ? 2 : dst == &r->argn ? 3 : dst == &r->strv ? 4 : 0;
     uint64_t key = table ? seq_iid(r, iid) : iid;
     if (iid && loom__map_put(dst, key, name)) r->oom = 1;
     struct iid_slot *c = table ? iid_slot(r, table, key) : NULL;
@@ -493,7 +495,7 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
   int have = 0;
   while (rd_field(&m, &f, &w, &v, &sub)) {
     if (f == PF_DA_NAME_IID && w == PB_VARINT) {
-      a.key = iid_get(r, &r->argn, 3, seq_iid(r, v));
+      a.key = iid_get(r, IID_ARGN, v);
     } else if (f == PF_DA_NAME && w == PB_LEN) a.key = str_of(r, &sub);
     else if (f == PF_DA_INT && w == PB_VARINT) a.type = LOOM_ARG_INT, a.v.i = (int64_t)v, have = 1;
     else if (f == PF_DA_UINT && w == PB_VARINT) a.type = LOOM_ARG_UINT, a.v.u = v, have = 1;
@@ -501,7 +503,7 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
     else if (f == PF_DA_DOUBLE && w == PB_I64) a.type = LOOM_ARG_DOUBLE, memcpy(&a.v.d, &v, 8), have = 1;
     else if (f == PF_DA_STRING && w == PB_LEN) a.type = LOOM_ARG_STRING, a.v.s = str_of(r, &sub), have = 1;
     else if (f == PF_DA_STRING_VALUE_IID && w == PB_VARINT) {
-      a.type = LOOM_ARG_STRING, a.v.s = iid_get(r, &r->strv, 4, seq_iid(r, v)), have = 1;
+      a.type = LOOM_ARG_STRING, a.v.s = iid_get(r, IID_STRV, v), have = 1;
     }
   }
   if (!have) return;
@@ -545,10 +547,10 @@ static void track_event(rd *r, pbr m) {
     if (f == PF_TE_TYPE && w == PB_VARINT) x.type = v;
     else if (f == PF_TE_TRACK_UUID && w == PB_VARINT) x.uuid = v;
     else if (f == PF_TE_NAME_IID && w == PB_VARINT) {
-      x.name = iid_get(r, &r->names, 1, seq_iid(r, v));
+      x.name = iid_get(r, IID_NAMES, v);
     } else if (f == PF_TE_NAME && w == PB_LEN) x.name = str_of(r, &sub);
     else if (f == PF_TE_CATEGORY_IIDS && w == PB_VARINT) {
-      x.cat = iid_get(r, &r->cats, 2, seq_iid(r, v));
+      x.cat = iid_get(r, IID_CATS, v);
     } else if (f == PF_TE_CATEGORIES && w == PB_LEN) x.cat = str_of(r, &sub);
     else if (f == PF_TE_DOUBLE_COUNTER_VALUE && w == PB_I64) memcpy(&x.dvalue, &v, 8), x.has_value = 1;
     else if (f == PF_TE_COUNTER_VALUE && w == PB_VARINT) x.dvalue = (double)(int64_t)v, x.has_value = 1;
@@ -789,10 +791,7 @@ static void packet(rd *r, pbr m) {
 }
 
 static void rd_free(rd *r) {
-  loom__map_free(&r->names);
-  loom__map_free(&r->cats);
-  loom__map_free(&r->argn);
-  loom__map_free(&r->strv);
+  for (int i = 0; i < IID_TABLES; i++) loom__map_free(&r->iids[i]);
   loom__map_free(&r->tracks);
   loom__map_free(&r->flow_src);
   loom__map_free(&r->flow_dst);
@@ -864,9 +863,8 @@ static int finish(rd *r) {
 }
 
 /* ---- the packets ---------------------------------------------------------
- * An uncompressed file is mapped and its packets read in place (no copy
- * through gzread per packet); pages already read leave the RSS.  Else zlib
- * reads them into one buffer. */
+ * An uncompressed file is mapped and its packets read in place (input.h: no
+ * gzread per packet); else zlib reads each into one buffer. */
 typedef struct pfin {
   gzFile f;
   const uint8_t *map;
@@ -875,21 +873,6 @@ typedef struct pfin {
   uint8_t *buf;
   size_t cap;
 } pfin;
-
-static void pfin_map(pfin *in, const char *path) {
-  if (!gzdirect(in->f)) return;
-  int fd = open(path, O_RDONLY);
-  struct stat sb;
-  if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
-    void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m != MAP_FAILED) {
-      in->map = m;
-      in->map_len = (size_t)sb.st_size;
-      madvise(m, in->map_len, MADV_SEQUENTIAL);
-    }
-  }
-  if (fd >= 0) close(fd);
-}
 
 /* One byte of the packet stream, or EOF. */
 static int pfin_byte(pfin *in, uint64_t *offset) {
@@ -931,11 +914,7 @@ static int next_packet(pfin *in, const char *path, uint64_t *offset, uint64_t *a
   if (in->map) {
     whole = *len <= in->map_len - *offset;
     *p = in->map + *offset;
-    if (*offset >= in->dropped + (8u << 20)) { /* read pages leave our RSS */
-      uint64_t upto = (*offset - (1u << 20)) & ~(uint64_t)0xfffff;
-      madvise((void *)(in->map + in->dropped), (size_t)(upto - in->dropped), MADV_DONTNEED);
-      in->dropped = upto;
-    }
+    loom__input_drop(in->map, &in->dropped, *offset);
   } else {
     if (*len > in->cap) {
       uint8_t *nb = realloc(in->buf, *len);
@@ -980,7 +959,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
     r.counter_key = loom__trace_str(r.t, "loom_counter");
   }
   pfin in = {.f = fp};
-  pfin_map(&in, path);
+  in.map = loom__input_map(fp, path, &in.map_len, NULL);
   uint64_t offset = 0, at, len;
   const uint8_t *p;
   loom_status st = r.t ? LOOM_OK : LOOM_ENOMEM;

@@ -16,18 +16,16 @@
  * JSON text marked as such (loom__targ.json), so writers emit them as JSON.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <yajl/yajl_parse.h>
 #include <yajl/yajl_tree.h>
 #include <zlib.h>
 
 #include "core/core.h"
+#include "export/input.h"
 #include "json_tape.h"
 #include "trace/trace.h"
 
@@ -1013,8 +1011,7 @@ static void reader_free(reader *r) {
 }
 
 /* ---- the input ------------------------------------------------------------
- * An uncompressed file is mapped and parsed in place: no copy through read()
- * and gzread's buffers (a fifth of the time on big traces).  yajl scans a
+ * An uncompressed file is mapped and parsed in place (input.h).  yajl scans a
  * token that spans chunks again from its start at each chunk: a chunk that
  * ended no string (one huge name) doubles the next, so a string of any
  * length costs linear time (for compressed input, the buffer it is read
@@ -1023,7 +1020,8 @@ enum { CHUNK = 1 << 20 };
 
 typedef struct jinput {
   gzFile f;
-  unsigned char *map, *buf;
+  const unsigned char *map;
+  unsigned char *buf;
   size_t map_len, chunk, gzcap;
   uint64_t offset, dropped, strings_seen;
   uint64_t file_size;
@@ -1038,24 +1036,13 @@ static int input_open(jinput *in, const char *path) {
   in->chunk = CHUNK / 2;
   in->gzcap = CHUNK;
   in->strings_seen = 1;
-  int fd = open(path, O_RDONLY);
-  struct stat sb;
-  if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) in->file_size = (uint64_t)sb.st_size;
-  if (fd >= 0 && gzdirect(in->f) && in->file_size > 0) {
-    void *m = mmap(NULL, (size_t)in->file_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m != MAP_FAILED) {
-      in->map = m;
-      in->map_len = (size_t)in->file_size;
-      madvise(m, in->map_len, MADV_SEQUENTIAL);
-    }
-  }
-  if (fd >= 0) close(fd);
+  in->map = loom__input_map(in->f, path, &in->map_len, &in->file_size);
   if (!in->map) in->buf = malloc(CHUNK);
   return in->map || in->buf ? 0 : -2;
 }
 
 static void input_close(jinput *in) {
-  if (in->map) munmap(in->map, in->map_len);
+  if (in->map) munmap((void *)in->map, in->map_len);
   else free(in->buf);
   gzclose(in->f);
 }
@@ -1071,11 +1058,7 @@ static long input_next(void *ctx, const unsigned char **data, uint64_t strings) 
     size_t left = in->map_len - (size_t)in->offset;
     n = (long)(left < in->chunk ? left : in->chunk);
     *data = in->map + in->offset;
-    if (in->offset >= in->dropped + (4u << 20)) { /* parsed pages leave our RSS */
-      uint64_t upto = (in->offset - (1u << 20)) & ~(uint64_t)0xfffff;
-      madvise(in->map + in->dropped, (size_t)(upto - in->dropped), MADV_DONTNEED);
-      in->dropped = upto;
-    }
+    loom__input_drop(in->map, &in->dropped, in->offset);
   } else {
     size_t want = strings != in->strings_seen ? in->gzcap : in->gzcap < (1u << 30) ? 2 * in->gzcap : in->gzcap;
     in->strings_seen = strings;
@@ -1094,6 +1077,11 @@ static long input_next(void *ctx, const unsigned char **data, uint64_t strings) 
 /* Inputs at least this big (bytes on disk) are parsed on a thread of their
  * own (json_tape.h); SIZE_MAX: never.  Tests set it. */
 size_t loom__json_tape_min = 1 << 20;
+
+static loom_status truncated(const reader *r, const jinput *in, const char *path) {
+  return loom__fail(LOOM_EFORMAT, "%s: truncated JSON: the file ends at byte offset %llu inside %s", path,
+                    (unsigned long long)in->offset, r->depth > 1 ? "the event list" : "the top-level object");
+}
 
 /* Parses the whole input into r in this thread.  The yajl error (or 0). */
 static loom_status parse_here(reader *r, jinput *in, const char *path) {
@@ -1114,9 +1102,7 @@ static loom_status parse_here(reader *r, jinput *in, const char *path) {
       break;
     }
   }
-  if (st == LOOM_OK && n == 0 && yajl_complete_parse(y) != yajl_status_ok)
-    st = loom__fail(LOOM_EFORMAT, "%s: truncated JSON: the file ends at byte offset %llu inside %s", path,
-                    (unsigned long long)in->offset, r->depth > 1 ? "the event list" : "the top-level object");
+  if (st == LOOM_OK && n == 0 && yajl_complete_parse(y) != yajl_status_ok) st = truncated(r, in, path);
   yajl_free(y);
   return st;
 }
@@ -1128,15 +1114,14 @@ static int parse_threaded(reader *r, jinput *in, const char *path, loom_status *
   loom__jtape_result res;
   if (loom__jtape_run(&src, &callbacks, r, &res) != 0) return -1;
   *st = LOOM_OK;
-  if (res.status == 3 || (res.status && r->oom))
+  if (res.status == LOOM__JTAPE_CANCELLED || (res.status && r->oom))
     *st = loom__fail(LOOM_ENOMEM, "%s: out of memory at byte offset %llu", path,
                      (unsigned long long)res.offset);
-  else if (res.status == 1)
+  else if (res.status == LOOM__JTAPE_SYNTAX)
     *st = loom__fail(LOOM_EFORMAT, "%s: %s at byte offset %llu", path, res.msg,
                      (unsigned long long)res.offset);
-  else if (res.status == 0 && res.truncated)
-    *st = loom__fail(LOOM_EFORMAT, "%s: truncated JSON: the file ends at byte offset %llu inside %s", path,
-                     (unsigned long long)in->offset, r->depth > 1 ? "the event list" : "the top-level object");
+  else if (res.status == LOOM__JTAPE_OK && res.truncated)
+    *st = truncated(r, in, path);
   return 0;
 }
 
