@@ -5,12 +5,18 @@
  *
  * Completion: each followed command holds one reference to its event (the
  * layer's own, or the application's, retained) in its queue's ring.  Rings
- * are harvested without blocking on the application's own OpenCL calls: once
- * 64 commands are in a ring, the oldest are asked whether they completed
- * (clGetEventInfo), and completed ones are read (event profiling), emitted
- * and released; clFinish harvests its queue.  No callback, so no wake-up of
- * another thread per command.  At flush the backend waits a bounded time for
- * commands still in flight, then counts the rest as lost.
+ * are harvested without blocking on the application's own OpenCL calls, and
+ * the driver is asked as little as possible while the program enqueues (its
+ * worker threads hold the locks a query takes):
+ *  - clFinish harvests its queue: every command enqueued before it ended, so
+ *    none is asked its status, only its times (once the device is idle);
+ *  - once HARVEST_AT commands are in a ring, the ones that ended are found
+ *    (on an in-order queue, where commands end in order, by a binary search
+ *    over their statuses: log2(n) queries, not n) and read, emitted and
+ *    released; the next look is HARVEST_STEP commands later.
+ * No callback, so no wake-up of another thread per command.  At flush the
+ * backend waits a bounded time for commands still in flight, then counts the
+ * rest as lost.
  *
  * Clock domains are detected per device, not assumed: a profiled marker on a
  * private queue is bracketed by host clock reads, and the domain whose reads
@@ -38,6 +44,12 @@ static atomic_uint gen;          /* session generation */
 static atomic_uint_fast64_t next_corr;
 static loom_clock host_clk;
 
+/* Commands in a queue's ring before an enqueue looks for ended ones, and how
+ * many more before it looks again (the ring holds what is in flight). */
+enum { HARVEST_AT = 256, HARVEST_STEP = 64 };
+/* Tracks an out-of-order queue's commands may need, at most. */
+enum { MAX_LANES = 32 };
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* everything below */
 
 typedef struct dev_entry {
@@ -53,6 +65,7 @@ typedef struct queue_entry {
   cl_command_queue q;
   cl_device_id dev;
   int app_profiling;
+  int in_order;                /* commands end in the order they were enqueued */
   int retired;                 /* the application released it */
   unsigned gen;
   uint32_t device, resource;
@@ -60,6 +73,13 @@ typedef struct queue_entry {
   pthread_mutex_t lk;          /* the ring */
   ocl_cmd *ring;               /* commands in flight, oldest at head */
   size_t head, count, cap;
+  uint64_t pushed;             /* commands ever put in the ring (their seq) */
+  /* An out-of-order queue's lanes in the session lanes_gen: the queue's own
+   * track (0), then tracks made when commands ran at once (under lk). */
+  unsigned lanes_gen;
+  size_t nlanes;
+  struct { uint32_t resource; uint64_t end; } lanes[MAX_LANES];
+  size_t look_at;              /* count at which enqueues look for ended ones */
   /* The last kernel's sizes as the trace shows them (under lk): a program
    * launches the same shapes again and again, so most kernels format none. */
   cl_uint fmt_dims;
@@ -71,7 +91,7 @@ static dev_entry devs[64];
 static size_t ndevs;
 static queue_entry **queues;     /* entries never move; freed when retired and empty */
 static size_t nqueues, cap_queues;
-static uint64_t queue_serial;
+static atomic_uint_fast64_t queue_serial; /* "queue N", and lanes' numbers */
 /* Bumped whenever a queue entry is made, retired or freed: a thread's cached
  * lookup (tq below) is good only while it has not moved. */
 static atomic_uint queues_epoch;
@@ -132,15 +152,17 @@ uint32_t ocl_kernel_name(cl_kernel k) {
 }
 
 /* ---- queues and devices ------------------------------------------------- */
-void ocl_queue_created(cl_command_queue q, cl_device_id dev, int app_wanted) {
+void ocl_queue_created(cl_command_queue q, cl_device_id dev, int app_wanted, int in_order) {
   queue_entry *e = calloc(1, sizeof *e);
   if (!e) return;
   e->q = q;
   e->dev = dev;
   e->app_profiling = app_wanted;
+  e->in_order = in_order;
+  e->look_at = HARVEST_AT;
   pthread_mutex_init(&e->lk, NULL);
   pthread_mutex_lock(&mu);
-  e->native = ++queue_serial;
+  e->native = atomic_fetch_add(&queue_serial, 1) + 1;
   if (nqueues == cap_queues) {
     size_t nc = cap_queues ? cap_queues * 2 : 16;
     queue_entry **p = realloc(queues, nc * sizeof *p);
@@ -321,14 +343,59 @@ static void kernel_sizes(queue_entry *qe, const ocl_cmd *c) {
   memcpy(qe->fmt_lws, c->lws, sizeof c->lws);
 }
 
-/* Reads a completed command's times and emits it (qe->lk held). */
-static void emit_cmd(queue_entry *qe, const ocl_cmd *c, loom_clock clk) {
+static cl_int event_status(cl_event e) {
+  cl_int status = CL_QUEUED;
+  if (ocl_next.clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                              NULL) != CL_SUCCESS)
+    status = -1;
+  return status;
+}
+
+/* The track of an out-of-order queue's command that ran from st to en (qe->lk
+ * held).  Such a queue runs commands at once, and slices that overlap on one
+ * track are dropped by trace_processor from JSON: a command goes on the
+ * first of the queue's lanes ("queue N", then "queue N lane 2", ...) whose
+ * last command ended by st, in a new lane when none did.  Past MAX_LANES
+ * lanes it takes the lane that ended first (and may overlap there). */
+static uint32_t lane_of(queue_entry *qe, const ocl_cmd *c, uint64_t st, uint64_t en) {
+  if (qe->lanes_gen != c->gen || !qe->nlanes) {
+    qe->lanes_gen = c->gen;
+    qe->lanes[0].resource = c->resource;
+    qe->lanes[0].end = 0;
+    qe->nlanes = 1;
+  }
+  size_t k = 0;
+  while (k < qe->nlanes && qe->lanes[k].end > st) k++;
+  if (k == qe->nlanes && k < MAX_LANES) {
+    char name[64];
+    uint64_t native = atomic_fetch_add(&queue_serial, 1) + 1;
+    snprintf(name, sizeof name, "queue %llu lane %zu", (unsigned long long)qe->native, k + 1);
+    if (host->resource_add(self, c->device, name, native, &qe->lanes[k].resource) == LOOM_OK)
+      qe->nlanes++;
+    else
+      k = 0; /* no track to be had: the queue's own */
+  }
+  if (k == MAX_LANES) {
+    k = 0;
+    for (size_t i = 1; i < qe->nlanes; i++)
+      if (qe->lanes[i].end < qe->lanes[k].end) k = i;
+  }
+  if (en > qe->lanes[k].end) qe->lanes[k].end = en;
+  return qe->lanes[k].resource;
+}
+
+/* Reads an ended command's times and emits it (qe->lk held); -1 when it has
+ * no times because it is still running. */
+static int emit_cmd(queue_entry *qe, const ocl_cmd *c, loom_clock clk) {
   cl_ulong q = 0, st = 0, en = 0;
   cl_event e = c->event;
   if (ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof st, &st, NULL) != CL_SUCCESS ||
       ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof en, &en, NULL) != CL_SUCCESS) {
-    host->count_lost(self, 1, "the driver gave no profiling times for a command");
-    return;
+    cl_int status = event_status(e);
+    if (status > CL_COMPLETE) return -1;
+    host->count_lost(self, 1, status < 0 ? "a command failed on the device (no times to record)"
+                                         : "the driver gave no profiling times for a command");
+    return 0;
   }
   loom_arg args[4];
   uint32_t n = 0;
@@ -345,37 +412,58 @@ static void emit_cmd(queue_entry *qe, const ocl_cmd *c, loom_clock clk) {
       args[n++] = (loom_arg){.key = "direction", .type = LOOM_ARG_STRING, .v.s = c->direction};
   }
   loom_record r = {.struct_size = sizeof r, .kind = c->kind, .clock = clk, .device = c->device,
-                   .resource = c->resource, .start = st, .end = en, .name = c->name,
+                   .resource = qe->in_order ? c->resource : lane_of(qe, c, st, en),
+                   .start = st, .end = en, .name = c->name,
                    .correlation = c->corr, .nargs = n, .args = args};
   host->emit(self, &r);
+  return 0;
 }
 
-/* Emits and releases the oldest commands of qe that completed, at most max
- * (0: all that completed).  qe->lk held.  With wait_until (ns, MONOTONIC_RAW)
- * it waits for incomplete ones until then. */
-static void harvest(queue_entry *qe, size_t max, uint64_t wait_until) {
+static ocl_cmd *ring_at(queue_entry *qe, size_t i) { return &qe->ring[(qe->head + i) % qe->cap]; }
+
+/* Whether a command reached its end (completed or failed). */
+static int ended(const ocl_cmd *c) { return event_status(c->event) <= CL_COMPLETE; }
+
+/* How many of qe's oldest commands are known to have ended, with as few
+ * queries as can tell (qe->lk held): on an in-order queue a binary search
+ * (if one ended, all before it did); else the run at the head. */
+static size_t ended_prefix(queue_entry *qe) {
+  size_t lo = 0, hi = qe->count; /* [0, lo) ended, [hi, count) did not */
+  if (!qe->in_order) {
+    while (lo < hi && ended(ring_at(qe, lo))) lo++;
+    return lo;
+  }
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ended(ring_at(qe, mid))) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Emits and releases qe's oldest commands that ended: the first known ones
+ * without asking, then the next ones while they ended.  qe->lk held.  With
+ * wait_until (ns, MONOTONIC_RAW) it waits for running ones until then. */
+static void harvest(queue_entry *qe, size_t known, uint64_t wait_until) {
   unsigned g = atomic_load(&gen);
-  size_t done = 0;
-  while (qe->count && (!max || done < max)) {
-    ocl_cmd *c = &qe->ring[qe->head];
-    cl_int status = CL_QUEUED;
-    if (ocl_next.clGetEventInfo(c->event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
-                                &status, NULL) != CL_SUCCESS)
-      status = -1;
+  while (qe->count) {
+    ocl_cmd *c = ring_at(qe, 0);
+    cl_int status = known ? CL_COMPLETE : event_status(c->event);
+    if (status == CL_COMPLETE && c->gen == g && emit_cmd(qe, c, c->clk) != 0)
+      status = CL_RUNNING; /* times not there yet after all */
     if (status > CL_COMPLETE) {
+      known = 0;
       if (!wait_until || ocl_now() > wait_until) break;
       struct timespec ms = {0, 200000};
       nanosleep(&ms, NULL);
       continue;
     }
-    if (c->gen == g) {
-      if (status == CL_COMPLETE) emit_cmd(qe, c, c->clk);
-      else host->count_lost(self, 1, "a command failed on the device (no times to record)");
-    }
+    if (status < 0 && c->gen == g)
+      host->count_lost(self, 1, "a command failed on the device (no times to record)");
     ocl_next.clReleaseEvent(c->event);
     qe->head = (qe->head + 1) % qe->cap;
     qe->count--;
-    done++;
+    known -= known > 0;
   }
 }
 
@@ -383,13 +471,33 @@ void ocl_host_call(uint32_t api, uint64_t t0, int kind) {
   emit_call(api, t0, ocl_now(), 0, kind, 0);
 }
 
-void ocl_queue_finished(cl_command_queue q) {
+static queue_entry *queue_of(cl_command_queue q) {
   pthread_mutex_lock(&mu);
   queue_entry *qe = find_queue(q);
   pthread_mutex_unlock(&mu);
+  return qe;
+}
+
+uint64_t ocl_queue_fence(cl_command_queue q) {
+  queue_entry *qe = queue_of(q);
+  if (!qe) return 0;
+  pthread_mutex_lock(&qe->lk);
+  uint64_t f = qe->pushed;
+  pthread_mutex_unlock(&qe->lk);
+  return f;
+}
+
+void ocl_queue_finished(cl_command_queue q, uint64_t fence, int ok) {
+  queue_entry *qe = queue_of(q);
   if (!qe) return;
   pthread_mutex_lock(&qe->lk);
-  harvest(qe, 0, 0);
+  size_t known = 0;
+  if (ok && qe->count && fence > ring_at(qe, 0)->seq) { /* the ring is in seq order */
+    uint64_t k = fence - ring_at(qe, 0)->seq;
+    known = k < qe->count ? (size_t)k : qe->count;
+  }
+  harvest(qe, known, 0);
+  qe->look_at = qe->count + HARVEST_AT;
   pthread_mutex_unlock(&qe->lk);
 }
 
@@ -428,7 +536,9 @@ static int ring_push(queue_entry *qe, const ocl_cmd *c) {
     qe->head = 0;
     qe->cap = nc;
   }
-  qe->ring[(qe->head + qe->count) % qe->cap] = *c;
+  ocl_cmd *slot = &qe->ring[(qe->head + qe->count) % qe->cap];
+  *slot = *c;
+  slot->seq = qe->pushed++;
   qe->count++;
   return 0;
 }
@@ -472,7 +582,10 @@ cl_int ocl_call_end(ocl_call *c, uint32_t api, cl_int rc, int kind, uint32_t nam
   pthread_mutex_lock(&qe->lk);
   /* Asking the driver about an event that is still running contends with
    * its worker threads: do it in batches, not on every enqueue. */
-  if (qe->count >= 64) harvest(qe, 0, 0);
+  if (qe->count >= qe->look_at) {
+    harvest(qe, ended_prefix(qe), 0);
+    qe->look_at = qe->count + (qe->count ? HARVEST_STEP : HARVEST_AT);
+  }
   if (ring_push(qe, &cmd) != 0) {
     ocl_next.clReleaseEvent(e);
     host->count_lost(self, 1, "out of memory");

@@ -28,7 +28,9 @@ static cl_command_queue CL_API_CALL w_clCreateCommandQueue(cl_context ctx, cl_de
                                                            cl_command_queue_properties props,
                                                            cl_int *err) {
   cl_command_queue q = ocl_next.clCreateCommandQueue(ctx, dev, props | CL_QUEUE_PROFILING_ENABLE, err);
-  if (q) ocl_queue_created(q, dev, (props & CL_QUEUE_PROFILING_ENABLE) != 0);
+  if (q)
+    ocl_queue_created(q, dev, (props & CL_QUEUE_PROFILING_ENABLE) != 0,
+                      !(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE));
   return q;
 }
 
@@ -37,13 +39,14 @@ w_clCreateCommandQueueWithProperties(cl_context ctx, cl_device_id dev,
                                      const cl_queue_properties *props, cl_int *err) {
   cl_queue_properties mine[130];
   size_t n = 0;
-  int found = 0, wanted = 0;
+  int found = 0, wanted = 0, in_order = 1;
   for (; props && props[n] && n + 2 < 128; n += 2) {
     mine[n] = props[n];
     mine[n + 1] = props[n + 1];
     if (props[n] == CL_QUEUE_PROPERTIES) {
       found = 1;
       wanted = (props[n + 1] & CL_QUEUE_PROFILING_ENABLE) != 0;
+      in_order = !(props[n + 1] & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
       mine[n + 1] |= CL_QUEUE_PROFILING_ENABLE;
     }
   }
@@ -55,7 +58,7 @@ w_clCreateCommandQueueWithProperties(cl_context ctx, cl_device_id dev,
   }
   mine[n] = 0;
   cl_command_queue q = ocl_next.clCreateCommandQueueWithProperties(ctx, dev, mine, err);
-  if (q) ocl_queue_created(q, dev, wanted);
+  if (q) ocl_queue_created(q, dev, wanted, in_order);
   return q;
 }
 
@@ -244,10 +247,10 @@ static void *CL_API_CALL w_clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bo
 
 static cl_int CL_API_CALL w_clFinish(cl_command_queue q) {
   if (!atomic_load_explicit(&ocl_recording, memory_order_relaxed)) return ocl_next.clFinish(q);
-  uint64_t t0 = ocl_now();
+  uint64_t fence = ocl_queue_fence(q), t0 = ocl_now();
   cl_int rc = ocl_next.clFinish(q);
   ocl_host_call(OCL_NAME("clFinish"), t0, LOOM_KIND_SYNC);
-  ocl_queue_finished(q);
+  ocl_queue_finished(q, fence, rc == CL_SUCCESS);
   return rc;
 }
 HOST_CALL(clFlush, LOOM_KIND_RUNTIME, (cl_command_queue q), (q))

@@ -29,6 +29,7 @@ typedef struct ocl_cmd {
   size_t gws[3], lws[3];
   cl_uint dims;
   cl_event event;       /* one reference held by the backend */
+  uint64_t seq;         /* its place among its queue's commands */
   loom_clock clk;       /* its device's clock in that session */
   unsigned gen;         /* session generation it belongs to */
 } ocl_cmd;
@@ -63,10 +64,14 @@ uint32_t ocl_intern(const char *s);
   })
 
 /* Queue bookkeeping. */
-void ocl_queue_created(cl_command_queue q, cl_device_id dev, int app_wanted_profiling);
+void ocl_queue_created(cl_command_queue q, cl_device_id dev, int app_wanted_profiling,
+                       int in_order);
 int ocl_queue_app_profiling(cl_command_queue q); /* -1 unknown */
-/* clFinish(q) returned: emit what completed on q. */
-void ocl_queue_finished(cl_command_queue q);
+/* Taken before clFinish(q): the commands q held until then. */
+uint64_t ocl_queue_fence(cl_command_queue q);
+/* clFinish(q) returned (ok: CL_SUCCESS): the commands before fence ended;
+ * emit what completed on q. */
+void ocl_queue_finished(cl_command_queue q, uint64_t fence, int ok);
 /* The queue's last reference was released: forget it. */
 void ocl_queue_released(cl_command_queue q);
 /* The kernel's function name (cached per handle), as a string id. */

@@ -10,6 +10,8 @@
  *   events     every command with an event; callbacks of its own; waits
  *   profiling  its own queue has profiling on; it reads its own times
  *   threads    two queues, each driven by its own thread
+ *   ooo        an out-of-order queue: KERNELS kernels, each on a buffer of
+ *              its own, then clFinish and a read of the last one
  *   exit       exit(3) after enqueueing, before reading
  *   crash      a segmentation fault after the first read
  *   sleep      basic, then prints "ready" and sleeps 30 s (for signals)
@@ -126,6 +128,39 @@ static double run(cl_command_queue q, int kernels, int with_events, int exit_ear
   return s;
 }
 
+/* KERNELS independent kernels on an out-of-order queue (each squares its own
+ * buffer, so any order gives the same result). */
+static double run_ooo(int kernels) {
+  cl_int err;
+  cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
+  cl_command_queue q = p_clCreateCommandQueueWithProperties(ctx, dev, props, &err);
+  CHECK(err);
+  cl_command_queue_properties seen = 0;
+  CHECK(p_clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof seen, &seen, NULL));
+  printf("out of order: %s\n", seen & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE ? "yes" : "no");
+  float *h = malloc(sizeof(float) * N);
+  for (int i = 0; i < N; i++) h[i] = (float)(i % 100) / 100.0f;
+  cl_mem *m = calloc((size_t)kernels, sizeof *m);
+  cl_kernel k = p_clCreateKernel(prog, "square", &err);
+  CHECK(err);
+  size_t g = N;
+  for (int i = 0; i < kernels; i++) {
+    m[i] = p_clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(float) * N, h, &err);
+    CHECK(err);
+    CHECK(p_clSetKernelArg(k, 0, sizeof m[i], &m[i]));
+    CHECK(p_clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, NULL));
+  }
+  CHECK(p_clFinish(q));
+  CHECK(p_clEnqueueReadBuffer(q, m[kernels - 1], CL_TRUE, 0, sizeof(float) * N, h, 0, NULL, NULL));
+  double s = checksum(h);
+  for (int i = 0; i < kernels; i++) p_clReleaseMemObject(m[i]);
+  p_clReleaseKernel(k);
+  p_clReleaseCommandQueue(q);
+  free(m);
+  free(h);
+  return s;
+}
+
 typedef struct job { cl_command_queue q; int kernels; double sum; } job;
 static void *thread_main(void *a) {
   job *j = a;
@@ -165,6 +200,8 @@ int main(int argc, char **argv) {
     pthread_join(tb, NULL);
     sum = a.sum + b.sum;
     p_clReleaseCommandQueue(q2);
+  } else if (!strcmp(mode, "ooo")) {
+    sum = run_ooo(kernels > 0 ? kernels : 1);
   } else if (profiling) {
     cl_event e;
     cl_mem m = p_clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
