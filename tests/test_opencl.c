@@ -126,6 +126,16 @@ static void test_linked(void **state) {
   check_same_output(CLAPP, "basic 6");
 }
 
+/* Calls are timed with the time-stamp counter where it is usable; with
+ * LOOM_NO_TSC on CLOCK_MONOTONIC_RAW: device work still falls inside the
+ * brackets of its calls either way. */
+static void test_without_tsc(void **state) {
+  (void)state;
+  setenv("LOOM_NO_TSC", "1", 1);
+  basic_for(CLAPP);
+  unsetenv("LOOM_NO_TSC");
+}
+
 static void test_dlopen(void **state) {
   (void)state;
   basic_for(CLAPP_DL);
@@ -387,6 +397,7 @@ static void test_framework_ops_link_device_work(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linked),
+      cmocka_unit_test(test_without_tsc),
       cmocka_unit_test(test_dlopen),
       cmocka_unit_test(test_app_events_and_profiling),
       cmocka_unit_test(test_two_threads_two_queues),
