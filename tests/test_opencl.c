@@ -133,7 +133,11 @@ static void test_without_tsc(void **state) {
   (void)state;
   setenv("LOOM_NO_TSC", "1", 1);
   basic_for(CLAPP);
-  unsetenv("LOOM_NO_TSC");
+}
+
+static int unset_no_tsc(void **state) {
+  (void)state;
+  return unsetenv("LOOM_NO_TSC");
 }
 
 static void test_dlopen(void **state) {
@@ -397,7 +401,7 @@ static void test_framework_ops_link_device_work(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linked),
-      cmocka_unit_test(test_without_tsc),
+      cmocka_unit_test_teardown(test_without_tsc, unset_no_tsc),
       cmocka_unit_test(test_dlopen),
       cmocka_unit_test(test_app_events_and_profiling),
       cmocka_unit_test(test_two_threads_two_queues),
