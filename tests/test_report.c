@@ -383,6 +383,35 @@ static void test_percentiles_past_exact_limit(void **state) {
   unlink(path);
 }
 
+/* Launch calls stay known after their work started, and once more than
+ * 65536 are, the oldest go until half are left: work finds its call while
+ * fewer than 32768 launches came after it.  70000 launches, each followed
+ * by its kernel; then a kernel of launch 1 (forgotten: work without a
+ * launch) and one of launch 69000 (still known). */
+static void test_old_launches_forgotten(void **state) {
+  (void)state;
+  char path[512];
+  FILE *f = open_trace(path, sizeof path);
+  long long ts = 0;
+  for (int i = 1; i <= 70000; i++, ts += 10) {
+    fprintf(f, "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
+               "\"tid\":1,\"ts\":%lld,\"dur\":1,\"args\":{\"correlation\":%d}},\n", ts, i);
+    fprintf(f, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":%lld,"
+               "\"dur\":1,\"args\":{\"correlation\":%d}},\n", ts + 2, i);
+  }
+  fprintf(f, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":%lld,"
+             "\"dur\":1,\"args\":{\"correlation\":1}},\n", ts + 5);
+  fprintf(f, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":%lld,"
+             "\"dur\":1,\"args\":{\"correlation\":69000}}\n", ts + 8);
+  close_trace(f);
+  char *text = report_text(path, 0, 0);
+  yajl_val r = parse(text);
+  assert_int_equal(NUM(r, "not_understood", "device_work_without_launch"), 1);
+  yajl_tree_free(r);
+  free(text);
+  unlink(path);
+}
+
 /* Counts events of a category in a (possibly gzip'ed) Kineto file. */
 static size_t count_cat(const char *path, const char *cat) {
   gzFile g = gzopen(path, "rb");
@@ -533,7 +562,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_synthetic_loom_figures), cmocka_unit_test(test_synthetic_hta_last_step_out),
       cmocka_unit_test(test_synthetic_hta_all_steps), cmocka_unit_test(test_same_report_from_every_format),
-      cmocka_unit_test(test_spilled_sort_same_report), cmocka_unit_test(test_percentiles_past_exact_limit), cmocka_unit_test(test_real_kineto_traces),
+      cmocka_unit_test(test_spilled_sort_same_report), cmocka_unit_test(test_percentiles_past_exact_limit),
+      cmocka_unit_test(test_old_launches_forgotten),   cmocka_unit_test(test_real_kineto_traces),
       cmocka_unit_test(test_vendor_variants),       cmocka_unit_test(test_bad_input),             cmocka_unit_test(test_html_page),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -195,6 +195,8 @@ typedef struct an {
   uint32_t *free_ls;
   size_t nfree, cap_free;
   loom__map inflight;     /* correlation -> launch index + 1 */
+  struct lq { uint64_t corr; int64_t ts; } *lq; /* launches as they came (time order) */
+  size_t lq_head, nlq, cap_lq;
   uint32_t *stk;          /* stack lists: [len, names...] */
   size_t nstk, cap_stk;
   loom__map stk_of;       /* hash -> offset + 1 */
@@ -507,22 +509,42 @@ static uint32_t stack_id(an *a, const hstate *h) {
   return (uint32_t)off + 1;
 }
 
+/* The known launch of an entry of a->lq, or NULL when the entry is stale
+ * (its correlation was pruned, or came again later: a later entry stands). */
+static uint64_t *lq_live(an *a, const struct lq *q) {
+  uint64_t *li = loom__map_get(&a->inflight, q->corr);
+  return li && a->ls[*li - 1].ts == q->ts ? li : NULL;
+}
+
+/* Drops the entries before lq_head and the stale ones once they are most of
+ * a->lq (each known launch has one live entry, its latest time): its length
+ * stays within twice the known launches, plus 4096; amortised O(1). */
+static void lq_compact(an *a) {
+  int used_up = a->lq_head >= 4096 && a->lq_head >= a->nlq / 2;
+  int stale = a->nlq - a->lq_head > 2 * a->inflight.n + 4096;
+  if (!used_up && !stale) return;
+  size_t k = 0;
+  for (size_t i = a->lq_head; i < a->nlq; i++)
+    if (lq_live(a, &a->lq[i])) a->lq[k++] = a->lq[i];
+  a->nlq = k;
+  a->lq_head = 0;
+}
+
+/* Forgets launches that began more than 10 s before now, then 5 s, ... until
+ * half are left.  They came in time order, so each horizon's are the front
+ * of a->lq: no scan of the map. */
 static void prune_launches(an *a, int64_t now) {
   int64_t horizon = LAUNCH_HORIZON_NS;
   while (a->inflight.n > LAUNCH_PRUNE_AT / 2 && horizon > 1000) {
-    uint64_t *dead = NULL;
-    size_t nd = 0, cd = 0;
-    for (size_t i = 0; i < a->inflight.cap; i++) {
-      if (!a->inflight.keys[i]) continue;
-      launch *l = &a->ls[a->inflight.vals[i] - 1];
-      if (l->ts < now - horizon && LOOM__PUSH(dead, nd, cd, a->inflight.keys[i])) a->oom = 1;
+    for (; a->lq_head < a->nlq; a->lq_head++) {
+      const struct lq *q = &a->lq[a->lq_head];
+      uint64_t *li = lq_live(a, q);
+      if (!li) continue;
+      if (q->ts >= now - horizon) break;
+      uint32_t idx = (uint32_t)(*li - 1);
+      loom__map_del(&a->inflight, q->corr);
+      if (LOOM__PUSH(a->free_ls, a->nfree, a->cap_free, idx)) a->oom = 1;
     }
-    for (size_t i = 0; i < nd; i++) {
-      uint64_t idx = *loom__map_get(&a->inflight, dead[i]) - 1;
-      loom__map_del(&a->inflight, dead[i]);
-      if (LOOM__PUSH(a->free_ls, a->nfree, a->cap_free, (uint32_t)idx)) a->oom = 1;
-    }
-    free(dead);
     horizon /= 2;
   }
 }
@@ -560,8 +582,15 @@ static void host_event(an *a, const loom__arec *r) {
               (uint8_t)((r->role & LOOM_RECORD_F_MEMORY) != 0),
               (uint8_t)(r->kind == LOOM_KIND_RUNTIME || r->kind == LOOM_KIND_DRIVER)};
   uint64_t *old = loom__map_get(&a->inflight, r->corr);
-  if (old) {
+  if (old) { /* the same id again: it stands for the later call */
+    int moved = a->ls[*old - 1].ts != l.ts;
     a->ls[*old - 1] = l;
+    if (moved && LOOM__PUSH(a->lq, a->nlq, a->cap_lq, ((struct lq){r->corr, r->ts}))) a->oom = 1;
+    lq_compact(a);
+    return;
+  }
+  if (LOOM__PUSH(a->lq, a->nlq, a->cap_lq, ((struct lq){r->corr, r->ts}))) {
+    a->oom = 1;
     return;
   }
   uint32_t idx;
@@ -571,6 +600,7 @@ static void host_event(an *a, const loom__arec *r) {
   a->ls[idx] = l;
   if (loom__map_put(&a->inflight, r->corr, idx + 1)) a->oom = 1;
   if (a->inflight.n > LAUNCH_PRUNE_AT) prune_launches(a, r->ts);
+  lq_compact(a);
 }
 
 /* ---- devices ---------------------------------------------------------------- */
@@ -907,6 +937,7 @@ static void an_free(an *a) {
   loom__map_free(&a->name_of);
   free(a->ls);
   free(a->free_ls);
+  free(a->lq);
   loom__map_free(&a->inflight);
   free(a->stk);
   loom__map_free(&a->stk_of);
