@@ -117,6 +117,7 @@ typedef struct rd {
   const char *path;
   loom__map iids[IID_TABLES];  /* IID_*: (sequence, iid) -> string id ([0] unused) */
   struct iid_slot { uint64_t key; uint32_t val, table; } iidc[1024]; /* in front of those four */
+  loom__kind_cache kinds;      /* category id -> kind */
   loom__map tracks;            /* uuid -> index into trks */
   size_t trk_hit[64];          /* 1 + index into trks of recently found uuids (trk_of) */
   trk *trks;
@@ -587,9 +588,8 @@ static void track_event(rd *r, pbr m) {
     }
     return;
   }
-  const char *cat = loom__trace_cstr(t, x.cat);
   loom__ev e = {.ts = r->ts, .name = x.name, .cat = x.cat, .track = k->track,
-                .kind = (uint8_t)loom__kind_of_category(cat), .ph = LOOM__PH_COMPLETE};
+                .kind = (uint8_t)loom__kind_of_cat_id(&r->kinds, t, x.cat), .ph = LOOM__PH_COMPLETE};
   if (x.type == PF_TYPE_COUNTER) {
     e.ph = LOOM__PH_COUNTER;
     e.kind = LOOM_KIND_COUNTER;
@@ -603,7 +603,7 @@ static void track_event(rd *r, pbr m) {
   }
   if (x.type == PF_TYPE_INSTANT) {
     e.ph = LOOM__PH_INSTANT;
-    if (e.kind == LOOM_KIND_MARKER && strcmp(cat, "marker")) e.kind = LOOM_KIND_INSTANT;
+    if (e.kind == LOOM_KIND_MARKER && strcmp(loom__trace_cstr(t, x.cat), "marker")) e.kind = LOOM_KIND_INSTANT;
   } else if (own != k && own->desc && !strncmp(loom__trace_cstr(t, own->desc), "async ", 6)) {
     e.ph = LOOM__PH_ASYNC;
   }

@@ -69,6 +69,7 @@ enum { AT_TOP, AT_EVENTS, AT_EVENT, AT_ARGS, AT_DEVPROPS, AT_DEVICE, AT_WARNINGS
 
 typedef struct reader {
   loom_trace *t;
+  loom__kind_cache kinds; /* category id -> kind */
   const char *path;
   int depth;
   int where;          /* AT_* of the current container */
@@ -417,7 +418,7 @@ static void end_event(reader *r) {
     return;
   }
   const char *cat = loom__trace_cstr(r->t, c->cat);
-  loom_kind kind = loom__kind_of_category(cat);
+  loom_kind kind = loom__kind_of_cat_id(&r->kinds, r->t, c->cat);
   if (c->ph == 'C') kind = LOOM_KIND_COUNTER;
   if (c->ph == 'i' || c->ph == 'I') {
     if (c->global && !strcmp(loom__trace_cstr(r->t, c->name), "Record Window End")) {

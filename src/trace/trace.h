@@ -233,6 +233,20 @@ const char *loom__trace_top(const loom_trace *t, const char *key);
 /* The record kind a category string stands for (Kineto's names and loom's
  * "<type>_runtime" style), or LOOM_KIND_MARKER when unknown. */
 loom_kind loom__kind_of_category(const char *cat);
+/* The same by the category's string id in t, through a small cache the
+ * reader keeps (events carry the same few categories; zeroed to start). */
+typedef struct loom__kind_cache {
+  uint32_t id1[16]; /* string id + 1 */
+  uint8_t kind[16];
+} loom__kind_cache;
+static inline loom_kind loom__kind_of_cat_id(loom__kind_cache *c, const loom_trace *t, uint32_t cat) {
+  unsigned slot = (cat * 2654435761u) >> 28;
+  if (c->id1[slot] != cat + 1) {
+    c->kind[slot] = (uint8_t)loom__kind_of_category(loom__trace_cstr(t, cat));
+    c->id1[slot] = cat + 1;
+  }
+  return (loom_kind)c->kind[slot];
+}
 /* Readers: the kind of an event whose category gave kind and that carries
  * the marks roles.  A category that names no kind (LOOM_KIND_MARKER: a
  * runtime's own) with marks is a call of that runtime: a collective
