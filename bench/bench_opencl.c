@@ -8,7 +8,10 @@
  * time (every thread) and of the enqueuing thread's CPU time (steadiest on a
  * shared machine), the time loom adds, and its split into the driver's part
  * (profiling and events) and loom's own code.
- * usage: bench_opencl [ENQUEUES [ROUNDS]]   (default 20000, 7; half kernels, half copies)
+ * usage: bench_opencl [--loom-bin LOOM]... [ENQUEUES [ROUNDS]]
+ *          (default 20000, 7; half kernels, half copies; --loom-bin, up to four
+ *          times, measures those builds' loom in the same rounds, e.g. before
+ *          and after a change; else this build's)
  *        bench_opencl --child N    (the measured program itself)
  */
 #define _GNU_SOURCE
@@ -114,28 +117,40 @@ static void stats(double *v, int n, double *mn, double *med) {
   *med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-enum { WAYS = 3, MAXR = 101 };
+/* Ways: plain, the floor, then one per loom binary (--loom-bin, given up to
+ * four times to compare builds in the same rounds; else this build's). */
+enum { MAXBIN = 4, WAYS = 2 + MAXBIN, MAXR = 101 };
 
 int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[1], "--child")) return child(atol(argv[2]), 0);
   if (argc > 2 && !strcmp(argv[1], "--child-profiled")) return child(atol(argv[2]), 1);
+  const char *bins[MAXBIN];
+  int nbins = 0;
+  while (argc > 2 && !strcmp(argv[1], "--loom-bin") && nbins < MAXBIN) {
+    bins[nbins++] = argv[2];
+    argv += 2, argc -= 2;
+  }
+  if (!nbins) bins[nbins++] = LOOM_BIN;
   long n = argc > 1 ? atol(argv[1]) : 20000;
   int rounds = argc > 2 ? atoi(argv[2]) : 7;
   if (n < 2 || rounds < 1 || rounds > MAXR) {
-    fprintf(stderr, "usage: bench_opencl [ENQUEUES >= 2 [ROUNDS 1..%d]]\n", MAXR);
+    fprintf(stderr, "usage: bench_opencl [--loom-bin LOOM]... [ENQUEUES >= 2 [ROUNDS 1..%d]]\n", MAXR);
     return 2;
   }
+  int ways = 2 + nbins;
   char self[512], cmd[WAYS][1536];
   ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
   if (k <= 0) return 1;
   self[k] = 0;
   snprintf(cmd[0], sizeof cmd[0], "'%s' --child %ld", self, n);
   snprintf(cmd[1], sizeof cmd[1], "'%s' --child-profiled %ld", self, n);
-  snprintf(cmd[2], sizeof cmd[2], "'%s' record -o /tmp/bench_opencl.%d.json -- '%s' --child %ld 2>/dev/null",
-           LOOM_BIN, (int)getpid(), self, n);
+  for (int b = 0; b < nbins; b++)
+    snprintf(cmd[2 + b], sizeof cmd[2 + b],
+             "'%s' record -o /tmp/bench_opencl.%d.json -- '%s' --child %ld 2>/dev/null", bins[b],
+             (int)getpid(), self, n);
   static double v[WAYS][3][MAXR]; /* way, metric, round */
   for (int r = 0; r < rounds; r++) /* interleaved: drift hits every way alike */
-    for (int w = 0; w < WAYS; w++) {
+    for (int w = 0; w < ways; w++) {
       double x[3];
       if (run(cmd[w], x) != 0) {
         fprintf(stderr, "bench_opencl: a run failed (is an OpenCL device available?)\n");
@@ -147,21 +162,25 @@ int main(int argc, char **argv) {
   snprintf(trace, sizeof trace, "/tmp/bench_opencl.%d.json", (int)getpid());
   remove(trace);
   double mn[WAYS][3], md[WAYS][3];
-  for (int w = 0; w < WAYS; w++)
+  for (int w = 0; w < ways; w++)
     for (int m = 0; m < 3; m++) stats(v[w][m], rounds, &mn[w][m], &md[w][m]);
-  static const char *way[WAYS] = {"without loom", "profiling, events and their times, no loom",
-                                  "under loom record"};
   static const char *metric[3] = {"wall time", "CPU time, all threads", "CPU time, enqueuing thread"};
   printf("OpenCL, %ld enqueues (tiny kernels and 256-byte writes), %d interleaved rounds;\n"
          "ns per enqueue, min / median:\n", n, rounds);
   for (int m = 0; m < 3; m++) {
     printf("%s\n", metric[m]);
-    for (int w = 0; w < WAYS; w++) printf("  %-44s %8.1f / %8.1f\n", way[w], mn[w][m], md[w][m]);
-    printf("  added by loom                                %8.1f / %8.1f (%.2fx / %.2fx)\n"
-           "    the driver's profiling, events and queries %8.1f / %8.1f\n"
-           "    loom's own code                            %8.1f / %8.1f\n",
-           mn[2][m] - mn[0][m], md[2][m] - md[0][m], mn[2][m] / mn[0][m], md[2][m] / md[0][m],
-           mn[1][m] - mn[0][m], md[1][m] - md[0][m], mn[2][m] - mn[1][m], md[2][m] - md[1][m]);
+    printf("  %-44s %8.1f / %8.1f\n", "without loom", mn[0][m], md[0][m]);
+    printf("  %-44s %8.1f / %8.1f\n", "profiling, events and their times, no loom", mn[1][m], md[1][m]);
+    printf("    the driver's profiling, events and queries %8.1f / %8.1f\n", mn[1][m] - mn[0][m],
+           md[1][m] - md[0][m]);
+    for (int w = 2; w < ways; w++) {
+      printf("  under loom record%s%-26.26s %8.1f / %8.1f\n", nbins > 1 ? ": " : "",
+             nbins > 1 ? bins[w - 2] : "", mn[w][m], md[w][m]);
+      printf("    added by loom                              %8.1f / %8.1f (%.2fx / %.2fx)\n"
+             "    loom's own code (over the floor)           %8.1f / %8.1f\n",
+             mn[w][m] - mn[0][m], md[w][m] - md[0][m], mn[w][m] / mn[0][m], md[w][m] / md[0][m],
+             mn[w][m] - mn[1][m], md[w][m] - md[1][m]);
+    }
   }
   return 0;
 }
