@@ -412,6 +412,40 @@ static void test_old_launches_forgotten(void **state) {
   unlink(path);
 }
 
+/* A queue whose commands ran at once is written as lanes ("queue 1 lane 2"
+ * beside "queue 1", docs/writing-a-backend.md): the report counts them as
+ * one queue, busy for the union of their work.  A name that only looks
+ * like a lane ("queue 1 lane 2x"), or a lane of a queue the device does not
+ * have ("queue 9 lane 2"), stays a queue of its own. */
+static void test_queue_lanes(void **state) {
+  (void)state;
+  char path[512];
+  FILE *f = open_trace(path, sizeof path);
+  static const char *names[] = {"queue 1", "queue 1 lane 2", "queue 9 lane 2", "queue 1 lane 2x"};
+  for (int i = 0; i < 4; i++)
+    fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":%d,"
+               "\"args\":{\"name\":\"%s\"}},\n", i + 1, names[i]);
+  static const int kern[][3] = {{1, 0, 10}, {2, 5, 10}, {2, 16, 2}, {4, 20, 10}, {3, 40, 5}};
+  for (int i = 0; i < 5; i++)
+    fprintf(f, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":%d,"
+               "\"ts\":%d,\"dur\":%d}%s\n", kern[i][0], kern[i][1], kern[i][2], i == 4 ? "" : ",");
+  close_trace(f);
+  char *text = report_text(path, 0, 0);
+  yajl_val r = parse(text);
+  yajl_val qs = at(r, "devices", "#0", "queues", NULL);
+  assert_non_null(qs);
+  assert_int_equal(YAJL_GET_ARRAY(qs)->len, 3);
+  yajl_val q1 = row(qs, "name", "queue 1");
+  assert_int_equal(NUM(q1, "work"), 3);
+  assert_int_equal(NUM(q1, "busy_ns"), 17000); /* [0,15) and [16,18) */
+  assert_int_equal(NUM(row(qs, "name", "queue 1 lane 2x"), "work"), 1);
+  assert_int_equal(NUM(row(qs, "name", "queue 9 lane 2"), "work"), 1);
+  assert_int_equal(NUM(r, "devices", "#0", "busy_ns"), 32000);
+  yajl_tree_free(r);
+  free(text);
+  unlink(path);
+}
+
 /* Counts events of a category in a (possibly gzip'ed) Kineto file. */
 static size_t count_cat(const char *path, const char *cat) {
   gzFile g = gzopen(path, "rb");
@@ -563,7 +597,8 @@ int main(void) {
       cmocka_unit_test(test_synthetic_loom_figures), cmocka_unit_test(test_synthetic_hta_last_step_out),
       cmocka_unit_test(test_synthetic_hta_all_steps), cmocka_unit_test(test_same_report_from_every_format),
       cmocka_unit_test(test_spilled_sort_same_report), cmocka_unit_test(test_percentiles_past_exact_limit),
-      cmocka_unit_test(test_old_launches_forgotten),   cmocka_unit_test(test_real_kineto_traces),
+      cmocka_unit_test(test_old_launches_forgotten),   cmocka_unit_test(test_queue_lanes),
+      cmocka_unit_test(test_real_kineto_traces),
       cmocka_unit_test(test_vendor_variants),       cmocka_unit_test(test_bad_input),             cmocka_unit_test(test_html_page),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

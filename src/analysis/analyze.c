@@ -184,6 +184,8 @@ typedef struct an {
   loom_trace *t;
   hstate *hs;             /* per track */
   int32_t *qof;           /* per track: queue index or -1 */
+  loom__map track_of;     /* hash of (pid, track name) -> track + 1, made at the first lane */
+  int tracks_mapped;
   loom__map dev_of;       /* pid + 1 -> device index + 1 */
   dstate *ds;
   size_t nds, cap_ds;
@@ -641,9 +643,48 @@ static loom__rdev *device(an *a, int64_t pid, dstate **ds) {
   return &rep->devs[*i - 1];
 }
 
+static uint64_t track_key(int64_t pid, const char *name, size_t len) {
+  return loom__hash_u64(loom__hash_bytes(name, len) ^ (uint64_t)pid);
+}
+
+/* The queue a track belongs to: a track named "<queue> lane <k>" on the
+ * process of a track named "<queue>" is another lane of that queue (a
+ * backend puts commands of one queue that run at once on lanes, since
+ * overlapping slices on one track are dropped by trace viewers:
+ * docs/writing-a-backend.md), and its work counts with the queue's.  Else
+ * the track itself. */
+static uint32_t lane_base(an *a, uint32_t track) {
+  const loom__track *k = &a->t->tracks[track];
+  const char *name = loom__trace_cstr(a->t, k->name), *lane = NULL;
+  for (const char *p = strstr(name, " lane "); p; p = strstr(p + 1, " lane ")) lane = p;
+  if (!lane || !lane[6]) return track;
+  for (const char *d = lane + 6; *d; d++)
+    if (*d < '0' || *d > '9') return track;
+  if (!a->tracks_mapped) { /* once: every track by (pid, name) */
+    a->tracks_mapped = 1;
+    for (size_t i = 0; i < a->t->ntracks; i++) {
+      const char *n = loom__trace_cstr(a->t, a->t->tracks[i].name);
+      uint64_t key = track_key(a->t->tracks[i].pid, n, strlen(n));
+      if (!loom__map_get(&a->track_of, key) && loom__map_put(&a->track_of, key, i + 1)) a->oom = 1;
+    }
+  }
+  size_t len = (size_t)(lane - name);
+  uint64_t *b = loom__map_get(&a->track_of, track_key(k->pid, name, len));
+  if (!b) return track;
+  const loom__track *q = &a->t->tracks[*b - 1];
+  const char *qn = loom__trace_cstr(a->t, q->name);
+  return q->pid == k->pid && strlen(qn) == len && !memcmp(qn, name, len) ? (uint32_t)(*b - 1) : track;
+}
+
 static loom__rq *queue(an *a, uint32_t track, qstate **qs) {
   loom__report *rep = a->rep;
   if (a->qof[track] < 0) {
+    uint32_t base = lane_base(a, track);
+    if (base != track && lane_base(a, base) == base) { /* a lane of a lane stays apart */
+      if (!queue(a, base, qs)) return NULL;
+      a->qof[track] = a->qof[base];
+      return &rep->queues[a->qof[track]];
+    }
     const loom__track *k = &a->t->tracks[track];
     loom__rq q;
     memset(&q, 0, sizeof q);
@@ -931,6 +972,7 @@ static void an_free(an *a) {
     for (size_t i = 0; i < a->t->ntracks; i++) free(a->hs[i].st);
   free(a->hs);
   free(a->qof);
+  loom__map_free(&a->track_of);
   loom__map_free(&a->dev_of);
   free(a->ds);
   free(a->qs);
