@@ -196,58 +196,12 @@ static void test_two_threads_two_queues(void **state) {
   unlink(trace);
 }
 
-/* Two threads, each enqueueing 400 kernels on its own queue, so both rings
- * pass the 256 commands at which an enqueue looks for ended ones (and look
- * again every 64) while the other thread enqueues: nothing lost, and every
- * command on the queue of the thread that enqueued it (each thread's calls
- * link to one queue, a different one). */
-static void test_two_threads_many_commands(void **state) {
-  (void)state;
-  char trace[256];
-  tmp_path(trace, sizeof trace, ".json");
-  assert_int_equal(record(CLAPP, "threads 400", trace, NULL), 0);
-  loom_trace *t = ts_load(trace);
-  counts c = inspect(t);
-  assert_int_equal(c.kernels, 800);
-  assert_int_equal(c.copies, 4);
-  assert_int_equal(c.flows, 804);
-  assert_true(c.brackets_ok);
-  assert_true(c.marks_ok);
-  int64_t tid[2] = {0, 0}, queue[2] = {0, 0};
-  size_t per[2] = {0, 0}, bad = 0;
-  for (size_t i = 0; i < c.flows; i++) {
-    loom_event_view call, work;
-    ts_flow(t, i, &call, &work);
-    int k = tid[0] == 0 || tid[0] == call.tid ? 0 : tid[1] == 0 || tid[1] == call.tid ? 1 : -1;
-    if (k < 0) { bad++; continue; }
-    if (!tid[k]) tid[k] = call.tid, queue[k] = work.tid;
-    if (queue[k] != work.tid) bad++;
-    per[k]++;
-  }
-  assert_int_equal(bad, 0);
-  assert_true(queue[0] != queue[1]);
-  assert_int_equal(per[0], 402);
-  assert_int_equal(per[1], 402);
-  loom_trace_summary s = {.struct_size = sizeof s};
-  loom_trace_summarize(t, &s);
-  assert_int_equal(s.dropped, 0);
-  assert_int_equal(loom_trace_warning_count(t), 0);
-  const char *q[] = {"select count(*) from slice where category = 'kernel'",
-                     "select count(*) from flow",
-                     "select count(*) from stats where value > 0 and severity in ('error','data_loss')"};
-  long long r[3];
-  tp_ints(trace, q, r, 3);
-  assert_int_equal(r[0], 800);
-  assert_int_equal(r[1], 804);
-  assert_int_equal(r[2], 0);
-  loom_trace_free(t);
-  unlink(trace);
-}
-
 /* Records mode's trace and checks what every case of many commands must
  * hold: the kernels and copies, one flow each, every command inside its
- * call's bracket, nothing lost, no warning, and trace_processor agrees. */
-static void many_commands(const char *mode, size_t kernels, size_t copies) {
+ * call's bracket, nothing lost, no warning, and trace_processor agrees;
+ * then more(t, c) when given. */
+static void many_commands(const char *mode, size_t kernels, size_t copies,
+                          void (*more)(loom_trace *, const counts *)) {
   char trace[256];
   tmp_path(trace, sizeof trace, ".json");
   assert_int_equal(record(CLAPP, mode, trace, NULL), 0);
@@ -258,6 +212,7 @@ static void many_commands(const char *mode, size_t kernels, size_t copies) {
   assert_int_equal(c.flows, kernels + copies);
   assert_true(c.brackets_ok);
   assert_true(c.marks_ok);
+  if (more) more(t, &c);
   loom_trace_summary s = {.struct_size = sizeof s};
   loom_trace_summarize(t, &s);
   assert_int_equal(s.dropped, 0);
@@ -274,19 +229,48 @@ static void many_commands(const char *mode, size_t kernels, size_t copies) {
   unlink(trace);
 }
 
+/* Each of the two threads' calls link to one queue, a different one, and
+ * each thread's 400 kernels and 2 copies are there. */
+static void per_thread_queues(loom_trace *t, const counts *c) {
+  int64_t tid[2] = {0, 0}, queue[2] = {0, 0};
+  size_t per[2] = {0, 0}, bad = 0;
+  for (size_t i = 0; i < c->flows; i++) {
+    loom_event_view call, work;
+    ts_flow(t, i, &call, &work);
+    int k = tid[0] == 0 || tid[0] == call.tid ? 0 : tid[1] == 0 || tid[1] == call.tid ? 1 : -1;
+    if (k < 0) { bad++; continue; }
+    if (!tid[k]) tid[k] = call.tid, queue[k] = work.tid;
+    if (queue[k] != work.tid) bad++;
+    per[k]++;
+  }
+  assert_int_equal(bad, 0);
+  assert_true(queue[0] != queue[1]);
+  assert_int_equal(per[0], 402);
+  assert_int_equal(per[1], 402);
+}
+
+/* Two threads, each enqueueing 400 kernels on its own queue, so both rings
+ * pass the 256 commands at which an enqueue looks for ended ones (and look
+ * again every 64) while the other thread enqueues: nothing lost, and every
+ * command on the queue of the thread that enqueued it. */
+static void test_two_threads_many_commands(void **state) {
+  (void)state;
+  many_commands("threads 400", 800, 4, per_thread_queues);
+}
+
 /* 1000 kernels on an in-order queue with no clFinish (a blocking read ends
  * it): the ring is harvested while the program enqueues, with the ended
  * commands found by a binary search over their statuses. */
 static void test_many_commands_in_order(void **state) {
   (void)state;
-  many_commands("basic 1000", 1000, 2);
+  many_commands("basic 1000", 1000, 2, NULL);
 }
 
 /* 600 kernels on an out-of-order queue, where commands may end in any
  * order: each is asked, none is taken for ended by its place. */
 static void test_many_commands_out_of_order(void **state) {
   (void)state;
-  many_commands("ooo 600", 600, 1);
+  many_commands("ooo 600", 600, 1, NULL);
   check_same_output(CLAPP, "ooo 300");
 }
 

@@ -557,7 +557,7 @@ static int ring_push(queue_entry *qe, const ocl_cmd *c) {
     qe->head = 0;
     qe->cap = nc;
   }
-  ocl_cmd *slot = &qe->ring[(qe->head + qe->count) % qe->cap];
+  ocl_cmd *slot = ring_at(qe, qe->count);
   *slot = *c;
   slot->seq = qe->pushed++;
   qe->count++;
