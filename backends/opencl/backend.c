@@ -52,7 +52,6 @@ static loom_clock host_clk;
  * many more before it looks again (the ring holds what is in flight). */
 enum { HARVEST_AT = 256, HARVEST_STEP = 64 };
 /* Tracks an out-of-order queue's commands may need, at most. */
-enum { MAX_LANES = 32 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* everything below */
 
@@ -81,8 +80,8 @@ typedef struct queue_entry {
   /* An out-of-order queue's lanes in the session lanes_gen: the queue's own
    * track (0), then tracks made when commands ran at once (under lk). */
   unsigned lanes_gen;
-  size_t nlanes;
-  struct { uint32_t resource; uint64_t end; } lanes[MAX_LANES];
+  size_t nlanes, cap_lanes;
+  struct lane { uint32_t resource; uint64_t start, end; } *lanes; /* end 0: empty */
   size_t look_at;              /* count at which enqueues look for ended ones */
   /* The last kernel's sizes as the trace shows them (under lk): a program
    * launches the same shapes again and again, so most kernels format none. */
@@ -372,37 +371,64 @@ static cl_int event_status(cl_event e) {
   return status;
 }
 
+/* Whether a command from st to en lies wholly before or after all of a
+ * lane's commands: the driver may start a queue's commands in any order
+ * (POCL runs a burst of ready ones newest first), and they are taken in the
+ * order they were enqueued. */
+static int lane_fits(const struct lane *l, uint64_t st, uint64_t en) {
+  return !l->end || st >= l->end || en <= l->start;
+}
+
+/* Makes qe's next lane (qe->lk held); 0 when no memory or track is to be had. */
+static int add_lane(queue_entry *qe, const ocl_cmd *c) {
+  size_t k = qe->nlanes;
+  if (k == qe->cap_lanes) {
+    struct lane *l = realloc(qe->lanes, 2 * k * sizeof *l);
+    if (!l) return 0;
+    qe->lanes = l;
+    qe->cap_lanes = 2 * k;
+  }
+  char name[64];
+  uint64_t native = atomic_fetch_add(&queue_serial, 1) + 1;
+  snprintf(name, sizeof name, "queue %llu lane %zu", (unsigned long long)qe->native, k + 1);
+  if (host->resource_add(self, c->device, name, native, &qe->lanes[k].resource) != LOOM_OK) return 0;
+  qe->lanes[k].start = qe->lanes[k].end = 0;
+  qe->nlanes++;
+  return 1;
+}
+
 /* The track of an out-of-order queue's command that ran from st to en (qe->lk
  * held).  Such a queue runs commands at once, and slices that overlap on one
  * track are dropped by trace_processor from JSON: a command goes on the
- * first of the queue's lanes ("queue N", then "queue N lane 2", ...) whose
- * last command ended by st, in a new lane when none did.  Past MAX_LANES
- * lanes it takes the lane that ended first (and may overlap there). */
+ * first of the queue's lanes ("queue N", then "queue N lane 2", ...) where
+ * it runs before or after all the others, in a new lane when none has it.  There are as many
+ * lanes as the driver's times ever show commands running at once (a driver
+ * may report dozens on two cores); only when no memory or track is to be
+ * had does a command share the lane that ended first, and then it may
+ * overlap there. */
 static uint32_t lane_of(queue_entry *qe, const ocl_cmd *c, uint64_t st, uint64_t en) {
   if (qe->lanes_gen != c->gen || !qe->nlanes) {
+    if (!qe->cap_lanes) {
+      struct lane *l = malloc(8 * sizeof *l);
+      if (!l) return c->resource;
+      qe->lanes = l;
+      qe->cap_lanes = 8;
+    }
     qe->lanes_gen = c->gen;
-    qe->lanes[0].resource = c->resource;
-    qe->lanes[0].end = 0;
+    qe->lanes[0] = (struct lane){.resource = c->resource};
     qe->nlanes = 1;
   }
   size_t k = 0;
-  while (k < qe->nlanes && qe->lanes[k].end > st) k++;
-  if (k == qe->nlanes && k < MAX_LANES) {
-    char name[64];
-    uint64_t native = atomic_fetch_add(&queue_serial, 1) + 1;
-    snprintf(name, sizeof name, "queue %llu lane %zu", (unsigned long long)qe->native, k + 1);
-    if (host->resource_add(self, c->device, name, native, &qe->lanes[k].resource) == LOOM_OK)
-      qe->nlanes++;
-    else
-      k = 0; /* no track to be had: the queue's own */
-  }
-  if (k == MAX_LANES) {
+  while (k < qe->nlanes && !lane_fits(&qe->lanes[k], st, en)) k++;
+  if (k == qe->nlanes && !add_lane(qe, c)) {
     k = 0;
     for (size_t i = 1; i < qe->nlanes; i++)
       if (qe->lanes[i].end < qe->lanes[k].end) k = i;
   }
-  if (en > qe->lanes[k].end) qe->lanes[k].end = en;
-  return qe->lanes[k].resource;
+  struct lane *l = &qe->lanes[k];
+  if (!l->end || st < l->start) l->start = st;
+  if (en > l->end) l->end = en;
+  return l->resource;
 }
 
 /* Reads an ended command's times and emits it (qe->lk held); -1 when it has
@@ -738,6 +764,7 @@ static loom_status ocl_flush(loom_backend *b) {
     if (qe->retired && !qe->count) {
       atomic_fetch_add(&queues_epoch, 1);
       free(qe->ring);
+      free(qe->lanes);
       pthread_mutex_destroy(&qe->lk);
       free(qe);
       queues[i] = queues[--nqueues];

@@ -12,6 +12,8 @@
  *   threads    two queues, each driven by its own thread
  *   ooo        an out-of-order queue: KERNELS kernels, each on a buffer of
  *              its own, then clFinish and a read of the last one
+ *   burst      ooo, with every kernel waiting on one user event that is set
+ *              after the last is enqueued: all are ready at once
  *   exit       exit(3) after enqueueing, before reading
  *   crash      a segmentation fault after the first read
  *   sleep      basic, then prints "ready" and sleeps 30 s (for signals)
@@ -38,7 +40,8 @@
   X(clEnqueueReadBuffer) X(clEnqueueNDRangeKernel) X(clFinish) X(clGetCommandQueueInfo)   \
   X(clGetEventProfilingInfo) X(clSetEventCallback) X(clWaitForEvents) X(clReleaseEvent)   \
   X(clReleaseKernel) X(clReleaseProgram) X(clReleaseMemObject) X(clReleaseCommandQueue)   \
-  X(clReleaseContext) X(clEnqueueCopyBuffer) X(clEnqueueFillBuffer)
+  X(clReleaseContext) X(clEnqueueCopyBuffer) X(clEnqueueFillBuffer) X(clCreateUserEvent)     \
+  X(clSetUserEventStatus)
 
 #define DECL(f) static __typeof__(&f) p_##f;
 FNS(DECL)
@@ -130,7 +133,7 @@ static double run(cl_command_queue q, int kernels, int with_events, int exit_ear
 
 /* KERNELS independent kernels on an out-of-order queue (each squares its own
  * buffer, so any order gives the same result). */
-static double run_ooo(int kernels) {
+static double run_ooo(int kernels, int burst) {
   cl_int err;
   cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
   cl_command_queue q = p_clCreateCommandQueueWithProperties(ctx, dev, props, &err);
@@ -144,11 +147,20 @@ static double run_ooo(int kernels) {
   cl_kernel k = p_clCreateKernel(prog, "square", &err);
   CHECK(err);
   size_t g = N;
+  cl_event gate = NULL;
+  if (burst) {
+    gate = p_clCreateUserEvent(ctx, &err);
+    CHECK(err);
+  }
   for (int i = 0; i < kernels; i++) {
     m[i] = p_clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(float) * N, h, &err);
     CHECK(err);
     CHECK(p_clSetKernelArg(k, 0, sizeof m[i], &m[i]));
-    CHECK(p_clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, NULL));
+    CHECK(p_clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, gate ? 1 : 0, gate ? &gate : NULL, NULL));
+  }
+  if (gate) {
+    CHECK(p_clSetUserEventStatus(gate, CL_COMPLETE));
+    p_clReleaseEvent(gate);
   }
   CHECK(p_clFinish(q));
   CHECK(p_clEnqueueReadBuffer(q, m[kernels - 1], CL_TRUE, 0, sizeof(float) * N, h, 0, NULL, NULL));
@@ -200,8 +212,8 @@ int main(int argc, char **argv) {
     pthread_join(tb, NULL);
     sum = a.sum + b.sum;
     p_clReleaseCommandQueue(q2);
-  } else if (!strcmp(mode, "ooo")) {
-    sum = run_ooo(kernels > 0 ? kernels : 1);
+  } else if (!strcmp(mode, "ooo") || !strcmp(mode, "burst")) {
+    sum = run_ooo(kernels > 0 ? kernels : 1, !strcmp(mode, "burst"));
   } else if (profiling) {
     cl_event e;
     cl_mem m = p_clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
