@@ -75,8 +75,6 @@ double loom__qs_stddev(const loom__qs *q); /* population */
 int loom__qs_exact(const loom__qs *q);
 void loom__qs_free(loom__qs *q);
 
-#endif
-
 /* ---- Holistic Trace Analysis's name lists (hta_names.c) ------------------- */
 enum { LOOM__HTA_COMPUTE = 0, LOOM__HTA_COMM = 1, LOOM__HTA_MEMORY = 2, LOOM__HTA_OTHER = 3 };
 int loom__hta_kernel_type(const char *name);   /* LOOM__HTA_*, by HTA's name patterns */
@@ -215,3 +213,5 @@ void loom__hta_temporal_of(const loom__rhta *h, loom__hta_temporal *out);
 /* HTA's exclusive kernel-type pieces: measure of the time where exactly the
  * classes in mask (1..7) run, from the union measures. */
 int64_t loom__umeas_exact(const loom__umeas *m, unsigned mask);
+
+#endif

@@ -161,8 +161,6 @@ const loom_host *loom__host(void);
 struct loom_trace;
 int loom__session_meta(const loom__opts *o, struct loom_trace *t);
 
-#endif
-
 /* ---- per-session data ---------------------------------------------------- */
 /* Metadata strings, last value of a key wins (meta.c). */
 typedef struct loom__kvs {
@@ -377,3 +375,5 @@ void loom__ring_forked(void);
  * ring-mode session records, or out of memory; loom_last_error says which).
  * Recording goes on. */
 __attribute__((visibility("default"))) loom_trace *loom__ring_dump(const char *reason);
+
+#endif
