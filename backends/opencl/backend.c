@@ -1,7 +1,8 @@
 /*
  * backend.c - the loom half of libloom-opencl.so: registration, devices and
- * queues, clock-domain detection, runtime records, and device records read
- * from event profiling when commands complete.
+ * queues, clock-domain detection and flush; commands.c has the runtime
+ * records and the device records read from event profiling when commands
+ * complete.
  *
  * Completion: each followed command holds one reference to its event (the
  * layer's own, or the application's, retained) in its queue's ring.  Rings
@@ -36,91 +37,34 @@
 #include <x86intrin.h>
 #endif
 
-#include "ocl.h"
+#include "backend.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
 atomic_int ocl_recording;
 
-static const loom_host *host;
-static loom_backend *self;
-static atomic_uint gen;          /* session generation */
-static atomic_uint_fast64_t next_corr;
-static loom_clock host_clk;
+const loom_host *ocl_host;
+loom_backend *ocl_self;
+atomic_uint ocl_gen;          /* session generation */
+loom_clock ocl_host_clk;
 
-/* Commands in a queue's ring before an enqueue looks for ended ones, and how
- * many more before it looks again (the ring holds what is in flight). */
-enum { HARVEST_AT = 256, HARVEST_STEP = 64 };
-/* Tracks an out-of-order queue's commands may need, at most. */
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* everything below */
-
-typedef struct dev_entry {
-  cl_device_id id;
-  unsigned gen;
-  uint32_t device;             /* loom device index in that session */
-  loom_clock clk;
-  int domain;                  /* detected loom_clock_domain, -1 unknown */
-  cl_command_queue probe_q;    /* private queue for clock sync points */
-} dev_entry;
-
-typedef struct queue_entry {
-  cl_command_queue q;
-  cl_device_id dev;
-  int app_profiling;
-  int in_order;                /* commands end in the order they were enqueued */
-  int retired;                 /* the application released it */
-  unsigned gen;
-  uint32_t device, resource;
-  uint64_t native;             /* stable number, "queue N" */
-  pthread_mutex_t lk;          /* the ring */
-  ocl_cmd *ring;               /* commands in flight, oldest at head */
-  size_t head, count, cap;
-  uint64_t pushed;             /* commands ever put in the ring (their seq) */
-  /* An out-of-order queue's lanes in the session lanes_gen: the queue's own
-   * track (0), then tracks made when commands ran at once (under lk). */
-  unsigned lanes_gen;
-  size_t nlanes, cap_lanes;
-  struct lane { uint32_t resource; uint64_t start, end; } *lanes; /* end 0: empty */
-  size_t look_at;              /* count at which enqueues look for ended ones */
-  /* The last kernel's sizes as the trace shows them (under lk): a program
-   * launches the same shapes again and again, so most kernels format none. */
-  cl_uint fmt_dims;
-  size_t fmt_gws[3], fmt_lws[3];
-  char fmt_g[64], fmt_l[64];
-} queue_entry;
+pthread_mutex_t ocl_mu = PTHREAD_MUTEX_INITIALIZER; /* everything below */
 
 static dev_entry devs[64];
 static size_t ndevs;
 static queue_entry **queues;     /* entries never move; freed when retired and empty */
 static size_t nqueues, cap_queues;
-static atomic_uint_fast64_t queue_serial; /* "queue N", and lanes' numbers */
-/* Bumped whenever a queue entry is made, retired or freed: a thread's cached
- * lookup (tq below) is good only while it has not moved. */
-static atomic_uint queues_epoch;
-
-/* The calling thread's last queue, so that an enqueue takes no global lock
- * (a program enqueues on the same queue from the same thread in a row). */
-static _Thread_local struct {
-  cl_command_queue q;
-  unsigned gen, epoch;
-  queue_entry *qe;
-  uint32_t device, resource;
-  loom_clock clk;
-} tq;
+atomic_uint_fast64_t ocl_queue_serial;
+atomic_uint ocl_queues_epoch;
 
 /* ---- small helpers -------------------------------------------------------- */
-static uint64_t now_in(clockid_t c) {
-  struct timespec ts;
-  clock_gettime(c, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Calls are timed with the CPU's time-stamp counter where it ticks at a
  * constant rate (as loom's own host records are, src/record/hostrec.c, and
  * LOOM_NO_TSC turns both off): reading it costs ~12 ns here against ~37 ns
  * for clock_gettime, twice per enqueue.  Decided once, before the first
- * session starts; the calls' clock (host_clk) is declared in that domain. */
+ * session starts; the calls' clock (ocl_host_clk) is declared in that domain. */
 static atomic_int use_tsc = -1;
 
 static int tsc_usable(void) {
@@ -139,7 +83,7 @@ uint64_t ocl_now(void) {
   return now_in(CLOCK_MONOTONIC_RAW);
 }
 
-uint32_t ocl_intern(const char *s) { return host ? host->intern(self, s, SIZE_MAX) : 0; }
+uint32_t ocl_intern(const char *s) { return ocl_host ? ocl_host->intern(ocl_self, s, SIZE_MAX) : 0; }
 
 /* kernel handle -> name id */
 static struct { cl_kernel k; uint32_t id; } kcache[256];
@@ -163,7 +107,7 @@ uint32_t ocl_kernel_name(cl_kernel k) {
   if (ocl_next.clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, &len) != CL_SUCCESS)
     snprintf(name, sizeof name, "kernel");
   name[sizeof name - 1] = 0;
-  id = host->intern(self, name, SIZE_MAX);
+  id = ocl_host->intern(ocl_self, name, SIZE_MAX);
   pthread_mutex_lock(&kmu);
   kcache[slot].k = k;
   kcache[slot].id = id;
@@ -181,8 +125,8 @@ void ocl_queue_created(cl_command_queue q, cl_device_id dev, int app_wanted, int
   e->in_order = in_order;
   e->look_at = HARVEST_AT;
   pthread_mutex_init(&e->lk, NULL);
-  pthread_mutex_lock(&mu);
-  e->native = atomic_fetch_add(&queue_serial, 1) + 1;
+  pthread_mutex_lock(&ocl_mu);
+  e->native = atomic_fetch_add(&ocl_queue_serial, 1) + 1;
   if (nqueues == cap_queues) {
     size_t nc = cap_queues ? cap_queues * 2 : 16;
     queue_entry **p = realloc(queues, nc * sizeof *p);
@@ -190,32 +134,32 @@ void ocl_queue_created(cl_command_queue q, cl_device_id dev, int app_wanted, int
   }
   if (nqueues < cap_queues) queues[nqueues++] = e;
   else free(e);
-  atomic_fetch_add(&queues_epoch, 1);
-  pthread_mutex_unlock(&mu);
+  atomic_fetch_add(&ocl_queues_epoch, 1);
+  pthread_mutex_unlock(&ocl_mu);
 }
 
-/* mu held.  A retired entry keeps its handle only until its ring drains; a
+/* ocl_mu held.  A retired entry keeps its handle only until its ring drains; a
  * new queue may get the same handle meanwhile. */
-static queue_entry *find_queue(cl_command_queue q) {
+queue_entry *ocl_find_queue(cl_command_queue q) {
   for (size_t i = nqueues; i-- > 0;)
     if (queues[i]->q == q && !queues[i]->retired) return queues[i];
   return NULL;
 }
 
 int ocl_queue_app_profiling(cl_command_queue q) {
-  pthread_mutex_lock(&mu);
-  queue_entry *e = find_queue(q);
+  pthread_mutex_lock(&ocl_mu);
+  queue_entry *e = ocl_find_queue(q);
   int r = e ? e->app_profiling : -1;
-  pthread_mutex_unlock(&mu);
+  pthread_mutex_unlock(&ocl_mu);
   return r;
 }
 
 void ocl_queue_released(cl_command_queue q) {
-  pthread_mutex_lock(&mu);
-  queue_entry *e = find_queue(q);
+  pthread_mutex_lock(&ocl_mu);
+  queue_entry *e = ocl_find_queue(q);
   if (e) e->retired = 1; /* its commands still complete; flush frees it */
-  atomic_fetch_add(&queues_epoch, 1);
-  pthread_mutex_unlock(&mu);
+  atomic_fetch_add(&ocl_queues_epoch, 1);
+  pthread_mutex_unlock(&ocl_mu);
 }
 
 /* Which host clock the device's profiling timestamps are in. */
@@ -266,7 +210,7 @@ static void add_device_props(cl_device_id d, loom_device_info *info, loom_arg *p
 }
 
 /* The device entry of d for this session, described to loom on first use.
- * Called with mu held. */
+ * Called with ocl_mu held. */
 static dev_entry *session_device(cl_command_queue q, cl_device_id d, unsigned g) {
   dev_entry *e = NULL;
   for (size_t i = 0; i < ndevs; i++)
@@ -286,7 +230,7 @@ static dev_entry *session_device(cl_command_queue q, cl_device_id d, unsigned g)
   add_device_props(d, &info, props, &n, name, vendor, version, driver);
   info.props = props;
   info.nprops = n;
-  if (host->device_add(self, &info, &e->device) != LOOM_OK) return NULL;
+  if (ocl_host->device_add(ocl_self, &info, &e->device) != LOOM_OK) return NULL;
   if (!e->probe_q) {
     cl_context ctx = NULL;
     ocl_next.clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL);
@@ -295,28 +239,28 @@ static dev_entry *session_device(cl_command_queue q, cl_device_id d, unsigned g)
   uint64_t dts = 0, raw = 0;
   if (e->domain == -3 && e->probe_q) e->domain = detect_domain(e->probe_q, &dts, &raw);
   if (e->domain >= 0) {
-    host->clock_declare(self, (loom_clock_domain)e->domain, name, &e->clk);
+    ocl_host->clock_declare(ocl_self, (loom_clock_domain)e->domain, name, &e->clk);
   } else {
-    host->clock_declare(self, LOOM_CLOCK_DEVICE, name, &e->clk);
+    ocl_host->clock_declare(ocl_self, LOOM_CLOCK_DEVICE, name, &e->clk);
     if (e->probe_q && detect_domain(e->probe_q, &dts, &raw) != -2)
-      host->clock_sync(self, e->clk, dts, LOOM_CLOCK_MONOTONIC_RAW, raw);
-    host->report(self, LOOM_SEV_INFO, "device '%s': profiling clock matches no host clock; "
+      ocl_host->clock_sync(ocl_self, e->clk, dts, LOOM_CLOCK_MONOTONIC_RAW, raw);
+    ocl_host->report(ocl_self, LOOM_SEV_INFO, "device '%s': profiling clock matches no host clock; "
                  "using sync points", name);
   }
   e->gen = g;
   return e;
 }
 
-/* Fills the session ids of q (device, resource); 0 on success.  mu held. */
-static int session_queue(cl_command_queue q, unsigned g, uint32_t *device, uint32_t *resource) {
-  queue_entry *qe = find_queue(q);
+/* Fills the session ids of q (device, resource); 0 on success.  ocl_mu held. */
+int ocl_session_queue(cl_command_queue q, unsigned g, uint32_t *device, uint32_t *resource) {
+  queue_entry *qe = ocl_find_queue(q);
   if (!qe) return -1;
   if (qe->gen != g) {
     dev_entry *de = session_device(q, qe->dev, g);
     if (!de) return -1;
     char name[32];
     snprintf(name, sizeof name, "queue %llu", (unsigned long long)qe->native);
-    if (host->resource_add(self, de->device, name, qe->native, &qe->resource) != LOOM_OK) return -1;
+    if (ocl_host->resource_add(ocl_self, de->device, name, qe->native, &qe->resource) != LOOM_OK) return -1;
     qe->device = de->device;
     qe->gen = g;
   }
@@ -325,320 +269,10 @@ static int session_queue(cl_command_queue q, unsigned g, uint32_t *device, uint3
   return 0;
 }
 
-static loom_clock device_clock(uint32_t device) {
+loom_clock ocl_device_clock(uint32_t device) {
   for (size_t i = 0; i < ndevs; i++)
-    if (devs[i].gen == atomic_load(&gen) && devs[i].device == device) return devs[i].clk;
+    if (devs[i].gen == atomic_load(&ocl_gen) && devs[i].device == device) return devs[i].clk;
   return 0;
-}
-
-/* ---- calls and commands ------------------------------------------------- */
-void ocl_call_begin(ocl_call *c, cl_command_queue q, cl_event *app_event) {
-  c->q = q;
-  c->mine = NULL;
-  c->evp = app_event ? app_event : &c->mine;
-  c->corr = atomic_fetch_add(&next_corr, 1) + 1;
-  c->t0 = ocl_now();
-}
-
-/* roles: LOOM_RECORD_F_* (what the call enqueues, for loom report). */
-static void emit_call(uint32_t api, uint64_t t0, uint64_t t1, uint64_t corr, int kind, uint16_t roles) {
-  loom_record r = {.struct_size = sizeof r, .kind = (uint16_t)kind, .flags = roles, .clock = host_clk,
-                   .device = LOOM_DEVICE_HOST, .start = t0, .end = t1,
-                   .name = api, .correlation = corr};
-  host->emit(self, &r);
-}
-
-/* c's sizes as "[x, y, z]" strings, formatted only when they differ from the
- * last kernel's on qe (qe->lk held). */
-static void kernel_sizes(queue_entry *qe, const ocl_cmd *c) {
-  if (qe->fmt_dims == c->dims && !memcmp(qe->fmt_gws, c->gws, sizeof c->gws) &&
-      !memcmp(qe->fmt_lws, c->lws, sizeof c->lws))
-    return;
-  snprintf(qe->fmt_g, sizeof qe->fmt_g, "[%zu, %zu, %zu]", c->gws[0], c->dims > 1 ? c->gws[1] : 1,
-           c->dims > 2 ? c->gws[2] : 1);
-  snprintf(qe->fmt_l, sizeof qe->fmt_l, "[%zu, %zu, %zu]", c->lws[0], c->dims > 1 ? c->lws[1] : 1,
-           c->dims > 2 ? c->lws[2] : 1);
-  qe->fmt_dims = c->dims;
-  memcpy(qe->fmt_gws, c->gws, sizeof c->gws);
-  memcpy(qe->fmt_lws, c->lws, sizeof c->lws);
-}
-
-static cl_int event_status(cl_event e) {
-  cl_int status = CL_QUEUED;
-  if (ocl_next.clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
-                              NULL) != CL_SUCCESS)
-    status = -1;
-  return status;
-}
-
-/* Whether a command from st to en lies wholly before or after all of a
- * lane's commands: the driver may start a queue's commands in any order
- * (POCL runs a burst of ready ones newest first), and they are taken in the
- * order they were enqueued. */
-static int lane_fits(const struct lane *l, uint64_t st, uint64_t en) {
-  return !l->end || st >= l->end || en <= l->start;
-}
-
-/* Makes qe's next lane (qe->lk held); 0 when no memory or track is to be had. */
-static int add_lane(queue_entry *qe, const ocl_cmd *c) {
-  size_t k = qe->nlanes;
-  if (k == qe->cap_lanes) {
-    struct lane *l = realloc(qe->lanes, 2 * k * sizeof *l);
-    if (!l) return 0;
-    qe->lanes = l;
-    qe->cap_lanes = 2 * k;
-  }
-  char name[64];
-  uint64_t native = atomic_fetch_add(&queue_serial, 1) + 1;
-  snprintf(name, sizeof name, "queue %llu lane %zu", (unsigned long long)qe->native, k + 1);
-  if (host->resource_add(self, c->device, name, native, &qe->lanes[k].resource) != LOOM_OK) return 0;
-  qe->lanes[k].start = qe->lanes[k].end = 0;
-  qe->nlanes++;
-  return 1;
-}
-
-/* The track of an out-of-order queue's command that ran from st to en (qe->lk
- * held).  Such a queue runs commands at once, and slices that overlap on one
- * track are dropped by trace_processor from JSON: a command goes on the
- * first of the queue's lanes ("queue N", then "queue N lane 2", ...) where
- * it runs before or after all the others, in a new lane when none has it.  There are as many
- * lanes as the driver's times ever show commands running at once (a driver
- * may report dozens on two cores); only when no memory or track is to be
- * had does a command share the lane that ended first, and then it may
- * overlap there. */
-static uint32_t lane_of(queue_entry *qe, const ocl_cmd *c, uint64_t st, uint64_t en) {
-  if (qe->lanes_gen != c->gen || !qe->nlanes) {
-    if (!qe->cap_lanes) {
-      struct lane *l = malloc(8 * sizeof *l);
-      if (!l) return c->resource;
-      qe->lanes = l;
-      qe->cap_lanes = 8;
-    }
-    qe->lanes_gen = c->gen;
-    qe->lanes[0] = (struct lane){.resource = c->resource};
-    qe->nlanes = 1;
-  }
-  size_t k = 0;
-  while (k < qe->nlanes && !lane_fits(&qe->lanes[k], st, en)) k++;
-  if (k == qe->nlanes && !add_lane(qe, c)) {
-    k = 0;
-    for (size_t i = 1; i < qe->nlanes; i++)
-      if (qe->lanes[i].end < qe->lanes[k].end) k = i;
-  }
-  struct lane *l = &qe->lanes[k];
-  if (!l->end || st < l->start) l->start = st;
-  if (en > l->end) l->end = en;
-  return l->resource;
-}
-
-/* Reads an ended command's times and emits it (qe->lk held); -1 when it has
- * no times because it is still running. */
-static int emit_cmd(queue_entry *qe, const ocl_cmd *c, loom_clock clk) {
-  cl_ulong q = 0, st = 0, en = 0;
-  cl_event e = c->event;
-  if (ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof st, &st, NULL) != CL_SUCCESS ||
-      ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof en, &en, NULL) != CL_SUCCESS) {
-    cl_int status = event_status(e);
-    if (status > CL_COMPLETE) return -1;
-    host->count_lost(self, 1, status < 0 ? "a command failed on the device (no times to record)"
-                                         : "the driver gave no profiling times for a command");
-    return 0;
-  }
-  loom_arg args[4];
-  uint32_t n = 0;
-  if (c->kind == LOOM_KIND_KERNEL) {
-    ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_QUEUED, sizeof q, &q, NULL);
-    kernel_sizes(qe, c);
-    args[n++] = (loom_arg){.key = "global size", .type = LOOM_ARG_STRING, .v.s = qe->fmt_g};
-    args[n++] = (loom_arg){.key = "local size", .type = LOOM_ARG_STRING,
-                           .v.s = c->lws[0] ? qe->fmt_l : "driver's choice"};
-    args[n++] = (loom_arg){.key = "queued", .type = LOOM_ARG_UINT, .v.u = st > q ? st - q : 0};
-  } else {
-    args[n++] = (loom_arg){.key = "bytes", .type = LOOM_ARG_UINT, .v.u = c->bytes};
-    if (c->direction)
-      args[n++] = (loom_arg){.key = "direction", .type = LOOM_ARG_STRING, .v.s = c->direction};
-  }
-  loom_record r = {.struct_size = sizeof r, .kind = c->kind, .clock = clk, .device = c->device,
-                   .resource = qe->in_order ? c->resource : lane_of(qe, c, st, en),
-                   .start = st, .end = en, .name = c->name,
-                   .correlation = c->corr, .nargs = n, .args = args};
-  host->emit(self, &r);
-  return 0;
-}
-
-static ocl_cmd *ring_at(queue_entry *qe, size_t i) { return &qe->ring[(qe->head + i) % qe->cap]; }
-
-/* Whether a command reached its end (completed or failed). */
-static int ended(const ocl_cmd *c) { return event_status(c->event) <= CL_COMPLETE; }
-
-/* How many of qe's oldest commands are known to have ended, with as few
- * queries as can tell (qe->lk held): on an in-order queue a binary search
- * (if one ended, all before it did); else the run at the head. */
-static size_t ended_prefix(queue_entry *qe) {
-  size_t lo = 0, hi = qe->count; /* [0, lo) ended, [hi, count) did not */
-  if (!qe->in_order) {
-    while (lo < hi && ended(ring_at(qe, lo))) lo++;
-    return lo;
-  }
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ended(ring_at(qe, mid))) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/* Emits and releases qe's oldest commands that ended: the first known ones
- * without asking, then the next ones while they ended.  qe->lk held.  With
- * wait_until (ns, MONOTONIC_RAW) it waits for running ones until then. */
-static void harvest(queue_entry *qe, size_t known, uint64_t wait_until) {
-  unsigned g = atomic_load(&gen);
-  while (qe->count) {
-    ocl_cmd *c = ring_at(qe, 0);
-    cl_int status = known ? CL_COMPLETE : event_status(c->event);
-    if (status == CL_COMPLETE && c->gen == g && emit_cmd(qe, c, c->clk) != 0)
-      status = CL_RUNNING; /* times not there yet after all */
-    if (status > CL_COMPLETE) {
-      known = 0;
-      if (!wait_until || now_in(CLOCK_MONOTONIC_RAW) > wait_until) break;
-      struct timespec ms = {0, 200000};
-      nanosleep(&ms, NULL);
-      continue;
-    }
-    if (status < 0 && c->gen == g)
-      host->count_lost(self, 1, "a command failed on the device (no times to record)");
-    ocl_next.clReleaseEvent(c->event);
-    qe->head = (qe->head + 1) % qe->cap;
-    qe->count--;
-    known -= known > 0;
-  }
-}
-
-void ocl_host_call(uint32_t api, uint64_t t0, int kind) {
-  emit_call(api, t0, ocl_now(), 0, kind, 0);
-}
-
-static queue_entry *queue_of(cl_command_queue q) {
-  pthread_mutex_lock(&mu);
-  queue_entry *qe = find_queue(q);
-  pthread_mutex_unlock(&mu);
-  return qe;
-}
-
-uint64_t ocl_queue_fence(cl_command_queue q) {
-  queue_entry *qe = queue_of(q);
-  if (!qe) return 0;
-  pthread_mutex_lock(&qe->lk);
-  uint64_t f = qe->pushed;
-  pthread_mutex_unlock(&qe->lk);
-  return f;
-}
-
-void ocl_queue_finished(cl_command_queue q, uint64_t fence, int ok) {
-  queue_entry *qe = queue_of(q);
-  if (!qe) return;
-  pthread_mutex_lock(&qe->lk);
-  size_t known = 0;
-  if (ok && qe->count && fence > ring_at(qe, 0)->seq) { /* the ring is in seq order */
-    uint64_t k = fence - ring_at(qe, 0)->seq;
-    known = k < qe->count ? (size_t)k : qe->count;
-  }
-  harvest(qe, known, 0);
-  qe->look_at = qe->count + HARVEST_AT;
-  pthread_mutex_unlock(&qe->lk);
-}
-
-/* q's entry with cmd's device, resource and clock filled, or NULL; from the
- * thread's cache when q and the queues have not changed since. */
-static queue_entry *lookup_queue(cl_command_queue q, unsigned g, ocl_cmd *cmd) {
-  unsigned ep = atomic_load_explicit(&queues_epoch, memory_order_acquire);
-  if (tq.qe && tq.q == q && tq.gen == g && tq.epoch == ep) {
-    cmd->device = tq.device;
-    cmd->resource = tq.resource;
-    cmd->clk = tq.clk;
-    return tq.qe;
-  }
-  pthread_mutex_lock(&mu);
-  ep = atomic_load_explicit(&queues_epoch, memory_order_relaxed); /* stable under mu */
-  queue_entry *qe = find_queue(q);
-  if (qe && session_queue(q, g, &cmd->device, &cmd->resource) == 0) {
-    cmd->clk = device_clock(cmd->device);
-    tq.q = q, tq.gen = g, tq.epoch = ep, tq.qe = qe;
-    tq.device = cmd->device, tq.resource = cmd->resource, tq.clk = cmd->clk;
-  } else {
-    qe = NULL;
-  }
-  pthread_mutex_unlock(&mu);
-  return qe;
-}
-
-static int ring_push(queue_entry *qe, const ocl_cmd *c) {
-  if (qe->count == qe->cap) {
-    size_t nc = qe->cap ? qe->cap * 2 : 64;
-    ocl_cmd *r = malloc(nc * sizeof *r);
-    if (!r) return -1;
-    for (size_t i = 0; i < qe->count; i++) r[i] = qe->ring[(qe->head + i) % qe->cap];
-    free(qe->ring);
-    qe->ring = r;
-    qe->head = 0;
-    qe->cap = nc;
-  }
-  ocl_cmd *slot = ring_at(qe, qe->count);
-  *slot = *c;
-  slot->seq = qe->pushed++;
-  qe->count++;
-  return 0;
-}
-
-cl_int ocl_call_end(ocl_call *c, uint32_t api, cl_int rc, int kind, uint32_t name,
-                    uint64_t bytes, const char *direction, cl_uint dims, const size_t *gws,
-                    const size_t *lws, cl_event *app_event) {
-  uint64_t t1 = ocl_now();
-  int follow = rc == CL_SUCCESS && kind >= 0 && *c->evp;
-  uint16_t roles = kind == LOOM_KIND_KERNEL ? LOOM_RECORD_F_LAUNCH
-                 : kind == LOOM_KIND_MEMCPY || kind == LOOM_KIND_MEMSET ? LOOM_RECORD_F_MEMORY : 0;
-  emit_call(api, c->t0, t1, follow ? c->corr : 0, LOOM_KIND_RUNTIME, roles);
-  if (!follow) {
-    if (c->mine) ocl_next.clReleaseEvent(c->mine);
-    return rc;
-  }
-  ocl_cmd cmd;
-  memset(&cmd, 0, sizeof cmd);
-  unsigned g = atomic_load(&gen);
-  queue_entry *qe = lookup_queue(c->q, g, &cmd);
-  int ok = qe != NULL;
-  cl_event e = *c->evp;
-  if (!ok) {
-    if (c->mine) ocl_next.clReleaseEvent(c->mine);
-    host->count_lost(self, 1, "a command on a queue the layer does not know");
-    return rc;
-  }
-  cmd.corr = c->corr;
-  cmd.kind = (uint16_t)kind;
-  cmd.name = name;
-  cmd.bytes = bytes;
-  cmd.direction = direction;
-  cmd.dims = dims;
-  for (cl_uint i = 0; i < dims && i < 3; i++) {
-    cmd.gws[i] = gws ? gws[i] : 0;
-    cmd.lws[i] = lws ? lws[i] : 0;
-  }
-  cmd.gen = g;
-  cmd.event = e;
-  if (app_event) ocl_next.clRetainEvent(e); /* the application keeps its own */
-  pthread_mutex_lock(&qe->lk);
-  /* Asking the driver about an event that is still running contends with
-   * its worker threads: do it in batches, not on every enqueue. */
-  if (qe->count >= qe->look_at) {
-    harvest(qe, ended_prefix(qe), 0);
-    qe->look_at = qe->count + (qe->count ? HARVEST_STEP : HARVEST_AT);
-  }
-  if (ring_push(qe, &cmd) != 0) {
-    ocl_next.clReleaseEvent(e);
-    host->count_lost(self, 1, "out of memory");
-  }
-  pthread_mutex_unlock(&qe->lk);
-  return rc;
 }
 
 /* ---- the backend ---------------------------------------------------------- */
@@ -690,7 +324,7 @@ static int layer_missed(void) {
 }
 
 static loom_status ocl_probe(loom_backend *b, char *why, size_t n) {
-  self = b;
+  ocl_self = b;
   if (layer_path_active() && !ocl_next.clGetPlatformIDs && layer_missed()) {
     snprintf(why, n, "OpenCL was initialised in this process before loom's layer was set "
              "(OPENCL_LAYERS): its OpenCL calls and device work are not seen; import loom "
@@ -710,15 +344,15 @@ static loom_status ocl_probe(loom_backend *b, char *why, size_t n) {
 
 static loom_status ocl_configure(loom_backend *b, uint32_t kinds) {
   (void)kinds;
-  self = b;
+  ocl_self = b;
   if (atomic_load(&use_tsc) < 0) atomic_store(&use_tsc, tsc_usable());
-  return host->clock_declare(b, atomic_load(&use_tsc) > 0 ? LOOM_CLOCK_TSC : LOOM_CLOCK_MONOTONIC_RAW,
-                             "host", &host_clk);
+  return ocl_host->clock_declare(b, atomic_load(&use_tsc) > 0 ? LOOM_CLOCK_TSC : LOOM_CLOCK_MONOTONIC_RAW,
+                             "host", &ocl_host_clk);
 }
 
 static loom_status ocl_start(loom_backend *b) {
-  self = b;
-  atomic_fetch_add(&gen, 1);
+  ocl_self = b;
+  atomic_fetch_add(&ocl_gen, 1);
   atomic_store(&ocl_recording, 1);
   return LOOM_OK;
 }
@@ -730,19 +364,19 @@ static loom_status ocl_stop(loom_backend *b) {
 }
 
 static loom_status ocl_flush(loom_backend *b) {
-  const char *v = host->config_get(b, "opencl.flush_timeout_ms");
+  const char *v = ocl_host->config_get(b, "opencl.flush_timeout_ms");
   uint64_t deadline = now_in(CLOCK_MONOTONIC_RAW) + (uint64_t)(v ? atol(v) : 2000) * 1000000ull;
-  pthread_mutex_lock(&mu);
+  pthread_mutex_lock(&ocl_mu);
   size_t n = nqueues;
   queue_entry **snap = malloc((n + 1) * sizeof *snap);
   if (snap && n) memcpy(snap, queues, n * sizeof *snap);
-  pthread_mutex_unlock(&mu);
+  pthread_mutex_unlock(&ocl_mu);
   size_t lost = 0;
-  unsigned g = atomic_load(&gen);
+  unsigned g = atomic_load(&ocl_gen);
   for (size_t i = 0; snap && i < n; i++) {
     queue_entry *qe = snap[i];
     pthread_mutex_lock(&qe->lk);
-    harvest(qe, 0, deadline);
+    ocl_harvest(qe, 0, deadline);
     for (size_t k = 0; k < qe->count; k++) { /* still executing: counted, dropped */
       ocl_cmd *c = &qe->ring[(qe->head + k) % qe->cap];
       if (c->gen == g) lost++;
@@ -752,17 +386,17 @@ static loom_status ocl_flush(loom_backend *b) {
   }
   free(snap);
   /* Sync points at stop, for device clocks; then retire drained queues. */
-  pthread_mutex_lock(&mu);
+  pthread_mutex_lock(&ocl_mu);
   for (size_t i = 0; i < ndevs; i++) {
     uint64_t dts, raw;
     if (devs[i].domain < 0 && devs[i].probe_q && devs[i].gen == g &&
         detect_domain(devs[i].probe_q, &dts, &raw) != -2)
-      host->clock_sync(b, devs[i].clk, dts, LOOM_CLOCK_MONOTONIC_RAW, raw);
+      ocl_host->clock_sync(b, devs[i].clk, dts, LOOM_CLOCK_MONOTONIC_RAW, raw);
   }
   for (size_t i = 0; i < nqueues;) {
     queue_entry *qe = queues[i];
     if (qe->retired && !qe->count) {
-      atomic_fetch_add(&queues_epoch, 1);
+      atomic_fetch_add(&ocl_queues_epoch, 1);
       free(qe->ring);
       free(qe->lanes);
       pthread_mutex_destroy(&qe->lk);
@@ -772,8 +406,8 @@ static loom_status ocl_flush(loom_backend *b) {
       i++;
     }
   }
-  pthread_mutex_unlock(&mu);
-  if (lost) host->count_lost(b, lost, "commands still executing at stop (opencl.flush_timeout_ms)");
+  pthread_mutex_unlock(&ocl_mu);
+  if (lost) ocl_host->count_lost(b, lost, "commands still executing at stop (opencl.flush_timeout_ms)");
   return LOOM_OK;
 }
 
@@ -811,7 +445,7 @@ static const loom_backend_ops ocl_ops = {
 
 static loom_status ocl_entry(const loom_host *h) {
   if (h->abi_major != LOOM_ABI_MAJOR) return LOOM_EABI;
-  host = h;
+  ocl_host = h;
   return h->backend_register(&ocl_ops, NULL);
 }
 
