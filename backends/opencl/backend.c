@@ -398,7 +398,6 @@ static loom_status ocl_flush(loom_backend *b) {
     if (qe->retired && !qe->count) {
       atomic_fetch_add(&ocl_queues_epoch, 1);
       free(qe->ring);
-      free(qe->lanes);
       pthread_mutex_destroy(&qe->lk);
       free(qe);
       queues[i] = queues[--nqueues];

@@ -18,7 +18,7 @@ extern loom_backend *ocl_self;
 extern atomic_uint ocl_gen;           /* session generation */
 extern loom_clock ocl_host_clk;       /* the calls' clock */
 extern pthread_mutex_t ocl_mu;        /* devices and queues */
-extern atomic_uint_fast64_t ocl_queue_serial; /* "queue N", and lanes' numbers */
+extern atomic_uint_fast64_t ocl_queue_serial; /* "queue N" */
 /* Bumped whenever a queue entry is made, retired or freed: a thread's cached
  * lookup (commands.c) is good only while it has not moved. */
 extern atomic_uint ocl_queues_epoch;
@@ -49,11 +49,6 @@ typedef struct queue_entry {
   ocl_cmd *ring;               /* commands in flight, oldest at head */
   size_t head, count, cap;
   uint64_t pushed;             /* commands ever put in the ring (their seq) */
-  /* An out-of-order queue's lanes in the session lanes_gen: the queue's own
-   * track (0), then tracks made when commands ran at once (under lk). */
-  unsigned lanes_gen;
-  size_t nlanes, cap_lanes;
-  struct lane { uint32_t resource; uint64_t start, end; } *lanes; /* end 0: empty */
   size_t look_at;              /* count at which enqueues look for ended ones */
   /* The last kernel's sizes as the trace shows them (under lk): a program
    * launches the same shapes again and again, so most kernels format none. */

@@ -2,7 +2,7 @@
  * commands.c - the OpenCL backend's records: each wrapped call's runtime
  * record, and the commands it enqueued, held in their queue's ring until
  * they end, then read (their profiling times) and emitted as device records
- * on the queue's track, or one of its lanes (backend.c has how rings are
+ * on the queue's track (backend.c has how rings are
  * harvested).
  */
 #define _GNU_SOURCE
@@ -66,66 +66,6 @@ static cl_int event_status(cl_event e) {
   return status;
 }
 
-/* Whether a command from st to en lies wholly before or after all of a
- * lane's commands: the driver may start a queue's commands in any order
- * (POCL runs a burst of ready ones newest first), and they are taken in the
- * order they were enqueued. */
-static int lane_fits(const struct lane *l, uint64_t st, uint64_t en) {
-  return !l->end || st >= l->end || en <= l->start;
-}
-
-/* Makes qe's next lane (qe->lk held); 0 when no memory or track is to be had. */
-static int add_lane(queue_entry *qe, const ocl_cmd *c) {
-  size_t k = qe->nlanes;
-  if (k == qe->cap_lanes) {
-    struct lane *l = realloc(qe->lanes, 2 * k * sizeof *l);
-    if (!l) return 0;
-    qe->lanes = l;
-    qe->cap_lanes = 2 * k;
-  }
-  char name[64];
-  uint64_t native = atomic_fetch_add(&ocl_queue_serial, 1) + 1;
-  snprintf(name, sizeof name, "queue %llu lane %zu", (unsigned long long)qe->native, k + 1);
-  if (ocl_host->resource_add(ocl_self, c->device, name, native, &qe->lanes[k].resource) != LOOM_OK) return 0;
-  qe->lanes[k].start = qe->lanes[k].end = 0;
-  qe->nlanes++;
-  return 1;
-}
-
-/* The track of an out-of-order queue's command that ran from st to en (qe->lk
- * held).  Such a queue runs commands at once, and slices that overlap on one
- * track are dropped by trace_processor from JSON: a command goes on the
- * first of the queue's lanes ("queue N", then "queue N lane 2", ...) where
- * it runs before or after all the others, in a new lane when none has it.  There are as many
- * lanes as the driver's times ever show commands running at once (a driver
- * may report dozens on two cores); only when no memory or track is to be
- * had does a command share the lane that ended first, and then it may
- * overlap there. */
-static uint32_t lane_of(queue_entry *qe, const ocl_cmd *c, uint64_t st, uint64_t en) {
-  if (qe->lanes_gen != c->gen || !qe->nlanes) {
-    if (!qe->cap_lanes) {
-      struct lane *l = malloc(8 * sizeof *l);
-      if (!l) return c->resource;
-      qe->lanes = l;
-      qe->cap_lanes = 8;
-    }
-    qe->lanes_gen = c->gen;
-    qe->lanes[0] = (struct lane){.resource = c->resource};
-    qe->nlanes = 1;
-  }
-  size_t k = 0;
-  while (k < qe->nlanes && !lane_fits(&qe->lanes[k], st, en)) k++;
-  if (k == qe->nlanes && !add_lane(qe, c)) {
-    k = 0;
-    for (size_t i = 1; i < qe->nlanes; i++)
-      if (qe->lanes[i].end < qe->lanes[k].end) k = i;
-  }
-  struct lane *l = &qe->lanes[k];
-  if (!l->end || st < l->start) l->start = st;
-  if (en > l->end) l->end = en;
-  return l->resource;
-}
-
 /* Reads an ended command's times and emits it (qe->lk held); -1 when it has
  * no times because it is still running. */
 static int emit_cmd(queue_entry *qe, const ocl_cmd *c, loom_clock clk) {
@@ -154,7 +94,7 @@ static int emit_cmd(queue_entry *qe, const ocl_cmd *c, loom_clock clk) {
       args[n++] = (loom_arg){.key = "direction", .type = LOOM_ARG_STRING, .v.s = c->direction};
   }
   loom_record r = {.struct_size = sizeof r, .kind = c->kind, .clock = clk, .device = c->device,
-                   .resource = qe->in_order ? c->resource : lane_of(qe, c, st, en),
+                   .resource = c->resource,
                    .start = st, .end = en, .name = c->name,
                    .correlation = c->corr, .nargs = n, .args = args};
   ocl_host->emit(ocl_self, &r);

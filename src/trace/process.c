@@ -83,6 +83,36 @@ static int sweep_track(loom_trace *t, size_t lo, size_t hi, uint32_t *encl,
   return 0;
 }
 
+/* Sorts t's events as step 1 does, after lanes moved some, and renumbers
+ * the flows. */
+static _Thread_local const loom__ev *sort_ev;
+static int cmp_index(const void *pa, const void *pb) {
+  uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+  int c = cmp_track_time(&sort_ev[a], &sort_ev[b]);
+  return c ? c : a < b ? -1 : a > b;
+}
+
+static int resort(loom_trace *t) {
+  uint32_t *idx = malloc((t->nev + 1) * sizeof *idx), *inv = malloc((t->nev + 1) * sizeof *inv);
+  loom__ev *ev = malloc((t->nev + 1) * sizeof *ev);
+  int rc = idx && inv && ev ? 0 : -1;
+  if (rc == 0) {
+    for (size_t i = 0; i < t->nev; i++) idx[i] = (uint32_t)i;
+    sort_ev = t->ev;
+    qsort(idx, t->nev, sizeof *idx, cmp_index);
+    for (size_t i = 0; i < t->nev; i++) ev[i] = t->ev[idx[i]], inv[idx[i]] = (uint32_t)i;
+    for (size_t i = 0; i < t->nflows; i++)
+      t->flows[i].from = inv[t->flows[i].from], t->flows[i].to = inv[t->flows[i].to];
+    free(t->ev);
+    t->ev = ev, ev = NULL;
+    t->cap_ev = t->nev + 1;
+  }
+  free(idx);
+  free(inv);
+  free(ev);
+  return rc;
+}
+
 typedef struct proj {
   uint32_t range, track;
   int64_t lo, hi;
@@ -154,6 +184,8 @@ int loom__trace_process(loom_trace *t) {
       rc = sweep_track(t, lo, hi, encl, parent, &stack, &cap);
     lo = hi;
   }
+  loom__lanes made = {0};
+  if (rc == 0) rc = loom__lanes_work(t, &made);
   /* Producers are few: link each on its own so correlation ids of two
    * backends never meet. */
   uint16_t maxsrc = 0;
@@ -175,6 +207,9 @@ int loom__trace_process(loom_trace *t) {
                   .flags = LOOM__EV_PROJECTED};
     rc = loom__trace_add_ev(t, &e);
   }
+  if (rc == 0) rc = loom__lanes_ranges(t, nev, &made);
+  if (rc == 0 && made.moved) rc = resort(t); /* in track order again */
+  loom__lanes_free(&made);
   free(projs);
   loom__map_free(&pindex);
   free(stack);

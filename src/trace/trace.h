@@ -323,10 +323,28 @@ loom_status loom__write_pftrace_gz(const loom_trace *t, const char *path); /* .p
  *  3. links each device event to the host runtime/driver call of the same
  *     producer with the same correlation id (a flow), and copies the call's
  *     external id onto the device event when it has none;
- *  4. projects every user range onto each device queue that ran work launched
- *     inside it, as "gpu_user_annotation" ranges spanning that work.
+ *  4. moves device work that overlaps other work on its track to a lane
+ *     of that track (lanes.c);
+ *  5. projects every user range onto each device queue that ran work launched
+ *     inside it, as "gpu_user_annotation" ranges spanning that work (a
+ *     projection that crosses another on its track goes on a lane).
  * Returns 0 or -1 when out of memory. */
 int loom__trace_process(loom_trace *t);
+
+/* lanes.c: device work that overlaps other work on its track moves to a
+ * lane of it ("<track> lane k", same device), and so does a projected range
+ * that crosses another.  made: per track, the number of its last lane (1:
+ * none yet); loom__lanes_work takes t->ev sorted by track and start (as
+ * step 1 leaves it), loom__lanes_ranges the events from first on in any
+ * order.  0, or -1 when out of memory. */
+typedef struct loom__lanes {
+  uint32_t *k;
+  size_t n;
+  size_t moved; /* events put on a lane */
+} loom__lanes;
+int loom__lanes_work(loom_trace *t, loom__lanes *made);
+int loom__lanes_ranges(loom_trace *t, size_t first, loom__lanes *made);
+void loom__lanes_free(loom__lanes *made);
 
 /* Sorts events by start time (stable for equal starts: longer first) and
  * renumbers flows accordingly. */
