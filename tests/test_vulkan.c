@@ -190,6 +190,64 @@ static void test_no_driver(void **state) {
   unlink(trace);
 }
 
+/* The "images" submission: each transfer that touches an image, with its
+ * bytes (64x64 RGBA8: 16384; the blit writes 32x32: 4096), texels and
+ * direction, as trace_processor reads them; one flow from the submit to
+ * each; loom report's transfers count them by direction; the program's
+ * output unchanged. */
+static void test_image_transfers(void **state) {
+  (void)state;
+  tp_require();
+  char trace[256], cmd[1024], *plain = NULL, *out = NULL;
+  tmp_path(trace, sizeof trace, ".json");
+  snprintf(cmd, sizeof cmd, "'%s' 1 images", VKAPP);
+  assert_int_equal(ts_run(cmd, &plain), 0);
+  assert_int_equal(record("", "1 images", trace, &out), 0);
+  assert_string_equal(plain, out);
+  assert_non_null(strstr(out, "images:"));
+  free(plain);
+  free(out);
+  char copy2[32];
+  loom_trace *t = ts_load(trace);
+  snprintf(copy2, sizeof copy2, "%s", ts_saved_contains(t, "\"Vulkan version\":\"1.3") ? "vkCmdCopyImage2"
+                                                                                      : "vkCmdCopyImage");
+  loom_trace_free(t);
+  static const struct { const char *name, *cat, *dir; long long bytes, texels; } want[] = {
+      {"vkCmdClearColorImage", "gpu_memset", "DtoD", 16384, 4096},
+      {"vkCmdCopyBufferToImage", "gpu_memcpy", "HtoD", 16384, 4096},
+      {NULL, "gpu_memcpy", "DtoD", 16384, 4096}, /* copy2 */
+      {"vkCmdBlitImage", "gpu_memcpy", "DtoD", 4096, 1024},
+      {"vkCmdCopyImageToBuffer", "gpu_memcpy", "DtoH", 16384, 4096}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    const char *name = want[i].name ? want[i].name : copy2;
+    char q[3][512];
+    const char *qs[3] = {q[0], q[1], q[2]};
+    snprintf(q[0], sizeof q[0], "select count(*) from slice where name = '%s' and category = '%s'", name,
+             want[i].cat);
+    snprintf(q[1], sizeof q[1], "select count(*) from slice join args using(arg_set_id) where name = '%s' and "
+             "((args.key = 'args.bytes' and args.int_value = %lld) or (args.key = 'args.texels' and "
+             "args.int_value = %lld) or (args.key = 'args.direction' and args.string_value = '%s'))",
+             name, want[i].bytes, want[i].texels, want[i].dir);
+    snprintf(q[2], sizeof q[2], "select count(*) from flow join slice on flow.slice_in = slice.id where "
+             "slice.name = '%s'", name);
+    long long r[3];
+    tp_ints(trace, qs, r, 3);
+    if (r[0] != 1 || r[1] != 3 || r[2] != 1) fail_msg("%s: %lld slices, %lld of its 3 arguments right, %lld flows",
+                                                      name, r[0], r[1], r[2]);
+  }
+  assert_int_equal(tp_errors(trace), 0);
+  snprintf(cmd, sizeof cmd, "'%s' report '%s'", LOOM_BIN, trace);
+  assert_int_equal(ts_run(cmd, &out), 0);
+  /* buffer copies: 1 HtoD, 2 DtoH (a round and the last); the images add 1
+   * HtoD (buffer to image), 2 DtoD (the copy, the blit) and 1 DtoH */
+  assert_non_null(strstr(out, "  HtoD          2 32768 "));
+  assert_non_null(strstr(out, "  DtoH          3 49152 "));
+  assert_non_null(strstr(out, "  DtoD          2 20480 "));
+  free(out);
+  unlink_err(trace);
+  unlink(trace);
+}
+
 #ifdef VKAPP_CL
 /* OpenCL work before and after the Vulkan part of one process: both devices
  * in one trace, in that order on the one timeline. */
@@ -247,6 +305,7 @@ int main(void) {
       cmocka_unit_test(test_recorded),
       cmocka_unit_test(test_same_output),
       cmocka_unit_test(test_no_driver),
+      cmocka_unit_test(test_image_transfers),
 #ifdef VKAPP_CL
       cmocka_unit_test(test_opencl_and_vulkan),
 #endif

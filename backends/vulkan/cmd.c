@@ -66,8 +66,7 @@ void vk_cb_drop_recording(vk_cb *c) {
   vk_rec_release(r);
 }
 
-/* The recording of cb, when the session records it. */
-static vk_cb *recording(VkCommandBuffer cb) {
+vk_cb *vk_cb_recording(VkCommandBuffer cb) {
   if (!atomic_load_explicit(&vk_recording, memory_order_relaxed)) return NULL;
   vk_cb *c = vk_cb_of(cb);
   return c && c->rec && !c->rec->broken ? c : NULL;
@@ -116,7 +115,7 @@ static size_t cmd_begin(vk_cb *c, uint8_t what, uint16_t kind, uint32_t name) {
   return r->n++;
 }
 
-static void cmd_end(vk_cb *c, size_t i) {
+void vk_cmd_end(vk_cb *c, size_t i) {
   if (i != SIZE_MAX && !c->rec->broken) c->rec->cmds[i].q1 = stamp(c, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
 }
 
@@ -174,9 +173,9 @@ static VkResult VKAPI_CALL L_BeginCommandBuffer(VkCommandBuffer cb, const VkComm
 }
 
 static VkResult VKAPI_CALL L_EndCommandBuffer(VkCommandBuffer cb) {
-  vk_cb *c = recording(cb);
+  vk_cb *c = vk_cb_recording(cb);
   /* labels still open close with the command buffer */
-  while (c && c->rec->nopen && !c->rec->broken) cmd_end(c, c->rec->open[--c->rec->nopen]);
+  while (c && c->rec->nopen && !c->rec->broken) vk_cmd_end(c, c->rec->open[--c->rec->nopen]);
   return vk_dev_of(cb)->f.EndCommandBuffer(cb);
 }
 
@@ -184,7 +183,7 @@ static VkResult VKAPI_CALL L_EndCommandBuffer(VkCommandBuffer cb) {
 static void VKAPI_CALL L_CmdBindPipeline(VkCommandBuffer cb, VkPipelineBindPoint bp, VkPipeline p) {
   vk_dev *d = vk_dev_of(cb);
   d->f.CmdBindPipeline(cb, bp, p);
-  vk_cb *c = bp == VK_PIPELINE_BIND_POINT_COMPUTE ? recording(cb) : NULL;
+  vk_cb *c = bp == VK_PIPELINE_BIND_POINT_COMPUTE ? vk_cb_recording(cb) : NULL;
   if (!c) return;
   pthread_mutex_lock(&d->mu);
   c->pipe_name = (uint32_t)(uintptr_t)vk_map_get(&d->pipelines, VK_KEY(p));
@@ -200,7 +199,7 @@ static void dispatch(vk_cb *c, uint32_t x, uint32_t y, uint32_t z, int indirect,
     c->rec->roles |= LOOM_RECORD_F_LAUNCH;
   }
   call(c, ctx);
-  cmd_end(c, i);
+  vk_cmd_end(c, i);
 }
 
 typedef struct dctx { uint32_t b[3], n[3]; VkBuffer buf; VkDeviceSize off; } dctx;
@@ -218,7 +217,7 @@ static void call_dispatch_indirect(vk_cb *c, void *p) {
 }
 
 static void VKAPI_CALL L_CmdDispatch(VkCommandBuffer cb, uint32_t x, uint32_t y, uint32_t z) {
-  vk_cb *c = recording(cb);
+  vk_cb *c = vk_cb_recording(cb);
   if (!c) { vk_dev_of(cb)->f.CmdDispatch(cb, x, y, z); return; }
   dctx a = {.n = {x, y, z}};
   dispatch(c, x, y, z, 0, call_dispatch, &a);
@@ -226,37 +225,46 @@ static void VKAPI_CALL L_CmdDispatch(VkCommandBuffer cb, uint32_t x, uint32_t y,
 
 static void VKAPI_CALL L_CmdDispatchBase(VkCommandBuffer cb, uint32_t bx, uint32_t by, uint32_t bz,
                                          uint32_t x, uint32_t y, uint32_t z) {
-  vk_cb *c = recording(cb);
+  vk_cb *c = vk_cb_recording(cb);
   if (!c) { vk_dev_of(cb)->f.CmdDispatchBase(cb, bx, by, bz, x, y, z); return; }
   dctx a = {.b = {bx, by, bz}, .n = {x, y, z}};
   dispatch(c, x, y, z, 0, call_dispatch_base, &a);
 }
 
 static void VKAPI_CALL L_CmdDispatchIndirect(VkCommandBuffer cb, VkBuffer buf, VkDeviceSize off) {
-  vk_cb *c = recording(cb);
+  vk_cb *c = vk_cb_recording(cb);
   if (!c) { vk_dev_of(cb)->f.CmdDispatchIndirect(cb, buf, off); return; }
   dctx a = {.buf = buf, .off = off};
   dispatch(c, 0, 0, 0, 1, call_dispatch_indirect, &a);
 }
 
-/* Host-side memory: what the program maps, or host-visible memory that is
- * not device-local. */
-static int on_host(vk_dev *d, VkBuffer b) {
+int vk_mem_on_host(vk_dev *d, VkDeviceMemory mem) {
   pthread_mutex_lock(&d->mu);
-  vk_buf *vb = vk_map_get(&d->buffers, VK_KEY(b));
-  vk_mem *m = vb ? vk_map_get(&d->memory, VK_KEY(vb->mem)) : NULL;
+  vk_mem *m = vk_map_get(&d->memory, VK_KEY(mem));
   int host = m && (m->mapped || ((m->flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
                                  !(m->flags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)));
   pthread_mutex_unlock(&d->mu);
   return host;
 }
 
-static const char *direction(vk_dev *d, VkBuffer src, VkBuffer dst) {
-  static const char *const names[4] = {"DtoD", "DtoH", "HtoD", "HtoH"};
-  return names[on_host(d, src) * 2 + on_host(d, dst)];
+int vk_buf_on_host(vk_dev *d, VkBuffer b) {
+  pthread_mutex_lock(&d->mu);
+  vk_buf *vb = vk_map_get(&d->buffers, VK_KEY(b));
+  VkDeviceMemory mem = vb ? vb->mem : VK_NULL_HANDLE;
+  pthread_mutex_unlock(&d->mu);
+  return mem && vk_mem_on_host(d, mem);
 }
 
-static size_t mem_begin(vk_cb *c, uint16_t kind, uint32_t name, uint64_t bytes, const char *dir) {
+const char *vk_direction(int src_host, int dst_host) {
+  static const char *const names[4] = {"DtoD", "DtoH", "HtoD", "HtoH"};
+  return names[(src_host ? 2 : 0) + (dst_host ? 1 : 0)];
+}
+
+static const char *direction(vk_dev *d, VkBuffer src, VkBuffer dst) {
+  return vk_direction(vk_buf_on_host(d, src), vk_buf_on_host(d, dst));
+}
+
+size_t vk_mem_begin(vk_cb *c, uint16_t kind, uint32_t name, uint64_t bytes, const char *dir) {
   size_t i = cmd_begin(c, VK_CMD_WORK, kind, name);
   if (i == SIZE_MAX) return i;
   c->rec->cmds[i].bytes = bytes;
@@ -267,18 +275,18 @@ static size_t mem_begin(vk_cb *c, uint16_t kind, uint32_t name, uint64_t bytes, 
 
 static void VKAPI_CALL L_CmdCopyBuffer(VkCommandBuffer cb, VkBuffer src, VkBuffer dst, uint32_t n,
                                        const VkBufferCopy *r) {
-  vk_cb *c = recording(cb);
+  vk_cb *c = vk_cb_recording(cb);
   if (!c) { vk_dev_of(cb)->f.CmdCopyBuffer(cb, src, dst, n, r); return; }
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < n; i++) bytes += r[i].size;
-  size_t i = mem_begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdCopyBuffer"), bytes, direction(c->d, src, dst));
+  size_t i = vk_mem_begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdCopyBuffer"), bytes, direction(c->d, src, dst));
   c->d->f.CmdCopyBuffer(cb, src, dst, n, r);
-  cmd_end(c, i);
+  vk_cmd_end(c, i);
 }
 
 static void VKAPI_CALL L_CmdFillBuffer(VkCommandBuffer cb, VkBuffer dst, VkDeviceSize off,
                                        VkDeviceSize size, uint32_t value) {
-  vk_cb *c = recording(cb);
+  vk_cb *c = vk_cb_recording(cb);
   if (!c) { vk_dev_of(cb)->f.CmdFillBuffer(cb, dst, off, size, value); return; }
   uint64_t bytes = size;
   if (size == VK_WHOLE_SIZE) {
@@ -287,35 +295,35 @@ static void VKAPI_CALL L_CmdFillBuffer(VkCommandBuffer cb, VkBuffer dst, VkDevic
     bytes = b && b->size > off ? (b->size - off) & ~(uint64_t)3 : 0;
     pthread_mutex_unlock(&c->d->mu);
   }
-  size_t i = mem_begin(c, LOOM_KIND_MEMSET, VK_NAME("vkCmdFillBuffer"), bytes,
-                       on_host(c->d, dst) ? "HtoH" : "DtoD");
+  size_t i = vk_mem_begin(c, LOOM_KIND_MEMSET, VK_NAME("vkCmdFillBuffer"), bytes,
+                       vk_buf_on_host(c->d, dst) ? "HtoH" : "DtoD");
   c->d->f.CmdFillBuffer(cb, dst, off, size, value);
-  cmd_end(c, i);
+  vk_cmd_end(c, i);
 }
 
 static void VKAPI_CALL L_CmdUpdateBuffer(VkCommandBuffer cb, VkBuffer dst, VkDeviceSize off,
                                          VkDeviceSize size, const void *data) {
-  vk_cb *c = recording(cb);
+  vk_cb *c = vk_cb_recording(cb);
   if (!c) { vk_dev_of(cb)->f.CmdUpdateBuffer(cb, dst, off, size, data); return; }
-  size_t i = mem_begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdUpdateBuffer"), size,
-                       on_host(c->d, dst) ? "HtoH" : "HtoD");
+  size_t i = vk_mem_begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdUpdateBuffer"), size,
+                       vk_buf_on_host(c->d, dst) ? "HtoH" : "HtoD");
   c->d->f.CmdUpdateBuffer(cb, dst, off, size, data);
-  cmd_end(c, i);
+  vk_cmd_end(c, i);
 }
 
 static void VKAPI_CALL L_CmdPipelineBarrier(VkCommandBuffer cb, VkPipelineStageFlags s, VkPipelineStageFlags t,
                                             VkDependencyFlags fl, uint32_t nm, const VkMemoryBarrier *m,
                                             uint32_t nb, const VkBufferMemoryBarrier *b, uint32_t ni,
                                             const VkImageMemoryBarrier *im) {
-  vk_cb *c = recording(cb);
+  vk_cb *c = vk_cb_recording(cb);
   size_t i = c ? cmd_begin(c, VK_CMD_WORK, LOOM_KIND_SYNC, VK_NAME("vkCmdPipelineBarrier")) : SIZE_MAX;
   if (i != SIZE_MAX) c->rec->cmds[i].g[0] = nm, c->rec->cmds[i].g[1] = nb, c->rec->cmds[i].g[2] = ni;
   vk_dev_of(cb)->f.CmdPipelineBarrier(cb, s, t, fl, nm, m, nb, b, ni, im);
-  if (c) cmd_end(c, i);
+  if (c) vk_cmd_end(c, i);
 }
 
 static void VKAPI_CALL L_CmdExecuteCommands(VkCommandBuffer cb, uint32_t n, const VkCommandBuffer *sec) {
-  vk_cb *c = recording(cb);
+  vk_cb *c = vk_cb_recording(cb);
   for (uint32_t k = 0; c && k < n; k++) {
     vk_cb *s = vk_cb_of(sec[k]);
     if (!s || !s->rec) continue; /* recorded before the session: not timed */
@@ -329,7 +337,7 @@ static void VKAPI_CALL L_CmdExecuteCommands(VkCommandBuffer cb, uint32_t n, cons
 }
 
 static void VKAPI_CALL L_CmdBeginDebugUtilsLabelEXT(VkCommandBuffer cb, const VkDebugUtilsLabelEXT *l) {
-  vk_cb *c = recording(cb);
+  vk_cb *c = vk_cb_recording(cb);
   if (c && c->rec->nopen < sizeof c->rec->open / sizeof c->rec->open[0]) {
     size_t i = cmd_begin(c, VK_CMD_LABEL, LOOM_KIND_USER_RANGE,
                          vk_intern(l && l->pLabelName ? l->pLabelName : "label"));
@@ -340,9 +348,9 @@ static void VKAPI_CALL L_CmdBeginDebugUtilsLabelEXT(VkCommandBuffer cb, const Vk
 
 static void VKAPI_CALL L_CmdEndDebugUtilsLabelEXT(VkCommandBuffer cb) {
   vk_dev_of(cb)->f.CmdEndDebugUtilsLabelEXT(cb);
-  vk_cb *c = recording(cb);
+  vk_cb *c = vk_cb_recording(cb);
   /* a label begun in another command buffer is not timed here */
-  if (c && c->rec->nopen) cmd_end(c, c->rec->open[--c->rec->nopen]);
+  if (c && c->rec->nopen) vk_cmd_end(c, c->rec->open[--c->rec->nopen]);
 }
 
 PFN_vkVoidFunction vk_cmd_proc(const char *name) {

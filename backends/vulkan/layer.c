@@ -322,6 +322,10 @@ static VkResult VKAPI_CALL L_CreateDevice(VkPhysicalDevice pd, const VkDeviceCre
   VK_DEV_FUNCS(GETF)
 #undef GETF
   if (!d->f.QueueSubmit2) d->f.QueueSubmit2 = (PFN_vkQueueSubmit2)gdpa(*out, "vkQueueSubmit2KHR");
+  /* VK_KHR_copy_commands2 on a device older than 1.3 */
+#define KHR(n) if (!d->f.n) d->f.n = (PFN_vk##n)gdpa(*out, "vk" #n "KHR");
+  KHR(CmdCopyBuffer2) KHR(CmdCopyImage2) KHR(CmdCopyBufferToImage2) KHR(CmdCopyImageToBuffer2) KHR(CmdBlitImage2)
+#undef KHR
   d->ResetQueryPool = reset_ok ? (PFN_vkResetQueryPool)gdpa(*out, "vkResetQueryPool") : NULL;
   if (want_cal && d->f.GetCalibratedTimestampsEXT) pick_domain(d);
   pthread_mutex_init(&d->mu, NULL);
@@ -364,7 +368,7 @@ static void VKAPI_CALL L_DestroyDevice(VkDevice dev, const VkAllocationCallbacks
    * dispatch key finds nothing, and nothing points into freed memory. */
   free(d->pools), free(d->free_chunks);
   vk_map_free(&d->pipelines), vk_map_free(&d->modules);
-  vk_map_free(&d->buffers), vk_map_free(&d->memory);
+  vk_map_free(&d->buffers), vk_map_free(&d->memory), vk_map_free(&d->images);
   destroy(dev, a);
 }
 
@@ -386,6 +390,7 @@ static PFN_vkVoidFunction device_proc(const char *name) {
   P(DestroyDevice) P(GetDeviceQueue) P(GetDeviceQueue2)
 #undef P
   PFN_vkVoidFunction f = vk_cmd_proc(name);
+  if (!f) f = vk_xfer_proc(name);
   return f ? f : vk_call_proc(name);
 }
 

@@ -127,7 +127,7 @@ static void emit_dev(const vk_sub *s, uint16_t kind, uint32_t name, uint64_t t0,
 }
 
 static void emit_cmd(const vk_sub *s, const vk_cmd *m, uint64_t t0, uint64_t t1) {
-  loom_arg a[3];
+  loom_arg a[4];
   uint32_t n = 0;
   char g[64];
   if (m->what == VK_CMD_LABEL) {
@@ -143,8 +143,10 @@ static void emit_cmd(const vk_sub *s, const vk_cmd *m, uint64_t t0, uint64_t t1)
     a[n++] = (loom_arg){.key = "buffer barriers", .type = LOOM_ARG_UINT, .v.u = m->g[1]};
     a[n++] = (loom_arg){.key = "image barriers", .type = LOOM_ARG_UINT, .v.u = m->g[2]};
   } else {
-    a[n++] = (loom_arg){.key = "bytes", .type = LOOM_ARG_UINT, .v.u = m->bytes};
+    if (m->bytes != VK_BYTES_UNKNOWN)
+      a[n++] = (loom_arg){.key = "bytes", .type = LOOM_ARG_UINT, .v.u = m->bytes};
     a[n++] = (loom_arg){.key = "direction", .type = LOOM_ARG_STRING, .v.s = m->dir};
+    if (m->texels) a[n++] = (loom_arg){.key = "texels", .type = LOOM_ARG_UINT, .v.u = m->texels};
   }
   emit_dev(s, m->kind, m->name, t0, t1, s->corr, NULL, a, n);
 }

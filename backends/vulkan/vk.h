@@ -34,7 +34,11 @@
   X(CmdDispatchIndirect) X(CmdCopyBuffer) X(CmdFillBuffer) X(CmdUpdateBuffer)      \
   X(CmdPipelineBarrier) X(CmdExecuteCommands) X(CmdWriteTimestamp)                 \
   X(CmdResetQueryPool) X(GetCalibratedTimestampsEXT) X(CmdBeginDebugUtilsLabelEXT) \
-  X(CmdEndDebugUtilsLabelEXT) X(SetDebugUtilsObjectNameEXT) X(QueueSubmit2)
+  X(CmdEndDebugUtilsLabelEXT) X(SetDebugUtilsObjectNameEXT) X(QueueSubmit2)      \
+  X(CreateImage) X(DestroyImage) X(BindImageMemory) X(CmdCopyImage)               \
+  X(CmdCopyBufferToImage) X(CmdCopyImageToBuffer) X(CmdBlitImage)                 \
+  X(CmdClearColorImage) X(CmdCopyBuffer2) X(CmdCopyImage2) X(CmdCopyBufferToImage2) \
+  X(CmdCopyImageToBuffer2) X(CmdBlitImage2)
 
 typedef struct vk_next {
 #define VK_MEMBER(n) PFN_vk##n n;
@@ -117,6 +121,7 @@ struct vk_dev {
   vk_map modules;             /* VkShaderModule -> name id (debug name) */
   vk_map buffers;             /* VkBuffer -> vk_buf* */
   vk_map memory;              /* VkDeviceMemory -> vk_mem* */
+  vk_map images;              /* VkImage -> vk_img* */
   /* loom session */
   unsigned gen;
   uint32_t device;
@@ -127,6 +132,13 @@ typedef struct vk_buf {
   uint64_t size;
   VkDeviceMemory mem;
 } vk_buf;
+
+typedef struct vk_img {
+  VkFormat format;
+  VkExtent3D extent;
+  uint32_t levels, layers, samples;
+  VkDeviceMemory mem;
+} vk_img;
 
 typedef struct vk_mem {
   VkMemoryPropertyFlags flags;
@@ -141,7 +153,8 @@ typedef struct vk_cmd {
   uint32_t name;              /* string id */
   uint32_t q0, q1;            /* query numbers in the recording; UINT32_MAX none */
   uint32_t g[3];              /* group counts */
-  uint64_t bytes;
+  uint64_t bytes;             /* VK_BYTES_UNKNOWN: an image format the layer cannot size */
+  uint64_t texels;            /* image transfers: texels (every sample), else 0 */
   const char *dir;
   int indirect;
   struct vk_rec *sec;         /* VK_CMD_EXEC: the secondary's recording */
@@ -209,6 +222,21 @@ int vk_chunk_get(vk_dev *d, uint32_t *out);
 void vk_chunk_put(vk_dev *d, uint32_t chunk);
 #define VK_CHUNK_POOL(d, c) ((d)->pools[(c) / (VK_POOL / VK_CHUNK)])
 #define VK_CHUNK_FIRST(c) (((c) % (VK_POOL / VK_CHUNK)) * VK_CHUNK)
+/* The recording of cb when the session records it, else NULL. */
+vk_cb *vk_cb_recording(VkCommandBuffer cb);
+/* Appends a transfer timed from now (its index, or SIZE_MAX), and its end. */
+size_t vk_mem_begin(vk_cb *c, uint16_t kind, uint32_t name, uint64_t bytes, const char *dir);
+void vk_cmd_end(vk_cb *c, size_t i);
+/* Whether memory is the host's: mapped by the program, or host-visible and
+ * not device-local (takes d->mu). */
+int vk_mem_on_host(vk_dev *d, VkDeviceMemory mem);
+int vk_buf_on_host(vk_dev *d, VkBuffer b);
+/* "DtoD", "DtoH", "HtoD" or "HtoH" from whether each side is the host's. */
+const char *vk_direction(int src_host, int dst_host);
+
+/* ---- xfer.c: images and their transfers ---- */
+#define VK_BYTES_UNKNOWN UINT64_MAX
+PFN_vkVoidFunction vk_xfer_proc(const char *name);
 
 /* ---- submit.c ---- */
 VkResult VKAPI_CALL vk_QueueSubmit(VkQueue q, uint32_t n, const VkSubmitInfo *s, VkFence f);

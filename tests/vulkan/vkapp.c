@@ -5,7 +5,7 @@
  * queue per queue the compute family offers (up to two), debug-utils labels
  * when VK_EXT_debug_utils is there.
  *
- *   vkapp [ROUNDS]
+ *   vkapp [ROUNDS [images]]
  *
  * Submission 1 (cb1): label "upload" { copy staging -> A, fill B }, barrier,
  *   label "scale" { dispatch scale }.
@@ -15,8 +15,13 @@
  *   own copy of cb2, from its own pool when the family differs: not here).
  * Last submission (cb3, vkQueueSubmit2 on Vulkan 1.3, vkQueueWaitIdle): a secondary command buffer with a
  *   dispatch of scale, barrier, copy B -> staging.
+ * With "images", one more submission before the last: two 64x64 RGBA8
+ * images, a barrier moving both to GENERAL, clear of image 1, staging ->
+ * image 1, image 1 -> image 2 (vkCmdCopyImage2 on Vulkan 1.3, else
+ * vkCmdCopyImage), a blit of image 2 into the top-left 32x32 of image 1,
+ * image 1 -> staging.
  * Per round it prints a checksum of the staging buffer; the output depends
- * only on ROUNDS.  Built with WITH_OPENCL (vkapp_cl) it also runs an OpenCL
+ * only on the arguments.  Built with WITH_OPENCL (vkapp_cl) it also runs an OpenCL
  * write, kernel and read (clstep.c) before and after the Vulkan part.
  */
 #include <stdint.h>
@@ -111,6 +116,70 @@ static uint64_t checksum(const uint32_t *v) {
   uint64_t h = 1469598103934665603ull;
   for (uint32_t i = 0; i < N; i++) h = (h ^ v[i]) * 1099511628211ull;
   return h;
+}
+
+/* The "images" submission (see the top). */
+static void images(VkPhysicalDevice pd, VkQueue q, VkCommandPool pool, VkBuffer s, int v13) {
+  VkImageCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, .imageType = VK_IMAGE_TYPE_2D,
+                          .format = VK_FORMAT_R8G8B8A8_UNORM, .extent = {64, 64, 1}, .mipLevels = 1,
+                          .arrayLayers = 1, .samples = VK_SAMPLE_COUNT_1_BIT, .tiling = VK_IMAGE_TILING_OPTIMAL,
+                          .usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT};
+  VkImage img[2];
+  VkDeviceMemory mem[2];
+  for (int i = 0; i < 2; i++) {
+    CHECK(vkCreateImage(dev, &ii, NULL, &img[i]));
+    VkMemoryRequirements mr;
+    vkGetImageMemoryRequirements(dev, img[i], &mr);
+    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = mr.size,
+                               .memoryTypeIndex = memtype(pd, mr.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)};
+    CHECK(vkAllocateMemory(dev, &ai, NULL, &mem[i]));
+    CHECK(vkBindImageMemory(dev, img[i], mem[i], 0));
+  }
+  VkCommandBuffer cb;
+  VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = pool,
+                                     .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+  CHECK(vkAllocateCommandBuffers(dev, &cai, &cb));
+  VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  CHECK(vkBeginCommandBuffer(cb, &bi));
+  VkImageSubresourceRange all = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+  VkImageMemoryBarrier ib[2];
+  for (int i = 0; i < 2; i++)
+    ib[i] = (VkImageMemoryBarrier){.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
+                                   .dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT,
+                                   .oldLayout = VK_IMAGE_LAYOUT_UNDEFINED, .newLayout = VK_IMAGE_LAYOUT_GENERAL,
+                                   .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                                   .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .image = img[i],
+                                   .subresourceRange = all};
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL, 0, NULL,
+                       2, ib);
+  VkClearColorValue zero = {{0, 0, 0, 0}};
+  vkCmdClearColorImage(cb, img[0], VK_IMAGE_LAYOUT_GENERAL, &zero, 1, &all);
+  VkImageSubresourceLayers layer = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
+  VkBufferImageCopy bic = {.imageSubresource = layer, .imageExtent = {64, 64, 1}};
+  vkCmdCopyBufferToImage(cb, s, img[0], VK_IMAGE_LAYOUT_GENERAL, 1, &bic);
+  barrier(cb);
+  if (v13) {
+    VkImageCopy2 r = {.sType = VK_STRUCTURE_TYPE_IMAGE_COPY_2, .srcSubresource = layer, .dstSubresource = layer,
+                      .extent = {64, 64, 1}};
+    VkCopyImageInfo2 ci = {.sType = VK_STRUCTURE_TYPE_COPY_IMAGE_INFO_2, .srcImage = img[0],
+                           .srcImageLayout = VK_IMAGE_LAYOUT_GENERAL, .dstImage = img[1],
+                           .dstImageLayout = VK_IMAGE_LAYOUT_GENERAL, .regionCount = 1, .pRegions = &r};
+    vkCmdCopyImage2(cb, &ci);
+  } else {
+    VkImageCopy r = {.srcSubresource = layer, .dstSubresource = layer, .extent = {64, 64, 1}};
+    vkCmdCopyImage(cb, img[0], VK_IMAGE_LAYOUT_GENERAL, img[1], VK_IMAGE_LAYOUT_GENERAL, 1, &r);
+  }
+  barrier(cb);
+  VkImageBlit blit = {.srcSubresource = layer, .srcOffsets = {{0, 0, 0}, {64, 64, 1}},
+                      .dstSubresource = layer, .dstOffsets = {{0, 0, 0}, {32, 32, 1}}};
+  vkCmdBlitImage(cb, img[1], VK_IMAGE_LAYOUT_GENERAL, img[0], VK_IMAGE_LAYOUT_GENERAL, 1, &blit, VK_FILTER_NEAREST);
+  barrier(cb);
+  vkCmdCopyImageToBuffer(cb, img[0], VK_IMAGE_LAYOUT_GENERAL, s, 1, &bic);
+  CHECK(vkEndCommandBuffer(cb));
+  VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
+  CHECK(vkQueueSubmit(q, 1, &si, VK_NULL_HANDLE));
+  CHECK(vkQueueWaitIdle(q));
+  for (int i = 0; i < 2; i++) vkDestroyImage(dev, img[i], NULL), vkFreeMemory(dev, mem[i], NULL);
 }
 
 #ifdef WITH_OPENCL
@@ -282,6 +351,10 @@ int main(int argc, char **argv) {
     CHECK(vkQueueSubmit(q[k], 1, &si, fence));
     CHECK(vkWaitForFences(dev, 1, &fence, VK_TRUE, UINT64_MAX));
     printf("round %d: %016llx\n", r, (unsigned long long)checksum(host));
+  }
+  if (argc > 2 && !strcmp(argv[2], "images")) {
+    images(pd, q[0], pool, s, submit2);
+    printf("images: %016llx\n", (unsigned long long)checksum(host));
   }
   si.pCommandBuffers = &cb[3];
   if (submit2) {
