@@ -11,8 +11,8 @@
  * inside a range (a debug label, a projected user range) and nothing else.
  * Taken in start order, first fit uses as many lanes as work ever ran at
  * once.  Projected user ranges (made from the work, per track, after it
- * moved) never cross work on their track, but two of them can cross each
- * other: such a range goes on a lane of ranges of its own.  `loom report`
+ * moved) never cross work on their track, but one can cross another, or a
+ * label there: such a range goes on a lane of ranges of its own.  `loom report`
  * counts a queue's lanes as the queue.
  */
 #include <stdio.h>
@@ -37,7 +37,15 @@ typedef struct sweep {
   uint32_t base;
   lane *l;
   size_t nl, cap;
+  /* the ranges pass: the ranges recorded on device tracks (labels), by
+   * track and start, and those of the base track */
+  const uint32_t *fixed;
+  size_t nfixed, f0, f1;
 } sweep;
+
+/* Past this many labels of a track to compare with, a projection goes on a
+ * lane of ranges without looking (bounded work; never wrong). */
+#define MAX_LOOK 4096
 
 static int is_work(const loom__ev *e) {
   return e->kind != LOOM_KIND_USER_RANGE && e->kind != LOOM_KIND_CPU_OP;
@@ -58,8 +66,22 @@ static int new_lane(sweep *w, uint32_t *out) {
   return loom__trace_track(t, b.pid, tid + 1, name, b.device, out);
 }
 
+/* Whether e crosses (overlaps without nesting) a label of the base track. */
+static int crosses_label(const sweep *w, const loom__ev *e) {
+  int64_t s = e->ts, end = e->ts + e->dur;
+  for (size_t i = w->f0; i < w->f1; i++) {
+    const loom__ev *f = &w->t->ev[w->fixed[i]];
+    int64_t fe = f->ts + f->dur;
+    if (f->ts >= end) break;
+    if (i - w->f0 >= MAX_LOOK) return 1;
+    if ((f->ts < s && s < fe && fe < end) || (s < f->ts && f->ts < end && end < fe)) return 1;
+  }
+  return 0;
+}
+
 /* Puts e on the first lane of w where it overlaps nothing or lies inside a
- * range alone, making a lane when none has room. */
+ * range alone (and, in the ranges pass, crosses no label of the track),
+ * making a lane when none has room. */
 static int place(sweep *w, loom__ev *e) {
   int64_t end = e->ts + e->dur;
   for (size_t k = 0;; k++) {
@@ -71,6 +93,7 @@ static int place(sweep *w, loom__ev *e) {
     }
     lane *l = &w->l[k];
     while (l->n && l->st[l->n - 1].end <= e->ts) l->n--;
+    if (k == 0 && w->fixed && crosses_label(w, e)) continue;
     if (l->n && (l->st[l->n - 1].end < end || l->st[l->n - 1].work)) continue;
     slot s = {end, is_work(e)};
     if (LOOM__PUSH(l->st, l->n, l->cap, s)) return -1;
@@ -82,6 +105,16 @@ static int place(sweep *w, loom__ev *e) {
 
 static void reset(sweep *w, uint32_t base) {
   w->base = base;
+  if (w->fixed) { /* the base track's labels */
+    size_t lo = 0, hi = w->nfixed;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (w->t->ev[w->fixed[mid]].track < base) lo = mid + 1;
+      else hi = mid;
+    }
+    w->f0 = w->f1 = lo;
+    while (w->f1 < w->nfixed && w->t->ev[w->fixed[w->f1]].track == base) w->f1++;
+  }
   for (size_t k = 0; k < w->nl; k++) free(w->l[k].st);
   w->nl = 0;
 }
@@ -98,9 +131,10 @@ static int make_room(loom_trace *t, loom__lanes *made) {
 
 /* Sweeps the events at idx[0..n) (or t->ev[0..n) when idx is NULL), in
  * order of track, then start, longer first. */
-static int sweep_all(loom_trace *t, loom__lanes *made, const uint32_t *idx, size_t n) {
+static int sweep_all(loom_trace *t, loom__lanes *made, const uint32_t *idx, size_t n,
+                     const uint32_t *fixed, size_t nfixed) {
   if (make_room(t, made)) return -1;
-  sweep w = {t, made, UINT32_MAX, NULL, 0, 0};
+  sweep w = {t, made, UINT32_MAX, NULL, 0, 0, fixed, nfixed, 0, 0};
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
     loom__ev *e = &t->ev[idx ? idx[i] : i];
@@ -113,7 +147,9 @@ static int sweep_all(loom_trace *t, loom__lanes *made, const uint32_t *idx, size
   return rc;
 }
 
-int loom__lanes_work(loom_trace *t, loom__lanes *made) { return sweep_all(t, made, NULL, t->nev); }
+int loom__lanes_work(loom_trace *t, loom__lanes *made) {
+  return sweep_all(t, made, NULL, t->nev, NULL, 0);
+}
 
 static _Thread_local const loom_trace *cmp_t;
 static int cmp_idx(const void *pa, const void *pb) {
@@ -126,14 +162,29 @@ static int cmp_idx(const void *pa, const void *pb) {
 
 int loom__lanes_ranges(loom_trace *t, size_t first, loom__lanes *made) {
   if (first >= t->nev) return 0;
-  size_t n = t->nev - first;
-  uint32_t *idx = malloc(n * sizeof *idx);
-  if (!idx) return -1;
+  size_t n = t->nev - first, nfixed = 0;
+  for (size_t i = 0; i < first; i++) {
+    const loom__ev *e = &t->ev[i];
+    nfixed += e->ph == LOOM__PH_COMPLETE && !is_work(e) && t->tracks[e->track].device != LOOM_DEVICE_HOST;
+  }
+  uint32_t *idx = malloc(n * sizeof *idx), *fixed = malloc((nfixed + 1) * sizeof *fixed);
+  if (!idx || !fixed) {
+    free(idx);
+    free(fixed);
+    return -1;
+  }
   for (size_t i = 0; i < n; i++) idx[i] = (uint32_t)(first + i);
+  for (size_t i = 0, k = 0; i < first; i++) {
+    const loom__ev *e = &t->ev[i];
+    if (e->ph == LOOM__PH_COMPLETE && !is_work(e) && t->tracks[e->track].device != LOOM_DEVICE_HOST)
+      fixed[k++] = (uint32_t)i;
+  }
   cmp_t = t;
   qsort(idx, n, sizeof *idx, cmp_idx);
-  int rc = sweep_all(t, made, idx, n);
+  qsort(fixed, nfixed, sizeof *fixed, cmp_idx);
+  int rc = sweep_all(t, made, idx, n, fixed, nfixed);
   free(idx);
+  free(fixed);
   return rc;
 }
 

@@ -325,7 +325,7 @@ loom_status loom__write_pftrace_gz(const loom_trace *t, const char *path); /* .p
  *     external id onto the device event when it has none;
  *  4. moves device work that overlaps other work on its track to a lane
  *     of that track (lanes.c);
- *  5. projects every user range onto each device queue that ran work launched
+ *  5. projects every user range onto each device queue (or lane) that ran work launched
  *     inside it, as "gpu_user_annotation" ranges spanning that work (a
  *     projection that crosses another on its track goes on a lane).
  * Returns 0 or -1 when out of memory. */
