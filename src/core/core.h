@@ -115,6 +115,9 @@ typedef struct loom__opts {
  * offending item on bad syntax. */
 loom_status loom__opts_parse(loom__opts *o, const char *s);
 void loom__opts_free(loom__opts *o);
+/* LOOM_EINVAL naming an option key loom does not know (a key without a
+ * dot that is not one of the core's). */
+loom_status loom__opts_check(const loom__opts *o);
 /* Value of key: session option first, then environment LOOM_<KEY>. */
 const char *loom__opts_get(const loom__opts *o, const char *key);
 /* Parses a size with optional k/m/g suffix; -1 when malformed. */

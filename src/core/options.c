@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,37 @@ loom_status loom__opts_parse(loom__opts *o, const char *s) {
       o->vals[o->n++] = v;
     }
     p = *end ? end + 1 : end;
+  }
+  return LOOM_OK;
+}
+
+/* The session options the core reads (session.c, ring.c, trigger.c,
+ * salvage.c, fork.c); "meta.K" and a backend's "<name>.K" have a dot. */
+static const char *const core_keys[] = {
+    "buffer_size", "memory_cap", "backend_memory_cap", "test_clock_shift", "mode", "ring_size",
+    "slow_step", "slow_step_warmup", "slow_range", "dump_cooldown", "start_step", "steps",
+    "delay", "duration", "wait", "warmup", "active", "repeat", "skip_first", "windows",
+    "on_demand", "output", "process_name"};
+
+loom_status loom__opts_check(const loom__opts *o) {
+  for (size_t i = 0; i < o->n; i++) {
+    const char *k = o->keys[i];
+    if (strchr(k, '.')) {
+      if (k[0] == '.' || k[strlen(k) - 1] == '.')
+        return loom__fail(LOOM_EINVAL, "bad option name '%s': expected NAME or BACKEND.NAME", k);
+      continue; /* meta.K, or a backend's option: read by that backend */
+    }
+    size_t j = 0, nk = sizeof core_keys / sizeof core_keys[0];
+    while (j < nk && strcmp(core_keys[j], k)) j++;
+    if (j == nk) {
+      char known[512];
+      size_t l = 0;
+      for (j = 0; j < nk && l < sizeof known; j++)
+        l += (size_t)snprintf(known + l, sizeof known - l, "%s%s", j ? ", " : "", core_keys[j]);
+      return loom__fail(LOOM_EINVAL, "unknown session option '%s' (loom's are: %s; meta.KEY adds "
+                        "trace metadata; a backend's options take its name first, e.g. "
+                        "perf.frequency)", k, known);
+    }
   }
   return LOOM_OK;
 }

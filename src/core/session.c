@@ -286,6 +286,7 @@ loom_status loom_session_create(const loom_session_config *cfg, loom_session **o
   s->kinds = cfg && cfg->kinds ? cfg->kinds & LOOM_KINDS_ALL : LOOM_KINDS_ALL;
   s->kinds |= LOOM_KIND_BIT(LOOM_KIND_MARKER);
   loom_status st = loom__opts_parse(&s->opts, opts);
+  if (st == LOOM_OK) st = loom__opts_check(&s->opts);
   if (st == LOOM_OK) st = read_sizes(s);
   if (st == LOOM_OK) st = loom__trigger_configure(s);
   if (st == LOOM_OK) {

@@ -33,6 +33,42 @@ static void forward(int sig) {
   if (child > 0) kill(child, sig);
 }
 
+/* A backend's option ("NAME.KEY") names a backend loom knows (checked once
+ * the plug-ins are loaded). */
+typedef struct ns_check {
+  const char *ns;
+  size_t len;
+  int found;
+  char names[512];
+} ns_check;
+
+static void match_backend(const loom_backend_info *b, void *user) {
+  ns_check *c = user;
+  if (strlen(b->name) == c->len && !strncmp(b->name, c->ns, c->len)) c->found = 1;
+  size_t l = strlen(c->names);
+  snprintf(c->names + l, sizeof c->names - l, "%s%s", l ? ", " : "", b->name);
+}
+
+static int check_namespaces(const char *options) {
+  for (const char *p = options; *p;) {
+    size_t n = strcspn(p, ",;");
+    const char *eq = memchr(p, '=', n), *dot = eq ? memchr(p, '.', (size_t)(eq - p)) : NULL;
+    while (dot && p < dot && (*p == ' ' || *p == '\t')) p++, n--;
+    if (dot && !(dot - p == 4 && !strncmp(p, "meta", 4))) {
+      ns_check c = {p, (size_t)(dot - p), 0, ""};
+      loom_backends_list(match_backend, &c);
+      if (!c.found) {
+        fprintf(stderr, "loom record: option '%.*s': no backend is named '%.*s' (backends: %s; "
+                "meta.KEY adds trace metadata)\n", (int)(eq - p), p, (int)c.len, p, c.names);
+        return 2;
+      }
+    }
+    p += n;
+    if (*p) p++;
+  }
+  return 0;
+}
+
 /* The core checks the session options (window options among them) the way
  * the program's session will, so a mistake is told before it starts. */
 static int check_options(const char *options) {
@@ -73,6 +109,10 @@ int cmd_record(int argc, char **argv) {
   /* Every plug-in, enabled in the program as its backend's table says. */
   plugin_set found = {0};
   int bad = plugins_discover(&found, libdir, (char *const *)ro.plugins, ro.nplugins, "loom record");
+  if (!bad && check_namespaces(options)) {
+    plugins_free(&found);
+    return 2;
+  }
   if (bad || plugins_enable(&found, preload, default_devices, sizeof default_devices) != 0) {
     plugins_free(&found);
     rmdir(fw.dir);
