@@ -12,15 +12,14 @@
 
 #define RECORDING() atomic_load_explicit(&vk_recording, memory_order_relaxed)
 
-/* d's tables under its lock */
-static int put(vk_dev *d, vk_map *m, uint64_t key, void *v) {
+int vk_dev_put(vk_dev *d, vk_map *m, uint64_t key, void *v) {
   pthread_mutex_lock(&d->mu);
   int rc = vk_map_put(m, key, v);
   pthread_mutex_unlock(&d->mu);
   return rc;
 }
 
-static void *del(vk_dev *d, vk_map *m, uint64_t key) {
+void *vk_dev_del(vk_dev *d, vk_map *m, uint64_t key) {
   pthread_mutex_lock(&d->mu);
   void *v = vk_map_del(m, key);
   pthread_mutex_unlock(&d->mu);
@@ -58,7 +57,7 @@ static VkResult VKAPI_CALL L_CreateComputePipelines(VkDevice dev, VkPipelineCach
     pthread_mutex_unlock(&d->mu);
     /* "main" says nothing: a module's debug name says more */
     uint32_t name = mod && !strcmp(entry, "main") ? mod : vk_intern(entry);
-    put(d, &d->pipelines, VK_KEY(out[i]), (void *)(uintptr_t)name);
+    vk_dev_put(d, &d->pipelines, VK_KEY(out[i]), (void *)(uintptr_t)name);
   }
   if (RECORDING()) vk_call(VK_NAME("vkCreateComputePipelines"), t0, LOOM_KIND_RUNTIME, 0, 0);
   return rc;
@@ -66,7 +65,7 @@ static VkResult VKAPI_CALL L_CreateComputePipelines(VkDevice dev, VkPipelineCach
 
 static void VKAPI_CALL L_DestroyPipeline(VkDevice dev, VkPipeline p, const VkAllocationCallbacks *a) {
   vk_dev *d = vk_dev_of(dev);
-  del(d, &d->pipelines, VK_KEY(p));
+  vk_dev_del(d, &d->pipelines, VK_KEY(p));
   d->f.DestroyPipeline(dev, p, a);
 }
 
@@ -90,7 +89,7 @@ static VkResult VKAPI_CALL L_AllocateMemory(VkDevice dev, const VkMemoryAllocate
   if (m) {
     m->flags = ai->memoryTypeIndex < d->mem.memoryTypeCount
                    ? d->mem.memoryTypes[ai->memoryTypeIndex].propertyFlags : 0;
-    if (put(d, &d->memory, VK_KEY(*out), m)) free(m);
+    if (vk_dev_put(d, &d->memory, VK_KEY(*out), m)) free(m);
   }
   if (RECORDING()) vk_call(VK_NAME("vkAllocateMemory"), t0, LOOM_KIND_RUNTIME, 0, 0);
   return rc;
@@ -98,7 +97,7 @@ static VkResult VKAPI_CALL L_AllocateMemory(VkDevice dev, const VkMemoryAllocate
 
 static void VKAPI_CALL L_FreeMemory(VkDevice dev, VkDeviceMemory mem, const VkAllocationCallbacks *a) {
   vk_dev *d = vk_dev_of(dev);
-  free(del(d, &d->memory, VK_KEY(mem)));
+  free(vk_dev_del(d, &d->memory, VK_KEY(mem)));
   d->f.FreeMemory(dev, mem, a);
 }
 
@@ -120,13 +119,13 @@ static VkResult VKAPI_CALL L_CreateBuffer(VkDevice dev, const VkBufferCreateInfo
   vk_buf *b = rc == VK_SUCCESS ? calloc(1, sizeof *b) : NULL;
   if (!b) return rc;
   b->size = ci->size;
-  if (put(d, &d->buffers, VK_KEY(*out), b)) free(b);
+  if (vk_dev_put(d, &d->buffers, VK_KEY(*out), b)) free(b);
   return rc;
 }
 
 static void VKAPI_CALL L_DestroyBuffer(VkDevice dev, VkBuffer buf, const VkAllocationCallbacks *a) {
   vk_dev *d = vk_dev_of(dev);
-  free(del(d, &d->buffers, VK_KEY(buf)));
+  free(vk_dev_del(d, &d->buffers, VK_KEY(buf)));
   d->f.DestroyBuffer(dev, buf, a);
 }
 
@@ -162,7 +161,7 @@ static VkResult VKAPI_CALL L_SetDebugUtilsObjectNameEXT(VkDevice dev, const VkDe
     vk_queue *q = vk_queue_of((VkQueue)(uintptr_t)ni->objectHandle);
     if (q) q->name = name;
   }
-  if (m && name) put(d, m, ni->objectHandle, (void *)(uintptr_t)name);
+  if (m && name) vk_dev_put(d, m, ni->objectHandle, (void *)(uintptr_t)name);
   return rc;
 }
 

@@ -213,6 +213,11 @@ vk_dev **vk_devices(size_t *n); /* snapshot (malloc'd) */
 void vk_cmd_pool_gone(vk_dev *d, VkCommandPool pool); /* its command buffers are gone */
 int vk_layer_seen(void);
 
+/* ---- calls.c ---- */
+/* A table of d (its buffers, memory, images, pipelines) under d->mu. */
+int vk_dev_put(vk_dev *d, vk_map *m, uint64_t key, void *v); /* 0 ok */
+void *vk_dev_del(vk_dev *d, vk_map *m, uint64_t key);         /* the old value */
+
 /* ---- cmd.c ---- */
 PFN_vkVoidFunction vk_cmd_proc(const char *name);
 void vk_rec_release(vk_rec *r);

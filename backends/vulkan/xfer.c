@@ -49,17 +49,13 @@ static VkResult VKAPI_CALL L_CreateImage(VkDevice dev, const VkImageCreateInfo *
   vk_img *i = rc == VK_SUCCESS ? calloc(1, sizeof *i) : NULL;
   if (!i) return rc;
   *i = (vk_img){ci->format, ci->extent, ci->mipLevels, ci->arrayLayers, (uint32_t)ci->samples, 0};
-  pthread_mutex_lock(&d->mu);
-  if (vk_map_put(&d->images, VK_KEY(*out), i)) free(i);
-  pthread_mutex_unlock(&d->mu);
+  if (vk_dev_put(d, &d->images, VK_KEY(*out), i)) free(i);
   return rc;
 }
 
 static void VKAPI_CALL L_DestroyImage(VkDevice dev, VkImage img, const VkAllocationCallbacks *a) {
   vk_dev *d = vk_dev_of(dev);
-  pthread_mutex_lock(&d->mu);
-  free(vk_map_del(&d->images, VK_KEY(img)));
-  pthread_mutex_unlock(&d->mu);
+  free(vk_dev_del(d, &d->images, VK_KEY(img)));
   d->f.DestroyImage(dev, img, a);
 }
 

@@ -578,21 +578,15 @@ static int cmp_time(const void *pa, const void *pb) {
 /* Declared in trace.h (nothing else defined it): events by start time. */
 int loom__trace_sort_by_time(loom_trace *t) {
   sort_key *idx = malloc((t->nev + 1) * sizeof *idx);
-  uint32_t *inv = malloc((t->nev + 1) * sizeof *inv);
-  loom__ev *ev = malloc((t->nev + 1) * sizeof *ev);
-  if (!idx || !inv || !ev) {
-    free(idx), free(inv), free(ev);
-    return -1;
+  uint32_t *order = malloc((t->nev + 1) * sizeof *order);
+  int rc = idx && order ? 0 : -1;
+  if (rc == 0) {
+    for (size_t i = 0; i < t->nev; i++) idx[i] = (sort_key){t->ev[i].ts, t->ev[i].dur, (uint32_t)i};
+    qsort(idx, t->nev, sizeof *idx, cmp_time);
+    for (size_t i = 0; i < t->nev; i++) order[i] = idx[i].i;
+    rc = loom__trace_permute(t, order);
   }
-  for (size_t i = 0; i < t->nev; i++) idx[i] = (sort_key){t->ev[i].ts, t->ev[i].dur, (uint32_t)i};
-  qsort(idx, t->nev, sizeof *idx, cmp_time);
-  for (size_t i = 0; i < t->nev; i++) ev[i] = t->ev[idx[i].i], inv[idx[i].i] = (uint32_t)i;
-  for (size_t i = 0; i < t->nflows; i++)
-    t->flows[i].from = inv[t->flows[i].from], t->flows[i].to = inv[t->flows[i].to];
-  free(t->ev);
-  t->ev = ev;
-  t->cap_ev = t->nev + 1;
   free(idx);
-  free(inv);
-  return 0;
+  free(order);
+  return rc;
 }

@@ -151,15 +151,6 @@ int loom__lanes_work(loom_trace *t, loom__lanes *made) {
   return sweep_all(t, made, NULL, t->nev, NULL, 0);
 }
 
-static _Thread_local const loom_trace *cmp_t;
-static int cmp_idx(const void *pa, const void *pb) {
-  const loom__ev *a = &cmp_t->ev[*(const uint32_t *)pa], *b = &cmp_t->ev[*(const uint32_t *)pb];
-  if (a->track != b->track) return a->track < b->track ? -1 : 1;
-  if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
-  if (a->dur != b->dur) return a->dur > b->dur ? -1 : 1;
-  return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
-}
-
 int loom__lanes_ranges(loom_trace *t, size_t first, loom__lanes *made) {
   if (first >= t->nev) return 0;
   size_t n = t->nev - first, nfixed = 0;
@@ -179,9 +170,8 @@ int loom__lanes_ranges(loom_trace *t, size_t first, loom__lanes *made) {
     if (e->ph == LOOM__PH_COMPLETE && !is_work(e) && t->tracks[e->track].device != LOOM_DEVICE_HOST)
       fixed[k++] = (uint32_t)i;
   }
-  cmp_t = t;
-  qsort(idx, n, sizeof *idx, cmp_idx);
-  qsort(fixed, nfixed, sizeof *fixed, cmp_idx);
+  loom__ev_sort_indices(t, idx, n);
+  loom__ev_sort_indices(t, fixed, nfixed);
   int rc = sweep_all(t, made, idx, n, fixed, nfixed);
   free(idx);
   free(fixed);

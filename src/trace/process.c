@@ -20,8 +20,7 @@ static int kind_rank(uint8_t kind) {
   }
 }
 
-static int cmp_track_time(const void *pa, const void *pb) {
-  const loom__ev *a = pa, *b = pb;
+int loom__ev_cmp_track_time(const loom__ev *a, const loom__ev *b) {
   if (a->track != b->track) return a->track < b->track ? -1 : 1;
   if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
   if (a->dur != b->dur) return a->dur > b->dur ? -1 : 1;
@@ -31,6 +30,8 @@ static int cmp_track_time(const void *pa, const void *pb) {
   if (a->args_off != b->args_off) return a->args_off < b->args_off ? -1 : 1;
   return 0;
 }
+
+static int cmp_track_time(const void *pa, const void *pb) { return loom__ev_cmp_track_time(pa, pb); }
 
 static int is_host_call(const loom_trace *t, const loom__ev *e) {
   return (e->kind == LOOM_KIND_RUNTIME || e->kind == LOOM_KIND_DRIVER) &&
@@ -83,33 +84,27 @@ static int sweep_track(loom_trace *t, size_t lo, size_t hi, uint32_t *encl,
   return 0;
 }
 
-/* Sorts t's events as step 1 does, after lanes moved some, and renumbers
- * the flows. */
+/* Indices of events in step 1's order (ties: the lower index first); and
+ * t's events sorted so again after lanes moved some, flows renumbered. */
 static _Thread_local const loom__ev *sort_ev;
 static int cmp_index(const void *pa, const void *pb) {
   uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
-  int c = cmp_track_time(&sort_ev[a], &sort_ev[b]);
+  int c = loom__ev_cmp_track_time(&sort_ev[a], &sort_ev[b]);
   return c ? c : a < b ? -1 : a > b;
 }
 
+void loom__ev_sort_indices(const loom_trace *t, uint32_t *idx, size_t n) {
+  sort_ev = t->ev;
+  qsort(idx, n, sizeof *idx, cmp_index);
+}
+
 static int resort(loom_trace *t) {
-  uint32_t *idx = malloc((t->nev + 1) * sizeof *idx), *inv = malloc((t->nev + 1) * sizeof *inv);
-  loom__ev *ev = malloc((t->nev + 1) * sizeof *ev);
-  int rc = idx && inv && ev ? 0 : -1;
-  if (rc == 0) {
-    for (size_t i = 0; i < t->nev; i++) idx[i] = (uint32_t)i;
-    sort_ev = t->ev;
-    qsort(idx, t->nev, sizeof *idx, cmp_index);
-    for (size_t i = 0; i < t->nev; i++) ev[i] = t->ev[idx[i]], inv[idx[i]] = (uint32_t)i;
-    for (size_t i = 0; i < t->nflows; i++)
-      t->flows[i].from = inv[t->flows[i].from], t->flows[i].to = inv[t->flows[i].to];
-    free(t->ev);
-    t->ev = ev, ev = NULL;
-    t->cap_ev = t->nev + 1;
-  }
-  free(idx);
-  free(inv);
-  free(ev);
+  uint32_t *order = malloc((t->nev + 1) * sizeof *order);
+  if (!order) return -1;
+  for (size_t i = 0; i < t->nev; i++) order[i] = (uint32_t)i;
+  loom__ev_sort_indices(t, order, t->nev);
+  int rc = loom__trace_permute(t, order);
+  free(order);
   return rc;
 }
 

@@ -86,6 +86,24 @@ int loom__trace_track(loom_trace *t, int64_t pid, int64_t tid,
   return 0;
 }
 
+int loom__trace_permute(loom_trace *t, const uint32_t *order) {
+  uint32_t *inv = malloc((t->nev + 1) * sizeof *inv);
+  loom__ev *ev = malloc((t->nev + 1) * sizeof *ev);
+  if (!inv || !ev) {
+    free(inv);
+    free(ev);
+    return -1;
+  }
+  for (size_t i = 0; i < t->nev; i++) ev[i] = t->ev[order[i]], inv[order[i]] = (uint32_t)i;
+  for (size_t i = 0; i < t->nflows; i++)
+    t->flows[i].from = inv[t->flows[i].from], t->flows[i].to = inv[t->flows[i].to];
+  free(t->ev);
+  t->ev = ev;
+  t->cap_ev = t->nev + 1;
+  free(inv);
+  return 0;
+}
+
 int loom__trace_add_ev(loom_trace *t, const loom__ev *ev) {
   loom__ev e = *ev;
   e.args_off = (uint32_t)t->nargs;

@@ -349,6 +349,14 @@ void loom__lanes_free(loom__lanes *made);
 /* Sorts events by start time (stable for equal starts: longer first) and
  * renumbers flows accordingly. */
 int loom__trace_sort_by_time(loom_trace *t);
+/* Reorders the events: new event i is old event order[i]; flows follow.
+ * 0, or -1 when out of memory (nothing changed). */
+int loom__trace_permute(loom_trace *t, const uint32_t *order);
+/* Step 1's order (process.c): track, start, longer first, ranges before
+ * ops before calls, then insertion order. */
+int loom__ev_cmp_track_time(const loom__ev *a, const loom__ev *b);
+/* Sorts n indices of t's events in that order (ties: the lower index). */
+void loom__ev_sort_indices(const loom_trace *t, uint32_t *idx, size_t n);
 
 /* CPU samples in Chrome JSON (json_samples.c): the top-level "stackFrames"
  * and "samples" keys (each followed by ",\n") for t's LOOM_KIND_SAMPLE
