@@ -5,7 +5,8 @@
  * traces (tests/data/kineto, written by PyTorch) read and convert with the
  * same slice count; corrupt or truncated input gives an error naming the
  * file and offset; a full disk leaves no file and the trace can be saved
- * elsewhere afterwards.
+ * elsewhere afterwards; a .pftrace whose first packet length reads as
+ * '{' is still protobuf.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -283,6 +284,35 @@ static void test_corrupt_inputs(void **state) {
   loom_trace_free(t);
 }
 
+/* A .pftrace starts with 0x0a (a newline) and its first packet's length,
+ * which is '{' or '[' for some process names: every first length from 1 to
+ * 400 bytes must still read as protobuf, and JSON led by newlines as JSON
+ * (the fuzzer found a 110-byte process name read as broken JSON). */
+static void test_format_detection(void **state) {
+  (void)state;
+  char json[256], pf[256];
+  tmp_path(json, sizeof json, ".json");
+  tmp_path(pf, sizeof pf, ".pftrace");
+  for (int len = 1; len <= 400; len++) {
+    char name[512], text[1024];
+    memset(name, 'p', (size_t)len);
+    name[len] = 0;
+    int n = snprintf(text, sizeof text, "\n\r\n \t{\"traceEvents\":[{\"ph\":\"M\",\"name\":"
+                     "\"process_name\",\"pid\":1,\"args\":{\"name\":\"%s\"}},{\"ph\":\"X\","
+                     "\"name\":\"a\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":2}]}", name);
+    write_bytes(json, text, (size_t)n);
+    loom_trace *a = NULL, *b = NULL;
+    if (loom_trace_load(json, &a) != LOOM_OK) fail_msg("name of %d: %s", len, loom_last_error());
+    assert_int_equal(loom_trace_save(a, pf), LOOM_OK);
+    if (loom_trace_load(pf, &b) != LOOM_OK) fail_msg("name of %d: %s", len, loom_last_error());
+    assert_int_equal(loom_trace_event_count(b), loom_trace_event_count(a));
+    loom_trace_free(a);
+    loom_trace_free(b);
+  }
+  unlink(json);
+  unlink(pf);
+}
+
 static int leftovers(const char *dir, const char *prefix) {
   DIR *d = opendir(dir);
   int n = 0;
@@ -326,6 +356,7 @@ int main(void) {
       cmocka_unit_test(test_real_kineto_traces),
       cmocka_unit_test(test_old_layout_pftrace),
       cmocka_unit_test(test_corrupt_inputs),
+      cmocka_unit_test(test_format_detection),
       cmocka_unit_test(test_full_disk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -52,16 +52,22 @@ static loom_status load(const char *path, const loom__sink *sink, const loom__fl
   /* gzread passes uncompressed files through, so this sees the content. */
   gzFile f = gzopen(path, "rb");
   if (!f) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
-  unsigned char head[64];
+  unsigned char head[256];
   int n = gzread(f, head, sizeof head);
   gzclose(f);
   if (n <= 0) return loom__fail(LOOM_EFORMAT, "%s: empty or unreadable file", path);
-  int i = 0;
+  /* A Perfetto trace starts with field 1 (packet), length-delimited: 0x0a,
+   * which is also a newline; its length byte may be '{' or '['. JSON text
+   * never holds a control byte other than whitespace, and a packet's tags
+   * and lengths always do in practice, so one decides. */
+  int binary = 0, i = 0;
+  for (int k = 0; k < n && !binary; k++)
+    binary = head[k] < 0x20 && head[k] != '\n' && head[k] != '\r' && head[k] != '\t';
+  if (head[0] == 0x0a && binary) return loom__read_pftrace(path, sink, flows, out);
   while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t' ||
                    head[i] == 0xEF || head[i] == 0xBB || head[i] == 0xBF))
     i++;
   if (i < n && (head[i] == '{' || head[i] == '[')) return loom__read_json(path, sink, flows, out);
-  /* A Perfetto trace starts with field 1 (packet), length-delimited: 0x0a. */
   if (head[0] == 0x0a) return loom__read_pftrace(path, sink, flows, out);
   return loom__fail(LOOM_EFORMAT, "%s: not a trace loom can read (expected Chrome "
                     "JSON, gzip-compressed JSON or Perfetto protobuf) at byte offset 0", path);
