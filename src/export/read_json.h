@@ -1,0 +1,127 @@
+/*
+ * read_json.h - the JSON reader's state, shared by read_json.c (input,
+ * finishing the model), read_json_events.c (values, events) and
+ * read_json_cb.c (yajl's callbacks).
+ */
+#ifndef LOOM_READ_JSON_H
+#define LOOM_READ_JSON_H
+
+#include <yajl/yajl_parse.h>
+
+#include "core/core.h"
+#include "trace/trace.h"
+
+typedef struct pending_flow {
+  uint64_t id;
+  int64_t ts;
+  uint32_t track;
+  char ph;
+  int bind_enclosing;
+} pending_flow;
+
+typedef struct open_b {
+  uint32_t track;
+  size_t ev; /* event index of the open B */
+} open_b;
+
+typedef struct async_open {
+  uint64_t id;
+  uint32_t cat;
+  size_t ev;   /* SIZE_MAX once closed (removed at the next compaction) */
+  size_t prev; /* 1 + index of the previous open range with the same key, 0: none */
+} async_open;
+
+/* The event object being parsed. */
+typedef struct cur_ev {
+  char ph;
+  uint32_t name, cat;
+  int64_t pid, tid;
+  int has_pid, has_tid;
+  int64_t ts, dur;
+  int has_ts, has_dur;
+  uint64_t id;
+  int bp_e, global;
+  uint64_t correlation, external_id;
+  unsigned roles;       /* from "loom_role": LOOM_RECORD_F_* */
+  loom__targ args[64];
+  size_t nargs;
+} cur_ev;
+
+enum { AT_TOP, AT_EVENTS, AT_EVENT, AT_ARGS, AT_DEVPROPS, AT_DEVICE, AT_WARNINGS, AT_SKIP };
+
+typedef struct reader {
+  loom_trace *t;
+  loom__kind_cache kinds; /* category id -> kind */
+  const char *path;
+  int depth;
+  int where;          /* AT_* of the current container */
+  int skip_depth;     /* depth at which skipping began */
+  int skip_ret;       /* where to return after the skipped value */
+  int top_is_array;
+  int saw_events;     /* a "traceEvents" list (or a top-level list of events) */
+  int not_event;      /* the top-level list holds a list: no event list */
+  char key[256];      /* last map key */
+  char top_key[256];  /* key of the current top-level value */
+  cur_ev ev;
+  /* JSON text of a nested argument value being captured */
+  char *cap;
+  size_t ncap, capcap;
+  int cap_depth, cap_first;
+  int cap_top;        /* the value captured is a top-level key's */
+  int val_json;       /* the value given to on_value is JSON text */
+  loom__dev dev;
+  int64_t base;
+  int64_t window_end_ts;
+  open_b *bs;
+  size_t nbs, cap_bs;
+  async_open *as;
+  size_t nas, cap_as, nas_dead;
+  loom__map as_key;    /* async_key(id, cat) -> 1 + index of the latest open range */
+  pending_flow *flows;
+  size_t nflows, cap_flows;
+  loom__map pid_dev;   /* pids that are devices -> 1 + device index */
+  loom__map str_ids;   /* string pid/tid -> synthetic id */
+  loom__map str_tids;  /* synthetic tid -> its string (id): the thread's name */
+  uint64_t next_str_id;
+  const loom__sink *sink; /* streaming: events go here in batches */
+  const loom__flow_sink *fsink; /* streaming: flow ends (may be NULL) */
+  int kcode;              /* K_* of the current key inside an event */
+  uint32_t key_id;        /* interned current key inside args */
+  struct { uint32_t id; uint32_t len; } kcache[256]; /* arg keys, names */
+  uint32_t ext_key, corr_key;
+  uint32_t role_key, dir_key; /* "loom_role", "direction": read even when streaming */
+  uint32_t stack_key;         /* "stack": a CPU sample's stack, read even when streaming */
+  int role_unknown;           /* a loom_role word loom does not know was read */
+  size_t flush_at;        /* streaming: flush when this many events are held */
+  uint64_t nstrings;      /* strings and keys parsed so far */
+  int oom;
+  char err[256];
+} reader;
+
+/* A time text as a count of 1/1000 of its unit (us -> ns), without going
+ * through a double for plain decimals.  Returns 0, or the LOOM__BAD_* kind
+ * when the text is not a time loom can keep as written; *out then holds how
+ * it is kept (docs/formats.md): clamped to +-LOOM__TIME_LIMIT, 0 for NaN and
+ * for text that is no number. */
+
+static inline int loom__rj_capturing(const reader *r) { return r->cap_depth > 0; }
+
+int loom__rj_parse_int(const char *s, size_t n, int64_t *out, uint64_t *u);
+int loom__rj_is_int_text(const char *s, size_t n);
+uint32_t loom__rj_str_n(reader *r, const unsigned char *s, size_t n);
+uint64_t loom__rj_str_pid(reader *r, const unsigned char *s, size_t n, int tid);
+void loom__rj_bad(reader *r, int kind, const char *what, const char *text, size_t n);
+void loom__rj_time_value(reader *r, const char *what, const char *s, size_t n, int64_t *out);
+void loom__rj_base_value(reader *r, const char *s, size_t n);
+void loom__rj_cap_raw(reader *r, const char *s, size_t n);
+void loom__rj_cap_sep(reader *r);
+void loom__rj_cap_str(reader *r, const unsigned char *s, size_t n);
+void loom__rj_add_arg(reader *r, loom__targ a);
+void loom__rj_mark_device(reader *r, int64_t pid);
+void loom__rj_end_event(reader *r);
+int loom__rj_flush(reader *r, int all);
+loom_status loom__rj_not_a_trace(const reader *r, const char *path);
+
+extern const yajl_callbacks loom__rj_callbacks;
+
+#endif
