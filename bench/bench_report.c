@@ -5,6 +5,12 @@
  * RSS is its own.
  *
  *   bench_report [EVENTS] [DIR]     (default 10,000,000 events, $TMPDIR)
+ *   bench_report --file PATH [ROUNDS]
+ *
+ * The second form times an existing trace instead (read only and report,
+ * interleaved, ROUNDS times, default 5; min and median): with
+ * LD_LIBRARY_PATH set to another build's libloom in alternate runs it
+ * compares two builds on the same file.
  *
  * The trace is Kineto-like: per iteration an op, its launch call and the
  * kernel on one of four streams (every 16th a copy), a step range every 1000
@@ -178,7 +184,31 @@ static void measure(const char *label, const char *path, size_t n) {
   }
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static int time_file(const char *path, int rounds) {
+  double rd[64], an[64];
+  rounds = rounds < 1 ? 1 : rounds > 64 ? 64 : rounds;
+  for (int i = 0; i < rounds; i++) {
+    res a = run_child(0, path), b = run_child(1, path);
+    if (!a.ok || !b.ok) {
+      fprintf(stderr, "%s: a child failed\n", path);
+      return 1;
+    }
+    rd[i] = a.secs, an[i] = b.secs;
+  }
+  qsort(rd, (size_t)rounds, sizeof *rd, cmp_double);
+  qsort(an, (size_t)rounds, sizeof *an, cmp_double);
+  printf("%s, %d rounds: read only %.3f / %.3f s, report %.3f / %.3f s (min / median)\n", path, rounds,
+         rd[0], rd[rounds / 2], an[0], an[rounds / 2]);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 2 && !strcmp(argv[1], "--file")) return time_file(argv[2], argc > 3 ? atoi(argv[3]) : 5);
   size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000;
   const char *dir = argc > 2 ? argv[2] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
   char json[512], pf[512];

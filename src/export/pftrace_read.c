@@ -29,7 +29,7 @@ typedef struct pbr {
   int bad;
 } pbr;
 
-static inline uint64_t rd_varint(pbr *r) {
+__attribute__((always_inline)) static inline uint64_t rd_varint(pbr *r) {
   if (r->p < r->end && !(*r->p & 0x80)) return *r->p++; /* one byte: most */
   uint64_t v = 0;
   for (int shift = 0; shift < 64; shift += 7) {
@@ -50,7 +50,7 @@ static inline uint64_t rd_varint(pbr *r) {
  * (empty, 0) for the other wire types, so a field of an unexpected type
  * never leaves a stale view of an earlier packet's buffer, which the file
  * reader has reallocated since. */
-static inline int rd_field(pbr *r, uint32_t *field, int *wire, uint64_t *v, pbr *sub) {
+__attribute__((always_inline)) static inline int rd_field(pbr *r, uint32_t *field, int *wire, uint64_t *v, pbr *sub) {
   static const uint8_t none;
   sub->p = sub->end = &none;
   sub->bad = 0;
@@ -181,7 +181,7 @@ static struct iid_slot *iid_slot(rd *r, uint32_t table, uint64_t key) {
   return &r->iidc[h >> 54];
 }
 
-static uint32_t iid_get(rd *r, uint32_t table, uint64_t iid) {
+__attribute__((always_inline)) static inline uint32_t iid_get(rd *r, uint32_t table, uint64_t iid) {
   uint64_t key = seq_iid(r, iid);
   struct iid_slot *c = iid_slot(r, table, key);
   if (c->table == table && c->key == key) return c->val;
