@@ -98,25 +98,18 @@ typedef struct reader {
   char err[256];
 } reader;
 
-/* A time text as a count of 1/1000 of its unit (us -> ns), without going
- * through a double for plain decimals.  Returns 0, or the LOOM__BAD_* kind
- * when the text is not a time loom can keep as written; *out then holds how
- * it is kept (docs/formats.md): clamped to +-LOOM__TIME_LIMIT, 0 for NaN and
- * for text that is no number. */
-
 static inline int loom__rj_capturing(const reader *r) { return r->cap_depth > 0; }
 
-int loom__rj_parse_int(const char *s, size_t n, int64_t *out, uint64_t *u);
-int loom__rj_is_int_text(const char *s, size_t n);
+static inline void loom__rj_add_arg(reader *r, loom__targ a) {
+  if (r->ev.nargs < sizeof r->ev.args / sizeof r->ev.args[0]) r->ev.args[r->ev.nargs++] = a;
+}
+
 uint32_t loom__rj_str_n(reader *r, const unsigned char *s, size_t n);
 uint64_t loom__rj_str_pid(reader *r, const unsigned char *s, size_t n, int tid);
 void loom__rj_bad(reader *r, int kind, const char *what, const char *text, size_t n);
-void loom__rj_time_value(reader *r, const char *what, const char *s, size_t n, int64_t *out);
-void loom__rj_base_value(reader *r, const char *s, size_t n);
 void loom__rj_cap_raw(reader *r, const char *s, size_t n);
 void loom__rj_cap_sep(reader *r);
 void loom__rj_cap_str(reader *r, const unsigned char *s, size_t n);
-void loom__rj_add_arg(reader *r, loom__targ a);
 void loom__rj_mark_device(reader *r, int64_t pid);
 void loom__rj_end_event(reader *r);
 int loom__rj_flush(reader *r, int all);

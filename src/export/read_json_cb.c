@@ -1,5 +1,6 @@
 /*
- * read_json_cb.c - the JSON reader's yajl callbacks: keys recognised once,
+ * read_json_cb.c - the JSON reader's yajl callbacks: numbers and times
+ * parsed from their text, keys recognised once,
  * values routed to the event being parsed, the top-level keys loom and
  * Kineto write, containers entered and left.
  */
@@ -10,6 +11,108 @@
 #include <yajl/yajl_tree.h>
 
 #include "export/read_json.h"
+
+/* ---- numbers and times -------------------------------------------------- */
+/* A time text as a count of 1/1000 of its unit (us -> ns), without going
+ * through a double for plain decimals.  Returns 0, or the LOOM__BAD_* kind
+ * when the text is not a time loom can keep as written; *out then holds how
+ * it is kept (docs/formats.md): clamped to +-LOOM__TIME_LIMIT, 0 for NaN and
+ * for text that is no number. */
+
+static int parse_milli(const char *s, size_t n, int64_t *out) {
+  int neg = 0, big = 0, fd = 0;
+  size_t i = 0;
+  if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+  size_t first = i;
+  int64_t whole = 0, frac = 0;
+  for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+    if (whole > LOOM__TIME_LIMIT / 1000) big = 1;
+    else whole = whole * 10 + (s[i] - '0');
+  }
+  if (whole > LOOM__TIME_LIMIT / 1000) big = 1; /* then whole * 1000 cannot overflow */
+  size_t digits = i - first;
+  if (i < n && s[i] == '.') {
+    for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++)
+      if (fd < 3) frac = frac * 10 + (s[i] - '0'), fd++;
+  }
+  *out = 0;
+  if (i < n || !digits) { /* an exponent (rare), or not a plain decimal: through a double */
+    char buf[64], *end;
+    size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
+    memcpy(buf, s, k);
+    buf[k] = 0;
+    double v = strtod(buf, &end);
+    if (end == buf || *end || k < n) return LOOM__BAD_NOT_NUMBER;
+    if (v != v) return LOOM__BAD_NONFINITE;
+    v *= 1000.0;
+    if (v > (double)LOOM__TIME_LIMIT || v < -(double)LOOM__TIME_LIMIT) {
+      *out = v > 0 ? LOOM__TIME_LIMIT : -LOOM__TIME_LIMIT;
+      return v - v != 0 ? LOOM__BAD_NONFINITE : LOOM__BAD_TIME_RANGE; /* inf - inf is NaN */
+    }
+    *out = (int64_t)(v + (v >= 0 ? 0.5 : -0.5));
+    return 0;
+  }
+  while (fd < 3) frac *= 10, fd++;
+  int64_t v = big ? 0 : whole * 1000 + frac;
+  if (big || v > LOOM__TIME_LIMIT) {
+    *out = neg ? -LOOM__TIME_LIMIT : LOOM__TIME_LIMIT;
+    return LOOM__BAD_TIME_RANGE;
+  }
+  *out = neg ? -v : v;
+  return 0;
+}
+
+/* A decimal integer text ("-"? digits) into *out; returns 0 when it fits
+ * an int64, 1 when it fits only a uint64 (*u), -1 when it is past 64
+ * bits. */
+static int parse_int(const char *s, size_t n, int64_t *out, uint64_t *u) {
+  int neg = n && s[0] == '-';
+  uint64_t v = 0;
+  for (size_t i = (size_t)neg; i < n; i++) {
+    unsigned d = (unsigned)(s[i] - '0');
+    if (v > (UINT64_MAX - d) / 10) return -1;
+    v = v * 10 + d;
+  }
+  *u = v;
+  if (!neg && v > (uint64_t)INT64_MAX) return 1;
+  if (neg && v > (uint64_t)INT64_MAX + 1) return -1;
+  *out = !neg ? (int64_t)v : v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
+  return 0;
+}
+
+static int is_int_text(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (i == 0 && s[i] == '-'))) return 0;
+  return n > 0;
+}
+
+static void time_value(reader *r, const char *what, const char *s, size_t n, int64_t *out) {
+  int kind = parse_milli(s, n, out);
+  if (kind) loom__rj_bad(r, kind, what, s, n);
+}
+
+/* baseTimeNanoseconds: a count of ns, kept within the limit. */
+static void base_value(reader *r, const char *s, size_t n) {
+  int64_t v = 0;
+  uint64_t u;
+  int kind = 0;
+  if (is_int_text(s, n)) {
+    if (parse_int(s, n, &v, &u) || v > LOOM__TIME_LIMIT || v < -LOOM__TIME_LIMIT) kind = LOOM__BAD_TIME_RANGE;
+  } else { /* a fraction or an exponent */
+    char buf[64];
+    size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
+    memcpy(buf, s, k);
+    buf[k] = 0;
+    double d = strtod(buf, NULL);
+    if (d != d) kind = LOOM__BAD_NONFINITE;
+    else if (d - d != 0) kind = LOOM__BAD_NONFINITE, v = d > 0 ? LOOM__TIME_LIMIT : -LOOM__TIME_LIMIT;
+    else if (d > (double)LOOM__TIME_LIMIT || d < -(double)LOOM__TIME_LIMIT) kind = LOOM__BAD_TIME_RANGE;
+    else v = (int64_t)(d + (d >= 0 ? 0.5 : -0.5));
+  }
+  if (kind == LOOM__BAD_TIME_RANGE) v = s[0] == '-' ? -LOOM__TIME_LIMIT : LOOM__TIME_LIMIT;
+  r->base = v;
+  if (kind) loom__rj_bad(r, kind, "baseTimeNanoseconds", s, n);
+}
 
 /* ---- yajl callbacks ----------------------------------------------------- */
 /* Keys of an event object, recognised once per key instead of by a chain of
@@ -134,8 +237,8 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
     case K_CAT: c->cat = s; break;
     case K_PID: c->pid = i, c->has_pid = 1; break;
     case K_TID: c->tid = i, c->has_tid = 1; break;
-    case K_TS: if (num) loom__rj_time_value(r, "ts", num, nlen, &c->ts), c->has_ts = 1; break;
-    case K_DUR: if (num) loom__rj_time_value(r, "dur", num, nlen, &c->dur), c->has_dur = 1; break;
+    case K_TS: if (num) time_value(r, "ts", num, nlen, &c->ts), c->has_ts = 1; break;
+    case K_DUR: if (num) time_value(r, "dur", num, nlen, &c->dur), c->has_dur = 1; break;
     case K_ID: c->id = type == LOOM_ARG_STRING ? strtoull(loom__trace_cstr(r->t, s), NULL, 0) : (uint64_t)i; break;
     case K_BP: c->bp_e = type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(r->t, s), "e"); break;
     case K_S: c->global = type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(r->t, s), "g"); break;
@@ -176,7 +279,7 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
   }
   if (r->where == AT_TOP) {
     if (!strcmp(r->key, "baseTimeNanoseconds") && num) {
-      loom__rj_base_value(r, num, nlen);
+      base_value(r, num, nlen);
     } else if (!strcmp(r->key, "loom_dropped") && type == LOOM_ARG_INT) {
       r->t->dropped = (uint64_t)i;
     } else if (!strcmp(r->key, "traceName") && type == LOOM_ARG_STRING) {
@@ -239,10 +342,10 @@ static int cb_number(void *ctx, const char *s, size_t n) {
   if (loom__rj_capturing(r)) { loom__rj_cap_sep(r); loom__rj_cap_raw(r, s, n); return 1; }
   if (r->where == AT_EVENT && (r->kcode == K_TS || r->kcode == K_DUR)) /* parsed from the text */
     return on_value(r, LOOM_ARG_INT, 0, 0, 0, s, n);
-  if (loom__rj_is_int_text(s, n)) {
+  if (is_int_text(s, n)) {
     int64_t v = 0;
     uint64_t u = 0;
-    int fits = loom__rj_parse_int(s, n, &v, &u);
+    int fits = parse_int(s, n, &v, &u);
     if (fits < 0) return number_as_text(r, LOOM__BAD_INT64, s, n);
     if (fits > 0) return on_value(r, LOOM_ARG_UINT, (int64_t)u, 0, 0, s, n);
     return on_value(r, LOOM_ARG_INT, v, 0, 0, s, n);
@@ -263,7 +366,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   if (r->where == AT_EVENT && (r->kcode == K_PID || r->kcode == K_TID)) {
     int64_t id = 0;
     uint64_t u;
-    if (!loom__rj_is_int_text((const char *)s, n) || loom__rj_parse_int((const char *)s, n, &id, &u))
+    if (!is_int_text((const char *)s, n) || parse_int((const char *)s, n, &id, &u))
       id = (int64_t)loom__rj_str_pid(r, s, n, r->kcode == K_TID); /* a name, or digits past int64: a named process */
     return on_value(r, LOOM_ARG_INT, id, 0, 0, NULL, 0);
   }

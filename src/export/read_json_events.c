@@ -1,6 +1,6 @@
 /*
- * read_json_events.c - the JSON reader's values (times, ids, bad values,
- * nested values captured as JSON text) and events (one parsed event object
+ * read_json_events.c - the JSON reader's strings and string ids, bad values,
+ * nested values captured as JSON text, and events (one parsed event object
  * into the model: B/E and b/e matched, flows bound, streaming batches).
  */
 #include <stdio.h>
@@ -8,73 +8,6 @@
 #include <string.h>
 
 #include "export/read_json.h"
-
-static int parse_milli(const char *s, size_t n, int64_t *out) {
-  int neg = 0, big = 0, fd = 0;
-  size_t i = 0;
-  if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
-  size_t first = i;
-  int64_t whole = 0, frac = 0;
-  for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
-    if (whole > LOOM__TIME_LIMIT / 1000) big = 1;
-    else whole = whole * 10 + (s[i] - '0');
-  }
-  if (whole > LOOM__TIME_LIMIT / 1000) big = 1; /* then whole * 1000 cannot overflow */
-  size_t digits = i - first;
-  if (i < n && s[i] == '.') {
-    for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++)
-      if (fd < 3) frac = frac * 10 + (s[i] - '0'), fd++;
-  }
-  *out = 0;
-  if (i < n || !digits) { /* an exponent (rare), or not a plain decimal: through a double */
-    char buf[64], *end;
-    size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
-    memcpy(buf, s, k);
-    buf[k] = 0;
-    double v = strtod(buf, &end);
-    if (end == buf || *end || k < n) return LOOM__BAD_NOT_NUMBER;
-    if (v != v) return LOOM__BAD_NONFINITE;
-    v *= 1000.0;
-    if (v > (double)LOOM__TIME_LIMIT || v < -(double)LOOM__TIME_LIMIT) {
-      *out = v > 0 ? LOOM__TIME_LIMIT : -LOOM__TIME_LIMIT;
-      return v - v != 0 ? LOOM__BAD_NONFINITE : LOOM__BAD_TIME_RANGE; /* inf - inf is NaN */
-    }
-    *out = (int64_t)(v + (v >= 0 ? 0.5 : -0.5));
-    return 0;
-  }
-  while (fd < 3) frac *= 10, fd++;
-  int64_t v = big ? 0 : whole * 1000 + frac;
-  if (big || v > LOOM__TIME_LIMIT) {
-    *out = neg ? -LOOM__TIME_LIMIT : LOOM__TIME_LIMIT;
-    return LOOM__BAD_TIME_RANGE;
-  }
-  *out = neg ? -v : v;
-  return 0;
-}
-
-/* A decimal integer text ("-"? digits) into *out; returns 0 when it fits
- * an int64, 1 when it fits only a uint64 (*u), -1 when it is past 64
- * bits. */
-int loom__rj_parse_int(const char *s, size_t n, int64_t *out, uint64_t *u) {
-  int neg = n && s[0] == '-';
-  uint64_t v = 0;
-  for (size_t i = (size_t)neg; i < n; i++) {
-    unsigned d = (unsigned)(s[i] - '0');
-    if (v > (UINT64_MAX - d) / 10) return -1;
-    v = v * 10 + d;
-  }
-  *u = v;
-  if (!neg && v > (uint64_t)INT64_MAX) return 1;
-  if (neg && v > (uint64_t)INT64_MAX + 1) return -1;
-  *out = !neg ? (int64_t)v : v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
-  return 0;
-}
-
-int loom__rj_is_int_text(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (i == 0 && s[i] == '-'))) return 0;
-  return n > 0;
-}
 
 uint32_t loom__rj_str_n(reader *r, const unsigned char *s, size_t n) {
   uint32_t id = loom__strtab_intern(&r->t->strs, (const char *)s, n);
@@ -105,34 +38,6 @@ void loom__rj_bad(reader *r, int kind, const char *what, const char *text, size_
   int in_event = r->where == AT_EVENT || r->where == AT_ARGS;
   loom__trace_bad(r->t, kind, what, text, n,
                   in_event && r->ev.name ? loom__trace_cstr(r->t, r->ev.name) : NULL);
-}
-
-void loom__rj_time_value(reader *r, const char *what, const char *s, size_t n, int64_t *out) {
-  int kind = parse_milli(s, n, out);
-  if (kind) loom__rj_bad(r, kind, what, s, n);
-}
-
-/* baseTimeNanoseconds: a count of ns, kept within the limit. */
-void loom__rj_base_value(reader *r, const char *s, size_t n) {
-  int64_t v = 0;
-  uint64_t u;
-  int kind = 0;
-  if (loom__rj_is_int_text(s, n)) {
-    if (loom__rj_parse_int(s, n, &v, &u) || v > LOOM__TIME_LIMIT || v < -LOOM__TIME_LIMIT) kind = LOOM__BAD_TIME_RANGE;
-  } else { /* a fraction or an exponent */
-    char buf[64];
-    size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
-    memcpy(buf, s, k);
-    buf[k] = 0;
-    double d = strtod(buf, NULL);
-    if (d != d) kind = LOOM__BAD_NONFINITE;
-    else if (d - d != 0) kind = LOOM__BAD_NONFINITE, v = d > 0 ? LOOM__TIME_LIMIT : -LOOM__TIME_LIMIT;
-    else if (d > (double)LOOM__TIME_LIMIT || d < -(double)LOOM__TIME_LIMIT) kind = LOOM__BAD_TIME_RANGE;
-    else v = (int64_t)(d + (d >= 0 ? 0.5 : -0.5));
-  }
-  if (kind == LOOM__BAD_TIME_RANGE) v = s[0] == '-' ? -LOOM__TIME_LIMIT : LOOM__TIME_LIMIT;
-  r->base = v;
-  if (kind) loom__rj_bad(r, kind, "baseTimeNanoseconds", s, n);
 }
 
 /* ---- capturing nested argument values as JSON text ---------------------- */
@@ -167,10 +72,6 @@ void loom__rj_cap_str(reader *r, const unsigned char *s, size_t n) {
 }
 
 /* ---- events --------------------------------------------------------------- */
-void loom__rj_add_arg(reader *r, loom__targ a) {
-  if (r->ev.nargs < sizeof r->ev.args / sizeof r->ev.args[0]) r->ev.args[r->ev.nargs++] = a;
-}
-
 static uint32_t track_of(reader *r, int64_t pid, int64_t tid) {
   uint32_t k;
   uint64_t *dv = loom__map_get(&r->pid_dev, (uint64_t)pid + 1);
