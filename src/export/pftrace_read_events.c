@@ -1,0 +1,428 @@
+/*
+ * pftrace_read_events.c - the Perfetto reader's track descriptors (processes,
+ * threads, counter and async tracks), track events (slices, instants,
+ * counters, their debug annotations and flows) and CPU samples (profiling
+ * tables and PerfSample).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_parse.h>
+
+#include "export/pftrace_read.h"
+
+/* ---- CPU samples: profiling tables and PerfSample ----------------------- */
+static const char *iid_str(rd *r, loom__map *m, uint64_t iid) {
+  uint64_t *id = iid ? loom__map_get(m, iid) : NULL;
+  return id ? loom__trace_cstr(r->t, (uint32_t)*id) : "";
+}
+
+/* A mapping's path: loom writes it as one component, kept as it is; other
+ * producers split it ("system", "lib64", "libc.so"), joined with "/"s. */
+static void profile_mapping(rd *r, pbr m) {
+  uint64_t iid = 0, v;
+  uint32_t f;
+  int w, parts = 0;
+  pbr sub;
+  char path[4096], one[4096];
+  size_t n = 0;
+  one[0] = 0;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (f == PF_MAP_IID && w == PB_VARINT) iid = v;
+    if (f != PF_MAP_PATH_STRING_IDS || w != PB_VARINT) continue;
+    const char *c = iid_str(r, &r->mpaths, v);
+    if (!parts++) snprintf(one, sizeof one, "%s", c);
+    int k = snprintf(path + n, sizeof path - n, "/%s", c);
+    if (k > 0) n = n + (size_t)k < sizeof path ? n + (size_t)k : sizeof path - 1;
+  }
+  if (!iid) return;
+  const char *p = parts == 1 ? one : path;
+  size_t len = parts == 1 ? strlen(one) : n;
+  uint32_t id = loom__strtab_intern(&r->t->strs, p, len);
+  if ((!id && len) || loom__map_put(&r->mappings, iid, id)) r->oom = 1;
+}
+
+static void profile_frame(rd *r, pbr m) {
+  uint64_t iid = 0, fn = 0, map = 0, pc = 0, v;
+  uint32_t f;
+  int w;
+  pbr sub;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (w != PB_VARINT) continue;
+    if (f == PF_FRAME_IID) iid = v;
+    else if (f == PF_FRAME_FUNCTION_NAME_ID) fn = v;
+    else if (f == PF_FRAME_MAPPING_ID) map = v;
+    else if (f == PF_FRAME_REL_PC) pc = v;
+  }
+  if (!iid) return;
+  long i = loom__samples_frame(&r->smp, iid_str(r, &r->fnames, fn), iid_str(r, &r->mappings, map), pc);
+  if (i < 0 || loom__map_put(&r->frames, iid, (uint64_t)i + 1)) r->oom = 1;
+}
+
+/* A callstack (outermost frame first) as the call site of its leaf; a
+ * frame id the file never interned is left out. */
+static void profile_callstack(rd *r, pbr m) {
+  uint64_t iid = 0, v;
+  uint32_t f, site = 0;
+  int w;
+  pbr sub;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (f == PF_CALLSTACK_IID && w == PB_VARINT) iid = v;
+    uint64_t *fi = f == PF_CALLSTACK_FRAME_IDS && w == PB_VARINT ? loom__map_get(&r->frames, v) : NULL;
+    if (fi && !(site = loom__samples_site(&r->smp, site, (uint32_t)(*fi - 1)))) r->oom = 1;
+  }
+  if (iid && loom__map_put(&r->callstacks, iid, site)) r->oom = 1;
+}
+
+/* Mappings, then frames, then callstacks, whatever their order in m. */
+void loom__pfr_interned_profile(rd *r, pbr m) {
+  static const uint32_t order[] = {PF_ID_MAPPINGS, PF_ID_FRAMES, PF_ID_CALLSTACKS};
+  for (int pass = 0; pass < 3; pass++) {
+    pbr c = m, sub;
+    uint32_t f;
+    int w;
+    uint64_t v;
+    while (rd_field(&c, &f, &w, &v, &sub)) {
+      if (w != PB_LEN || f != order[pass]) continue;
+      if (pass == 0) profile_mapping(r, sub);
+      else if (pass == 1) profile_frame(r, sub);
+      else profile_callstack(r, sub);
+    }
+  }
+}
+
+/* A PerfSample: a CPU sample on its thread, named and with its stack as
+ * the Chrome JSON reader gives one.  Packets without a callstack (lost
+ * records, skipped samples) are not samples. */
+void loom__pfr_perf_sample(rd *r, pbr m) {
+  uint64_t pid = 0, tid = 0, cs = 0, v;
+  uint32_t f;
+  int w, has_cs = 0;
+  pbr sub;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (w != PB_VARINT) continue;
+    if (f == PF_PS_PID) pid = v;
+    else if (f == PF_PS_TID) tid = v;
+    else if (f == PF_PS_CALLSTACK_IID) cs = v, has_cs = 1;
+  }
+  if (!has_cs || m.bad) return;
+  uint64_t *site = loom__map_get(&r->callstacks, cs);
+  uint32_t leaf = site ? (uint32_t)*site : 0, track;
+  long n = loom__samples_text(&r->smp, leaf, &r->stack, &r->stack_cap);
+  loom_trace *t = r->t;
+  if (n < 0 || loom__trace_track(t, (int64_t)(uint32_t)pid, (int64_t)(uint32_t)tid, NULL,
+                                 LOOM_DEVICE_HOST, &track)) {
+    r->oom = 1;
+    return;
+  }
+  char label[600];
+  const char *name = leaf ? loom__samples_frame_label(&r->smp, r->smp.sites[leaf - 1].frame, label, sizeof label)
+                          : "[unknown]";
+  loom__ev e = {.ts = r->ts, .name = loom__trace_str(t, name), .cat = loom__trace_str(t, "cpu_sample"),
+                .track = track, .kind = LOOM_KIND_SAMPLE, .ph = LOOM__PH_INSTANT};
+  if (loom__trace_add_ev(t, &e) || loom__trace_add_arg_str(t, "stack", r->stack)) r->oom = 1;
+}
+
+/* The descriptor of track uuid (NULL: none); the last few found are
+ * remembered by index (events come in runs on one track). */
+static trk *trk_of(rd *r, uint64_t uuid) {
+  size_t h = (size_t)((uuid * 0x9e3779b97f4a7c15ull) >> 58);
+  if (r->trk_hit[h] && r->trks[r->trk_hit[h] - 1].uuid == uuid) return &r->trks[r->trk_hit[h] - 1];
+  uint64_t *i = loom__map_get(&r->tracks, uuid);
+  if (!i) return NULL;
+  r->trk_hit[h] = (size_t)*i + 1;
+  return &r->trks[*i];
+}
+
+/* The pid a descriptor's process has in the trace, and whether it is a
+ * device: the writer's PF_DEVICE_PID_BASE + pid, or a pid of its own that
+ * the process descriptor's description names ("loom: device pid -1"). */
+static int model_pid(rd *r, trk *k) {
+  static const char mark[] = "loom: device pid ";
+  const char *d = k->desc ? loom__trace_cstr(r->t, k->desc) : "";
+  if (k->is_proc && !strncmp(d, mark, sizeof mark - 1)) {
+    char *end;
+    errno = 0;
+    long long pid = strtoll(d + sizeof mark - 1, &end, 10);
+    if (!errno && end != d + sizeof mark - 1 && !*end && !loom__map_get(&r->pidmap, (uint64_t)k->pid) &&
+        loom__map_put(&r->pidmap, (uint64_t)k->pid, (uint64_t)pid))
+      r->oom = 1;
+  }
+  uint64_t *real = loom__map_get(&r->pidmap, (uint64_t)k->pid); /* the first description wins */
+  if (real) {
+    k->pid = (int64_t)*real;
+    return 1;
+  }
+  if (k->pid < PF_DEVICE_PID_BASE) return 0;
+  k->pid -= PF_DEVICE_PID_BASE;
+  return 1;
+}
+
+void loom__pfr_descriptor(rd *r, pbr m) {
+  trk k;
+  memset(&k, 0, sizeof k);
+  uint32_t f, f2;
+  int w, w2;
+  uint64_t v;
+  pbr sub, e;
+  uint32_t labels = 0;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (f == PF_TD_UUID && w == PB_VARINT) k.uuid = v;
+    else if (f == PF_TD_PARENT_UUID && w == PB_VARINT) k.parent = v;
+    else if (f == PF_TD_NAME && w == PB_LEN) k.name = str_of(r, &sub);
+    else if (f == PF_TD_DESCRIPTION && w == PB_LEN) k.desc = str_of(r, &sub);
+    else if (f == PF_TD_COUNTER) k.is_counter = 1;
+    else if ((f == PF_TD_PROCESS || f == PF_TD_THREAD) && w == PB_LEN) {
+      int proc = f == PF_TD_PROCESS;
+      (proc ? &k.is_proc : &k.is_thread)[0] = 1;
+      while (rd_field(&sub, &f2, &w2, &v, &e)) {
+        if (f2 == 1 && w2 == PB_VARINT) k.pid = (int64_t)(int32_t)v;
+        else if (!proc && f2 == PF_THD_TID && w2 == PB_VARINT) k.tid = (int64_t)v;
+        else if (w2 == PB_LEN && ((proc && f2 == PF_PD_NAME) || (!proc && f2 == PF_THD_NAME)))
+          k.name = str_of(r, &e);
+        else if (proc && f2 == PF_PD_LABELS && w2 == PB_LEN) labels = str_of(r, &e);
+      }
+    }
+  }
+  int device = model_pid(r, &k);
+  if (k.is_proc) {
+    loom__proc *p = loom__trace_proc(r->t, k.pid);
+    if (!p) r->oom = 1;
+    else {
+      if (k.name) p->name = k.name;
+      if (labels) p->labels = labels;
+    }
+  }
+  if (k.is_thread) {
+    if (loom__trace_track(r->t, k.pid, k.tid, NULL, device ? loom__device_of_pid(k.pid) : LOOM_DEVICE_HOST,
+                          &k.track))
+      r->oom = 1;
+    else r->t->tracks[k.track].name = k.name;
+    k.has_track = 1;
+    if (!loom__trace_proc(r->t, k.pid)) r->oom = 1;
+  }
+  if (!k.uuid || trk_of(r, k.uuid)) return;
+  if (LOOM__PUSH(r->trks, r->ntrks, r->cap_trks, k) || loom__map_put(&r->tracks, k.uuid, r->ntrks - 1))
+    r->oom = 1;
+}
+
+/* The writer gives each series of a counter event its own track and packet,
+ * one after the other at the same time: a series of the same counter (same
+ * thread track, name and time) that follows the event just read, and is not
+ * in it yet, is another value of that event, not a new event. */
+static int same_counter_event(const loom_trace *t, const loom__ev *e, uint32_t key) {
+  if (!t->nev) return 0;
+  const loom__ev *last = &t->ev[t->nev - 1];
+  if (last->ph != LOOM__PH_COUNTER || last->ts != e->ts || last->track != e->track ||
+      last->name != e->name || last->cat != e->cat || last->args_off + last->nargs != t->nargs)
+    return 0;
+  for (uint32_t i = 0; i < last->nargs; i++)
+    if (t->args[last->args_off + i].key == key) return 0;
+  return 1;
+}
+
+/* The model track an event on uuid goes to (async and counter tracks hang
+ * off a thread track); NULL for tracks loom does not model (global). */
+static trk *event_track(rd *r, uint64_t uuid, trk **own) {
+  trk *k = trk_of(r, uuid);
+  *own = k;
+  /* a file's parents can form a loop: a chain longer than any real one
+   * (process > thread > counter or async track) ends the walk */
+  for (int up = 0; k && !k->has_track && k->parent; up++) k = up < 16 ? trk_of(r, k->parent) : NULL;
+  return k && k->has_track ? k : NULL;
+}
+
+typedef struct te_fields {
+  uint64_t type, uuid, name_iid, cat_iid;
+  uint32_t name, cat;
+  double dvalue;
+  int has_value;
+  uint64_t flows_out[PF_EVENT_FLOWS], flows_in[PF_EVENT_FLOWS];
+  int nout, nin;
+} te_fields;
+
+/* "loom_json" (written after the arguments): the positions of e's
+ * arguments that hold JSON text, "0,3". */
+/* Whether s is one JSON value (yajl, no callbacks). */
+static int is_json(const char *s) {
+  yajl_handle y = yajl_alloc(NULL, NULL, NULL);
+  if (!y) return 0;
+  int ok = yajl_parse(y, (const unsigned char *)s, strlen(s)) == yajl_status_ok &&
+           yajl_complete_parse(y) == yajl_status_ok;
+  yajl_free(y);
+  return ok;
+}
+
+/* is_json of a trace string, remembered: the same argument texts come back
+ * on every event (tensor shapes), and checking one costs a parser. */
+static int is_json_str(rd *r, uint32_t id) {
+  uint64_t *k = loom__map_get(&r->is_json, id);
+  if (k) return *k == 2;
+  int ok = is_json(loom__trace_cstr(r->t, id));
+  if (loom__map_put(&r->is_json, id, ok ? 2 : 1)) r->oom = 1;
+  return ok;
+}
+
+static void json_marks(rd *r, const loom__ev *e, const char *s) {
+  loom_trace *t = r->t;
+  while (*s) {
+    char *end;
+    unsigned long i = strtoul(s, &end, 10);
+    if (end == s) return;
+    /* only a string that is JSON: a file could mark any text, and the JSON
+     * writer copies a JSON argument as it is */
+    if (i < e->nargs && t->args[e->args_off + i].type == LOOM_ARG_STRING &&
+        is_json_str(r, t->args[e->args_off + i].v.s))
+      t->args[e->args_off + i].json = 1;
+    s = *end == ',' ? end + 1 : end;
+  }
+}
+
+static void annotation(rd *r, pbr m, loom__ev *e) {
+  uint32_t f;
+  int w;
+  uint64_t v;
+  pbr sub;
+  loom__targ a = {0};
+  int have = 0;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (f == PF_DA_NAME_IID && w == PB_VARINT) {
+      a.key = iid_get(r, IID_ARGN, v);
+    } else if (f == PF_DA_NAME && w == PB_LEN) a.key = str_of(r, &sub);
+    else if (f == PF_DA_INT && w == PB_VARINT) a.type = LOOM_ARG_INT, a.v.i = (int64_t)v, have = 1;
+    else if (f == PF_DA_UINT && w == PB_VARINT) a.type = LOOM_ARG_UINT, a.v.u = v, have = 1;
+    else if (f == PF_DA_BOOL && w == PB_VARINT) a.type = LOOM_ARG_INT, a.v.i = v != 0, have = 1;
+    else if (f == PF_DA_DOUBLE && w == PB_I64) a.type = LOOM_ARG_DOUBLE, memcpy(&a.v.d, &v, 8), have = 1;
+    else if (f == PF_DA_STRING && w == PB_LEN) a.type = LOOM_ARG_STRING, a.v.s = str_of(r, &sub), have = 1;
+    else if (f == PF_DA_STRING_VALUE_IID && w == PB_VARINT) {
+      a.type = LOOM_ARG_STRING, a.v.s = iid_get(r, IID_STRV, v), have = 1;
+    }
+  }
+  if (!have) return;
+  uint64_t num = a.type == LOOM_ARG_UINT ? a.v.u : (uint64_t)a.v.i;
+  if (a.key == r->ext_key && a.type != LOOM_ARG_STRING) e->external_id = num;
+  else if (a.key == r->corr_key && a.type != LOOM_ARG_STRING) e->correlation = num;
+  else if (a.key == r->role_key && a.type == LOOM_ARG_STRING) {
+    const char *val = loom__trace_cstr(r->t, a.v.s);
+    e->flags |= (uint16_t)(loom__role_parse(val, strlen(val), &r->role_unknown) << LOOM__EV_ROLE_SHIFT);
+  } else if (a.key == r->unclosed_key && a.type == LOOM_ARG_INT) {
+    e->flags |= LOOM__EV_UNCLOSED;
+  } else if (a.key == r->counter_key && a.type == LOOM_ARG_INT && e->ph == LOOM__PH_INSTANT) {
+    e->ph = LOOM__PH_COUNTER;
+  } else if (a.key == r->json_key && a.type == LOOM_ARG_STRING) {
+    json_marks(r, e, loom__trace_cstr(r->t, a.v.s));
+  } else if (loom__trace_add_arg(r->t, &a)) r->oom = 1;
+}
+
+/* A flow id leaving (way 0) or entering (way 1): fixed64 flow_ids (loom
+ * before) or varint flow_ids_old (loom now). */
+static int is_flow(uint32_t f, int w, int way) {
+  return way ? (f == PF_TE_TERMINATING_FLOW_IDS && w == PB_I64) ||
+               (f == PF_TE_TERMINATING_FLOW_IDS_OLD && w == PB_VARINT)
+             : (f == PF_TE_FLOW_IDS && w == PB_I64) || (f == PF_TE_FLOW_IDS_OLD && w == PB_VARINT);
+}
+
+void loom__pfr_track_event(rd *r, pbr m) {
+  te_fields x; /* the flow arrays are read up to nout and nin only: not cleared (1 KiB an event) */
+  x.type = x.name_iid = x.cat_iid = 0;
+  x.name = x.cat = 0;
+  x.dvalue = 0;
+  x.has_value = x.nout = x.nin = 0;
+  x.uuid = r->cur ? r->cur->track : 0; /* the sequence's default track */
+  uint32_t f;
+  int w;
+  uint64_t v;
+  pbr sub;
+  pbr ann[64];
+  int nann = 0;
+  while (rd_field(&m, &f, &w, &v, &sub)) {
+    if (f == PF_TE_TYPE && w == PB_VARINT) x.type = v;
+    else if (f == PF_TE_TRACK_UUID && w == PB_VARINT) x.uuid = v;
+    else if (f == PF_TE_NAME_IID && w == PB_VARINT) {
+      x.name = iid_get(r, IID_NAMES, v);
+    } else if (f == PF_TE_NAME && w == PB_LEN) x.name = str_of(r, &sub);
+    else if (f == PF_TE_CATEGORY_IIDS && w == PB_VARINT) {
+      x.cat = iid_get(r, IID_CATS, v);
+    } else if (f == PF_TE_CATEGORIES && w == PB_LEN) x.cat = str_of(r, &sub);
+    else if (f == PF_TE_DOUBLE_COUNTER_VALUE && w == PB_I64) memcpy(&x.dvalue, &v, 8), x.has_value = 1;
+    else if (f == PF_TE_COUNTER_VALUE && w == PB_VARINT) x.dvalue = (double)(int64_t)v, x.has_value = 1;
+    else if (is_flow(f, w, 0) && x.nout < PF_EVENT_FLOWS) x.flows_out[x.nout++] = v;
+    else if (is_flow(f, w, 1) && x.nin < PF_EVENT_FLOWS) x.flows_in[x.nin++] = v;
+    else if (is_flow(f, w, 0) || is_flow(f, w, 1)) r->flows_over++;
+    else if (f == PF_TE_DEBUG_ANNOTATIONS && w == PB_LEN && nann < 64) ann[nann++] = sub;
+  }
+  trk *own;
+  trk *k = event_track(r, x.uuid, &own);
+  if (!k) { /* a global track: loom's "Record Window End" marker */
+    if (x.type == PF_TYPE_INSTANT && !strcmp(loom__trace_cstr(r->t, x.name), "Record Window End")) {
+      r->t->window_end = 1;
+      r->window_end_ts = r->ts;
+    }
+    return;
+  }
+  loom_trace *t = r->t;
+  if (x.type == PF_TYPE_SLICE_END) {
+    for (size_t i = r->nopen; i-- > 0;) {
+      if (r->open[i].uuid != x.uuid) continue;
+      loom__ev *e = &t->ev[r->open[i].ev];
+      e->dur = r->ts - e->ts;
+      if (e->dur < 0) { /* an end before its begin: kept as 0, counted */
+        char text[40];
+        int n = snprintf(text, sizeof text, "%lld ns", (long long)e->dur);
+        loom__trace_bad(t, LOOM__BAD_NEG_DUR, "dur", text, (size_t)n, loom__trace_cstr(t, e->name));
+        e->dur = 0;
+      }
+      e->flags &= (uint16_t)~LOOM__EV_OPEN;
+      memmove(&r->open[i], &r->open[i + 1], (r->nopen - i - 1) * sizeof *r->open);
+      r->nopen--;
+      break;
+    }
+    return;
+  }
+  loom__ev e = {.ts = r->ts, .name = x.name, .cat = x.cat, .track = k->track,
+                .kind = (uint8_t)loom__kind_of_cat_id(&r->kinds, t, x.cat), .ph = LOOM__PH_COMPLETE};
+  if (x.type == PF_TYPE_COUNTER) {
+    e.ph = LOOM__PH_COUNTER;
+    e.kind = LOOM_KIND_COUNTER;
+    e.name = own->name;
+    loom__targ a = {.key = own->desc ? own->desc : own->name, .type = LOOM_ARG_DOUBLE};
+    a.v.d = x.dvalue;
+    int join = r->counter_instant != t->nev && same_counter_event(t, &e, a.key);
+    if (!join && loom__trace_add_ev(t, &e)) { r->oom = 1; return; }
+    if (loom__trace_add_arg(t, &a)) r->oom = 1;
+    return;
+  }
+  if (x.type == PF_TYPE_INSTANT) {
+    e.ph = LOOM__PH_INSTANT;
+    if (e.kind == LOOM_KIND_MARKER && strcmp(loom__trace_cstr(t, x.cat), "marker")) e.kind = LOOM_KIND_INSTANT;
+  } else if (own != k && own->desc && !strncmp(loom__trace_cstr(t, own->desc), "async ", 6)) {
+    e.ph = LOOM__PH_ASYNC;
+  }
+  if (loom__trace_add_ev(t, &e)) { r->oom = 1; return; }
+  loom__ev *added = &t->ev[t->nev - 1];
+  for (int i = 0; i < nann; i++) annotation(r, ann[i], added);
+  added->kind = (uint8_t)loom__kind_of_marks((loom_kind)added->kind, LOOM__EV_ROLE_OF(added),
+                                             added->ph == LOOM__PH_INSTANT);
+  if (added->ph == LOOM__PH_COUNTER) { /* an instant marked loom_counter */
+    added->kind = LOOM_KIND_COUNTER;
+    r->counter_instant = t->nev;
+  }
+  if (added->ph == LOOM__PH_ASYNC)
+    added->correlation = strtoull(loom__trace_cstr(t, own->desc) + 6, NULL, 10);
+  if (loom__kind_on_device(added->kind) && t->tracks[k->track].device == LOOM_DEVICE_HOST)
+    for (size_t i = 0; i < t->ntracks; i++)
+      if (t->tracks[i].pid == t->tracks[k->track].pid) t->tracks[i].device = loom__device_of_pid(t->tracks[i].pid);
+  for (int i = 0; r->sink && r->fsink && i < x.nout + x.nin; i++) {
+    int out = i < x.nout; /* streaming: the ends bind to this event */
+    uint64_t id = out ? x.flows_out[i] : x.flows_in[i - x.nout];
+    if (r->fsink->flow(r->fsink->ctx, t, id, added->ts, added->track, out ? 's' : 'f', 1, 0, 0)) r->oom = 1;
+  }
+  for (int i = 0; !r->sink && i < x.nout; i++) loom__map_put(&r->flow_src, x.flows_out[i], t->nev);
+  for (int i = 0; !r->sink && i < x.nin; i++) loom__map_put(&r->flow_dst, x.flows_in[i], t->nev);
+  if (x.type == PF_TYPE_SLICE_BEGIN) {
+    added->flags |= LOOM__EV_OPEN;
+    open_slice o = {x.uuid, t->nev - 1};
+    if (LOOM__PUSH(r->open, r->nopen, r->cap_open, o)) r->oom = 1;
+  }
+}
