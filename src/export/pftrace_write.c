@@ -1,16 +1,23 @@
 /*
  * pftrace_write.c - Perfetto protobuf output (.pftrace).
  *
- * One packet sequence (id 1).  The first packet holds a clock snapshot that
- * makes REALTIME the trace clock and defines clock 64, an incremental clock
- * in ns: every later timestamp is a delta from the previous packet's, which
- * keeps timestamps at 1-3 bytes while absolute (Unix epoch) times survive.
- * Then one descriptor per process, thread/queue, counter series and async
- * range; then the events as TrackEvent slice begin/end pairs, instants and
- * counters in time order.  Names, categories and argument names are interned
- * (iid = the trace's string id) in the packet that first uses them.  Flows
- * use flow_ids on the source slice and terminating_flow_ids on the target.
+ * Each lane (a thread track, or one of its tracks of overlapping slices;
+ * pftrace_write.h) is its own packet sequence.  Its first packet holds a
+ * clock snapshot that makes REALTIME the trace clock and defines clock 64,
+ * an incremental clock in units of the trace's time step, and the
+ * sequence's defaults (that clock, the lane's track): every later timestamp
+ * is a delta from the previous packet's, which keeps timestamps at 1-3
+ * bytes while absolute (Unix epoch) times survive.  Descriptors go first,
+ * one per process, thread/queue, counter series and async range; then the
+ * events as TrackEvent slice begin/end pairs, instants and counters, in
+ * time order on each lane.  Names, categories and argument names are
+ * interned per sequence in the packet that first uses them.  Flows use
+ * flow_ids on the source slice and terminating_flow_ids on the target.
  * Field numbers come from Perfetto's perfetto_trace.proto.
+ *
+ * This file: lanes, packets, events, flows and the plan; descriptors and
+ * CPU samples are in pftrace_write_tracks.c, the shared state and the
+ * encoders in pftrace_write.h.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include <stdio.h>
@@ -19,81 +26,9 @@
 
 #include "core/core.h"
 #include "export/outfile.h"
-#include "export/pftrace.h"
+#include "export/pftrace_write.h"
 #include "trace/samples.h"
 #include "trace/trace.h"
-
-/* ---- a growable byte buffer with protobuf encoders ---------------------- */
-typedef struct pb {
-  uint8_t *p;
-  size_t n, cap;
-  int oom;
-} pb;
-
-static inline void pb_bytes(pb *b, const void *s, size_t n) {
-  if (b->n + n > b->cap && loom__grow((void **)&b->p, &b->cap, b->n + n, 1)) {
-    b->oom = 1;
-    return;
-  }
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-}
-
-static void pb_varint(pb *b, uint64_t v) {
-  if (b->n + 10 > b->cap && loom__grow((void **)&b->p, &b->cap, b->n + 10, 1)) {
-    b->oom = 1;
-    return;
-  }
-  uint8_t *d = b->p + b->n;
-  while (v >= 0x80) {
-    *d++ = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  *d++ = (uint8_t)v;
-  b->n = (size_t)(d - b->p);
-}
-
-static void pb_tag(pb *b, uint32_t field, uint32_t wire) { pb_varint(b, (uint64_t)field << 3 | wire); }
-static void pb_uint(pb *b, uint32_t field, uint64_t v) { pb_tag(b, field, PB_VARINT); pb_varint(b, v); }
-static void pb_sint(pb *b, uint32_t field, int64_t v) { pb_uint(b, field, (uint64_t)v); }
-static void pb_fixed64(pb *b, uint32_t field, uint64_t v) {
-  pb_tag(b, field, PB_I64);
-  uint8_t le[8];
-  for (int i = 0; i < 8; i++) le[i] = (uint8_t)(v >> (8 * i));
-  pb_bytes(b, le, 8);
-}
-static void pb_double(pb *b, uint32_t field, double d) {
-  uint64_t v;
-  memcpy(&v, &d, 8);
-  pb_fixed64(b, field, v);
-}
-static void pb_lenbytes(pb *b, uint32_t field, const void *s, size_t n) {
-  pb_tag(b, field, PB_LEN);
-  pb_varint(b, n);
-  pb_bytes(b, s, n);
-}
-static void pb_str(pb *b, uint32_t field, const char *s) { pb_lenbytes(b, field, s, strlen(s)); }
-static void pb_msg(pb *b, uint32_t field, const pb *m) { pb_lenbytes(b, field, m->p, m->n); }
-
-/* ---- lanes: one packet sequence per track of slices --------------------- */
-/* Each thread track, and each of its tracks of overlapping slices, is a
- * lane: its own packet sequence (id: lane index + 1), whose defaults name
- * its track (no track_uuid per event) and its incremental clock (a delta
- * per packet, in units of the trace's time step).  Lane 0 is the misc
- * sequence (id 1): descriptors, the header, async ranges, CPU samples and
- * the window-end marker, each event naming its track. */
-typedef struct lane {
-  uint64_t uuid;            /* its track (0: the misc sequence) */
-  uint32_t seq, track;
-  uint32_t next;            /* the same track's next lane, or UINT32_MAX */
-  uint16_t num;             /* 0: the thread's own track; k: overlapping slices k */
-  int started;              /* its first packet (clock, defaults) is out */
-  int64_t last;             /* the last timestamp written on it */
-  uint32_t niid[4];         /* iids given on it: names, categories, argument names, string values */
-  uint32_t *sev;            /* open slices: event, end; innermost last */
-  int64_t *send;
-  size_t depth, cap;
-} lane;
 
 static int cmp_idx(const void *pa, const void *pb_, void *ctx) {
   const loom_trace *t = ctx;
@@ -104,45 +39,7 @@ static int cmp_idx(const void *pa, const void *pb_, void *ctx) {
   return *(const uint32_t *)pa < *(const uint32_t *)pb_ ? -1 : 1;
 }
 
-/* The flows leaving (way 0) or entering (way 1) each event: while events go
- * in the model's order and the flows are sorted by that end, a cursor;
- * else chains built once (first[ev] -> flow, next[flow] -> flow). */
-typedef struct flowway {
-  size_t at;
-  uint32_t *first, *next;
-} flowway;
-
-typedef struct writer {
-  const loom_trace *t;
-  loom__out *o;
-  /* uuids: 1 + index; processes, then tracks, then counter and async tracks */
-  uint64_t *track_uuid;      /* per trace track */
-  uint64_t next_uuid;
-  loom__map counter_tracks;  /* hash(track, name, key) -> uuid */
-  loom__map async_tracks;    /* hash(track, id) -> uuid */
-  lane *lanes;
-  size_t nlanes, cap_lanes;
-  uint32_t *lane0;           /* per trace track: its lane 0, or UINT32_MAX */
-  loom__map iids;            /* (sequence, table, string id) -> iid on it */
-  int64_t step;              /* every timestamp is t0 + a multiple of it (ns) */
-  uint32_t iid_ext, iid_corr;   /* ids of "External id", "correlation" */
-  uint32_t iid_role;            /* id of "loom_role" (the event's marks) */
-  uint32_t iid_json;            /* id of "loom_json" (which arguments are JSON) */
-  uint64_t dropped_overlap;
-  uint64_t laned;               /* slices put on a track of overlapping slices */
-  pb pkt, te, tmp, interned, names;
-  int oom;
-  uint64_t *flow_id;   /* each flow's id in the file, when ids repeat (pf_flow_ids) */
-  flowway way[2];
-  /* CPU samples as PerfSample packets over interned frames and callstacks:
-   * a function name's and a module's iid is its smp.strs id, a frame's its
-   * index + 1, a callstack's its leaf site (index + 1) */
-  loom__samples smp;
-  loom__map site_of_ev;         /* event index + 1 -> leaf site */
-  uint8_t *seen_str, *seen_frame, *seen_site;
-} writer;
-
-static void emit_packet(writer *w, pb *pkt) {
+void loom__pfw_emit_packet(writer *w, pb *pkt) {
   uint8_t hdr[11];
   size_t k = 0;
   hdr[k++] = 0x0a; /* Trace.packet, length-delimited */
@@ -158,151 +55,6 @@ static void emit_packet(writer *w, pb *pkt) {
   if (pkt->oom) w->oom = 1;
   pkt->n = 0;
 }
-
-static void descriptor(writer *w, uint64_t uuid, uint64_t parent, const char *name,
-                       const pb *proc, const pb *thread, int counter, const char *desc) {
-  pb *d = &w->tmp;
-  d->n = 0;
-  pb_uint(d, PF_TD_UUID, uuid);
-  if (parent) pb_uint(d, PF_TD_PARENT_UUID, parent);
-  if (name && *name && !thread && !proc) pb_str(d, PF_TD_NAME, name);
-  if (desc) pb_str(d, PF_TD_DESCRIPTION, desc);
-  if (proc) pb_msg(d, PF_TD_PROCESS, proc);
-  if (thread) pb_msg(d, PF_TD_THREAD, thread);
-  if (counter) pb_lenbytes(d, PF_TD_COUNTER, "", 0);
-  pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
-  pb_msg(&w->pkt, PF_PKT_TRACK_DESCRIPTOR, d);
-  emit_packet(w, &w->pkt);
-}
-
-/* Whether a pid is a device's: the first track with that pid says; a pid
- * no track has is a device's when a device names it.  kind: pid -> 1 host,
- * 2 device (built once, so the lookups stay linear in the trace). */
-static int pid_kinds(const loom_trace *t, loom__map *kind) {
-  for (size_t i = 0; i < t->ntracks; i++)
-    if (!loom__map_get(kind, (uint64_t)t->tracks[i].pid) &&
-        loom__map_put(kind, (uint64_t)t->tracks[i].pid, t->tracks[i].device != LOOM_DEVICE_HOST ? 2 : 1))
-      return -1;
-  for (size_t i = 0; i < t->ndevs; i++)
-    if (!loom__map_get(kind, (uint64_t)t->devs[i].pid) && loom__map_put(kind, (uint64_t)t->devs[i].pid, 2))
-      return -1;
-  return 0;
-}
-
-static int device_pid(const loom__map *kind, int64_t pid) {
-  const uint64_t *k = loom__map_get(kind, (uint64_t)pid);
-  return k && *k == 2;
-}
-
-/* A device pid that BASE + pid cannot hold (Kineto writes pid -1): */
-static int odd_device_pid(const loom__map *kind, int64_t pid) {
-  return (pid < 0 || pid > INT32_MAX - PF_DEVICE_PID_BASE) && device_pid(kind, pid);
-}
-
-/* The pid each process has in the file (pid -> file pid): a host pid as it
- * is; a device pid moved up by PF_DEVICE_PID_BASE, or, where that cannot
- * hold it, the next pid down from INT32_MAX in the order of the processes,
- * with the real one in its process descriptor's description ("loom: device
- * pid -1").  A pid of a track only gets the pid after the processes'. */
-static int pf_pids(const loom_trace *t, const loom__map *kind, loom__map *out) {
-  int64_t k = 0;
-  for (size_t i = 0; i < t->nprocs; i++) {
-    int64_t pid = t->procs[i].pid, v = pid;
-    if (loom__map_get(out, (uint64_t)pid)) continue;
-    if (odd_device_pid(kind, pid)) v = INT32_MAX - k++;
-    else if (device_pid(kind, pid)) v = pid + PF_DEVICE_PID_BASE;
-    if (loom__map_put(out, (uint64_t)pid, (uint64_t)v)) return -1;
-  }
-  for (size_t i = 0; i < t->ntracks; i++) {
-    int64_t pid = t->tracks[i].pid, v = pid;
-    if (loom__map_get(out, (uint64_t)pid)) continue;
-    if (odd_device_pid(kind, pid)) v = INT32_MAX - k;
-    else if (device_pid(kind, pid)) v = pid + PF_DEVICE_PID_BASE;
-    if (loom__map_put(out, (uint64_t)pid, (uint64_t)v)) return -1;
-  }
-  return 0;
-}
-
-static int64_t pf_pid(const loom__map *pids, int64_t pid) {
-  const uint64_t *v = loom__map_get(pids, (uint64_t)pid);
-  return v ? (int64_t)*v : pid;
-}
-
-static void describe_tracks(writer *w) {
-  const loom_trace *t = w->t;
-  pb a = {0};
-  uint64_t *proc_uuid = calloc(t->nprocs + 1, sizeof *proc_uuid);
-  loom__map kind = {0}, pids = {0};
-  if (!proc_uuid || pid_kinds(t, &kind) || pf_pids(t, &kind, &pids)) {
-    w->oom = 1;
-    goto out;
-  }
-  for (size_t i = 0; i < t->nprocs; i++) {
-    const loom__proc *p = &t->procs[i];
-    a.n = 0;
-    pb_sint(&a, PF_PD_PID, pf_pid(&pids, p->pid));
-    if (p->name) pb_str(&a, PF_PD_NAME, loom__trace_cstr(t, p->name));
-    if (p->labels) pb_str(&a, PF_PD_LABELS, loom__trace_cstr(t, p->labels));
-    proc_uuid[i] = w->next_uuid++;
-    char desc[48];
-    snprintf(desc, sizeof desc, "loom: device pid %lld", (long long)p->pid);
-    descriptor(w, proc_uuid[i], 0, NULL, &a, NULL, 0, odd_device_pid(&kind, p->pid) ? desc : NULL);
-  }
-  for (size_t i = 0; i < t->ntracks; i++) {
-    const loom__track *k = &t->tracks[i];
-    a.n = 0;
-    pb_sint(&a, PF_THD_PID, pf_pid(&pids, k->pid));
-    pb_sint(&a, PF_THD_TID, k->tid);
-    if (k->name) pb_str(&a, PF_THD_NAME, loom__trace_cstr(t, k->name));
-    w->track_uuid[i] = w->next_uuid++;
-    descriptor(w, w->track_uuid[i], 0, NULL, NULL, &a, 0, NULL);
-  }
-out:
-  loom__map_free(&kind);
-  loom__map_free(&pids);
-  free(a.p);
-  free(proc_uuid);
-}
-
-/* The uuid of the counter series (track, name, key), described on first use. */
-static uint64_t counter_track(writer *w, const loom__ev *e, uint32_t key) {
-  uint64_t h = loom__hash_u64(((uint64_t)e->track << 40) ^ ((uint64_t)e->name << 20) ^ key) | 1;
-  uint64_t *u = loom__map_get(&w->counter_tracks, h);
-  if (u) return *u;
-  uint64_t uuid = w->next_uuid++;
-  if (loom__map_put(&w->counter_tracks, h, uuid)) w->oom = 1;
-  const char *name = loom__trace_cstr(w->t, e->name);
-  const char *k = loom__trace_cstr(w->t, key);
-  descriptor(w, uuid, w->track_uuid[e->track], name, NULL, NULL, 1,
-             strcmp(name, k) ? k : NULL);
-  return uuid;
-}
-
-static uint64_t async_track(writer *w, const loom__ev *e) {
-  uint64_t h = loom__hash_u64(((uint64_t)e->track << 44) ^ e->correlation) | 1;
-  uint64_t *u = loom__map_get(&w->async_tracks, h);
-  if (u) return *u;
-  uint64_t uuid = w->next_uuid++;
-  if (loom__map_put(&w->async_tracks, h, uuid)) w->oom = 1;
-  char desc[48];
-  snprintf(desc, sizeof desc, "async %llu", (unsigned long long)e->correlation);
-  descriptor(w, uuid, w->track_uuid[e->track], loom__trace_cstr(w->t, e->name), NULL, NULL, 0, desc);
-  return uuid;
-}
-
-/* A slice that overlaps its parent without nesting goes on a child track of
- * its thread, "overlapping slices" (k > 1: "overlapping slices k"), one per
- * level of such overlap, described on first use; readers put its slices
- * back on the thread. */
-static uint64_t lane_track(writer *w, uint32_t track, uint16_t num) {
-  uint64_t uuid = w->next_uuid++;
-  char name[48];
-  if (num > 1) snprintf(name, sizeof name, "overlapping slices %u", (unsigned)num);
-  else snprintf(name, sizeof name, "overlapping slices");
-  descriptor(w, uuid, w->track_uuid[track], name, NULL, NULL, 0, PF_LANE_DESC);
-  return uuid;
-}
-
 
 /* Names of the arguments the model keeps as fields (and of loom_json);
  * they get ids past the trace's string ids. */
@@ -427,7 +179,7 @@ static void lane_start(writer *w, lane *L, int64_t ts) {
   pb_uint(&w->pkt, PF_PKT_SEQUENCE_FLAGS, PF_SEQ_INCREMENTAL_STATE_CLEARED);
   pb_msg(&w->pkt, PF_PKT_CLOCK_SNAPSHOT, &snap);
   pb_msg(&w->pkt, PF_PKT_DEFAULTS, &defaults);
-  emit_packet(w, &w->pkt);
+  loom__pfw_emit_packet(w, &w->pkt);
   if (snap.oom || defaults.oom || ted.oom) w->oom = 1;
   free(snap.p);
   free(defaults.p);
@@ -438,7 +190,7 @@ static void lane_start(writer *w, lane *L, int64_t ts) {
 
 /* Writes msg (a TrackEvent or PerfSample) at ts on lane L, with what
  * w->interned gathered for it. */
-static void put(writer *w, lane *L, int64_t ts, uint32_t field, const pb *msg) {
+void loom__pfw_put(writer *w, lane *L, int64_t ts, uint32_t field, const pb *msg) {
   if (!L->started) lane_start(w, L, ts);
   uint64_t d = (uint64_t)ts - (uint64_t)L->last; /* two's complement: may go back */
   pb_uint(&w->pkt, PF_PKT_TIMESTAMP, w->step > 1 ? (uint64_t)((int64_t)d / w->step) : d);
@@ -450,7 +202,7 @@ static void put(writer *w, lane *L, int64_t ts, uint32_t field, const pb *msg) {
     w->interned.n = 0;
   }
   pb_msg(&w->pkt, field, msg);
-  emit_packet(w, &w->pkt);
+  loom__pfw_emit_packet(w, &w->pkt);
 }
 
 /* Lane num of a trace track, made on first use (the lanes before it exist:
@@ -463,7 +215,7 @@ static lane *lane_of(writer *w, uint32_t track, uint16_t num) {
     prev = cur;
     cur = w->lanes[cur].next;
   }
-  uint64_t uuid = num ? lane_track(w, track, num) : w->track_uuid[track];
+  uint64_t uuid = num ? loom__pfw_lane_track(w, track, num) : w->track_uuid[track];
   lane L = {.uuid = uuid, .seq = (uint32_t)w->nlanes + 1, .track = track, .next = UINT32_MAX,
             .num = num};
   if (LOOM__PUSH(w->lanes, w->nlanes, w->cap_lanes, L)) {
@@ -474,109 +226,6 @@ static lane *lane_of(writer *w, uint32_t track, uint16_t num) {
   if (prev == UINT32_MAX) w->lane0[track] = id;
   else w->lanes[prev].next = id;
   return &w->lanes[id];
-}
-
-/* ---- CPU samples -------------------------------------------------------- */
-static int samples_prepare(writer *w) {
-  if (loom__samples_build(w->t, &w->smp)) return -1;
-  if (!w->smp.nsamples) return 0;
-  for (size_t i = 0; i < w->smp.nsamples; i++)
-    if (w->smp.samples[i].site &&
-        loom__map_put(&w->site_of_ev, w->smp.samples[i].ev + 1, w->smp.samples[i].site))
-      return -1;
-  w->seen_str = calloc(w->smp.strs.n + 1, 1);
-  w->seen_frame = calloc(w->smp.nframes + 1, 1);
-  w->seen_site = calloc(w->smp.nsites + 1, 1);
-  return w->seen_str && w->seen_frame && w->seen_site ? 0 : -1;
-}
-
-static void samples_free(writer *w) {
-  loom__samples_free(&w->smp);
-  loom__map_free(&w->site_of_ev);
-  free(w->seen_str);
-  free(w->seen_frame);
-  free(w->seen_site);
-}
-
-/* The leaf site of a sample that a PerfSample holds exactly, else 0 (it
- * is written as an instant with its "stack" annotation): a host thread
- * with pid and tid Perfetto can hold, its stack the only argument, and
- * the name and category a reader gives a sample of that stack. */
-static uint32_t perf_sample_site(writer *w, const loom__ev *e, uint32_t ev) {
-  const loom_trace *t = w->t;
-  uint64_t *site = loom__map_get(&w->site_of_ev, (uint64_t)ev + 1);
-  const loom__track *k = &t->tracks[e->track];
-  if (!site || e->nargs != 1 || k->device != LOOM_DEVICE_HOST || k->pid <= 0 ||
-      k->pid >= PF_DEVICE_PID_BASE || k->tid <= 0 || k->tid > UINT32_MAX ||
-      strcmp(loom__trace_cstr(t, e->cat), "cpu_sample"))
-    return 0;
-  char label[600];
-  const char *name = loom__samples_frame_label(&w->smp, w->smp.sites[*site - 1].frame, label, sizeof label);
-  return strcmp(name, loom__trace_cstr(t, e->name)) ? 0 : (uint32_t)*site;
-}
-
-static void intern_sample_str(writer *w, uint32_t field, uint32_t id) {
-  if (!id || w->seen_str[id] & (field == PF_ID_FUNCTION_NAMES ? 1 : 2)) return;
-  w->seen_str[id] |= field == PF_ID_FUNCTION_NAMES ? 1 : 2;
-  pb *m = &w->tmp;
-  m->n = 0;
-  pb_uint(m, 1, id);
-  pb_str(m, 2, loom__strtab_get(&w->smp.strs, id));
-  pb_msg(&w->interned, field, m);
-  if (field != PF_ID_MAPPING_PATHS) return;
-  m->n = 0; /* the module's mapping: its path alone (no addresses are kept) */
-  pb_uint(m, PF_MAP_IID, id);
-  pb_uint(m, PF_MAP_PATH_STRING_IDS, id);
-  pb_msg(&w->interned, PF_ID_MAPPINGS, m);
-}
-
-/* Interns what the callstack of site needs that the file does not hold yet. */
-static void intern_callstack(writer *w, uint32_t site) {
-  if (w->seen_site[site]) return;
-  w->seen_site[site] = 1;
-  const loom__samples *s = &w->smp;
-  pb *cs = &w->names; /* the callstack: frames outermost first */
-  cs->n = 0;
-  pb_uint(cs, PF_CALLSTACK_IID, site);
-  uint32_t depth = s->sites[site - 1].depth, *ids = malloc(depth * sizeof *ids);
-  if (!ids) {
-    w->oom = 1;
-    return;
-  }
-  uint32_t n = 0;
-  for (uint32_t at = site; at && n < depth; at = s->sites[at - 1].parent) ids[n++] = s->sites[at - 1].frame;
-  while (n--) {
-    uint32_t fi = ids[n];
-    const loom__sframe *f = &s->frames[fi];
-    if (!w->seen_frame[fi]) {
-      w->seen_frame[fi] = 1;
-      intern_sample_str(w, PF_ID_FUNCTION_NAMES, f->name);
-      intern_sample_str(w, PF_ID_MAPPING_PATHS, f->module);
-      pb *m = &w->tmp;
-      m->n = 0;
-      pb_uint(m, PF_FRAME_IID, fi + 1);
-      if (f->name) pb_uint(m, PF_FRAME_FUNCTION_NAME_ID, f->name);
-      if (f->module) pb_uint(m, PF_FRAME_MAPPING_ID, f->module);
-      if (f->module) pb_uint(m, PF_FRAME_REL_PC, f->offset);
-      pb_msg(&w->interned, PF_ID_FRAMES, m);
-    }
-    pb_uint(cs, PF_CALLSTACK_FRAME_IDS, fi + 1);
-  }
-  free(ids);
-  pb_msg(&w->interned, PF_ID_CALLSTACKS, cs);
-}
-
-
-static void write_perf_sample(writer *w, const loom__ev *e, uint32_t site) {
-  const loom__track *k = &w->t->tracks[e->track];
-  w->interned.n = 0;
-  intern_callstack(w, site);
-  pb *ps = &w->te;
-  ps->n = 0;
-  pb_uint(ps, PF_PS_PID, (uint64_t)k->pid);
-  pb_uint(ps, PF_PS_TID, (uint64_t)k->tid);
-  pb_uint(ps, PF_PS_CALLSTACK_IID, site);
-  put(w, &w->lanes[0], e->ts, PF_PKT_PERF_SAMPLE, ps);
 }
 
 static int numeric_series(const loom_trace *t, const loom__ev *e) {
@@ -602,14 +251,14 @@ static void write_counter(writer *w, lane *L, const loom__ev *e) {
     const loom__targ *a = &t->args[e->args_off + k];
     if (a->type == LOOM_ARG_STRING) continue; /* not a number: its string id is no value */
     double v = a->type == LOOM_ARG_DOUBLE ? a->v.d : a->type == LOOM_ARG_UINT ? (double)a->v.u : (double)a->v.i;
-    uint64_t uuid = counter_track(w, e, a->key);
+    uint64_t uuid = loom__pfw_counter_track(w, e, a->key);
     te->n = 0;
     w->interned.n = 0;
     pb_uint(te, PF_TE_TYPE, PF_TYPE_COUNTER);
     pb_uint(te, PF_TE_TRACK_UUID, uuid);
     if (e->cat) pb_interned(w, L, te, PF_ID_EVENT_CATEGORIES, PF_TE_CATEGORY_IIDS, PF_TE_CATEGORIES, e->cat);
     pb_double(te, PF_TE_DOUBLE_COUNTER_VALUE, v);
-    put(w, L, e->ts, PF_PKT_TRACK_EVENT, te);
+    loom__pfw_put(w, L, e->ts, PF_PKT_TRACK_EVENT, te);
   }
 }
 
@@ -671,7 +320,7 @@ static void write_event(writer *w, lane *L, uint32_t ev, int what, uint64_t trac
     flag_annotation(w, te, "loom_unclosed");
   write_flows(w, te, ev, 0);
   write_flows(w, te, ev, 1);
-  put(w, L, e->ts, PF_PKT_TRACK_EVENT, te);
+  loom__pfw_put(w, L, e->ts, PF_PKT_TRACK_EVENT, te);
 }
 
 static void write_end(writer *w, lane *L, int64_t ts, uint64_t track) {
@@ -680,7 +329,7 @@ static void write_end(writer *w, lane *L, int64_t ts, uint64_t track) {
   w->interned.n = 0;
   pb_uint(te, PF_TE_TYPE, PF_TYPE_SLICE_END);
   if (track) pb_uint(te, PF_TE_TRACK_UUID, track);
-  put(w, L, ts, PF_PKT_TRACK_EVENT, te);
+  loom__pfw_put(w, L, ts, PF_PKT_TRACK_EVENT, te);
 }
 
 /* Ends the lane's open slices that end at or before ts (ts = INT64_MAX: all). */
@@ -715,13 +364,13 @@ static int lane_push(lane *L, uint32_t ev, int64_t end) {
 static void write_one(writer *w, uint32_t ev) {
   const loom_trace *t = w->t;
   const loom__ev *e = &t->ev[ev];
-  uint32_t site = e->kind == LOOM_KIND_SAMPLE ? perf_sample_site(w, e, ev) : 0;
+  uint32_t site = e->kind == LOOM_KIND_SAMPLE ? loom__pfw_perf_sample_site(w, e, ev) : 0;
   if (site) {
-    write_perf_sample(w, e, site);
+    loom__pfw_write_perf_sample(w, e, site);
     return;
   }
   if (e->ph == LOOM__PH_ASYNC) { /* its own track: begin and end at once */
-    uint64_t track = async_track(w, e);
+    uint64_t track = loom__pfw_async_track(w, e);
     write_event(w, &w->lanes[0], ev, E_BEGIN, track);
     write_end(w, &w->lanes[0], e->ts + e->dur, track);
     return;
@@ -758,7 +407,7 @@ static void write_one(writer *w, uint32_t ev) {
  * marker) on a global track; readers drop it. */
 static void window_end(writer *w, int64_t ts) {
   uint64_t uuid = w->next_uuid++;
-  descriptor(w, uuid, 0, NULL, NULL, NULL, 0, NULL);
+  loom__pfw_descriptor(w, uuid, 0, NULL, NULL, NULL, 0, NULL);
   pb *te = &w->te;
   te->n = 0;
   w->interned.n = 0;
@@ -766,7 +415,7 @@ static void window_end(writer *w, int64_t ts) {
   pb_uint(te, PF_TE_TRACK_UUID, uuid);
   pb_str(te, PF_TE_NAME, "Record Window End");
   pb_str(te, PF_TE_CATEGORIES, "marker");
-  put(w, &w->lanes[0], ts, PF_PKT_TRACK_EVENT, te);
+  loom__pfw_put(w, &w->lanes[0], ts, PF_PKT_TRACK_EVENT, te);
 }
 
 /* The JSON writer's top-level keys (deviceProperties, metadata, others'
@@ -787,7 +436,7 @@ static void header_packet(writer *w) {
   pb_msg(&bundle, PF_CEB_METADATA, md);
   pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
   pb_msg(&w->pkt, PF_PKT_CHROME_EVENTS, &bundle);
-  emit_packet(w, &w->pkt);
+  loom__pfw_emit_packet(w, &w->pkt);
   if (bundle.oom) w->oom = 1;
   free(bundle.p);
   free(mem.buf);
@@ -911,13 +560,13 @@ static loom_status write_pftrace(const loom_trace *t, const char *path, int gzip
   uint32_t *idx = NULL;
   loom_status st = LOOM_OK;
   if (!w.track_uuid || !w.lane0 || LOOM__PUSH(w.lanes, w.nlanes, w.cap_lanes, misc) ||
-      samples_prepare(&w) || plan(&w, &idx))
+      loom__pfw_samples_prepare(&w) || plan(&w, &idx))
     st = loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
   loom__out o;
   if (st == LOOM_OK) st = loom__out_open(&o, path, gzip);
   if (st == LOOM_OK) {
     w.o = &o;
-    describe_tracks(&w);
+    loom__pfw_describe_tracks(&w);
     header_packet(&w);
     for (size_t j = 0; j < t->nev && !w.oom; j++) write_one(&w, idx ? idx[j] : (uint32_t)j);
     for (size_t i = 1; i < w.nlanes; i++) lane_pop(&w, &w.lanes[i], INT64_MAX);
@@ -954,7 +603,7 @@ static loom_status write_pftrace(const loom_trace *t, const char *path, int gzip
   loom__map_free(&w.iids);
   loom__map_free(&w.counter_tracks);
   loom__map_free(&w.async_tracks);
-  samples_free(&w);
+  loom__pfw_samples_free(&w);
   return st;
 }
 
