@@ -1,0 +1,437 @@
+/*
+ * collect_host.c - the host part of collection (collect.c): each thread's
+ * buffer of host records (or a ring dump's copy of it) into trace events,
+ * names resolved, ranges matched per thread, raw op arguments formatted,
+ * async ranges paired, what a ring overwrote counted.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collect.h"
+
+/* Resolves host record names (pointers or interner ids) to trace strings,
+ * caching by pointer so a literal is hashed once per trace. */
+typedef struct namer {
+  loom_trace *t;
+  loom__map cache;
+  loom__rec_image *img;
+} namer;
+
+static uint32_t name_of(namer *nm, uint64_t name, uint16_t flags) {
+  uint64_t key = (flags & LOOM__HR_F_ID) ? (name | (1ull << 63)) : name;
+  if (!key) return 0;
+  uint64_t *hit = loom__map_get(&nm->cache, key);
+  if (hit) return (uint32_t)*hit;
+  const char *s = nm->img->name ? nm->img->name(nm->img->ud, name, flags)
+                 : (flags & LOOM__HR_F_ID) ? loom__intern_get((uint32_t)name)
+                                           : (const char *)(uintptr_t)name;
+  uint32_t id = loom__trace_str(nm->t, s ? s : "");
+  loom__map_put(&nm->cache, key, id);
+  return id;
+}
+
+/* Kineto's label; a name given with loom_thread_name wins over the OS's. */
+void loom__thread_label(char *buf, size_t n, pid_t tid, const char *name,
+                        const loom__rec_image *img) {
+  const char *g = NULL;
+  if (img && img->dead) { /* kept in the dead process's arena */
+    g = img->thread_name ? img->thread_name(img->tn_ud, tid) : NULL;
+  } else {
+    uint32_t given = loom__thread_name((uint64_t)tid);
+    g = given ? loom__intern_get(given) : NULL;
+  }
+  if (g && *g) name = g;
+  snprintf(buf, n, "thread %d (%s)", (int)tid, name && *name ? name : "unnamed");
+}
+
+/* Reads the current name of a live thread of this process. */
+void loom__live_thread_name(pid_t tid, char *buf, size_t n) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
+  FILE *f = fopen(path, "r");
+  buf[0] = 0;
+  if (!f) return;
+  if (fgets(buf, (int)n, f)) buf[strcspn(buf, "\n")] = 0;
+  fclose(f);
+}
+
+typedef struct open_range {
+  int64_t ts;
+  uint32_t name;
+  uint64_t ext;
+  uint32_t args_off, nargs; /* ops: their arguments in host_ctx.pargs */
+} open_range;
+
+typedef struct async_mark {
+  int64_t ts;
+  uint64_t id;
+  uint32_t name, track;
+  int is_end;
+  int cut; /* on a ring that overwrote: an end alone lost its begin */
+} async_mark;
+
+typedef struct host_ctx {
+  loom_session *s;
+  loom_trace *t;
+  namer nm;
+  loom_clock_domain dom;
+  int64_t pid;
+  uint32_t c_user, c_op, c_instant, c_marker, c_counter;
+  async_mark *marks;
+  size_t nmarks, cap_marks;
+  uint64_t unmatched;
+  loom__targ *pargs;    /* arguments of the open ops (a stack, like the ops) */
+  size_t npargs, cap_pargs;
+  /* raw arguments (loom_op_begin_raw), formatted once per distinct bytes */
+  loom__map raw_by_hash;     /* hash of (format, bytes) -> index + 1 in raws */
+  struct raw_entry {
+    loom_raw_format_fn fmt;
+    uint32_t nraw, nargs;
+    size_t bytes_off, args_off;
+  } *raws;
+  size_t nraws, cap_raws;
+  unsigned char *raw_bytes;  /* the entries' bytes, back to back */
+  size_t nraw_bytes, cap_raw_bytes;
+  loom__targ *raw_args;      /* the entries' formatted arguments */
+  size_t nraw_args, cap_raw_args;
+  char *fmt_buf;             /* LOOM_RAW_FORMAT_BUF bytes for format() */
+  loom__rec_image *img;
+  uint64_t raw_bad;          /* raw records cut short (cannot happen) */
+  /* ring mode: ends whose begin was overwritten, records overwritten, and
+   * the latest first-kept time of a ring that overwrote */
+  uint64_t ring_cut, ring_over;
+  int64_t ring_start;
+} host_ctx;
+
+/* Walks one thread's records in order, across chunks, up to its position
+ * (chunks linked after the one it is in are not written yet).  skip: records
+ * to pass at the start of the first chunk. */
+typedef struct hr_cursor {
+  loom__chunk *c;
+  loom__hrec *r, *end, *stop;
+  uint32_t skip;
+} hr_cursor;
+
+static loom__hrec *hr_next(hr_cursor *k) {
+  while (k->c) {
+    if (!k->r) {
+      k->r = k->c->recs + (k->skip < k->c->cap ? k->skip : k->c->cap);
+      k->skip = 0;
+      k->end = k->c->recs + k->c->cap;
+      if (k->stop >= k->c->recs && k->stop <= k->end) k->end = k->stop;
+    }
+    if (k->r < k->end) return k->r++;
+    int last = k->stop >= k->c->recs && k->stop <= k->c->recs + k->c->cap;
+    k->c = last ? NULL : k->c->next;
+    k->r = NULL;
+  }
+  return NULL;
+}
+
+#define RAW_MAX_ARGS 16
+
+/* Formats raw bytes into trace arguments, appended to h->raw_args; returns
+ * the count or -1 (out of memory). */
+static int raw_format(host_ctx *h, loom_raw_format_fn fmt, const unsigned char *b, uint32_t n) {
+  if (!h->fmt_buf && !(h->fmt_buf = malloc(LOOM_RAW_FORMAT_BUF))) return -1;
+  loom_arg out[RAW_MAX_ARGS];
+  uint32_t k = fmt(b, n, h->fmt_buf, LOOM_RAW_FORMAT_BUF, out, RAW_MAX_ARGS);
+  if (k > RAW_MAX_ARGS) k = RAW_MAX_ARGS;
+  int added = 0;
+  for (uint32_t i = 0; i < k; i++) {
+    loom__targ a = {.key = loom__trace_str(h->t, out[i].key ? out[i].key : "?"),
+                    .type = (uint8_t)out[i].type};
+    switch (out[i].type) {
+    case LOOM_ARG_INT: a.v.i = out[i].v.i; break;
+    case LOOM_ARG_UINT: a.v.u = out[i].v.u; break;
+    case LOOM_ARG_DOUBLE: a.v.d = out[i].v.d; break;
+    case LOOM_ARG_STRING: a.v.s = loom__trace_str(h->t, out[i].v.s ? out[i].v.s : ""); break;
+    default: continue;
+    }
+    if (!a.key || (a.type == LOOM_ARG_STRING && !a.v.s) ||
+        LOOM__PUSH(h->raw_args, h->nraw_args, h->cap_raw_args, a))
+      return -1;
+    added++;
+  }
+  return added;
+}
+
+/* A RAW record (r) and the records carrying the rest of its bytes: the
+ * formatted arguments go to the innermost open op (none: dropped). */
+static int raw_record(host_ctx *h, hr_cursor *k, const loom__hrec *r, open_range *op) {
+  uint32_t n = r->spare;
+  unsigned char b[LOOM_RAW_MAX + sizeof(loom__hrec)];
+  if (n > LOOM_RAW_MAX) n = 0; /* never written so */
+  memcpy(b, &r->ts, 8);
+  memcpy(b + 8, &r->a, 8);
+  for (uint32_t off = LOOM__RAW_HEAD, i = 0; i < loom__raw_slots(n); i++, off += sizeof(loom__hrec)) {
+    const loom__hrec *p = hr_next(k);
+    if (!p) {
+      h->raw_bad++;
+      return 0;
+    }
+    memcpy(b + off, p, sizeof *p);
+  }
+  if (!op) return 0;
+  if (h->img->dead) { /* its format function was in the dead process */
+    h->img->raw_unformatted++;
+    return 0;
+  }
+  loom_raw_format_fn fmt = (loom_raw_format_fn)(uintptr_t)r->name;
+  uint64_t key = loom__hash_words(b, n) ^ loom__hash_u64((uint64_t)(uintptr_t)r->name);
+  if (!key) key = 1;
+  uint64_t *hit = loom__map_get(&h->raw_by_hash, key);
+  struct raw_entry *e = hit ? &h->raws[*hit - 1] : NULL;
+  size_t from, mark = h->nraw_args;
+  uint32_t count;
+  if (e && e->fmt == fmt && e->nraw == n && (!n || !memcmp(h->raw_bytes + e->bytes_off, b, n))) {
+    from = e->args_off, count = e->nargs; /* formatted before */
+  } else {
+    int c = raw_format(h, fmt, b, n);
+    if (c < 0) return -1;
+    from = mark, count = (uint32_t)c;
+    if (!e) { /* remember it (on a 64-bit hash collision, the first one stays) */
+      struct raw_entry ne = {fmt, n, count, h->nraw_bytes, from};
+      if (loom__grow((void **)&h->raw_bytes, &h->cap_raw_bytes, h->nraw_bytes + n, 1)) return -1;
+      if (n) memcpy(h->raw_bytes + h->nraw_bytes, b, n);
+      h->nraw_bytes += n;
+      if (LOOM__PUSH(h->raws, h->nraws, h->cap_raws, ne) ||
+          loom__map_put(&h->raw_by_hash, key, h->nraws))
+        return -1;
+      mark = h->nraw_args;
+    }
+  }
+  for (uint32_t i = 0; i < count; i++) {
+    if (LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, h->raw_args[from + i])) return -1;
+    op->nargs++;
+  }
+  h->nraw_args = mark; /* a collision's arguments are not kept */
+  return 0;
+}
+
+/* Kinds the session did not ask for are skipped (add_range returns 0,
+ * add_point 1, so that callers attach arguments only to added events). */
+static int add_range(host_ctx *h, uint32_t track, uint8_t kind, uint32_t cat,
+                     const open_range *r, int64_t end, int unclosed) {
+  if (!(h->s->kinds & LOOM_KIND_BIT(kind))) return 0;
+  loom__ev e = {.ts = r->ts, .dur = end - r->ts, .external_id = r->ext,
+                .name = r->name, .cat = cat, .track = track, .kind = kind,
+                .ph = LOOM__PH_COMPLETE,
+                .flags = unclosed ? LOOM__EV_UNCLOSED : 0};
+  if (e.dur < 0) e.dur = 0;
+  if (loom__trace_add_ev(h->t, &e)) return -1;
+  for (uint32_t i = 0; i < r->nargs; i++)
+    if (loom__trace_add_arg(h->t, &h->pargs[r->args_off + i])) return -1;
+  return unclosed ? loom__trace_add_arg_int(h->t, "unclosed", 1) : 0;
+}
+
+static int add_point(host_ctx *h, uint32_t track, uint8_t kind, uint8_t ph,
+                     uint32_t cat, uint32_t name, int64_t ts) {
+  if (!(h->s->kinds & LOOM_KIND_BIT(kind))) return 1;
+  loom__ev e = {.ts = ts, .name = name, .cat = cat, .track = track,
+                .kind = kind, .ph = ph};
+  return loom__trace_add_ev(h->t, &e);
+}
+
+static int pop_into(host_ctx *h, open_range *stk, size_t *n, uint32_t track,
+                    uint8_t kind, uint32_t cat, int64_t end, int cut) {
+  if (!*n) {
+    if (cut) h->ring_cut++; /* its begin was overwritten */
+    else h->unmatched++;
+    return 0;
+  }
+  --*n;
+  int rc = add_range(h, track, kind, cat, &stk[*n], end, 0);
+  if (stk[*n].nargs) h->npargs = stk[*n].args_off; /* its arguments are done */
+  return rc;
+}
+
+/* Converts one thread's records into events. */
+static int host_thread(host_ctx *h, loom__tbuf *tb) {
+  loom_trace *t = h->t;
+  h->npargs = 0; /* the op-argument stack is per thread */
+  char name[64], label[256];
+  if (h->img->dead || atomic_load(&tb->exited)) snprintf(name, sizeof name, "%s", tb->name);
+  else loom__live_thread_name(tb->tid, name, sizeof name);
+  loom__thread_label(label, sizeof label, tb->tid, name, h->img);
+  uint32_t track;
+  if (loom__trace_track(t, h->pid, tb->tid, label, LOOM_DEVICE_HOST, &track)) return -1;
+  open_range *ranges = NULL, *ops = NULL;
+  size_t nr = 0, cr = 0, no = 0, co = 0;
+  open_range step = {.ts = 0};
+  int step_open = 0, rc = 0;
+  uint64_t over = atomic_load(&tb->overwritten);
+  hr_cursor k = {.c = tb->head, .stop = atomic_load_explicit(&tb->pos, memory_order_acquire),
+                 .skip = over && tb->head ? tb->head->skip : 0};
+  if (!k.stop) k.c = NULL; /* a chunk may be linked with nothing published in it */
+  int first = 1;
+  h->ring_over += over;
+  for (loom__hrec *r; rc == 0 && (r = hr_next(&k));) {
+    if (first && over) { /* where this ring's kept part begins */
+      int64_t ts0 = loom__timeline_convert(&h->s->tl, h->dom, r->ts);
+      if (ts0 > h->ring_start) h->ring_start = ts0;
+    }
+    first = 0;
+    if (r->type == LOOM__HR_RAW) { /* its ts holds raw bytes */
+      rc = raw_record(h, &k, r, no ? &ops[no - 1] : NULL);
+      continue;
+    }
+    int64_t ts = loom__timeline_convert(&h->s->tl, h->dom, r->ts);
+    open_range o = {.ts = ts};
+    switch (r->type) {
+    case LOOM__HR_PUSH:
+      o.name = name_of(&h->nm, r->name, r->flags);
+      rc = LOOM__PUSH(ranges, nr, cr, o);
+      break;
+    case LOOM__HR_POP:
+      rc = pop_into(h, ranges, &nr, track, LOOM_KIND_USER_RANGE, h->c_user, ts, over != 0);
+      break;
+    case LOOM__HR_OP_BEGIN:
+      o.name = name_of(&h->nm, r->name, r->flags);
+      o.ext = r->a;
+      o.args_off = (uint32_t)h->npargs;
+      rc = LOOM__PUSH(ops, no, co, o);
+      break;
+    case LOOM__HR_ARG: { /* belongs to the op that began just before */
+      if (!no) break;
+      /* keys and string values are interned ids: resolved once per trace */
+      loom__targ a = {.key = name_of(&h->nm, r->name, LOOM__HR_F_ID), .type = (uint8_t)r->spare};
+      if (a.type == LOOM_ARG_STRING) a.v.s = name_of(&h->nm, r->a, LOOM__HR_F_ID);
+      else memcpy(&a.v, &r->a, sizeof r->a);
+      rc = LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, a);
+      if (rc == 0) ops[no - 1].nargs++;
+      break;
+    }
+    case LOOM__HR_OP_END:
+      rc = pop_into(h, ops, &no, track, LOOM_KIND_CPU_OP, h->c_op, ts, over != 0);
+      break;
+    case LOOM__HR_INSTANT:
+      rc = add_point(h, track, LOOM_KIND_INSTANT, LOOM__PH_INSTANT, h->c_instant,
+                     name_of(&h->nm, r->name, r->flags), ts);
+      rc = rc < 0 ? rc : 0;
+      break;
+    case LOOM__HR_COUNTER: {
+      uint32_t nmid = name_of(&h->nm, r->name, r->flags);
+      rc = add_point(h, track, LOOM_KIND_COUNTER, LOOM__PH_COUNTER, h->c_counter, nmid, ts);
+      loom__targ a = {.key = nmid, .type = LOOM_ARG_DOUBLE};
+      memcpy(&a.v.d, &r->a, sizeof a.v.d);
+      if (rc == 0) rc = loom__trace_add_arg(t, &a);
+      rc = rc < 0 ? rc : 0;
+      break;
+    }
+    case LOOM__HR_STEP: {
+      if (step_open) rc = add_range(h, track, LOOM_KIND_USER_RANGE, h->c_user, &step, ts, 0);
+      step_open = 0;
+      if (r->flags & LOOM__HR_F_STEP_END) break;
+      char sn[48];
+      snprintf(sn, sizeof sn, "ProfilerStep#%llu", (unsigned long long)r->a);
+      step = (open_range){.ts = ts, .name = loom__trace_str(t, sn)};
+      step_open = 1;
+      break;
+    }
+    case LOOM__HR_BEGIN:
+    case LOOM__HR_END: {
+      async_mark m = {ts, r->a, r->type == LOOM__HR_BEGIN ? name_of(&h->nm, r->name, r->flags) : 0,
+                      track, r->type == LOOM__HR_END, over != 0};
+      rc = LOOM__PUSH(h->marks, h->nmarks, h->cap_marks, m);
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  /* Ranges still open at stop end there, flagged. */
+  while (rc == 0 && nr) rc = add_range(h, track, LOOM_KIND_USER_RANGE, h->c_user, &ranges[--nr], t->end_ns, 1);
+  while (rc == 0 && no) rc = add_range(h, track, LOOM_KIND_CPU_OP, h->c_op, &ops[--no], t->end_ns, 1);
+  if (rc == 0 && step_open) rc = add_range(h, track, LOOM_KIND_USER_RANGE, h->c_user, &step, t->end_ns, 1);
+  uint64_t dropped = atomic_load(&tb->dropped);
+  if (rc == 0 && dropped) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "loom: %llu records dropped (memory cap)", (unsigned long long)dropped);
+    rc = add_point(h, track, LOOM_KIND_MARKER, LOOM__PH_INSTANT, h->c_marker,
+                   loom__trace_str(t, msg), t->end_ns);
+    if (rc == 0) rc = loom__trace_add_arg_int(t, "dropped", (int64_t)dropped);
+    rc = rc < 0 ? rc : 0;
+    t->dropped += dropped;
+    loom__collect_warn(h->s, "thread %d: %llu host records dropped: the memory "
+                       "cap (memory_cap=%llu bytes%s) was reached", (int)tb->tid,
+                       (unsigned long long)dropped, (unsigned long long)h->s->cap_bytes,
+                       h->s->cap_bytes == LOOM__DEFAULT_MEMORY_CAP ? ", the default" : "");
+  }
+  free(ranges);
+  free(ops);
+  return rc;
+}
+
+static int cmp_mark(const void *pa, const void *pb) {
+  const async_mark *a = pa, *b = pb;
+  if (a->id != b->id) return a->id < b->id ? -1 : 1;
+  if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+  return a->is_end - b->is_end;
+}
+
+/* Matches begin/end pairs by id (they may be on different threads). */
+static int host_async(host_ctx *h) {
+  if (h->nmarks) qsort(h->marks, h->nmarks, sizeof *h->marks, cmp_mark);
+  int rc = 0;
+  for (size_t i = 0; i < h->nmarks && rc == 0; i++) {
+    async_mark *b = &h->marks[i];
+    if (b->is_end) {
+      if (b->cut) h->ring_cut++;
+      else h->unmatched++;
+      continue;
+    }
+    int64_t end = h->t->end_ns;
+    int closed = i + 1 < h->nmarks && h->marks[i + 1].id == b->id && h->marks[i + 1].is_end;
+    if (closed) end = h->marks[++i].ts;
+    loom__ev e = {.ts = b->ts, .dur = end - b->ts, .correlation = b->id,
+                  .name = b->name, .cat = h->c_user, .track = b->track,
+                  .kind = LOOM_KIND_USER_RANGE, .ph = LOOM__PH_ASYNC,
+                  .flags = closed ? 0 : LOOM__EV_UNCLOSED};
+    rc = loom__trace_add_ev(h->t, &e);
+    if (rc == 0 && !closed) rc = loom__trace_add_arg_int(h->t, "unclosed", 1);
+  }
+  return rc;
+}
+
+int loom__collect_host(loom_session *s, loom_trace *t, loom__rec_image *img, loom__ring_info *ri) {
+  host_ctx h = {.s = s, .t = t, .nm = {t, {0}, img}, .dom = img->dom, .pid = img->pid, .img = img};
+  h.c_user = loom__trace_str(t, "user_annotation");
+  h.c_op = loom__trace_str(t, "cpu_op");
+  h.c_instant = loom__trace_str(t, "cpu_instant_event");
+  h.c_marker = loom__trace_str(t, "marker");
+  h.c_counter = loom__trace_str(t, "counter");
+  size_t n = img->nthreads;
+  loom__tbuf **th = NULL;
+  loom__ring_copy *cp = NULL;
+  if (img->dump) cp = loom__hostrec_ring_copy(&n);
+  else th = img->dead ? img->threads : loom__hostrec_threads(&n);
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) rc = host_thread(&h, cp ? &cp[i].view : th[i]);
+  if (rc == 0) rc = host_async(&h);
+  for (size_t i = 0; cp && i < n; i++) free(cp[i].chunk);
+  free(cp);
+  ri->host_over = h.ring_over;
+  ri->host_cut = h.ring_cut;
+  ri->start = h.ring_start;
+  if (h.unmatched)
+    loom__collect_warn(s, "%llu range ends without a matching begin were ignored",
+                       (unsigned long long)h.unmatched);
+  if (!img->dead) free(th);
+  free(h.marks);
+  free(h.pargs);
+  free(h.raws);
+  free(h.raw_bytes);
+  free(h.raw_args);
+  free(h.fmt_buf);
+  loom__map_free(&h.raw_by_hash);
+  if (h.raw_bad)
+    loom__collect_warn(s, "%llu raw op arguments were cut short and dropped",
+                       (unsigned long long)h.raw_bad);
+  loom__map_free(&h.nm.cache);
+  if (!img->dead && !img->dump) loom__hostrec_release();
+  return rc;
+}
