@@ -16,8 +16,9 @@
  * JSON text marked as such (loom__targ.json), so writers emit them as JSON.
  *
  * This file: the input (mapped or gzip, on one thread or two) and the model
- * finished after parsing; yajl's callbacks are in read_json_cb.c, values and
- * events in read_json_events.c, their shared state in read_json.h.
+ * finished after parsing; yajl's callbacks (and the parsing of numbers and
+ * times) are in read_json_cb.c, strings, bad values and events in
+ * read_json_events.c, their shared state in read_json.h.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /*
  * read_json.h - the JSON reader's state, shared by read_json.c (input,
- * finishing the model), read_json_events.c (values, events) and
- * read_json_cb.c (yajl's callbacks).
+ * finishing the model), read_json_events.c (strings, bad values, events)
+ * and read_json_cb.c (yajl's callbacks, numbers and times).
  */
 #ifndef LOOM_READ_JSON_H
 #define LOOM_READ_JSON_H
