@@ -234,12 +234,38 @@ static int numeric_series(const loom_trace *t, const loom__ev *e) {
   return n;
 }
 
+/* Whether two of e's series have one key (each series is a track: the
+ * reader could not tell them apart). */
+static int repeats_key(const loom_trace *t, const loom__ev *e) {
+  const loom__targ *a = &t->args[e->args_off];
+  if (e->nargs <= 32) {
+    for (uint16_t i = 1; i < e->nargs; i++)
+      for (uint16_t k = 0; k < i; k++)
+        if (a[i].key == a[k].key) return 1;
+    return 0;
+  }
+  loom__map seen = {0};
+  int rep = 0;
+  for (uint16_t i = 0; i < e->nargs && !rep; i++) {
+    rep = loom__map_get(&seen, (uint64_t)a[i].key + 1) != NULL;
+    if (!rep && loom__map_put(&seen, (uint64_t)a[i].key + 1, 1)) rep = 1; /* out of memory: the safe way */
+  }
+  loom__map_free(&seen);
+  return rep;
+}
+
 /* Perfetto's counters hold numbers only: a counter event with a string
  * series or with no value at all is written as an instant on its thread
  * with every argument, marked "loom_counter" so readers make it a counter
- * again. */
-static int counter_as_series(const loom_trace *t, const loom__ev *e) {
-  return e->nargs > 0 && numeric_series(t, e) == e->nargs;
+ * again.  So is one whose series repeat a key, and one that follows a
+ * counter event written as series at the same time on the same thread
+ * with the same name and category: the reader joins such series into one
+ * event (a counter's values at one time come as one packet per series). */
+static int counter_as_series(const writer *w, const loom__ev *e) {
+  const loom_trace *t = w->t;
+  if (!e->nargs || numeric_series(t, e) != e->nargs || repeats_key(t, e)) return 0;
+  const loom__ev *p = w->last_series ? &t->ev[w->last_series - 1] : NULL;
+  return !p || p->track != e->track || p->ts != e->ts || p->name != e->name || p->cat != e->cat;
 }
 
 /* A counter event: one packet per series value, on its thread's lane,
@@ -365,6 +391,7 @@ static void write_one(writer *w, uint32_t ev) {
   const loom_trace *t = w->t;
   const loom__ev *e = &t->ev[ev];
   uint32_t site = e->kind == LOOM_KIND_SAMPLE ? loom__pfw_perf_sample_site(w, e, ev) : 0;
+  if (site || e->ph == LOOM__PH_ASYNC) w->last_series = 0; /* an event between: nothing to join */
   if (site) {
     loom__pfw_write_perf_sample(w, e, site);
     return;
@@ -378,10 +405,12 @@ static void write_one(writer *w, uint32_t ev) {
   lane *L = lane_of(w, e->track, 0);
   if (!L) return;
   lane_pop(w, L, e->ts);
-  if (e->ph == LOOM__PH_COUNTER && counter_as_series(t, e)) {
+  if (e->ph == LOOM__PH_COUNTER && counter_as_series(w, e)) {
     write_counter(w, L, e);
+    w->last_series = (size_t)ev + 1;
     return;
   }
+  w->last_series = 0;
   if (e->ph != LOOM__PH_COMPLETE) {
     write_event(w, L, ev, E_POINT, 0);
     return;

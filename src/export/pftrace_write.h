@@ -113,6 +113,7 @@ typedef struct writer {
   uint32_t iid_json;            /* id of "loom_json" (which arguments are JSON) */
   uint64_t dropped_overlap;
   uint64_t laned;               /* slices put on a track of overlapping slices */
+  size_t last_series;           /* 1 + the last event written, when a counter's series */
   pb pkt, te, tmp, interned, names;
   int oom;
   uint64_t *flow_id;   /* each flow's id in the file, when ids repeat (pf_flow_ids) */

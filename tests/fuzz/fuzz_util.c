@@ -87,9 +87,9 @@ long loom_fuzz_count(const char *path) {
 /* Events as a pftrace holds them, counted the same way on both sides: a
  * counter event of numbers only is one value per series (Perfetto's
  * counters are numbers, one track a series; the reader joins the series of
- * one time back into one event, so two events of one counter at one time may
- * come back as one: the values, not the events, are what must be kept); a
- * counter with a string series or no value is one marked instant. */
+ * one time back into one event); a counter with a string series or no
+ * value, whose series repeat a key, or that the reader would join to the
+ * one before is one marked instant (fuzz_merge checks exact event counts). */
 static size_t pftrace_events(const loom_trace *t) {
   size_t n = 0;
   for (size_t i = 0; i < t->nev; i++) {
