@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -341,11 +342,25 @@ long long tp_errors(const char *trace) {
                        "severity in ('error','data_loss')");
 }
 
+/* A name no earlier run left behind either: the pid alone repeats once
+ * pids wrap, and a test that failed (or was killed) may have left its
+ * files; a name that exists is skipped. */
 void tmp_path(char *buf, size_t n, const char *suffix) {
   static atomic_int seq;
+  static atomic_uint nonce;
+  if (!atomic_load(&nonce)) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned v = (unsigned)ts.tv_nsec ^ (unsigned)ts.tv_sec * 2654435761u;
+    unsigned zero = 0;
+    atomic_compare_exchange_strong(&nonce, &zero, v ? v : 1);
+  }
   const char *d = getenv("TMPDIR");
-  snprintf(buf, n, "%s/loomtest-%d-%d%s", d && *d ? d : "/tmp", (int)getpid(),
-           atomic_fetch_add(&seq, 1), suffix);
+  struct stat sb;
+  do {
+    snprintf(buf, n, "%s/loomtest-%d-%x-%d%s", d && *d ? d : "/tmp", (int)getpid(),
+             atomic_load(&nonce), atomic_fetch_add(&seq, 1), suffix);
+  } while (lstat(buf, &sb) == 0);
 }
 
 char *read_file(const char *path, size_t *len) {

@@ -78,7 +78,8 @@ long long tp_errors(const char *trace);
 /* 1 when trace_processor is set up (LOOM_TP_DIR), else skips the test. */
 void tp_require(void);
 
-/* A temporary file path (in $TMPDIR or /tmp) ending with suffix. */
+/* A temporary file path (in $TMPDIR or /tmp) ending with suffix, naming
+ * nothing that exists. */
 void tmp_path(char *buf, size_t n, const char *suffix);
 /* Whole file into a heap string (NULL on failure). */
 char *read_file(const char *path, size_t *len);
