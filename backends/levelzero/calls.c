@@ -173,39 +173,23 @@ PRO(ContextDestroy, context_destroy) {
 }
 EPI(ContextDestroy, context_destroy) { UNUSED; if (!busy) emit_call("zeContextDestroy", LOOM_KIND_RUNTIME, 0); }
 
-PRO(CommandQueueCreate, command_queue_create) { UNUSED; if (!busy) cur.t0 = raw_now(); }
-EPI(CommandQueueCreate, command_queue_create) {
-  UNUSED;
-  if (busy) return;
-  if (r == ZE_RESULT_SUCCESS) {
-    pthread_mutex_lock(&mu);
-    add_obj(**params->pphCommandQueue, OBJ_QUEUE, *params->phDevice, *params->phContext);
-    pthread_mutex_unlock(&mu);
+/* Creation of a queue or list: the object remembered, and the call's record. */
+#define CREATED(n, p, handle, type)                                            \
+  PRO(n, p) { UNUSED; if (!busy) cur.t0 = raw_now(); }                        \
+  EPI(n, p) {                                                                 \
+    UNUSED;                                                                   \
+    if (busy) return;                                                         \
+    if (r == ZE_RESULT_SUCCESS) {                                             \
+      pthread_mutex_lock(&mu);                                                \
+      add_obj(**params->handle, type, *params->phDevice, *params->phContext); \
+      pthread_mutex_unlock(&mu);                                              \
+    }                                                                         \
+    emit_call("ze" #n, LOOM_KIND_RUNTIME, 0);                                 \
   }
-  emit_call("zeCommandQueueCreate", LOOM_KIND_RUNTIME, 0);
-}
-PRO(CommandListCreate, command_list_create) { UNUSED; if (!busy) cur.t0 = raw_now(); }
-EPI(CommandListCreate, command_list_create) {
-  UNUSED;
-  if (busy) return;
-  if (r == ZE_RESULT_SUCCESS) {
-    pthread_mutex_lock(&mu);
-    add_obj(**params->pphCommandList, OBJ_LIST, *params->phDevice, *params->phContext);
-    pthread_mutex_unlock(&mu);
-  }
-  emit_call("zeCommandListCreate", LOOM_KIND_RUNTIME, 0);
-}
-PRO(CommandListCreateImmediate, command_list_create_immediate) { UNUSED; if (!busy) cur.t0 = raw_now(); }
-EPI(CommandListCreateImmediate, command_list_create_immediate) {
-  UNUSED;
-  if (busy) return;
-  if (r == ZE_RESULT_SUCCESS) {
-    pthread_mutex_lock(&mu);
-    add_obj(**params->pphCommandList, OBJ_IMM, *params->phDevice, *params->phContext);
-    pthread_mutex_unlock(&mu);
-  }
-  emit_call("zeCommandListCreateImmediate", LOOM_KIND_RUNTIME, 0);
-}
+CREATED(CommandQueueCreate, command_queue_create, pphCommandQueue, OBJ_QUEUE)
+CREATED(CommandListCreate, command_list_create, pphCommandList, OBJ_LIST)
+CREATED(CommandListCreateImmediate, command_list_create_immediate, pphCommandList, OBJ_IMM)
+#undef CREATED
 
 /* Reset / destroy of a list: read what completed, give back its events. */
 static void list_forget(ze_command_list_handle_t l, int destroy) {

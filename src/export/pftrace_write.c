@@ -261,10 +261,9 @@ static int repeats_key(const loom_trace *t, const loom__ev *e) {
  * counter event written as series at the same time on the same thread
  * with the same name and category: the reader joins such series into one
  * event (a counter's values at one time come as one packet per series). */
-static int counter_as_series(const writer *w, const loom__ev *e) {
-  const loom_trace *t = w->t;
+static int counter_as_series(const loom_trace *t, const loom__ev *e, size_t last_series) {
   if (!e->nargs || numeric_series(t, e) != e->nargs || repeats_key(t, e)) return 0;
-  const loom__ev *p = w->last_series ? &t->ev[w->last_series - 1] : NULL;
+  const loom__ev *p = last_series ? &t->ev[last_series - 1] : NULL;
   return !p || p->track != e->track || p->ts != e->ts || p->name != e->name || p->cat != e->cat;
 }
 
@@ -390,8 +389,9 @@ static int lane_push(lane *L, uint32_t ev, int64_t end) {
 static void write_one(writer *w, uint32_t ev) {
   const loom_trace *t = w->t;
   const loom__ev *e = &t->ev[ev];
+  size_t last_series = w->last_series;
+  w->last_series = 0; /* set again below when this one is a counter's series */
   uint32_t site = e->kind == LOOM_KIND_SAMPLE ? loom__pfw_perf_sample_site(w, e, ev) : 0;
-  if (site || e->ph == LOOM__PH_ASYNC) w->last_series = 0; /* an event between: nothing to join */
   if (site) {
     loom__pfw_write_perf_sample(w, e, site);
     return;
@@ -405,12 +405,11 @@ static void write_one(writer *w, uint32_t ev) {
   lane *L = lane_of(w, e->track, 0);
   if (!L) return;
   lane_pop(w, L, e->ts);
-  if (e->ph == LOOM__PH_COUNTER && counter_as_series(w, e)) {
+  if (e->ph == LOOM__PH_COUNTER && counter_as_series(t, e, last_series)) {
     write_counter(w, L, e);
     w->last_series = (size_t)ev + 1;
     return;
   }
-  w->last_series = 0;
   if (e->ph != LOOM__PH_COMPLETE) {
     write_event(w, L, ev, E_POINT, 0);
     return;
