@@ -201,6 +201,9 @@ static void packet(rd *r, pbr m) {
     } else {
       r->ts = (int64_t)ts;
     }
+    /* clamped before and after streaming's base is taken off: both within
+     * the limits, their difference fits in 64 bits */
+    if (r->ts < PF_TIME_MIN || r->ts > PF_TIME_MAX) time_out_of_range(r);
     if (r->sink) r->ts = stream_time(r, r->ts);
     if (r->ts < PF_TIME_MIN || r->ts > PF_TIME_MAX) time_out_of_range(r);
   }
