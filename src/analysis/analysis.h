@@ -48,6 +48,9 @@ typedef struct loom__esort loom__esort;
 /* budget: bytes of records kept in memory before a run is spilled. */
 loom__esort *loom__esort_new(const loom__strtab *strs, size_t budget);
 int loom__esort_add(loom__esort *s, const loom__arec *r);
+/* The names records are ordered by from now on: the same ids in another
+ * table (a streaming read's mirror is gone after the read, export/pipe.h). */
+void loom__esort_names(loom__esort *s, const loom__strtab *strs);
 /* Ends input; then loom__esort_next yields records in time order. */
 int loom__esort_finish(loom__esort *s);
 const loom__arec *loom__esort_next(loom__esort *s);

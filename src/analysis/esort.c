@@ -188,6 +188,8 @@ static int write_ordered(FILE *f, const loom__arec *r, const skey *order, size_t
   return rc;
 }
 
+void loom__esort_names(loom__esort *s, const loom__strtab *strs) { s->strs = strs; }
+
 loom__esort *loom__esort_new(const loom__strtab *strs, size_t budget) {
   loom__esort *s = calloc(1, sizeof *s);
   if (!s) return NULL;

@@ -14,6 +14,7 @@
 
 #include "core/core.h"
 #include "export/input.h"
+#include "export/pipe.h"
 #include "trace/trace.h"
 
 const uint8_t *loom__input_map(gzFile f, const char *path, size_t *len, uint64_t *size) {
@@ -44,6 +45,30 @@ void loom__input_drop(const uint8_t *map, uint64_t *dropped, uint64_t offset) {
   *dropped = upto;
 }
 
+typedef loom_status (*reader_fn)(const char *path, const loom__sink *sink, const loom__flow_sink *flows,
+                                 loom_trace **out);
+
+/* A streaming read whose sink allows it: the sinks run on a thread of their
+ * own (pipe.h) while the file is read, when it is big enough to be worth
+ * it.  Perfetto files only: a big JSON file is already parsed on a thread
+ * of its own (json_tape.h), and a third thread on two CPUs made `loom
+ * report` slower, not faster (docs/report.md, "Speed"). */
+static loom_status read_with(reader_fn rd, const char *path, const loom__sink *sink,
+                             const loom__flow_sink *flows, loom_trace **out) {
+  struct stat sb;
+  loom__pipe *p = NULL;
+  if (sink && sink->threaded && stat(path, &sb) == 0 && (uint64_t)sb.st_size >= loom__pipe_min)
+    p = loom__pipe_new(sink, flows);
+  if (!p) return rd(path, sink, flows, out);
+  loom_status st = rd(path, loom__pipe_sink(p), loom__pipe_flows(p), out);
+  if (loom__pipe_end(p, st == LOOM_OK ? *out : NULL) != 0 && st == LOOM_OK) {
+    loom_trace_free(*out);
+    *out = NULL;
+    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  }
+  return st;
+}
+
 static loom_status load(const char *path, const loom__sink *sink, const loom__flow_sink *flows,
                         loom_trace **out) {
   loom__clear_error();
@@ -63,12 +88,12 @@ static loom_status load(const char *path, const loom__sink *sink, const loom__fl
   int binary = 0, i = 0;
   for (int k = 0; k < n && !binary; k++)
     binary = head[k] < 0x20 && head[k] != '\n' && head[k] != '\r' && head[k] != '\t';
-  if (head[0] == 0x0a && binary) return loom__read_pftrace(path, sink, flows, out);
+  if (head[0] == 0x0a && binary) return read_with(loom__read_pftrace, path, sink, flows, out);
   while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t' ||
                    head[i] == 0xEF || head[i] == 0xBB || head[i] == 0xBF))
     i++;
   if (i < n && (head[i] == '{' || head[i] == '[')) return loom__read_json(path, sink, flows, out);
-  if (head[0] == 0x0a) return loom__read_pftrace(path, sink, flows, out);
+  if (head[0] == 0x0a) return read_with(loom__read_pftrace, path, sink, flows, out);
   return loom__fail(LOOM_EFORMAT, "%s: not a trace loom can read (expected Chrome "
                     "JSON, gzip-compressed JSON or Perfetto protobuf) at byte offset 0", path);
 }

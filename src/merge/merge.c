@@ -134,7 +134,7 @@ static loom_status read_input(reading *r, loom__minput *in, uint32_t i, int last
   r->sync_name = r->k_off = r->k_rtt = 0;
   r->strs_seen = 0;
   if (r->smap) memset(r->smap, 0, r->cap_smap * sizeof *r->smap);
-  loom__sink sink = {on_event, r};
+  loom__sink sink = {on_event, r, 0};
   loom__flow_sink fs = {on_flow, r};
   loom_status st = loom__trace_stream_flows(in->path, &sink, &fs, &in->t);
   if (r->failed) return loom__fail(LOOM_EIO, "%s", r->err);

@@ -278,6 +278,11 @@ loom_status loom__read_pftrace(const char *path, const struct loom__sink *sink,
 typedef struct loom__sink {
   int (*event)(void *ctx, const loom_trace *t, const loom__ev *e, const loom__targ *args);
   void *ctx;
+  /* Non-zero: the sink may run on a thread of its own while the file is
+   * read (export/pipe.h), given a mirror of the trace (strings, processes,
+   * tracks, metadata) instead of the reader's; it then keeps no pointer
+   * into t past the read, and its flow sink runs on that thread too. */
+  int threaded;
 } loom__sink;
 /* Flow ends of a streaming read (loom__trace_stream_flows), each as read,
  * before the events it binds to reach the event sink (readers flush in
