@@ -94,6 +94,7 @@ typedef struct qstate { /* a device queue */
 } qstate;
 
 typedef struct launch {
+  uint64_t corr;    /* its correlation id; 0 once forgotten (a free slot) */
   int64_t ts, dur;
   uint32_t stack;   /* enclosing user range names (stacks[]) */
   int32_t step;     /* index in rep->steps or -1 */
@@ -146,7 +147,8 @@ typedef struct an {
   uint32_t *free_ls;
   size_t nfree, cap_free;
   loom__map inflight;     /* correlation -> launch index + 1 */
-  struct lq { uint64_t corr; int64_t ts; } *lq; /* launches as they came (time order) */
+  struct lq { uint64_t corr; int64_t ts; uint32_t idx; } *lq; /* launches as they came
+                                                                 (time order), their slots in ls */
   size_t lq_head, nlq, cap_lq;
   uint32_t *stk;          /* stack lists: [len, names...] */
   size_t nstk, cap_stk;

@@ -105,10 +105,12 @@ static uint32_t stack_id(an *a, const hstate *h) {
 }
 
 /* The known launch of an entry of a->lq, or NULL when the entry is stale
- * (its correlation was pruned, or came again later: a later entry stands). */
-static uint64_t *lq_live(an *a, const struct lq *q) {
-  uint64_t *li = loom__map_get(&a->inflight, q->corr);
-  return li && a->ls[*li - 1].ts == q->ts ? li : NULL;
+ * (its correlation was pruned, or came again later: a later entry stands).
+ * Its slot tells, without a lookup: a slot forgotten or taken by another id
+ * has another correlation, and a later call with the same id another time. */
+static launch *lq_live(an *a, const struct lq *q) {
+  launch *l = &a->ls[q->idx];
+  return l->corr == q->corr && l->ts == q->ts ? l : NULL;
 }
 
 /* Drops the entries before lq_head and the stale ones once they are most of
@@ -133,12 +135,12 @@ static void prune_launches(an *a, int64_t now) {
   while (a->inflight.n > LAUNCH_PRUNE_AT / 2 && horizon > 1000) {
     for (; a->lq_head < a->nlq; a->lq_head++) {
       const struct lq *q = &a->lq[a->lq_head];
-      uint64_t *li = lq_live(a, q);
-      if (!li) continue;
+      launch *l = lq_live(a, q);
+      if (!l) continue;
       if (q->ts >= now - horizon) break;
-      uint32_t idx = (uint32_t)(*li - 1);
+      l->corr = 0; /* forgotten: every entry of it is stale */
       loom__map_del(&a->inflight, q->corr);
-      if (LOOM__PUSH(a->free_ls, a->nfree, a->cap_free, idx)) a->oom = 1;
+      if (LOOM__PUSH(a->free_ls, a->nfree, a->cap_free, q->idx)) a->oom = 1;
     }
     horizon /= 2;
   }
@@ -172,28 +174,36 @@ void loom__an_host_event(an *a, const loom__arec *r) {
     const loom__rstep *s = &rep->steps[a->cur_step];
     if (r->ts >= s->ts && r->ts < s->ts + s->dur) step = a->cur_step;
   }
-  launch l = {r->ts, r->dur, stack_id(a, h), step, (uint8_t)loom__an_is_launch_call(r, nf),
+  launch l = {r->corr, r->ts, r->dur, stack_id(a, h), step, (uint8_t)loom__an_is_launch_call(r, nf),
               (uint8_t)(!(r->role & ROLE_MASK) || loom__an_is_launch_call(r, nf)),
               (uint8_t)((r->role & LOOM_RECORD_F_MEMORY) != 0),
               (uint8_t)(r->kind == LOOM_KIND_RUNTIME || r->kind == LOOM_KIND_DRIVER)};
-  uint64_t *old = loom__map_get(&a->inflight, r->corr);
-  if (old) { /* the same id again: it stands for the later call */
-    int moved = a->ls[*old - 1].ts != l.ts;
-    a->ls[*old - 1] = l;
-    if (moved && LOOM__PUSH(a->lq, a->nlq, a->cap_lq, ((struct lq){r->corr, r->ts}))) a->oom = 1;
-    lq_compact(a);
-    return;
-  }
-  if (LOOM__PUSH(a->lq, a->nlq, a->cap_lq, ((struct lq){r->corr, r->ts}))) {
+  int added;
+  uint64_t *slot = loom__map_slot(&a->inflight, r->corr, &added);
+  if (!slot) {
     a->oom = 1;
     return;
   }
-  uint32_t idx;
+  uint32_t idx = (uint32_t)(*slot - 1);
+  if (!added) { /* the same id again: it stands for the later call */
+    int moved = a->ls[idx].ts != l.ts;
+    a->ls[idx] = l;
+    if (moved && LOOM__PUSH(a->lq, a->nlq, a->cap_lq, ((struct lq){r->corr, r->ts, idx}))) a->oom = 1;
+    lq_compact(a);
+    return;
+  }
   if (a->nfree) idx = a->free_ls[--a->nfree];
-  else if (LOOM__PUSH(a->ls, a->nls, a->cap_ls, l)) { a->oom = 1; return; }
-  else idx = (uint32_t)a->nls - 1;
+  else if (LOOM__PUSH(a->ls, a->nls, a->cap_ls, l)) {
+    loom__map_del(&a->inflight, r->corr); /* no slot for it */
+    a->oom = 1;
+    return;
+  } else idx = (uint32_t)a->nls - 1;
   a->ls[idx] = l;
-  if (loom__map_put(&a->inflight, r->corr, idx + 1)) a->oom = 1;
+  *slot = idx + 1;
+  if (LOOM__PUSH(a->lq, a->nlq, a->cap_lq, ((struct lq){r->corr, r->ts, idx}))) {
+    a->oom = 1;
+    return;
+  }
   if (a->inflight.n > LAUNCH_PRUNE_AT) prune_launches(a, r->ts);
   lq_compact(a);
 }

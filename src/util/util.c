@@ -176,21 +176,29 @@ static int map_resize(loom__map *m, size_t ncap) {
   return 0;
 }
 
-int loom__map_put(loom__map *m, uint64_t key, uint64_t val) {
+uint64_t *loom__map_slot(loom__map *m, uint64_t key, int *added) {
+  *added = 0;
   if (!key) { /* 0 marks empty slots: kept apart */
-    m->has_zero = 1;
-    m->zero_val = val;
-    return 0;
+    if (!m->has_zero) m->has_zero = 1, m->zero_val = 0, *added = 1;
+    return &m->zero_val;
   }
-  if ((m->n + 1) * 2 > m->cap && map_resize(m, m->cap ? m->cap * 2 : 64) != 0)
-    return -1;
+  if ((m->n + 1) * 2 > m->cap && map_resize(m, m->cap ? m->cap * 2 : 64) != 0) return NULL;
   size_t j = loom__hash_u64(key) & (m->cap - 1);
   while (m->keys[j] && m->keys[j] != key) j = (j + 1) & (m->cap - 1);
   if (!m->keys[j]) {
     m->keys[j] = key;
+    m->vals[j] = 0;
     m->n++;
+    *added = 1;
   }
-  m->vals[j] = val;
+  return &m->vals[j];
+}
+
+int loom__map_put(loom__map *m, uint64_t key, uint64_t val) {
+  int added;
+  uint64_t *v = loom__map_slot(m, key, &added);
+  if (!v) return -1;
+  *v = val;
   return 0;
 }
 

@@ -103,6 +103,10 @@ void loom__map_free(loom__map *m);
 int loom__map_put(loom__map *m, uint64_t key, uint64_t val);
 /* Returns a pointer to the value of key or NULL. */
 uint64_t *loom__map_get(const loom__map *m, uint64_t key);
+/* The value of key, added with value 0 when missing (then *added is 1):
+ * one probe where a get and a put take two.  NULL on allocation failure.
+ * The pointer is valid until the next put, slot or del. */
+uint64_t *loom__map_slot(loom__map *m, uint64_t key, int *added);
 /* Removes key; returns 1 when it was there, else 0.  Pointers from
  * loom__map_get are invalid afterwards. */
 int loom__map_del(loom__map *m, uint64_t key);
