@@ -22,6 +22,7 @@
 #endif
 
 #include "arena.h"
+#include "hostrec_int.h"
 #include "core/trigger.h"
 #include "record.h"
 #include "util/util.h"
@@ -35,13 +36,14 @@
 
 /* ---- shared state -------------------------------------------------------- */
 static atomic_int rec_on;            /* the one branch of an idle call */
-static atomic_uint epoch;            /* session number */
+atomic_uint loom__hr_epoch;          /* session number (hostrec_int.h) */
 static atomic_uint_fast64_t bytes_used;
 static atomic_uint_fast64_t chunk_bytes = 256 * 1024, cap_bytes;
 static atomic_uint_fast64_t step_no;
 /* Ring mode (constant through a session); live: threads recording now, for
  * each one's share of the budget; dump_active: a copy is under way. */
-static atomic_int ring_on, dump_active;
+static atomic_int ring_on;
+atomic_int loom__hr_dump_active; /* hostrec_int.h */
 static atomic_uint ring_live;
 /* rec_on is REC_WATCH while ring mode watches a named range (slow_range) */
 enum { REC_WATCH = 2 };
@@ -51,8 +53,8 @@ static atomic_uint watch_id;
  * steps: only loom_step and loom_step_mark read it, never the hot path. */
 static atomic_int step_watch;
 
-static pthread_mutex_t list_mu = PTHREAD_MUTEX_INITIALIZER;
-static loom__tbuf *threads;
+pthread_mutex_t loom__hr_list_mu = PTHREAD_MUTEX_INITIALIZER; /* hostrec_int.h */
+loom__tbuf *loom__hr_threads;
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
@@ -133,7 +135,7 @@ static void tbuf_free(loom__tbuf *t) {
 
 static void thread_exit(void *p) {
   loom__tbuf *t = p;
-  if (t->epoch == atomic_load(&epoch)) atomic_fetch_sub(&ring_live, 1);
+  if (t->epoch == atomic_load(&loom__hr_epoch)) atomic_fetch_sub(&ring_live, 1);
   pthread_getname_np(pthread_self(), t->name, sizeof t->name);
   atomic_store_explicit(&t->exited, 1, memory_order_release);
   tls_buf = NULL;
@@ -171,17 +173,17 @@ static loom__tbuf *acquire(void) {
     pthread_getname_np(pthread_self(), t->name, sizeof t->name);
     pthread_once(&key_once, make_key);
     pthread_setspecific(exit_key, t);
-    pthread_mutex_lock(&list_mu);
-    t->next = threads;
-    threads = t;
-    pthread_mutex_unlock(&list_mu);
+    pthread_mutex_lock(&loom__hr_list_mu);
+    t->next = loom__hr_threads;
+    loom__hr_threads = t;
+    pthread_mutex_unlock(&loom__hr_list_mu);
     tls_buf = t;
     pthread_mutex_lock(&t->mu);
   } else {
     pthread_mutex_lock(&t->mu);
     free_chunks(t);
   }
-  t->epoch = atomic_load_explicit(&epoch, memory_order_relaxed);
+  t->epoch = atomic_load_explicit(&loom__hr_epoch, memory_order_relaxed);
   t->nchunks = 0;
   atomic_store_explicit(&t->dropped, 0, memory_order_relaxed);
   atomic_store_explicit(&t->overwritten, 0, memory_order_relaxed);
@@ -230,7 +232,7 @@ static loom__chunk *ring_take(loom__tbuf *t) {
   uint64_t share = cap / bytes / (live ? live : 1);
   if (share < 2) share = 2;
   loom__chunk *c = NULL;
-  if (t->nchunks < 2 || atomic_load(&dump_active)) return alloc_chunk(1);
+  if (t->nchunks < 2 || atomic_load(&loom__hr_dump_active)) return alloc_chunk(1);
   if (t->nchunks < share && (c = alloc_chunk(0))) return c;
   for (;;) {
     c = t->head;
@@ -280,7 +282,7 @@ static loom__hrec *grow(loom__tbuf *t) {
 
 static inline loom__hrec *reserve(loom__tbuf **tp) {
   loom__tbuf *t = tls_buf;
-  if (LOOM__UNLIKELY(!t || t->epoch != atomic_load_explicit(&epoch, memory_order_relaxed))) {
+  if (LOOM__UNLIKELY(!t || t->epoch != atomic_load_explicit(&loom__hr_epoch, memory_order_relaxed))) {
     t = acquire();
     if (!t) return NULL;
   }
@@ -319,7 +321,7 @@ static inline void put(uint16_t type, uint16_t flags, uint64_t name, uint64_t a)
 /* The calling thread's buffer for this session (NULL: none can be had). */
 static inline loom__tbuf *cur_buf(void) {
   loom__tbuf *t = tls_buf;
-  if (LOOM__UNLIKELY(!t || t->epoch != atomic_load_explicit(&epoch, memory_order_relaxed)))
+  if (LOOM__UNLIKELY(!t || t->epoch != atomic_load_explicit(&loom__hr_epoch, memory_order_relaxed)))
     t = acquire();
   return t;
 }
@@ -333,7 +335,7 @@ void loom__hostrec_resume(uint64_t chunk, uint64_t cap) {
   atomic_store(&chunk_bytes, chunk ? chunk : 256 * 1024);
   atomic_store(&cap_bytes, cap);
   atomic_store(&ring_live, 0);
-  loom__arena_epoch(atomic_fetch_add(&epoch, 1) + 1);
+  loom__arena_epoch(atomic_fetch_add(&loom__hr_epoch, 1) + 1);
   atomic_store(&rec_on, atomic_load(&ring_on) && atomic_load(&watch_name) ? REC_WATCH : 1);
 }
 
@@ -352,113 +354,9 @@ void loom__hostrec_set_ring(int on) { atomic_store(&ring_on, on); }
 
 uint64_t loom__hostrec_now(void) { return now(); }
 
-/* The chunks to copy of t, oldest first, up to the one pos is in (t->mu
- * held; the records are read after it is released). */
-static size_t snap_list(loom__tbuf *t, loom__chunk ***list, loom__hrec **pos) {
-  size_t n = 0, cap = 0;
-  *list = NULL;
-  *pos = atomic_load_explicit(&t->pos, memory_order_acquire);
-  if (!*pos) return 0; /* a first chunk may be linked, nothing in it published */
-  for (loom__chunk *c = t->head; c; c = c->next) {
-    if (LOOM__PUSH(*list, n, cap, c) != 0) break;
-    if (*pos >= c->recs && *pos <= c->recs + c->cap) break; /* the current one */
-  }
-  return n;
-}
-
-/* 1: t holds no records of session ep (nothing copied). */
-static int copy_one(loom__tbuf *t, unsigned ep, loom__ring_copy *out) {
-  loom__chunk **list;
-  loom__hrec *pos;
-  pthread_mutex_lock(&t->mu);
-  if (t->epoch != ep) { /* set by its owner under mu */
-    pthread_mutex_unlock(&t->mu);
-    return 1;
-  }
-  size_t n = snap_list(t, &list, &pos);
-  uint64_t over = atomic_load_explicit(&t->overwritten, memory_order_relaxed);
-  pthread_mutex_unlock(&t->mu);
-  /* The records before pos were published by its release store; the owner
-   * writes only past it, and recycles nothing while dump_active is set. */
-  size_t total = 0;
-  for (size_t i = 0; i < n; i++) {
-    loom__chunk *c = list[i];
-    size_t from = i == 0 && over ? c->skip : 0;
-    size_t to = pos >= c->recs && pos <= c->recs + c->cap ? (size_t)(pos - c->recs) : c->cap;
-    total += to > from ? to - from : 0;
-  }
-  loom__chunk *dst = malloc(sizeof *dst + (total ? total : 1) * sizeof(loom__hrec));
-  if (!dst) {
-    free(list);
-    return -1;
-  }
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++) {
-    loom__chunk *c = list[i];
-    size_t from = i == 0 && over ? c->skip : 0;
-    size_t to = pos >= c->recs && pos <= c->recs + c->cap ? (size_t)(pos - c->recs) : c->cap;
-    if (to > from) memcpy(dst->recs + k, c->recs + from, (to - from) * sizeof(loom__hrec));
-    k += to > from ? to - from : 0;
-  }
-  free(list);
-  dst->next = NULL;
-  dst->cap = (uint32_t)total;
-  dst->skip = 0;
-  memset(&out->view, 0, sizeof out->view);
-  out->chunk = dst;
-  out->view.head = out->view.tail = dst;
-  atomic_store_explicit(&out->view.pos, dst->recs + total, memory_order_relaxed);
-  out->view.epoch = t->epoch;
-  out->view.tid = t->tid;
-  int exited = atomic_load_explicit(&t->exited, memory_order_acquire);
-  atomic_store_explicit(&out->view.exited, exited, memory_order_relaxed);
-  if (exited) memcpy(out->view.name, t->name, sizeof t->name); /* else read live */
-  atomic_store_explicit(&out->view.dropped, atomic_load(&t->dropped), memory_order_relaxed);
-  atomic_store_explicit(&out->view.overwritten, over, memory_order_relaxed);
-  return 0;
-}
-
-loom__ring_copy *loom__hostrec_ring_copy(size_t *n) {
-  *n = 0;
-  unsigned ep = atomic_load(&epoch);
-  size_t nt = 0, cap = 0;
-  loom__tbuf **th = NULL;
-  pthread_mutex_lock(&list_mu);
-  for (loom__tbuf *t = threads; t; t = t->next)
-    if (LOOM__PUSH(th, nt, cap, t) != 0) break;
-  pthread_mutex_unlock(&list_mu);
-  loom__ring_copy *out = nt ? calloc(nt, sizeof *out) : NULL;
-  if (!out) {
-    free(th);
-    return NULL;
-  }
-  /* Set before any list is read: an owner then sees it under t->mu, after
-   * our snapshot of its list, and recycles nothing we copy. */
-  atomic_fetch_add(&dump_active, 1);
-  size_t k = 0;
-  for (size_t i = 0; i < nt; i++)
-    if (copy_one(th[i], ep, &out[k]) == 0) k++;
-  atomic_fetch_sub(&dump_active, 1);
-  free(th);
-  *n = k;
-  return out;
-}
-
-loom__tbuf **loom__hostrec_threads(size_t *n) {
-  unsigned ep = atomic_load(&epoch);
-  pthread_mutex_lock(&list_mu);
-  size_t cnt = 0, cap = 0;
-  loom__tbuf **arr = NULL;
-  for (loom__tbuf *t = threads; t; t = t->next)
-    if (t->epoch == ep && LOOM__PUSH(arr, cnt, cap, t) != 0) break;
-  pthread_mutex_unlock(&list_mu);
-  *n = cnt;
-  return arr;
-}
-
 void loom__hostrec_release(void) {
-  pthread_mutex_lock(&list_mu);
-  for (loom__tbuf **pp = &threads; *pp;) {
+  pthread_mutex_lock(&loom__hr_list_mu);
+  for (loom__tbuf **pp = &loom__hr_threads; *pp;) {
     loom__tbuf *t = *pp;
     if (atomic_load_explicit(&t->exited, memory_order_acquire)) {
       *pp = t->next;
@@ -469,7 +367,7 @@ void loom__hostrec_release(void) {
       pp = &t->next;
     }
   }
-  pthread_mutex_unlock(&list_mu);
+  pthread_mutex_unlock(&loom__hr_list_mu);
 }
 
 void loom__hostrec_set_hooks(const loom__ext_hook *const *h, size_t n) {
@@ -490,9 +388,9 @@ static inline const loom__ext_hook *hook(int i) {
 static void fork_child(void) {
   atomic_store(&rec_on, 0);
   atomic_store(&step_watch, 0);
-  atomic_fetch_add(&epoch, 1);
-  threads = NULL;
-  pthread_mutex_init(&list_mu, NULL);
+  atomic_fetch_add(&loom__hr_epoch, 1);
+  loom__hr_threads = NULL;
+  pthread_mutex_init(&loom__hr_list_mu, NULL);
   tls_buf = NULL;
   atomic_store(&bytes_used, 0);
   atomic_store(&nhooks, 0);
@@ -813,7 +711,7 @@ void loom_op_end(void) {
 
 uint64_t loom_op_current(void) {
   if (IDLE() || !op_depth || !tls_buf ||
-      tls_buf->epoch != atomic_load_explicit(&epoch, memory_order_relaxed))
+      tls_buf->epoch != atomic_load_explicit(&loom__hr_epoch, memory_order_relaxed))
     return 0;
   return op_depth <= OP_STACK ? op_stack[op_depth - 1] : 0;
 }
@@ -828,56 +726,6 @@ void loom_counter(const char *name, double value) {
   uint64_t bits;
   memcpy(&bits, &value, sizeof bits);
   put(LOOM__HR_COUNTER, 0, (uint64_t)(uintptr_t)name, bits);
-}
-
-/* ---- thread names (loom_thread_name) --------------------------------------- */
-static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
-static loom__map names; /* OS thread id -> interned name */
-/* Under loom record each name also has a loom__akv in the arena (for a
- * salvage): thread id -> its address, in the arena of process names_pid. */
-static loom__map names_arena;
-static int32_t names_pid;
-
-/* Writes tid's name (id; 0: removed) to the arena (names_mu held). */
-static void name_to_arena(uint64_t tid, uint32_t id) {
-  const char *s = id ? loom__intern_get(id) : NULL;
-  void *obj = loom__arena_kv(LOOM__AKV_THREAD, tid, "", s);
-  uint64_t *old = loom__map_get(&names_arena, tid);
-  if (old && *old && loom__arena_owns((void *)(uintptr_t)*old))
-    loom__arena_free((void *)(uintptr_t)*old);
-  (void)loom__map_put(&names_arena, tid, (uint64_t)(uintptr_t)obj);
-}
-
-void loom__thread_names_mirror(void) {
-  int32_t pid = loom__arena_pid();
-  pthread_mutex_lock(&names_mu);
-  if (pid && pid != names_pid) { /* a new arena (this process's first, or a child's) */
-    loom__map_free(&names_arena);
-    names_pid = pid;
-    for (size_t i = 0; i < names.cap; i++)
-      if (names.keys[i] && names.vals[i]) name_to_arena(names.keys[i], (uint32_t)names.vals[i]);
-  }
-  pthread_mutex_unlock(&names_mu);
-}
-
-void loom_thread_name(uint64_t tid, const char *name) {
-  if (!tid) tid = loom__tid();
-  uint32_t id = name && *name ? loom__intern(name, SIZE_MAX) : 0;
-  pthread_mutex_lock(&names_mu);
-  /* 0: removed (out of memory: the old name or none stays) */
-  if (id || loom__map_get(&names, tid)) {
-    (void)loom__map_put(&names, tid, id);
-    if (names_pid && names_pid == loom__arena_pid()) name_to_arena(tid, id);
-  }
-  pthread_mutex_unlock(&names_mu);
-}
-
-uint32_t loom__thread_name(uint64_t tid) {
-  pthread_mutex_lock(&names_mu);
-  uint64_t *v = loom__map_get(&names, tid);
-  uint32_t id = v ? (uint32_t)*v : 0;
-  pthread_mutex_unlock(&names_mu);
-  return id;
 }
 
 /* A window that ends at a step boundary (trigger.c) closes the step in
@@ -916,8 +764,8 @@ void loom_step_mark(uint64_t step) {
 void loom__hostrec_forked(void) {
   atomic_store(&rec_on, 0);
   atomic_store(&step_watch, 0);
-  pthread_mutex_init(&list_mu, NULL);
-  threads = NULL;
+  pthread_mutex_init(&loom__hr_list_mu, NULL);
+  loom__hr_threads = NULL;
   atomic_store(&bytes_used, 0);
   atomic_store(&nhooks, 0);
   for (int i = 0; i < LOOM__MAX_HOOKS; i++) atomic_store(&hooks[i], NULL);
@@ -926,5 +774,5 @@ void loom__hostrec_forked(void) {
   tls_dead = 0;
   tls_tid = 0;
   op_depth = 0;
-  pthread_mutex_init(&names_mu, NULL);
+  loom__thread_names_forked();
 }
