@@ -355,6 +355,50 @@ static void test_counters_kept_apart(void **state) {
   unlink(pf);
 }
 
+/* An event with 300 arguments keeps every one, in order, through every
+ * format (both readers once kept the first 64 and dropped the rest without
+ * a word). */
+static void test_many_arguments(void **state) {
+  (void)state;
+  enum { N = 300 };
+  char *text = malloc(N * 24 + 256), *p = text;
+  assert_non_null(text);
+  p += sprintf(p, "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"big\",\"cat\":\"cpu_op\",\"pid\":1,"
+                  "\"tid\":1,\"ts\":1,\"dur\":2,\"args\":{");
+  for (int i = 0; i < N; i++) p += sprintf(p, "%s\"a%d\":%d", i ? "," : "", i, i * 7);
+  p += sprintf(p, ",\"s\":\"last\"}}]}");
+  char json[256], other[256];
+  tmp_path(json, sizeof json, ".json");
+  write_bytes(json, text, (size_t)(p - text));
+  free(text);
+  static const char *const ext[] = {".json", ".json.gz", ".pftrace", ".pftrace.gz"};
+  for (size_t k = 0; k < 4; k++) {
+    loom_trace *a = ts_load(json);
+    tmp_path(other, sizeof other, ext[k]);
+    assert_int_equal(loom_trace_save(a, other), LOOM_OK);
+    loom_trace *b = ts_load(other);
+    char back[256];
+    tmp_path(back, sizeof back, ".json");
+    assert_int_equal(loom_trace_save(b, back), LOOM_OK);
+    char *out = read_file(back, NULL);
+    const char *at = out;
+    for (int i = 0; i <= N; i++) {
+      char want[32];
+      if (i < N) snprintf(want, sizeof want, "\"a%d\":%d", i, i * 7);
+      else snprintf(want, sizeof want, "\"s\":\"last\"");
+      const char *f = strstr(at, want);
+      if (!f) fail_msg("%s: argument %d (%s) lost or out of order", ext[k], i, want);
+      at = f + strlen(want);
+    }
+    free(out);
+    loom_trace_free(a);
+    loom_trace_free(b);
+    unlink(other);
+    unlink(back);
+  }
+  unlink(json);
+}
+
 static int leftovers(const char *dir, const char *prefix) {
   DIR *d = opendir(dir);
   int n = 0;
@@ -400,6 +444,7 @@ int main(void) {
       cmocka_unit_test(test_corrupt_inputs),
       cmocka_unit_test(test_format_detection),
       cmocka_unit_test(test_counters_kept_apart),
+      cmocka_unit_test(test_many_arguments),
       cmocka_unit_test(test_full_disk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

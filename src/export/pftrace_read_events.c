@@ -334,8 +334,8 @@ void loom__pfr_track_event(rd *r, pbr m) {
   int w;
   uint64_t v;
   pbr sub;
-  pbr ann[64];
-  int nann = 0;
+  pbr ann[64], whole = m;
+  int nann = 0, more = 0; /* more: annotations past the 64 kept here */
   while (rd_field(&m, &f, &w, &v, &sub)) {
     if (f == PF_TE_TYPE && w == PB_VARINT) x.type = v;
     else if (f == PF_TE_TRACK_UUID && w == PB_VARINT) x.uuid = v;
@@ -350,7 +350,10 @@ void loom__pfr_track_event(rd *r, pbr m) {
     else if (is_flow(f, w, 0) && x.nout < PF_EVENT_FLOWS) x.flows_out[x.nout++] = v;
     else if (is_flow(f, w, 1) && x.nin < PF_EVENT_FLOWS) x.flows_in[x.nin++] = v;
     else if (is_flow(f, w, 0) || is_flow(f, w, 1)) r->flows_over++;
-    else if (f == PF_TE_DEBUG_ANNOTATIONS && w == PB_LEN && nann < 64) ann[nann++] = sub;
+    else if (f == PF_TE_DEBUG_ANNOTATIONS && w == PB_LEN) {
+      if (nann < 64) ann[nann++] = sub;
+      else more = 1;
+    }
   }
   trk *own;
   trk *k = event_track(r, x.uuid, &own);
@@ -402,6 +405,8 @@ void loom__pfr_track_event(rd *r, pbr m) {
   if (loom__trace_add_ev(t, &e)) { r->oom = 1; return; }
   loom__ev *added = &t->ev[t->nev - 1];
   for (int i = 0; i < nann; i++) annotation(r, ann[i], added);
+  for (int i = 0; more && rd_field(&whole, &f, &w, &v, &sub);) /* the rest, read again */
+    if (f == PF_TE_DEBUG_ANNOTATIONS && w == PB_LEN && i++ >= 64) annotation(r, sub, added);
   added->kind = (uint8_t)loom__kind_of_marks((loom_kind)added->kind, LOOM__EV_ROLE_OF(added),
                                              added->ph == LOOM__PH_INSTANT);
   if (added->ph == LOOM__PH_COUNTER) { /* an instant marked loom_counter */

@@ -110,6 +110,7 @@ static int finish(reader *r) {
 }
 
 static void reader_free(reader *r) {
+  free(r->ev_args);
   free(r->cap);
   free(r->bs);
   free(r->as);

@@ -43,8 +43,7 @@ typedef struct cur_ev {
   int bp_e, global;
   uint64_t correlation, external_id;
   unsigned roles;       /* from "loom_role": LOOM_RECORD_F_* */
-  loom__targ args[64];
-  size_t nargs;
+  size_t nargs;         /* in the reader's ev_args */
 } cur_ev;
 
 enum { AT_TOP, AT_EVENTS, AT_EVENT, AT_ARGS, AT_DEVPROPS, AT_DEVICE, AT_WARNINGS, AT_SKIP };
@@ -63,6 +62,8 @@ typedef struct reader {
   char key[256];      /* last map key */
   char top_key[256];  /* key of the current top-level value */
   cur_ev ev;
+  loom__targ *ev_args;    /* the current event's arguments (any number) */
+  size_t cap_ev_args;
   /* JSON text of a nested argument value being captured */
   char *cap;
   size_t ncap, capcap;
@@ -101,7 +102,7 @@ typedef struct reader {
 static inline int loom__rj_capturing(const reader *r) { return r->cap_depth > 0; }
 
 static inline void loom__rj_add_arg(reader *r, loom__targ a) {
-  if (r->ev.nargs < sizeof r->ev.args / sizeof r->ev.args[0]) r->ev.args[r->ev.nargs++] = a;
+  if (LOOM__PUSH(r->ev_args, r->ev.nargs, r->cap_ev_args, a)) r->oom = 1;
 }
 
 uint32_t loom__rj_str_n(reader *r, const unsigned char *s, size_t n);

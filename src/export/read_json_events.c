@@ -96,14 +96,14 @@ void loom__rj_mark_device(reader *r, int64_t pid) {
 static int push_event(reader *r, const loom__ev *e) {
   if (loom__trace_add_ev(r->t, e) != 0) return -1;
   for (size_t i = 0; i < r->ev.nargs; i++)
-    if (loom__trace_add_arg(r->t, &r->ev.args[i]) != 0) return -1;
+    if (loom__trace_add_arg(r->t, &r->ev_args[i]) != 0) return -1;
   return 0;
 }
 
 static void metadata_event(reader *r) {
   cur_ev *c = &r->ev;
   const char *what = loom__trace_cstr(r->t, c->name);
-  loom__targ *v = c->nargs ? &c->args[0] : NULL;
+  loom__targ *v = c->nargs ? &r->ev_args[0] : NULL;
   if (!v) return;
   if (!strcmp(what, "process_name") || !strcmp(what, "process_labels") ||
       !strcmp(what, "process_sort_index")) {
