@@ -396,6 +396,27 @@ static void test_many_arguments(void **state) {
     unlink(other);
     unlink(back);
   }
+  /* past what an event holds (65535): the rest left out, counted, warned */
+  enum { HUGE = 70000 };
+  text = malloc(HUGE * 24 + 256), p = text;
+  assert_non_null(text);
+  p += sprintf(p, "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"huge\",\"pid\":1,\"tid\":1,\"ts\":1,"
+                  "\"dur\":2,\"args\":{");
+  for (int i = 0; i < HUGE; i++) p += sprintf(p, "%s\"k%d\":%d", i ? "," : "", i, i);
+  p += sprintf(p, "}}]}");
+  write_bytes(json, text, (size_t)(p - text));
+  free(text);
+  loom_trace *h = ts_load(json);
+  assert_true(ts_warned(h, "4465 arguments past 65535 on one event", "k65535"));
+  tmp_path(other, sizeof other, ".pftrace");
+  assert_int_equal(loom_trace_save(h, other), LOOM_OK);
+  loom_trace *h2 = ts_load(other);
+  /* the 65535 kept all came back: no warning but the one carried over */
+  assert_int_equal(loom_trace_warning_count(h2), loom_trace_warning_count(h));
+  assert_true(ts_saved_contains(h2, "\"k65534\":65534}"));
+  loom_trace_free(h);
+  loom_trace_free(h2);
+  unlink(other);
   unlink(json);
 }
 

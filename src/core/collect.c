@@ -399,6 +399,7 @@ loom_status loom__collect_image(loom_session *s, loom__rec_image *img, loom_trac
     rc = loom__trace_add_warning(t, s->warn.v[i]);
   pthread_mutex_unlock(&s->warn.mu);
   for (size_t i = 0; i < own.n && rc == 0; i++) rc = loom__trace_add_warning(t, own.v[i]);
+  if (rc == 0) rc = loom__trace_bad_warnings(t, "the session"); /* arguments past the limit */
   dump_warn = NULL;
   loom__msgs_free(&own);
   if (rc == 0) rc = loom__trace_process(t);

@@ -102,7 +102,12 @@ typedef struct reader {
 static inline int loom__rj_capturing(const reader *r) { return r->cap_depth > 0; }
 
 static inline void loom__rj_add_arg(reader *r, loom__targ a) {
-  if (LOOM__PUSH(r->ev_args, r->ev.nargs, r->cap_ev_args, a)) r->oom = 1;
+  if (r->ev.nargs == UINT16_MAX) { /* what an event can hold: the rest counted, not kept */
+    const char *key = loom__trace_cstr(r->t, a.key);
+    loom__trace_bad(r->t, LOOM__BAD_MANY_ARGS, "argument", key, strlen(key), NULL);
+  } else if (LOOM__PUSH(r->ev_args, r->ev.nargs, r->cap_ev_args, a)) {
+    r->oom = 1;
+  }
 }
 
 uint32_t loom__rj_str_n(reader *r, const unsigned char *s, size_t n);

@@ -112,7 +112,13 @@ int loom__trace_add_ev(loom_trace *t, const loom__ev *ev) {
 }
 
 int loom__trace_add_arg(loom_trace *t, const loom__targ *a) {
-  if (!t->nev || t->ev[t->nev - 1].nargs == UINT16_MAX) return -1;
+  if (!t->nev) return -1;
+  if (t->ev[t->nev - 1].nargs == UINT16_MAX) {
+    const char *key = loom__trace_cstr(t, a->key);
+    loom__trace_bad(t, LOOM__BAD_MANY_ARGS, "argument", key, strlen(key),
+                    loom__trace_cstr(t, t->ev[t->nev - 1].name));
+    return 0;
+  }
   if (LOOM__PUSH(t->args, t->nargs, t->cap_args, *a) != 0) return -1;
   t->ev[t->nev - 1].nargs++;
   return 0;
@@ -168,7 +174,8 @@ static const char *const bad_names[LOOM__BAD_COUNT_][2] = {
     {"infinite or NaN numbers", "times kept at the nearest limit (NaN: 0), arguments as their text"},
     {"negative durations", "kept with duration 0"},
     {"times that overflow 64-bit nanoseconds", "clamped to +-3e18 ns"},
-    {"times that are not numbers", "kept as 0"}};
+    {"times that are not numbers", "kept as 0"},
+    {"arguments past 65535 on one event", "left out"}};
 
 const char *loom__bad_name(int kind) { return kind >= 0 && kind < LOOM__BAD_COUNT_ ? bad_names[kind][0] : ""; }
 const char *loom__bad_kept(int kind) { return kind >= 0 && kind < LOOM__BAD_COUNT_ ? bad_names[kind][1] : ""; }

@@ -127,6 +127,7 @@ enum {
   LOOM__BAD_NEG_DUR,    /* negative duration: kept as 0 */
   LOOM__BAD_TIME_RANGE, /* time beyond +-LOOM__TIME_LIMIT ns: clamped there */
   LOOM__BAD_NOT_NUMBER, /* a time that is not a number: kept as 0 */
+  LOOM__BAD_MANY_ARGS,  /* arguments past 65535 on one event: left out */
   LOOM__BAD_COUNT_
 };
 /* The largest time (ts, dur, base) a reader keeps, in ns (year 2065 as an
@@ -208,6 +209,8 @@ int loom__trace_track(loom_trace *t, int64_t pid, int64_t tid,
  * add.  Arguments follow with loom__trace_add_arg (they attach to the last
  * event). */
 int loom__trace_add_ev(loom_trace *t, const loom__ev *ev);
+/* An event keeps at most 65535 arguments: one past them is left out and
+ * counted as a bad value (LOOM__BAD_MANY_ARGS), not an error. */
 int loom__trace_add_arg(loom_trace *t, const loom__targ *a);
 int loom__trace_add_arg_int(loom_trace *t, const char *key, int64_t v);
 int loom__trace_add_arg_str(loom_trace *t, const char *key, const char *v);
