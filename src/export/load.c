@@ -52,7 +52,7 @@ typedef loom_status (*reader_fn)(const char *path, const loom__sink *sink, const
  * own (pipe.h) while the file is read, when it is big enough to be worth
  * it.  Perfetto files only: a big JSON file is already parsed on a thread
  * of its own (json_tape.h), and a third thread on two CPUs made `loom
- * report` slower, not faster (docs/report.md, "Speed"). */
+ * report` slower, not faster (docs/report.md, "How it works"). */
 static loom_status read_with(reader_fn rd, const char *path, const loom__sink *sink,
                              const loom__flow_sink *flows, loom_trace **out) {
   struct stat sb;

@@ -102,10 +102,9 @@ typedef struct reader {
 static inline int loom__rj_capturing(const reader *r) { return r->cap_depth > 0; }
 
 static inline void loom__rj_add_arg(reader *r, loom__targ a) {
-  if (r->ev.nargs == UINT16_MAX) { /* what an event can hold: the rest counted, not kept */
-    const char *key = loom__trace_cstr(r->t, a.key);
-    loom__trace_bad(r->t, LOOM__BAD_MANY_ARGS, "argument", key, strlen(key), NULL);
-  } else if (LOOM__PUSH(r->ev_args, r->ev.nargs, r->cap_ev_args, a)) {
+  if (r->ev.nargs == UINT16_MAX) /* what an event can hold: the rest counted, not kept */
+    loom__trace_arg_past_limit(r->t, a.key, 0);
+  else if (LOOM__PUSH(r->ev_args, r->ev.nargs, r->cap_ev_args, a)) {
     r->oom = 1;
   }
 }

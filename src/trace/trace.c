@@ -111,12 +111,15 @@ int loom__trace_add_ev(loom_trace *t, const loom__ev *ev) {
   return LOOM__PUSH(t->ev, t->nev, t->cap_ev, e);
 }
 
+void loom__trace_arg_past_limit(loom_trace *t, uint32_t key, uint32_t name) {
+  const char *k = loom__trace_cstr(t, key);
+  loom__trace_bad(t, LOOM__BAD_MANY_ARGS, "argument", k, strlen(k), name ? loom__trace_cstr(t, name) : NULL);
+}
+
 int loom__trace_add_arg(loom_trace *t, const loom__targ *a) {
   if (!t->nev) return -1;
   if (t->ev[t->nev - 1].nargs == UINT16_MAX) {
-    const char *key = loom__trace_cstr(t, a->key);
-    loom__trace_bad(t, LOOM__BAD_MANY_ARGS, "argument", key, strlen(key),
-                    loom__trace_cstr(t, t->ev[t->nev - 1].name));
+    loom__trace_arg_past_limit(t, a->key, t->ev[t->nev - 1].name);
     return 0;
   }
   if (LOOM__PUSH(t->args, t->nargs, t->cap_args, *a) != 0) return -1;

@@ -212,6 +212,9 @@ int loom__trace_add_ev(loom_trace *t, const loom__ev *ev);
 /* An event keeps at most 65535 arguments: one past them is left out and
  * counted as a bad value (LOOM__BAD_MANY_ARGS), not an error. */
 int loom__trace_add_arg(loom_trace *t, const loom__targ *a);
+/* Counts argument key (a string id) of the event named name (0: not known
+ * yet) as one past the limit. */
+void loom__trace_arg_past_limit(loom_trace *t, uint32_t key, uint32_t name);
 int loom__trace_add_arg_int(loom_trace *t, const char *key, int64_t v);
 int loom__trace_add_arg_str(loom_trace *t, const char *key, const char *v);
 int loom__trace_add_meta(loom_trace *t, const char *key, const char *value);
