@@ -412,6 +412,39 @@ static void test_old_launches_forgotten(void **state) {
   unlink(path);
 }
 
+/* Device time goes to every user range a launch runs in, however deep the
+ * nesting: 100 distinct names, each inside the one before, around one
+ * launch of a 10 us kernel; the same name twice on the stack counts once. */
+static void test_deep_user_ranges(void **state) {
+  (void)state;
+  char path[512];
+  FILE *f = open_trace(path, sizeof path);
+  for (int i = 0; i < 100; i++)
+    fprintf(f, "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"r%d\",\"pid\":1,\"tid\":1,"
+               "\"ts\":%d,\"dur\":%d},\n", i, 1000 + i, 1000 - 2 * i);
+  fprintf(f, "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"r7\",\"pid\":1,\"tid\":1,"
+             "\"ts\":1450,\"dur\":100},\n");
+  fprintf(f, "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
+             "\"tid\":1,\"ts\":1500,\"dur\":1,\"args\":{\"correlation\":1}},\n");
+  fprintf(f, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1505,"
+             "\"dur\":10,\"args\":{\"correlation\":1}}\n");
+  close_trace(f);
+  char *text = report_text(path, 0, 0);
+  yajl_val r = parse(text);
+  yajl_val ranges = at(r, "host", "user_ranges", "top", NULL);
+  for (int i = 0; i < 100; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "r%d", i);
+    yajl_val g = row(ranges, "name", name);
+    if (NUM(g, "device_time_ns") != 10000 || NUM(g, "device_work") != 1)
+      fail_msg("%s: device time %g ns, %g works (10000, 1 expected)", name, NUM(g, "device_time_ns"),
+               NUM(g, "device_work"));
+  }
+  yajl_tree_free(r);
+  free(text);
+  unlink(path);
+}
+
 /* A queue whose commands ran at once is written as lanes ("queue 1 lane 2"
  * beside "queue 1", docs/writing-a-backend.md): the report counts them as
  * one queue, busy for the union of their work.  A name that only looks
@@ -597,7 +630,7 @@ int main(void) {
       cmocka_unit_test(test_synthetic_loom_figures), cmocka_unit_test(test_synthetic_hta_last_step_out),
       cmocka_unit_test(test_synthetic_hta_all_steps), cmocka_unit_test(test_same_report_from_every_format),
       cmocka_unit_test(test_spilled_sort_same_report), cmocka_unit_test(test_percentiles_past_exact_limit),
-      cmocka_unit_test(test_old_launches_forgotten),   cmocka_unit_test(test_queue_lanes),
+      cmocka_unit_test(test_old_launches_forgotten),   cmocka_unit_test(test_deep_user_ranges),   cmocka_unit_test(test_queue_lanes),
       cmocka_unit_test(test_real_kineto_traces),
       cmocka_unit_test(test_vendor_variants),       cmocka_unit_test(test_bad_input),             cmocka_unit_test(test_html_page),
   };

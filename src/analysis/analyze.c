@@ -343,6 +343,8 @@ static void an_free(an *a) {
   free(a->lq);
   loom__map_free(&a->inflight);
   free(a->stk);
+  free(a->stk_names);
+  loom__map_free(&a->stk_seen);
   loom__map_free(&a->stk_of);
   loom__map_free(&a->hstream_of);
   loom__map_free(&a->idle_cat);

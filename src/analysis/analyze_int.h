@@ -153,6 +153,10 @@ typedef struct an {
   uint32_t *stk;          /* stack lists: [len, names...] */
   size_t nstk, cap_stk;
   loom__map stk_of;       /* hash -> offset + 1 */
+  uint32_t *stk_names;    /* scratch: the distinct names on one stack */
+  size_t cap_stk_names;
+  loom__map stk_seen;     /* scratch for deep stacks: name + 1 -> stk_gen */
+  uint64_t stk_gen;
   int32_t cur_step;
   int hta_filter;
   uset hu[8];             /* HTA's unions per class combination */

@@ -73,17 +73,48 @@ void loom__an_finalize(an *a, const frame *f) {
   n->self += dur - f->child > 0 ? dur - f->child : 0;
 }
 
-/* Interns the distinct user range names on the stack; returns its offset+1
- * in a->stk, 0 when there is none. */
-static uint32_t stack_id(an *a, const hstate *h) {
-  uint32_t names[64];
-  uint32_t n = 0;
-  for (size_t i = 0; i < h->n && n < 64; i++) {
-    if (h->st[i].kind != LOOM_KIND_USER_RANGE) continue;
-    uint32_t k = 0, nm = tally_name(a, h->st[i].name);
-    while (k < n && names[k] != nm) k++;
-    if (k == n) names[n++] = nm;
+/* Whether nm is already among names[0..n): a look along them while few,
+ * a map of the names seen this time (by generation) past 64, so that a
+ * stack thousands deep costs linear time. */
+static int stk_has(an *a, const uint32_t *names, uint32_t n, uint32_t nm, int *mapped) {
+  if (n < 64) {
+    for (uint32_t k = 0; k < n; k++)
+      if (names[k] == nm) return 1;
+    return 0;
   }
+  if (!*mapped) /* switching: the names so far into the map */
+    for (uint32_t k = 0; k < n; k++)
+      if (loom__map_put(&a->stk_seen, (uint64_t)names[k] + 1, a->stk_gen)) a->oom = 1;
+  *mapped = 1;
+  int added;
+  uint64_t *g = loom__map_slot(&a->stk_seen, (uint64_t)nm + 1, &added);
+  if (!g) {
+    a->oom = 1;
+    return 1;
+  }
+  if (!added && *g == a->stk_gen) return 1;
+  *g = a->stk_gen;
+  return 0;
+}
+
+/* Interns the distinct user range names on the stack (all of them, however
+ * deep); returns its offset+1 in a->stk, 0 when there is none. */
+static uint32_t stack_id(an *a, const hstate *h) {
+  uint32_t n = 0;
+  int mapped = 0;
+  a->stk_gen++;
+  for (size_t i = 0; i < h->n; i++) {
+    if (h->st[i].kind != LOOM_KIND_USER_RANGE) continue;
+    uint32_t nm = tally_name(a, h->st[i].name);
+    if (stk_has(a, a->stk_names, n, nm, &mapped)) continue;
+    if (n == a->cap_stk_names &&
+        loom__grow((void **)&a->stk_names, &a->cap_stk_names, (size_t)n + 1, sizeof *a->stk_names)) {
+      a->oom = 1;
+      return 0;
+    }
+    a->stk_names[n++] = nm;
+  }
+  const uint32_t *names = a->stk_names;
   if (!n) return 0;
   uint64_t hash = loom__hash_bytes(names, n * sizeof *names) | 1;
   for (;; hash++) { /* linear probing over hash values on collision */
