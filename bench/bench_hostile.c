@@ -74,7 +74,7 @@ static double run(int what, const char *path) {
   double t0 = now();
   if (what == 0) {
     size_t n = 0;
-    loom__sink sink = {count, &n, 0};
+    loom__sink sink = {.event = count, .ctx = &n};
     loom_trace *meta = NULL;
     if (loom__trace_stream(path, &sink, &meta) != LOOM_OK) goto bad;
     loom_trace_free(meta);

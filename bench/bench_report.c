@@ -139,7 +139,7 @@ static res run_child(int what, const char *path) {
     if (what == 3) _exit(yajl_only(path));
     if (what == 0) {
       size_t n = 0;
-      loom__sink sink = {count_event, &n, 0};
+      loom__sink sink = {.event = count_event, .ctx = &n};
       loom_trace *meta = NULL;
       int st = loom__trace_stream(path, &sink, &meta);
       loom_trace_free(meta);

@@ -420,6 +420,54 @@ static void test_many_arguments(void **state) {
   unlink(json);
 }
 
+/* An E's arguments join its B's (an E's value replacing the B's of the
+ * same name), as trace_processor shows them; events loom cannot read (a
+ * phase it does not read, an E or e that closes nothing, no "ph") are
+ * left out, counted in one warning that names the first; the same through
+ * a streaming read (loom report). */
+static void test_end_arguments_and_left_out(void **state) {
+  (void)state;
+  static const char text[] =
+      "{\"traceEvents\":["
+      "{\"ph\":\"B\",\"name\":\"outer\",\"pid\":1,\"tid\":1,\"ts\":10,\"args\":{\"a\":1,\"k\":5}},"
+      "{\"ph\":\"B\",\"name\":\"inner\",\"pid\":1,\"tid\":1,\"ts\":11},"
+      "{\"ph\":\"n\",\"name\":\"odd one\",\"id\":1,\"pid\":1,\"tid\":1,\"ts\":12},"
+      "{\"ph\":\"E\",\"pid\":1,\"tid\":1,\"ts\":13,\"args\":{\"ret\":\"ok\"}},"
+      "{\"ph\":\"E\",\"pid\":1,\"tid\":1,\"ts\":14,\"args\":{\"b\":2,\"k\":6}},"
+      "{\"ph\":\"E\",\"pid\":1,\"tid\":2,\"ts\":15},"
+      "{\"ph\":\"e\",\"name\":\"x\",\"cat\":\"c\",\"id\":7,\"pid\":1,\"tid\":1,\"ts\":16},"
+      "{\"name\":\"no phase\",\"pid\":1,\"tid\":1,\"ts\":17}]}";
+  char json[256], back[256];
+  tmp_path(json, sizeof json, ".json");
+  tmp_path(back, sizeof back, ".json");
+  write_bytes(json, text, sizeof text - 1);
+  loom_trace *t = ts_load(json);
+  assert_int_equal(loom_trace_event_count(t), 2);
+  assert_true(ts_warned(t, "2 events of a phase loom does not read", "ph = n on pid 1 tid 1 (event \"odd one\")"));
+  assert_true(ts_warned(t, "2 ends that close nothing", "ph = E on pid 1 tid 2"));
+  assert_true(ts_saved_contains(t, "\"args\":{\"a\":1,\"k\":6,\"b\":2}"));
+  assert_true(ts_saved_contains(t, "\"args\":{\"ret\":\"ok\"}"));
+  loom_trace_free(t);
+  /* a streaming read says it too */
+  loom_report_options o = {.struct_size = sizeof o};
+  loom_report *r = NULL;
+  assert_int_equal(loom_report_open(json, &o, &r), LOOM_OK);
+  assert_int_equal(loom_report_write(r, LOOM_REPORT_JSON, back), LOOM_OK);
+  loom_report_free(r);
+  char *out = read_file(back, NULL);
+  if (!strstr(out, "{\"kind\":\"events of a phase loom does not read\",\"count\":2,") ||
+      !strstr(out, "{\"kind\":\"ends that close nothing"))
+    fail_msg("the report does not say what was left out:\n%s", out);
+  free(out);
+  tp_require();
+  char v[64];
+  tp_str(json, "select group_concat(a.key || '=' || a.display_value, ',') from slice s join args a using(arg_set_id) "
+               "where s.name = 'outer'", v, sizeof v);
+  assert_string_equal(v, "args.a=1,args.k=6,args.b=2");
+  unlink(json);
+  unlink(back);
+}
+
 static int leftovers(const char *dir, const char *prefix) {
   DIR *d = opendir(dir);
   int n = 0;
@@ -465,7 +513,7 @@ int main(void) {
       cmocka_unit_test(test_corrupt_inputs),
       cmocka_unit_test(test_format_detection),
       cmocka_unit_test(test_counters_kept_apart),
-      cmocka_unit_test(test_many_arguments),
+      cmocka_unit_test(test_many_arguments), cmocka_unit_test(test_end_arguments_and_left_out),
       cmocka_unit_test(test_full_disk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -179,6 +179,57 @@ static void test_kineto(void **state) {
                                "and name != 'slice_drop_overlapping_complete_event'"), 0);
 }
 
+/* Every argument of every input reaches the merged trace as a whole read
+ * keeps it: strings, nested values, true/false/null, integers past 64 bits
+ * (as their text), whether "args" comes after "ph" or before it; through
+ * JSON and .pftrace outputs alike. */
+static const char *const kept_args[] = {
+    "\"Input Dims\":[[2,3],[3,4]]", "\"Input type\":[\"float\",\"float\"]", "\"s\":\"hello\"",
+    "\"flag\":true",  "\"nil\":null", "\"big\":\"123456789012345678901234\"", "\"obj\":{\"a\":[1,{\"b\":false}]}",
+    "\"d\":2.5"};
+
+static void test_arguments_kept(void **state) {
+  (void)state;
+  const char *args = "\"Input Dims\":[[2,3],[3,4]],\"Input type\":[\"float\",\"float\"],\"s\":\"hello\","
+                     "\"flag\":true,\"nil\":null,\"big\":123456789012345678901234,"
+                     "\"obj\":{\"a\":[1,{\"b\":false}]},\"d\":2.5";
+  FILE *f[2] = {open_rank("args0.json", 0, "hostA", 10), open_rank("args1.json", 1, "hostA", 11)};
+  for (int r = 0; r < 2; r++) {
+    ev(f[r], 10 + r, "aten::mm", "cpu_op", T0 + 1000, 500, args);
+    fprintf(f[r], ",\n{\"args\":{%s},\"ph\":\"X\",\"name\":\"aten::add\",\"cat\":\"cpu_op\",\"pid\":%d,"
+                  "\"tid\":%d,\"ts\":%lld.000,\"dur\":1.000}", args, 10 + r, 10 + r, (T0 + 2000000) / 1000);
+    close_rank(f[r]);
+  }
+  char p0[512], p1[512], out[512], pf[512], back[512];
+  path_of(p0, sizeof p0, "args0.json");
+  path_of(p1, sizeof p1, "args1.json");
+  path_of(out, sizeof out, "args.json");
+  path_of(pf, sizeof pf, "args.pftrace");
+  path_of(back, sizeof back, "args_back.json");
+  const char *in[] = {p0, p1};
+  loom_merge_result r;
+  assert_int_equal(merge(in, 2, out, 0, &r), LOOM_OK);
+  assert_int_equal(r.events, 4);
+  assert_int_equal(merge(in, 2, pf, 0, &r), LOOM_OK);
+  loom_trace *t = ts_load(pf);
+  assert_int_equal(loom_trace_save(t, back), LOOM_OK);
+  loom_trace_free(t);
+  const char *outs[] = {out, back};
+  for (int o = 0; o < 2; o++) {
+    char *text = slurp(outs[o]);
+    assert_non_null(text);
+    for (size_t a = 0; a < sizeof kept_args / sizeof *kept_args; a++) {
+      size_t n = 0;
+      for (const char *q = text; (q = strstr(q, kept_args[a])); q++) n++;
+      if (n != 4) fail_msg("%s: %s on %zu events, 4 expected", outs[o], kept_args[a], n);
+    }
+    /* said once, named by its input */
+    if (!strstr(text, "args0.json: 2 integers past 64 bits") || strstr(text, "args0.json: /"))
+      fail_msg("%s: the warning of args0.json is not named once by its input", outs[o]);
+    free(text);
+  }
+}
+
 /* Rank 1 sends, on a clock 250 ms ahead that runs 50 ppm fast; its
  * clock_sync points (init and finalize, rtt 20 us, each 3 us off the
  * truth) must bring every receive after its send. */
@@ -427,7 +478,7 @@ int main(void) {
   snprintf(dir, sizeof dir, "%s/loom-merge-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_two_ranks),         cmocka_unit_test(test_kineto),
+      cmocka_unit_test(test_two_ranks),         cmocka_unit_test(test_kineto),            cmocka_unit_test(test_arguments_kept),
       cmocka_unit_test(test_clock_alignment),   cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_no_clock_relation), cmocka_unit_test(test_spill),
   };

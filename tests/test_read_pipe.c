@@ -191,7 +191,7 @@ static streamed stream(const char *path, size_t batch, size_t fail_at) {
   streamed r;
   memset(&r, 0, sizeof r);
   r.l.fail_at = fail_at;
-  loom__sink sink = {on_event, &r.l, 1};
+  loom__sink sink = {.event = on_event, .ctx = &r.l, .threaded = 1};
   loom__flow_sink flows = {on_flow, &r.l};
   r.st = loom__trace_stream_flows(path, &sink, &flows, &r.meta);
   snprintf(r.err, sizeof r.err, "%s", r.st == LOOM_OK ? "" : loom_last_error());

@@ -410,7 +410,7 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
   a.o = &o;
   a.cur_step = -1;
   a.last_step_ts = a.last_step_end = INT64_MIN;
-  loom__sink sink = {on_event, &a, 1}; /* keeps ids, not pointers: may run on a thread */
+  loom__sink sink = {.event = on_event, .ctx = &a, .threaded = 1}; /* keeps ids, not pointers: may run on a thread */
   loom__flow_sink flows = {on_flow, &a};
   loom_status st = loom__trace_stream_flows(path, &sink, &flows, &rep->meta);
   if (st == LOOM_OK && a.es) loom__esort_names(a.es, &rep->meta->strs);

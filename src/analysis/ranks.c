@@ -287,7 +287,7 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
 }
 
 loom_status loom__ranks_read(loom__ranks *k, const char *path) {
-  loom__sink sink = {on_event, k, 0};
+  loom__sink sink = {.event = on_event, .ctx = k};
   loom_trace *meta = NULL;
   loom_status st = loom__trace_stream(path, &sink, &meta);
   if (st == LOOM_OK && loom__ranks_end_input(k, meta)) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);

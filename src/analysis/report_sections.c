@@ -235,8 +235,8 @@ static void not_understood_values(const loom__report *r, loom__model *m) {
   const loom__bad *b = &r->meta->bad;
   int any = 0;
   for (int k = 0; k < LOOM__BAD_COUNT_; k++) any |= b->count[k] != 0;
-  loom__table *t = loom__model_add(m, "not_understood.values", "Not understood: values that could not be "
-                                   "kept as written", bad_cols, 4, LOOM__TF_ALL | (any ? 0 : HIDDEN));
+  loom__table *t = loom__model_add(m, "not_understood.values", "Not understood: values and events that "
+                                   "could not be kept as written", bad_cols, 4, LOOM__TF_ALL | (any ? 0 : HIDDEN));
   for (int k = 0; k < LOOM__BAD_COUNT_; k++) {
     if (!b->count[k]) continue;
     loom__table_str(t, loom__bad_name(k));

@@ -244,7 +244,7 @@ loom__pipe *loom__pipe_new(const loom__sink *sink, const loom__flow_sink *flows)
     return NULL;
   }
   p->sink = *sink;
-  p->own_sink = (loom__sink){pipe_event, p, 0};
+  p->own_sink = (loom__sink){.event = pipe_event, .ctx = p, .all_args = sink->all_args};
   if (flows) p->flows = *flows, p->has_flows = 1;
   p->own_flows = (loom__flow_sink){pipe_flow, p};
   p->sent_strs = 1; /* ids are dense from 1 */

@@ -281,6 +281,7 @@ loom_status loom__read_json(const char *path, const loom__sink *sink, const loom
   r.t = loom__trace_new();
   r.path = path;
   r.sink = sink;
+  r.lean = sink && !sink->all_args;
   r.fsink = flows;
   r.flush_at = LOOM__STREAM_BATCH;
   if (rc || !r.t) {

@@ -299,7 +299,7 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
 static int json_literal(reader *r, const char *lit, int64_t as_int) {
   if (loom__rj_capturing(r)) { loom__rj_cap_sep(r); loom__rj_cap_raw(r, lit, strlen(lit)); return 1; }
   if (r->where == AT_ARGS || r->where == AT_DEVICE || r->where == AT_TOP) {
-    if (r->sink && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') /* streaming: as before */
+    if (r->lean && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') /* streaming: as before */
       return as_int < 0 ? 1 : on_value(r, LOOM_ARG_INT, as_int, 0, 0, NULL, 0);
     r->val_json = 1;
     int rc = on_value(r, LOOM_ARG_STRING, 0, 0, loom__rj_str_n(r, (const unsigned char *)lit, strlen(lit)),
@@ -333,7 +333,7 @@ static int number_as_text(reader *r, int kind, const char *s, size_t n) {
     if (r->kcode == K_ID) return on_value(r, LOOM_ARG_INT, (int64_t)(loom__hash_bytes(u, n) | 1), 0, 0, NULL, 0);
     return 1;
   }
-  if (r->sink && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') return 1; /* as string args */
+  if (r->lean && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') return 1; /* as string args */
   return on_value(r, LOOM_ARG_STRING, 0, 0, loom__rj_str_n(r, (const unsigned char *)s, n), NULL, 0);
 }
 
@@ -380,7 +380,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   /* a sample's stack: the CPU analysis needs it, and stacks repeat */
   if (r->where == AT_ARGS && r->key_id == r->stack_key)
     return on_value(r, LOOM_ARG_STRING, 0, 0, loom__rj_str_n(r, s, n), NULL, 0);
-  if (r->sink && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') return 1;
+  if (r->lean && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') return 1;
   if (r->where == AT_EVENT && (r->kcode == K_NAME || r->kcode == K_CAT || r->kcode == K_PH))
     return on_value(r, LOOM_ARG_STRING, 0, 0, cached_str(r, s, n), NULL, 0);
   return on_value(r, LOOM_ARG_STRING, 0, 0, loom__rj_str_n(r, s, n), NULL, 0);
@@ -460,7 +460,7 @@ static void begin_container(reader *r, int is_map) {
     memset(&r->dev, 0, sizeof r->dev);
     r->dev.args_off = (uint32_t)r->t->nargs;
     r->where = AT_DEVICE;
-  } else if (r->where == AT_ARGS && r->sink) {
+  } else if (r->where == AT_ARGS && r->lean) {
     /* Streaming keeps memory flat: nested values would be interned. */
     r->skip_ret = r->where;
     r->where = AT_SKIP;

@@ -198,9 +198,46 @@ static int64_t negative_dur(reader *r, int64_t dur) {
   return 0;
 }
 
+/* An event that cannot be read: left out, counted as a bad value (the
+ * first of each kind named in the warning). */
+static void skip(reader *r, int kind) {
+  char text[80];
+  int n = r->ev.ph ? snprintf(text, sizeof text, "%c on pid %lld tid %lld", r->ev.ph, (long long)r->ev.pid,
+                              (long long)r->ev.tid)
+                   : snprintf(text, sizeof text, "(none)");
+  loom__rj_bad(r, kind, "ph", text, (size_t)n);
+}
+
+/* An E's arguments join its B's, as Chrome's viewer and trace_processor
+ * show them: the B's move to the end of the arguments with the E's after
+ * them, an E's value replacing a B's of the same name.  b is closed (never
+ * moved by a streaming flush again). */
+static void end_args(reader *r, loom__ev *b) {
+  loom_trace *t = r->t;
+  size_t off = t->nargs, nb = b->nargs, bev = (size_t)(b - t->ev);
+  for (size_t i = 0; i < nb; i++) {
+    loom__targ a = t->args[b->args_off + i]; /* by value: the push may move the array */
+    for (size_t k = 0; k < r->ev.nargs; k++)
+      if (r->ev_args[k].key == a.key) a = r->ev_args[k], r->ev_args[k].key = 0;
+    if (LOOM__PUSH(t->args, t->nargs, t->cap_args, a)) { r->oom = 1; return; }
+  }
+  for (size_t k = 0; k < r->ev.nargs; k++)
+    if (r->ev_args[k].key && LOOM__PUSH(t->args, t->nargs, t->cap_args, r->ev_args[k])) { r->oom = 1; return; }
+  size_t n = t->nargs - off;
+  if (n > UINT16_MAX) {
+    loom__trace_arg_past_limit(t, t->args[off + UINT16_MAX].key, t->ev[bev].name);
+    n = UINT16_MAX;
+  }
+  t->ev[bev].args_off = (uint32_t)off;
+  t->ev[bev].nargs = (uint16_t)n;
+}
+
 void loom__rj_end_event(reader *r) {
   cur_ev *c = &r->ev;
-  if (!c->ph) return;
+  if (!c->ph) {
+    skip(r, LOOM__BAD_PHASE);
+    return;
+  }
   if (c->ph == 'M') {
     metadata_event(r);
     return;
@@ -242,10 +279,11 @@ void loom__rj_end_event(reader *r) {
       b->flags &= (uint16_t)~LOOM__EV_OPEN;
       memmove(&r->bs[i], &r->bs[i + 1], (r->nbs - i - 1) * sizeof *r->bs);
       r->nbs--;
-      /* arguments of E are merged into B's only when B had none */
+      if (r->ev.nargs) end_args(r, b);
       return;
     }
-    return; /* E without B: dropped, as trace_processor does */
+    skip(r, LOOM__BAD_END); /* as trace_processor leaves it out */
+    return;
   case 'i':
   case 'I':
     e.ph = LOOM__PH_INSTANT;
@@ -266,6 +304,8 @@ void loom__rj_end_event(reader *r) {
         b->flags &= (uint16_t)~LOOM__EV_OPEN;
         o->ev = SIZE_MAX;
         if (++r->nas_dead > 4096 && 2 * r->nas_dead > r->nas) async_compact(r);
+      } else {
+        skip(r, LOOM__BAD_END);
       }
       return;
     }
@@ -289,7 +329,8 @@ void loom__rj_end_event(reader *r) {
     return;
   }
   default:
-    return; /* unknown phases are skipped, like trace_processor does */
+    skip(r, LOOM__BAD_PHASE); /* as trace_processor leaves them out */
+    return;
   }
   if (push_event(r, &e) != 0) r->oom = 1;
   if (r->sink && r->t->nev >= r->flush_at && loom__rj_flush(r, 0) != 0) r->oom = 1;

@@ -134,7 +134,7 @@ static loom_status read_input(reading *r, loom__minput *in, uint32_t i, int last
   r->sync_name = r->k_off = r->k_rtt = 0;
   r->strs_seen = 0;
   if (r->smap) memset(r->smap, 0, r->cap_smap * sizeof *r->smap);
-  loom__sink sink = {on_event, r, 0};
+  loom__sink sink = {.event = on_event, .ctx = r, .all_args = 1}; /* every argument: they are written out */
   loom__flow_sink fs = {on_flow, r};
   loom_status st = loom__trace_stream_flows(in->path, &sink, &fs, &in->t);
   if (r->failed) return loom__fail(LOOM_EIO, "%s", r->err);
@@ -308,8 +308,12 @@ static int copy_rest(merger *m, loom__minput *in) {
     out->tracks[in->tmap[i]].sort = tk->sort;
   }
   for (size_t i = 0; i < t->nwarnings; i++) {
+    /* named by the input it came from, once (readers name the file already) */
+    const char *w = loom__trace_cstr(t, t->warnings[i]);
+    size_t n = strlen(in->path);
+    int named = !strncmp(w, in->path, n) && w[n] == ':';
     char msg[2048];
-    snprintf(msg, sizeof msg, "%s: %s", in->path, loom__trace_cstr(t, t->warnings[i]));
+    snprintf(msg, sizeof msg, "%s%s%s", named ? "" : in->path, named ? "" : ": ", w);
     if (loom__trace_add_warning(out, msg)) return -1;
   }
   out->dropped += t->dropped;

@@ -178,7 +178,10 @@ static const char *const bad_names[LOOM__BAD_COUNT_][2] = {
     {"negative durations", "kept with duration 0"},
     {"times that overflow 64-bit nanoseconds", "clamped to +-3e18 ns"},
     {"times that are not numbers", "kept as 0"},
-    {"arguments past 65535 on one event", "left out"}};
+    {"arguments past 65535 on one event", "left out"},
+    {"events of a phase loom does not read", "left out, as trace_processor leaves them"},
+    {"ends that close nothing (E with no B open on its thread, e with no b of its id)",
+     "left out, as trace_processor leaves them"}};
 
 const char *loom__bad_name(int kind) { return kind >= 0 && kind < LOOM__BAD_COUNT_ ? bad_names[kind][0] : ""; }
 const char *loom__bad_kept(int kind) { return kind >= 0 && kind < LOOM__BAD_COUNT_ ? bad_names[kind][1] : ""; }

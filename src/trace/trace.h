@@ -128,6 +128,8 @@ enum {
   LOOM__BAD_TIME_RANGE, /* time beyond +-LOOM__TIME_LIMIT ns: clamped there */
   LOOM__BAD_NOT_NUMBER, /* a time that is not a number: kept as 0 */
   LOOM__BAD_MANY_ARGS,  /* arguments past 65535 on one event: left out */
+  LOOM__BAD_PHASE,      /* an event of a phase loom does not read (or none): left out */
+  LOOM__BAD_END,        /* an end (E, e) that closes nothing: left out */
   LOOM__BAD_COUNT_
 };
 /* The largest time (ts, dur, base) a reader keeps, in ns (year 2065 as an
@@ -289,6 +291,12 @@ typedef struct loom__sink {
    * tracks, metadata) instead of the reader's; it then keeps no pointer
    * into t past the read, and its flow sink runs on that thread too. */
   int threaded;
+  /* Non-zero: events carry every argument a whole read keeps (string and
+   * nested values, true/false/null as JSON text), as `loom merge` writes
+   * them out.  Else a streaming JSON read keeps numbers and the few string
+   * arguments the report reads (roles, directions, stacks), so that memory
+   * stays flat however many unique strings the events carry. */
+  int all_args;
 } loom__sink;
 /* Flow ends of a streaming read (loom__trace_stream_flows), each as read,
  * before the events it binds to reach the event sink (readers flush in

@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *p = loom_fuzz_file("in.json", data, size);
   if (!p) return 0;
   counts c = {0, 0};
-  loom__sink sink = {on_event, &c, 0};
+  loom__sink sink = {.event = on_event, .ctx = &c};
   loom__flow_sink flows = {on_flow, &c};
   loom_trace *meta = NULL;
   loom_status st = loom__trace_stream_flows(p, &sink, &flows, &meta);
