@@ -317,13 +317,16 @@ EPI(CommandListAppendLaunchKernel, command_list_append_launch_kernel) {
   pthread_mutex_lock(&mu);
   kinfo *k = find_kernel(*params->phKernel);
   if (k && !k->name) {
-    char nm[256] = "";
-    size_t len = sizeof nm;
+    /* the whole name: its size first (a buffer too small gets it cut) */
+    char *nm = NULL;
+    size_t len = 0;
     busy++;
-    if (ze.zeKernelGetName(*params->phKernel, &len, nm) != ZE_RESULT_SUCCESS || !nm[0])
-      snprintf(nm, sizeof nm, "kernel");
+    if (ze.zeKernelGetName(*params->phKernel, &len, NULL) == ZE_RESULT_SUCCESS && len && len < (1u << 20) &&
+        (nm = calloc(1, len + 1)) && ze.zeKernelGetName(*params->phKernel, &len, nm) != ZE_RESULT_SUCCESS)
+      nm[0] = 0;
     busy--;
-    k->name = api_name(nm);
+    k->name = api_name(nm && nm[0] ? nm : "kernel");
+    free(nm);
   }
   c.name = k ? k->name : api_name("kernel");
   if (k) memcpy(c.gs, k->gs, sizeof c.gs);

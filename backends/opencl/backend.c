@@ -102,12 +102,22 @@ uint32_t ocl_kernel_name(cl_kernel k) {
   uint32_t id = kcache[slot].k == k ? kcache[slot].id : 0;
   pthread_mutex_unlock(&kmu);
   if (id) return id;
-  char name[256] = "";
+  /* the whole name: a longer one (C++ and SYCL kernels' often are) is
+   * refused by the first query and read into a buffer of its size */
+  char buf[256] = "", *name = buf, *big = NULL;
   size_t len = 0;
-  if (ocl_next.clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, &len) != CL_SUCCESS)
-    snprintf(name, sizeof name, "kernel");
-  name[sizeof name - 1] = 0;
+  if (ocl_next.clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof buf, buf, &len) != CL_SUCCESS) {
+    len = 0;
+    if (ocl_next.clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, 0, NULL, &len) == CL_SUCCESS &&
+        len > sizeof buf && len < (1u << 20) && (big = malloc(len + 1)) &&
+        ocl_next.clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, len, big, NULL) == CL_SUCCESS)
+      big[len] = 0, name = big;
+    else
+      snprintf(buf, sizeof buf, "kernel");
+  }
+  buf[sizeof buf - 1] = 0;
   id = ocl_host->intern(ocl_self, name, SIZE_MAX);
+  free(big);
   pthread_mutex_lock(&kmu);
   kcache[slot].k = k;
   kcache[slot].id = id;

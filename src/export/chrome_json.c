@@ -30,8 +30,8 @@ typedef struct jw {
   /* Every string of the trace escaped once: id -> [off, off + len) of esc. */
   loom__out esc;
   uint32_t *esc_off, *esc_len;
-  /* Per track: ,"pid":P,"tid":T */
-  char (*pt)[48];
+  /* Per track: ,"pid":P,"tid":T (7 + 20 + 7 + 20 bytes at most) */
+  char (*pt)[56];
   uint8_t *pt_len;
   size_t nstr;      /* strings escaped (those interned later: jcstr) */
   int streaming;    /* warnings go after the events (known at the end) */
