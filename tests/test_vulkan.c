@@ -154,6 +154,32 @@ static void test_recorded(void **state) {
   unlink(trace);
 }
 
+/* More instances and devices than the layer's table has slots (64), alive
+ * at once and each used: the program runs as without loom (the layer once
+ * forgot the 65th and the program crashed in its next call), and the real
+ * work after them is recorded exactly. */
+static void test_many_instances_and_devices(void **state) {
+  (void)state;
+  char trace[256], cmd[1024], *plain = NULL, *recorded = NULL;
+  tmp_path(trace, sizeof trace, ".json");
+  snprintf(cmd, sizeof cmd, "'%s' 3 churn", VKAPP);
+  assert_int_equal(ts_run(cmd, &plain), 0);
+  if (strstr(plain, "no Vulkan")) skip();
+  assert_int_equal(record("", "3 churn", trace, &recorded), 0);
+  assert_string_equal(plain, recorded);
+  assert_non_null(strstr(plain, "churned 70 instances and 70 devices"));
+  loom_trace *t = ts_load(trace);
+  counts c = inspect(t);
+  assert_int_equal(c.kernels, 8);
+  assert_int_equal(c.submits, 5);
+  assert_true(c.inside);
+  loom_trace_free(t);
+  free(plain);
+  free(recorded);
+  unlink_err(trace);
+  unlink(trace);
+}
+
 static void test_same_output(void **state) {
   (void)state;
   char trace[256], cmd[1024], *plain = NULL, *recorded = NULL;
@@ -303,7 +329,7 @@ static void test_opencl_and_vulkan(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_recorded),
-      cmocka_unit_test(test_same_output),
+      cmocka_unit_test(test_same_output), cmocka_unit_test(test_many_instances_and_devices),
       cmocka_unit_test(test_no_driver),
       cmocka_unit_test(test_image_transfers),
 #ifdef VKAPP_CL

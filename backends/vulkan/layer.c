@@ -26,36 +26,77 @@
 #define MAXOBJ 64
 
 static pthread_mutex_t objmu = PTHREAD_MUTEX_INITIALIZER;
-static struct { void *key; vk_inst *in; } insts[MAXOBJ];
-static struct { void *key; vk_dev *d; } devs[MAXOBJ];
-static atomic_size_t ninsts, ndevs;
 static vk_map cbs;     /* VkCommandBuffer -> vk_cb* (objmu) */
 static vk_map queues;  /* VkQueue -> vk_queue* (objmu) */
 
+/* Instances and devices by dispatch key: MAXOBJ slots read without a lock
+ * (every call looks its object up), a slot freed by a destroy taken again
+ * by a later create; past MAXOBJ live at once, a map under objmu, so that
+ * however many a program makes, each is found (a missing one would leave
+ * the program without its functions). */
+typedef struct objtab {
+  struct { void *_Atomic key; void *obj; } slot[MAXOBJ];
+  atomic_size_t n;     /* slots ever used */
+  atomic_size_t nover; /* entries in over */
+  vk_map over;         /* key -> obj (objmu) */
+} objtab;
+static objtab insts, devs;
+
 static void *key_of(const void *h) { return h ? *(void *const *)h : NULL; }
 
-static vk_inst *inst_of(const void *h) {
+static void *obj_of(objtab *t, const void *h) {
   void *k = key_of(h);
-  size_t n = atomic_load(&ninsts);
+  size_t n = atomic_load_explicit(&t->n, memory_order_acquire);
   for (size_t i = 0; i < n; i++)
-    if (insts[i].key == k) return insts[i].in;
-  return NULL;
+    if (atomic_load_explicit(&t->slot[i].key, memory_order_acquire) == k) return t->slot[i].obj;
+  if (!k || !atomic_load_explicit(&t->nover, memory_order_acquire)) return NULL;
+  pthread_mutex_lock(&objmu);
+  void *o = vk_map_get(&t->over, VK_KEY(k));
+  pthread_mutex_unlock(&objmu);
+  return o;
 }
 
-vk_dev *vk_dev_of(const void *h) {
+/* objmu held.  The object is written before its key is published. */
+static int obj_add(objtab *t, const void *h, void *obj) {
   void *k = key_of(h);
-  size_t n = atomic_load(&ndevs);
-  for (size_t i = 0; i < n; i++)
-    if (devs[i].key == k) return devs[i].d;
-  return NULL;
+  size_t n = atomic_load(&t->n);
+  for (size_t i = 0; i <= n && i < MAXOBJ; i++) {
+    if (i < n && atomic_load(&t->slot[i].key)) continue;
+    t->slot[i].obj = obj;
+    atomic_store_explicit(&t->slot[i].key, k, memory_order_release);
+    if (i == n) atomic_store_explicit(&t->n, n + 1, memory_order_release);
+    return 0;
+  }
+  if (vk_map_put(&t->over, VK_KEY(k), obj)) return -1;
+  atomic_fetch_add(&t->nover, 1);
+  return 0;
 }
+
+/* objmu held. */
+static void obj_del(objtab *t, void *obj) {
+  for (size_t i = 0; i < atomic_load(&t->n); i++)
+    if (t->slot[i].obj == obj && atomic_load(&t->slot[i].key))
+      atomic_store_explicit(&t->slot[i].key, NULL, memory_order_release);
+  for (size_t i = 0; i < t->over.cap; i++)
+    if (t->over.keys[i] && t->over.vals[i] == obj) { /* once: a deletion moves the others */
+      vk_map_del(&t->over, t->over.keys[i]);
+      atomic_fetch_sub(&t->nover, 1);
+      return;
+    }
+}
+
+static vk_inst *inst_of(const void *h) { return obj_of(&insts, h); }
+
+vk_dev *vk_dev_of(const void *h) { return obj_of(&devs, h); }
 
 vk_dev **vk_devices(size_t *count) {
   pthread_mutex_lock(&objmu);
-  size_t n = atomic_load(&ndevs), k = 0;
-  vk_dev **v = malloc((n + 1) * sizeof *v);
+  size_t n = atomic_load(&devs.n), k = 0;
+  vk_dev **v = malloc((n + devs.over.n + 1) * sizeof *v);
   for (size_t i = 0; v && i < n; i++)
-    if (devs[i].d) v[k++] = devs[i].d;
+    if (atomic_load(&devs.slot[i].key)) v[k++] = devs.slot[i].obj;
+  for (size_t i = 0; v && i < devs.over.cap; i++)
+    if (devs.over.keys[i]) v[k++] = devs.over.vals[i];
   pthread_mutex_unlock(&objmu);
   *count = k;
   return v;
@@ -177,15 +218,9 @@ static VkResult VKAPI_CALL L_CreateInstance(const VkInstanceCreateInfo *ci,
   GET(EnumeratePhysicalDevices);
 #undef GET
   pthread_mutex_lock(&objmu);
-  size_t n = atomic_load(&ninsts);
-  if (n < MAXOBJ) {
-    insts[n].key = key_of(*out);
-    insts[n].in = in;
-    atomic_store(&ninsts, n + 1);
-  } else {
-    free(in);
-  }
+  int lost = obj_add(&insts, *out, in);
   pthread_mutex_unlock(&objmu);
+  if (lost) free(in); /* no memory: the instance's calls go past the layer */
   return rc;
 }
 
@@ -194,8 +229,7 @@ static void VKAPI_CALL L_DestroyInstance(VkInstance inst, const VkAllocationCall
   if (!in) return;
   PFN_vkDestroyInstance destroy = in->DestroyInstance;
   pthread_mutex_lock(&objmu);
-  for (size_t i = 0; i < atomic_load(&ninsts); i++)
-    if (insts[i].in == in) insts[i].key = NULL; /* the slot stays; never reused */
+  obj_del(&insts, in);
   pthread_mutex_unlock(&objmu);
   destroy(inst, a);
   free(in);
@@ -330,14 +364,9 @@ static VkResult VKAPI_CALL L_CreateDevice(VkPhysicalDevice pd, const VkDeviceCre
   if (want_cal && d->f.GetCalibratedTimestampsEXT) pick_domain(d);
   pthread_mutex_init(&d->mu, NULL);
   pthread_mutex_lock(&objmu);
-  size_t n = atomic_load(&ndevs);
-  if (n < MAXOBJ) {
-    devs[n].key = key_of(*out);
-    devs[n].d = d;
-    atomic_store(&ndevs, n + 1);
-  }
+  int lost = obj_add(&devs, *out, d);
   pthread_mutex_unlock(&objmu);
-  if (n >= MAXOBJ) { free(d); return rc; }
+  if (lost) { free(d); return rc; }
   if (atomic_load(&vk_recording)) {
     pthread_mutex_lock(&d->mu);
     vk_session_device(d);
@@ -357,8 +386,7 @@ static void VKAPI_CALL L_DestroyDevice(VkDevice dev, const VkAllocationCallbacks
   vk_pending_drop(d, "submissions whose times were not there when the device was destroyed");
   drop_pool_cbs(d, VK_NULL_HANDLE);
   pthread_mutex_lock(&objmu);
-  for (size_t i = 0; i < atomic_load(&ndevs); i++)
-    if (devs[i].d == d) devs[i].key = NULL, devs[i].d = NULL;
+  obj_del(&devs, d);
   for (uint32_t i = 0; i < d->nqueues; i++) vk_map_del(&queues, VK_KEY(d->queues[i]->q));
   pthread_mutex_unlock(&objmu);
   for (uint32_t i = 0; i < d->nqueues; i++) vk_queue_free(d->queues[i]);
@@ -426,4 +454,4 @@ EXPORT VkResult VKAPI_CALL vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLay
 }
 
 /* For the probe: has the loader run this layer in this process? */
-int vk_layer_seen(void) { return atomic_load(&ninsts) > 0; }
+int vk_layer_seen(void) { return atomic_load(&insts.n) > 0 || atomic_load(&insts.nover) > 0; }

@@ -188,6 +188,30 @@ void cl_step(const char *tag); /* clstep.c */
 static void cl_step(const char *tag) { (void)tag; }
 #endif
 
+/* "churn": more instances and devices than a small table holds, all alive
+ * at once and each used, before the real work (a layer that lost track of
+ * one would leave the program without its functions). */
+enum { CHURN = 70 };
+static void churn(const VkInstanceCreateInfo *ici, VkPhysicalDevice pd, const VkDeviceCreateInfo *dci,
+                  uint32_t fam) {
+  VkInstance in[CHURN];
+  for (int i = 0; i < CHURN; i++) {
+    CHECK(vkCreateInstance(ici, NULL, &in[i]));
+    uint32_t n = 0;
+    CHECK(vkEnumeratePhysicalDevices(in[i], &n, NULL));
+  }
+  for (int i = 0; i < CHURN; i++) vkDestroyInstance(in[i], NULL);
+  VkDevice d[CHURN];
+  for (int i = 0; i < CHURN; i++) {
+    CHECK(vkCreateDevice(pd, dci, NULL, &d[i]));
+    VkQueue q;
+    vkGetDeviceQueue(d[i], fam, 0, &q);
+    CHECK(vkQueueWaitIdle(q));
+  }
+  for (int i = 0; i < CHURN; i++) vkDestroyDevice(d[i], NULL);
+  printf("churned %d instances and %d devices\n", CHURN, CHURN);
+}
+
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 3;
   cl_step("before");
@@ -238,6 +262,7 @@ int main(int argc, char **argv) {
                                           .synchronization2 = VK_TRUE};
   VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
                             .pQueueCreateInfos = &qci, .pNext = submit2 ? &f13 : NULL};
+  if (argc > 2 && !strcmp(argv[2], "churn")) churn(&ici, pd, &dci, fam);
   CHECK(vkCreateDevice(pd, &dci, NULL, &dev));
   VkQueue q[2];
   for (uint32_t i = 0; i < nq; i++) vkGetDeviceQueue(dev, fam, i, &q[i]);
