@@ -396,6 +396,24 @@ static void test_many_arguments(void **state) {
     unlink(other);
     unlink(back);
   }
+  /* 200 JSON values (nested, literals) stay JSON through .pftrace: the list
+   * of which arguments are JSON once stopped at 256 characters */
+  text = malloc(200 * 32 + 256), p = text;
+  assert_non_null(text);
+  p += sprintf(p, "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"j\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":2,\"args\":{");
+  for (int i = 0; i < 200; i++) p += sprintf(p, "%s\"j%d\":%s", i ? "," : "", i, i % 2 ? "[1,{\"x\":null}]" : "true");
+  p += sprintf(p, "}}]}");
+  write_bytes(json, text, (size_t)(p - text));
+  free(text);
+  loom_trace *j = ts_load(json);
+  tmp_path(other, sizeof other, ".pftrace");
+  assert_int_equal(loom_trace_save(j, other), LOOM_OK);
+  loom_trace *j2 = ts_load(other);
+  assert_true(ts_saved_contains(j2, "\"j198\":true,\"j199\":[1,{\"x\":null}]}"));
+  assert_true(ts_saved_contains(j2, "\"j0\":true,\"j1\":[1,{\"x\":null}],"));
+  loom_trace_free(j);
+  loom_trace_free(j2);
+  unlink(other);
   /* past what an event holds (65535): the rest left out, counted, warned */
   enum { HUGE = 70000 };
   text = malloc(HUGE * 24 + 256), p = text;

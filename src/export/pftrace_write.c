@@ -135,11 +135,19 @@ static void role_annotation(writer *w, lane *L, pb *te, unsigned roles) {
  * null): their positions, "0,3", as the string annotation "loom_json", so
  * readers mark them JSON again; the values themselves are strings. */
 static void json_annotation(writer *w, lane *L, pb *te, const loom__targ *a, uint16_t n) {
-  char v[256];
-  size_t k = 0;
-  for (uint16_t i = 0; i < n && k + 8 < sizeof v; i++)
-    if (a[i].json) k += (size_t)snprintf(v + k, sizeof v - k, k ? ",%u" : "%u", (unsigned)i);
+  char small[256], *v = small;
+  size_t cap = sizeof small, k = 0;
+  if ((size_t)n * 6 + 1 > cap) { /* "65535," at most per argument: every one listed */
+    cap = (size_t)n * 6 + 1;
+    if (!(v = malloc(cap))) {
+      w->oom = 1;
+      return;
+    }
+  }
+  for (uint16_t i = 0; i < n; i++)
+    if (a[i].json) k += (size_t)snprintf(v + k, cap - k, k ? ",%u" : "%u", (unsigned)i);
   if (k) text_annotation(w, L, te, w->iid_json, v);
+  if (v != small) free(v);
 }
 
 /* A flag annotation with a plain name (rare: "loom_counter", "loom_unclosed"). */
