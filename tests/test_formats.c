@@ -486,6 +486,48 @@ static void test_end_arguments_and_left_out(void **state) {
   unlink(back);
 }
 
+/* CPU samples' frames keep their whole names (C++ template names run to
+ * kilobytes; they were cut at 2047 bytes, and two sharing their first 4 KiB
+ * became one frame) through every format. */
+static void test_long_frame_names(void **state) {
+  (void)state;
+  enum { LEN = 5000 };
+  char *a = malloc(LEN + 1), *b = malloc(LEN + 1), *text = malloc(4 * LEN + 2048);
+  assert_non_null(a), assert_non_null(b), assert_non_null(text);
+  for (int i = 0; i < LEN; i++) a[i] = b[i] = (char)('a' + i % 26);
+  a[LEN] = b[LEN] = 0;
+  a[LEN - 1] = 'A', b[LEN - 1] = 'B'; /* the same but for the last byte */
+  int n = sprintf(text, "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"x\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":9}],"
+                  "\"stackFrames\":{\"1\":{\"name\":\"main\",\"loom_function\":\"main\",\"loom_module\":\"/p\","
+                  "\"loom_offset\":\"0x1\"},\"2\":{\"name\":\"%s\",\"parent\":\"1\",\"loom_function\":\"%s\","
+                  "\"loom_module\":\"/p\",\"loom_offset\":\"0x2\"},\"3\":{\"name\":\"%s\",\"parent\":\"1\","
+                  "\"loom_function\":\"%s\",\"loom_module\":\"/p\",\"loom_offset\":\"0x2\"}},\"samples\":["
+                  "{\"pid\":1,\"tid\":1,\"ts\":2,\"name\":\"cpu-clock\",\"weight\":1,\"sf\":\"2\"},"
+                  "{\"pid\":1,\"tid\":1,\"ts\":3,\"name\":\"cpu-clock\",\"weight\":1,\"sf\":\"3\"}]}",
+                  a, a, b, b);
+  char json[256], other[256];
+  tmp_path(json, sizeof json, ".json");
+  write_bytes(json, text, (size_t)n);
+  static const char *const ext[] = {".json", ".pftrace"};
+  for (int k = 0; k < 2; k++) {
+    loom_trace *t = ts_load(json);
+    tmp_path(other, sizeof other, ext[k]);
+    assert_int_equal(loom_trace_save(t, other), LOOM_OK);
+    loom_trace_free(t);
+    t = ts_load(other);
+    char *want = malloc(LEN + 64);
+    snprintf(want, LEN + 64, "\"loom_function\":\"%s\"", a);
+    if (!ts_saved_contains(t, want)) fail_msg("%s: the first long name is not whole", ext[k]);
+    snprintf(want, LEN + 64, "\"loom_function\":\"%s\"", b);
+    if (!ts_saved_contains(t, want)) fail_msg("%s: the second long name is not whole, or became the first", ext[k]);
+    free(want);
+    loom_trace_free(t);
+    unlink(other);
+  }
+  unlink(json);
+  free(a), free(b), free(text);
+}
+
 static int leftovers(const char *dir, const char *prefix) {
   DIR *d = opendir(dir);
   int n = 0;
@@ -531,7 +573,7 @@ int main(void) {
       cmocka_unit_test(test_corrupt_inputs),
       cmocka_unit_test(test_format_detection),
       cmocka_unit_test(test_counters_kept_apart),
-      cmocka_unit_test(test_many_arguments), cmocka_unit_test(test_end_arguments_and_left_out),
+      cmocka_unit_test(test_many_arguments), cmocka_unit_test(test_end_arguments_and_left_out), cmocka_unit_test(test_long_frame_names),
       cmocka_unit_test(test_full_disk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

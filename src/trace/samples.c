@@ -37,11 +37,15 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) {
 }
 
 long loom__samples_frame(loom__samples *s, const char *name, const char *module, uint64_t offset) {
-  char key[4200];
-  int n = snprintf(key, sizeof key, "%s\t%s\t%llx", name ? name : "", module ? module : "",
-                   (unsigned long long)offset);
-  size_t kl = n < 0 ? 0 : (size_t)n < sizeof key ? (size_t)n : sizeof key - 1;
-  uint32_t kid = loom__strtab_intern(&s->strs, key, kl);
+  /* the key: name, module and offset whole, however long (C++ names are) */
+  if (!name) name = "";
+  if (!module) module = "";
+  size_t need = strlen(name) + strlen(module) + 24;
+  char small[1024], *key = need <= sizeof small ? small : malloc(need);
+  if (!key) return -1;
+  int n = snprintf(key, need, "%s\t%s\t%llx", name, module, (unsigned long long)offset);
+  uint32_t kid = n < 0 ? 0 : loom__strtab_intern(&s->strs, key, (size_t)n);
+  if (key != small) free(key);
   if (!kid) return -1;
   uint64_t *known = loom__map_get(&s->frame_of, kid);
   if (known) return (long)(*known - 1);
@@ -77,17 +81,26 @@ static uint32_t parse_stack(loom__samples *s, const char *p, size_t n, int *oom)
     while (beg > 0 && p[beg - 1] != '\n') beg--;
     const char *line = p + beg, *t1 = memchr(line, '\t', end - beg);
     const char *t2 = t1 ? memchr(t1 + 1, '\t', (size_t)(p + end - t1 - 1)) : NULL;
-    char name[2048], mod[2048];
+    /* name and module copied whole (a line of any length) */
+    size_t len = end - beg;
+    char small[2048], *name = len + 2 <= sizeof small ? small : malloc(len + 2), *mod;
+    if (!name) {
+      *oom = 1;
+      return 0;
+    }
     uint64_t off = 0;
     if (t1 && t2) {
-      snprintf(name, sizeof name, "%.*s", (int)(t1 - line), line);
-      snprintf(mod, sizeof mod, "%.*s", (int)(t2 - t1 - 1), t1 + 1);
+      size_t nl = (size_t)(t1 - line), ml = (size_t)(t2 - t1 - 1);
+      memcpy(name, line, nl), name[nl] = 0;
+      mod = name + nl + 1;
+      memcpy(mod, t1 + 1, ml), mod[ml] = 0;
       off = strtoull(t2 + 1, NULL, 16);
     } else { /* not loom's layout: the whole line is the function */
-      snprintf(name, sizeof name, "%.*s", (int)(end - beg), line);
-      mod[0] = 0;
+      memcpy(name, line, len), name[len] = 0;
+      mod = name + len;
     }
     long f = loom__samples_frame(s, name, mod, off);
+    if (name != small) free(name);
     uint32_t next = f < 0 ? 0 : loom__samples_site(s, site, (uint32_t)f);
     if (!next) {
       *oom = 1;
