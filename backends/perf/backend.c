@@ -190,7 +190,8 @@ static int emit_samples(loom_backend *b, pf_state *s) {
   uint64_t kept = 0;
   loom_string_id k_stack = host->intern(b, "stack", SIZE_MAX);
   (void)k_stack;
-  for (size_t i = 0; i < n; i++) {
+  size_t i = 0;
+  for (; i < n; i++) {
     if ((pid_t)smp[i].tid == reader) continue;
     if (pf_unwind_sample(u, &smp[i], data, &buf, &cap, &len) < 0) break;
     if (!len) continue;
@@ -202,6 +203,14 @@ static int emit_samples(loom_backend *b, pf_state *s) {
     kept++;
   }
   free(buf);
+  size_t rest = 0; /* not emitted: out of memory unwinding or recording */
+  for (; i < n; i++) rest += (pid_t)smp[i].tid != reader;
+  if (rest) host->count_lost(b, rest, "CPU samples: out of memory unwinding or recording them");
+  unsigned max_frames;
+  uint64_t cut = pf_unwinder_cut(u, &max_frames);
+  if (cut)
+    host->report(b, LOOM_SEV_WARNING, "perf: %llu samples' stacks reached %u frames: their outermost frames "
+                 "are left out", (unsigned long long)cut, max_frames);
   uint64_t distinct, sym_ns, unw_ns, dw, fp;
   pf_unwinder_stats(u, &distinct, &sym_ns, &unw_ns, &dw, &fp);
   char v[64];
@@ -214,6 +223,7 @@ static int emit_samples(loom_backend *b, pf_state *s) {
   META("perf.user_only", s->user_only);
   META("perf.unwound_dwarf", dw);
   META("perf.unwound_frame_pointers", fp);
+  META("perf.stacks_cut", cut);
   META("perf.distinct_frames", distinct);
   META("perf.symbolize_ns", sym_ns);
   META("perf.unwind_ns", unw_ns);

@@ -89,6 +89,9 @@ long pf_unwind_sample(pf_unwinder *u, const pf_sample *s, const uint8_t *data, c
  * unwinding. */
 void pf_unwinder_stats(const pf_unwinder *u, uint64_t *distinct, uint64_t *sym_ns,
                        uint64_t *unwind_ns, uint64_t *reached_dwarf, uint64_t *used_fp);
+/* Samples whose stacks reached the most frames kept (*max_frames): their
+ * outermost frames are left out. */
+uint64_t pf_unwinder_cut(const pf_unwinder *u, unsigned *max_frames);
 
 /* x86-64 registers copied per sample (PERF_SAMPLE_REGS_USER), in the
  * order of their perf numbers: what DWARF unwinding starts from. */

@@ -44,6 +44,7 @@ struct pf_unwinder {
   const uint64_t *regs;
   const uint8_t *stack;
   uint64_t pcs[MAX_FRAMES];
+  uint64_t cut;                /* samples whose stacks reached MAX_FRAMES */
   size_t npcs;
   /* pc -> frame text */
   sym_ent *tab;
@@ -259,6 +260,11 @@ void pf_unwinder_stats(const pf_unwinder *u, uint64_t *distinct, uint64_t *sym_n
   *used_fp = u->used_fp;
 }
 
+uint64_t pf_unwinder_cut(const pf_unwinder *u, unsigned *max_frames) {
+  *max_frames = MAX_FRAMES;
+  return u->cut;
+}
+
 /* ---- names ------------------------------------------------------------------ */
 /* The innermost DWARF subprogram (or inlined routine) around pc. */
 static const char *dwarf_name(Dwfl_Module *m, uint64_t pc) {
@@ -404,6 +410,7 @@ long pf_unwind_sample(pf_unwinder *u, const pf_sample *s, const uint8_t *data, c
     u->used_fp++;
   }
   u->unwind_ns += now_ns() - t0;
+  if (u->npcs >= MAX_FRAMES) u->cut++;
   for (size_t i = 0; i < u->npcs; i++) {
     const char *line = frame_line(u, u->pcs[i]);
     if (!line || append(buf, cap, len, line)) return -1;

@@ -194,6 +194,25 @@ def mode_fallback(loom, split, outdir):
     print("as nobody: %d samples, %d with leaf busy_seventy, 0 kernel frames" % (len(smp), n70))
 
 
+def mode_deep(loom, split, outdir):
+    """Stacks deeper than the frames kept: cut, counted and said."""
+    out = os.path.join(outdir, "deep.json")
+    trace, err = record(loom, [split, "deep"], out)
+    sf = frames_of(trace)
+    smp = main_samples(trace)
+    lens = [len(chain(sf, s["sf"])) for s in smp]
+    full = sum(1 for n in lens if n >= 256)
+    cut = int(trace.get("perf.stacks_cut", -1))
+    print("deep: %d samples, %d with 256 frames, perf.stacks_cut %d, longest %d" % (len(smp), full, cut,
+                                                                                     max(lens or [0])))
+    check(max(lens or [0]) == 256, "the longest stack has %d frames, expected 256" % max(lens or [0]))
+    check(full >= len(smp) // 2, "only %d of %d samples reached 256 frames" % (full, len(smp)))
+    check(cut == full, "perf.stacks_cut is %d, %d samples have 256 frames" % (cut, full))
+    check("stacks reached 256 frames" in err, "no warning of the cut stacks on stderr:\n" + err)
+    check(any("stacks reached 256 frames" in w for w in trace.get("loom_warnings", [])),
+          "no warning of the cut stacks in the trace")
+
+
 NATIVE = ("libopenblas", "libblas", "libtorch", "_multiarray_umath", "libgomp")
 
 
@@ -270,7 +289,7 @@ def main():
         sys.exit(__doc__)
     mode, loom, split, outdir = sys.argv[1:]
     os.makedirs(outdir, exist_ok=True)
-    rc = {"split": mode_split, "sleep": mode_sleep, "fallback": mode_fallback,
+    rc = {"split": mode_split, "sleep": mode_sleep, "fallback": mode_fallback, "deep": mode_deep,
           "python": mode_python}[mode](loom, split, outdir)
     if rc == SKIP:
         sys.exit(SKIP)

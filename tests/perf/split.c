@@ -4,7 +4,8 @@
  * busy_thirty (inside "range_b"), in deterministic loops timed by the CPU
  * time of the thread, so the shares do not depend on the machine's load.
  * With "sleep" as argument it instead sleeps 1 ms 200 times (context
- * switches).  Built with -fno-omit-frame-pointer off: the default, so
+ * switches); with "deep", it works 300 ms at the bottom of a recursion 300
+ * calls deep (stacks past the frames a sample keeps).  Built with -fno-omit-frame-pointer off: the default, so
  * unwinding has to use DWARF through libc's start code.
  */
 #include <stdio.h>
@@ -41,7 +42,22 @@ __attribute__((noinline)) void busy_thirty(double ms) {
   sink = x;
 }
 
+/* Not a tail call: each level keeps its frame. */
+__attribute__((noinline)) double deep(int n, double ms) {
+  if (n == 0) {
+    busy_seventy(ms);
+    return sink;
+  }
+  double r = deep(n - 1, ms);
+  sink = sink + r;
+  return r + 1;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "deep")) {
+    deep(300, 300);
+    return 0;
+  }
   if (argc > 1 && !strcmp(argv[1], "sleep")) {
     for (int i = 0; i < 200; i++) {
       struct timespec ts = {0, 1000000};
