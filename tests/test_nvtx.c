@@ -67,6 +67,26 @@ static void test_ranges_and_marks(void **state) {
   unlink(trace);
 }
 
+/* Ranges nested deeper than the 256 levels kept are counted as lost, with
+ * their reason, not dropped without a word; the pops still balance. */
+static void test_too_deep(void **state) {
+  (void)state;
+  char trace[256], *out = NULL;
+  loom_trace *t = ts_record_program(LOOM_BIN, NVTXAPP, "1 deep", trace, sizeof trace, &out);
+  assert_string_equal(out, "nvtxapp: 1 steps\n");
+  free(out);
+  const char *names[] = {"level", "outer", NULL}, *cats[] = {NULL, NULL, NULL};
+  ts_tally c = ts_count_annotations(t, names, cats);
+  assert_int_equal(c.named[0], 256);
+  assert_int_equal(c.named[1], 1);
+  loom_trace_summary s = {.struct_size = sizeof s};
+  loom_trace_summarize(t, &s);
+  assert_int_equal(s.dropped, 44);
+  assert_true(ts_warned(t, "lost 44 records", "user ranges nested deeper than 256 levels"));
+  loom_trace_free(t);
+  unlink(trace);
+}
+
 /* Without loom in the process the tool loads, finds no loom and does nothing. */
 static void test_inert_without_loom(void **state) {
   (void)state;
@@ -95,6 +115,7 @@ static void test_plain_program_unaffected(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ranges_and_marks),
+      cmocka_unit_test(test_too_deep),
       cmocka_unit_test(test_inert_without_loom),
       cmocka_unit_test(test_plain_program_unaffected),
   };

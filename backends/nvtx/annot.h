@@ -74,12 +74,22 @@ static __thread int annot_depth;
 
 static inline int annot_on(void) { return atomic_load_explicit(&annot_gen, memory_order_acquire) & 1; }
 
+/* A range past ANNOT_DEPTH levels is not recorded: counted as lost when it
+ * would have been (the pops still balance). */
+static void annot_too_deep(int named) {
+  if (named && annot_on())
+    annot_host->count_lost(annot_self, 1, "user ranges nested deeper than 256 levels (not recorded)");
+}
+
 /* Returns the new depth (NVTX's push result is the zero-based level).
  * akey/aval: an optional string argument of the range (permanent strings). */
 static int annot_push_arg(const char *cat, const char *akey, const char *aval, const char *name,
                           size_t len) {
   int d = annot_depth++;
-  if (d >= ANNOT_DEPTH) return d;
+  if (d >= ANNOT_DEPTH) {
+    annot_too_deep(name != NULL);
+    return d;
+  }
   annot_frame *f = &annot_stack[d];
   unsigned g = atomic_load_explicit(&annot_gen, memory_order_acquire);
   f->gen = 0;
@@ -100,7 +110,10 @@ __attribute__((unused)) static int annot_push(const char *cat, const char *name,
 /* A push with a name interned before (a handle that caches its id). */
 __attribute__((unused)) static int annot_push_id(const char *cat, loom_string_id name) {
   int d = annot_depth++;
-  if (d >= ANNOT_DEPTH) return d;
+  if (d >= ANNOT_DEPTH) {
+    annot_too_deep(1);
+    return d;
+  }
   annot_frame *f = &annot_stack[d];
   unsigned g = atomic_load_explicit(&annot_gen, memory_order_acquire);
   f->gen = 0;

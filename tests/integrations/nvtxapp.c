@@ -8,6 +8,7 @@
  *                 ranges; category names (category 7 "compute" on the
  *                 steps, the domain's category 3 "disk" on its range and
  *                 mark) and the worker's thread name "nvtx worker".
+ *   nvtxapp N deep  also 300 nested "level" ranges at the end.
  * Prints what it did, so runs with and without loom can be compared.
  */
 #define _GNU_SOURCE
@@ -15,6 +16,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -69,6 +71,10 @@ int main(int argc, char **argv) {
   pthread_create(&th, NULL, worker, NULL);
   pthread_join(th, NULL);
   nvtxDomainDestroy(d);
+  if (argc > 2 && !strcmp(argv[2], "deep")) {
+    for (int i = 0; i < 300; i++) nvtxRangePushA("level");
+    for (int i = 0; i < 300; i++) nvtxRangePop();
+  }
   printf("nvtxapp: %d steps\n", n);
   return 0;
 }
