@@ -17,10 +17,14 @@
 
 static const char *mode;
 
-typedef struct found { const loom_backend_info *dummy; char origin[512]; int n, future; } found;
+typedef struct found { const loom_backend_info *dummy; char origin[512], options[512]; int n, future; } found;
 static void visit(const loom_backend_info *b, void *user) {
   found *f = user;
   if (!strcmp(b->name, "sim")) snprintf(f->origin, sizeof f->origin, "%s", b->origin);
+  for (const loom_option_desc *o = !strcmp(b->name, "sim") ? b->options : NULL; o && o->key; o++) {
+    size_t l = strlen(f->options);
+    snprintf(f->options + l, sizeof f->options - l, "%s%s", l ? " " : "", o->key);
+  }
   if (!strcmp(b->name, "future")) f->future = 1;
   f->n++;
 }
@@ -58,6 +62,18 @@ static void test_env(void **state) {
   assert_int_equal(kernels(t, "k"), 1);
   assert_int_equal(loom_trace_warning_count(t), 0);
   loom_trace_free(t);
+  /* the options the plug-in declares: listed, and the only ones of its
+   * name a session takes (a mistyped one is refused, naming them) */
+  assert_string_equal(f.options, "sim.skew_ppm sim.offset_ns sim.max_pending sim.fail");
+  loom_session_config c = {.struct_size = sizeof c, .devices = "cpu,sim", .options = "sim.skew_pmm=5"};
+  loom_session *s = NULL;
+  assert_int_equal(loom_session_create(&c, &s), LOOM_EINVAL);
+  assert_null(s);
+  assert_string_equal(loom_last_error(), "unknown option 'sim.skew_pmm': backend sim reads sim.skew_ppm, "
+                                         "sim.offset_ns, sim.max_pending, sim.fail");
+  c.options = "sim.skew_ppm=5,meta.run=a,other.key=1"; /* a name no backend has: kept for a later one */
+  assert_int_equal(loom_session_create(&c, &s), LOOM_OK);
+  loom_session_destroy(s);
 }
 
 static void test_bad(void **state) {
@@ -105,6 +121,11 @@ static void test_abi10(void **state) {
   assert_int_equal(kernels(t, "abi10_kernel"), 5);
   assert_int_equal(loom_trace_flow_count(t), 5);
   loom_trace_free(t);
+  /* a table from before ABI 1.3 declares no options: any key of its name is taken */
+  loom_session_config c = {.struct_size = sizeof c, .devices = "cpu,abi10", .options = "abi10.anything=1"};
+  loom_session *s2 = NULL;
+  assert_int_equal(loom_session_create(&c, &s2), LOOM_OK);
+  loom_session_destroy(s2);
 }
 
 /* Runtime calls named call nested in a user range named range (same

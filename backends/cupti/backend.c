@@ -190,8 +190,14 @@ static const loom_backend_enable cupti_enable = {
     .default_check = cupti_default_check,
 };
 
+static const loom_option_desc cupti_options[] = {
+    {"cupti.buffer_size", "bytes per activity buffer, at least 4096 (default 8388608)"},
+    {"cupti.memory_cap", "most bytes of buffers handed to CUPTI at once (default 268435456)"},
+    {"cupti.replay", "1: a test seam that decodes fabricated buffers, no driver (default off)"},
+    {NULL, NULL}};
 static const loom_backend_ops cupti_ops = {
     .struct_size = sizeof(loom_backend_ops),
+    .options = cupti_options,
     .abi_major = LOOM_ABI_MAJOR,
     .abi_minor = LOOM_ABI_MINOR,
     .name = "cupti",

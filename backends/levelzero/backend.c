@@ -250,8 +250,12 @@ static const loom_backend_enable ze_enable = {
     .default_check = ze_default_check,
 };
 
+static const loom_option_desc levelzero_options[] = {
+    {"levelzero.flush_timeout_ms", "ms to wait at stop for commands still running (default 2000)"},
+    {NULL, NULL}};
 static const loom_backend_ops ze_ops = {
     .struct_size = sizeof(loom_backend_ops),
+    .options = levelzero_options,
     .abi_major = LOOM_ABI_MAJOR,
     .abi_minor = LOOM_ABI_MINOR,
     .name = "levelzero",

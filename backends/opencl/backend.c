@@ -434,8 +434,12 @@ static const loom_backend_enable ocl_enable = {
     .nenv = sizeof ocl_env / sizeof ocl_env[0],
 };
 
+static const loom_option_desc opencl_options[] = {
+    {"opencl.flush_timeout_ms", "ms to wait at stop for commands still running (default 2000)"},
+    {NULL, NULL}};
 static const loom_backend_ops ocl_ops = {
     .struct_size = sizeof(loom_backend_ops),
+    .options = opencl_options,
     .abi_major = LOOM_ABI_MAJOR,
     .abi_minor = LOOM_ABI_MINOR,
     .name = "opencl",

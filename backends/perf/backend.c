@@ -304,8 +304,15 @@ static void pf_destroy(loom_backend *b) {
   s->ev = NULL;
 }
 
+static const loom_option_desc perf_options[] = {
+    {"perf.frequency", "samples per second per thread, 1 to 100000 (default 1000)"},
+    {"perf.stack", "bytes of user stack copied per sample for DWARF unwinding; 0: frame pointers (default 16384)"},
+    {"perf.counters", "0: no OS counters (context switches, page faults, migrations) (default 1)"},
+    {"perf.memory", "bytes of samples kept while recording, with k/m/g (default 512m)"},
+    {NULL, NULL}};
 static const loom_backend_ops pf_ops = {
     .struct_size = sizeof(loom_backend_ops),
+    .options = perf_options,
     .abi_major = LOOM_ABI_MAJOR,
     .abi_minor = LOOM_ABI_MINOR,
     .name = "perf",

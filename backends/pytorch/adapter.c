@@ -161,8 +161,12 @@ static const loom_backend_enable torch_enable = {
     /* interposes dlopen(): only a preloaded library sees every call */
     .flags = LOOM_ENABLE_F_DEFAULT | LOOM_ENABLE_F_PRELOAD_SELF | LOOM_ENABLE_F_NO_PLUGIN_LOAD,
 };
+static const loom_option_desc pytorch_options[] = {
+    {"pytorch.shapes", "0: no input shapes and types (as record_shapes=False) (default 1)"},
+    {NULL, NULL}};
 static const loom_backend_ops torch_ops = {
     .struct_size = sizeof(loom_backend_ops),
+    .options = pytorch_options,
     .abi_major = LOOM_ABI_MAJOR,
     .abi_minor = LOOM_ABI_MINOR,
     .name = "pytorch",

@@ -291,8 +291,12 @@ static const loom_backend_enable vk_enable = {
     .default_check = vk_default_check,
 };
 
+static const loom_option_desc vulkan_options[] = {
+    {"vulkan.flush_timeout_ms", "ms to wait at stop for submissions still running (default 2000)"},
+    {NULL, NULL}};
 static const loom_backend_ops vk_ops = {
     .struct_size = sizeof(loom_backend_ops),
+    .options = vulkan_options,
     .abi_major = LOOM_ABI_MAJOR,
     .abi_minor = LOOM_ABI_MINOR,
     .name = "vulkan",

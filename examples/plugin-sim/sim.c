@@ -266,8 +266,18 @@ static void sim_destroy(loom_backend *b) {
   pthread_mutex_unlock(&g.mu);
 }
 
+/* What configure and probe read: declared, so a mistyped key is refused
+ * before anything runs and `loom backends` lists them (ABI 1.3). */
+static const loom_option_desc sim_options[] = {
+    {"sim.skew_ppm", "the device clock's drift against the host's, in ppm (default 0)"},
+    {"sim.offset_ns", "the device clock's offset from the host's, in ns (default 0)"},
+    {"sim.max_pending", "launches held until the stop before more are counted lost (default 4194304)"},
+    {"sim.fail", "probe or configure: fail that step, to test loom's handling (default none)"},
+    {NULL, NULL}};
+
 static const loom_backend_ops sim_ops = {
     .struct_size = sizeof(loom_backend_ops),
+    .options = sim_options,
     .abi_major = LOOM_ABI_MAJOR,
     .abi_minor = LOOM_ABI_MINOR,
     .name = "sim",

@@ -125,6 +125,8 @@ typedef struct loom_backend_info {
   /* How `loom record` enables it in a program (plugin.h), or NULL: the
    * table's own pointer, valid until the process exits. */
   const struct loom_backend_enable *enable;
+  /* The options it reads (plugin.h), ended by {NULL}; NULL: not declared. */
+  const struct loom_option_desc *options;
 } loom_backend_info;
 
 /* Calls fn once per registered backend, in registration order, with a

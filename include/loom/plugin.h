@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 2 /* 1.2: LOOM_KIND_SAMPLE */
+#define LOOM_ABI_MINOR 3 /* 1.2: LOOM_KIND_SAMPLE; 1.3: loom_backend_ops.options */
 
 /* Opaque handle of one registered backend, passed to every operation and
  * given back to every host service. */
@@ -266,6 +266,12 @@ typedef struct loom_backend_enable {
   int (*default_check)(void);
 } loom_backend_enable;
 
+/* One option a backend reads through host->config_get (ABI 1.3). */
+typedef struct loom_option_desc {
+  const char *key;  /* the whole key, its backend's name first: "mydev.queue_depth" */
+  const char *help; /* one line: what it does, its values and default */
+} loom_option_desc;
+
 /* Every operation returns LOOM_OK or another loom_status; on failure it
  * should call host->report with the reason first. */
 typedef struct loom_backend_ops {
@@ -309,6 +315,13 @@ typedef struct loom_backend_ops {
   /* ---- ABI 1.1 ---- */
   /* How loom record enables it; NULL = nothing beyond loading the plug-in. */
   const loom_backend_enable *enable;
+
+  /* ---- ABI 1.3 ---- */
+  /* The options it reads, ended by {NULL, NULL}; NULL = not declared.  When
+   * declared, a session option "<name>.KEY" that is none of them fails the
+   * session (loom_session_create: LOOM_EINVAL naming the known ones) and
+   * `loom record` before the program starts; `loom backends` lists them. */
+  const loom_option_desc *options;
 } loom_backend_ops;
 
 /* ---- plug-in entry point ------------------------------------------------ */

@@ -118,6 +118,9 @@ void loom__opts_free(loom__opts *o);
 /* LOOM_EINVAL naming an option key loom does not know (a key without a
  * dot that is not one of the core's). */
 loom_status loom__opts_check(const loom__opts *o);
+/* registry.c: whether "NAME.KEY" is an option backend NAME declares (1 when
+ * none is registered or it declares none); known: the ones it does. */
+int loom__backend_option_known(const char *key, char *known, size_t cap);
 /* Value of key: session option first, then environment LOOM_<KEY>. */
 const char *loom__opts_get(const loom__opts *o, const char *key);
 /* Parses a size with optional k/m/g suffix; -1 when malformed. */

@@ -78,6 +78,10 @@ loom_status loom__opts_check(const loom__opts *o) {
     if (strchr(k, '.')) {
       if (k[0] == '.' || k[strlen(k) - 1] == '.')
         return loom__fail(LOOM_EINVAL, "bad option name '%s': expected NAME or BACKEND.NAME", k);
+      char known[512];
+      if (strncmp(k, "meta.", 5) && !loom__backend_option_known(k, known, sizeof known))
+        return loom__fail(LOOM_EINVAL, "unknown option '%s': backend %.*s reads %s", k,
+                          (int)(strchr(k, '.') - k), k, known);
       continue; /* meta.K, or a backend's option: read by that backend */
     }
     size_t j = 0, nk = sizeof core_keys / sizeof core_keys[0];

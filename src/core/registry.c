@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,10 +163,36 @@ size_t loom_backends_list(loom_backend_visit_fn fn, void *user) {
     info.flags = b->ops.flags;
     /* b->ops is zeroed past the table's own size: NULL for ABI 1.0. */
     info.enable = b->ops.enable;
+    info.options = b->ops.options; /* NULL before ABI 1.3 */
     fn(&info, user);
   }
   free(all);
   return n;
+}
+
+/* Whether key ("NAME.KEY") is an option its backend declares: 1 when no
+ * backend NAME is registered (a plug-in may come later) or it declares
+ * none (before ABI 1.3); else 0 or 1, with the keys it declares in known. */
+int loom__backend_option_known(const char *key, char *known, size_t cap) {
+  const char *dot = strchr(key, '.');
+  if (!dot) return 1;
+  size_t n, l = 0;
+  int ok = 1;
+  loom_backend **all = loom__registry_snapshot(&n);
+  if (cap) known[0] = 0;
+  for (size_t i = 0; i < n; i++) {
+    const loom_backend_ops *o = &all[i]->ops;
+    if (!o->options || !o->name || strlen(o->name) != (size_t)(dot - key) || strncmp(o->name, key, (size_t)(dot - key)))
+      continue;
+    ok = 0;
+    for (const loom_option_desc *d = o->options; d->key; d++) {
+      if (!strcmp(d->key, key)) ok = 1;
+      if (l < cap) l += (size_t)snprintf(known + l, cap - l, "%s%s", l ? ", " : "", d->key);
+    }
+    if (ok) break;
+  }
+  free(all);
+  return ok;
 }
 
 /* ---- plug-ins ------------------------------------------------------------ */

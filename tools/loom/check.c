@@ -215,6 +215,21 @@ static void check_enable(const loom_backend_enable *e, const char *path) {
           "the backend would never register in the program");
 }
 
+/* ABI 1.3: each declared option is "<name>.KEY" with a line of help. */
+static void check_options(const loom_backend_ops *o) {
+  const loom_option_desc *d = HAS(o, options) ? o->options : NULL;
+  if (!d) {
+    note("table: no options declared: any '%s.KEY' option is passed to it unchecked", o->name ? o->name : "?");
+    return;
+  }
+  size_t nl = o->name ? strlen(o->name) : 0;
+  for (unsigned i = 0; d[i].key; i++) {
+    if (!nl || strncmp(d[i].key, o->name, nl) || d[i].key[nl] != '.' || !d[i].key[nl + 1])
+      error("table: option %u (%s) does not start with '%s.'", i, d[i].key, o->name ? o->name : "?");
+    if (!d[i].help || !*d[i].help) error("table: option %s has no help line", d[i].key);
+  }
+}
+
 static void check_table(const loom_backend_ops *o, const char *path) {
   if (o->struct_size < OPS_MIN) {
     error("table: struct_size is %u, smaller than the %zu bytes (up to destroy) of the oldest "
@@ -248,6 +263,7 @@ static void check_table(const loom_backend_ops *o, const char *path) {
     error("table: unknown flags 0x%x", (unsigned)(o->flags & ~(uint32_t)LOOM_BACKEND_F_LAZY));
   if (HAS(o, pop_external) && !o->push_external != !o->pop_external)
     error("table: push_external and pop_external come in pairs (one is NULL)");
+  check_options(o);
   const loom_backend_enable *e = HAS(o, enable) ? o->enable : NULL;
   if (e) check_enable(e, path);
   else note("no enable description: loom record loads it through LOOM_PLUGINS and records "

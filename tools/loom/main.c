@@ -3,12 +3,14 @@
  * convert, report.  (merge comes with its issue.)
  */
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "enable.h"
 #include "loom/loom.h"
+#include "loom/plugin.h"
 
 static const char *state_name(loom_backend_state s) {
   switch (s) {
@@ -26,6 +28,12 @@ static void print_backend(const loom_backend_info *b, void *user) {
     if (b->kinds & LOOM_KIND_BIT(k)) printf(" %s", loom_kind_name((loom_kind)k));
   printf("\n");
   enable_describe(stdout, b);
+  /* ABI 1.3: the options it declares (--option NAME.KEY=V) */
+  if (b->struct_size > offsetof(loom_backend_info, options) && b->options && b->options[0].key) {
+    printf("    options:\n");
+    for (const loom_option_desc *o = b->options; o->key; o++)
+      printf("      %-26s %s\n", o->key, o->help ? o->help : "");
+  }
 }
 
 /* Lists backends of every plug-in `loom record` would load (the installed

@@ -87,7 +87,6 @@ int cmd_record(int argc, char **argv) {
   record_opts ro;
   int rc = record_opts_parse(&ro, argc, argv);
   if (rc) return rc;
-  if (check_options(ro.options)) return 2;
   const char *out = ro.out, *devices = ro.devices, *follow = ro.follow;
   const char *options = ro.options;
   int i = ro.prog;
@@ -109,8 +108,10 @@ int cmd_record(int argc, char **argv) {
   /* Every plug-in, enabled in the program as its backend's table says. */
   plugin_set found = {0};
   int bad = plugins_discover(&found, libdir, (char *const *)ro.plugins, ro.nplugins, "loom record");
-  if (!bad && check_namespaces(options)) {
+  /* with every plug-in registered: their declared options are checked too */
+  if (!bad && (check_namespaces(options) || check_options(options))) {
     plugins_free(&found);
+    rmdir(fw.dir);
     return 2;
   }
   if (bad || plugins_enable(&found, preload, default_devices, sizeof default_devices) != 0) {
