@@ -528,6 +528,111 @@ static void test_long_frame_names(void **state) {
   free(a), free(b), free(text);
 }
 
+/* ---- a .pftrace as other producers write it (Perfetto's SDK) ------------ */
+typedef struct pbuf { uint8_t b[4096]; size_t n; } pbuf;
+static void pb_var(pbuf *p, uint64_t v) {
+  while (v >= 0x80) p->b[p->n++] = (uint8_t)(v | 0x80), v >>= 7;
+  p->b[p->n++] = (uint8_t)v;
+}
+static void pb_int(pbuf *p, unsigned f, uint64_t v) { pb_var(p, (uint64_t)f << 3), pb_var(p, v); }
+static void pb_bytes(pbuf *p, unsigned f, const void *d, size_t n) {
+  pb_var(p, (uint64_t)f << 3 | 2), pb_var(p, n);
+  memcpy(p->b + p->n, d, n);
+  p->n += n;
+}
+static void pb_str(pbuf *p, unsigned f, const char *s) { pb_bytes(p, f, s, strlen(s)); }
+static void pb_msg(pbuf *p, unsigned f, const pbuf *m) { pb_bytes(p, f, m->b, m->n); }
+/* One TracePacket of sequence 1 (timestamp 0: none) with field f = m. */
+static void packet(FILE *out, uint64_t ts, unsigned f, const pbuf *m) {
+  pbuf pk = {.n = 0}, top = {.n = 0};
+  if (ts) pb_int(&pk, 8, ts);
+  pb_int(&pk, 10, 1);
+  pb_msg(&pk, f, m);
+  pb_msg(&top, 1, &pk);
+  fwrite(top.b, 1, top.n, out);
+}
+/* A DebugAnnotation named name, with the fields in v already written. */
+static void annotation_of(pbuf *into, unsigned f, const char *name, const pbuf *v) {
+  pbuf a = {.n = 0};
+  if (name) pb_str(&a, 10, name);
+  memcpy(a.b + a.n, v->b, v->n);
+  a.n += v->n;
+  pb_msg(into, f, &a);
+}
+
+/* Debug annotations that are not one scalar (dicts, arrays, the older
+ * NestedValue, legacy JSON, pointers) become JSON arguments as the JSON
+ * reader keeps nested values; one of no type loom reads is counted; events
+ * on a process's own track (not a thread's) are kept on a track of their
+ * own, named as it is; nothing trace_processor reads is lost. */
+static void test_other_producers_pftrace(void **state) {
+  (void)state;
+  char path[256], back[256];
+  tmp_path(path, sizeof path, ".pftrace");
+  tmp_path(back, sizeof back, ".json");
+  FILE *out = fopen(path, "wb");
+  assert_non_null(out);
+  pbuf td = {.n = 0}, sub = {.n = 0}, te, v, w, x;
+  pb_int(&td, 1, 10), pb_int(&sub, 1, 42), pb_str(&sub, 6, "app"), pb_msg(&td, 3, &sub);
+  packet(out, 0, 60, &td); /* process 42 */
+  td.n = sub.n = 0;
+  pb_int(&td, 1, 11), pb_int(&td, 5, 10), pb_int(&sub, 1, 42), pb_int(&sub, 2, 43), pb_str(&sub, 5, "main");
+  pb_msg(&td, 4, &sub);
+  packet(out, 0, 60, &td); /* its thread 43 */
+  td.n = 0;
+  pb_int(&td, 1, 12), pb_int(&td, 5, 10), pb_str(&td, 2, "async lane");
+  packet(out, 0, 60, &td); /* a track of the process */
+  te.n = 0;
+  pb_int(&te, 9, 1), pb_int(&te, 11, 11), pb_str(&te, 23, "work");
+  /* d = {"a": 1, "b": [true, "x"]} */
+  v.n = w.n = x.n = 0;
+  pb_int(&x, 4, 1), annotation_of(&v, 11, "a", &x);
+  x.n = 0, pb_int(&x, 2, 1), annotation_of(&w, 12, NULL, &x);
+  x.n = 0, pb_str(&x, 6, "x"), annotation_of(&w, 12, NULL, &x);
+  annotation_of(&v, 11, "b", &w);
+  annotation_of(&te, 4, "d", &v);
+  v.n = 0, pb_int(&v, 7, 0x1234), annotation_of(&te, 4, "p", &v);
+  v.n = 0, pb_str(&v, 9, "{\"k\":[1,2]}"), annotation_of(&te, 4, "j", &v);
+  /* n = NestedValue dict {"q": 7} */
+  v.n = w.n = x.n = 0;
+  pb_int(&w, 1, 1), pb_str(&w, 2, "q"), pb_int(&x, 5, 7), pb_msg(&w, 3, &x), pb_msg(&v, 8, &w);
+  annotation_of(&te, 4, "n", &v);
+  v.n = 0, pb_str(&v, 14, "\x08\x01"), annotation_of(&te, 4, "odd", &v); /* a proto_value */
+  packet(out, 1000, 11, &te);
+  te.n = 0, pb_int(&te, 9, 2), pb_int(&te, 11, 11);
+  packet(out, 2000, 11, &te);
+  te.n = 0, pb_int(&te, 9, 1), pb_int(&te, 11, 12), pb_str(&te, 23, "async work");
+  packet(out, 1500, 11, &te);
+  te.n = 0, pb_int(&te, 9, 2), pb_int(&te, 11, 12);
+  packet(out, 1800, 11, &te);
+  fclose(out);
+  loom_trace *t = ts_load(path);
+  assert_int_equal(loom_trace_event_count(t), 2);
+  assert_true(ts_saved_contains(t, "\"args\":{\"d\":{\"a\":1,\"b\":[true,\"x\"]},\"p\":\"0x1234\","
+                                   "\"j\":{\"k\":[1,2]},\"n\":{\"q\":7},\"odd\":null}"));
+  assert_true(ts_warned(t, "1 debug annotation values of no type loom reads", "odd = (a value loom does not read)"));
+  size_t async = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view e = {.struct_size = sizeof e};
+    loom_trace_event(t, i, &e);
+    if (!strcmp(e.name, "async work")) {
+      async++;
+      assert_int_equal(e.pid, 42);
+      assert_int_equal(e.dur_ns, 300);
+    }
+  }
+  assert_int_equal(async, 1);
+  assert_true(ts_saved_contains(t, "\"name\":\"thread_name\",\"pid\":42,\"tid\":1000000000,\"ts\":0,\"args\":{\"name\":\"async lane\"}"));
+  assert_int_equal(loom_trace_save(t, back), LOOM_OK);
+  loom_trace_free(t);
+  tp_require();
+  assert_int_equal(tp_int(path, "select count(*) from slice"), 2);
+  assert_int_equal(tp_int(back, "select count(*) from slice"), 2);
+  assert_int_equal(tp_errors(back), 0);
+  unlink(path);
+  unlink(back);
+}
+
 static int leftovers(const char *dir, const char *prefix) {
   DIR *d = opendir(dir);
   int n = 0;
@@ -573,7 +678,7 @@ int main(void) {
       cmocka_unit_test(test_corrupt_inputs),
       cmocka_unit_test(test_format_detection),
       cmocka_unit_test(test_counters_kept_apart),
-      cmocka_unit_test(test_many_arguments), cmocka_unit_test(test_end_arguments_and_left_out), cmocka_unit_test(test_long_frame_names),
+      cmocka_unit_test(test_many_arguments), cmocka_unit_test(test_end_arguments_and_left_out), cmocka_unit_test(test_long_frame_names), cmocka_unit_test(test_other_producers_pftrace),
       cmocka_unit_test(test_full_disk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,12 +81,29 @@ enum {
   PF_DA_INT = 4,
   PF_DA_DOUBLE = 5,
   PF_DA_STRING = 6,
+  PF_DA_POINTER = 7,
+  PF_DA_NESTED = 8,       /* NestedValue (older producers) */
+  PF_DA_LEGACY_JSON = 9,
   PF_DA_NAME = 10,
+  PF_DA_DICT_ENTRIES = 11,
+  PF_DA_ARRAY_VALUES = 12,
   PF_DA_STRING_VALUE_IID = 17, /* InternedData.debug_annotation_string_values */
+  /* NestedValue */
+  PF_NV_TYPE = 1,         /* 1 dict, 2 array, else a leaf */
+  PF_NV_DICT_KEYS = 2,
+  PF_NV_DICT_VALUES = 3,
+  PF_NV_ARRAY_VALUES = 4,
+  PF_NV_INT = 5,
+  PF_NV_DOUBLE = 6,
+  PF_NV_BOOL = 7,
+  PF_NV_STRING = 8,
   /* Device processes get pid + this in ProcessDescriptor/ThreadDescriptor:
    * Perfetto treats pid 0 as the idle process, and devices are numbered
    * from 0 (Kineto's convention).  Readers subtract it. */
   PF_DEVICE_PID_BASE = 0x70000000,
+  /* Tracks of a process (not of a thread) are read as threads numbered
+   * from here, as the JSON reader numbers string tids. */
+  PF_SYNTH_TID = 1000000000,
   /* InternedData; each entry is {iid = 1, name = 2} */
   PF_ID_EVENT_CATEGORIES = 1,
   PF_ID_EVENT_NAMES = 2,

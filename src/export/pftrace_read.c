@@ -227,6 +227,7 @@ static void rd_free(rd *r) {
   free(r->seqs);
   loom__samples_free(&r->smp);
   free(r->stack);
+  free(r->jtext.buf);
   free(r->trks);
   free(r->open);
   loom__map_free(&r->pidmap);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "export/outfile.h"
 #include "export/pftrace.h"
 #include "trace/samples.h"
 #include "trace/trace.h"
@@ -144,6 +145,9 @@ typedef struct rd {
   loom__map frames;           /* frame index in smp + 1 */
   loom__map callstacks;       /* leaf site in smp (0: empty) */
   loom__samples smp;
+  loom__out jtext;            /* scratch: an annotation's value as JSON text */
+  int odd_value;              /* a part of it loom cannot read (no type it knows, too deep) */
+  uint32_t nsynth;            /* process tracks given a thread track (PF_SYNTH_TID + n) */
   char *stack;                /* scratch: a sample's stack text */
   size_t stack_cap;
   int oom;
@@ -182,6 +186,12 @@ __attribute__((always_inline)) static inline uint32_t iid_get(rd *r, uint32_t ta
 
 enum { PF_EVENT_FLOWS = 64 }; /* flows kept per event and way; more are counted */
 
+/* pftrace_read_args.c: the value of a debug annotation loom keeps as JSON
+ * text or as a string (dicts, arrays, nested values, legacy JSON,
+ * pointers): 1 with *id the text interned and *json whether it is JSON; 0
+ * for a scalar the caller reads itself; -1 for a value of no type loom
+ * reads (counted by the caller). */
+int loom__pfr_value_text(rd *r, pbr m, uint32_t *id, int *json);
 void loom__pfr_descriptor(rd *r, pbr m);
 void loom__pfr_track_event(rd *r, pbr m);
 void loom__pfr_interned_profile(rd *r, pbr m);

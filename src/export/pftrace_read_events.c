@@ -222,14 +222,35 @@ static int same_counter_event(const loom_trace *t, const loom__ev *e, uint32_t k
   return 1;
 }
 
+/* A track of a process, not of one of its threads (other producers' async
+ * and counter tracks, or the process's own): a thread track of its own in
+ * the model, numbered from PF_SYNTH_TID and named as the track is. */
+static trk *process_track(rd *r, trk *own, const trk *proc) {
+  loom_trace *t = r->t;
+  int device = LOOM_DEVICE_HOST;
+  for (size_t i = 0; i < t->ntracks; i++)
+    if (t->tracks[i].pid == proc->pid) device = t->tracks[i].device;
+  uint32_t track;
+  if (loom__trace_track(t, proc->pid, PF_SYNTH_TID + (int64_t)r->nsynth++, NULL, device, &track)) {
+    r->oom = 1;
+    return NULL;
+  }
+  t->tracks[track].name = own->name ? own->name : proc->name;
+  own->track = track;
+  own->has_track = 1;
+  return own;
+}
+
 /* The model track an event on uuid goes to (async and counter tracks hang
- * off a thread track); NULL for tracks loom does not model (global). */
+ * off a thread track, or off a process); NULL for tracks loom does not
+ * model (global ones). */
 static trk *event_track(rd *r, uint64_t uuid, trk **own) {
   trk *k = trk_of(r, uuid);
   *own = k;
   /* a file's parents can form a loop: a chain longer than any real one
    * (process > thread > counter or async track) ends the walk */
-  for (int up = 0; k && !k->has_track && k->parent; up++) k = up < 16 ? trk_of(r, k->parent) : NULL;
+  for (int up = 0; k && !k->has_track && !k->is_proc && k->parent; up++) k = up < 16 ? trk_of(r, k->parent) : NULL;
+  if (k && !k->has_track && k->is_proc) return process_track(r, *own, k);
   return k && k->has_track ? k : NULL;
 }
 
@@ -280,6 +301,7 @@ static void json_marks(rd *r, const loom__ev *e, const char *s) {
 }
 
 static void annotation(rd *r, pbr m, loom__ev *e) {
+  pbr m0 = m;
   uint32_t f;
   int w;
   uint64_t v;
@@ -299,7 +321,21 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
       a.type = LOOM_ARG_STRING, a.v.s = iid_get(r, IID_STRV, v), have = 1;
     }
   }
-  if (!have) return;
+  if (!have) { /* dicts, arrays, nested values, legacy JSON, pointers */
+    uint32_t id = 0;
+    int json = 0;
+    r->odd_value = 0;
+    int k = loom__pfr_value_text(r, m0, &id, &json);
+    if (k < 0 || r->odd_value) {
+      const char *name = a.key ? loom__trace_cstr(r->t, a.key) : "";
+      static const char what[] = "(a value loom does not read)";
+      loom__trace_bad(r->t, LOOM__BAD_ANNOTATION, name, what, sizeof what - 1, loom__trace_cstr(r->t, e->name));
+    }
+    if (r->oom) return;
+    if (k < 0) id = loom__trace_str(r->t, "null"), json = 1; /* kept as null, counted */
+    a.type = LOOM_ARG_STRING, a.v.s = id;
+    a.json = json && is_json_str(r, id);
+  }
   uint64_t num = a.type == LOOM_ARG_UINT ? a.v.u : (uint64_t)a.v.i;
   if (a.key == r->ext_key && a.type != LOOM_ARG_STRING) e->external_id = num;
   else if (a.key == r->corr_key && a.type != LOOM_ARG_STRING) e->correlation = num;

@@ -181,7 +181,8 @@ static const char *const bad_names[LOOM__BAD_COUNT_][2] = {
     {"arguments past 65535 on one event", "left out"},
     {"events of a phase loom does not read", "left out, as trace_processor leaves them"},
     {"ends that close nothing (E with no B open on its thread, e with no b of its id)",
-     "left out, as trace_processor leaves them"}};
+     "left out, as trace_processor leaves them"},
+    {"debug annotation values of no type loom reads (or nested deeper than 64)", "kept as null"}};
 
 const char *loom__bad_name(int kind) { return kind >= 0 && kind < LOOM__BAD_COUNT_ ? bad_names[kind][0] : ""; }
 const char *loom__bad_kept(int kind) { return kind >= 0 && kind < LOOM__BAD_COUNT_ ? bad_names[kind][1] : ""; }
