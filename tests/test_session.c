@@ -147,6 +147,21 @@ static void visit(const loom_backend_info *b, void *user) {
   }
 }
 
+/* A backend's losses by reason: the first four named with their counts,
+ * any more counted with the fourth, which then says so (the total right,
+ * no count put under a reason that is not its own). */
+static void test_lost_reasons(void **state) {
+  (void)state;
+  loom_session *s = ts_start("cpu,fakea", NULL);
+  static const char *why[] = {"ring full", "driver dropped", "clock lost", "late", "other one", "third"};
+  for (int i = 0; i < 6; i++) fake_lost(0, (uint64_t)i + 1, why[i]);
+  fake_lost(0, 10, "ring full");
+  loom_trace *t = ts_finish(s);
+  assert_true(ts_warned(t, "backend 'fakeA' lost 31 records",
+                        "(11: ring full; 2: driver dropped; 3: clock lost; 15: late and other reasons)"));
+  loom_trace_free(t);
+}
+
 static void test_backend_list(void **state) {
   (void)state;
   seen s = {0};
@@ -625,6 +640,7 @@ int main(void) {
       cmocka_unit_test(test_missing_device_warns),
       cmocka_unit_test(test_failing_backends),
       cmocka_unit_test(test_backend_list),
+      cmocka_unit_test(test_lost_reasons),
       cmocka_unit_test(test_plugin_failures_by_option),
       cmocka_unit_test(test_two_backends_flows),
       cmocka_unit_test(test_device_clock_conversion),

@@ -114,6 +114,7 @@ loom_status fake_register(int i, const char *name, const char *type, int fail) {
 }
 
 const loom_backend_ops *fake_ops(int i) { return &fakes[i].ops; }
+void fake_lost(int i, uint64_t n, const char *reason) { host->count_lost(fakes[i].b, n, reason); }
 fake_calls fake_get_calls(int i) { return fakes[i].calls; }
 
 uint64_t fake_launch(int i, int q, const char *kernel, uint64_t dur_ns) {

@@ -28,6 +28,8 @@ uint64_t fake_launch(int i, int q, const char *kernel, uint64_t dur_ns);
 typedef struct fake_calls { int probe, configure, start, stop, flush, destroy, push, pop; } fake_calls;
 fake_calls fake_get_calls(int i);
 const loom_backend_ops *fake_ops(int i);
+/* The backend counts n records lost for reason (host->count_lost). */
+void fake_lost(int i, uint64_t n, const char *reason);
 
 /* Creates and starts a session (asserting success). */
 loom_session *ts_start(const char *devices, const char *options);

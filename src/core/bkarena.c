@@ -48,7 +48,7 @@ static void copy_name(char *dst, size_t n, const char *s) {
 static void mirror_lost(loom__abk *a, const loom__bsess *bs) {
   for (size_t i = 0; i < sizeof bs->lost_by / sizeof bs->lost_by[0]; i++) {
     if (!bs->lost_by[i].reason) break;
-    if (!a->lost_by[i].reason[0])
+    if (strncmp(a->lost_by[i].reason, bs->lost_by[i].reason, sizeof a->lost_by[i].reason - 1))
       copy_name(a->lost_by[i].reason, sizeof a->lost_by[i].reason, bs->lost_by[i].reason);
     atomic_store_explicit(&a->lost_by[i].n, bs->lost_by[i].n, memory_order_release);
   }

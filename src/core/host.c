@@ -266,8 +266,20 @@ static void lost_locked(loom_backend *b, loom__bsess *bs, uint64_t n, const char
   if (!reason) reason = "no reason given";
   size_t i = 0, max = sizeof bs->lost_by / sizeof bs->lost_by[0];
   while (i < max && bs->lost_by[i].reason && strcmp(bs->lost_by[i].reason, reason)) i++;
-  if (i == max) i = max - 1; /* past the slots: counted with the last one */
-  else if (!bs->lost_by[i].reason) bs->lost_by[i].reason = loom__strdup(reason);
+  if (i == max) { /* past the slots: counted with the last one, which says so */
+    static const char more[] = " and other reasons";
+    char *last = bs->lost_by[--i].reason;
+    size_t l = strlen(last), m = sizeof more - 1;
+    char *joined = l >= m && !strcmp(last + l - m, more) ? NULL : malloc(l + m + 1);
+    if (joined) {
+      memcpy(joined, last, l);
+      memcpy(joined + l, more, m + 1);
+      free(last);
+      bs->lost_by[i].reason = joined;
+    }
+  } else if (!bs->lost_by[i].reason) {
+    bs->lost_by[i].reason = loom__strdup(reason);
+  }
   bs->lost_by[i].n += n;
   loom__bka_lost(b, bs); /* a salvage says them too */
 }
