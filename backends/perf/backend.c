@@ -293,6 +293,8 @@ static loom_status pf_flush(loom_backend *b) {
   uint64_t capped, lost = pf_events_lost(s->ev, &capped);
   if (lost) host->count_lost(b, lost, "perf ring buffer full (the reader fell behind)");
   if (capped) host->count_lost(b, capped, "samples past perf.memory");
+  uint64_t oom = pf_events_oom(s->ev);
+  if (oom) host->count_lost(b, oom, "perf records (samples, counter ticks, mappings) not kept: out of memory");
   emit_samples(b, s);
   if (s->cfg.counters) emit_counters(b, s);
   return LOOM_OK;

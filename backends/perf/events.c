@@ -70,7 +70,7 @@ struct pf_events {
   uint64_t lost, capped;
   uint8_t *tmp;           /* a record that wraps the ring end */
   size_t cap_tmp;
-  int oom;
+  uint64_t oom; /* records not kept for want of memory (samples, ticks, maps) */
 };
 
 uint64_t pf_regs_mask(void) {
@@ -273,8 +273,7 @@ static void keep_sample(pf_events *ev, const uint8_t *p, const uint8_t *end) {
   }
   if (grow((void **)&ev->data, &ev->cap_data, ev->ndata + bytes, 1) ||
       grow((void **)&ev->samples, &ev->cap_samples, ev->nsamples + 1, sizeof(pf_sample))) {
-    ev->oom = 1;
-    ev->capped++;
+    ev->oom++;
     return;
   }
   pf_sample *s = &ev->samples[ev->nsamples++];
@@ -295,7 +294,7 @@ static void keep_tick(pf_events *ev, int which, const uint8_t *p, const uint8_t 
   memcpy(&time, p + 16, 8);
   if ((pid_t)pid != ev->pid) return;
   if (grow((void **)&ev->ticks, &ev->cap_ticks, ev->nticks + 1, sizeof(pf_tick))) {
-    ev->oom = 1;
+    ev->oom++;
     return;
   }
   ev->ticks[ev->nticks++] = (pf_tick){time, tid, (uint8_t)which};
@@ -304,12 +303,12 @@ static void keep_tick(pf_events *ev, int which, const uint8_t *p, const uint8_t 
 static void keep_map(pf_events *ev, uint64_t start, uint64_t len, uint64_t pgoff, const char *path,
                      size_t n) {
   if (grow((void **)&ev->maps, &ev->cap_maps, ev->nmaps + 1, sizeof(pf_map))) {
-    ev->oom = 1;
+    ev->oom++;
     return;
   }
   char *s = strndup(path, n);
   if (!s) {
-    ev->oom = 1;
+    ev->oom++;
     return;
   }
   ev->maps[ev->nmaps++] = (pf_map){start, start + len, pgoff, s};
@@ -365,7 +364,7 @@ static void drain(pf_events *ev, pf_ring *r) {
     const uint8_t *rec = data + at;
     if (room < h.size) { /* wraps the end of the ring */
       if (grow((void **)&ev->tmp, &ev->cap_tmp, h.size, 1)) {
-        ev->oom = 1;
+        ev->oom++;
         tail += h.size;
         continue;
       }
@@ -556,6 +555,7 @@ const pf_map *pf_events_maps(const pf_events *ev, size_t *n) {
   *n = ev->nmaps;
   return ev->maps;
 }
+uint64_t pf_events_oom(const pf_events *ev) { return ev->oom; }
 uint64_t pf_events_lost(const pf_events *ev, uint64_t *capped) {
   *capped = ev->capped;
   return ev->lost;

@@ -69,6 +69,8 @@ const pf_tick *pf_events_ticks(const pf_events *ev, size_t *n);
 const pf_map *pf_events_maps(const pf_events *ev, size_t *n);
 /* Records the kernel lost (ring full) and samples not kept (memory cap). */
 uint64_t pf_events_lost(const pf_events *ev, uint64_t *capped);
+/* Records (samples, counter ticks, mappings) not kept for want of memory. */
+uint64_t pf_events_oom(const pf_events *ev);
 pid_t pf_events_reader_tid(const pf_events *ev);
 /* Threads the events were opened on at start. */
 size_t pf_events_threads(const pf_events *ev);
