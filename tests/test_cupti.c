@@ -350,6 +350,51 @@ static void test_buffer_cap(void **state) {
   loom_trace_free(t);
 }
 
+/* Correlation ids are kept in a bounded table that rolls over (4M ids; 8
+ * here through the test seam): a context synchronization whose call came
+ * just before a roll over stays on that call's thread (the table was
+ * cleared, and it went to the device), and the kernel keeps its op. */
+static void test_correlations_roll_over(void **state) {
+  (void)state;
+  replay_fn replay = (replay_fn)(uintptr_t)plugin_sym("loom_cupti_replay");
+  uint32_t tid = (uint32_t)syscall(SYS_gettid);
+  setenv("LOOM_TEST_CUPTI_MAP_LIMIT", "8", 1);
+  loom_session *s = ts_start("cpu,cuda", "cupti.replay=1");
+  unsetenv("LOOM_TEST_CUPTI_MAP_LIMIT");
+  uint64_t base = now_realtime();
+  buf b = {0};
+  CUpti_ActivityExternalCorrelation *x =
+      ADD(&b, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUpti_ActivityExternalCorrelation);
+  x->externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, x->externalId = 42, x->correlationId = 7;
+  add_api(&b, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 7, tid,
+          base + 1000, base + 2000);
+  for (uint32_t i = 0; i < 10; i++) { /* 10 more ids: the table rolls over once */
+    x = ADD(&b, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUpti_ActivityExternalCorrelation);
+    x->externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, x->externalId = 1000 + i;
+    x->correlationId = 100 + i;
+  }
+  add_kernel(&b, "late_kernel", 7, 0, base + 10000, base + 20000);
+  /* a context synchronization of that call: on its host thread, which
+   * only the table knows */
+  CUpti_ActivitySynchronization2 *y =
+      ADD(&b, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUpti_ActivitySynchronization2);
+  y->type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+  y->correlationId = 7, y->contextId = 1, y->streamId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  y->start = base + 21000, y->end = base + 22000;
+  assert_int_equal(replay(b.p, b.n), 14);
+  free(b.p);
+  usleep(2000);
+  loom_trace *t = ts_finish(s);
+  found f = collect(t);
+  assert_string_equal(f.kernel.name, "late_kernel");
+  assert_int_equal(f.kernel.external_id, 42);
+  assert_int_equal(f.launch.external_id, 42);
+  assert_int_equal(f.sync.device, UINT32_MAX); /* the host */
+  assert_int_equal(f.sync.tid, tid);
+  assert_int_equal(loom_trace_flow_count(t), 1);
+  loom_trace_free(t);
+}
+
 /* The CUDA driver's injection entry point registers (again) harmlessly. */
 static void test_injection_entry(void **state) {
   (void)state;
@@ -371,6 +416,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_no_driver),
       cmocka_unit_test(test_replay),
       cmocka_unit_test(test_buffer_cap),
+      cmocka_unit_test(test_correlations_roll_over),
       cmocka_unit_test(test_injection_entry),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,6 +34,7 @@ typedef struct map_entry { uint64_t key, a, b; } map_entry;
 typedef struct map { map_entry *e; size_t cap, n; } map;
 
 #define MAP_LIMIT (1u << 22) /* entries kept before a map starts over */
+static size_t map_limit = MAP_LIMIT; /* LOOM_TEST_CUPTI_MAP_LIMIT (tests) */
 
 static void map_clear(map *m) {
   free(m->e);
@@ -71,7 +72,7 @@ static int map_grow(map *m) {
 /* The entry of key, created zeroed when absent (NULL when out of memory). */
 static map_entry *map_put(map *m, uint64_t key) {
   if (!key) return NULL;
-  if (m->n >= MAP_LIMIT) map_clear(m);
+  if (m->n >= map_limit) map_clear(m);
   if ((m->n + 1) * 2 > m->cap && map_grow(m) != 0) return NULL;
   map_entry *e = map_slot(m, key);
   if (!e->key) {
@@ -84,14 +85,38 @@ static map_entry *map_put(map *m, uint64_t key) {
 static map devices;  /* cupti device id + 1 -> a: loom device */
 static map streams;  /* stream id + 1 -> a: loom device, b: resource */
 static map contexts; /* context id + 1 -> a: cupti device id */
-static map corrs;    /* correlation id -> a: external id, b: host thread */
+/* correlation id -> a: external id, b: host thread.  Two generations: a
+ * full one becomes the old one (the one before is dropped), so that work
+ * still in flight when the ids roll over keeps its external id and thread. */
+static map corrs, corrs_old;
+
+static map_entry *corr_find(uint64_t corr) {
+  map_entry *e = map_find(&corrs, corr);
+  return e ? e : map_find(&corrs_old, corr);
+}
+
+static map_entry *corr_put(uint64_t corr) {
+  if (corrs.n >= map_limit) {
+    map_clear(&corrs_old);
+    corrs_old = corrs;
+    memset(&corrs, 0, sizeof corrs);
+  }
+  map_entry *e = map_find(&corrs, corr), *old = e ? NULL : map_find(&corrs_old, corr);
+  if (e) return e;
+  if (!(e = map_put(&corrs, corr))) return NULL;
+  if (old) e->a = old->a, e->b = old->b; /* an id met again after the roll over */
+  return e;
+}
 
 void cupti_decode_reset(void) {
   pthread_mutex_lock(&mu);
+  const char *v = getenv("LOOM_TEST_CUPTI_MAP_LIMIT");
+  map_limit = v && strtoull(v, NULL, 10) >= 4 ? (size_t)strtoull(v, NULL, 10) : MAP_LIMIT;
   map_clear(&devices);
   map_clear(&streams);
   map_clear(&contexts);
   map_clear(&corrs);
+  map_clear(&corrs_old);
   pthread_mutex_unlock(&mu);
 }
 
@@ -141,7 +166,7 @@ static uint32_t stream_of(uint32_t id, uint32_t ctx, uint32_t stream, uint32_t *
 }
 
 static uint64_t external_of(uint32_t corr) {
-  map_entry *e = map_find(&corrs, corr);
+  map_entry *e = corr_find(corr);
   return e ? e->a : 0;
 }
 
@@ -354,7 +379,7 @@ static void decode_memset(const CUpti_ActivityMemset4 *m) {
 static void decode_api(const CUpti_ActivityAPI *api) {
   int runtime = api->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
   uint32_t tid = api->threadId;
-  map_entry *e = map_put(&corrs, api->correlationId);
+  map_entry *e = corr_put(api->correlationId);
   if (e) e->b = tid;
   uint16_t roles;
   loom_string_id name = api_name(runtime, api->cbid, &roles);
@@ -363,13 +388,13 @@ static void decode_api(const CUpti_ActivityAPI *api) {
 }
 
 static void decode_external(const CUpti_ActivityExternalCorrelation *x) {
-  map_entry *e = map_put(&corrs, x->correlationId);
+  map_entry *e = corr_put(x->correlationId);
   if (e) e->a = x->externalId;
 }
 
 static void decode_sync(const CUpti_ActivitySynchronization2 *s) {
   loom_string_id name = intern(sync_name(s->type));
-  map_entry *c = map_find(&corrs, s->correlationId);
+  map_entry *c = corr_find(s->correlationId);
   int on_stream = s->type != CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE &&
                   s->streamId != CUPTI_SYNCHRONIZATION_INVALID_VALUE;
   if (!on_stream && c && c->b) {
