@@ -295,9 +295,9 @@ static void test_projection(void **state) {
 static struct {
   const loom_host *h;
   loom_backend *b;
-  loom_clock us, drift, onept, none, badrate, host;
+  loom_clock us, drift, onept, none, badrate, host, extra[20];
   uint32_t dev, q;
-  atomic_int reads;
+  atomic_int reads, extra_reads;
   int64_t base; /* realtime of the us clock's point */
 } sv;
 
@@ -308,6 +308,13 @@ static uint64_t drift_read(loom_backend *b, void *ctx) {
   assert_ptr_equal(ctx, &sv);
   atomic_fetch_add(&sv.reads, 1);
   return drift_of(sv.h->clock_now(LOOM_CLOCK_MONOTONIC_RAW));
+}
+
+/* 20 more clocks the core syncs itself (more than it once handled: 16) */
+static uint64_t extra_read(loom_backend *b, void *ctx) {
+  (void)b, (void)ctx;
+  atomic_fetch_add(&sv.extra_reads, 1);
+  return sv.h->clock_now(LOOM_CLOCK_MONOTONIC_RAW) + 7000;
 }
 
 static loom_status sv_configure(loom_backend *b, uint32_t kinds) {
@@ -328,6 +335,13 @@ static loom_status sv_configure(loom_backend *b, uint32_t kinds) {
   assert_int_equal(h->clock_set_rate(b, sv.us, 1000.0), LOOM_OK);
   assert_int_equal(h->clock_set_rate(b, sv.badrate, 1.0), LOOM_OK);
   assert_int_equal(h->clock_auto_sync(b, sv.drift, drift_read, &sv, LOOM_CLOCK_MONOTONIC_RAW), LOOM_OK);
+  for (int i = 0; i < 20; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "extra %d", i);
+    assert_int_equal(h->clock_declare(b, LOOM_CLOCK_DEVICE, name, &sv.extra[i]), LOOM_OK);
+    assert_int_equal(h->clock_set_rate(b, sv.extra[i], 1.0), LOOM_OK);
+    assert_int_equal(h->clock_auto_sync(b, sv.extra[i], extra_read, NULL, LOOM_CLOCK_MONOTONIC_RAW), LOOM_OK);
+  }
   assert_int_equal(h->clock_sync(b, sv.onept, 0, LOOM_CLOCK_REALTIME, 0), LOOM_OK);
   /* bad rate: the points say 2 ns per tick */
   assert_int_equal(h->clock_sync(b, sv.badrate, 0, LOOM_CLOCK_REALTIME, 0), LOOM_OK);
@@ -413,6 +427,7 @@ static void test_clock_services(void **state) {
   }
   loom_trace *t = ts_finish(s);
   assert_int_equal(atomic_load(&sv.reads), 3 * 7); /* start, stop, before flush */
+  assert_int_equal(atomic_load(&sv.extra_reads), 20 * 3 * 7); /* every clock, each time */
   loom_event_view v;
   assert_non_null(find_ev(t, "k_us", &v));
   assert_true(llabs(v.start_ns - (base + 500000)) <= 1000);
@@ -425,6 +440,7 @@ static void test_clock_services(void **state) {
   assert_true(ts_warned(t, "backend 'svc'", "device clock 'bad rate': declared rate 1 ns per tick disagrees"));
   assert_false(ts_warned(t, "'us clock'", NULL));
   assert_false(ts_warned(t, "'drifting'", NULL));
+  assert_false(ts_warned(t, "'extra ", NULL));
   assert_true(ts_saved_contains(t, "\"svc.firmware\":\"2.5\""));
   assert_false(ts_saved_contains(t, "\"1.0\""));
   /* a counter's series are its arguments only: no device/stream series */

@@ -95,17 +95,25 @@ static loom_status svc_clock_auto_sync(loom_backend *b, loom_clock clk,
   return st;
 }
 
+static size_t auto_sync_some(loom_backend *b, size_t from);
+
 void loom__clock_auto_sync_all(loom_backend *b) {
+  /* 16 clocks at a time, as many times as the backend has them */
+  for (size_t from = 0; (from = auto_sync_some(b, from)) != 0;) {}
+}
+
+static size_t auto_sync_some(loom_backend *b, size_t from) {
   enum { MAX = 16 };
   struct { loom_clock clk; uint64_t (*read)(loom_backend *, void *); void *ctx;
            loom_clock_domain hd; } todo[MAX];
-  size_t n = 0;
+  size_t n = 0, i = from;
   pthread_mutex_lock(&b->mu);
   loom__bsess *bs = b->bs;
-  for (size_t i = 0; bs && !bs->closed && i < bs->nclocks && n < MAX; i++)
+  for (; bs && !bs->closed && i < bs->nclocks && n < MAX; i++)
     if (bs->clocks[i].auto_read)
       todo[n++] = (__typeof__(todo[0])){(loom_clock)(i + 1), bs->clocks[i].auto_read,
                                         bs->clocks[i].auto_ctx, bs->clocks[i].auto_domain};
+  size_t more = bs && !bs->closed && i < bs->nclocks ? i : 0; /* where the next batch starts */
   pthread_mutex_unlock(&b->mu);
   /* read() runs unlocked: it may call host services.  The host domain is
    * read on both sides of it and the midpoint taken; of a few readings the
@@ -113,17 +121,18 @@ void loom__clock_auto_sync_all(loom_backend *b) {
    * does not become a clock error (the same rule as a ping-pong's smallest
    * round trip). */
   enum { TRIES = 7 };
-  for (size_t i = 0; i < n; i++) {
+  for (size_t j = 0; j < n; j++) {
     uint64_t best_dev = 0, best_host = 0, best_width = UINT64_MAX;
     for (int k = 0; k < TRIES; k++) {
-      uint64_t h0 = loom__clock_now(todo[i].hd);
-      uint64_t dev = todo[i].read(b, todo[i].ctx);
-      uint64_t h1 = loom__clock_now(todo[i].hd);
+      uint64_t h0 = loom__clock_now(todo[j].hd);
+      uint64_t dev = todo[j].read(b, todo[j].ctx);
+      uint64_t h1 = loom__clock_now(todo[j].hd);
       if (h1 - h0 < best_width)
         best_width = h1 - h0, best_dev = dev, best_host = h0 + (h1 - h0) / 2;
     }
-    svc_clock_sync(b, todo[i].clk, best_dev, todo[i].hd, best_host);
+    svc_clock_sync(b, todo[j].clk, best_dev, todo[j].hd, best_host);
   }
+  return more;
 }
 
 static loom_status svc_meta_set(loom_backend *b, const char *key, const char *value) {
