@@ -141,9 +141,15 @@ static __itt_counter counter_create_typed(const char *name, const char *domain, 
   if (!name) return NULL;
   counter_rec *c = calloc(1, sizeof *c);
   if (!c) return NULL;
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s%s%s", domain ? domain : "", domain ? "/" : "", name);
+  size_t n = strlen(name) + (domain ? strlen(domain) + 1 : 0) + 1; /* the whole name, however long */
+  char *buf = malloc(n);
+  if (!buf) {
+    free(c);
+    return NULL;
+  }
+  snprintf(buf, n, "%s%s%s", domain ? domain : "", domain ? "/" : "", name);
   c->name = annot_perm(buf, SIZE_MAX);
+  free(buf);
   c->type = t;
   pthread_mutex_init(&c->mu, NULL);
   return (__itt_counter)c;

@@ -113,6 +113,11 @@ int main(int argc, char **argv) {
     TASK_END(comp);
   }
   TASK_END(pre);
+  char lname[601]; /* a counter whose name is past 512 bytes, incremented once */
+  memset(lname, 'c', 600);
+  lname[600] = 0;
+  __itt_counter lc = p_counter_create ? p_counter_create(lname, "app.compute") : NULL;
+  if (lc) ITT(counter_inc, lc);
   for (int i = 0; i < 2; i++) {
     __itt_id fid = {(unsigned long long)i + 1, 0, 0};
     if (comp->flags) ITT(frame_begin_v3, comp, &fid);
