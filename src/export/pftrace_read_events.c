@@ -325,14 +325,14 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
     uint32_t id = 0;
     int json = 0;
     r->odd_value = 0;
-    int k = loom__pfr_value_text(r, m0, &id, &json);
-    if (k < 0 || r->odd_value) {
+    int k = loom__pfr_value_text(r, m0, &id, &json); /* 0 here: a scalar of the wrong wire type */
+    if (k <= 0 || r->odd_value) {
       const char *name = a.key ? loom__trace_cstr(r->t, a.key) : "";
       static const char what[] = "(a value loom does not read)";
       loom__trace_bad(r->t, LOOM__BAD_ANNOTATION, name, what, sizeof what - 1, loom__trace_cstr(r->t, e->name));
     }
     if (r->oom) return;
-    if (k < 0) id = loom__trace_str(r->t, "null"), json = 1; /* kept as null, counted */
+    if (k <= 0) id = loom__trace_str(r->t, "null"), json = 1; /* kept as null, counted */
     a.type = LOOM_ARG_STRING, a.v.s = id;
     a.json = json && is_json_str(r, id);
   }
