@@ -633,6 +633,34 @@ static void test_other_producers_pftrace(void **state) {
   unlink(back);
 }
 
+/* Metadata and device property names keep their whole text (keys were cut
+ * at 255 bytes, and two sharing those became one entry). */
+static void test_long_keys(void **state) {
+  (void)state;
+  char a[301], b[301], *text = malloc(4096);
+  assert_non_null(text);
+  memset(a, 'k', 300), memset(b, 'k', 300);
+  a[300] = b[300] = 0;
+  a[299] = 'A', b[299] = 'B';
+  int n = snprintf(text, 4096, "{\"%s\":\"first\",\"%s\":\"second\",\"deviceProperties\":[{\"id\":0,"
+                   "\"name\":\"gpu\",\"%s\":7}],\"traceEvents\":[{\"ph\":\"X\",\"name\":\"x\",\"pid\":1,"
+                   "\"tid\":1,\"ts\":1,\"dur\":1}]}", a, b, a);
+  char json[256];
+  tmp_path(json, sizeof json, ".json");
+  write_bytes(json, text, (size_t)n);
+  loom_trace *t = ts_load(json);
+  char want[400];
+  snprintf(want, sizeof want, "\"%s\":\"first\"", a);
+  assert_true(ts_saved_contains(t, want));
+  snprintf(want, sizeof want, "\"%s\":\"second\"", b);
+  assert_true(ts_saved_contains(t, want));
+  snprintf(want, sizeof want, "\"%s\":7", a);
+  assert_true(ts_saved_contains(t, want));
+  loom_trace_free(t);
+  unlink(json);
+  free(text);
+}
+
 static int leftovers(const char *dir, const char *prefix) {
   DIR *d = opendir(dir);
   int n = 0;
@@ -678,7 +706,7 @@ int main(void) {
       cmocka_unit_test(test_corrupt_inputs),
       cmocka_unit_test(test_format_detection),
       cmocka_unit_test(test_counters_kept_apart),
-      cmocka_unit_test(test_many_arguments), cmocka_unit_test(test_end_arguments_and_left_out), cmocka_unit_test(test_long_frame_names), cmocka_unit_test(test_other_producers_pftrace),
+      cmocka_unit_test(test_many_arguments), cmocka_unit_test(test_end_arguments_and_left_out), cmocka_unit_test(test_long_frame_names), cmocka_unit_test(test_other_producers_pftrace), cmocka_unit_test(test_long_keys),
       cmocka_unit_test(test_full_disk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

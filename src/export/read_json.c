@@ -110,6 +110,8 @@ static int finish(reader *r) {
 }
 
 static void reader_free(reader *r) {
+  free(r->key_heap);
+  free(r->top_heap);
   free(r->ev_args);
   free(r->cap);
   free(r->bs);
@@ -263,6 +265,8 @@ static loom_status parsed(reader *r, const jinput *in, const char *path, loom_st
 }
 
 static void reader_keys(reader *r) {
+  r->key = r->key_in;
+  r->top_key = r->top_in;
   r->ext_key = loom__trace_str(r->t, "External id");
   r->corr_key = loom__trace_str(r->t, "correlation");
   r->role_key = loom__trace_str(r->t, "loom_role");

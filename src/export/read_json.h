@@ -59,8 +59,11 @@ typedef struct reader {
   int top_is_array;
   int saw_events;     /* a "traceEvents" list (or a top-level list of events) */
   int not_event;      /* the top-level list holds a list: no event list */
-  char key[256];      /* last map key */
-  char top_key[256];  /* key of the current top-level value */
+  char *key;          /* last map key (loom__rj_set_key: key_in, or key_heap when longer) */
+  char *top_key;      /* key of the current top-level value (likewise) */
+  char key_in[256], top_in[256];
+  char *key_heap, *top_heap;
+  size_t key_cap, top_cap;
   cur_ev ev;
   loom__targ *ev_args;    /* the current event's arguments (any number) */
   size_t cap_ev_args;
@@ -118,6 +121,9 @@ void loom__rj_cap_sep(reader *r);
 void loom__rj_cap_str(reader *r, const unsigned char *s, size_t n);
 void loom__rj_mark_device(reader *r, int64_t pid);
 void loom__rj_end_event(reader *r);
+/* Sets r->key (top: r->top_key) to s[0..n), whole whatever its length; -1
+ * without memory (then the key is empty). */
+int loom__rj_set_key(reader *r, int top, const char *s, size_t n);
 int loom__rj_flush(reader *r, int all);
 loom_status loom__rj_not_a_trace(const reader *r, const char *path);
 

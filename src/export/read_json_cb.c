@@ -182,6 +182,25 @@ static void set_meta(reader *r, const char *key, uint32_t value) {
   if (LOOM__PUSH(r->t->meta, r->t->nmeta, r->t->cap_meta, kv)) r->oom = 1;
 }
 
+int loom__rj_set_key(reader *r, int top, const char *s, size_t n) {
+  char **dst = top ? &r->top_key : &r->key, *in = top ? r->top_in : r->key_in;
+  char **heap = top ? &r->top_heap : &r->key_heap;
+  size_t *cap = top ? &r->top_cap : &r->key_cap;
+  if (n < sizeof r->key_in) {
+    *dst = in;
+  } else if (n >= *cap && loom__grow((void **)heap, cap, n + 1, 1)) {
+    *dst = in;
+    in[0] = 0;
+    r->oom = 1;
+    return -1;
+  } else {
+    *dst = *heap;
+  }
+  memcpy(*dst, s, n);
+  (*dst)[n] = 0;
+  return 0;
+}
+
 /* distributedInfo {"backend", "rank", "world_size"} -> the schema's keys. */
 static void dist_info(reader *r, int type, int64_t i, uint32_t s) {
   const char *key = !strcmp(r->key, "backend") ? "distributed_backend" : r->key;
@@ -215,15 +234,16 @@ static void dist_info_json(reader *r, const char *text, size_t n) {
   yajl_val v = yajl_tree_parse(z, NULL, 0);
   free(z);
   if (!YAJL_IS_OBJECT(v)) { yajl_tree_free(v); return; }
-  char saved[sizeof r->key];
-  memcpy(saved, r->key, sizeof saved);
-  for (size_t i = 0; i < v->u.object.len; i++) {
+  char *saved = strdup(r->key);
+  if (!saved) r->oom = 1;
+  for (size_t i = 0; saved && i < v->u.object.len; i++) {
     yajl_val x = v->u.object.values[i];
-    snprintf(r->key, sizeof r->key, "%s", v->u.object.keys[i]);
+    if (loom__rj_set_key(r, 0, v->u.object.keys[i], strlen(v->u.object.keys[i]))) break;
     if (YAJL_IS_STRING(x)) dist_info(r, LOOM_ARG_STRING, 0, loom__trace_str(r->t, YAJL_GET_STRING(x)));
     else if (YAJL_IS_INTEGER(x)) dist_info(r, LOOM_ARG_INT, YAJL_GET_INTEGER(x), 0);
   }
-  memcpy(r->key, saved, sizeof saved);
+  if (saved) loom__rj_set_key(r, 0, saved, strlen(saved));
+  free(saved);
   yajl_tree_free(v);
 }
 
@@ -398,10 +418,8 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t n) {
     r->key_id = arg_key(r, s, n);
     return !r->oom;
   }
-  size_t k = n < sizeof r->key - 1 ? n : sizeof r->key - 1;
-  memcpy(r->key, s, k);
-  r->key[k] = 0;
-  if (r->depth == 1 && !r->top_is_array) snprintf(r->top_key, sizeof r->top_key, "%s", r->key);
+  if (loom__rj_set_key(r, 0, (const char *)s, n)) return 0;
+  if (r->depth == 1 && !r->top_is_array && loom__rj_set_key(r, 1, (const char *)s, n)) return 0;
   return 1;
 }
 
