@@ -101,10 +101,11 @@ static map_entry *corr_put(uint64_t corr) {
     corrs_old = corrs;
     memset(&corrs, 0, sizeof corrs);
   }
-  map_entry *e = map_find(&corrs, corr), *old = e ? NULL : map_find(&corrs_old, corr);
-  if (e) return e;
-  if (!(e = map_put(&corrs, corr))) return NULL;
-  if (old) e->a = old->a, e->b = old->b; /* an id met again after the roll over */
+  size_t before = corrs.n;
+  map_entry *e = map_put(&corrs, corr), *old;
+  /* new in this generation but met in the last (just before the roll over) */
+  if (e && corrs.n != before && corrs_old.n && (old = map_find(&corrs_old, corr)))
+    e->a = old->a, e->b = old->b;
   return e;
 }
 

@@ -182,14 +182,15 @@ int loom__backend_option_known(const char *key, char *known, size_t cap) {
   if (cap) known[0] = 0;
   for (size_t i = 0; i < n; i++) {
     const loom_backend_ops *o = &all[i]->ops;
-    if (!o->options || !o->name || strlen(o->name) != (size_t)(dot - key) || strncmp(o->name, key, (size_t)(dot - key)))
-      continue;
+    size_t nl = (size_t)(dot - key);
+    if (!o->options || !o->name || strlen(o->name) != nl || strncmp(o->name, key, nl)) continue;
     ok = 0;
     for (const loom_option_desc *d = o->options; d->key; d++) {
       if (!strcmp(d->key, key)) ok = 1;
       if (l < cap) l += (size_t)snprintf(known + l, cap - l, "%s%s", l ? ", " : "", d->key);
     }
     if (ok) break;
+    if (cap && !known[0]) snprintf(known, cap, "no options");
   }
   free(all);
   return ok;

@@ -7,7 +7,6 @@
  */
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,20 +23,28 @@ static void raw(rd *r, const char *s, size_t n) {
 
 static void text(rd *r, const char *s) { raw(r, s, strlen(s)); }
 
-static void number(rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void number(rd *r, const char *fmt, ...) {
-  char b[64];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(b, sizeof b, fmt, ap);
-  va_end(ap);
-  raw(r, b, n > 0 ? (size_t)n : 0);
+static void u64(rd *r, uint64_t v) {
+  char b[24];
+  raw(r, b, loom__fmt_u64(b, v));
+}
+
+static void i64(rd *r, int64_t v) {
+  char b[24];
+  raw(r, b, loom__fmt_i64(b, v));
+}
+
+/* A pointer as trace_processor shows it: "0x..." (quoted: within JSON). */
+static void pointer(rd *r, uint64_t v, int quoted) {
+  char b[24];
+  int n = snprintf(b, sizeof b, quoted ? "\"0x%" PRIx64 "\"" : "0x%" PRIx64, v);
+  raw(r, b, (size_t)n);
 }
 
 static void dbl(rd *r, uint64_t bits) {
   double d;
   memcpy(&d, &bits, sizeof d);
-  if (isfinite(d)) number(r, "%.17g", d);
+  char b[40];
+  if (isfinite(d)) raw(r, b, (size_t)snprintf(b, sizeof b, "%.17g", d));
   else text(r, "null"); /* JSON has no infinity or NaN */
 }
 
@@ -93,7 +100,7 @@ static void nested(rd *r, pbr m, int depth) {
   c = m;
   int any = 0;
   while (rd_field(&c, &f, &w, &v, &sub)) {
-    if (f == PF_NV_INT && w == PB_VARINT) number(r, "%" PRId64, (int64_t)v), any = 1;
+    if (f == PF_NV_INT && w == PB_VARINT) i64(r, (int64_t)v), any = 1;
     else if (f == PF_NV_DOUBLE && w == PB_I64) dbl(r, v), any = 1;
     else if (f == PF_NV_BOOL && w == PB_VARINT) text(r, v ? "true" : "false"), any = 1;
     else if (f == PF_NV_STRING && w == PB_LEN) str(r, sub.p, (size_t)(sub.end - sub.p)), any = 1;
@@ -146,12 +153,12 @@ static void value(rd *r, pbr m, int depth) {
   for (c = m; rd_field(&c, &f, &w, &v, &sub);) {
     switch (f) {
     case PF_DA_BOOL: if (w == PB_VARINT) { text(r, v ? "true" : "false"); return; } break;
-    case PF_DA_UINT: if (w == PB_VARINT) { number(r, "%" PRIu64, v); return; } break;
-    case PF_DA_INT: if (w == PB_VARINT) { number(r, "%" PRId64, (int64_t)v); return; } break;
+    case PF_DA_UINT: if (w == PB_VARINT) { u64(r, v); return; } break;
+    case PF_DA_INT: if (w == PB_VARINT) { i64(r, (int64_t)v); return; } break;
     case PF_DA_DOUBLE: if (w == PB_I64) { dbl(r, v); return; } break;
     case PF_DA_STRING: if (w == PB_LEN) { str(r, sub.p, (size_t)(sub.end - sub.p)); return; } break;
     case PF_DA_STRING_VALUE_IID: if (w == PB_VARINT) { id_str(r, iid_get(r, IID_STRV, v)); return; } break;
-    case PF_DA_POINTER: if (w == PB_VARINT) { number(r, "\"0x%" PRIx64 "\"", v); return; } break;
+    case PF_DA_POINTER: if (w == PB_VARINT) { pointer(r, v, 1); return; } break;
     case PF_DA_NESTED: if (w == PB_LEN) { nested(r, sub, depth + 1); return; } break;
     case PF_DA_LEGACY_JSON: if (w == PB_LEN) { raw(r, (const char *)sub.p, (size_t)(sub.end - sub.p)); return; } break;
     default: break;
@@ -186,7 +193,7 @@ int loom__pfr_value_text(rd *r, pbr m, uint32_t *id, int *json) {
       if (f == PF_DA_LEGACY_JSON && w == PB_LEN) raw(r, (const char *)sub.p, (size_t)(sub.end - sub.p));
   } else if (kind == 2) { /* its text, a string */
     for (c = m; rd_field(&c, &f, &w, &v, &sub);)
-      if (f == PF_DA_POINTER && w == PB_VARINT) number(r, "0x%" PRIx64, v);
+      if (f == PF_DA_POINTER && w == PB_VARINT) pointer(r, v, 0);
   } else {
     value(r, m, 0);
   }

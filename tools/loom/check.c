@@ -219,7 +219,8 @@ static void check_enable(const loom_backend_enable *e, const char *path) {
 static void check_options(const loom_backend_ops *o) {
   const loom_option_desc *d = HAS(o, options) ? o->options : NULL;
   if (!d) {
-    note("table: no options declared: any '%s.KEY' option is passed to it unchecked", o->name ? o->name : "?");
+    note("table: no options declared: any '%s.KEY' option is passed to it unchecked",
+         o->name ? o->name : "?");
     return;
   }
   size_t nl = o->name ? strlen(o->name) : 0;
