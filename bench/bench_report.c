@@ -10,16 +10,17 @@
  * The second form times an existing trace instead (read only and report,
  * interleaved, ROUNDS times, default 5; min and median): with
  * LD_LIBRARY_PATH set to another build's libloom in alternate runs it
- * compares two builds on the same file.
+ * compares two builds on the same file.  For a JSON file also yajl alone
+ * and loom's own tokenizer alone (json_scan.h), in the same rounds.
  *
  * The trace is Kineto-like: per iteration an op, its launch call and the
  * kernel on one of four streams (every 16th a copy), a step range every 1000
  * iterations.  It is written as .json and converted to .pftrace; both are
  * analysed, with the default sort budget and with 32 MiB.  Prints seconds, ns
  * per event, peak RSS, and the ratio to the read-only baseline.  For the JSON
- * file also the floor of any reader built on yajl: yajl alone over the
- * mapped file, callbacks that do nothing, on one thread and as the reader's
- * parser thread sees it (tokens only, no model).
+ * file also the tokenizers alone over the mapped file, callbacks that do
+ * nothing, on one thread: yajl, and loom's own (json_scan.h), which the
+ * reader's parser thread runs (tokens only, no model).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 #include <yajl/yajl_parse.h>
 
 #include "analysis/analysis.h"
+#include "export/json_scan.h"
 #include "loom/loom.h"
 #include "trace/trace.h"
 
@@ -129,14 +131,44 @@ static int yajl_only(const char *path) {
   return !ok;
 }
 
+static int nop0(void *c) { return (void)c, 1; }
+static int nop_bool(void *c, int b) { return (void)c, (void)b, 1; }
+static int nop_num(void *c, const char *s, size_t n) { return (void)c, (void)s, (void)n, 1; }
+static int nop_str(void *c, const unsigned char *s, size_t n) { return (void)c, (void)s, (void)n, 1; }
+
+/* loom's own tokenizer (json_scan.h) the same way: callbacks that do
+ * nothing. */
+static int scan_only(const char *path) {
+  static const yajl_callbacks nop = {nop0, nop_bool, NULL, NULL, nop_num, nop_str,
+                                     nop0, nop_str, nop0, nop0, nop0};
+  int fd = open(path, O_RDONLY);
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) != 0) return 1;
+  unsigned char *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) return 1;
+  madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
+  loom__jscan *s = loom__jscan_new(&nop, NULL);
+  int ok = s != NULL;
+  for (size_t at = 0; ok && at < (size_t)sb.st_size; at += 1 << 20) {
+    size_t n = (size_t)sb.st_size - at < (1u << 20) ? (size_t)sb.st_size - at : 1u << 20, used;
+    ok = loom__jscan_feed(s, m + at, n, &used) == LOOM__JSCAN_MORE;
+  }
+  ok = ok && loom__jscan_done(s);
+  loom__jscan_free(s);
+  munmap(m, (size_t)sb.st_size);
+  return !ok;
+}
+
 /* Runs what (0 = read only, 1 = analyse, 2 = analyse with a 32 MiB sort
- * budget, 3 = yajl alone) on path in a child. */
+ * budget, 3 = yajl alone, 4 = loom's tokenizer alone) on path in a child. */
 static res run_child(int what, const char *path) {
   res r = {0, 0, 0};
   double t0 = now();
   pid_t pid = fork();
   if (pid == 0) {
     if (what == 3) _exit(yajl_only(path));
+    if (what == 4) _exit(scan_only(path));
     if (what == 0) {
       size_t n = 0;
       loom__sink sink = {.event = count_event, .ctx = &n};
@@ -178,9 +210,11 @@ static void measure(const char *label, const char *path, size_t n) {
   printf("%-8s %9s  with a 32 MiB sort budget: %6.2f s %5.0f ns/event %6.0f MB RSS | ratio %.2fx\n", "", "",
          sm.secs, sm.secs * 1e9 / (double)n, sm.rss_kb / 1024.0, sm.secs / base.secs);
   if (strstr(path, ".json")) {
-    res y = run_child(3, path);
-    printf("%-8s %9s  floor, yajl alone (no callbacks, one thread): %6.2f s %5.0f ns/event%s\n", "", "",
+    res y = run_child(3, path), sc = run_child(4, path);
+    printf("%-8s %9s  yajl alone (no callbacks, one thread): %6.2f s %5.0f ns/event%s\n", "", "",
            y.secs, y.secs * 1e9 / (double)n, y.ok ? "" : " (FAILED)");
+    printf("%-8s %9s  loom's tokenizer alone (the same):    %6.2f s %5.0f ns/event%s\n", "", "",
+           sc.secs, sc.secs * 1e9 / (double)n, sc.ok ? "" : " (FAILED)");
   }
 }
 
@@ -189,21 +223,29 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+static void min_median(const char *what, double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  printf("  %-34s %.3f / %.3f s (min / median)\n", what, v[0], v[n / 2]);
+}
+
 static int time_file(const char *path, int rounds) {
-  double rd[64], an[64];
+  double rd[64], an[64], ya[64], sc[64];
+  int json = strstr(path, ".json") != NULL;
   rounds = rounds < 1 ? 1 : rounds > 64 ? 64 : rounds;
   for (int i = 0; i < rounds; i++) {
     res a = run_child(0, path), b = run_child(1, path);
-    if (!a.ok || !b.ok) {
+    res y = json ? run_child(3, path) : a, c = json ? run_child(4, path) : a;
+    if (!a.ok || !b.ok || !y.ok || !c.ok) {
       fprintf(stderr, "%s: a child failed\n", path);
       return 1;
     }
-    rd[i] = a.secs, an[i] = b.secs;
+    rd[i] = a.secs, an[i] = b.secs, ya[i] = y.secs, sc[i] = c.secs;
   }
-  qsort(rd, (size_t)rounds, sizeof *rd, cmp_double);
-  qsort(an, (size_t)rounds, sizeof *an, cmp_double);
-  printf("%s, %d rounds: read only %.3f / %.3f s, report %.3f / %.3f s (min / median)\n", path, rounds,
-         rd[0], rd[rounds / 2], an[0], an[rounds / 2]);
+  printf("%s, %d rounds interleaved:\n", path, rounds);
+  min_median("read only", rd, rounds);
+  min_median("report", an, rounds);
+  if (json) min_median("yajl alone", ya, rounds);
+  if (json) min_median("loom's tokenizer alone", sc, rounds);
   return 0;
 }
 

@@ -1,12 +1,13 @@
 /*
- * json_tape.c - yajl on its own thread, its tokens replayed on the caller's
- * (json_tape.h).  The tape is a queue of at most NBLOCKS filled blocks
+ * json_tape.c - the tokenizer on its own thread, its tokens replayed on the
+ * caller's (json_tape.h).  The tape is a queue of at most NBLOCKS filled blocks
  * (each BLOCK bytes, or one token's size when a token is bigger); the parser
  * waits while the queue is full, so memory stays bounded whatever the input.
  * Record: one type byte; numbers, strings and keys then a 4-byte length and
  * the text; booleans are their own types.
  */
 #include "json_tape.h"
+#include "json_scan.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -32,7 +33,6 @@ typedef struct tape {
   /* the parser thread's own */
   block cur;
   uint64_t strings;
-  int no_mem, stopped; /* no memory for a block; the reader said stop */
   const loom__jsrc *src;
   loom__jtape_result res;
 } tape;
@@ -53,18 +53,12 @@ static int publish(tape *t, size_t need) {
   }
   if (!t->cur.p && t->nfree) t->cur = t->free_[--t->nfree];
   pthread_mutex_unlock(&t->mu);
-  if (cancel) {
-    t->stopped = 1;
-    return -1;
-  }
+  if (cancel) return -1;
   t->cur.n = 0;
   if (t->cur.cap < need) {
     size_t cap = need > BLOCK ? need : BLOCK;
     unsigned char *p = realloc(t->cur.p, cap);
-    if (!p) {
-      t->no_mem = 1;
-      return -1;
-    }
+    if (!p) return -1;
     t->cur.p = p;
     t->cur.cap = cap;
   }
@@ -73,10 +67,7 @@ static int publish(tape *t, size_t need) {
 
 static int put(tape *t, int type, const void *text, size_t n, int has_text) {
   size_t need = 1 + (has_text ? 4 + n : 0);
-  if (has_text && n > UINT32_MAX) {
-    t->no_mem = 1;
-    return 0;
-  }
+  if (has_text && n > UINT32_MAX) return 0;
   if (t->cur.n + need > t->cur.cap && publish(t, need) != 0) return 0;
   unsigned char *p = t->cur.p + t->cur.n;
   *p++ = (unsigned char)type;
@@ -108,45 +99,9 @@ static int w_end_array(void *c) { return put(c, T_END_ARRAY, NULL, 0, 0); }
 static const yajl_callbacks writer_cb = {w_null, w_bool, NULL, NULL, w_number, w_string,
                                          w_map, w_key, w_end_map, w_array, w_end_array};
 
-static void parse(tape *t, yajl_handle y) {
-  loom__jtape_result *res = &t->res;
-  for (;;) {
-    const unsigned char *d = NULL;
-    long n = t->src->next(t->src->ctx, &d, t->strings);
-    if (n < 0) {
-      res->status = LOOM__JTAPE_READ;
-      return;
-    }
-    if (n == 0) {
-      if (yajl_complete_parse(y) != yajl_status_ok) res->truncated = 1;
-      return;
-    }
-    if (yajl_parse(y, d, (size_t)n) != yajl_status_ok) {
-      if (t->no_mem || t->stopped) {
-        res->status = LOOM__JTAPE_CANCELLED;
-        return;
-      }
-      res->status = LOOM__JTAPE_SYNTAX;
-      res->offset += yajl_get_bytes_consumed(y);
-      unsigned char *msg = yajl_get_error(y, 0, d, (size_t)n);
-      snprintf(res->msg, sizeof res->msg, "%s", msg ? (const char *)msg : "parse error");
-      yajl_free_error(y, msg);
-      return;
-    }
-    res->offset += (uint64_t)n;
-  }
-}
-
 static void *parser_main(void *arg) {
   tape *t = arg;
-  yajl_handle y = yajl_alloc(&writer_cb, NULL, t);
-  if (y) {
-    yajl_config(y, yajl_allow_multiple_values, 0);
-    parse(t, y);
-    yajl_free(y);
-  } else {
-    t->res.status = LOOM__JTAPE_CANCELLED;
-  }
+  loom__jscan_run(t->src, &writer_cb, t, &t->strings, &t->res);
   if (t->cur.n && publish(t, 0) != 0 && !t->res.status) t->res.status = LOOM__JTAPE_CANCELLED;
   pthread_mutex_lock(&t->mu);
   t->done = 1;

@@ -1,12 +1,12 @@
 /*
- * json_tape.h - yajl on a thread of its own.  The parser thread runs yajl
- * over the input and writes each token (with a copy of its text) on a
- * "tape" of bounded blocks; the caller's thread reads the tape back and
- * calls the same yajl callbacks the reader would have been given.  Tokenizing
- * (about half of reading a big JSON trace) and building the model then run
- * on two cores.  Errors come out as they would from one thread: every token
- * before the error reaches the callbacks, then the error, with its byte
- * offset.
+ * json_tape.h - JSON tokenized on a thread of its own.  The parser thread
+ * runs loom's tokenizer (json_scan.h: yajl from where it stops, at anything
+ * unusual) over the input and writes each token (with a copy of its text)
+ * on a "tape" of bounded blocks; the caller's thread reads the tape back and
+ * calls the same yajl callbacks the reader would have been given by yajl
+ * on one thread.  Tokenizing and building the model then run on two cores.
+ * Errors come out as they would from yajl on one thread: every token before
+ * the error reaches the callbacks, then yajl's error, with its byte offset.
  */
 #ifndef LOOM_JSON_TAPE_H
 #define LOOM_JSON_TAPE_H
@@ -32,9 +32,9 @@ enum {
 
 typedef struct loom__jtape_result {
   int status;           /* LOOM__JTAPE_* */
-  uint64_t offset;      /* bytes given to yajl before the end or the error */
+  uint64_t offset;      /* bytes of input read before the end or the error */
   char msg[256];        /* yajl's message (LOOM__JTAPE_SYNTAX) */
-  int truncated;        /* yajl_complete_parse failed at the end */
+  int truncated;        /* the input ended inside the document */
 } loom__jtape_result;
 
 /* Parses src on a new thread and replays the tokens into cb/ctx on this
