@@ -6,6 +6,8 @@
  *   async     N "b" with distinct ids, then their "e" in the order opened
  *   names     N complete events, every name distinct
  *   string    one event whose name is 100 bytes per "event" (100 MB at 1M)
+ *   frames    N CPU samples, each on a stack frame of its own (stackFrames of
+ *             N entries, frame i's parent i / 2)
  * For each file: loom_trace_load (whole model), loom_report_open (the
  * report's analysis) and, as the floor, the streaming reader with a sink
  * that only counts, measured in the same run, interleaved, REPS times; the
@@ -13,7 +15,8 @@
  * floor.
  * Flat ns/event from 10k to 1M is linear; quadratic shows as x10 per step.
  *
- *   bench_hostile [MAX_EVENTS] [REPS] [DIR]   (default 1000000, 3, $TMPDIR)
+ *   bench_hostile [MAX_EVENTS] [REPS] [DIR] [SHAPE...]
+ *   (default 1000000, 3, $TMPDIR, every shape)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +63,18 @@ static void write_shape(const char *path, const char *shape, size_t n) {
     for (size_t i = 0; i < n * 100; i++) fputc('a' + (int)(i % 26), f);
     fputs("\"}", f);
   }
-  fputs("]}\n", f);
+  fputs("]", f);
+  if (!strcmp(shape, "frames")) {
+    fputs(",\n\"stackFrames\":{\"0\":{\"name\":\"f0\",\"category\":\"m\"}", f);
+    for (size_t i = 1; i < n; i++)
+      fprintf(f, ",\n\"%zu\":{\"name\":\"f%zu\",\"category\":\"m\",\"parent\":\"%zu\"}", i, i, i / 2);
+    fputs("},\n\"samples\":[", f);
+    for (size_t i = 0; i < n; i++)
+      fprintf(f, "%s\n{\"pid\":1,\"tid\":1,\"ts\":%zu,\"name\":\"cpu-clock\",\"weight\":1,\"sf\":\"%zu\"}",
+              i ? "," : "", i + 1, i);
+    fputs("]", f);
+  }
+  fputs("}\n", f);
   fclose(f);
 }
 
@@ -104,11 +118,14 @@ int main(int argc, char **argv) {
   int reps = argc > 2 ? atoi(argv[2]) : 3;
   const char *dir = argc > 3 ? argv[3] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
   if (reps < 1 || reps > 64) reps = 3;
-  static const char *shapes[] = {"unclosed", "nested", "async", "names", "string"};
+  static const char *shapes[] = {"unclosed", "nested", "async", "names", "string", "frames"};
   static const char *what[] = {"stream (floor)", "load", "report"};
   printf("%-9s %9s %-15s %12s %12s %10s %10s\n", "shape", "events", "step", "min ns/ev", "med ns/ev",
          "min ratio", "med ratio");
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    int wanted = argc <= 4;
+    for (int a = 4; a < argc; a++) wanted |= !strcmp(argv[a], shapes[s]);
+    if (!wanted) continue;
     for (size_t n = 10000; n <= max; n *= 10) {
       char path[512];
       snprintf(path, sizeof path, "%s/bench_hostile_%d_%s.json", dir, (int)getpid(), shapes[s]);

@@ -528,6 +528,54 @@ static void test_long_frame_names(void **state) {
   free(a), free(b), free(text);
 }
 
+/* CPU samples' stacks however deep (a 10000-frame chain keeps its root), and
+ * stackFrames that name a parent it lacks, loop back, or a sample whose
+ * frame is not there: each stack ends there, counted as a bad value with a
+ * warning; the good samples keep their stacks. */
+static void test_deep_and_broken_frames(void **state) {
+  (void)state;
+  enum { DEEP = 10000 };
+  size_t cap = (size_t)DEEP * 96 + 4096, n = 0;
+  char *text = malloc(cap);
+  assert_non_null(text);
+  n += (size_t)sprintf(text + n, "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"x\",\"pid\":1,\"tid\":1,\"ts\":1,"
+                                 "\"dur\":99}],\"stackFrames\":{\"0\":{\"name\":\"root_of_deep\",\"category\":\"m\"}");
+  for (int i = 1; i < DEEP; i++)
+    n += (size_t)sprintf(text + n, ",\"%d\":{\"name\":\"f%d\",\"category\":\"m\",\"parent\":\"%d\"}", i, i, i - 1);
+  n += (size_t)sprintf(text + n,
+                       ",\"lost\":{\"name\":\"orphan\",\"category\":\"m\",\"parent\":\"nowhere\"}"
+                       ",\"a\":{\"name\":\"loop_a\",\"category\":\"m\",\"parent\":\"b\"}"
+                       ",\"b\":{\"name\":\"loop_b\",\"category\":\"m\",\"parent\":\"a\"}},\"samples\":["
+                       "{\"pid\":1,\"tid\":1,\"ts\":2,\"name\":\"cpu-clock\",\"weight\":1,\"sf\":\"%d\"},"
+                       "{\"pid\":1,\"tid\":1,\"ts\":3,\"name\":\"cpu-clock\",\"weight\":1,\"sf\":\"lost\"},"
+                       "{\"pid\":1,\"tid\":1,\"ts\":4,\"name\":\"cpu-clock\",\"weight\":1,\"sf\":\"a\"},"
+                       "{\"pid\":1,\"tid\":1,\"ts\":5,\"name\":\"cpu-clock\",\"weight\":1,\"sf\":\"gone\"}]}",
+                       DEEP - 1);
+  char json[256], other[256];
+  tmp_path(json, sizeof json, ".json");
+  write_bytes(json, text, n);
+  free(text);
+  loom_trace *t = ts_load(json);
+  assert_int_equal(loom_trace_event_count(t), 5);
+  /* the orphan's parent, the loop and the sample's frame: 3, one warning */
+  assert_true(ts_warned(t, "3 stack frames missing or in a loop", "first: missing frame = "));
+  static const char *const ext[] = {".json", ".pftrace"};
+  for (int k = 0; k < 2; k++) {
+    tmp_path(other, sizeof other, ext[k]);
+    assert_int_equal(loom_trace_save(t, other), LOOM_OK);
+    loom_trace *u = ts_load(other);
+    if (!ts_saved_contains(u, "\"name\":\"root_of_deep\"")) fail_msg("%s: the deep stack lost its root", ext[k]);
+    if (!ts_saved_contains(u, "\"name\":\"f9999\"")) fail_msg("%s: the deep stack lost its leaf", ext[k]);
+    if (!ts_saved_contains(u, "\"name\":\"orphan\"")) fail_msg("%s: the orphan frame is gone", ext[k]);
+    if (!ts_saved_contains(u, "\"name\":\"loop_a\"") || !ts_saved_contains(u, "\"name\":\"loop_b\""))
+      fail_msg("%s: a frame of the loop is gone", ext[k]);
+    loom_trace_free(u);
+    unlink(other);
+  }
+  loom_trace_free(t);
+  unlink(json);
+}
+
 /* ---- a .pftrace as other producers write it (Perfetto's SDK) ------------ */
 typedef struct pbuf { uint8_t b[4096]; size_t n; } pbuf;
 static void pb_var(pbuf *p, uint64_t v) {
@@ -706,7 +754,7 @@ int main(void) {
       cmocka_unit_test(test_corrupt_inputs),
       cmocka_unit_test(test_format_detection),
       cmocka_unit_test(test_counters_kept_apart),
-      cmocka_unit_test(test_many_arguments), cmocka_unit_test(test_end_arguments_and_left_out), cmocka_unit_test(test_long_frame_names), cmocka_unit_test(test_other_producers_pftrace), cmocka_unit_test(test_long_keys),
+      cmocka_unit_test(test_many_arguments), cmocka_unit_test(test_end_arguments_and_left_out), cmocka_unit_test(test_long_frame_names), cmocka_unit_test(test_deep_and_broken_frames), cmocka_unit_test(test_other_producers_pftrace), cmocka_unit_test(test_long_keys),
       cmocka_unit_test(test_full_disk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -173,26 +173,51 @@ static int num_of(yajl_val v, const char *key, double *out) {
   return -1;
 }
 
-/* The site of stackFrames entry key (index + 1), made with its parents
- * first; 0 when unknown (or a cycle). */
-static uint32_t site_of(loom__samples *s, yajl_val frames, const char *key, loom__map *done,
-                        int depth) {
-  if (!key || !frames || depth > 4096) return 0;
-  uint32_t kid = loom__strtab_intern(&s->strs, key, strlen(key));
-  uint64_t *known = loom__map_get(done, kid);
-  if (known) return (uint32_t)*known;
-  const char *path[] = {key, NULL};
-  yajl_val f = yajl_tree_get(frames, path, yajl_t_object);
-  if (!f) return 0;
-  uint32_t parent = 0;
+/* stackFrames, looked up by key: every key's id (in s->strs) -> its index
+ * + 1 (the first of a repeated key, as yajl_tree_get finds it); site: the
+ * key's site once made (index + 1), or VISITING while its parents are. */
+typedef struct frame_index {
+  yajl_val frames;
+  loom__map at, site;
+  size_t dangling, loops; /* parents (or sample frames) not in stackFrames; chains that loop */
+  const char *dangling_key, *loop_key;
+} frame_index;
+#define VISITING UINT64_MAX
+
+static int index_frames(loom__samples *s, frame_index *fx) {
+  if (!fx->frames) return 0;
+  for (size_t i = 0; i < YAJL_GET_OBJECT(fx->frames)->len; i++) {
+    const char *k = YAJL_GET_OBJECT(fx->frames)->keys[i];
+    uint32_t kid = loom__strtab_intern(&s->strs, k, strlen(k));
+    int added = 0;
+    uint64_t *slot = kid ? loom__map_slot(&fx->at, kid, &added) : NULL;
+    if (!slot) return -1;
+    if (added) *slot = i + 1;
+  }
+  return 0;
+}
+
+/* The key's entry, NULL when stackFrames has none. */
+static yajl_val frame_of(loom__samples *s, const frame_index *fx, const char *key, uint32_t *kid) {
+  *kid = fx->frames ? loom__strtab_find(&s->strs, key, strlen(key)) : 0;
+  uint64_t *i = *kid ? loom__map_get(&fx->at, *kid) : NULL;
+  yajl_val f = i ? YAJL_GET_OBJECT(fx->frames)->values[*i - 1] : NULL;
+  return f && YAJL_IS_OBJECT(f) ? f : NULL;
+}
+
+/* An entry's parent key (a string, or a number as its text in buf). */
+static const char *parent_key(yajl_val f, char *buf, size_t cap) {
   const char *pk = str_of(f, "parent");
-  char pbuf[32];
   double pn;
   if (!pk && num_of(f, "parent", &pn) == 0 && pn >= 0 && pn < 1e15) {
-    snprintf(pbuf, sizeof pbuf, "%.0f", pn);
-    pk = pbuf;
+    snprintf(buf, cap, "%.0f", pn);
+    pk = buf;
   }
-  if (pk) parent = site_of(s, frames, pk, done, depth + 1);
+  return pk;
+}
+
+/* The site of one entry under parent (0 when out of memory). */
+static uint32_t make_site(loom__samples *s, yajl_val f, uint32_t parent) {
   const char *fn = str_of(f, "loom_function"), *mod = str_of(f, "loom_module");
   uint64_t off = 0;
   const char *offs = str_of(f, "loom_offset");
@@ -203,9 +228,54 @@ static uint32_t site_of(loom__samples *s, yajl_val frames, const char *key, loom
     off = strtoull(offs, NULL, 16);
   }
   long fr = loom__samples_frame(s, fn, mod, off);
-  uint32_t site = fr < 0 ? 0 : loom__samples_site(s, parent, (uint32_t)fr);
-  if (site && loom__map_put(done, kid, site)) return 0;
-  return site;
+  return fr < 0 ? 0 : loom__samples_site(s, parent, (uint32_t)fr);
+}
+
+static void dangling(frame_index *fx, const char *key) {
+  if (!fx->dangling++) fx->dangling_key = key;
+}
+
+/* The site of stackFrames entry key (index + 1), made with its parents
+ * first, however deep (a walk up, then the sites made down); 0 when there
+ * is no such entry.  A parent that is missing or that loops back ends the
+ * stack there, counted.  *oom set when memory ran out. */
+static uint32_t site_of(loom__samples *s, frame_index *fx, const char *key, int *oom) {
+  uint32_t kid, *chain = NULL;
+  size_t n = 0, cap = 0;
+  uint32_t parent = 0;
+  yajl_val f = key ? frame_of(s, fx, key, &kid) : NULL;
+  if (key && !f) dangling(fx, key);
+  while (f) {
+    int added = 0;
+    uint64_t *st = loom__map_slot(&fx->site, kid, &added);
+    if (!st || LOOM__PUSH(chain, n, cap, kid)) {
+      *oom = 1;
+      break;
+    }
+    if (!added) { /* made before, or a loop back into this walk */
+      n--;
+      if (*st == VISITING && !fx->loops++) fx->loop_key = loom__strtab_get(&s->strs, kid);
+      if (*st != VISITING) parent = (uint32_t)*st;
+      break;
+    }
+    *st = VISITING;
+    char buf[32];
+    const char *pk = parent_key(f, buf, sizeof buf);
+    if (!pk) break;
+    uint32_t pid;
+    if (!(f = frame_of(s, fx, pk, &pid))) dangling(fx, loom__strtab_get(&s->strs, kid));
+    kid = pid;
+  }
+  while (n) { /* from the outermost entry of the walk down to key's */
+    uint32_t id = chain[--n];
+    uint64_t *i = loom__map_get(&fx->at, id);
+    uint32_t site = *oom ? 0 : make_site(s, YAJL_GET_OBJECT(fx->frames)->values[*i - 1], parent);
+    if (!site) *oom = 1;
+    if (loom__map_put(&fx->site, id, site ? site : VISITING)) *oom = 1;
+    parent = site;
+  }
+  free(chain);
+  return parent;
 }
 
 static void drop_top(loom_trace *t, const char *key) {
@@ -217,11 +287,22 @@ static void drop_top(loom_trace *t, const char *key) {
     }
 }
 
+/* The frames stackFrames lacks or that loop, counted as bad values. */
+static void frames_bad(loom_trace *t, const frame_index *fx) {
+  size_t n[2] = {fx->dangling, fx->loops};
+  const char *what[2] = {"missing frame", "frame in a loop"}, *key[2] = {fx->dangling_key, fx->loop_key};
+  for (int i = 0; i < 2; i++) {
+    if (!n[i]) continue;
+    loom__trace_bad(t, LOOM__BAD_FRAME, what[i], key[i], strlen(key[i]), NULL);
+    t->bad.count[LOOM__BAD_FRAME] += n[i] - 1;
+  }
+}
+
 static int add_samples(loom_trace *t, loom__samples *s, yajl_val frames, yajl_val list) {
-  loom__map done = {0};
+  frame_index fx = {.frames = frames};
   char *buf = NULL;
   size_t cap = 0;
-  int rc = 0;
+  int rc = index_frames(s, &fx), oom = 0;
   uint32_t cat = loom__trace_str(t, "cpu_sample");
   const double lim = (double)LOOM__TIME_LIMIT / 1000.0; /* us, where events are clamped too */
   size_t bad = 0;
@@ -251,10 +332,10 @@ static int add_samples(loom_trace *t, loom__samples *s, yajl_val frames, yajl_va
       snprintf(sbuf, sizeof sbuf, "%.0f", sn);
       sf = sbuf;
     }
-    uint32_t site = frames ? site_of(s, frames, sf, &done, 0) : 0;
+    uint32_t site = site_of(s, &fx, sf, &oom);
     long n = loom__samples_text(s, site, &buf, &cap);
     uint32_t track;
-    if (n < 0 || loom__trace_track(t, (int64_t)pid, (int64_t)tid, NULL, LOOM_DEVICE_HOST, &track)) {
+    if (oom || n < 0 || loom__trace_track(t, (int64_t)pid, (int64_t)tid, NULL, LOOM_DEVICE_HOST, &track)) {
       rc = -1;
       break;
     }
@@ -272,7 +353,9 @@ static int add_samples(loom_trace *t, loom__samples *s, yajl_val frames, yajl_va
     if (loom__trace_add_ev(t, &e) || loom__trace_add_arg_str(t, "stack", buf)) rc = -1;
   }
   free(buf);
-  loom__map_free(&done);
+  loom__map_free(&fx.at);
+  loom__map_free(&fx.site);
+  if (rc == 0) frames_bad(t, &fx);
   if (rc == 0 && bad) { /* never left out silently */
     char msg[200];
     snprintf(msg, sizeof msg, "%zu CPU samples left out: not an object, no time, or a pid or "

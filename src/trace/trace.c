@@ -182,7 +182,9 @@ static const char *const bad_names[LOOM__BAD_COUNT_][2] = {
     {"events of a phase loom does not read", "left out, as trace_processor leaves them"},
     {"ends that close nothing (E with no B open on its thread, e with no b of its id)",
      "left out, as trace_processor leaves them"},
-    {"debug annotation values of no type loom reads (or nested deeper than 64)", "kept as null"}};
+    {"debug annotation values of no type loom reads (or nested deeper than 64)", "kept as null"},
+    {"stack frames missing or in a loop (a sample's sf or a parent stackFrames lacks, a parent chain "
+     "that comes back)", "the stack ends there (a sample whose own frame is missing: [unknown])"}};
 
 const char *loom__bad_name(int kind) { return kind >= 0 && kind < LOOM__BAD_COUNT_ ? bad_names[kind][0] : ""; }
 const char *loom__bad_kept(int kind) { return kind >= 0 && kind < LOOM__BAD_COUNT_ ? bad_names[kind][1] : ""; }

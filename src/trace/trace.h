@@ -131,6 +131,7 @@ enum {
   LOOM__BAD_PHASE,      /* an event of a phase loom does not read (or none): left out */
   LOOM__BAD_END,        /* an end (E, e) that closes nothing: left out */
   LOOM__BAD_ANNOTATION, /* a .pftrace debug annotation value of no type loom reads: null */
+  LOOM__BAD_FRAME,      /* a stack frame stackFrames lacks, or a parent chain that loops */
   LOOM__BAD_COUNT_
 };
 /* The largest time (ts, dur, base) a reader keeps, in ns (year 2065 as an

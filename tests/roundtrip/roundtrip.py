@@ -280,7 +280,7 @@ def convert(loom, src, dst):
 # 64 bits, infinity, NaN, negative durations, times past 64-bit ns), one
 # warning per kind (docs/formats.md, "Bad values").
 BAD_VALUE_WORDS = ("kept with duration 0", "clamped to", "kept as their decimal text",
-                   "kept at the nearest limit")
+                   "kept at the nearest limit", "the stack ends there")
 
 
 def named_changes(path, stderr):
