@@ -230,6 +230,47 @@ static void test_arguments_kept(void **state) {
   }
 }
 
+/* Each input's metadata under ranks/<k>/, whatever the key's length: two
+ * 600-byte keys that differ in their last byte stay two (they became one
+ * key cut at 511 bytes, holding the second value). */
+static void test_long_metadata_keys(void **state) {
+  (void)state;
+  char key[2][610], p[2][512], out[512];
+  for (int i = 0; i < 2; i++) {
+    memset(key[i], 'k', 600);
+    snprintf(key[i] + 600, 10, "%d", i);
+  }
+  for (int r = 0; r < 2; r++) {
+    char name[32];
+    snprintf(name, sizeof name, "long%d.json", r);
+    FILE *f = open_rank(name, r, "hostA", 100 + r);
+    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"x\",\"pid\":%d,\"tid\":0,\"args\":{}}", 100 + r);
+    close_rank(f);
+    path_of(p[r], sizeof p[r], name);
+    /* the keys as top-level strings: metadata */
+    char *text = slurp(p[r]);
+    assert_non_null(text);
+    f = fopen(p[r], "w");
+    assert_non_null(f);
+    fprintf(f, "{\"%s\":\"v0\",\"%s\":\"v1\",%s", key[0], key[1], text + 1);
+    fclose(f);
+    free(text);
+  }
+  path_of(out, sizeof out, "long.json");
+  const char *in[] = {p[0], p[1]};
+  loom_merge_result res;
+  assert_int_equal(merge(in, 2, out, 0, &res), LOOM_OK);
+  char *text = slurp(out);
+  assert_non_null(text);
+  for (int r = 0; r < 2; r++)
+    for (int i = 0; i < 2; i++) {
+      char want[2048];
+      snprintf(want, sizeof want, "\"ranks/%d/%s\":\"v%d\"", r, key[i], i);
+      if (!strstr(text, want)) fail_msg("%s: no \"ranks/%d/<key %d>\":\"v%d\"", out, r, i, i);
+    }
+  free(text);
+}
+
 /* Rank 1 sends, on a clock 250 ms ahead that runs 50 ppm fast; its
  * clock_sync points (init and finalize, rtt 20 us, each 3 us off the
  * truth) must bring every receive after its send. */
@@ -479,7 +520,7 @@ int main(void) {
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_two_ranks),         cmocka_unit_test(test_kineto),            cmocka_unit_test(test_arguments_kept),
-      cmocka_unit_test(test_clock_alignment),   cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_clock_alignment),   cmocka_unit_test(test_bad_input), cmocka_unit_test(test_long_metadata_keys),
       cmocka_unit_test(test_no_clock_relation), cmocka_unit_test(test_spill),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -234,8 +234,13 @@ static int copy_meta(loom_trace *out, const loom__minput *in, size_t k) {
   char key[512];
   for (size_t i = 0; i < t->nmeta; i++) {
     const char *kk = loom__trace_cstr(t, t->meta[i].key), *vv = loom__trace_cstr(t, t->meta[i].value);
-    snprintf(key, sizeof key, "ranks/%zu/%s", k, kk);
-    if (loom__trace_add_meta(out, key, vv)) return -1;
+    size_t need = strlen(kk) + 32; /* "ranks/" + 20 digits + "/" */
+    char *long_key = need > sizeof key ? malloc(need) : NULL, *kp = long_key ? long_key : key;
+    if (need > sizeof key && !long_key) return -1;
+    snprintf(kp, long_key ? need : sizeof key, "ranks/%zu/%s", k, kk);
+    int rc = loom__trace_add_meta(out, kp, vv);
+    free(long_key);
+    if (rc) return -1;
     if (k == 0 && strncmp(kk, "ranks/", 6) && loom__trace_add_meta(out, kk, vv)) return -1;
   }
   snprintf(key, sizeof key, "ranks/%zu/source", k);
