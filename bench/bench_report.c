@@ -110,53 +110,36 @@ static int count_event(void *ctx, const loom_trace *t, const loom__ev *e, const 
   return 0;
 }
 
-/* yajl over the whole file with no callbacks: the tokenizer's own cost. */
-static int yajl_only(const char *path) {
-  int fd = open(path, O_RDONLY);
-  struct stat sb;
-  if (fd < 0 || fstat(fd, &sb) != 0) return 1;
-  unsigned char *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (m == MAP_FAILED) return 1;
-  madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
-  yajl_handle y = yajl_alloc(NULL, NULL, NULL);
-  int ok = 1;
-  for (size_t at = 0; ok && at < (size_t)sb.st_size; at += 1 << 20) {
-    size_t n = (size_t)sb.st_size - at < (1u << 20) ? (size_t)sb.st_size - at : 1u << 20;
-    ok = yajl_parse(y, m + at, n) == yajl_status_ok;
-  }
-  ok = ok && yajl_complete_parse(y) == yajl_status_ok;
-  yajl_free(y);
-  munmap(m, (size_t)sb.st_size);
-  return !ok;
-}
-
 static int nop0(void *c) { return (void)c, 1; }
 static int nop_bool(void *c, int b) { return (void)c, (void)b, 1; }
 static int nop_num(void *c, const char *s, size_t n) { return (void)c, (void)s, (void)n, 1; }
 static int nop_str(void *c, const unsigned char *s, size_t n) { return (void)c, (void)s, (void)n, 1; }
 
-/* loom's own tokenizer (json_scan.h) the same way: callbacks that do
- * nothing. */
-static int scan_only(const char *path) {
+/* A tokenizer alone over the mapped file in 1 MiB chunks, callbacks that
+ * do nothing: yajl (scan 0) or loom's own (json_scan.h).  0 when the
+ * document was whole and valid. */
+static int tokens_only(const char *path, int scan) {
   static const yajl_callbacks nop = {nop0, nop_bool, NULL, NULL, nop_num, nop_str,
                                      nop0, nop_str, nop0, nop0, nop0};
   int fd = open(path, O_RDONLY);
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) != 0) return 1;
-  unsigned char *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  size_t size = (size_t)sb.st_size;
+  unsigned char *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
   if (m == MAP_FAILED) return 1;
-  madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
-  loom__jscan *s = loom__jscan_new(&nop, NULL);
-  int ok = s != NULL;
-  for (size_t at = 0; ok && at < (size_t)sb.st_size; at += 1 << 20) {
-    size_t n = (size_t)sb.st_size - at < (1u << 20) ? (size_t)sb.st_size - at : 1u << 20, used;
-    ok = loom__jscan_feed(s, m + at, n, &used) == LOOM__JSCAN_MORE;
+  madvise(m, size, MADV_SEQUENTIAL);
+  yajl_handle y = scan ? NULL : yajl_alloc(&nop, NULL, NULL);
+  loom__jscan *s = scan ? loom__jscan_new(&nop, NULL) : NULL;
+  int ok = y || s;
+  for (size_t at = 0, used; ok && at < size; at += 1 << 20) {
+    size_t n = size - at < (1u << 20) ? size - at : 1u << 20;
+    ok = s ? loom__jscan_feed(s, m + at, n, &used) == LOOM__JSCAN_MORE : yajl_parse(y, m + at, n) == yajl_status_ok;
   }
-  ok = ok && loom__jscan_done(s);
+  ok = ok && (s ? loom__jscan_done(s) : yajl_complete_parse(y) == yajl_status_ok);
+  if (y) yajl_free(y);
   loom__jscan_free(s);
-  munmap(m, (size_t)sb.st_size);
+  munmap(m, size);
   return !ok;
 }
 
@@ -167,8 +150,7 @@ static res run_child(int what, const char *path) {
   double t0 = now();
   pid_t pid = fork();
   if (pid == 0) {
-    if (what == 3) _exit(yajl_only(path));
-    if (what == 4) _exit(scan_only(path));
+    if (what == 3 || what == 4) _exit(tokens_only(path, what == 4));
     if (what == 0) {
       size_t n = 0;
       loom__sink sink = {.event = count_event, .ctx = &n};

@@ -1,6 +1,6 @@
 /*
  * json_scan.h - a JSON tokenizer for well-formed traces that gives the same
- * callbacks yajl gives, about four times faster (docs/formats.md).  It takes
+ * callbacks yajl gives, 2.5 times as fast (docs/formats.md).  It takes
  * only what it is sure yajl reads the same way: plain strings (escapes and
  * UTF-8 checked as yajl checks them), numbers, literals and the structure.
  * At anything else (a syntax error, a comment, an odd escape, a control
