@@ -1,10 +1,10 @@
 /*
- * json_scan.c - the tape's tokenizer (json_scan.h).  A state machine over
- * one token at a time: what may come next (a key, a colon, a value, a comma
- * or a close) and a stack of the open containers.  Strings are scanned eight
- * bytes at a time for the bytes that need a look ('"', '\\', controls and
- * non-ASCII).  What it leaves to yajl it never calls back for: the token is
- * given whole to yajl (json_scan_yajl.c).
+ * json_scan.c - the tape's tokenizer (json_scan.h).  A state machine: what
+ * may come next (a key, a colon, a value, a comma or a close), one label of
+ * run() each, and a stack of the open containers.  Strings and digits are
+ * scanned eight bytes at a time (for a string, the bytes that need a look:
+ * '"', '\\', controls and non-ASCII).  What it leaves to yajl it never calls
+ * back for: the token is given whole to yajl (json_scan_yajl.c).
  */
 #include "json_scan_int.h"
 
