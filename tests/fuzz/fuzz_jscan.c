@@ -5,7 +5,7 @@
  * offset).  The input is given whole, then in small chunks (a size picked
  * from the input, so that tokens are cut everywhere), yajl reading the same
  * chunks; a third run has a callback say stop after some token, and both must
- * stop there.
+ * stop there; a fourth (inputs past 4 KiB) has chunks of 4-12 KiB.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -118,9 +118,12 @@ static void compare(const uint8_t *d, size_t size, size_t step, size_t stop_at) 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < size && i < 64; i++) h = (h ^ data[i]) * 1099511628211ull;
-  size_t whole = size ? size : 1, small = 1 + (size_t)(h >> 33) % 17;
+  size_t whole = size ? size : 1, small = 1 + (size_t)(h >> 33) % 17, big = 4097 + (size_t)(h >> 13) % 8192;
   compare(data, size, whole, 0);
   compare(data, size, small, 0);
   compare(data, size, small, 1 + (size_t)(h >> 7) % 64);
+  /* chunks past the 4096 bytes a kept token is first given more of, so
+   * that a token cut by a chunk takes several tries to finish */
+  if (size > big) compare(data, size, big, 0);
   return 0;
 }
