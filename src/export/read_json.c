@@ -5,7 +5,8 @@
  *
  * Handled: complete (X), begin/end (B/E, matched per track), instants (i/I),
  * counters (C), async ranges (b/e, matched by category and id), flows (s/f/t,
- * bound to the enclosing slice, or the next one when "bp" is not "e"),
+ * bound to the enclosing slice, else an instant at their time, or the next
+ * slice when "bp" is not "e"),
  * metadata (M: process and thread names, labels, sort indices), string
  * pids/tids (Kineto's "Spans"), and the top-level keys loom and Kineto write
  * (baseTimeNanoseconds, deviceProperties, loom_warnings, loom_dropped,
@@ -44,8 +45,9 @@ static int cmp_ev_track(const void *pa, const void *pb) {
 }
 
 /* The slice a flow end binds to: the innermost slice on its track that
- * encloses ts, or (bind_enclosing == 0) the first slice starting at or
- * after ts. */
+ * encloses ts, else an instant of the track at ts (trace_processor's
+ * slice of no duration: loom writes a flow to one there), or
+ * (bind_enclosing == 0) the first slice starting at or after ts. */
 static long bind_flow(const loom_trace *t, const pending_flow *f) {
   size_t lo = 0, hi = t->nev;
   while (lo < hi) { /* first event of the track with ts > f->ts */
@@ -56,13 +58,15 @@ static long bind_flow(const loom_trace *t, const pending_flow *f) {
   }
   if (!f->bind_enclosing)
     return lo < t->nev && t->ev[lo].track == f->track && t->ev[lo].ph == LOOM__PH_COMPLETE ? (long)lo : -1;
+  long instant = -1;
   for (size_t i = lo; i-- > 0;) {
     const loom__ev *e = &t->ev[i];
     if (e->track != f->track) break;
     if (e->ph == LOOM__PH_COMPLETE && e->ts <= f->ts && f->ts <= e->ts + e->dur) return (long)i;
+    if (e->ph == LOOM__PH_INSTANT && e->ts == f->ts && instant < 0) instant = (long)i;
     if (f->ts - e->ts > (int64_t)3600e9) break; /* no slice lasts that long */
   }
-  return -1;
+  return instant;
 }
 
 static int cmp_flow(const void *pa, const void *pb) {
