@@ -576,6 +576,23 @@ static void test_deep_and_broken_frames(void **state) {
   unlink(json);
 }
 
+/* A sample whose frame is a number stackFrames lacks: counted and named in
+ * the warning (its key was read back from a buffer gone by then). */
+static void test_missing_numeric_frame(void **state) {
+  (void)state;
+  static const char text[] = "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"x\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":9}],"
+                             "\"stackFrames\":{\"1\":{\"name\":\"a\"}},"
+                             "\"samples\":[{\"pid\":1,\"tid\":1,\"ts\":2,\"sf\":777}]}";
+  char json[256];
+  tmp_path(json, sizeof json, ".json");
+  write_bytes(json, text, sizeof text - 1);
+  loom_trace *t = ts_load(json);
+  assert_int_equal(loom_trace_event_count(t), 2);
+  assert_true(ts_warned(t, "1 stack frames missing or in a loop", "first: missing frame = 777"));
+  loom_trace_free(t);
+  unlink(json);
+}
+
 /* ---- a .pftrace as other producers write it (Perfetto's SDK) ------------ */
 typedef struct pbuf { uint8_t b[4096]; size_t n; } pbuf;
 static void pb_var(pbuf *p, uint64_t v) {
@@ -754,7 +771,7 @@ int main(void) {
       cmocka_unit_test(test_corrupt_inputs),
       cmocka_unit_test(test_format_detection),
       cmocka_unit_test(test_counters_kept_apart),
-      cmocka_unit_test(test_many_arguments), cmocka_unit_test(test_end_arguments_and_left_out), cmocka_unit_test(test_long_frame_names), cmocka_unit_test(test_deep_and_broken_frames), cmocka_unit_test(test_other_producers_pftrace), cmocka_unit_test(test_long_keys),
+      cmocka_unit_test(test_many_arguments), cmocka_unit_test(test_end_arguments_and_left_out), cmocka_unit_test(test_long_frame_names), cmocka_unit_test(test_deep_and_broken_frames), cmocka_unit_test(test_missing_numeric_frame), cmocka_unit_test(test_other_producers_pftrace), cmocka_unit_test(test_long_keys),
       cmocka_unit_test(test_full_disk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -180,7 +180,7 @@ typedef struct frame_index {
   yajl_val frames;
   loom__map at, site;
   size_t dangling, loops; /* parents (or sample frames) not in stackFrames; chains that loop */
-  const char *dangling_key, *loop_key;
+  char dangling_key[72], loop_key[72]; /* the first of each (a sample's key may be a local buffer) */
 } frame_index;
 #define VISITING UINT64_MAX
 
@@ -232,7 +232,7 @@ static uint32_t make_site(loom__samples *s, yajl_val f, uint32_t parent) {
 }
 
 static void dangling(frame_index *fx, const char *key) {
-  if (!fx->dangling++) fx->dangling_key = key;
+  if (!fx->dangling++) snprintf(fx->dangling_key, sizeof fx->dangling_key, "%s", key);
 }
 
 /* The site of stackFrames entry key (index + 1), made with its parents
@@ -254,7 +254,8 @@ static uint32_t site_of(loom__samples *s, frame_index *fx, const char *key, int 
     }
     if (!added) { /* made before, or a loop back into this walk */
       n--;
-      if (*st == VISITING && !fx->loops++) fx->loop_key = loom__strtab_get(&s->strs, kid);
+      if (*st == VISITING && !fx->loops++)
+        snprintf(fx->loop_key, sizeof fx->loop_key, "%s", loom__strtab_get(&s->strs, kid));
       if (*st != VISITING) parent = (uint32_t)*st;
       break;
     }
