@@ -223,7 +223,7 @@ static void rd_free(rd *r) {
   loom__map_free(&r->frames);
   loom__map_free(&r->callstacks);
   loom__map_free(&r->seq_at);
-  loom__map_free(&r->is_json);
+  free(r->is_json);
   free(r->seqs);
   loom__samples_free(&r->smp);
   free(r->stack);

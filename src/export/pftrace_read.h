@@ -119,7 +119,8 @@ typedef struct rd {
   seqst *seqs;                 /* per packet sequence */
   size_t nseqs, cap_seqs;
   loom__map seq_at;            /* sequence id -> index into seqs */
-  loom__map is_json;           /* string id -> 2 JSON text, 1 not (checked once) */
+  uint8_t *is_json;            /* by string id: 2 JSON text, 1 not, 0 not checked yet */
+  size_t cap_is_json;
   seqst *cur;                  /* the current packet's */
   int based;                   /* streaming: t->base_ns is set */
   int64_t ts;

@@ -278,11 +278,16 @@ static int is_json(const char *s) {
 /* is_json of a trace string, remembered: the same argument texts come back
  * on every event (tensor shapes), and checking one costs a parser. */
 static int is_json_str(rd *r, uint32_t id) {
-  uint64_t *k = loom__map_get(&r->is_json, id);
-  if (k) return *k == 2;
-  int ok = is_json(loom__trace_cstr(r->t, id));
-  if (loom__map_put(&r->is_json, id, ok ? 2 : 1)) r->oom = 1;
-  return ok;
+  if (id >= r->cap_is_json) { /* string ids are dense: a byte each */
+    size_t was = r->cap_is_json;
+    if (loom__grow((void **)&r->is_json, &r->cap_is_json, (size_t)id + 1, 1)) {
+      r->oom = 1;
+      return is_json(loom__trace_cstr(r->t, id));
+    }
+    memset(r->is_json + was, 0, r->cap_is_json - was);
+  }
+  if (!r->is_json[id]) r->is_json[id] = is_json(loom__trace_cstr(r->t, id)) ? 2 : 1;
+  return r->is_json[id] == 2;
 }
 
 static void json_marks(rd *r, const loom__ev *e, const char *s) {
