@@ -406,6 +406,7 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
   rep->t1 = INT64_MIN;
   an a;
   memset(&a, 0, sizeof a);
+  a.inflight.runs = 1; /* correlation ids mostly count up */
   a.rep = rep;
   a.o = &o;
   a.cur_step = -1;

@@ -154,6 +154,10 @@ void loom__map_free(loom__map *m) {
   memset(m, 0, sizeof *m);
 }
 
+static inline size_t map_home(const loom__map *m, uint64_t key, size_t mask) {
+  return (m->runs ? loom__hash_u64(key >> 3) << 3 | (key & 7) : loom__hash_u64(key)) & mask;
+}
+
 static int map_resize(loom__map *m, size_t ncap) {
   uint64_t *k = calloc(ncap, sizeof *k), *v = calloc(ncap, sizeof *v);
   if (!k || !v) {
@@ -163,7 +167,7 @@ static int map_resize(loom__map *m, size_t ncap) {
   }
   for (size_t i = 0; i < m->cap; i++) {
     if (!m->keys[i]) continue;
-    size_t j = loom__hash_u64(m->keys[i]) & (ncap - 1);
+    size_t j = map_home(m, m->keys[i], ncap - 1);
     while (k[j]) j = (j + 1) & (ncap - 1);
     k[j] = m->keys[i];
     v[j] = m->vals[i];
@@ -183,7 +187,7 @@ uint64_t *loom__map_slot(loom__map *m, uint64_t key, int *added) {
     return &m->zero_val;
   }
   if ((m->n + 1) * 2 > m->cap && map_resize(m, m->cap ? m->cap * 2 : 64) != 0) return NULL;
-  size_t j = loom__hash_u64(key) & (m->cap - 1);
+  size_t j = map_home(m, key, m->cap - 1);
   while (m->keys[j] && m->keys[j] != key) j = (j + 1) & (m->cap - 1);
   if (!m->keys[j]) {
     m->keys[j] = key;
@@ -205,7 +209,7 @@ int loom__map_put(loom__map *m, uint64_t key, uint64_t val) {
 uint64_t *loom__map_get(const loom__map *m, uint64_t key) {
   if (!key) return m->has_zero ? (uint64_t *)&m->zero_val : NULL;
   if (!m->cap) return NULL;
-  size_t j = loom__hash_u64(key) & (m->cap - 1);
+  size_t j = map_home(m, key, m->cap - 1);
   while (m->keys[j]) {
     if (m->keys[j] == key) return &m->vals[j];
     j = (j + 1) & (m->cap - 1);
@@ -220,7 +224,7 @@ int loom__map_del(loom__map *m, uint64_t key) {
     return had;
   }
   if (!m->cap) return 0;
-  size_t mask = m->cap - 1, j = loom__hash_u64(key) & mask;
+  size_t mask = m->cap - 1, j = map_home(m, key, mask);
   while (m->keys[j] && m->keys[j] != key) j = (j + 1) & mask;
   if (!m->keys[j]) return 0;
   /* Backward shift: pull later members of the probe run into the hole
@@ -230,7 +234,7 @@ int loom__map_del(loom__map *m, uint64_t key) {
       m->keys[i] = 0;
       break;
     }
-    size_t home = loom__hash_u64(m->keys[k]) & mask;
+    size_t home = map_home(m, m->keys[k], mask);
     if (i <= k ? (home <= i || home > k) : (home <= i && home > k)) {
       m->keys[i] = m->keys[k];
       m->vals[i] = m->vals[k];

@@ -96,6 +96,11 @@ typedef struct loom__map {
   size_t n, cap; /* cap is a power of two or 0 */
   int has_zero;
   uint64_t zero_val;
+  /* Set before first use for keys that come in runs of consecutive values
+   * (correlation ids): eight consecutive keys share a home line, so a run
+   * of them touches one cache line of keys[] and one of vals[] instead of
+   * eight (their blocks are still placed by the hash). */
+  int runs;
 } loom__map;
 
 void loom__map_free(loom__map *m);
