@@ -4,7 +4,7 @@
  * Records fill a buffer; a full buffer is handed to a worker thread that
  * sorts it and appends it to one temporary file as a run, while the reader
  * fills the other.  At the end the last buffer is sorted in memory and every
- * run is merged through a binary heap, each run read back in small blocks.
+ * run is merged with it (esort_merge.c).
  * Memory: the `budget` holds the two buffers and the sort keys of one (128
  * bytes a record), plus one block per run.  The worker compares names
  * through a copy of the string table's id -> pointer array taken at the
@@ -24,80 +24,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis.h"
-
-enum { BLOCK = 4096 }; /* records read back per run at a time */
-
-typedef struct run {
-  uint64_t off, n;    /* first record in the file, count */
-  uint64_t next;      /* records already read into blk */
-  loom__arec *blk;
-  size_t at, len;
-} run;
-
-typedef struct skey {
-  uint64_t k, i;
-} skey;
-
-struct loom__esort {
-  const loom__strtab *strs;
-  loom__arec *buf;
-  size_t n, cap, limit; /* limit: records in memory before a spill */
-  /* the run being sorted and written by the worker */
-  loom__arec *wbuf, *spare;
-  size_t wn;
-  const char **wnames;
-  size_t nwnames;
-  pthread_t th;
-  int running, werr;
-  FILE *spill;
-  run *runs;
-  size_t nruns, cap_runs;
-  uint32_t *heap;     /* run indices (the in-memory tail is run nruns) */
-  size_t nheap;
-  size_t tail_at;
-  skey *order;        /* the order of buf once finished (NULL: buf is sorted) */
-  int finished;
-  char err[256];
-};
-
-static const uint8_t nest_rank[LOOM_KIND_COUNT_] = {
-    [LOOM_KIND_USER_RANGE] = 0, [LOOM_KIND_CPU_OP] = 1, [LOOM_KIND_RUNTIME] = 2,
-    [LOOM_KIND_DRIVER] = 3,     [LOOM_KIND_SYNC] = 4,   [LOOM_KIND_COLLECTIVE] = 5,
-    [LOOM_KIND_KERNEL] = 6,     [LOOM_KIND_MEMCPY] = 7, [LOOM_KIND_MEMSET] = 8,
-    [LOOM_KIND_INSTANT] = 9,    [LOOM_KIND_COUNTER] = 10, [LOOM_KIND_OVERHEAD] = 11,
-    [LOOM_KIND_MARKER] = 12, [LOOM_KIND_SAMPLE] = 13};
-
-/* Names by id: the string table's own array, or the worker's copy. */
-typedef struct names {
-  char *const *p;
-  size_t n;
-} names;
+#include "esort_int.h"
 
 static _Thread_local names cmp_names;
 
-static const char *name_of(const names *nm, uint32_t id) { return id && id < nm->n ? nm->p[id] : ""; }
-
-static int cmp_rec(const loom__arec *a, const loom__arec *b, const names *nm) {
-  if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
-  if (a->dur != b->dur) return a->dur > b->dur ? -1 : 1;
-  if (a->kind != b->kind) return nest_rank[a->kind] < nest_rank[b->kind] ? -1 : 1;
-  if (a->name != b->name) {
-    int c = strcmp(name_of(nm, a->name), name_of(nm, b->name));
-    if (c) return c;
-  }
-  if (a->track != b->track) return a->track < b->track ? -1 : 1;
-  if (a->corr != b->corr) return a->corr < b->corr ? -1 : 1;
-  if (a->bytes != b->bytes) return a->bytes < b->bytes ? -1 : 1;
-  return a->stream < b->stream ? -1 : a->stream > b->stream; /* else: identical */
-}
-
-static int cmp_qsort(const void *pa, const void *pb) { return cmp_rec(pa, pb, &cmp_names); }
-
-static names own_names(const loom__esort *s) {
-  names nm = {s->strs->strs, s->strs->n};
-  return nm;
-}
+static int cmp_qsort(const void *pa, const void *pb) { return loom__esort_cmp(pa, pb, &cmp_names); }
 
 /* ---- sorting one buffer ----------------------------------------------------
  * By start time first with an LSD radix sort of (time, index) keys (the
@@ -109,7 +40,7 @@ static names own_names(const loom__esort *s) {
 static _Thread_local const loom__arec *cmp_base;
 
 static int cmp_key(const void *pa, const void *pb) {
-  return cmp_rec(&cmp_base[((const skey *)pa)->i], &cmp_base[((const skey *)pb)->i], &cmp_names);
+  return loom__esort_cmp(&cmp_base[((const skey *)pa)->i], &cmp_base[((const skey *)pb)->i], &cmp_names);
 }
 
 static skey *radix(skey *a, skey *tmp, size_t n) {
@@ -140,7 +71,7 @@ static void ties(const loom__arec *r, skey *key, size_t n) {
       continue;
     }
     for (size_t a = j + 1; a < e; a++) /* insertion sort: runs are short */
-      for (size_t b = a; b > j && cmp_rec(&r[key[b - 1].i], &r[key[b].i], &cmp_names) > 0; b--) {
+      for (size_t b = a; b > j && loom__esort_cmp(&r[key[b - 1].i], &r[key[b].i], &cmp_names) > 0; b--) {
         skey x = key[b];
         key[b] = key[b - 1];
         key[b - 1] = x;
@@ -151,7 +82,7 @@ static void ties(const loom__arec *r, skey *key, size_t n) {
 /* The order of r[0..n): a malloc'd array whose k-th entry's i is the index
  * of the k-th record (free it), or NULL when there was no memory for the
  * keys: then r itself is sorted (qsort). */
-static skey *sort_order(loom__arec *r, size_t n, names nm) {
+skey *loom__esort_order(loom__arec *r, size_t n, names nm) {
   cmp_names = nm;
   cmp_base = r;
   skey *a = n > 1 ? malloc(2 * n * sizeof *a) : NULL;
@@ -165,11 +96,6 @@ static skey *sort_order(loom__arec *r, size_t n, names nm) {
   if (key != a) memcpy(a, key, n * sizeof *a);
   skey *o = realloc(a, n * sizeof *a); /* the other half held the radix passes */
   return o ? o : a;
-}
-
-/* Record k of r in the order (NULL: r is in order). */
-static inline const loom__arec *in_order(const loom__arec *r, const skey *order, size_t k) {
-  return order ? &r[order[k].i] : &r[k];
 }
 
 /* Writes r[0..n) to f in the order, gathering blocks of records (reading
@@ -229,7 +155,7 @@ static void *spill_run(void *arg) {
     s->werr = -1;
     return NULL;
   }
-  skey *order = sort_order(s->wbuf, s->wn, nm);
+  skey *order = loom__esort_order(s->wbuf, s->wn, nm);
   run r = {0};
   r.n = s->wn;
   r.off = s->nruns ? s->runs[s->nruns - 1].off + s->runs[s->nruns - 1].n : 0;
@@ -244,7 +170,7 @@ static void *spill_run(void *arg) {
 }
 
 /* Waits for the worker; its buffer becomes the spare.  0 or -1 (its error). */
-static int wait_worker(loom__esort *s) {
+int loom__esort_wait_worker(loom__esort *s) {
   if (s->running) pthread_join(s->th, NULL);
   s->running = 0;
   if (s->wbuf) {
@@ -259,8 +185,8 @@ static int wait_worker(loom__esort *s) {
 
 /* Hands the full buffer to the worker and goes on with the spare. */
 static int spill(loom__esort *s) {
-  if (wait_worker(s) != 0) return -1;
-  names nm = own_names(s);
+  if (loom__esort_wait_worker(s) != 0) return -1;
+  names nm = loom__esort_names_now(s);
   s->nwnames = nm.n;
   s->wnames = malloc((nm.n ? nm.n : 1) * sizeof *s->wnames);
   loom__arec *next = s->spare ? s->spare : malloc(s->limit * sizeof *next);
@@ -297,89 +223,12 @@ int loom__esort_add(loom__esort *s, const loom__arec *r) {
   return 0;
 }
 
-static int fill(loom__esort *s, run *r) {
-  size_t want = r->n - r->next < BLOCK ? (size_t)(r->n - r->next) : BLOCK;
-  r->at = 0;
-  r->len = want;
-  if (!want) return 0;
-  off_t at = (off_t)((r->off + r->next) * sizeof(loom__arec));
-  size_t bytes = want * sizeof(loom__arec);
-  ssize_t got = pread(fileno(s->spill), r->blk, bytes, at);
-  if (got != (ssize_t)bytes) {
-    snprintf(s->err, sizeof s->err, "cannot read the sort's temporary file back: %s",
-             got < 0 ? strerror(errno) : "short read");
-    return -1;
-  }
-  r->next += want;
-  return 0;
-}
-
-static const loom__arec *head(const loom__esort *s, uint32_t i) {
-  if (i == s->nruns) return s->tail_at < s->n ? in_order(s->buf, s->order, s->tail_at) : NULL;
-  const run *r = &s->runs[i];
-  return r->at < r->len ? &r->blk[r->at] : NULL;
-}
-
-static int less(const loom__esort *s, uint32_t a, uint32_t b) {
-  names nm = own_names(s);
-  return cmp_rec(head(s, a), head(s, b), &nm) < 0;
-}
-
-static void sift_down(loom__esort *s, size_t i) {
-  for (;;) {
-    size_t l = 2 * i + 1, m = i;
-    if (l < s->nheap && less(s, s->heap[l], s->heap[m])) m = l;
-    if (l + 1 < s->nheap && less(s, s->heap[l + 1], s->heap[m])) m = l + 1;
-    if (m == i) return;
-    uint32_t t = s->heap[i];
-    s->heap[i] = s->heap[m];
-    s->heap[m] = t;
-    i = m;
-  }
-}
-
-int loom__esort_finish(loom__esort *s) {
-  if (wait_worker(s) != 0) return -1;
-  free(s->spare);
-  s->spare = NULL;
-  s->order = sort_order(s->buf, s->n, own_names(s));
-  s->finished = 1;
-  if (!s->nruns) return 0;
-  s->heap = malloc((s->nruns + 1) * sizeof *s->heap);
-  if (!s->heap) return -1;
-  fflush(s->spill);
-  for (size_t i = 0; i < s->nruns; i++) {
-    if (!(s->runs[i].blk = malloc(BLOCK * sizeof(loom__arec)))) return -1;
-    if (fill(s, &s->runs[i]) != 0) return -1;
-  }
-  for (uint32_t i = 0; i <= s->nruns; i++)
-    if (head(s, i)) s->heap[s->nheap++] = i;
-  for (size_t i = s->nheap / 2; i-- > 0;) sift_down(s, i);
-  return 0;
-}
-
-const loom__arec *loom__esort_next(loom__esort *s) {
-  if (!s->nruns) return s->tail_at < s->n ? in_order(s->buf, s->order, s->tail_at++) : NULL;
-  if (!s->nheap) return NULL;
-  /* The record handed out stays valid until the next call: copy it out of
-   * the block before the block is refilled. */
-  static _Thread_local loom__arec out;
-  uint32_t i = s->heap[0];
-  out = *head(s, i);
-  if (i == s->nruns) {
-    s->tail_at++;
-  } else {
-    run *r = &s->runs[i];
-    if (++r->at == r->len && r->next < r->n && fill(s, r) != 0) return NULL;
-  }
-  if (!head(s, i)) s->heap[0] = s->heap[--s->nheap];
-  if (s->nheap) sift_down(s, 0);
-  return &out;
-}
-
 void loom__esort_free(loom__esort *s) {
   if (!s) return;
-  wait_worker(s);
+  loom__esort_stop_merging(s);
+  loom__esort_wait_worker(s);
+  for (int i = 0; i < OUT_BLOCKS; i++) free(s->ob[i]);
+  free(s->fnames);
   free(s->spare);
   for (size_t i = 0; i < s->nruns; i++) free(s->runs[i].blk);
   free(s->runs);
