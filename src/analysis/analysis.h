@@ -54,7 +54,7 @@ void loom__esort_names(loom__esort *s, const loom__strtab *strs);
 /* Ends input; then loom__esort_next yields records in time order. */
 int loom__esort_finish(loom__esort *s);
 const loom__arec *loom__esort_next(loom__esort *s);
-const char *loom__esort_error(const loom__esort *s);
+const char *loom__esort_error(loom__esort *s);
 void loom__esort_free(loom__esort *s);
 
 /* ---- quantiles: exact up to a limit, then a log histogram ---------------- */

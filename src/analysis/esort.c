@@ -126,7 +126,12 @@ loom__esort *loom__esort_new(const loom__strtab *strs, size_t budget) {
   return s;
 }
 
-const char *loom__esort_error(const loom__esort *s) { return s->err; }
+/* The error, "" when none; a merging thread is stopped first, so that what
+ * it may still write is not read at the same time (a pass that ends early). */
+const char *loom__esort_error(loom__esort *s) {
+  loom__esort_stop_merging(s);
+  return s->err;
+}
 
 static const char *tmp_dir(void) {
   const char *d = getenv("TMPDIR");
