@@ -44,7 +44,6 @@ struct loom__esort {
   size_t nheap;
   size_t tail_at;
   skey *order;        /* the order of buf once finished (NULL: buf is sorted) */
-  int finished;
   char **fnames;      /* names by id, copied at the finish: the reader interns more */
   size_t nfnames;
   /* the merging thread: blocks produced and consumed, in a ring */

@@ -57,25 +57,27 @@ static void sift_down(loom__esort *s, size_t i) {
   }
 }
 
-static const loom__arec *next_one(loom__esort *s) {
-  if (!s->nruns) return s->tail_at < s->n ? loom__esort_at(s->buf, s->order, s->tail_at++) : NULL;
-  if (!s->nheap) return NULL;
-  /* The record handed out stays valid until the next call: copy it out of
-   * the block before the block is refilled. */
-  static _Thread_local loom__arec out;
+/* Copies the next record in order to *out: 1, or 0 at the end (or when a
+ * run cannot be read back: s->err says so). */
+static int next_into(loom__esort *s, loom__arec *out) {
+  if (!s->nruns) {
+    if (s->tail_at == s->n) return 0;
+    *out = *loom__esort_at(s->buf, s->order, s->tail_at++);
+    return 1;
+  }
+  if (!s->nheap) return 0;
   uint32_t i = s->heap[0];
-  out = *head(s, i);
+  *out = *head(s, i); /* before the block it is in is refilled */
   if (i == s->nruns) {
     s->tail_at++;
   } else {
     run *r = &s->runs[i];
-    if (++r->at == r->len && r->next < r->n && fill(s, r) != 0) return NULL;
+    if (++r->at == r->len && r->next < r->n && fill(s, r) != 0) return 0;
   }
   if (!head(s, i)) s->heap[0] = s->heap[--s->nheap];
   if (s->nheap) sift_down(s, 0);
-  return &out;
+  return 1;
 }
-
 
 /* ---- handing records out ----------------------------------------------- */
 
@@ -90,8 +92,7 @@ static void *merge_run(void *arg) {
     pthread_mutex_unlock(&s->mu);
     if (stop) break;
     size_t slot = s->produced % OUT_BLOCKS, k = 0;
-    const loom__arec *r;
-    while (k < BLOCK && (r = next_one(s))) s->ob[slot][k++] = *r;
+    while (k < BLOCK && next_into(s, &s->ob[slot][k])) k++;
     last = k < BLOCK;
     pthread_mutex_lock(&s->mu);
     s->olen[slot] = k;
@@ -105,12 +106,12 @@ static void *merge_run(void *arg) {
 
 /* Starts the merging thread when there are records enough; without it (or
  * without memory or a thread) the reader merges itself. */
-static int start_merging(loom__esort *s) {
+static void start_merging(loom__esort *s) {
   uint64_t total = s->n;
   for (size_t i = 0; i < s->nruns; i++) total += s->runs[i].n;
-  if (total < OUT_MIN) return 0;
+  if (total < OUT_MIN) return;
   for (int i = 0; i < OUT_BLOCKS; i++)
-    if (!(s->ob[i] = malloc(BLOCK * sizeof(loom__arec)))) return 0;
+    if (!(s->ob[i] = malloc(BLOCK * sizeof(loom__arec)))) return;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->full, NULL);
   pthread_cond_init(&s->freed, NULL);
@@ -120,7 +121,6 @@ static int start_merging(loom__esort *s) {
     pthread_cond_destroy(&s->full);
     pthread_mutex_destroy(&s->mu);
   }
-  return 0;
 }
 
 void loom__esort_stop_merging(loom__esort *s) {
@@ -157,21 +157,20 @@ static const loom__arec *next_handed(loom__esort *s) {
   return s->olen[slot] ? &s->ob[slot][s->cur_at++] : NULL;
 }
 
-const loom__arec *loom__esort_next(loom__esort *s) { return s->merging ? next_handed(s) : next_one(s); }
+const loom__arec *loom__esort_next(loom__esort *s) {
+  if (s->merging) return next_handed(s);
+  static _Thread_local loom__arec out; /* valid until the next call */
+  return next_into(s, &out) ? &out : NULL;
+}
 
-int loom__esort_finish(loom__esort *s) {
-  if (loom__esort_wait_worker(s) != 0) return -1;
-  free(s->spare);
-  s->spare = NULL;
-  names nm = loom__esort_names_now(s);
-  s->order = loom__esort_order(s->buf, s->n, nm);
-  s->finished = 1;
+/* The heap over the runs and the last buffer, each run's first block read;
+ * its names are a copy of the string table's array (the reader goes on
+ * interning). */
+static int make_heap(loom__esort *s, names nm) {
   if (!(s->fnames = malloc((nm.n ? nm.n : 1) * sizeof *s->fnames))) return -1;
   if (nm.n) memcpy(s->fnames, nm.p, nm.n * sizeof *s->fnames);
   s->nfnames = nm.n;
-  if (!s->nruns) return start_merging(s);
-  s->heap = malloc((s->nruns + 1) * sizeof *s->heap);
-  if (!s->heap) return -1;
+  if (!(s->heap = malloc((s->nruns + 1) * sizeof *s->heap))) return -1;
   fflush(s->spill);
   for (size_t i = 0; i < s->nruns; i++) {
     if (!(s->runs[i].blk = malloc(BLOCK * sizeof(loom__arec)))) return -1;
@@ -180,5 +179,16 @@ int loom__esort_finish(loom__esort *s) {
   for (uint32_t i = 0; i <= s->nruns; i++)
     if (head(s, i)) s->heap[s->nheap++] = i;
   for (size_t i = s->nheap / 2; i-- > 0;) sift_down(s, i);
-  return start_merging(s);
+  return 0;
+}
+
+int loom__esort_finish(loom__esort *s) {
+  if (loom__esort_wait_worker(s) != 0) return -1;
+  free(s->spare);
+  s->spare = NULL;
+  names nm = loom__esort_names_now(s);
+  s->order = loom__esort_order(s->buf, s->n, nm);
+  if (s->nruns && make_heap(s, nm) != 0) return -1;
+  start_merging(s);
+  return 0;
 }
