@@ -39,6 +39,7 @@ typedef struct loom__arec { /* 48 bytes */
 #define LOOM__AREC_HTA_GPU 1   /* a GPU event by HTA's rule (it has a stream) */
 #define LOOM__AREC_HTA_IDLE 2  /* of a category HTA's idle-time breakdown uses */
 #define LOOM__AREC_HTA_STRUCT 4 /* device work by structure (HTA: its name rules only) */
+#define LOOM__AREC_LOOSE 8      /* only on a device track: work if the track is a queue */
 #define LOOM__AREC_NDIRS 31
 
 /* Device work classes (HTA's kernel types, generalised). */

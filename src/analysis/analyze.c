@@ -133,15 +133,21 @@ static int on_flow(void *ctx, const loom_trace *t, uint64_t id, int64_t ts, uint
 }
 
 /* An event of a category that names no kind (another runtime's own, such
- * as MTIA's "mtia_ccp_events") is device work by its structure: it lies on
- * a device process, or it has a stream, or a flow from a call ends on it.
- * A copy when it has a "direction", else a kernel.  One that only has a
- * correlation id stays a candidate (kind marker) until the pass sees
- * whether a runtime call with that id came before it (loom__an_resolve()).
+ * as MTIA's "mtia_ccp_events") is device work by its structure: it has a
+ * stream (other than -1), or a flow from a call ends on it, or it lies on a
+ * device process with a stream or a correlation id.  A copy when it has a
+ * "direction", else a kernel.  One on a device process tied to nothing
+ * else (a profiler's range with its counters in the arguments, a new kind
+ * of work beside known work) is loose: device work only when its track is
+ * a queue, one that holds device work (settle_loose(), in the pass); else
+ * not understood.  One elsewhere that only has a correlation id stays a
+ * candidate (kind marker) until the pass sees whether a runtime call with
+ * that id came before it (loom__an_resolve()).
  * Returns -1 on error, 1 when the event is not understood (counted), else 0. */
 static int by_structure(an *a, const loom_trace *t, const loom__ev *e, const loom__targ *args,
                         int has_stream, loom__arec *r) {
-  int dev = t->tracks[e->track].device != LOOM_DEVICE_HOST || (has_stream && r->hta);
+  int on_device = t->tracks[e->track].device != LOOM_DEVICE_HOST;
+  int dev = on_device || (has_stream && r->hta);
   uint64_t key = a->flow_end.n ? flow_key(e->track, e->ts) : 0;
   uint64_t *fid = key ? loom__map_get(&a->flow_end, key) : NULL;
   if (fid) {
@@ -151,10 +157,41 @@ static int by_structure(an *a, const loom_trace *t, const loom__ev *e, const loo
   }
   if (!dev && !r->corr) return count_unknown(a, e->cat) ? -1 : 1;
   if (!dev) return 0;
+  if (on_device && !has_stream && !r->corr) {
+    uint64_t lk = ((uint64_t)e->track << 32 | e->cat) + 1, *n = loom__map_get(&a->loose, lk);
+    if (n) ++*n;
+    else if (loom__map_put(&a->loose, lk, 1)) return -1;
+    r->hta |= LOOM__AREC_LOOSE;
+  }
   r->kind = LOOM_KIND_KERNEL;
   r->hta |= LOOM__AREC_HTA_STRUCT;
   for (uint16_t i = 0; a->dir_key && i < e->nargs; i++)
     if (args[i].key == a->dir_key) r->kind = LOOM_KIND_MEMCPY;
+  return 0;
+}
+
+/* Device work that is not loose makes its track a queue. */
+static int note_queue(an *a, const loom_trace *t, const loom__arec *r) {
+  if (t->tracks[r->track].device == LOOM_DEVICE_HOST || (r->hta & LOOM__AREC_LOOSE)) return 0;
+  if (!loom__kind_on_device(r->kind) && r->kind != LOOM_KIND_COLLECTIVE && r->kind != LOOM_KIND_SYNC) return 0;
+  return !loom__map_get(&a->queue, (uint64_t)r->track + 1) && loom__map_put(&a->queue, (uint64_t)r->track + 1, 1)
+             ? -1
+             : 0;
+}
+
+/* Once every event is read: loose ranges on a track that is no queue are
+ * not device work; they are listed as not understood by their category
+ * (the pass skips them). */
+static int settle_loose(an *a) {
+  for (size_t i = 0; i < a->loose.cap; i++) {
+    uint64_t k = a->loose.keys[i];
+    if (!k || loom__map_get(&a->queue, ((k - 1) >> 32) + 1)) continue;
+    uint32_t cat = (uint32_t)(k - 1);
+    uint64_t *c = loom__map_get(&a->unknown, (uint64_t)cat + 1);
+    if (c) *c += a->loose.vals[i];
+    else if (loom__map_put(&a->unknown, (uint64_t)cat + 1, a->loose.vals[i])) return -1;
+    a->rep->nkept -= a->loose.vals[i];
+  }
   return 0;
 }
 
@@ -256,6 +293,7 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
   } else if (r.kind == LOOM_KIND_COLLECTIVE || (r.kind == LOOM_KIND_KERNEL && loom__an_is_comm_work(&r, nf))) {
     r.cls = LOOM__CLS_COMM;
   }
+  if (note_queue(a, t, &r)) return -1;
   rep->nkept++;
   return loom__esort_add(a->es, &r);
 }
@@ -328,6 +366,8 @@ static void finish(an *a) {
 static void an_free(an *a) {
   loom__esort_free(a->es);
   loom__map_free(&a->unknown);
+  loom__map_free(&a->queue);
+  loom__map_free(&a->loose);
   loom__map_free(&a->step_names);
   if (a->hs && a->t)
     for (size_t i = 0; i < a->t->ntracks; i++) free(a->hs[i].st);
@@ -429,7 +469,7 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
   size_t nt = a.t->ntracks ? a.t->ntracks : 1;
   a.hs = calloc(nt, sizeof *a.hs);
   a.qof = malloc(nt * sizeof *a.qof);
-  if (!a.hs || !a.qof || (a.es && loom__esort_finish(a.es) != 0)) {
+  if (!a.hs || !a.qof || settle_loose(&a) != 0 || (a.es && loom__esort_finish(a.es) != 0)) {
     st = a.es && loom__esort_error(a.es)[0] ? loom__fail(LOOM_EIO, "%s: %s", path, loom__esort_error(a.es))
                                             : loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
     an_free(&a);
@@ -442,6 +482,7 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
   loom__arec rs;
   while (a.es && !a.oom && (r = loom__esort_next(a.es))) {
     if (r->track >= a.t->ntracks) continue;
+    if ((r->hta & LOOM__AREC_LOOSE) && !loom__map_get(&a.queue, (uint64_t)r->track + 1)) continue;
     if (r->kind == LOOM_KIND_MARKER) { /* device work if a runtime call has its id */
       if (!(r = loom__an_resolve(&a, r, &rs))) continue;
     }

@@ -121,6 +121,8 @@ typedef struct an {
   uint32_t step_all;      /* "ProfilerStep#*" */
   size_t nnfl;
   loom__map unknown;      /* category id -> count */
+  loom__map queue;        /* device track + 1 -> 1: it holds device work (a queue) */
+  loom__map loose;        /* (device track << 32 | category id) + 1 -> count of its loose ranges */
   loom__map step_names;   /* distinct step names (HTA's rule) */
   int64_t last_step_ts, last_step_end;
   int64_t last_end_step[2]; /* ts and dur of the step that ends last */
