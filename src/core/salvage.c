@@ -1,7 +1,8 @@
 /*
  * salvage.c - rebuilds the trace of a process that died without writing it
  * (SIGKILL, the OOM killer, a failed save) from its shared-memory arena
- * (record/arena.h), in `loom record` after the process ended.
+ * (record/arena.h), in `loom record` after the process ended, or in `loom
+ * salvage` from the arenas a failed run kept.
  *
  * The file is mapped privately, so pointers can be rewritten to this
  * process's addresses in place without touching it.  Each thread buffer of
@@ -307,6 +308,40 @@ static void count(const loom_trace *t, loom__salvage_result *r) {
 }
 
 loom_status loom__salvage(const char *path, const char *death, loom__salvage_result *res) {
+  loom__salvage_opts o = {.death = death};
+  return loom__salvage_to(path, &o, res);
+}
+
+int loom__salvage_peek(const char *path, int *pid, char *comm, size_t ncomm, char *out,
+                       size_t nout, int *pending) {
+  salv v = {0};
+  int rc = open_arena(&v, path);
+  if (rc == 0) {
+    *pid = v.h->pid;
+    snprintf(comm, ncomm, "%s", v.h->comm);
+    snprintf(out, nout, "%s", v.h->out);
+    *pending = atomic_load(&v.h->recording) != 0;
+  }
+  if (v.base) munmap(v.base, v.size);
+  return rc;
+}
+
+/* The trace's first warning: how the process ended and that it was rebuilt. */
+static void say_death(loom_session *s, const char *death) {
+  const char *how = "rebuilt it from the records in its shared memory (ranges open at death end "
+                    "at the last record, flagged unclosed; device work still in the runtime's "
+                    "buffers is lost)";
+  if (death && !strncmp(death, "could not write its trace", 25))
+    loom__session_warn(s, "the process %s; loom rebuilt its trace from the records in its shared "
+                       "memory (device work the runtime had not handed to loom by the end is "
+                       "lost)", death);
+  else
+    loom__session_warn(s, "the process %s before it could write its trace; loom %s",
+                       death && *death ? death : "died", how);
+}
+
+loom_status loom__salvage_to(const char *path, const loom__salvage_opts *o,
+                             loom__salvage_result *res) {
   loom__ensure_init();
   memset(res, 0, sizeof *res);
   salv v = {0};
@@ -346,15 +381,12 @@ loom_status loom__salvage(const char *path, const char *death, loom__salvage_res
                                          (uint64_t)s->tl.start[LOOM_CLOCK_REALTIME].real);
   img.end_ns = v.have_ts ? loom__timeline_convert(&s->tl, img.dom, v.last_ts) : start;
   if (img.end_ns < start) img.end_ns = start;
-  loom__session_warn(s, "the process %s before it could write its trace; loom rebuilt it from "
-                     "the records in its shared memory (ranges open at death end at the "
-                     "last record, flagged unclosed; device work still in the runtime's "
-                     "buffers is lost)", death && *death ? death : "died");
+  say_death(s, o->death);
   /* the warnings collect adds come after; placeholders are counted last */
   st = loom__collect_image(s, &img, &t);
   if (st != LOOM_OK) goto out;
-  if (loom__sbk_report(&v.bk, t, res->bk_summary, sizeof res->bk_summary, &res->bk_lost,
-                       &res->bk_kept))
+  if (loom__sbk_report(&v.bk, t, o->quiet_unused ? (o->asked ? o->asked : "") : NULL,
+                       res->bk_summary, sizeof res->bk_summary, &res->bk_lost, &res->bk_kept))
     goto fail;
   v.unresolved += v.bk.unresolved;
   v.torn += v.bk.torn;
@@ -391,7 +423,7 @@ loom_status loom__salvage(const char *path, const char *death, loom__salvage_res
     loom__log(LOOM_SEV_WARNING, "%s", w);
     if (loom__trace_add_warning(t, w)) goto fail;
   }
-  snprintf(res->out, sizeof res->out, "%s", v.h->out);
+  snprintf(res->out, sizeof res->out, "%s", o->out ? o->out : v.h->out);
   st = loom_trace_save(t, res->out);
   if (st != LOOM_OK) goto out;
   loom_trace_summary sm = {.struct_size = sizeof sm};

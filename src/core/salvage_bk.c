@@ -284,8 +284,31 @@ int loom__sbk_build(loom__sbk *k, loom_session *s, loom__sbk_tr tr, const void *
   return build_devices(k, s) || build_meta(k, s) ? -1 : 0;
 }
 
-int loom__sbk_report(loom__sbk *k, loom_trace *t, char *sum, size_t n, uint64_t *lost,
-                     uint64_t *kept) {
+/* 1 when type is an element of the list "a,b,c". */
+static int listed(const char *list, const char *type) {
+  size_t tl = strlen(type);
+  for (const char *p = list; *p;) {
+    size_t l = strcspn(p, ",");
+    if (l == tl && !strncmp(p, type, l)) return 1;
+    p += l;
+    if (*p) p++;
+  }
+  return 0;
+}
+
+/* A backend that handed nothing, lost nothing and declared no device: a
+ * runtime the program never used (loom record enables OpenCL, Vulkan, MPI
+ * wherever they are installed), not worth a warning per process unless the
+ * user asked for its device type. */
+static int unused(const loom__sbk *k, const loom_backend *b, const char *quiet) {
+  if (!quiet || b->bs->nrecs || b->bs->lost || listed(quiet, b->ops.device_type)) return 0;
+  for (size_t i = 0; i < k->ndevs; i++)
+    if (k->devs[i]->bk == b->index) return 0; /* index: its serial (make_backend) */
+  return 1;
+}
+
+int loom__sbk_report(loom__sbk *k, loom_trace *t, const char *quiet, char *sum, size_t n,
+                     uint64_t *lost, uint64_t *kept) {
   size_t len = 0;
   sum[0] = 0;
   for (size_t i = 0; i < k->nfake; i++) {
@@ -293,6 +316,7 @@ int loom__sbk_report(loom__sbk *k, loom_trace *t, char *sum, size_t n, uint64_t 
     loom__bsess *bs = b->bs;
     if (!bs->nrecs && !bs->lost && !strcmp(b->ops.device_type, "cpu"))
       continue; /* host annotations are handed over as made: the program made none */
+    if (unused(k, b, quiet)) continue;
     if (!bs->nrecs && !bs->lost) { /* a device backend that had handed loom nothing */
       char w[600];
       snprintf(w, sizeof w, "backend '%s' (device type %s) had handed no records to loom when the "

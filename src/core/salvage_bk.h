@@ -44,8 +44,11 @@ int loom__sbk_build(loom__sbk *k, loom_session *s, loom__sbk_tr tr, const void *
 /* The name loom_thread_name gave tid (NULL: none). */
 const char *loom__sbk_thread_name(void *k, int64_t tid);
 /* Per backend, what was kept and what lost, as one warning each in t (and
- * a phrase for the summary in sum); *lost: records counted lost at death. */
-int loom__sbk_report(loom__sbk *k, loom_trace *t, char *sum, size_t n, uint64_t *lost,
-                     uint64_t *kept);
+ * a phrase for the summary in sum); *lost: records counted lost at death.
+ * quiet (NULL: none): a backend that handed nothing and declared no device
+ * (the program never used its runtime) is not named unless its device type
+ * is in this list ("cpu,perf"). */
+int loom__sbk_report(loom__sbk *k, loom_trace *t, const char *quiet, char *sum, size_t n,
+                     uint64_t *lost, uint64_t *kept);
 void loom__sbk_free(loom__sbk *k, loom_session *s);
 #endif

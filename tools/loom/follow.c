@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,9 @@
 #include <unistd.h>
 
 #include "core/salvage.h"
+#include "ctl/ctl.h"
 #include "follow.h"
+#include "kept.h"
 #include "loom/loom.h"
 
 static const char *ext_of(const char *out) {
@@ -246,35 +249,56 @@ static void read_lines(const char *path, char *out, size_t n) {
   fclose(fp);
 }
 
+static void read_proc(const loom_follow *f, proc *p, long pid) {
+  memset(p, 0, sizeof *p);
+  char path[PATH_MAX + 64];
+  p->pid = (pid_t)pid;
+  snprintf(path, sizeof path, "%s/%ld.started", f->dir, pid);
+  read_line(path, p->cmd, sizeof p->cmd);
+  snprintf(path, sizeof path, "%s/%ld.done", f->dir, pid);
+  read_lines(path, p->done, sizeof p->done);
+  if (p->cmd[0]) return;
+  char out[8]; /* the marker is empty or missing: the command's name from its arena */
+  int apid, pending;
+  snprintf(path, sizeof path, "%s/%ld.arena", f->arenas, pid);
+  if (loom__salvage_peek(path, &apid, p->cmd, sizeof p->cmd, out, sizeof out, &pending) != 0)
+    snprintf(p->cmd, sizeof p->cmd, "?");
+}
+
+/* A process is known by its <pid>.started marker, or by its arena alone
+ * (the marker could not be written: the session folder's disk is full). */
+static int known(const proc *v, size_t n, long pid) {
+  for (size_t i = 0; i < n; i++)
+    if (v[i].pid == pid) return 1;
+  return 0;
+}
+
 static proc *scan(const loom_follow *f, size_t *np) {
   proc *v = NULL;
   size_t n = 0, cap = 0;
-  DIR *d = opendir(f->dir);
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    char *end;
-    long pid = strtol(e->d_name, &end, 10);
-    if (end == e->d_name || strcmp(end, ".started")) continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 16;
-      proc *w = realloc(v, cap * sizeof *v);
-      if (!w) break;
-      v = w;
+  for (int pass = 0; pass < 2; pass++) {
+    DIR *d = opendir(pass ? f->arenas : f->dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+      char *end;
+      long pid = strtol(e->d_name, &end, 10);
+      if (end == e->d_name || strcmp(end, pass ? ".arena" : ".started")) continue;
+      if (pass && known(v, n, pid)) continue;
+      if (n == cap) {
+        cap = cap ? cap * 2 : 16;
+        proc *w = realloc(v, cap * sizeof *v);
+        if (!w) break;
+        v = w;
+      }
+      read_proc(f, &v[n++], pid);
     }
-    proc *p = &v[n++];
-    memset(p, 0, sizeof *p);
-    char path[PATH_MAX + 64];
-    p->pid = (pid_t)pid;
-    snprintf(path, sizeof path, "%s/%ld.started", f->dir, pid);
-    read_line(path, p->cmd, sizeof p->cmd);
-    snprintf(path, sizeof path, "%s/%ld.done", f->dir, pid);
-    read_lines(path, p->done, sizeof p->done);
+    if (d) closedir(d);
   }
-  if (d) closedir(d);
   if (n) qsort(v, n, sizeof *v, by_pid);
   *np = n;
   return v;
 }
+
 
 /* How pid ended, as loom record knows it: 1 and *st when it reaped it. */
 static int end_status(const loom_follow *f, pid_t pid, pid_t top, int top_status, int *st) {
@@ -304,20 +328,46 @@ static void death(const loom_follow *f, pid_t pid, pid_t top, int top_status, ch
   }
 }
 
-/* The trace of p rebuilt from its arena, as its .done line; a line about it
- * in msg.  0, or -1 (no arena, or it could not be rebuilt: msg says why). */
-static int salvage(const loom_follow *f, proc *p, pid_t top, int top_status, char *msg,
-                   size_t n) {
-  char path[PATH_MAX + 64], how[160];
+/* How a process that wrote no trace ended: its save failed (failed: the
+ * .done line's message, "to write X: why") or it died. */
+static void ended(const loom_follow *f, pid_t pid, pid_t top, int top_status, const char *failed,
+                  char *how, size_t n) {
+  const char *colon = strstr(failed, ": ");
+  if (failed[0]) snprintf(how, n, "could not write its trace: %s", colon ? colon + 2 : failed);
+  else death(f, pid, top, top_status, how, n);
+}
+
+/* Rebuilds p's trace from its arena into the session folder (-o FILE:
+ * merged from there) or where it would have written it (-o DIR/), as its
+ * .done line; a line about it in msg.  failed: its own save's message ("to
+ * write X: why"), "" when it wrote none.  0; -1: no arena or nothing to
+ * rebuild (msg says why); -2: the trace could not be written, the records
+ * are whole in its arena (kept by the caller). */
+static int salvage(const loom_follow *f, proc *p, pid_t top, int top_status, const char *failed,
+                   char *msg, size_t n) {
+  char path[PATH_MAX + 64], how[4400], dest[PATH_MAX + 64];
   snprintf(path, sizeof path, "%s/%d.arena", f->arenas, (int)p->pid);
   msg[0] = 0;
   if (access(path, F_OK) != 0) return -1;
-  death(f, p->pid, top, top_status, how, sizeof how);
+  ended(f, p->pid, top, top_status, failed, how, sizeof how);
+  snprintf(dest, sizeof dest, "%s/rebuilt-%d%s", f->dir, (int)p->pid, ext_of(f->out));
+  loom__salvage_opts o = {.death = how, .out = f->to_dir ? NULL : dest, .quiet_unused = 1,
+                          .asked = f->asked};
   loom__salvage_result r;
-  if (loom__salvage(path, how, &r) != LOOM_OK) {
-    snprintf(msg, n, "%s; its records could not be rebuilt: %s", how, loom_last_error());
+  if (loom__salvage_to(path, &o, &r) != LOOM_OK) {
+    char comm[64], out[8], err[1024];
+    int pid, pending = 0;
+    snprintf(err, sizeof err, "%s", loom_last_error());
+    if (loom__salvage_peek(path, &pid, comm, sizeof comm, out, sizeof out, &pending) == 0 &&
+        pending) {
+      snprintf(msg, n, "%s; its trace could not be rebuilt there: %s", failed[0] ? "" : how, err);
+      return -2;
+    }
+    snprintf(msg, n, "%s; its records could not be rebuilt: %s", how, err);
     return -1;
   }
+  unlink(path); /* rebuilt: its memory is not needed any more */
+  if (failed[0]) snprintf(how, sizeof how, "could not write its trace");
   snprintf(p->done, sizeof p->done, "%llu %llu %llu %llu %llu\t%s",
            (unsigned long long)r.events, (unsigned long long)r.flows,
            (unsigned long long)r.devices, (unsigned long long)r.dropped,
@@ -369,21 +419,48 @@ static void rm_rf(const char *dir) {
   rmdir(dir);
 }
 
-/* Moves a lone trace to the output (rename, else copy). */
+void loom__follow_abandon(loom_follow *f) {
+  if (strcmp(f->arenas, f->dir)) rm_rf(f->arenas);
+  rm_rf(f->dir);
+}
+
+/* Moves a lone trace to the output: rename, else a copy through a
+ * temporary file next to it, renamed over it when whole (a failed copy
+ * leaves the output as it was).  The mode is what the umask allows, never
+ * more than the file replaced had. */
 static int move_to(const char *from, const char *to) {
   if (rename(from, to) == 0) return 0;
-  FILE *in = fopen(from, "rb"), *o = in ? fopen(to, "wb") : NULL;
+  char tmp[PATH_MAX + 32];
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", to) >= sizeof tmp) return -1;
+  FILE *in = fopen(from, "rb");
+  int fd = in ? mkostemp(tmp, O_CLOEXEC) : -1;
+  FILE *o = fd >= 0 ? fdopen(fd, "wb") : NULL;
   if (!o) {
+    int e = errno;
     if (in) fclose(in);
+    if (fd >= 0) close(fd), unlink(tmp);
+    errno = e;
     return -1;
   }
+  mode_t um = umask(0);
+  umask(um);
+  mode_t mode = 0666 & ~um;
+  struct stat st;
+  if (stat(to, &st) == 0 && S_ISREG(st.st_mode)) mode &= st.st_mode;
+  fchmod(fd, mode & 0777);
   char buf[65536];
   size_t k;
   int bad = 0;
   while ((k = fread(buf, 1, sizeof buf, in)) > 0)
-    if (fwrite(buf, 1, k, o) != k) bad = 1;
+    if (fwrite(buf, 1, k, o) != k) bad = errno ? errno : EIO;
   fclose(in);
-  if (fclose(o) != 0 || bad) return -1;
+  if (fclose(o) != 0 && !bad) bad = errno;
+  if (!bad && rename(tmp, to) != 0) bad = errno;
+  if (bad) {
+    unlink(tmp);
+    errno = bad;
+    return -1;
+  }
   unlink(from);
   return 0;
 }
@@ -439,12 +516,79 @@ static void windows_of(const loom_follow *f, proc *p, pid_t top, size_t *nwin) {
   }
 }
 
-void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t top) {
+/* -o FILE as an absolute path (for the kept folder's manifest). */
+static void abs_out(const loom_follow *f, char *out, size_t n) {
+  char cwd[PATH_MAX];
+  if (f->out[0] == '/' || !getcwd(cwd, sizeof cwd)) snprintf(out, n, "%s", f->out);
+  else snprintf(out, n, "%s/%s", cwd, f->out);
+}
+
+/* The output could not be written whole: every trace written (inputs) and
+ * every arena not rebuilt (already in k) are kept in one folder, and the
+ * command that writes them elsewhere is printed.  -o FILE never holds a
+ * part of the run. */
+static void keep_all(loom_follow *f, kept *k, const char **inputs, size_t ninputs,
+                     const pid_t *pids, const char *prog, pid_t top) {
+  int in_place = 0; /* the first program's trace could not leave -o */
+  for (size_t i = 0; i < ninputs; i++) {
+    char moved[PATH_MAX + 64];
+    const char *path = inputs[i];
+    if (!f->to_dir && !strcmp(path, f->out)) {
+      snprintf(moved, sizeof moved, "%s/top-%d%s", f->dir, (int)pids[i], ext_of(f->out));
+      if (rename(path, moved) == 0) path = moved;
+      else in_place = 1;
+    }
+    char abs[PATH_MAX + 64];
+    if (path[0] != '/' && !f->to_dir) {
+      snprintf(abs, sizeof abs, "%s", path);
+      abs_out(f, abs, sizeof abs);
+      path = abs;
+    }
+    kept_add(k, (int)pids[i], 0, path, "", NULL);
+  }
+  if (f->to_dir) snprintf(k->out, sizeof k->out, "%s", f->out);
+  else abs_out(f, k->out, sizeof k->out);
+  k->to_dir = f->to_dir;
+  size_t dl = strlen(f->dir);
+  for (size_t i = 0; i < k->n && strcmp(f->arenas, f->dir); i++)
+    if (!k->v[i].arena && !strncmp(k->v[i].path, f->dir, dl) && k->v[i].path[dl] == '/')
+      snprintf(k->session, sizeof k->session, "%s", f->dir);
+  char err[PATH_MAX + 128] = "", qd[PATH_MAX * 2], qo[PATH_MAX * 2];
+  if (kept_save(k, f->arenas, err, sizeof err) != 0)
+    fprintf(stderr, "loom: %s (loom salvage then rebuilds the arenas in %s only)\n", err, k->dir);
+  kept_quote(qd, sizeof qd, k->dir);
+  kept_quote(qo, sizeof qo, f->to_dir ? k->out : f->out);
+  size_t l = strlen(qo);
+  if (f->to_dir && l + 1 < sizeof qo && qo[l - 1] != '/' && qo[l - 1] != '\'') strcat(qo, "/");
+  fprintf(stderr, "loom: nothing recorded is lost: the records of %zu process%s are kept in %s%s\n"
+          "loom: write them with: loom salvage %s -o %s   (or -o another path, where there is "
+          "room)\n", k->n, k->n == 1 ? "" : "es", k->dir, strncmp(k->dir, "/dev/shm/", 9) ? ""
+          : " (in memory until it is removed)", qd, qo);
+  if (in_place)
+    fprintf(stderr, "loom: %s holds the trace of %s (pid %d) alone\n", f->out, prog, (int)top);
+}
+
+/* The control socket a killed process left (it could not remove it). */
+static void drop_socket(pid_t pid) {
+  char dir[4096], sock[4200];
+  struct stat st;
+  for (int i = 0; i < 2; i++) {
+    loom__ctl_dir_name(dir, sizeof dir, i ? NULL : getenv("XDG_RUNTIME_DIR"), geteuid());
+    if (loom__ctl_sock_path(sock, sizeof sock, dir, (long)pid) == 0 && lstat(sock, &st) == 0 &&
+        S_ISSOCK(st.st_mode) && st.st_uid == geteuid() && kill(pid, 0) != 0 && errno == ESRCH)
+      unlink(sock);
+  }
+}
+
+int loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t top) {
   size_t n = 0;
   proc *v = scan(f, &n);
   const char **inputs = calloc(n ? n : 1, sizeof *inputs);
+  pid_t *pids = calloc(n ? n : 1, sizeof *pids);
   size_t ninputs = 0, lost = 0;
   unsigned long long total = 0;
+  kept k = {0};
+  char lone[PATH_MAX + 256] = "";
   if (n == 0 && !(WIFEXITED(top_status) && WEXITSTATUS(top_status) == 127))
     fprintf(stderr, "loom: %s ended before loom could write a trace\n", prog);
   if (n > 1) fprintf(stderr, "loom: %zu processes:\n", n);
@@ -457,22 +601,27 @@ void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t
     char *tab = strchr(p->done, '\t');
     if (!p->done[0] || !tab || !strncmp(p->done, "failed\t", 7)) {
       /* no trace (killed, or its save failed): rebuilt from its arena */
-      char failed[4200] = "", msg[1024];
+      char failed[4200] = "", msg[6000];
       if (p->done[0] && tab) snprintf(failed, sizeof failed, "%s", tab + 1);
-      if (salvage(f, p, top, top_status, msg, sizeof msg) == 0) {
-        if (failed[0]) fprintf(stderr, "loom:   pid %d (%s) failed %s\n", (int)p->pid, p->cmd, failed);
+      if (failed[0]) fprintf(stderr, "loom:   pid %d (%s) failed %s\n", (int)p->pid, p->cmd, failed);
+      int rc = salvage(f, p, top, top_status, failed, msg, sizeof msg);
+      if (rc == 0) {
         fprintf(stderr, "loom:   pid %d (%s) %s\n", (int)p->pid, p->cmd, msg);
         tab = strchr(p->done, '\t');
-      } else if (failed[0]) {
-        fprintf(stderr, "loom:   pid %d (%s) failed %s%s%s\n", (int)p->pid, p->cmd, failed,
-                msg[0] ? "; " : "", msg);
-        lost++;
+      } else if (rc == -2) {
+        char arena[PATH_MAX + 64];
+        snprintf(arena, sizeof arena, "%s/%d.arena", f->arenas, (int)p->pid);
+        fprintf(stderr, "loom:   pid %d (%s) %s; its records are kept (below)\n", (int)p->pid,
+                p->cmd, msg + (msg[0] == ';' ? 2 : 0));
+        char how[4400];
+        ended(f, p->pid, top, top_status, failed, how, sizeof how);
+        kept_add(&k, (int)p->pid, 1, arena, p->cmd, how);
         continue;
       } else {
         char why[160];
         why_lost(f, p->pid, top, top_status, why, sizeof why);
-        fprintf(stderr, "loom:   pid %d (%s) %s%s%s\n", (int)p->pid, p->cmd, why,
-                msg[0] ? "; " : "", msg);
+        fprintf(stderr, "loom:   pid %d (%s) %s%s%s\n", (int)p->pid, p->cmd,
+                failed[0] ? "wrote no trace" : why, msg[0] ? "; " : "", msg);
         lost++;
         continue;
       }
@@ -482,6 +631,7 @@ void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t
     unsigned long long ev = 0, fl = 0, dv = 0, dr = 0, wn = 0;
     sscanf(p->done, "%llu %llu %llu %llu %llu", &ev, &fl, &dv, &dr, &wn);
     total += ev;
+    pids[ninputs] = p->pid;
     inputs[ninputs++] = path;
     if (n > 1 && !f->to_dir && !ev && !dr && !wn && p->pid != top)
       quiet_add(&nothing, p->cmd);
@@ -489,32 +639,33 @@ void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t
       fprintf(stderr, "loom:   pid %d (%.160s%s): %llu events, %llu dropped, %llu warning%s%s%s\n",
               (int)p->pid, p->cmd, strlen(p->cmd) > 160 ? " ..." : "", ev, dr, wn,
               wn == 1 ? "" : "s", f->to_dir ? " -> " : "", f->to_dir ? path : "");
-    else
-      fprintf(stderr, "loom: %s: %llu events, %llu flows, %llu device%s, %llu dropped, "
-                      "%llu warning%s\n", f->out, ev, fl, dv, dv == 1 ? "" : "s", dr, wn,
-              wn == 1 ? "" : "s");
+    else /* said once the trace is at -o */
+      snprintf(lone, sizeof lone, "loom: %s: %llu events, %llu flows, %llu device%s, %llu "
+               "dropped, %llu warning%s\n", f->out, ev, fl, dv, dv == 1 ? "" : "s", dr, wn,
+               wn == 1 ? "" : "s");
   }
   quiet_say(&nothing);
   if (nwin) fprintf(stderr, "loom: %zu window%s written\n", nwin, nwin == 1 ? "" : "s");
-  int keep = 0;
+  int keep = k.n > 0; /* some records are only in their arena: nothing merged */
   if (f->to_dir) {
-    if ((n > 1 || lost) && !(nwin && !ninputs))
+    if ((n > 1 || lost || keep) && !(nwin && !ninputs))
       fprintf(stderr, "loom: %zu trace%s in %s (%llu events)%s\n", ninputs, ninputs == 1 ? "" : "s",
               f->out, total, lost ? "; some processes wrote none (above)" : "");
+    ninputs = 0; /* they are the output, in place */
+  } else if (keep) {
+    fprintf(stderr, "loom: %s was not written: the traces of %zu process%s could not be written\n",
+            f->out, k.n, k.n == 1 ? "" : "es");
   } else if (ninputs == 1) {
     if (strcmp(inputs[0], f->out) && move_to(inputs[0], f->out) != 0) {
-      fprintf(stderr, "loom: cannot write %s: %s; the trace is kept in %s\n", f->out,
-              strerror(errno), f->dir);
+      fprintf(stderr, "loom: cannot write %s: %s\n", f->out, strerror(errno));
       keep = 1;
     }
   } else if (ninputs > 1) {
     /* The first program's trace is at the output: an input, not the output. */
     char top_in[PATH_MAX + 32];
     snprintf(top_in, sizeof top_in, "%s/top%s", f->dir, ext_of(f->out));
-    size_t ti = ninputs;
-    for (size_t k = 0; k < ninputs; k++)
-      if (!strcmp(inputs[k], f->out) && rename(f->out, top_in) == 0) ti = k;
-    if (ti < ninputs) inputs[ti] = top_in;
+    for (size_t j = 0; j < ninputs; j++)
+      if (!strcmp(inputs[j], f->out) && rename(f->out, top_in) == 0) inputs[j] = top_in;
     loom_merge_config mc = {.struct_size = sizeof mc, .ninputs = (uint32_t)ninputs,
                             .inputs = inputs, .output = f->out};
     loom_merge_result mr = {.struct_size = sizeof mr};
@@ -525,18 +676,22 @@ void loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t
               (unsigned long long)mr.flows, (unsigned long long)mr.warnings,
               mr.warnings == 1 ? "" : "s");
     } else {
-      fprintf(stderr, "loom: cannot merge the %zu traces into %s: %s\n"
-                      "loom: the per-process traces are kept in %s\n",
-              ninputs, f->out, loom_last_error(), f->dir);
-      if (ti < ninputs && rename(top_in, f->out) == 0)
-        fprintf(stderr, "loom: %s holds the trace of %s alone\n", f->out, prog);
+      fprintf(stderr, "loom: cannot merge the %zu traces into %s: %s\n", ninputs, f->out,
+              loom_last_error());
       keep = 1;
     }
   }
-  if (!keep) rm_rf(f->dir);
-  /* the arenas are not needed once every trace is written or rebuilt */
-  if (strcmp(f->arenas, f->dir)) rm_rf(f->arenas);
+  if (keep) keep_all(f, &k, inputs, f->to_dir ? 0 : ninputs, pids, prog, top);
+  else fputs(lone, stderr);
+  /* the arenas are not needed once every trace is written or rebuilt; the
+   * session folder once the traces in it are merged (or none is kept) */
+  if (!keep && strcmp(f->arenas, f->dir)) rm_rf(f->arenas);
+  if (!keep || (strcmp(f->arenas, f->dir) && !k.session[0])) rm_rf(f->dir);
+  for (size_t i = 0; i < n; i++) drop_socket(v[i].pid);
+  kept_free(&k);
   free(inputs);
+  free(pids);
   free(v);
   free(f->ended);
+  return keep;
 }

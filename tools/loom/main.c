@@ -1,6 +1,6 @@
 /*
  * loom - the command-line tool: version, backends, check-backend, record,
- * convert, report.  (merge comes with its issue.)
+ * salvage, convert, report, merge, trigger.
  */
 #include <limits.h>
 #include <stddef.h>
@@ -105,6 +105,7 @@ int cmd_record(int argc, char **argv);        /* record.c */
 int cmd_check_backend(int argc, char **argv); /* check.c */
 int cmd_merge(int argc, char **argv);         /* merge.c */
 int cmd_trigger(int argc, char **argv);       /* trigger.c */
+int cmd_salvage(int argc, char **argv);       /* salvage.c */
 
 /* loom report TRACE... [--json] [-o FILE] [--html FILE] [--top N] ...
  * Several traces: one rank each, analysed across ranks (docs/report.md). */
@@ -181,6 +182,9 @@ static void usage(FILE *f) {
              "  version      print loom's version\n"
              "  record [-o FILE] [--devices LIST] [--duration SEC] -- PROGRAM ARGS...\n"
              "               run a program with loom injected and write its trace\n"
+             "  salvage [DIR] -o OUT\n"
+             "               write the records loom record kept when it could not write\n"
+             "               its trace (it prints the command)\n"
              "  convert IN OUT\n"
              "               convert a trace (Chrome/Kineto JSON, .json.gz, .pftrace, .pftrace.gz)\n"
              "  report TRACE... [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
@@ -215,6 +219,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "check-backend")) return cmd_check_backend(argc, argv);
   if (!strcmp(argv[1], "merge")) return cmd_merge(argc, argv);
   if (!strcmp(argv[1], "trigger")) return cmd_trigger(argc, argv);
+  if (!strcmp(argv[1], "salvage")) return cmd_salvage(argc, argv);
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;

@@ -60,7 +60,7 @@ static int sigpipe_fd[2] = {-1, -1}; /* handler -> watcher: the signal */
 static int ackpipe_fd[2] = {-1, -1};  /* watcher -> handler: ACK_* */
 enum { ACK_STOPPED = 'S', ACK_WRITTEN = 'W' };
 static atomic_int serving_signal; /* the watcher saves for a signal handler */
-static const int caught[] = {SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGILL, SIGABRT, SIGFPE};
+static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGSEGV, SIGBUS, SIGILL, SIGABRT, SIGFPE};
 enum { NCAUGHT = sizeof caught / sizeof caught[0] };
 
 /* <dir>/<pid>.done, one line per trace written: "events flows devices
@@ -104,7 +104,14 @@ static void summary(const char *out, loom_status st, const loom_trace *t, unsign
   add_done_line(line);
 }
 
-static atomic_uint windows_written;
+static atomic_uint windows_written, windows_failed;
+
+/* The trace is written: this process's arena is not needed any more (its
+ * memory goes when the process ends, not when loom record does). */
+static void arena_free(void) {
+  char path[4096];
+  if (loom__rec_file(path, sizeof path, ".arena") == 0) unlink(path);
+}
 
 /* A window ended (trigger.c): its trace goes to out.  A window written to
  * this process's trace name is its trace, as without windows; the others are
@@ -117,6 +124,7 @@ static void window_done(loom_trace *t, const char *out, unsigned seq, void *ud) 
   if (st != LOOM_OK) fprintf(stderr, "loom: %s\n", loom_last_error());
   summary(out, st, t, strcmp(p, out) ? seq : 0);
   if (st == LOOM_OK) loom__arena_end(); /* written: not to be rebuilt */
+  else atomic_fetch_add(&windows_failed, 1);
   atomic_fetch_add(&windows_written, 1);
   loom__ctl_window_done(out, st == LOOM_OK, st == LOOM_OK ? NULL : loom_last_error());
 }
@@ -131,15 +139,17 @@ static void save(void) {
   char outbuf[4096];
   const char *out = loom__rec_trace_path(outbuf, sizeof outbuf);
   loom_trace *t = NULL;
-  loom_status st = loom_session_stop(session, &t);
-  loom_session_destroy(session);
+  loom_session *s = session;
   session = NULL;
+  loom_status st = loom_session_stop(s, &t);
   unsigned char stopped = ACK_STOPPED; /* the handler waits for the rest without a limit */
   if (atomic_load(&serving_signal) && write(ackpipe_fd[1], &stopped, 1) != 1) {
   }
   if (st == LOOM_OK && !t) { /* window mode: each window went to its file */
     if (!atomic_load(&windows_written))
       add_done_line("none\trecorded no window (the program ended before its window began)");
+    loom_session_destroy(s);
+    if (!atomic_load(&windows_failed)) arena_free();
     loom__ctl_stop("the program ended before the window did");
     pthread_mutex_unlock(&save_mu);
     return;
@@ -152,9 +162,15 @@ static void save(void) {
     st = loom_trace_save(t, out);
   }
   summary(out, st, t, 0);
-  /* written: nothing for loom record to rebuild (else it rebuilds the trace
-   * from the arena, src/core/salvage.c) */
-  if (st == LOOM_OK) loom__arena_end();
+  /* written: nothing for loom record to rebuild, and its shared memory is
+   * freed now.  Else the session is not destroyed (that would free the
+   * backends' records in the arena): loom record rebuilds the whole trace
+   * from there (src/core/salvage.c) or keeps it; the process is ending. */
+  if (st == LOOM_OK) {
+    loom__arena_end();
+    loom_session_destroy(s);
+    arena_free();
+  }
   if (st != LOOM_OK) fprintf(stderr, "loom: %s\n", loom_last_error());
   loom_trace_free(t);
   loom__ctl_stop("the program ended before the window did");
@@ -347,6 +363,7 @@ static void forked_child(void) {
   session = NULL;
   atomic_store(&saved, 0);
   atomic_store(&windows_written, 0);
+  atomic_store(&windows_failed, 0);
   done_lines[0] = 0;
   pthread_mutex_init(&done_mu, NULL);
   pthread_mutex_init(&save_mu, NULL);

@@ -6,9 +6,12 @@
  * LD_PRELOAD (the host part: it records and writes the trace when the
  * program ends), and every plug-in found, enabled as its backend's table
  * says (enable.c).
- * SIGINT and SIGTERM are forwarded to the program; its exit status (or the
- * signal that ended it) is passed through.  Every process the program starts
- * records too (follow.c); prints a summary.
+ * SIGINT, SIGTERM and SIGHUP are forwarded to the program; its exit status
+ * (or the signal that ended it) is passed through, or 74 when the program
+ * succeeded and its trace could not be written (the records are kept for
+ * `loom salvage`, follow.c).  The output is checked before the program
+ * starts.  Every process the program starts records too (follow.c); prints
+ * a summary.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,6 +31,11 @@
 #include "record_opts.h"
 
 static pid_t child;
+/* Passed on to the program; loom record goes on to collect its traces. */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
+/* The exit status when the program succeeded but its trace could not be
+ * written (kept for `loom salvage`): EX_IOERR. */
+#define LOOM_RECORD_KEPT 74
 
 static void forward(int sig) {
   if (child > 0) kill(child, sig);
@@ -103,20 +111,30 @@ int cmd_record(int argc, char **argv) {
     free(prog);
     out = outbuf;
   }
+  struct stat ost;
+  size_t olen = strlen(out);
+  int to_dir = (olen && out[olen - 1] == '/') || (stat(out, &ost) == 0 && S_ISDIR(ost.st_mode));
+  if (!to_dir && record_opts_check_out(out, 0)) return 2;
   loom_follow fw;
   if (loom__follow_setup(&fw, out, follow) != 0) return 2;
+  fw.asked = ro.devices;
+  if (to_dir && record_opts_check_out(out, 1)) {
+    loom__follow_abandon(&fw);
+    rmdir(out); /* made by the setup (or empty) */
+    return 2;
+  }
   /* Every plug-in, enabled in the program as its backend's table says. */
   plugin_set found = {0};
   int bad = plugins_discover(&found, libdir, (char *const *)ro.plugins, ro.nplugins, "loom record");
   /* with every plug-in registered: their declared options are checked too */
   if (!bad && (check_namespaces(options) || check_options(options))) {
     plugins_free(&found);
-    rmdir(fw.dir);
+    loom__follow_abandon(&fw);
     return 2;
   }
   if (bad || plugins_enable(&found, preload, default_devices, sizeof default_devices) != 0) {
     plugins_free(&found);
-    rmdir(fw.dir);
+    loom__follow_abandon(&fw);
     return 2;
   }
   plugins_free(&found);
@@ -130,26 +148,30 @@ int cmd_record(int argc, char **argv) {
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = forward;
   sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  for (size_t k = 0; k < sizeof forwarded / sizeof forwarded[0]; k++)
+    sigaction(forwarded[k], &sa, NULL);
   child = fork();
   if (child < 0) {
     perror("loom record: fork");
-    rmdir(fw.dir);
+    loom__follow_abandon(&fw);
     return 2;
   }
   if (child == 0) {
     char pid[32];
     snprintf(pid, sizeof pid, "%d", (int)getpid());
     setenv("LOOM_RECORD_PID", pid, 1);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    for (size_t k = 0; k < sizeof forwarded / sizeof forwarded[0]; k++)
+      signal(forwarded[k], SIG_DFL);
     execvp(argv[i], &argv[i]);
     fprintf(stderr, "loom record: cannot run %s: %s\n", argv[i], strerror(errno));
     _exit(127);
   }
+  /* the terminal may be gone (SIGHUP): a message that cannot be written
+   * must not end loom record before the traces are */
+  signal(SIGPIPE, SIG_IGN);
   int status = loom__follow_wait(&fw, child);
-  loom__follow_finish(&fw, argv[i], status, child);
+  int kept = loom__follow_finish(&fw, argv[i], status, child);
+  if (kept && WIFEXITED(status) && WEXITSTATUS(status) == 0) return LOOM_RECORD_KEPT;
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     signal(sig, SIG_DFL);

@@ -2,13 +2,18 @@
  * record_opts.c - parses `loom record`'s options (see record_opts.h).  Each
  * option is one entry of a table: its name, whether it takes a value, and
  * the session option it becomes (if any), so an option is added with one
- * line.  Values of window options are checked here, so a mistake is told
- * before the program starts.
+ * line.  Values of window options and the output are checked here, so a
+ * mistake is told before the program starts.
  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "record_opts.h"
 
@@ -145,4 +150,73 @@ int record_opts_parse(record_opts *o, int argc, char **argv) {
   if (i >= argc) return usage();
   o->prog = i;
   return 0;
+}
+
+/* The output with a window pattern's fields filled in as the program's
+ * first file would have them, for the check. */
+static void sample_name(char *out, size_t n, const char *pat) {
+  static const char *const fields[] = {"{pid}", "1", "{rank}", "0", "{seq}", "1",
+                                       "{program}", "program"};
+  size_t l = 0;
+  while (*pat && l + 1 < n) {
+    size_t k = 0;
+    while (k < 8 && strncmp(pat, fields[k], strlen(fields[k]))) k += 2;
+    if (k < 8) {
+      l += (size_t)snprintf(out + l, n - l, "%s", fields[k + 1]);
+      pat += strlen(fields[k]);
+    } else {
+      out[l++] = *pat++;
+    }
+  }
+  out[l < n ? l : n - 1] = 0;
+}
+
+static const char *const exts[] = {".json", ".json.gz", ".pftrace", ".pftrace.gz"};
+
+static int known_ext(const char *out) {
+  size_t n = strlen(out);
+  for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+    size_t e = strlen(exts[i]);
+    if (n > e && !strcmp(out + n - e, exts[i])) return 1;
+  }
+  return 0;
+}
+
+/* Creates and removes a file named like the temporary file the trace is
+ * written to (the longest name the save needs): 0, or errno. */
+static int try_create(const char *name) {
+  char tmp[8192];
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", name) >= sizeof tmp) return ENAMETOOLONG;
+  int fd = mkostemp(tmp, O_CLOEXEC);
+  if (fd < 0) return errno;
+  close(fd);
+  unlink(tmp);
+  return 0;
+}
+
+int record_opts_check_out(const char *out, int to_dir) {
+  char name[8192];
+  const char *what = to_dir ? "folder" : "file";
+  if (!to_dir && !known_ext(out)) {
+    fprintf(stderr, "loom record: -o %s: unknown extension (a trace is .json, .json.gz, "
+            ".pftrace or .pftrace.gz; a folder ends with '/'); nothing was run\n", out);
+    return 2;
+  }
+  if (to_dir) snprintf(name, sizeof name, "%s/program-1.json", out);
+  else sample_name(name, sizeof name, out);
+  int e = try_create(name);
+  if (!e) return 0;
+  const char *slash = strrchr(name, '/');
+  char dir[8192];
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - name) : 1, slash ? name : ".");
+  if (!dir[0]) snprintf(dir, sizeof dir, "/");
+  if (e == ENAMETOOLONG)
+    fprintf(stderr, "loom record: -o %.200s%s: the %s's name is too long (%zu bytes); nothing "
+            "was run\n", out, strlen(out) > 200 ? "..." : "", what, strlen(out));
+  else if (e == ENOENT || e == ENOTDIR)
+    fprintf(stderr, "loom record: -o %s: folder %s does not exist; nothing was run\n", out, dir);
+  else
+    fprintf(stderr, "loom record: -o %s: cannot create files in folder %s: %s; nothing was run\n",
+            out, dir, strerror(e));
+  return 2;
 }

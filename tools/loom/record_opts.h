@@ -18,4 +18,8 @@ typedef struct record_opts {
 
 /* Parses argv[2..]; 0, or 2 after a message (or the usage text). */
 int record_opts_parse(record_opts *o, int argc, char **argv);
+/* Checks the output before the program runs: a trace's known extension
+ * (-o FILE, or a window pattern) and a folder where loom can create its
+ * files (the name's length included).  0, or 2 after a message. */
+int record_opts_check_out(const char *out, int to_dir);
 #endif
