@@ -76,6 +76,13 @@ static void test_env(void **state) {
   loom_session_destroy(s);
 }
 
+/* How many of t's warnings are exactly w. */
+static size_t warned_exactly(const loom_trace *t, const char *w) {
+  size_t n = 0;
+  for (size_t i = 0; i < loom_trace_warning_count(t); i++) n += !strcmp(loom_trace_warning(t, i), w);
+  return n;
+}
+
 static void test_bad(void **state) {
   (void)state;
   assert_int_equal(loom_init(), LOOM_OK); /* broken plug-ins do not fail init */
@@ -83,21 +90,69 @@ static void test_bad(void **state) {
   loom_backends_list(visit, &f);
   assert_false(f.future);
   loom_trace *t = record_sim("cpu,future", 0);
+  for (size_t i = 0; i < loom_trace_warning_count(t); i++)
+    fprintf(stderr, "warning: %s\n", loom_trace_warning(t, i));
   assert_true(ts_warned(t, "backend 'future'", "refused: built for loom ABI 99.0"));
   assert_true(ts_warned(t, "libloom-noentry.so is not a loom plug-in", "loom_plugin_entry"));
   assert_true(ts_warned(t, "cannot load plug-in /nonexistent/libloom-x.so", NULL));
   assert_true(ts_warned(t, "device 'future' requested", NULL));
   assert_true(ts_saved_contains(t, "refused: built for loom ABI 99.0"));
-  /* A too-small table: what is wrong, and the file; said once. */
-  assert_true(ts_warned(t, "libloom-smalltable.so refused: its struct_size is 24 bytes",
-                        "needs at least"));
+  /* Too-small tables (24 and 0 bytes): what is wrong and the file, said
+   * once, with the size `loom check-backend` gives (120 bytes, an ABI 1.0
+   * table on this 64-bit platform). */
+  char want[1024];
+  snprintf(want, sizeof want,
+           "backend table from %s refused: its struct_size is 24 bytes, but an ops table of ABI 1.0 "
+           "needs at least 120 bytes (it claims ABI %d.0); set struct_size to sizeof(loom_backend_ops)",
+           SMALLTABLE_PLUGIN, LOOM_ABI_MAJOR);
+  assert_int_equal(warned_exactly(t, want), 1);
+  snprintf(want, sizeof want,
+           "backend table from %s refused: its struct_size is 0 bytes, but an ops table of ABI 1.0 "
+           "needs at least 120 bytes (it claims ABI %d.0); set struct_size to sizeof(loom_backend_ops)",
+           ZEROTABLE_PLUGIN, LOOM_ABI_MAJOR);
+  assert_int_equal(warned_exactly(t, want), 1);
+  /* An entry point that fails says so, with its status and what it had
+   * registered; listed twice, said once. */
+  snprintf(want, sizeof want,
+           "plug-in %s failed to initialise: its loom_plugin_entry returned status %d (backend failure) "
+           "and registered no backend", FAILENTRY_PLUGIN, (int)LOOM_EBACKEND);
+  assert_int_equal(warned_exactly(t, want), 1);
+  snprintf(want, sizeof want,
+           "plug-in %s failed to initialise: its loom_plugin_entry returned status %d (backend failure) "
+           "after registering 1 backend", FAILAFTER_PLUGIN, (int)LOOM_EBACKEND);
+  assert_int_equal(warned_exactly(t, want), 1);
+  /* A name already taken, the file reached twice: refused once. */
+  snprintf(want, sizeof want,
+           "backend 'early' from %s refused: a backend of that name is already registered from tests",
+           DUPNAME_PLUGIN);
+  assert_int_equal(warned_exactly(t, want), 1);
   size_t refusals = 0, inits = 0;
   for (size_t i = 0; i < loom_trace_warning_count(t); i++) {
     refusals += strstr(loom_trace_warning(t, i), "refused") != NULL;
     inits += strstr(loom_trace_warning(t, i), "failed to initialise") != NULL;
+    assert_null(strstr(loom_trace_warning(t, i), "does not match"));
   }
-  assert_int_equal(refusals, 2); /* future, small: once each */
-  assert_int_equal(inits, 0);
+  assert_int_equal(refusals, 4); /* future, small, zero, early: once each */
+  assert_int_equal(inits, 2);    /* failentry, failafter */
+  loom_trace_free(t);
+  /* Loading one again gives the first load's status and message. */
+  assert_int_equal(loom_plugin_load(FAILENTRY_PLUGIN), LOOM_EBACKEND);
+  snprintf(want, sizeof want,
+           "plug-in %s failed to initialise: its loom_plugin_entry returned status %d (backend failure) "
+           "and registered no backend", FAILENTRY_PLUGIN, (int)LOOM_EBACKEND);
+  assert_string_equal(loom_last_error(), want);
+  assert_int_equal(loom_plugin_load(DUPNAME_PLUGIN2), LOOM_EINVAL);
+  assert_non_null(strstr(loom_last_error(), "backend 'early' from "));
+  assert_non_null(strstr(loom_last_error(), "refused: a backend of that name is already registered from tests"));
+  assert_int_equal(loom_plugin_load(ZEROTABLE_PLUGIN), LOOM_EABI);
+  assert_non_null(strstr(loom_last_error(), "its struct_size is 0 bytes, but an ops table of ABI 1.0 needs"));
+  assert_int_equal(loom_plugin_load("/nonexistent/libloom-x.so"), LOOM_ENOTFOUND);
+  assert_non_null(strstr(loom_last_error(), "cannot load plug-in /nonexistent/libloom-x.so: "));
+  /* the three loaded again are not said again; the missing file, tried
+   * again, is */
+  t = record_sim("cpu", 0);
+  assert_int_equal(loom_trace_warning_count(t), 1);
+  assert_true(ts_warned(t, "cannot load plug-in /nonexistent/libloom-x.so: ", "No such file"));
   loom_trace_free(t);
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "ops_min.h"
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static loom_backend **reg;
@@ -22,13 +23,9 @@ static size_t nreg, cap_reg;
 /* Set while the loader runs a plug-in, so registrations name their file. */
 static __thread const char *loading_origin;
 
-/* Smallest table we accept: an ABI 1.0 table, which ends with pop_external.
- * Slots past a table's struct_size read as NULL (the copy is zero-extended),
- * so a 1.0 table's `enable` is never read. */
-#define OPS_MIN_SIZE (offsetof(loom_backend_ops, pop_external) + sizeof(void (*)(void)))
 /* Set by a registration that refused its table while the loader runs a
- * plug-in, so the loader does not warn a second time. */
-static __thread int refused_while_loading;
+ * plug-in, so the loader does not warn a second time; tables it accepted. */
+static __thread int refused_while_loading, accepted_while_loading;
 
 static char *origin_of(const loom_backend_ops *ops, const char *origin) {
   if (origin) return loom__strdup(origin);
@@ -44,60 +41,66 @@ static char *origin_of(const loom_backend_ops *ops, const char *origin) {
   return loom__strdup("built-in");
 }
 
+/* A refusal: the same text is the warning and loom_last_error(). */
+static loom_status refuse(loom_status st, char *org, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static loom_status refuse(loom_status st, char *org, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  free(org);
+  if (loading_origin) refused_while_loading = 1;
+  loom__warn_pending("%s", msg);
+  return loom__fail(st, "%s", msg);
+}
+
 loom_status loom__backend_register(const loom_backend_ops *ops,
                                    const char *origin) {
-  if (!ops) {
-    loom__warn_pending("backend registration with a NULL table refused");
-    return loom__fail(LOOM_EINVAL, "NULL backend table");
-  }
+  if (!ops) return refuse(LOOM_EINVAL, NULL, "backend registration from %s refused: its table is NULL",
+                          origin ? origin : loading_origin ? loading_origin : "a caller of backend_register");
   char *org = origin_of(ops, origin);
   const char *where = org ? org : "?";
-  if (loading_origin) refused_while_loading = 1; /* cleared below if accepted */
   if (ops->abi_major != LOOM_ABI_MAJOR) {
     int named = ops->struct_size >= offsetof(loom_backend_ops, device_type) && ops->name;
-    loom__warn_pending("backend '%s' from %s refused: built for loom ABI %u.%u, "
-                       "this loom speaks ABI %d.%d; rebuild the backend against "
-                       "this loom's headers", named ? ops->name : "?", where,
-                       (unsigned)ops->abi_major, (unsigned)ops->abi_minor,
-                       LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
-    free(org);
-    return loom__fail(LOOM_EABI, "backend ABI %u.%u does not match loom ABI %d.%d",
-                      (unsigned)ops->abi_major, (unsigned)ops->abi_minor,
-                      LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
+    return refuse(LOOM_EABI, org,
+                  "backend '%s' from %s refused: built for loom ABI %u.%u, this loom speaks ABI "
+                  "%d.%d; rebuild the backend against this loom's headers",
+                  named ? ops->name : "?", where, (unsigned)ops->abi_major, (unsigned)ops->abi_minor,
+                  LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
   }
-  if (ops->struct_size < OPS_MIN_SIZE) {
-    loom__warn_pending("backend table from %s refused: its struct_size is %u bytes, "
-                       "but an ops table of ABI 1.0 needs at least %zu bytes (it "
-                       "claims ABI %u.%u); set struct_size to sizeof(loom_backend_ops)",
-                       where, (unsigned)ops->struct_size, (size_t)OPS_MIN_SIZE,
-                       (unsigned)ops->abi_major, (unsigned)ops->abi_minor);
-    free(org);
-    return loom__fail(LOOM_EABI, "backend ABI %u.%u does not match loom ABI %d.%d",
-                      (unsigned)ops->abi_major, (unsigned)ops->abi_minor,
-                      LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
-  }
+  if (ops->struct_size < LOOM__OPS_MIN_SIZE)
+    return refuse(LOOM_EABI, org,
+                  "backend table from %s refused: its struct_size is %u bytes, but an ops table of "
+                  "ABI 1.0 needs at least %zu bytes (it claims ABI %u.%u); set struct_size to "
+                  "sizeof(loom_backend_ops)",
+                  where, (unsigned)ops->struct_size, (size_t)LOOM__OPS_MIN_SIZE,
+                  (unsigned)ops->abi_major, (unsigned)ops->abi_minor);
   if (!ops->name || !ops->device_type || !*ops->name || !*ops->device_type ||
-      !ops->start || !ops->stop) {
-    loom__warn_pending("backend from %s refused: it needs a name, a device type, "
-                       "start and stop", where);
-    free(org);
-    return loom__fail(LOOM_EINVAL, "incomplete backend table");
-  }
+      !ops->start || !ops->stop)
+    return refuse(LOOM_EINVAL, org,
+                  "backend '%s' from %s refused: it needs a name, a device type, start and stop "
+                  "(it has no %s)",
+                  ops->name && *ops->name ? ops->name : "?", where,
+                  !ops->name || !*ops->name ? "name"
+                  : !ops->device_type || !*ops->device_type ? "device type"
+                  : !ops->start ? "start" : "stop");
   pthread_mutex_lock(&reg_mu);
   for (size_t i = 0; i < nreg; i++) {
     if (reg[i]->registered == ops) {
       pthread_mutex_unlock(&reg_mu);
-      refused_while_loading = 0;
       free(org);
       return LOOM_OK;
     }
     if (!strcmp(reg[i]->ops.name, ops->name)) {
+      char *first = loom__strdup(reg[i]->origin);
       pthread_mutex_unlock(&reg_mu);
-      loom__warn_pending("backend '%s' from %s refused: a backend of that name "
-                         "is already registered from %s", ops->name, where,
-                         reg[i]->origin);
-      free(org);
-      return loom__fail(LOOM_EINVAL, "duplicate backend name '%s'", ops->name);
+      loom_status st = refuse(LOOM_EINVAL, org,
+                              "backend '%s' from %s refused: a backend of that name is already "
+                              "registered from %s", ops->name, where, first ? first : "?");
+      free(first);
+      return st;
     }
   }
   loom_backend *b = calloc(1, sizeof *b);
@@ -125,7 +128,7 @@ loom_status loom__backend_register(const loom_backend_ops *ops,
   }
   b->index = nreg - 1;
   pthread_mutex_unlock(&reg_mu);
-  refused_while_loading = 0;
+  if (loading_origin) accepted_while_loading++;
   loom__log(LOOM_SEV_INFO, "registered backend '%s' (%s) from %s", b->ops.name,
             b->ops.device_type, b->origin);
   loom__session_offer(b); /* joins a session recording now, if it asked */
@@ -197,31 +200,92 @@ int loom__backend_option_known(const char *key, char *known, size_t cap) {
 }
 
 /* ---- plug-ins ------------------------------------------------------------ */
+/* Each file is loaded once: dlopen gives the same handle for a file reached
+ * again (LOOM_PLUGINS and a LOOM_PLUGIN_PATH folder, another spelling of
+ * its path), and its entry point is not run again: the first load's status
+ * and message stand, said once. */
+typedef struct loaded {
+  void *h;
+  loom_status st;
+  int done; /* 0 while its entry point runs (a load from another thread: OK) */
+  char *msg;
+} loaded;
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+static loaded *loads;
+static size_t nloads, cap_loads;
+
+/* 1 with *st set when h was loaded before; else 0, h noted as loading
+ * (or -1 when out of memory: loaded anyway). */
+static int seen_before(void *h, loom_status *st) {
+  pthread_mutex_lock(&load_mu);
+  for (size_t i = 0; i < nloads; i++) {
+    if (loads[i].h != h) continue;
+    *st = loads[i].done ? loads[i].st : LOOM_OK;
+    if (*st != LOOM_OK) loom__fail(*st, "%s", loads[i].msg ? loads[i].msg : "");
+    pthread_mutex_unlock(&load_mu);
+    return 1;
+  }
+  loaded l = {h, LOOM_OK, 0, NULL};
+  int rc = LOOM__PUSH(loads, nloads, cap_loads, l) ? -1 : 0;
+  pthread_mutex_unlock(&load_mu);
+  return rc;
+}
+
+static void note_loaded(void *h, loom_status st) {
+  pthread_mutex_lock(&load_mu);
+  for (size_t i = 0; i < nloads; i++) {
+    if (loads[i].h != h) continue;
+    loads[i].st = st;
+    loads[i].done = 1;
+    if (st != LOOM_OK) loads[i].msg = loom__strdup(loom_last_error());
+  }
+  pthread_mutex_unlock(&load_mu);
+}
+
+/* The entry point ran and returned st: what the warning and error say. */
+static loom_status entry_failed(const char *path, loom_status st, int accepted) {
+  char more[64] = "and registered no backend";
+  if (accepted) snprintf(more, sizeof more, "after registering %d backend%s", accepted, accepted == 1 ? "" : "s");
+  loom__warn_pending("plug-in %s failed to initialise: its %s returned status %d (%s) %s", path,
+                     LOOM_PLUGIN_ENTRY_SYMBOL, (int)st, loom_strerror(st), more);
+  return loom__fail(st, "plug-in %s failed to initialise: its %s returned status %d (%s) %s", path,
+                    LOOM_PLUGIN_ENTRY_SYMBOL, (int)st, loom_strerror(st), more);
+}
+
 loom_status loom__plugin_load(const char *path) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *why = dlerror();
     loom__warn_pending("cannot load plug-in %s: %s", path, why ? why : "unknown error");
-    return loom__fail(LOOM_ENOTFOUND, "cannot load plug-in %s", path);
+    return loom__fail(LOOM_ENOTFOUND, "cannot load plug-in %s: %s", path, why ? why : "unknown error");
+  }
+  loom_status st;
+  if (seen_before(h, &st) == 1) {
+    dlclose(h); /* the first load keeps it */
+    return st;
   }
   loom_plugin_entry_fn entry =
       (loom_plugin_entry_fn)(uintptr_t)dlsym(h, LOOM_PLUGIN_ENTRY_SYMBOL);
   if (!entry) {
     loom__warn_pending("%s is not a loom plug-in: it does not export %s", path,
                        LOOM_PLUGIN_ENTRY_SYMBOL);
-    return loom__fail(LOOM_EFORMAT, "%s exports no %s", path, LOOM_PLUGIN_ENTRY_SYMBOL);
+    st = loom__fail(LOOM_EFORMAT, "%s is not a loom plug-in: it does not export %s", path,
+                    LOOM_PLUGIN_ENTRY_SYMBOL);
+    note_loaded(h, st);
+    return st;
   }
   const char *prev = loading_origin;
-  int prev_refused = refused_while_loading;
+  int prev_refused = refused_while_loading, prev_accepted = accepted_while_loading;
   loading_origin = path;
-  refused_while_loading = 0;
-  loom_status st = entry(loom__host());
-  int refused = refused_while_loading;
+  refused_while_loading = accepted_while_loading = 0;
+  st = entry(loom__host());
+  int refused = refused_while_loading, accepted = accepted_while_loading;
   loading_origin = prev;
   refused_while_loading = prev_refused;
-  /* A refusal was already warned about, with its reason. */
-  if (st != LOOM_OK && !refused)
-    loom__warn_pending("plug-in %s failed to initialise: %s", path, loom_strerror(st));
+  accepted_while_loading = prev_accepted;
+  /* A refusal was already warned about, with its reason (the last error). */
+  if (st != LOOM_OK && !refused) st = entry_failed(path, st, accepted);
+  note_loaded(h, st);
   return st;
 }
 

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/ops_min.h"
 #include "enable.h"
 
 enum { MAX_TABLES = 16, MAX_IDS = 256, MAX_EMIT_ERRORS = 5 };
@@ -176,7 +177,7 @@ static void wrap_host(void) {
 
 /* ---- the table -------------------------------------------------------------- */
 #define HAS(ops, f) ((ops)->struct_size >= offsetof(loom_backend_ops, f) + sizeof((ops)->f))
-#define OPS_MIN (offsetof(loom_backend_ops, destroy) + sizeof(void (*)(void)))
+#define OPS_MIN LOOM__OPS_MIN_SIZE /* what registration accepts (core/ops_min.h) */
 #define ENABLE_MIN (offsetof(loom_backend_enable, default_check) + sizeof(void (*)(void)))
 
 static void check_enable(const loom_backend_enable *e, const char *path) {
@@ -233,9 +234,9 @@ static void check_options(const loom_backend_ops *o) {
 
 static void check_table(const loom_backend_ops *o, const char *path) {
   if (o->struct_size < OPS_MIN) {
-    error("table: struct_size is %u, smaller than the %zu bytes (up to destroy) of the oldest "
-          "table loom accepts: set struct_size = sizeof(loom_backend_ops)",
-          (unsigned)o->struct_size, OPS_MIN);
+    error("table: struct_size is %u, smaller than the %zu bytes (up to pop_external) of the "
+          "oldest table loom accepts (ABI 1.0): set struct_size = sizeof(loom_backend_ops)",
+          (unsigned)o->struct_size, (size_t)OPS_MIN);
     return;
   }
   if (o->struct_size > sizeof *o)
