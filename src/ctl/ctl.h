@@ -28,7 +28,9 @@
 #define LOOM_CTL_MAGIC "loom-ctl 1"
 
 /* The runtime folder of user uid as this process would name it: from
- * xdg ($XDG_RUNTIME_DIR, may be NULL) or /tmp/loom-<uid>. */
+ * xdg ($XDG_RUNTIME_DIR, may be NULL) or /tmp/loom-<uid>; when another user
+ * made that (or it is not a folder), uid's home's .loom-run, said once on
+ * stderr naming the refused folder. */
 void loom__ctl_dir_name(char *out, size_t n, const char *xdg, uid_t uid);
 
 /* Checks dir: a folder, not a symbolic link, owned by `owner`, no group or

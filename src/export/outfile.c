@@ -32,6 +32,28 @@ int loom__out_mem_init(loom__out *o) {
   return o->buf ? 0 : -1;
 }
 
+/* The process's umask, read without changing it (umask() would, for a
+ * moment, for every thread); 022 when /proc cannot say. */
+static mode_t read_umask(void) {
+  FILE *f = fopen("/proc/self/status", "re");
+  char line[256];
+  unsigned m = 022;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "Umask: %o", &m) == 1) break;
+  if (f) fclose(f);
+  return (mode_t)m;
+}
+
+/* The mode of the file at path once written: what the umask allows a new
+ * file (0666 & ~umask), and never more than the file it replaces had
+ * (traces hold command lines and names from the environment). */
+static mode_t out_mode(const char *path) {
+  mode_t m = 0666 & ~read_umask();
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) m &= st.st_mode;
+  return m & 0777;
+}
+
 loom_status loom__out_open(loom__out *o, const char *path, int gzip) {
   memset(o, 0, sizeof *o);
   o->fd = -1;
@@ -52,7 +74,7 @@ loom_status loom__out_open(loom__out *o, const char *path, int gzip) {
     loom__out_abort(o);
     return loom__fail(LOOM_EIO, "cannot write %s: %s", path, strerror(e));
   }
-  fchmod(o->fd, 0644);
+  fchmod(o->fd, out_mode(path));
   if (gzip >= 0) {
     z_stream *z = calloc(1, sizeof *z);
     o->zbuf = malloc(ZBUF);
@@ -158,8 +180,7 @@ loom_status loom__out_commit(loom__out *o) {
     o->path = NULL;
     unlink(o->tmp);
     out_free(o);
-    loom_status st = loom__fail(LOOM_EIO, "cannot write %s: %s (nothing was left "
-                                "behind; the trace can be saved elsewhere)",
+    loom_status st = loom__fail(LOOM_EIO, "cannot write %s: %s (nothing was left behind)",
                                 path, strerror(e));
     free(path);
     return st;

@@ -534,8 +534,11 @@ static void keep_all(loom_follow *f, kept *k, const char **inputs, size_t ninput
     char moved[PATH_MAX + 64];
     const char *path = inputs[i];
     if (!f->to_dir && !strcmp(path, f->out)) {
+      /* into the session folder, else the arenas' (a full $TMPDIR) */
       snprintf(moved, sizeof moved, "%s/top-%d%s", f->dir, (int)pids[i], ext_of(f->out));
-      if (rename(path, moved) == 0) path = moved;
+      if (move_to(path, moved) == 0) path = moved;
+      else if (snprintf(moved, sizeof moved, "%s/top-%d%s", f->arenas, (int)pids[i],
+                        ext_of(f->out)) > 0 && move_to(path, moved) == 0) path = moved;
       else in_place = 1;
     }
     char abs[PATH_MAX + 64];

@@ -146,6 +146,11 @@ int kept_load(kept *k, const char *dir, char *err, size_t nerr) {
       field(&p, b, sizeof b);
       field(&p, c, sizeof c);
       field(&p, h, sizeof h);
+      char full[PATH_MAX * 2 + 2];
+      if (key[0] == 't' && b[0] != '/') { /* a trace inside the kept folder */
+        snprintf(full, sizeof full, "%s/%s", dir, b);
+        snprintf(b, sizeof b, "%.*s", (int)(sizeof b - 1), full);
+      }
       if (kept_add(k, atoi(a), key[0] == 'a', b, c, h)) {
         fclose(f);
         snprintf(err, nerr, "out of memory");
