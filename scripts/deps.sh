@@ -26,6 +26,10 @@ pkgs="$pkgs libvulkan-dev libvulkan1 mesa-vulkan-drivers glslang-tools vulkan-to
 # perf backend: libdw (elfutils) unwinds the copied user stacks and names
 # frames after recording.
 pkgs="$pkgs libdw-dev libelf-dev"
+# The Kineto bridge's tests (bridges/kineto): libkineto is built CPU-only from
+# Kineto's pinned source by scripts/kineto.sh, which needs fmt's headers and
+# python3 (Kineto reads its source lists at configure time).
+pkgs="$pkgs libfmt-dev python3"
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 missing=""

@@ -26,7 +26,11 @@ run() { # name, cmake args..., then ctest args after --
   echo "== $name: ctest $*"
   (cd "$dir" && ctest --output-on-failure -j"$jobs" "$@")
 }
-run release -DCMAKE_BUILD_TYPE=RelWithDebInfo --
+# The Kineto bridge (bridges/kineto) and its tests run against a real
+# libkineto, built CPU-only from Kineto's pinned source once and kept in the
+# release build folder (scripts/kineto.sh; a minute or so the first time).
+kineto=$(sh "$here/scripts/kineto.sh" "$here/build-release")
+run release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_KINETO_DIR="$kineto" --
 # clang: AddressSanitizer and the complete UndefinedBehaviorSanitizer (no
 # recovery), the whole suite, then each fuzz target for FUZZ_SECONDS (60),
 # two at a time.  It replaced GCC's ASan build (the time); GCC still builds

@@ -487,6 +487,50 @@ LOOM_EXTERN size_t loom_trace_device_count(const loom_trace *t);
 LOOM_EXTERN loom_status loom_trace_device(const loom_trace *t, size_t i,
                                           loom_device_view *out);
 
+/* ---- the rest of a trace's model (appended) --------------------------------
+ * What code that hands a trace to another profiler needs beyond the events
+ * (the Kineto bridge, bridges/kineto): each event's typed arguments, the
+ * processes and tracks with their names, and the metadata.  Strings are
+ * owned by the trace. */
+
+/* The typed arguments of event i: copies at most max of them to out (key
+ * and v.s point into the trace) and returns how many the event has (0 past
+ * the end), so out may be NULL with max 0 to count them.  A nested value
+ * read from a file comes as a LOOM_ARG_STRING holding its JSON text. */
+LOOM_EXTERN size_t loom_trace_event_args(const loom_trace *t, size_t i, loom_arg *out,
+                                         size_t max);
+
+/* A process of the trace: the host process or one device. */
+typedef struct loom_process_view {
+  size_t struct_size;       /* sizeof(loom_process_view), set by the caller */
+  int64_t pid;              /* a device's index, or the host's OS pid */
+  const char *name;         /* "opencl 0", the program's name; "" if none */
+  const char *labels;       /* the device's name, "CPU"; "" if none */
+  int32_t sort;             /* position among processes (smaller first) */
+} loom_process_view;
+LOOM_EXTERN size_t loom_trace_process_count(const loom_trace *t);
+LOOM_EXTERN loom_status loom_trace_process(const loom_trace *t, size_t i,
+                                           loom_process_view *out);
+
+/* A track: a host thread or a device queue (or a lane of one), the (pid,
+ * tid) that events carry. */
+typedef struct loom_track_view {
+  size_t struct_size;       /* sizeof(loom_track_view), set by the caller */
+  int64_t pid, tid;
+  const char *name;         /* "thread 12 (main)", "queue 1", "queue 1 lane 2"; "" */
+  uint32_t device;          /* device index, or UINT32_MAX for a host thread */
+  int32_t sort;             /* position among its process's tracks */
+} loom_track_view;
+LOOM_EXTERN size_t loom_trace_track_count(const loom_trace *t);
+LOOM_EXTERN loom_status loom_trace_track(const loom_trace *t, size_t i,
+                                         loom_track_view *out);
+
+/* Metadata entry i of the trace (loom_meta_set's, backends', the
+ * session's), LOOM_EINVAL past the end. */
+LOOM_EXTERN size_t loom_trace_meta_count(const loom_trace *t);
+LOOM_EXTERN loom_status loom_trace_meta(const loom_trace *t, size_t i, const char **key,
+                                        const char **value);
+
 #ifdef __cplusplus
 }
 #endif
