@@ -34,6 +34,7 @@ bool resolve(void *h, std::string *why) {
          SYM(session_stop, loom_session_stop) && SYM(session_destroy, loom_session_destroy) &&
          SYM(session_warning_count, loom_session_warning_count) &&
          SYM(session_warning, loom_session_warning) && SYM(trace_free, loom_trace_free) &&
+         SYM(trace_save, loom_trace_save) &&
          SYM(trace_summarize, loom_trace_summarize) &&
          SYM(trace_event_count, loom_trace_event_count) && SYM(trace_event, loom_trace_event) &&
          SYM(trace_event_args, loom_trace_event_args) &&

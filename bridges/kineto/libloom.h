@@ -25,6 +25,7 @@ struct Loom {
   decltype(&loom_session_warning_count) session_warning_count;
   decltype(&loom_session_warning) session_warning;
   decltype(&loom_trace_free) trace_free;
+  decltype(&loom_trace_save) trace_save;
   decltype(&loom_trace_summarize) trace_summarize;
   decltype(&loom_trace_event_count) trace_event_count;
   decltype(&loom_trace_event) trace_event;

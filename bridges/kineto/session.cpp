@@ -178,7 +178,19 @@ void Session::stop() {
       errors_.push_back(std::string("loom: ") + L_->session_warning(s_, i));
   L_->session_destroy(s_);
   s_ = nullptr;
+  save_copy();
   collect_warnings();
+}
+
+/* LOOM_KINETO_TRACE=PATH: loom's own trace of the same records is saved
+ * there too (any format loom writes), to compare or to read with loom's
+ * tools; a failure is one more error of the trace. */
+void Session::save_copy() {
+  const char *path = std::getenv("LOOM_KINETO_TRACE");
+  if (!t_ || !path || !*path) return;
+  loom_status st = L_->trace_save(t_, path);
+  if (st != LOOM_OK)
+    errors_.push_back(std::string("loom: LOOM_KINETO_TRACE: ") + L_->last_error());
 }
 
 void Session::collect_warnings() {

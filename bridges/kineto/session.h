@@ -62,6 +62,7 @@ class Session : public libkineto::IActivityProfilerSession {
   void translate(libkineto::ActivityLogger &logger,
                  const libkineto::getLinkedActivityCallback &linked);
   void collect_warnings();
+  void save_copy();
   std::vector<libkineto::DeviceInfo> device_rows() const;
 
   const Loom *L_;

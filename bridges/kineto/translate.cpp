@@ -148,7 +148,7 @@ void Session::translate(libkineto::ActivityLogger &logger,
     a.id = static_cast<int32_t>(linked_only(type) ? e.correlation : ext);
     if (!op && ext && linked_only(type)) a.addTypedMetadata("External id", static_cast<uint64_t>(ext));
     if (e.correlation && e.phase != 'b') a.addTypedMetadata("correlation", static_cast<uint64_t>(e.correlation));
-    if (e.device != UINT32_MAX) {
+    if (e.device != UINT32_MAX && !e.projected) {
       a.addTypedMetadata("device", static_cast<int64_t>(e.device));
       a.addTypedMetadata("stream", static_cast<int64_t>(e.tid));
     }
@@ -172,6 +172,12 @@ void Session::translate(libkineto::ActivityLogger &logger,
     b.flow.id = a.flow.id;
     b.flow.type = libkineto::kLinkAsyncCpuGpu;
     b.flow.start = 0;
+  }
+  loom_trace_summary sum{};
+  sum.struct_size = sizeof sum;
+  if (L_->trace_summarize(t_, &sum) == LOOM_OK) { /* the "loom" span: loom's window */
+    buf_->span.startTime = sum.start_ns;
+    buf_->span.endTime = sum.end_ns;
   }
   for (const auto &a : buf_->activities) a->log(logger);
   logged_ = buf_->activities.size();
@@ -225,7 +231,6 @@ std::vector<libkineto::ResourceInfo> Session::getResourceInfos() {
 
 std::unique_ptr<libkineto::CpuTraceBuffer> Session::getTraceBuffer() {
   if (t_) {
-    buf_->span.startTime = 0; /* Kineto sets the trace's start */
     L_->trace_free(t_);
     t_ = nullptr;
   }

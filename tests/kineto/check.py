@@ -1,0 +1,259 @@
+#!/usr/bin/python3
+"""The Kineto bridge against the real libkineto: runs kineto_drive (drive.cpp,
+libkineto driven as torch.profiler drives it) and checks the JSON Kineto
+saved, what trace_processor reads in it, and loom's own trace of the same
+records (LOOM_KINETO_TRACE).
+
+  /usr/bin/python3 check.py opencl|fakert|edges OUT_DIR
+
+Paths come from the environment ctest sets (tests/kineto/CMakeLists.txt).
+Exit 0 when every check holds, 77 when a needed part is missing here
+(an OpenCL device, trace_processor) and LOOM_TP_REQUIRED is not set, 1
+otherwise."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+MODE, OUT = sys.argv[1], sys.argv[2]
+E = os.environ
+DRIVE, BRIDGE = E["LOOM_KINETO_TEST_DRIVE"], E["LOOM_KINETO_TEST_BRIDGE"]
+OPS = 4
+failures = 0
+
+
+def skip(why):
+    print("SKIP:", why)
+    sys.exit(1 if E.get("LOOM_TP_REQUIRED") else 77)
+
+
+def expect(what, ok, detail=""):
+    global failures
+    if not ok:
+        failures += 1
+    print(f"  {'ok ' if ok else 'BAD'} {what}{': ' + str(detail) if detail != '' else ''}")
+
+
+def drive(name, *args, env=None, bridge=BRIDGE):
+    """Runs kineto_drive writing OUT/name.json; returns (process, its path)."""
+    path = os.path.join(OUT, name + ".json")
+    full = dict(E, **(env or {}))
+    full.setdefault("KINETO_LOG_LEVEL", "3")  # Kineto's errors only
+    cmd = [DRIVE, path, "--bridge", bridge] + list(args)
+    p = subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=240)
+    print(f"{name}: {' '.join(cmd[2:])} -> {p.returncode}")
+    if p.returncode != 0:
+        print(p.stdout, p.stderr)
+    return p, path
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def by_cat(t, cat, ph="X"):
+    return [e for e in t["traceEvents"] if e.get("cat") == cat and e.get("ph") == ph]
+
+
+def cats(t):
+    n = {}
+    for e in t["traceEvents"]:
+        if e.get("ph") == "X":
+            n[e["cat"]] = n.get(e["cat"], 0) + 1
+    return n
+
+
+def tp(path, *sql):
+    tpdir = E.get("LOOM_TP_DIR", os.path.expanduser("~/.cache/loom-tp"))
+    if not os.path.exists(os.path.join(tpdir, "trace_processor.wasm")) or not shutil.which("node"):
+        skip("trace_processor is not set up (tests/tp/setup.sh)")
+    p = subprocess.run(["node", E["LOOM_KINETO_TEST_TP"], "--tp-dir", tpdir, path] + list(sql),
+                       capture_output=True, text=True, timeout=240)
+    if p.returncode != 0:
+        return None
+    return json.loads(p.stdout)["results"]
+
+
+def tp_checks(path, slices, flows):
+    r = tp(path, "select count(*) as n from slice", "select count(*) as n from flow",
+           "select count(*) as n from stats where value > 0 and severity in ('error', 'data_loss')")
+    expect("trace_processor loads it", r is not None)
+    if r:
+        expect("trace_processor slices", r[0][0]["n"] == slices, f"{r[0][0]['n']} want {slices}")
+        expect("trace_processor flows", r[1][0]["n"] == flows, f"{r[1][0]['n']} want {flows}")
+        expect("trace_processor errors", r[2][0]["n"] == 0, r[2][0]["n"])
+
+
+def meta_names(t, what):
+    return {(e["pid"], e["tid"]): e["args"]["name"] for e in t["traceEvents"]
+            if e.get("ph") == "M" and e.get("name") == what}
+
+
+def device_work(t):
+    work = [e for e in t["traceEvents"] if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    return sorted(work, key=lambda e: (float(e["ts"]), e["name"]))
+
+
+def check_links(t, per_op, first_id):
+    """Every kernel and copy carries its op's External id and ends an ac2g flow that
+    starts on a runtime call of the same op; device and queue rows are named."""
+    work = device_work(t)
+    ops = {e["args"]["External id"]: e for e in by_cat(t, "cpu_op")}
+    expect("device records", len(work) == per_op * OPS, len(work))
+    ids = [e.get("args", {}).get("External id") for e in work]
+    want = [first_id + i // per_op for i in range(len(work))]
+    expect("each device record's External id is its op's", ids == want, ids)
+    starts = {(e["id"]): e for e in t["traceEvents"] if e.get("ph") == "s" and e.get("cat") == "ac2g"}
+    ends = {(e["pid"], e["tid"], e["ts"]): e for e in t["traceEvents"] if e.get("ph") == "f" and e.get("cat") == "ac2g"}
+    calls = {(e["pid"], e["tid"], e["ts"]): e for e in by_cat(t, "privateuse1_runtime")}
+    linked = 0
+    for w in work:
+        f = ends.get((w["pid"], w["tid"], w["ts"]))
+        s = starts.get(f["id"]) if f else None
+        call = calls.get((s["pid"], s["tid"], s["ts"])) if s else None
+        op = ops.get(w["args"].get("External id"))
+        if call and op and float(op["ts"]) <= float(call["ts"]) <= float(op["ts"]) + float(op["dur"]):
+            linked += 1
+    expect("each device record ends an ac2g flow from a runtime call inside its op", linked == len(work),
+           f"{linked} of {len(work)}")
+    procs, threads = meta_names(t, "process_name"), meta_names(t, "thread_name")
+    rows = {(w["pid"], w["tid"]) for w in work}
+    expect("device rows named", all(procs.get((p, 0)) for p, _ in rows), {p: procs.get((p, 0)) for p, _ in rows})
+    expect("queue rows named", all(threads.get(r) for r in rows), {r: threads.get(r) for r in rows})
+    return work
+
+
+def strip_start(v):
+    """v without the figures counted from the trace's start (start_ns, timeline)."""
+    if isinstance(v, dict):
+        return {k: strip_start(x) for k, x in v.items() if k not in ("start_ns", "timeline")}
+    if isinstance(v, list):
+        return [strip_start(x) for x in v]
+    return v
+
+
+def compare_with_loom(kin_path, loom_path):
+    """loom's own trace of the same session: the same device records, and loom
+    report's device and HTA figures equal on both files."""
+    k, l = load(kin_path), load(loom_path)
+    kw, lw = device_work(k), device_work(l)
+    expect("loom's own trace: same number of device records", len(kw) == len(lw), f"{len(kw)} vs {len(lw)}")
+    same = all(a["name"] == b["name"] and abs(float(a["dur"]) - float(b["dur"])) <= 1.0 for a, b in zip(kw, lw))
+    expect("loom's own trace: same names, durations within 1 us", same)
+    loom = E["LOOM_KINETO_TEST_LOOM"]
+    rep = {}
+    for name, path in (("kineto", kin_path), ("loom", loom_path)):
+        p = subprocess.run([loom, "report", path, "--json", "--all"], capture_output=True, text=True)
+        expect(f"loom report reads {name}'s file", p.returncode == 0, p.stderr.strip()[:300])
+        rep[name] = json.loads(p.stdout) if p.returncode == 0 else {}
+    for section in ("devices", "hta"):
+        a, b = rep["kineto"].get(section), rep["loom"].get(section)
+        if section == "devices":  # times from the trace's start: Kineto's starts before loom's
+            a, b = strip_start(a), strip_start(b)
+        expect(f"loom report '{section}' equal on both files", a == b and a is not None,
+               "" if a == b else json.dumps([a, b])[:600])
+
+
+def check_device_trace(t, path, per_op, first_id, loom_path, runtime_per_op):
+    n = cats(t)
+    print("  categories:", n)
+    expect("cpu_op from the client", n.get("cpu_op") == OPS, n.get("cpu_op"))
+    expect("kernels", n.get("kernel") == OPS, n.get("kernel"))
+    expect("copies", n.get("gpu_memcpy") == (per_op - 1) * OPS, n.get("gpu_memcpy"))
+    expect("runtime calls", n.get("privateuse1_runtime") == runtime_per_op * OPS, n.get("privateuse1_runtime"))
+    expect("gpu_user_annotation: 'step' on the queue", [e["name"] for e in by_cat(t, "gpu_user_annotation")] == ["step"])
+    expect("no loom warnings", "loom_warnings" not in t, t.get("loom_warnings"))
+    check_links(t, per_op, first_id)
+    flows = len([e for e in t["traceEvents"] if e.get("ph") == "s" and e.get("cat") == "ac2g"])
+    slices = len([e for e in t["traceEvents"] if e.get("ph") in ("X", "i")])
+    tp_checks(path, slices, flows)
+    compare_with_loom(path, loom_path)
+
+
+def mode_opencl():
+    layer = E.get("LOOM_KINETO_TEST_OPENCL_LAYER")
+    if not layer:
+        skip("OpenCL was not built")
+    loom_path = os.path.join(OUT, "opencl-loom.json")
+    p, path = drive("opencl", "--register", "before", "--work", "opencl", "--ops", str(OPS),
+                    env={"OPENCL_LAYERS": layer, "LOOM_KINETO_TRACE": loom_path})
+    if p.returncode == 2 and "no usable OpenCL device" in p.stderr:
+        skip("no OpenCL device")
+    expect("kineto_drive ran", p.returncode == 0)
+    t = load(path)
+    check_device_trace(t, path, 3, 1001, loom_path, 3)
+
+
+def mode_fakert():
+    plugin = E["LOOM_KINETO_TEST_FAKERT_PLUGIN"]
+    loom_path = os.path.join(OUT, "fakert-loom.json")
+    # the runtime and its plug-in come after Kineto's init and the bridge
+    p, path = drive("fakert", "--register", "after", "--work", "fakert", "--ops", str(OPS),
+                    env={"FAKERT_LIB": E["LOOM_KINETO_TEST_FAKERT"], "FRT_TOOLS": plugin,
+                         "LOOM_KINETO_TRACE": loom_path})
+    expect("kineto_drive ran", p.returncode == 0)
+    t = load(path)
+    check_device_trace(t, path, 2, 1001, loom_path, 3)
+    expect("device row is fakert's", "fakert" in meta_names(t, "process_name").get((0, 0), ""))
+
+
+def edges():
+    sim = E["LOOM_KINETO_TEST_SIM"]
+    layer = E.get("LOOM_KINETO_TEST_OPENCL_LAYER")
+    # registered while the first trace is prepared: it serves the second
+    p, path = drive("prepared", "--register", "prepared", "--work", "none", "--traces", "2",
+                    env={"LOOM_PLUGINS": sim})
+    t1, t2 = load(path), load(path.replace(".json", "-2.json"))
+    expect("registered while prepared: first trace has no loom session", "loom_devices" not in t1)
+    expect("... the second has one (sim)", t2.get("loom_devices") == "sim", t2.get("loom_devices"))
+    # a trace with no device work: loom session, nothing logged but the client's
+    n = cats(t2)
+    n.pop("Trace", None)  # Kineto's spans
+    expect("no device work: only the client's ops", n == {"cpu_op": OPS, "user_annotation": 1}, n)
+    expect("no device work: no warnings", "loom_warnings" not in t2, t2.get("loom_warnings"))
+    # two traces in a row with device work: each has its own ops' work
+    if layer:
+        p, path = drive("twice", "--register", "before", "--work", "opencl", "--traces", "2",
+                        env={"OPENCL_LAYERS": layer})
+        for k, f in enumerate([path, path.replace(".json", "-2.json")]):
+            t = load(f)
+            ids = sorted({e["args"]["External id"] for e in by_cat(t, "kernel")})
+            expect(f"trace {k + 1} of 2: its kernels carry its ops' ids", ids == [1000 * (k + 1) + 1 + i for i in range(OPS)], ids)
+    # only CPU activity asked for: no loom session at all
+    loom_path = os.path.join(OUT, "cpu-only-loom.json")
+    if os.path.exists(loom_path):
+        os.unlink(loom_path)
+    env = {"LOOM_PLUGINS": sim, "LOOM_KINETO_TRACE": loom_path}
+    if layer:
+        env["OPENCL_LAYERS"] = layer
+    p, path = drive("cpu-only", "--types", "cpu", "--work", "opencl" if layer else "none", env=env)
+    t = load(path)
+    expect("CPU-only request: no loom session (no loom trace, no loom metadata)",
+           not os.path.exists(loom_path) and "loom_devices" not in t)
+    expect("CPU-only request: no device records", not device_work(t))
+    # a backend that fails at start: said in the trace, the CPU trace saved
+    p, path = drive("failstart", "--work", "none", env={"LOOM_PLUGINS": sim, "LOOM_SIM_FAIL": "start"})
+    t = load(path)
+    w = t.get("loom_warnings", [])
+    expect("failing backend: in the trace's loom_warnings", any("failed to start" in x and "sim" in x for x in w), w)
+    expect("failing backend: CPU ops still saved", cats(t).get("cpu_op") == OPS)
+    # libloom cannot be found: one clear message, Kineto goes on
+    lone = os.path.join(OUT, "lone")
+    os.makedirs(lone, exist_ok=True)
+    copy = os.path.join(lone, "libloom-kineto.so")
+    shutil.copy(BRIDGE, copy)
+    env = {k: v for k, v in E.items() if k != "LD_LIBRARY_PATH"}
+    p, path = drive("nolibloom", "--work", "none", bridge=copy, env={"LD_LIBRARY_PATH": ""})
+    lines = [x for x in p.stderr.splitlines() if "loom" in x]
+    expect("no libloom: kineto_drive ran", p.returncode == 0)
+    expect("no libloom: one message naming libloom", len(lines) == 1 and "libloom.so.0" in lines[0], lines)
+    expect("no libloom: register returned -LOOM_ENOTFOUND", "loom_kineto_register() = -5" in p.stdout, p.stdout)
+    expect("no libloom: the CPU trace saved", cats(load(path)).get("cpu_op") == OPS)
+
+
+os.makedirs(OUT, exist_ok=True)
+{"opencl": mode_opencl, "fakert": mode_fakert, "edges": edges}[MODE]()
+print("FAILED" if failures else "PASSED", f"({failures} failures)")
+sys.exit(1 if failures else 0)
