@@ -4,7 +4,7 @@ libkineto driven as torch.profiler drives it) and checks the JSON Kineto
 saved, what trace_processor reads in it, and loom's own trace of the same
 records (LOOM_KINETO_TRACE).
 
-  /usr/bin/python3 check.py opencl|fakert|edges OUT_DIR
+  /usr/bin/python3 check.py opencl|fakert|edges|loading OUT_DIR
 
 Paths come from the environment ctest sets (tests/kineto/CMakeLists.txt).
 Exit 0 when every check holds, 77 when a needed part is missing here
@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 
 MODE, OUT = sys.argv[1], sys.argv[2]
 E = os.environ
@@ -253,7 +254,26 @@ def edges():
     expect("no libloom: the CPU trace saved", cats(load(path)).get("cpu_op") == OPS)
 
 
+def loading():
+    """Registration with no code: LD_PRELOAD, and `import loom.kineto`."""
+    sim = E["LOOM_KINETO_TEST_SIM"]
+    fakert = {"FAKERT_LIB": E["LOOM_KINETO_TEST_FAKERT"], "FRT_TOOLS": E["LOOM_KINETO_TEST_FAKERT_PLUGIN"]}
+    p, path = drive("preload", "--register", "none", "--work", "fakert", env=dict(fakert, LD_PRELOAD=BRIDGE))
+    t = load(path)
+    expect("LD_PRELOAD: registered, fakert's kernels in the trace", len(by_cat(t, "kernel")) == OPS, cats(t))
+    if not E.get("LOOM_KINETO_TEST_PYTHON"):
+        skip("the Python package was not built")
+    lib = sysconfig.get_config_var("INSTSONAME")
+    p, path = drive("python", "--register", "python", "--work", "fakert",
+                    env=dict(fakert, KINETO_DRIVE_LIBPYTHON=lib, PYTHONPATH=E["LOOM_KINETO_TEST_PYTHON"]))
+    expect("import loom.kineto: status 0", "loom.kineto.status = 0" in p.stdout, p.stdout + p.stderr)
+    t = load(path)
+    expect("import loom.kineto: fakert's kernels in the trace", len(by_cat(t, "kernel")) == OPS, cats(t))
+    ids = [e["args"].get("External id") for e in by_cat(t, "kernel")]
+    expect("import loom.kineto: linked to their ops", ids == [1001 + i for i in range(OPS)], ids)
+
+
 os.makedirs(OUT, exist_ok=True)
-{"opencl": mode_opencl, "fakert": mode_fakert, "edges": edges}[MODE]()
+{"opencl": mode_opencl, "fakert": mode_fakert, "edges": edges, "loading": loading}[MODE]()
 print("FAILED" if failures else "PASSED", f"({failures} failures)")
 sys.exit(1 if failures else 0)

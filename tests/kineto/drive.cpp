@@ -8,11 +8,13 @@
  * name and loom_kineto_register: libloom is not linked.  tests/kineto/
  * check.py runs it and checks what Kineto saved.
  *
- * usage: kineto_drive OUT.json [--bridge PATH] [--register before|after|prepared|none]
+ * usage: kineto_drive OUT.json [--bridge PATH] [--register before|after|prepared|python|none]
  *                     [--work opencl|fakert|none] [--types cpu|device] [--ops N]
  *                     [--traces K]
  *   --register  when the bridge is dlopen()ed: before libkineto_init, after
- *               Kineto's init, or while the first trace is prepared
+ *               Kineto's init, or while the first trace is prepared; python:
+ *               `import loom.kineto` after Kineto's init; none: not at all
+ *               (LD_PRELOAD does it)
  *   --traces K  K traces in a row: OUT.json, then OUT-2.json ...
  * Exit status 0 when every trace was saved.
  */
@@ -72,6 +74,22 @@ void load_bridge(const Opts &o) {
   auto reg = reinterpret_cast<int (*)()>(dlsym(h, "loom_kineto_register"));
   int st = reg ? reg() : -1;
   std::printf("kineto_drive: loom_kineto_register() = %d\n", st);
+}
+
+/* --register python: `import loom.kineto` in an embedded interpreter
+ * (KINETO_DRIVE_LIBPYTHON names libpython; PYTHONPATH finds loom). */
+void load_python() {
+  const char *lib = std::getenv("KINETO_DRIVE_LIBPYTHON");
+  void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_GLOBAL) : nullptr;
+  auto init = reinterpret_cast<void (*)()>(h ? dlsym(h, "Py_Initialize") : nullptr);
+  auto run = reinterpret_cast<int (*)(const char *)>(h ? dlsym(h, "PyRun_SimpleString") : nullptr);
+  if (!init || !run) {
+    std::fprintf(stderr, "kineto_drive: no libpython (%s)\n", lib ? dlerror() : "KINETO_DRIVE_LIBPYTHON unset");
+    std::exit(2);
+  }
+  init();
+  if (run("import loom.kineto\nprint('kineto_drive: loom.kineto.status =', loom.kineto.status, flush=True)"))
+    std::exit(2);
 }
 
 std::string out_name(const Opts &o, int k) {
@@ -144,6 +162,7 @@ int main(int argc, char **argv) {
   libkineto_init(/*cpuOnly=*/true, /*logOnError=*/true);
   libkineto::api().initProfilerIfRegistered();
   if (!std::strcmp(o.reg, "after")) load_bridge(o);
+  if (!std::strcmp(o.reg, "python")) load_python();
   std::unique_ptr<Work> w = make_work(o.work); /* a runtime loaded after init */
   if (!w) return std::fprintf(stderr, "kineto_drive: no workload '%s'\n", o.work), 2;
   for (int k = 0; k < o.traces; k++)
