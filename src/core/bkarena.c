@@ -55,11 +55,28 @@ static void mirror_lost(loom__abk *a, const loom__bsess *bs) {
   atomic_store_explicit(&a->lost, bs->lost, memory_order_release);
 }
 
+/* Called the first time a backend of a device runtime (device type other
+ * than "cpu") hands the core anything in a session: its runtime is in use
+ * in this process.  loom-preload starts its signal watcher then, and only
+ * then (a process that never uses a device runtime gets no loom thread:
+ * tools/loom/preload.c). */
+static void (*_Atomic device_hook)(void);
+
+__attribute__((visibility("default"))) void loom__bka_set_device_hook(void (*fn)(void)) {
+  atomic_store(&device_hook, fn);
+}
+
+static void device_in_use(const loom_backend *b) {
+  void (*fn)(void) = atomic_load(&device_hook);
+  if (fn && b->ops.device_type && strcmp(b->ops.device_type, "cpu") != 0) fn();
+}
+
 /* b's arena descriptor, made the first time (b->mu held); NULL when there
  * is no arena (records stay in the heap, as without loom record). */
 static loom__abk *abk_of(loom_backend *b, loom__bsess *bs) {
   if (bs->abk || bs->abk_tried) return bs->abk;
   bs->abk_tried = 1;
+  device_in_use(b);
   if (!loom__arena_on() || bs->nrecs) return NULL;
   loom__abk *a = loom__arena_alloc(LOOM__AO_BK, sizeof *a);
   if (!a) return NULL;

@@ -270,6 +270,7 @@ struct loom_session {
   uint32_t kinds;
   char *name;
   int host;                 /* host annotations recorded */
+  int said_fd_lost;         /* the arena's descriptor loss is in the warnings */
   uint64_t chunk_bytes, cap_bytes;
   loom_backend **bk;        /* backends taking part */
   size_t nbk, cap_bk;

@@ -138,6 +138,26 @@ static void keep_maps(salv *v, const loom__amaps *m, uint64_t room) {
   v->maps[i] = m;
 }
 
+/* The newest snapshot of the process's mappings that loom record took from
+ * outside (<pid>.maps beside <pid>.arena, the text of /proc/PID/maps: a
+ * library loaded while recording, tools/loom/mapsnap.c), kept as the newest
+ * of the snapshots; the caller frees it.  NULL when there is none. */
+static loom__amaps *maps_from_outside(salv *v, const char *arena) {
+  char path[4096];
+  size_t l = strlen(arena);
+  if (l < 6 || strcmp(arena + l - 6, ".arena") || l + 1 > sizeof path) return NULL;
+  snprintf(path, sizeof path, "%.*s.maps", (int)(l - 6), arena);
+  FILE *f = fopen(path, "re");
+  if (!f) return NULL;
+  loom__amaps *m = loom__maps_parse(f);
+  fclose(f);
+  if (m) {
+    m->seq = UINT64_MAX; /* after every snapshot the process took */
+    keep_maps(v, m, loom__maps_size(m));
+  }
+  return m;
+}
+
 /* Walks every segment's objects. */
 static void walk(salv *v) {
   uint32_t epoch = atomic_load(&v->h->epoch);
@@ -347,6 +367,7 @@ loom_status loom__salvage_to(const char *path, const loom__salvage_opts *o,
   salv v = {0};
   loom_session *s = NULL;
   loom_trace *t = NULL;
+  loom__amaps *outside = NULL;
   loom_status st = LOOM_ENOMEM;
   if (open_arena(&v, path) != 0) {
     st = loom__fail(LOOM_EINVAL, "cannot rebuild the trace: %s", v.fail);
@@ -358,6 +379,7 @@ loom_status loom__salvage_to(const char *path, const loom__salvage_opts *o,
     goto out;
   }
   walk(&v);
+  outside = maps_from_outside(&v, path);
   last_ts(&v);
   if (!(s = calloc(1, sizeof *s))) goto fail;
   pthread_mutex_init(&s->mu, NULL);
@@ -450,6 +472,7 @@ out:
   }
   free(v.strs);
   free(v.maps);
+  free(outside);
   free(v.threads);
   free(v.names);
   if (v.base) munmap(v.base, v.size);

@@ -471,6 +471,13 @@ static void stop_all(loom_session *s) {
                          loom_strerror(st));
   }
   if (s->host) loom__hostrec_stop();
+  if (loom__arena_fd_lost() && !s->said_fd_lost) {
+    s->said_fd_lost = 1;
+    loom__session_warn(s, "the program closed loom's shared-memory file descriptor (or closed it "
+                       "and opened a file of its own that got its number): loom stopped writing "
+                       "through it; records from then on are in this trace but would not have "
+                       "survived a kill of the process");
+  }
   loom__timeline_end(&s->tl);
   for (size_t i = 0; i < s->nbk; i++) {
     loom_backend *b = s->bk[i];

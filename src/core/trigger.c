@@ -560,6 +560,13 @@ void loom__trigger_write(loom_trace *t, const char *out, const char *what) {
   deliver(s, t, out ? out : "", seq, out == NULL);
 }
 
+int loom__trigger_wanted(void) {
+  pthread_mutex_lock(&T.mu);
+  int windows = T.s != NULL;
+  pthread_mutex_unlock(&T.mu);
+  return windows || loom__ring_active();
+}
+
 /* on_demand=on: the session serves loom trigger (ctl.c) while it records. */
 void loom__trigger_serve(loom_session *s, int on) {
   pthread_mutex_lock(&T.mu);

@@ -86,4 +86,9 @@ __attribute__((visibility("default"))) int loom__window_path(char *buf, size_t n
 __attribute__((visibility("default"))) int64_t loom__trigger_next_step(void);
 __attribute__((visibility("default"))) int loom__trigger_state(char *desc, size_t n);
 
+/* For loom-preload: 1 when the session started in this process takes
+ * requests from loom trigger (window mode, ring mode).  A session that
+ * records everything has no use for them: no socket, no thread. */
+__attribute__((visibility("default"))) int loom__trigger_wanted(void);
+
 #endif

@@ -41,8 +41,12 @@ enum { ST_IDLE, ST_ARMED, ST_RECORDING };
 static const char *const state_names[] = {"idle", "armed", "recording"};
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int listen_fd = -1, wake_fd[2] = {-1, -1};
-static int waiter = -1;       /* the client waiting for its window's end */
+/* Descriptors at high numbers, checked before each use (util/fd.c): a
+ * program that closes inherited descriptors and opens its own files must
+ * never get loom's writes. */
+static loom__fd lsock = {-1, 0, 0}, wake[2] = {{-1, 0, 0}, {-1, 0, 0}};
+static loom__fd conn = {-1, 0, 0};   /* the connection being served */
+static loom__fd waiter = {-1, 0, 0}; /* the client waiting for its window's end */
 static int state;             /* of the window this server armed */
 static char window_desc[256]; /* that window, for --list */
 static char sock_path[108];
@@ -50,7 +54,7 @@ static pid_t owner_pid;
 static char done_msg[4200]; /* "done FILE\n" / "failed WHY\n", for the waiter */
 static int done_pending;
 static int gen;          /* a stopped server's thread sees it change and ends */
-static int old_fd = -1;  /* the socket of the server stopped before */
+static loom__fd old_sock = {-1, 0, 0}; /* the socket of the server stopped before */
 
 static void say(int fd, const char *fmt, ...) {
   char line[4400];
@@ -107,7 +111,7 @@ static void answer_info(int fd) {
 static void unclaim(void) {
   pthread_mutex_lock(&mu);
   state = ST_IDLE;
-  waiter = -1;
+  waiter.fd = -1;
   pthread_mutex_unlock(&mu);
 }
 
@@ -127,7 +131,8 @@ static int answer_ring(int fd, const loom__ctl_req *q, loom__window_req *r) {
     snprintf(window_desc, sizeof window_desc, "%s", desc);
     state = ST_RECORDING;
     done_pending = 0;
-    waiter = wait ? fd : -1;
+    waiter = conn;
+    if (!wait) waiter.fd = -1;
   }
   pthread_mutex_unlock(&mu);
   if (busy) {
@@ -167,7 +172,8 @@ static int answer_trigger(int fd, const char *req) {
     snprintf(window_desc, sizeof window_desc, "%s", desc);
     state = r.steps > 0 || r.delay_ns > 0 ? ST_ARMED : ST_RECORDING;
     done_pending = 0;
-    waiter = wait ? fd : -1;
+    waiter = conn;
+    if (!wait) waiter.fd = -1;
   }
   pthread_mutex_unlock(&mu);
   if (mine) {
@@ -206,47 +212,65 @@ static void serve(int fd) {
       if (answer_trigger(fd, req)) return; /* kept for the window's end */
     } else say(fd, "error unknown op '%s'\n", op);
   }
-  close(fd);
+  loom__fd_close(&conn);
+}
+
+/* Tells the waiting client why, then closes its connection (mu held). */
+static void release_waiter(const char *why) {
+  if (loom__fd_ok(&waiter)) say(waiter.fd, "%s", why);
+  loom__fd_close(&waiter);
 }
 
 /* The window ended: tell the waiting client. */
 static void finish_window(void) {
   char b[64];
-  while (read(wake_fd[0], b, sizeof b) > 0) {
+  while (loom__fd_ok(&wake[0]) && read(wake[0].fd, b, sizeof b) > 0) {
   }
   pthread_mutex_lock(&mu);
   if (done_pending) {
-    if (waiter >= 0) {
-      say(waiter, "%s", done_msg);
-      close(waiter);
-      waiter = -1;
-    }
+    release_waiter(done_msg);
     done_pending = 0;
     state = ST_IDLE;
   }
   pthread_mutex_unlock(&mu);
 }
 
+/* The program closed (or closed and reused) a descriptor of the server:
+ * it stops, and never touches those numbers again. */
+static void *server_lost(void) {
+  fprintf(stderr, "loom: process %ld closed the descriptors of loom's trigger socket; it no "
+          "longer accepts loom trigger (the recording goes on)\n", (long)getpid());
+  pthread_mutex_lock(&mu);
+  if (owner_pid == getpid() && sock_path[0]) unlink(sock_path);
+  sock_path[0] = 0;
+  lsock.fd = wake[0].fd = wake[1].fd = waiter.fd = -1;
+  pthread_mutex_unlock(&mu);
+  return NULL;
+}
+
 static void *server(void *arg) {
   int mine = (int)(intptr_t)arg;
   for (;;) {
     pthread_mutex_lock(&mu);
-    int w = waiter, lfd = listen_fd, g = gen;
+    loom__fd w = waiter, l = lsock;
+    int g = gen;
     pthread_mutex_unlock(&mu);
-    if (lfd < 0 || g != mine) return NULL;
-    struct pollfd p[3] = {{lfd, POLLIN, 0}, {wake_fd[0], POLLIN, 0}, {w, POLLIN, 0}};
-    int r = poll(p, w >= 0 ? 3 : 2, -1);
+    if (l.fd < 0 || g != mine) return NULL;
+    if (!loom__fd_ok(&l) || !loom__fd_ok(&wake[0])) return server_lost();
+    struct pollfd p[3] = {{l.fd, POLLIN, 0}, {wake[0].fd, POLLIN, 0}, {w.fd, POLLIN, 0}};
+    int r = poll(p, w.fd >= 0 ? 3 : 2, -1);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return NULL;
+    if ((p[0].revents | p[1].revents) & POLLNVAL) return server_lost();
     if (p[1].revents) finish_window();
-    if (w >= 0 && p[2].revents) { /* the waiting client left; the window goes on */
+    if (w.fd >= 0 && p[2].revents) { /* the waiting client left; the window goes on */
       pthread_mutex_lock(&mu);
-      if (waiter == w) close(waiter), waiter = -1;
+      if (waiter.fd == w.fd) loom__fd_close(&waiter);
       pthread_mutex_unlock(&mu);
     }
     if (p[0].revents & POLLIN) {
-      int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-      if (fd >= 0) serve(fd);
+      int fd = accept4(l.fd, NULL, NULL, SOCK_CLOEXEC);
+      if (fd >= 0 && loom__fd_keep(&conn, fd) == 0) serve(conn.fd);
     }
   }
 }
@@ -260,10 +284,12 @@ static int open_socket(const char *dir, char *why, size_t n) {
     return -1;
   }
   unlink(path); /* a dead process's with our pid: the folder is ours */
+  loom__fd k;
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   struct sockaddr_un a = {.sun_family = AF_UNIX};
   snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || chmod(path, 0600) != 0 ||
+  if (fd < 0 || loom__fd_keep(&k, fd) != 0 || (fd = k.fd, 0) ||
+      bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || chmod(path, 0600) != 0 ||
       listen(fd, 8) != 0) {
     snprintf(why, n, "%s: %s", path, strerror(errno));
     if (fd >= 0) close(fd);
@@ -272,15 +298,25 @@ static int open_socket(const char *dir, char *why, size_t n) {
   /* a server stopped before may still have a thread reading these */
   pthread_mutex_lock(&mu);
   snprintf(sock_path, sizeof sock_path, "%s", path);
-  listen_fd = fd;
+  lsock = k;
   pthread_mutex_unlock(&mu);
   return 0;
+}
+
+/* The pipe that wakes the server (window ended, stop): 0 or -1. */
+static int open_wake(void) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+  if (loom__fd_keep(&wake[0], p[0]) == 0 && loom__fd_keep(&wake[1], p[1]) == 0) return 0;
+  loom__fd_close(&wake[0]);
+  loom__fd_close(&wake[1]);
+  return -1;
 }
 
 void loom__ctl_start(void) {
   char dir[4096], why[4400], why2[4400];
   pthread_mutex_lock(&mu);
-  int serving = listen_fd >= 0 && owner_pid == getpid();
+  int serving = lsock.fd >= 0 && owner_pid == getpid();
   pthread_mutex_unlock(&mu);
   if (serving) return; /* the preload's and an on_demand=on session's, once */
   const char *xdg = getenv("XDG_RUNTIME_DIR");
@@ -294,7 +330,7 @@ void loom__ctl_start(void) {
       return;
     }
   }
-  if (wake_fd[0] < 0 && pipe2(wake_fd, O_CLOEXEC | O_NONBLOCK) != 0) {
+  if (wake[0].fd < 0 && open_wake() != 0) {
     loom__ctl_stop(NULL);
     return;
   }
@@ -320,7 +356,7 @@ void loom__ctl_window_done(const char *out, int ok, const char *why) {
   else snprintf(done_msg, sizeof done_msg, "failed %s: %s\n", out, why ? why : "not written");
   done_pending = 1;
   pthread_mutex_unlock(&mu);
-  if (wake_fd[1] >= 0 && write(wake_fd[1], "w", 1) < 0) {
+  if (loom__fd_ok(&wake[1]) && write(wake[1].fd, "w", 1) < 0) {
   }
 }
 
@@ -328,30 +364,28 @@ void loom__ctl_stop(const char *why) {
   pthread_mutex_lock(&mu);
   if (owner_pid == getpid() && sock_path[0]) unlink(sock_path);
   sock_path[0] = 0;
-  if (waiter >= 0) {
-    if (done_pending) say(waiter, "%s", done_msg);
-    else say(waiter, "failed %s\n", why ? why : "the recording ended before the window did");
-    close(waiter);
-    waiter = -1;
+  if (waiter.fd >= 0) {
+    char line[4400];
+    snprintf(line, sizeof line, "failed %s\n", why ? why : "the recording ended before the window did");
+    release_waiter(done_pending ? done_msg : line);
   }
-  /* The thread sees listen_fd < 0 when it next wakes; the socket is closed
+  /* The thread sees the socket gone when it next wakes; the socket is closed
    * at the next start (it may be polling it now). */
-  if (old_fd >= 0) close(old_fd);
-  old_fd = listen_fd;
-  listen_fd = -1;
+  loom__fd_close(&old_sock);
+  old_sock = lsock;
+  lsock.fd = -1;
   pthread_mutex_unlock(&mu);
-  if (wake_fd[1] >= 0 && write(wake_fd[1], "s", 1) < 0) {
+  if (loom__fd_ok(&wake[1]) && write(wake[1].fd, "s", 1) < 0) {
   }
 }
 
 void loom__ctl_forked(void) {
   pthread_mutex_init(&mu, NULL);
-  if (listen_fd >= 0) close(listen_fd);
-  if (old_fd >= 0) close(old_fd);
-  if (waiter >= 0) close(waiter);
-  for (int i = 0; i < 2; i++)
-    if (wake_fd[i] >= 0) close(wake_fd[i]), wake_fd[i] = -1;
-  listen_fd = waiter = old_fd = -1;
+  loom__fd_close(&lsock);
+  loom__fd_close(&old_sock);
+  loom__fd_close(&waiter);
+  loom__fd_close(&conn);
+  for (int i = 0; i < 2; i++) loom__fd_close(&wake[i]);
   sock_path[0] = 0;
   state = ST_IDLE;
   done_pending = 0;

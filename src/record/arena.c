@@ -35,7 +35,8 @@
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int on;
-static int fd = -1;
+static loom__fd afd = {-1, 0, 0}; /* the file (util/fd.c: checked before each use) */
+static _Atomic int fd_lost; /* the program closed or reused it: arena off */
 static loom__ahdr *hdr;
 static unsigned char *cur;  /* current segment */
 static uint64_t cur_used, cur_size, file_size;
@@ -54,14 +55,36 @@ int loom__arena_on(void) { return atomic_load_explicit(&on, memory_order_acquire
 
 static inline uint64_t round16(uint64_t n) { return (n + 15) & ~(uint64_t)15; }
 
+/* The arena's descriptor is still its file (mu held).  When the program
+ * closed it, or closed it and opened a file of its own that got its number,
+ * the arena takes no new block from then on (records go on in the process's
+ * memory, kept in its trace, not rebuildable after a death; the session
+ * warns: loom__arena_fd_lost) and the number is never used again. */
+static int fd_still_ours(void) {
+  if (afd.fd < 0) return 0;
+  if (loom__fd_ok(&afd)) return 1;
+  afd.fd = -1;
+  atomic_store(&fd_lost, 1);
+  if (hdr) atomic_fetch_add(&hdr->failed, 1); /* a rebuild says records may be missing */
+  atomic_store_explicit(&on, 0, memory_order_release);
+  return 0;
+}
+
+int loom__arena_fd_lost(void) {
+  pthread_mutex_lock(&mu);
+  if (hdr) (void)fd_still_ours(); /* checked now, not only at the next growth */
+  pthread_mutex_unlock(&mu);
+  return atomic_load(&fd_lost);
+}
+
 /* Maps size more bytes of the file as a new segment (mu held): its index,
  * or -1. */
 static int map_segment(uint64_t size) {
   uint32_t n = atomic_load_explicit(&hdr->nseg, memory_order_relaxed);
-  if (n >= LOOM__ARENA_MAXSEG) return -1;
+  if (n >= LOOM__ARENA_MAXSEG || !fd_still_ours()) return -1;
   /* a hole: the blocks are reserved as they are allocated (reserve) */
-  if (ftruncate(fd, (off_t)(file_size + size)) != 0) return -1;
-  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)file_size);
+  if (ftruncate(afd.fd, (off_t)(file_size + size)) != 0) return -1;
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, afd.fd, (off_t)file_size);
   if (p == MAP_FAILED) return -1;
   hdr->seg[n] = (loom__aseg){(uint64_t)(uintptr_t)p, file_size, size};
   atomic_store_explicit(&hdr->nseg, n + 1, memory_order_release);
@@ -92,7 +115,7 @@ static int add_segment(uint64_t need) {
 /* Reserves the file's blocks [off, off + size): the pages are then there to
  * be written (0, or -1 when the filesystem is full). */
 static int reserve_at(uint64_t off, uint64_t size) {
-  return posix_fallocate(fd, (off_t)off, (off_t)size) == 0 ? 0 : -1;
+  return fd_still_ours() && posix_fallocate(afd.fd, (off_t)off, (off_t)size) == 0 ? 0 : -1;
 }
 
 /* The same under [o, o + size) in the current segment. */
@@ -206,7 +229,7 @@ static int sole_index(const loom__aobj *o) {
 /* A freed block's pages past the first go back to the filesystem. */
 static void sole_shrink(loom__aobj *o, uint32_t i) {
 #ifdef FALLOC_FL_PUNCH_HOLE
-  if (o->size > 4096 && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+  if (o->size > 4096 && fd_still_ours() && fallocate(afd.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                                   (off_t)(hdr->seg[i].off + 4096), (off_t)(o->size - 4096)) == 0)
     o->size = 4096;
 #else
@@ -280,10 +303,7 @@ void loom__arena_str(uint32_t id, const char *s, size_t len) {
 }
 
 /* ---- mapping snapshots ----------------------------------------------------- */
-__attribute__((visibility("default"))) void loom__arena_maps(void) {
-  if (!loom__arena_on()) return;
-  FILE *f = fopen("/proc/self/maps", "re");
-  if (!f) return;
+loom__amaps *loom__maps_parse(FILE *f) {
   loom__amap *m = NULL;
   char *paths = NULL;
   size_t n = 0, cap = 0, plen = 0, pcap = 0;
@@ -305,20 +325,38 @@ __attribute__((visibility("default"))) void loom__arena_maps(void) {
     memcpy(paths + plen, path, l);
     plen += l;
   }
-  fclose(f);
-  loom__amaps *a = n ? loom__arena_alloc(LOOM__AO_MAPS, sizeof *a + n * sizeof *m + plen) : NULL;
+  loom__amaps *a = n ? malloc(sizeof *a + n * sizeof *m + plen) : NULL;
   if (a) {
-    pthread_mutex_lock(&mu);
-    a->seq = ++maps_seq;
-    pthread_mutex_unlock(&mu);
+    a->seq = 0;
     a->n = (uint32_t)n;
     a->paths_len = (uint32_t)plen;
     memcpy(a->m, m, n * sizeof *m);
     memcpy((char *)(a->m + n), paths, plen);
-    publish(a);
   }
   free(m);
   free(paths);
+  return a;
+}
+
+size_t loom__maps_size(const loom__amaps *a) {
+  return sizeof *a + a->n * sizeof *a->m + a->paths_len;
+}
+
+__attribute__((visibility("default"))) void loom__arena_maps(void) {
+  if (!loom__arena_on()) return;
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (!f) return;
+  loom__amaps *m = loom__maps_parse(f);
+  fclose(f);
+  loom__amaps *a = m ? loom__arena_alloc(LOOM__AO_MAPS, loom__maps_size(m)) : NULL;
+  if (a) {
+    memcpy(a, m, loom__maps_size(m));
+    pthread_mutex_lock(&mu);
+    a->seq = ++maps_seq;
+    pthread_mutex_unlock(&mu);
+    publish(a);
+  }
+  free(m);
 }
 
 /* ---- session ----------------------------------------------------------------- */
@@ -380,8 +418,9 @@ __attribute__((visibility("default"))) int loom__arena_begin(const char *path, c
     pthread_mutex_unlock(&mu);
     return 0;
   }
-  fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  int rc = -1;
+  int rc = -1, fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  fd = fd >= 0 && loom__fd_keep(&afd, fd) == 0 ? afd.fd : -1;
+  atomic_store(&fd_lost, 0);
   /* the first segment a hole too; only the header reserved now */
   if (fd >= 0 && ftruncate(fd, SEG_MIN) == 0 && posix_fallocate(fd, 0, LOOM__ARENA_HDR) == 0) {
     void *p = mmap(NULL, SEG_MIN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -404,9 +443,8 @@ __attribute__((visibility("default"))) int loom__arena_begin(const char *path, c
     }
   }
   if (rc != 0 && fd >= 0) {
-    close(fd);
+    loom__fd_close(&afd);
     unlink(path);
-    fd = -1;
   }
   static int handler;
   /* a child forked without exec that does not record (--follow exec, or
@@ -441,11 +479,22 @@ void loom__arena_forked(void) {
   uint32_t n = atomic_load(&hdr->nseg);
   loom__aseg seg[LOOM__ARENA_MAXSEG];
   memcpy(seg, hdr->seg, n * sizeof *seg);
-  for (uint32_t i = 0; i < n; i++)
-    mmap((void *)(uintptr_t)seg[i].addr, seg[i].size, PROT_READ | PROT_WRITE,
-         MAP_PRIVATE | MAP_FIXED, fd, (off_t)seg[i].off);
-  close(fd);
-  fd = -1;
+  int ours = loom__fd_ok(&afd);
+  for (uint32_t i = 0; i < n; i++) {
+    void *at = (void *)(uintptr_t)seg[i].addr;
+    if (ours) {
+      mmap(at, seg[i].size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, afd.fd,
+           (off_t)seg[i].off);
+      continue;
+    }
+    /* the program reused the descriptor: a private copy made by hand */
+    void *c = mmap(NULL, seg[i].size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (c == MAP_FAILED) continue;
+    memcpy(c, at, seg[i].size);
+    if (mremap(c, seg[i].size, seg[i].size, MREMAP_MAYMOVE | MREMAP_FIXED, at) == MAP_FAILED)
+      munmap(c, seg[i].size);
+  }
+  loom__fd_close(&afd);
   hdr = NULL;
   cur = NULL;
   cur_used = cur_size = file_size = plain_size = 0;

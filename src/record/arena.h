@@ -25,6 +25,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #define LOOM__ARENA_MAGIC 0x314e4552414d4f4full /* "OOMAREN1" little-endian */
@@ -71,6 +72,12 @@ typedef struct loom__amaps {
   uint32_t n, paths_len;
   loom__amap m[]; /* then paths_len bytes of NUL-terminated paths */
 } loom__amaps;
+
+/* A snapshot of mappings parsed from f (the text of /proc/PID/maps): the
+ * readable file-backed ones, in a heap block (seq 0) the caller frees; NULL
+ * when none or out of memory.  loom__maps_size is its size in bytes. */
+loom__amaps *loom__maps_parse(FILE *f);
+size_t loom__maps_size(const loom__amaps *a);
 
 /* Objects of the kinds below carry their own "valid" word, stored with
  * release once the object is whole (the allocator publishes them LIVE at
@@ -174,6 +181,10 @@ typedef struct loom__ahdr {
 
 /* Is the arena on in this process (chunks come from it)? */
 int loom__arena_on(void);
+/* 1 when the program closed or reused the arena's descriptor (checked now):
+ * the arena turns itself off then (arena.c) and the session says so in its
+ * trace. */
+int loom__arena_fd_lost(void);
 /* Memory from the arena, zeroed, of one kind (NULL: none can be had; the
  * caller falls back to malloc for the calls that allow it). */
 void *loom__arena_alloc(uint32_t kind, size_t bytes);

@@ -25,6 +25,19 @@ int loom__grow(void **base, size_t *cap, size_t need, size_t esz);
        ? ((p)[(n)++] = (val), 0)                                         \
        : -1)
 
+/* A descriptor loom keeps open in a recorded program (fd.c): at a high
+ * number, close-on-exec, and checked to be the same file before each use. */
+typedef struct loom__fd {
+  int fd; /* -1: none, or no longer loom's */
+  uint64_t dev, ino;
+} loom__fd;
+/* Takes fd (moved up; the old number closed).  0, or -1 (fd closed). */
+int loom__fd_keep(loom__fd *k, int fd);
+/* 1 when k->fd is still the file it was kept as (async-signal-safe). */
+int loom__fd_ok(const loom__fd *k);
+/* Closes k->fd only if it is still loom's; k->fd becomes -1 either way. */
+void loom__fd_close(loom__fd *k);
+
 char *loom__strdup(const char *s);
 char *loom__strndup(const char *s, size_t n);
 /* Formats into a new heap string; NULL on failure. */

@@ -22,6 +22,21 @@
  * signal handlers only write to a pipe; a watcher thread does the work and
  * then lets the signal take its default effect, so the exit status the
  * program would have had is kept.
+ *
+ * No loom thread runs in a process that did not ask for one: a program may
+ * need to be single-threaded (unshare(CLONE_NEWUSER)) or change per-thread
+ * state (capabilities, then setuid: glibc's set*id asks every thread to
+ * follow, which fails in a thread that kept the old capabilities).  The
+ * watcher and the signal handlers start only when a device runtime's
+ * backend first hands the core a record (its work may still be in the
+ * runtime's buffers at a signal, and only a stop flushes it; such runtimes
+ * run threads of their own anyway), or when the session takes loom
+ * trigger's requests (window or ring mode, which serve a socket).  Before
+ * that, a signal takes its default effect and loom record rebuilds the
+ * trace from shared memory, where every record already is.  The library
+ * snapshots the salvager needs are taken by loom record from outside.
+ * Descriptors loom keeps here are high-numbered and checked before each
+ * use (src/util/fd.c).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -44,6 +59,7 @@
 #include "ctl/ctl.h"
 #include "loom/loom.h"
 #include "preload_id.h"
+#include "util/util.h"
 
 /* src/core/fork.c, private to loom-preload. */
 void loom__fork_child(void);
@@ -52,12 +68,16 @@ void loom__fork_child(void);
 int loom__arena_begin(const char *path, const char *out);
 void loom__arena_end(void);
 void loom__arena_maps(void);
+/* src/core/bkarena.c: fn runs when a device runtime's backend is first used. */
+void loom__bka_set_device_hook(void (*fn)(void));
 
 static loom_session *session;
 static atomic_int saved;
 static pthread_mutex_t save_mu = PTHREAD_MUTEX_INITIALIZER;
-static int sigpipe_fd[2] = {-1, -1}; /* handler -> watcher: the signal */
-static int ackpipe_fd[2] = {-1, -1};  /* watcher -> handler: ACK_* */
+static loom__fd sigpipe[2] = {{-1, 0, 0}, {-1, 0, 0}}; /* handler -> watcher: the signal */
+static loom__fd ackpipe[2] = {{-1, 0, 0}, {-1, 0, 0}}; /* watcher -> handler: ACK_* */
+static atomic_int watching;  /* the watcher was started in this process */
+static int top;              /* this is the process loom record started */
 enum { ACK_STOPPED = 'S', ACK_WRITTEN = 'W' };
 static atomic_int serving_signal; /* the watcher saves for a signal handler */
 static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGSEGV, SIGBUS, SIGILL, SIGABRT, SIGFPE};
@@ -143,7 +163,8 @@ static void save(void) {
   session = NULL;
   loom_status st = loom_session_stop(s, &t);
   unsigned char stopped = ACK_STOPPED; /* the handler waits for the rest without a limit */
-  if (atomic_load(&serving_signal) && write(ackpipe_fd[1], &stopped, 1) != 1) {
+  if (atomic_load(&serving_signal) && loom__fd_ok(&ackpipe[1]) &&
+      write(ackpipe[1].fd, &stopped, 1) != 1) {
   }
   if (st == LOOM_OK && !t) { /* window mode: each window went to its file */
     if (!atomic_load(&windows_written))
@@ -194,8 +215,8 @@ static void say(const char *a, const char *b) {
  * memory, as for a killed one. */
 static void on_signal(int sig) {
   unsigned char b = (unsigned char)sig, ack = 0;
-  if (write(sigpipe_fd[1], &b, 1) == 1) {
-    struct pollfd p = {ackpipe_fd[0], POLLIN, 0};
+  if (loom__fd_ok(&sigpipe[1]) && loom__fd_ok(&ackpipe[0]) && write(sigpipe[1].fd, &b, 1) == 1) {
+    struct pollfd p = {ackpipe[0].fd, POLLIN, 0};
     int stopped = 0;
     for (;;) {
       int n = poll(&p, 1, stopped ? -1 : stop_wait_ms);
@@ -205,7 +226,7 @@ static void on_signal(int sig) {
             "interrupted may hold a lock the stop needs): the program ends now and loom record ",
             "rebuilds its trace from shared memory\n");
       if (n <= 0) break;
-      ssize_t r = read(ackpipe_fd[0], &ack, 1);
+      ssize_t r = read(ackpipe[0].fd, &ack, 1);
       if (r < 0 && errno == EINTR) continue;
       if (r != 1 || ack != ACK_STOPPED) break;
       stopped = 1;
@@ -255,8 +276,15 @@ static void check_objects(void) {
 
 static void *watcher(void *arg) {
   (void)arg;
-  struct pollfd p = {sigpipe_fd[0], POLLIN, 0};
+  struct pollfd p = {sigpipe[0].fd, POLLIN, 0};
   for (;;) {
+    if (!loom__fd_ok(&sigpipe[0]) || !loom__fd_ok(&ackpipe[1])) {
+      fprintf(stderr, "loom: process %ld closed loom's signal pipes; a signal now ends it "
+              "without writing its trace (loom record rebuilds it from shared memory)\n",
+              (long)getpid());
+      sigpipe[0].fd = sigpipe[1].fd = ackpipe[0].fd = ackpipe[1].fd = -1;
+      return NULL;
+    }
     int r = poll(&p, 1, 1000);
     if (r == 0) {
       check_objects();
@@ -264,13 +292,16 @@ static void *watcher(void *arg) {
     }
     if (r < 0 && errno == EINTR) continue;
     unsigned char sig = 0, ack = ACK_WRITTEN;
-    if (r < 0 || read(sigpipe_fd[0], &sig, 1) != 1) return NULL;
+    if (r < 0) return NULL;
+    if ((p.revents & POLLNVAL) || read(sigpipe[0].fd, &sig, 1) != 1) continue;
     atomic_store(&serving_signal, 1);
     save();
     atomic_store(&serving_signal, 0);
-    if (write(ackpipe_fd[1], &ack, 1) != 1) return NULL;
+    if (!loom__fd_ok(&ackpipe[1]) || write(ackpipe[1].fd, &ack, 1) != 1) continue;
   }
 }
+
+static void start_watcher(void);
 
 /* 0: only LOOM_RECORD_PID, 1: processes that exec'ed, 2: also forks. */
 static int follow_mode(void) {
@@ -320,6 +351,7 @@ static void begin(void) {
     fprintf(stderr, "loom: cannot create %s (%s); recording goes on, but if this process "
             "is killed its records are lost\n", arena, strerror(errno));
   loom__rec_mark_started();
+  session_pid = getpid(); /* before the start: a backend may use the device hook in it */
   if (loom_session_create(&cfg, &session) != LOOM_OK || loom_session_start(session) != LOOM_OK) {
     fprintf(stderr, "loom: cannot start recording (pid %d): %s\n", (int)getpid(),
             loom_last_error());
@@ -327,12 +359,49 @@ static void begin(void) {
     session = NULL;
     return;
   }
-  session_pid = getpid();
-  loom__ctl_start(); /* loom trigger's socket (ctl.c) */
+  if (loom__trigger_wanted()) { /* window or ring mode: loom trigger's socket (ctl.c) */
+    loom__ctl_start();
+    start_watcher();
+  }
 }
 
+static int keep_pipe(loom__fd p[2]) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  if (loom__fd_keep(&p[0], fds[0]) == 0 && loom__fd_keep(&p[1], fds[1]) == 0) return 0;
+  loom__fd_close(&p[0]);
+  loom__fd_close(&p[1]);
+  return -1;
+}
+
+/* The signals whose default effect ends the process get a handler that has
+ * the watcher write the trace first (only where the program left the
+ * default disposition). */
+static void catch_signals(void) {
+  for (int i = 0; i < NCAUGHT; i++) {
+    /* SIGINT only in the program loom record started: a process that found
+     * a handler it did not install there behaves differently (Python then
+     * installs no KeyboardInterrupt handler, and its forkserver fails to
+     * restore it in each child). */
+    if (caught[i] == SIGINT && !top) continue;
+    struct sigaction old;
+    if (sigaction(caught[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
+        !(old.sa_flags & SA_SIGINFO)) {
+      struct sigaction sa;
+      memset(&sa, 0, sizeof sa);
+      sa.sa_handler = on_signal;
+      sa.sa_flags = SA_RESTART;
+      sigaction(caught[i], &sa, NULL);
+    }
+  }
+}
+
+/* Starts the watcher and the signal handlers, once per process: the device
+ * hook (src/core/bkarena.c) or a session in window or ring mode asks for
+ * it, in a thread of the program, never in a signal handler. */
 static void start_watcher(void) {
-  if (pipe2(sigpipe_fd, O_CLOEXEC) != 0 || pipe2(ackpipe_fd, O_CLOEXEC) != 0) return;
+  if (!session || getpid() != session_pid || atomic_exchange(&watching, 1)) return;
+  if (keep_pipe(sigpipe) != 0 || keep_pipe(ackpipe) != 0) return;
   pthread_t th;
   pthread_attr_t at;
   pthread_attr_init(&at);
@@ -341,16 +410,16 @@ static void start_watcher(void) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_create(&th, &at, watcher, NULL);
+  int ok = pthread_create(&th, &at, watcher, NULL) == 0;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&at);
+  if (ok) catch_signals();
 }
 
 static void close_pipes(void) {
   for (int i = 0; i < 2; i++) {
-    if (sigpipe_fd[i] >= 0) close(sigpipe_fd[i]);
-    if (ackpipe_fd[i] >= 0) close(ackpipe_fd[i]);
-    sigpipe_fd[i] = ackpipe_fd[i] = -1;
+    loom__fd_close(&sigpipe[i]);
+    loom__fd_close(&ackpipe[i]);
   }
 }
 
@@ -368,11 +437,12 @@ static void forked_child(void) {
   pthread_mutex_init(&done_mu, NULL);
   pthread_mutex_init(&save_mu, NULL);
   close_pipes();
+  atomic_store(&watching, 0); /* the parent's watcher is not here */
+  top = 0;
   loom__ctl_forked();
   loom__fork_child();
   if (follow_mode() < 2) return;
-  begin();
-  if (session) start_watcher();
+  begin(); /* the watcher as in any process: when a device runtime is used */
 }
 
 /* Python's forked workers (multiprocessing "fork"), and many C worker
@@ -394,32 +464,16 @@ void _Exit(int status) { save_then("_Exit", status); }
 
 __attribute__((constructor)) static void loom_record_start(void) {
   const char *pid = getenv("LOOM_RECORD_PID");
-  int top = pid && atol(pid) == (long)getpid();
+  top = pid && atol(pid) == (long)getpid();
   if (!getenv("LOOM_RECORD_DIR") && !top) return;
   int follow = follow_mode();
   pthread_atfork(objects_lock, objects_unlock, objects_reset);
   if (follow > 0) pthread_atfork(NULL, NULL, forked_child);
   if (!top && follow == 0) return;
+  const char *wait = getenv("LOOM_RECORD_STOP_WAIT");
+  if (wait && atof(wait) > 0) stop_wait_ms = (int)(atof(wait) * 1000);
+  loom__bka_set_device_hook(start_watcher);
   begin();
   if (!session) return;
   atexit(save);
-  const char *wait = getenv("LOOM_RECORD_STOP_WAIT");
-  if (wait && atof(wait) > 0) stop_wait_ms = (int)(atof(wait) * 1000);
-  for (int i = 0; i < NCAUGHT; i++) {
-    /* SIGINT only in the program loom record started: a process that found
-     * a handler it did not install there behaves differently (Python then
-     * installs no KeyboardInterrupt handler, and its forkserver fails to
-     * restore it in each child). */
-    if (caught[i] == SIGINT && !top) continue;
-    struct sigaction old;
-    if (sigaction(caught[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
-        !(old.sa_flags & SA_SIGINFO)) {
-      struct sigaction sa;
-      memset(&sa, 0, sizeof sa);
-      sa.sa_handler = on_signal;
-      sa.sa_flags = SA_RESTART;
-      sigaction(caught[i], &sa, NULL);
-    }
-  }
-  start_watcher();
 }

@@ -27,6 +27,7 @@
 
 #include "enable.h"
 #include "follow.h"
+#include "mapsnap.h"
 #include "loom/loom.h"
 #include "record_opts.h"
 
@@ -169,7 +170,9 @@ int cmd_record(int argc, char **argv) {
   /* the terminal may be gone (SIGHUP): a message that cannot be written
    * must not end loom record before the traces are */
   signal(SIGPIPE, SIG_IGN);
+  loom__mapsnap_start(fw.arenas); /* libraries loaded while recording, for the salvager */
   int status = loom__follow_wait(&fw, child);
+  loom__mapsnap_stop();
   int kept = loom__follow_finish(&fw, argv[i], status, child);
   if (kept && WIFEXITED(status) && WEXITSTATUS(status) == 0) return LOOM_RECORD_KEPT;
   if (WIFSIGNALED(status)) {

@@ -70,8 +70,9 @@ static void add_dir(where *w, const char *xdg, uid_t uid) {
 }
 
 /* The process's $XDG_RUNTIME_DIR (readable by its user and root). */
-static int proc_xdg(long pid, char *out, size_t n) {
+static int proc_env(long pid, const char *key, char *out, size_t n) {
   char path[64], env[65536];
+  size_t kl = strlen(key);
   snprintf(path, sizeof path, "/proc/%ld/environ", pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
@@ -80,11 +81,15 @@ static int proc_xdg(long pid, char *out, size_t n) {
   if (k <= 0) return -1;
   env[k] = 0;
   for (char *p = env; p < env + k; p += strlen(p) + 1)
-    if (!strncmp(p, "XDG_RUNTIME_DIR=", 16)) {
-      snprintf(out, n, "%s", p + 16);
+    if (!strncmp(p, key, kl) && p[kl] == '=') {
+      snprintf(out, n, "%s", p + kl + 1);
       return 0;
     }
   return -1;
+}
+
+static int proc_xdg(long pid, char *out, size_t n) {
+  return proc_env(pid, "XDG_RUNTIME_DIR", out, n);
 }
 
 /* Folders that may hold pid's socket (0 when there is no such process):
@@ -152,7 +157,12 @@ static int open_process(long pid) {
     }
     return fd;
   }
+  char rec[8];
   if (why[0]) fprintf(stderr, "loom trigger: %s\n", why);
+  else if (proc_env(pid, "LOOM_RECORD_DIR", rec, sizeof rec) == 0)
+    fprintf(stderr, "loom trigger: process %ld records its whole run under loom record: no "
+            "session in window mode, nothing to trigger (loom record --on-demand or --ring "
+            "takes triggers)\n", pid);
   else fprintf(stderr, "loom trigger: process %ld is not recording with loom: no socket in %s\n",
                pid, w.dirs[0]);
   return -1;
