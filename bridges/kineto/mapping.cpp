@@ -98,7 +98,9 @@ ActivityType type_of(const loom_event_view &e) {
     return family(e, ActivityType::CUDA_SYNC, ActivityType::XPU_SYNC,
                   ActivityType::PRIVATEUSE1_RUNTIME);
   case LOOM_KIND_USER_RANGE:
-    return e.projected ? ActivityType::GPU_USER_ANNOTATION : ActivityType::USER_ANNOTATION;
+    /* projected by loom, or a backend's own range on a queue (Vulkan's submissions) */
+    return e.projected || e.device != UINT32_MAX ? ActivityType::GPU_USER_ANNOTATION
+                                                 : ActivityType::USER_ANNOTATION;
   case LOOM_KIND_CPU_OP: return ActivityType::CPU_OP;
   case LOOM_KIND_INSTANT: return ActivityType::CPU_INSTANT_EVENT;
   case LOOM_KIND_COUNTER: return ActivityType::HARDWARE_COUNTERS;

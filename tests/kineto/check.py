@@ -4,7 +4,7 @@ libkineto driven as torch.profiler drives it) and checks the JSON Kineto
 saved, what trace_processor reads in it, and loom's own trace of the same
 records (LOOM_KINETO_TRACE).
 
-  /usr/bin/python3 check.py opencl|fakert|edges|loading OUT_DIR
+  /usr/bin/python3 check.py opencl|vulkan|fakert|edges|loading OUT_DIR
 
 Paths come from the environment ctest sets (tests/kineto/CMakeLists.txt).
 Exit 0 when every check holds, 77 when a needed part is missing here
@@ -157,17 +157,23 @@ def compare_with_loom(kin_path, loom_path):
                "" if a == b else json.dumps([a, b])[:600])
 
 
-def check_device_trace(t, path, per_op, first_id, loom_path, runtime_per_op):
+def check_device_trace(t, path, work, loom_path):
+    """work: the device records each op makes, by category."""
     n = cats(t)
     print("  categories:", n)
     expect("cpu_op from the client", n.get("cpu_op") == OPS, n.get("cpu_op"))
-    expect("kernels", n.get("kernel") == OPS, n.get("kernel"))
-    expect("copies", n.get("gpu_memcpy") == (per_op - 1) * OPS, n.get("gpu_memcpy"))
-    expect("runtime calls", n.get("privateuse1_runtime") == runtime_per_op * OPS, n.get("privateuse1_runtime"))
-    expect("gpu_user_annotation: 'step' on the queue", [e["name"] for e in by_cat(t, "gpu_user_annotation")] == ["step"])
+    for cat, k in work.items():
+        expect(cat, n.get(cat) == k * OPS, f"{n.get(cat)} want {k * OPS}")
+    lcats = cats(load(loom_path))
+    runtime = sum(v for c, v in lcats.items() if c.endswith("_runtime") or c.endswith("_sync"))
+    expect("runtime calls: as many as in loom's own trace", n.get("privateuse1_runtime") == runtime,
+           f"{n.get('privateuse1_runtime')} vs {runtime}")
+    steps = [e for e in by_cat(t, "gpu_user_annotation") if e["name"] == "step"]
+    expect("gpu_user_annotation: 'step' on the queue, linked to the client's", len(steps) == 1 and
+           steps[0]["args"].get("External id") == 1000, steps)
     expect("no loom warnings", "loom_warnings" not in t, t.get("loom_warnings"))
-    check_links(t, per_op, first_id)
-    flows = len([e for e in t["traceEvents"] if e.get("ph") == "s" and e.get("cat") == "ac2g"])
+    check_links(t, sum(work.values()), 1001)
+    flows = len([e for e in t["traceEvents"] if e.get("ph") == "f" and e.get("cat") == "ac2g"])
     slices = len([e for e in t["traceEvents"] if e.get("ph") in ("X", "i")])
     tp_checks(path, slices, flows)
     compare_with_loom(path, loom_path)
@@ -184,7 +190,22 @@ def mode_opencl():
         skip("no OpenCL device")
     expect("kineto_drive ran", p.returncode == 0)
     t = load(path)
-    check_device_trace(t, path, 3, 1001, loom_path, 3)
+    check_device_trace(t, path, {"kernel": 1, "gpu_memcpy": 2}, loom_path)
+
+
+def mode_vulkan():
+    layers = E.get("LOOM_KINETO_TEST_VULKAN_LAYER_DIR")
+    if not layers:
+        skip("Vulkan was not built")
+    loom_path = os.path.join(OUT, "vulkan-loom.json")
+    p, path = drive("vulkan", "--register", "before", "--work", "vulkan", "--ops", str(OPS),
+                    env={"VK_ADD_LAYER_PATH": layers, "VK_INSTANCE_LAYERS": "VK_LAYER_LOOM_trace",
+                         "XDG_RUNTIME_DIR": OUT, "LOOM_KINETO_TRACE": loom_path})
+    if p.returncode == 2 and "no usable Vulkan device" in p.stderr:
+        skip("no Vulkan device")
+    expect("kineto_drive ran", p.returncode == 0)
+    t = load(path)
+    check_device_trace(t, path, {"gpu_memset": 1, "kernel": 1, "gpu_memcpy": 1}, loom_path)
 
 
 def mode_fakert():
@@ -196,7 +217,7 @@ def mode_fakert():
                          "LOOM_KINETO_TRACE": loom_path})
     expect("kineto_drive ran", p.returncode == 0)
     t = load(path)
-    check_device_trace(t, path, 2, 1001, loom_path, 3)
+    check_device_trace(t, path, {"kernel": 1, "gpu_memcpy": 1}, loom_path)
     expect("device row is fakert's", "fakert" in meta_names(t, "process_name").get((0, 0), ""))
 
 
@@ -274,6 +295,6 @@ def loading():
 
 
 os.makedirs(OUT, exist_ok=True)
-{"opencl": mode_opencl, "fakert": mode_fakert, "edges": edges, "loading": loading}[MODE]()
+{"opencl": mode_opencl, "vulkan": mode_vulkan, "fakert": mode_fakert, "edges": edges, "loading": loading}[MODE]()
 print("FAILED" if failures else "PASSED", f"({failures} failures)")
 sys.exit(1 if failures else 0)

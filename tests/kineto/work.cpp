@@ -95,6 +95,8 @@ struct FakeRT : Work {
 
 } // namespace
 
+std::unique_ptr<Work> make_vulkan_work(); /* work_vk.cpp */
+
 std::unique_ptr<Work> make_work(const char *name) {
   if (!std::strcmp(name, "none")) return std::make_unique<None>();
 #ifdef HAVE_OPENCL
@@ -104,6 +106,9 @@ std::unique_ptr<Work> make_work(const char *name) {
     std::fprintf(stderr, "kineto_drive: no usable OpenCL device\n");
     return nullptr;
   }
+#endif
+#ifdef HAVE_VULKAN
+  if (!std::strcmp(name, "vulkan")) return make_vulkan_work();
 #endif
   if (!std::strcmp(name, "fakert")) {
     auto w = std::make_unique<FakeRT>();

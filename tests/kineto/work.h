@@ -14,7 +14,8 @@ struct Work {
 };
 
 /* "opencl": per op a write, a kernel and a read on one in-order queue;
- * "fakert": the example runtime (examples/fakert) dlopen()ed now, per op a
+ * "vulkan": per op one submission of a fill, a dispatch and a copy
+ * (work_vk.cpp); "fakert": the example runtime (examples/fakert) dlopen()ed now, per op a
  * kernel and a copy then frt_finish; "none": nothing.  nullptr: unknown
  * or unusable here (the reason on stderr). */
 std::unique_ptr<Work> make_work(const char *name);
