@@ -55,8 +55,10 @@ class Session : public libkineto::IActivityProfilerSession {
   void popUserCorrelationId() override;
   std::unordered_map<std::string, std::string> getMetadata() override;
 
-  /* Counts of the last processTrace (bench_kineto). */
+  /* For bench_kineto: the activities the last processTrace logged, and
+   * loom's trace (after stop, until getTraceBuffer). */
   size_t logged() const { return logged_; }
+  const loom_trace *trace() const { return t_; }
 
  private:
   void translate(libkineto::ActivityLogger &logger,
