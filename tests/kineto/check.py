@@ -21,6 +21,7 @@ MODE, OUT = sys.argv[1], sys.argv[2]
 E = os.environ
 DRIVE, BRIDGE = E["LOOM_KINETO_TEST_DRIVE"], E["LOOM_KINETO_TEST_BRIDGE"]
 OPS = 4
+HERE = os.path.dirname(os.path.abspath(__file__))
 failures = 0
 
 
@@ -149,6 +150,20 @@ def compare_with_loom(kin_path, loom_path):
         p = subprocess.run([loom, "report", path, "--json", "--all"], capture_output=True, text=True)
         expect(f"loom report reads {name}'s file", p.returncode == 0, p.stderr.strip()[:300])
         rep[name] = json.loads(p.stdout) if p.returncode == 0 else {}
+    ref = {}
+    for name, path in (("kineto", kin_path), ("loom", loom_path)):  # pandas' HTA (tests/hta)
+        p = subprocess.run([sys.executable, os.path.join(HERE, "..", "hta", "reference.py"), path],
+                           capture_output=True, text=True)
+        if p.returncode == 0:
+            ref[name] = json.loads(p.stdout)
+            ref[name].pop("trace", None)
+        elif "No module named 'pandas'" not in p.stderr:
+            expect(f"HTA reference reads {name}'s file", False, p.stderr[-300:])
+    if len(ref) == 2:
+        expect("HTA's figures (tests/hta/reference.py) equal on both files", ref["kineto"] == ref["loom"],
+               "" if ref["kineto"] == ref["loom"] else json.dumps(ref)[:600])
+    elif E.get("LOOM_TP_REQUIRED"):
+        expect("pandas for HTA's figures", False)
     for section in ("devices", "hta"):
         a, b = rep["kineto"].get(section), rep["loom"].get(section)
         if section == "devices":  # times from the trace's start: Kineto's starts before loom's
