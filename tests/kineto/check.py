@@ -37,14 +37,15 @@ def expect(what, ok, detail=""):
     print(f"  {'ok ' if ok else 'BAD'} {what}{': ' + str(detail) if detail != '' else ''}")
 
 
-def drive(name, *args, env=None, bridge=BRIDGE):
-    """Runs kineto_drive writing OUT/name.json; returns (process, its path)."""
+def drive(name, *args, env=None, bridge=BRIDGE, wrap=()):
+    """Runs kineto_drive (under the command wrap, if any) writing OUT/name.json;
+    returns (process, its path)."""
     path = os.path.join(OUT, name + ".json")
     full = dict(E, **(env or {}))
     full.setdefault("KINETO_LOG_LEVEL", "3")  # Kineto's errors only
-    cmd = [DRIVE, path, "--bridge", bridge] + list(args)
+    cmd = list(wrap) + [DRIVE, path, "--bridge", bridge] + list(args)
     p = subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=240)
-    print(f"{name}: {' '.join(cmd[2:])} -> {p.returncode}")
+    print(f"{name}: {' '.join(cmd[len(wrap) + 2:])} -> {p.returncode}")
     if p.returncode != 0:
         print(p.stdout, p.stderr)
     return p, path
@@ -276,6 +277,23 @@ def edges():
     w = t.get("loom_warnings", [])
     expect("failing backend: in the trace's loom_warnings", any("failed to start" in x and "sim" in x for x in w), w)
     expect("failing backend: CPU ops still saved", cats(t).get("cpu_op") == OPS)
+    # nothing loom can give for the request (no runtime of any backend here): no
+    # session, nothing in the trace, no warning
+    p, path = drive("nothing", "--work", "none")
+    t = load(path)
+    expect("nothing to give: no loom key in the trace", not [k for k in t if k.startswith("loom")],
+           [k for k in t if k.startswith("loom")])
+    expect("nothing to give: no message", "loom" not in p.stderr, p.stderr[-300:])
+    # another loom session records this process (loom record): Kineto's trace says where
+    # the device work went, and the CPU trace is saved
+    rec = os.path.join(OUT, "recorded-by-loom.json")
+    p, path = drive("busy", "--work", "none", env={"LOOM_PLUGINS": sim},
+                    wrap=[E["LOOM_KINETO_TEST_LOOM"], "record", "--devices", "cpu", "-o", rec, "--"])
+    t = load(path)
+    w = t.get("loom_warnings", [])
+    expect("under loom record: the trace says another loom session records", any("already recording" in x for x in w), w)
+    expect("under loom record: CPU ops saved", cats(t).get("cpu_op") == OPS)
+    expect("under loom record: loom record's own trace written", os.path.exists(rec))
     # libloom cannot be found: one clear message, Kineto goes on
     lone = os.path.join(OUT, "lone")
     os.makedirs(lone, exist_ok=True)
