@@ -516,6 +516,15 @@ static void windows_of(const loom_follow *f, proc *p, pid_t top, size_t *nwin) {
   }
 }
 
+/* Whether a process that wrote windows ended without its last trace (a
+ * ring-mode process killed after a dump): its arena is still recording. */
+static int windows_unsaved(const loom_follow *f, const proc *p) {
+  char path[PATH_MAX + 64], comm[64], out[8];
+  int pid, pending = 0;
+  snprintf(path, sizeof path, "%s/%d.arena", f->arenas, (int)p->pid);
+  return loom__salvage_peek(path, &pid, comm, sizeof comm, out, sizeof out, &pending) == 0 && pending;
+}
+
 /* -o FILE as an absolute path (for the kept folder's manifest). */
 static void abs_out(const loom_follow *f, char *out, size_t n) {
   char cwd[PATH_MAX];
@@ -600,7 +609,8 @@ int loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t 
   for (size_t i = 0; i < n; i++) windows_of(f, &v[i], top, &nwin);
   for (size_t i = 0; i < n; i++) {
     proc *p = &v[i];
-    if (p->windows) continue;
+    if (p->windows && !windows_unsaved(f, p)) continue;
+    if (p->windows) p->done[0] = 0; /* its windows are said above; its last records are rebuilt */
     char *tab = strchr(p->done, '\t');
     if (!p->done[0] || !tab || !strncmp(p->done, "failed\t", 7)) {
       /* no trace (killed, or its save failed): rebuilt from its arena */

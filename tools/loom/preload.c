@@ -133,6 +133,15 @@ static void arena_free(void) {
   if (loom__rec_file(path, sizeof path, ".arena") == 0) unlink(path);
 }
 
+/* A ring dump (metadata ring_dump_reason): the ring goes on recording. */
+static int ring_dump(const loom_trace *t) {
+  for (size_t i = 0; i < loom_trace_meta_count(t); i++) {
+    const char *k = NULL, *v = NULL;
+    if (loom_trace_meta(t, i, &k, &v) == LOOM_OK && k && !strcmp(k, "ring_dump_reason")) return 1;
+  }
+  return 0;
+}
+
 /* A window ended (trigger.c): its trace goes to out.  A window written to
  * this process's trace name is its trace, as without windows; the others are
  * "window" lines for loom record. */
@@ -143,8 +152,10 @@ static void window_done(loom_trace *t, const char *out, unsigned seq, void *ud) 
   loom_status st = loom_trace_save(t, out);
   if (st != LOOM_OK) fprintf(stderr, "loom: %s\n", loom_last_error());
   summary(out, st, t, strcmp(p, out) ? seq : 0);
-  if (st == LOOM_OK) loom__arena_end(); /* written: not to be rebuilt */
-  else atomic_fetch_add(&windows_failed, 1);
+  /* written: not to be rebuilt; but after a dump the ring records on, and
+   * a death is rebuilt from it as without the dump */
+  if (st == LOOM_OK && !ring_dump(t)) loom__arena_end();
+  else if (st != LOOM_OK) atomic_fetch_add(&windows_failed, 1);
   atomic_fetch_add(&windows_written, 1);
   loom__ctl_window_done(out, st == LOOM_OK, st == LOOM_OK ? NULL : loom_last_error());
 }
