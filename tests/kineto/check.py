@@ -277,6 +277,15 @@ def edges():
     w = t.get("loom_warnings", [])
     expect("failing backend: in the trace's loom_warnings", any("failed to start" in x and "sim" in x for x in w), w)
     expect("failing backend: CPU ops still saved", cats(t).get("cpu_op") == OPS)
+    # LOOM_DEVICES narrows the device types; one named with no backend is a warning
+    if layer:
+        p, path = drive("narrowed", "--work", "opencl",
+                        env={"LOOM_PLUGINS": sim, "OPENCL_LAYERS": layer, "LOOM_DEVICES": "sim,nosuch"})
+        t = load(path)
+        expect("LOOM_DEVICES=sim,nosuch: only those recorded", t.get("loom_devices") == "sim,nosuch"
+               and not device_work(t), (t.get("loom_devices"), cats(t)))
+        w = t.get("loom_warnings", [])
+        expect("LOOM_DEVICES=sim,nosuch: the missing one is a warning", any("nosuch" in x for x in w), w)
     # nothing loom can give for the request (no runtime of any backend here): no
     # session, nothing in the trace, no warning
     p, path = drive("nothing", "--work", "none")
