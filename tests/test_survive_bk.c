@@ -33,7 +33,7 @@ static void killed_child(const char *opts, int n, loom__salvage_result *r, char 
     loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu,survbk", .options = opts};
     loom_session *s;
     if (loom_session_create(&cfg, &s) || loom_session_start(s)) _exit(5);
-    work(n, 3, 1, 0);
+    work(n, 3, 1, 0, 0);
     _exit(6);
   }
   int st = 0;

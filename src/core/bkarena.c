@@ -55,9 +55,9 @@ static void mirror_lost(loom__abk *a, const loom__bsess *bs) {
   atomic_store_explicit(&a->lost, bs->lost, memory_order_release);
 }
 
-/* Called the first time a backend of a device runtime (device type other
- * than "cpu") hands the core anything in a session: its runtime is in use
- * in this process.  loom-preload starts its signal watcher then, and only
+/* Called when a backend of a device runtime (device type other than "cpu")
+ * hands the core its first record of a session, or a device: its runtime
+ * is in use in this process (declaring clocks at configure is not).  loom-preload starts its signal watcher then, and only
  * then (a process that never uses a device runtime gets no loom thread:
  * tools/loom/preload.c). */
 static void (*_Atomic device_hook)(void);
@@ -76,7 +76,6 @@ static void device_in_use(const loom_backend *b) {
 static loom__abk *abk_of(loom_backend *b, loom__bsess *bs) {
   if (bs->abk || bs->abk_tried) return bs->abk;
   bs->abk_tried = 1;
-  device_in_use(b);
   if (!loom__arena_on() || bs->nrecs) return NULL;
   loom__abk *a = loom__arena_alloc(LOOM__AO_BK, sizeof *a);
   if (!a) return NULL;
@@ -98,6 +97,7 @@ static loom__abk *abk_of(loom_backend *b, loom__bsess *bs) {
 }
 
 uint64_t loom__bka_serial(loom_backend *b, loom__bsess *bs) {
+  device_in_use(b); /* a device or queue of its runtime */
   loom__abk *a = abk_of(b, bs);
   return a ? a->serial : 0;
 }
@@ -191,6 +191,7 @@ static void *grow_array(loom__bsess *bs, void *p, size_t cap, size_t cr, size_t 
 }
 
 int loom__bka_reserve(loom_backend *b, loom__bsess *bs, size_t nargs) {
+  if (LOOM__UNLIKELY(bs->nrecs == 0)) device_in_use(b); /* its first record */
   abk_of(b, bs);
   size_t wr = bs->nrecs + 1, wa = bs->nargs + nargs;
   if (!bs->in_arena) { /* the heap, as always */

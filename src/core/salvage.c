@@ -266,6 +266,25 @@ static void last_ts(salv *v) {
   }
 }
 
+/* The last time any backend's record reached, on the session's timeline,
+ * or `floor` when none is later: the rebuilt trace ends there, so that
+ * device work after the process's last host record (or in a process that
+ * made none) is kept, not cut as outside the window. */
+static int64_t backends_end(loom_session *s, int64_t floor) {
+  int64_t end = floor;
+  for (size_t i = 0; i < s->nbk; i++) {
+    loom__bsess *bs = s->bk[i]->bs;
+    for (size_t k = 0; bs && k < bs->nrecs; k++) {
+      const loom__drec *d = &bs->recs[k];
+      if (!d->clock || d->clock > bs->nclocks) continue;
+      int64_t te = loom__clock_convert(&s->tl, &bs->clocks[d->clock - 1],
+                                       d->end > d->start ? d->end : d->start);
+      if (te > end) end = te;
+    }
+  }
+  return end;
+}
+
 static int open_arena(salv *v, const char *path) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
@@ -403,6 +422,7 @@ loom_status loom__salvage_to(const char *path, const loom__salvage_opts *o,
                                          (uint64_t)s->tl.start[LOOM_CLOCK_REALTIME].real);
   img.end_ns = v.have_ts ? loom__timeline_convert(&s->tl, img.dom, v.last_ts) : start;
   if (img.end_ns < start) img.end_ns = start;
+  img.end_ns = backends_end(s, img.end_ns);
   say_death(s, o->death);
   /* the warnings collect adds come after; placeholders are counted last */
   st = loom__collect_image(s, &img, &t);

@@ -17,6 +17,9 @@
  *               writes, the M kernels in it)
  *   MODE child  a child forked without exec does it all (the parent has
  *               registered the backend); the parent waits and exits 0
+ *   MODE bare   the N calls and kernels without the ranges around them (the
+ *               process records nothing on its own: every record is the
+ *               backend's, the last ones after any host record)
  *   MODE locked the program holds its "runtime's" lock, which the backend's
  *               flush takes, when SIGTERM comes (raise): the stop that the
  *               signal starts cannot finish while the handler waits
@@ -118,7 +121,7 @@ static void launch(uint64_t i) {
   }
 }
 
-static void work(int n, int m, int die, int locked) {
+static void work(int n, int m, int die, int locked, int bare) {
   if (!bk) {
     fprintf(stderr, "survive_bk: the backend did not start (run under loom record "
                     "--devices cpu,survbk)\n");
@@ -131,9 +134,9 @@ static void work(int n, int m, int die, int locked) {
   loom_meta_set("survive_gone", "soon");
   loom_meta_set("survive_gone", NULL);
   for (int i = 0; i < n; i++) {
-    loom_range_push("step");
+    if (!bare) loom_range_push("step");
     launch((uint64_t)i);
-    loom_range_pop();
+    if (!bare) loom_range_pop();
   }
   pending_t = raw_now();
   pending = m; /* never handed to loom: lost at death, not known to it */
@@ -148,7 +151,7 @@ static void work(int n, int m, int die, int locked) {
 #ifndef SURVIVE_BK_LIB /* tests/test_survive_bk.c takes the backend without main */
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: survive_bk kill|exit|child|locked N M\n");
+    fprintf(stderr, "usage: survive_bk kill|exit|child|locked|bare N M\n");
     return 2;
   }
   int n = atoi(argv[2]), m = atoi(argv[3]);
@@ -157,7 +160,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "child")) {
     pid_t c = fork();
     if (c == 0) {
-      work(n, m, 1, 0);
+      work(n, m, 1, 0, 0);
       _exit(1);
     }
     int st = 0;
@@ -165,7 +168,7 @@ int main(int argc, char **argv) {
     return WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? 0 : 1;
   }
   int die = strcmp(argv[1], "exit") != 0;
-  work(n, m, die, !strcmp(argv[1], "locked"));
+  work(n, m, die, !strcmp(argv[1], "locked"), !strcmp(argv[1], "bare"));
   return die;
 }
 #endif

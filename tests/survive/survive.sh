@@ -146,6 +146,13 @@ grep -q "backend 'survbk': 200 records it had handed to loom were rebuilt from s
 grep -q '"name":"Survivor Device"' "$W/bk.json" && grep -q '"queues":1' "$W/bk.json" ||
   fail "bk: the device and its properties are not in the trace"
 meta_ok "$W/bk.json" || fail "bk: metadata not as the program set it"
+# the same without a host record of its own: every record the backend's (the
+# rebuilt trace ends at its last one, not at the process's last host record)
+(trap - EXIT; "$LOOM" record --devices cpu,survbk -o "$W/bkbare.json" -- "$BK" bare 100 5 2>"$W/bkbare.err")
+got=$(q "$W/bkbare.json")
+case "$got" in "survKernel=100 survLaunch=100 errors=0 unclosed=0") ;; *) fail "bk bare: '$got'" ;; esac
+grep -q "bkbare.json: 200 events, 100 flows, 1 device, 0 dropped" "$W/bkbare.err" ||
+  fail "bk bare: summary: $(cat "$W/bkbare.err")"
 # the same program ending normally: the same, and the 5 kernels its runtime still held
 "$LOOM" record --devices cpu,survbk -o "$W/bklive.json" -- "$BK" exit 100 5 2>"$W/bklive.err"
 got=$(q "$W/bklive.json")

@@ -27,12 +27,13 @@
  * need to be single-threaded (unshare(CLONE_NEWUSER)) or change per-thread
  * state (capabilities, then setuid: glibc's set*id asks every thread to
  * follow, which fails in a thread that kept the old capabilities).  The
- * watcher and the signal handlers start only when a device runtime's
- * backend first hands the core a record (its work may still be in the
+ * watcher starts only when a device runtime's backend first hands the core
+ * a record or a device (its work may still be in the
  * runtime's buffers at a signal, and only a stop flushes it; such runtimes
  * run threads of their own anyway), or when the session takes loom
  * trigger's requests (window or ring mode, which serve a socket).  Before
- * that, a signal takes its default effect and loom record rebuilds the
+ * that, the signal handlers (installed at start, no thread) let a signal
+ * take its default effect at once, and loom record rebuilds the
  * trace from shared memory, where every record already is.  The library
  * snapshots the salvager needs are taken by loom record from outside.
  * Descriptors loom keeps here are high-numbered and checked before each
@@ -387,7 +388,9 @@ static int keep_pipe(loom__fd p[2]) {
 
 /* The signals whose default effect ends the process get a handler that has
  * the watcher write the trace first (only where the program left the
- * default disposition). */
+ * default disposition), installed at start as before any library of the
+ * program (LLVM's, in an OpenCL driver) chains to it.  Without a watcher
+ * the handler lets the signal take its default effect at once. */
 static void catch_signals(void) {
   for (int i = 0; i < NCAUGHT; i++) {
     /* SIGINT only in the program loom record started: a process that found
@@ -407,7 +410,7 @@ static void catch_signals(void) {
   }
 }
 
-/* Starts the watcher and the signal handlers, once per process: the device
+/* Starts the watcher, once per process: the device
  * hook (src/core/bkarena.c) or a session in window or ring mode asks for
  * it, in a thread of the program, never in a signal handler. */
 static void start_watcher(void) {
@@ -421,10 +424,9 @@ static void start_watcher(void) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  int ok = pthread_create(&th, &at, watcher, NULL) == 0;
+  pthread_create(&th, &at, watcher, NULL);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&at);
-  if (ok) catch_signals();
 }
 
 static void close_pipes(void) {
@@ -487,4 +489,5 @@ __attribute__((constructor)) static void loom_record_start(void) {
   begin();
   if (!session) return;
   atexit(save);
+  catch_signals();
 }
