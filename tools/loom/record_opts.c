@@ -48,7 +48,9 @@ static int usage(void) {
       "  --ring SIZE      host records within SIZE (suffix k, m, g), each backend's\n"
       "                   too; the trace at the end holds the last window\n"
       "  --slow-step K    with --ring: a step K times slower than the running median\n"
-      "                   dumps the ring (a file per dump, as windows)\n");
+      "                   dumps the ring (a file per dump, as windows)\n"
+      "exit status: the program's; 74 when it succeeded but its trace could not be\n"
+      "written (every record is kept: the command `loom salvage DIR -o OUT` is printed)\n");
   return 2;
 }
 

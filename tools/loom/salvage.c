@@ -60,7 +60,7 @@ typedef struct plan {
  * a file next to OUT that is merged into it. */
 static void dest_of(const kept *k, size_t i, const char *out, int to_dir, char *d, size_t n) {
   const kept_item *it = &k->v[i];
-  char name[PATH_MAX], path[PATH_MAX + 300], comm[64];
+  char name[PATH_MAX], path[PATH_MAX * 2 + 2], comm[64];
   int pid, pending;
   snprintf(path, sizeof path, "%s/%s", k->dir, it->path);
   if (to_dir) {
@@ -102,7 +102,7 @@ static int take(const kept *k, size_t i, const char *out, int to_dir, plan *p) {
   if (!it->arena) {
     if (copy_trace(it->path, d, p)) return -1;
   } else {
-    char path[PATH_MAX + 300];
+    char path[PATH_MAX * 2 + 2];
     snprintf(path, sizeof path, "%s/%s", k->dir, it->path);
     loom__salvage_opts o = {.death = it->how[0] ? it->how : "could not write its trace",
                             .out = d, .quiet_unused = 1};
@@ -141,7 +141,7 @@ static int parse(int argc, char **argv, char *dir, size_t n, const char **out) {
     else if (argv[i][0] == '-' || given) return usage();
     else given = argv[i];
   }
-  if (!*out) return usage();
+  if (!*out || !**out) return usage();
   if (given) {
     snprintf(dir, n, "%s", given);
     return 0;
