@@ -41,19 +41,23 @@ full() {
   umount "$W/full" 2>/dev/null
   mount -t tmpfs -o size=${1:-64k} tmpfs "$W/full"
 }
-# q TRACE: "name=count ..." of every slice, then "flows=N"
+# q TRACE: "name=count ..." of every slice but the steps, the steps on the
+# programs' threads (their projections on the device queue, survq, follow
+# from timing), then "flows=N"
 q() {
   node "$TP" --tp-dir "$TP_DIR" "$1" \
-    "select name, count(*) as n from slice where name != 'Record Window End' group by name order by name" \
+    "select name, count(*) as n from slice where name not in ('Record Window End', 'step') group by name order by name" \
+    "select count(*) as s from slice join thread_track on slice.track_id = thread_track.id join thread using (utid) where slice.name = 'step' and thread.name not like '%survq%'" \
     "select count(*) as f from flow" >"$1.tp" || { echo "trace_processor failed"; return; }
+  sed -n 's/.*"s":\([0-9]*\).*/step=\1/p' "$1.tp" | tr '\n' ' '
   sed 's/},{/}\n{/g' "$1.tp" | sed -n 's/.*"name":"\([^"]*\)","n":\([0-9]*\).*/\1=\2/p' | tr '\n' ' '
   sed -n 's/.*"f":\([0-9]*\).*/flows=\1/p' "$1.tp"
 }
 # the folder named in the printed command, and the command's -o
 kept_dir() { sed -n 's/^loom: write them with: loom salvage \([^ ]*\) -o .*/\1/p' "$1"; }
 empty() { [ -z "$(ls -A "$1")" ]; }
-ONE="step=200 survKernel=100 survLaunch=100 survPending=5 flows=100"
-TWO="step=300 survKernel=150 survLaunch=150 survPending=10 flows=150"
+ONE="step=100 survKernel=100 survLaunch=100 survPending=5 flows=100"
+TWO="step=150 survKernel=150 survLaunch=150 survPending=10 flows=150"
 two() { sh -c "'$BK' exit 100 5; '$BK' exit 50 5"; }
 
 # 1. -o checked before the program starts: nothing runs, nothing is left
@@ -105,6 +109,20 @@ for ext in json pftrace; do
   empty "$W/shm" && empty "$W/tmp" || fail "$ext salvage: left $(ls "$W/shm" "$W/tmp")"
 done
 ok "disk full, JSON and .pftrace: exit 74, salvaged to the whole trace ($ONE)"
+
+# 3b. no permission at exit: -o's folder was writable when the run began
+# (checked) and is read-only when the trace is written
+full
+"$LOOM" record --devices cpu,survbk -o "$W/full/ro.json" -- \
+  sh -c "mount -o remount,ro '$W/full' && exec '$BK' exit 100 5" 2>"$W/ro.err"
+rc=$?
+[ $rc -eq 74 ] || fail "read-only at exit: status $rc: $(cat "$W/ro.err")"
+grep -q "Read-only file system" "$W/ro.err" || fail "read-only at exit: $(cat "$W/ro.err")"
+d=$(kept_dir "$W/ro.err")
+"$LOOM" salvage "$d" -o "$W/sro.json" 2>"$W/sro.err" || fail "read-only salvage: $(cat "$W/sro.err")"
+[ "$(q "$W/sro.json")" = "$ONE" ] || fail "read-only salvaged: '$(q "$W/sro.json")', want '$ONE'"
+empty "$W/shm" && empty "$W/tmp" || fail "read-only salvage: left $(ls "$W/shm" "$W/tmp")"
+ok "no permission at exit: exit 74, salvaged whole"
 
 # 4. several processes merged into -o FILE on a full disk
 "$LOOM" record --devices cpu,survbk -o "$W/live2.json" -- sh -c "'$BK' exit 100 5; '$BK' exit 50 5" 2>/dev/null
