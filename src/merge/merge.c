@@ -200,13 +200,23 @@ static uint32_t xs(loom_trace *out, const loom_trace *in, uint32_t id) {
   return id ? loom__trace_str(out, loom__trace_cstr(in, id)) : 0;
 }
 
+/* An input written by a process image that then exec'd another program
+ * (metadata loom_exec_image, set by loom-preload): the same process as the
+ * input of the image after it, so its pid is not renumbered. */
+static int exec_image(const loom_trace *t) {
+  for (size_t i = 0; i < t->nmeta; i++)
+    if (!strcmp(loom__trace_cstr(t, t->meta[i].key), "loom_exec_image")) return 1;
+  return 0;
+}
+
 /* The output pid of pid in input `in`, taking a fresh one when another
- * input holds it; in->pmap remembers the choice. */
+ * input holds it (but for an image before an exec); in->pmap remembers the
+ * choice. */
 static int64_t map_pid(merger *m, loom__minput *in, int64_t pid) {
   uint64_t *got = loom__map_get(&in->pmap, LOOM__PID_KEY(pid));
   if (got) return (int64_t)*got;
   int64_t o = pid;
-  if (loom__map_get(&m->used_pids, LOOM__PID_KEY(pid))) {
+  if (loom__map_get(&m->used_pids, LOOM__PID_KEY(pid)) && !exec_image(in->t)) {
     while (loom__map_get(&m->used_pids, LOOM__PID_KEY(m->next_pid))) m->next_pid++;
     o = m->next_pid++;
     char msg[1200];

@@ -329,9 +329,11 @@ static int windows_unsaved(const loom_follow *f, const proc *p) {
 int loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t top) {
   size_t n = 0;
   proc *v = scan(f, &n);
-  const char **inputs = calloc(n ? n : 1, sizeof *inputs);
-  pid_t *pids = calloc(n ? n : 1, sizeof *pids);
-  size_t ninputs = 0, lost = 0;
+  size_t room = n + 1, ninputs = 0, lost = 0;
+  for (size_t i = 0; i < n; i++) room += follow_exec_count(f, v[i].pid);
+  const char **inputs = calloc(room, sizeof *inputs);
+  pid_t *pids = calloc(room, sizeof *pids);
+  follow_images im = {.inputs = inputs, .pids = pids, .ninputs = &ninputs, .cap = room};
   unsigned long long total = 0;
   kept k = {0};
   char lone[PATH_MAX + 256] = "";
@@ -391,6 +393,9 @@ int loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t 
                "dropped, %llu warning%s\n", f->out, ev, fl, dv, dv == 1 ? "" : "s", dr, wn,
                wn == 1 ? "" : "s");
   }
+  size_t nprocs = ninputs; /* then the images that ended by exec, after their processes */
+  for (size_t i = 0; inputs && pids && i < n; i++)
+    total += follow_exec_add(f, &v[i], n > 1 || f->to_dir, &im);
   quiet_say(&nothing);
   if (nwin) fprintf(stderr, "loom: %zu window%s written\n", nwin, nwin == 1 ? "" : "s");
   int keep = k.n > 0; /* some records are only in their arena: nothing merged */
@@ -418,8 +423,13 @@ int loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t 
     loom_merge_result mr = {.struct_size = sizeof mr};
     if (loom_merge(&mc, &mr) == LOOM_OK) {
       /* mr.processes counts device processes too: say the programs' traces */
-      fprintf(stderr, "loom: %s: traces of %zu processes merged, %llu events, %llu flows, "
-              "%llu warning%s\n", f->out, ninputs, (unsigned long long)mr.events,
+      char images[64] = "";
+      if (ninputs > nprocs)
+        snprintf(images, sizeof images, " (and %zu of images before an exec)", ninputs - nprocs);
+      lone[0] = 0; /* said here */
+      fprintf(stderr, "loom: %s: traces of %zu process%s%s merged, %llu events, %llu flows, "
+              "%llu warning%s\n", f->out, nprocs, nprocs == 1 ? "" : "es", images,
+              (unsigned long long)mr.events,
               (unsigned long long)mr.flows, (unsigned long long)mr.warnings,
               mr.warnings == 1 ? "" : "s");
     } else {
@@ -436,6 +446,7 @@ int loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t 
   if (!keep || (strcmp(f->arenas, f->dir) && !k.session[0])) follow_rm_rf(f->dir);
   for (size_t i = 0; i < n; i++) follow_drop_socket(v[i].pid);
   kept_free(&k);
+  follow_exec_free(&im);
   free(inputs);
   free(pids);
   free(v);

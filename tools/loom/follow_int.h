@@ -52,4 +52,19 @@ void follow_keep_all(loom_follow *f, kept *k, const char **inputs, size_t ninput
                      const pid_t *pids, const char *prog, pid_t top);
 /* Removes the control socket a killed process left. */
 void follow_drop_socket(pid_t pid);
+/* The traces a process's earlier images wrote before they exec'd
+ * (follow_exec.c): how many (room the caller makes in its inputs), and
+ * adding them as inputs of the merge (said on stderr when say).  Their
+ * paths live in im until follow_exec_free.  Returns their events. */
+typedef struct follow_images {
+  const char **inputs;
+  pid_t *pids;
+  size_t *ninputs, cap;
+  char **owned;
+  size_t nowned;
+} follow_images;
+size_t follow_exec_count(const loom_follow *f, pid_t pid);
+unsigned long long follow_exec_add(const loom_follow *f, const proc *p, int say,
+                                   follow_images *im);
+void follow_exec_free(follow_images *im);
 #endif

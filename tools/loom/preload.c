@@ -73,6 +73,8 @@ void loom__arena_maps(void);
 void loom__bka_set_device_hook(void (*fn)(void));
 
 static loom_session *session;
+static pid_t session_pid; /* the process the session records */
+static void begin(void);
 static atomic_int saved;
 static pthread_mutex_t save_mu = PTHREAD_MUTEX_INITIALIZER;
 static loom__fd sigpipe[2] = {{-1, 0, 0}, {-1, 0, 0}}; /* handler -> watcher: the signal */
@@ -188,10 +190,10 @@ static void save(void) {
     return;
   }
   if (st == LOOM_OK) {
-    loom_trace_summary s = {.struct_size = sizeof s};
-    loom_trace_summarize(t, &s);
-    if (s.events > 1000000)
-      fprintf(stderr, "loom: writing %s (%llu events)...\n", out, (unsigned long long)s.events);
+    loom_trace_summary sum = {.struct_size = sizeof sum};
+    loom_trace_summarize(t, &sum);
+    if (sum.events > 1000000)
+      fprintf(stderr, "loom: writing %s (%llu events)...\n", out, (unsigned long long)sum.events);
     st = loom_trace_save(t, out);
   }
   summary(out, st, t, 0);
@@ -208,6 +210,82 @@ static void save(void) {
   loom_trace_free(t);
   loom__ctl_stop("the program ended before the window did");
   pthread_mutex_unlock(&save_mu);
+}
+
+/* ---- exec (preload_exec.c) --------------------------------------------- */
+static unsigned exec_images; /* images of this process that ended by exec */
+
+/* out: the trace path with "-execN" before its extension. */
+static void exec_path(char *out, size_t n, const char *trace, unsigned seq) {
+  static const char *const exts[] = {".json.gz", ".pftrace.gz", ".json", ".pftrace"};
+  size_t l = strlen(trace), el = 0;
+  for (size_t i = 0; i < sizeof exts / sizeof exts[0] && !el; i++) {
+    size_t k = strlen(exts[i]);
+    if (l > k && !strcmp(trace + l - k, exts[i])) el = k;
+  }
+  snprintf(out, n, "%.*s-exec%u%s", (int)(l - el), trace, seq, trace + l - el);
+}
+
+/* <pid>.exec, one line per image that ended by exec: "events flows devices
+ * dropped warnings\tTRACE" (loom record adds TRACE to the merge). */
+static void exec_line(const loom_trace *t, const char *out) {
+  char path[4096], line[4400];
+  if (loom__rec_file(path, sizeof path, ".exec") != 0) return;
+  loom_trace_summary s = {.struct_size = sizeof s};
+  loom_trace_summarize(t, &s);
+  int k = snprintf(line, sizeof line, "%llu %llu %llu %llu %llu\t%s\n",
+                   (unsigned long long)s.events, (unsigned long long)s.flows,
+                   (unsigned long long)s.devices, (unsigned long long)s.dropped,
+                   (unsigned long long)s.warnings, out);
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  if (k > 0 && (size_t)k < sizeof line && write(fd, line, (size_t)k) != k) {
+  }
+  close(fd);
+}
+
+/* A trace with nothing in it (a shell between fork and exec) is not
+ * written: an exec costs no file then. */
+static int worth_writing(const loom_trace *t) {
+  loom_trace_summary s = {.struct_size = sizeof s};
+  loom_trace_summarize(t, &s);
+  return s.events || s.dropped || s.warnings;
+}
+
+void loom__rec_before_exec(void) {
+  if (!session || getpid() != session_pid) return;
+  pthread_mutex_lock(&save_mu);
+  if (atomic_exchange(&saved, 1) || !session) {
+    pthread_mutex_unlock(&save_mu);
+    return;
+  }
+  loom_session *s = session;
+  session = NULL;
+  loom_trace *t = NULL;
+  /* the merge keeps this trace's pid: one process with the next image's */
+  loom_meta_set("loom_exec_image", "1");
+  loom_status st = loom_session_stop(s, &t);
+  loom_meta_set("loom_exec_image", NULL);
+  if (st == LOOM_OK && t && worth_writing(t)) {
+    char base[4096], out[4200];
+    exec_path(out, sizeof out, loom__rec_trace_path(base, sizeof base), ++exec_images);
+    st = loom_trace_save(t, out);
+    if (st == LOOM_OK) exec_line(t, out);
+    else fprintf(stderr, "loom: %s (the records this process made before its exec are lost)\n",
+                 loom_last_error());
+  }
+  loom__arena_end();
+  loom_session_destroy(s);
+  arena_free();
+  loom_trace_free(t);
+  loom__ctl_stop("the program replaced itself (exec)");
+  pthread_mutex_unlock(&save_mu);
+}
+
+void loom__rec_exec_failed(void) {
+  if (session || !atomic_load(&saved) || getpid() != session_pid) return;
+  atomic_store(&saved, 0);
+  begin();
 }
 
 /* How long a signal waits for the session to stop (ms): the thread the
@@ -323,7 +401,6 @@ static int follow_mode(void) {
   return 2;
 }
 
-static pid_t session_pid; /* the process the session records */
 
 /* Starts this process's session, labelled with who it is. */
 static void begin(void) {

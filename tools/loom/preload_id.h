@@ -25,4 +25,10 @@ int loom__rec_options(char *out, size_t n, const char *user);
  * (argv[0]'s last component, safe in a file name). */
 const char *loom__rec_rank(void);
 void loom__rec_program(char *out, size_t n);
+/* preload.c: the process is about to exec (preload_exec.c): the ending
+ * image's trace is written (when it recorded anything) and named in
+ * <pid>.exec for loom record; after a failed exec, recording goes on. */
+void loom__rec_before_exec(void);
+void loom__rec_exec_failed(void);
+
 #endif
