@@ -11,7 +11,8 @@
  */
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
+#include <map>
+#include <utility>
 
 #include <output_base.h>
 
@@ -110,59 +111,59 @@ void Session::processTrace(libkineto::ActivityLogger &logger,
   translate(logger, linked);
 }
 
-void Session::translate(libkineto::ActivityLogger &logger,
-                        const libkineto::getLinkedActivityCallback &linked) {
-  logged_ = 0;
-  if (!t_ || !buf_) return;
-  size_t n = L_->trace_event_count(t_);
-  std::vector<GenericTraceActivity *> acts(n, nullptr);
-  track_used_.assign(L_->trace_track_count(t_), 0);
-  std::unordered_map<int64_t, size_t> track_of; /* (pid, tid) -> track, built lazily */
-  for (size_t k = 0; k < track_used_.size(); k++) {
-    loom_track_view tv{};
-    tv.struct_size = sizeof tv;
-    if (L_->trace_track(t_, k, &tv) == LOOM_OK) track_of[tv.pid * 1000003 ^ tv.tid] = k;
+namespace {
+
+/* What an event of loom's trace becomes: its Kineto type, the client's
+ * activity it is linked to, the external id. */
+struct Pick {
+  ActivityType type;
+  const libkineto::ITraceActivity *op = nullptr;
+  uint64_t ext = 0;
+  bool user = false; /* a projection of one of the client's ranges */
+};
+
+/* Whether e is logged for req, filling *p; the bridge's placeholders and
+ * types not asked for are not. */
+bool pick(const Request &req, const loom_event_view &e,
+          const libkineto::getLinkedActivityCallback &linked, Pick *p) {
+  static const size_t ulen = std::strlen(kUserPrefix);
+  p->type = type_of(e);
+  if (p->type == ActivityType::ENUM_COUNT || !req.types.count(p->type)) return false;
+  if (e.kind == LOOM_KIND_CPU_OP && !std::strcmp(e.name, kOpName)) return false;
+  p->user = e.kind == LOOM_KIND_USER_RANGE && !std::strncmp(e.name, kUserPrefix, ulen);
+  if (p->user && !e.projected) return false; /* Kineto has the client's range */
+  p->ext = p->user ? std::strtoull(e.name + ulen, nullptr, 10) : e.external_id;
+  if (p->ext && linked) p->op = linked(static_cast<int32_t>(p->ext));
+  return !p->user || p->op; /* a range of the client's it did not hand over: none */
+}
+
+void fill(GenericTraceActivity &a, const loom_event_view &e, const Pick &p) {
+  a.startTime = e.start_ns;
+  a.endTime = e.start_ns + e.dur_ns;
+  a.device = static_cast<int32_t>(e.pid);
+  a.resource = e.tid;
+  a.threadId = static_cast<int32_t>(e.tid);
+  a.linked = p.op;
+  a.id = static_cast<int32_t>(linked_only(p.type) ? e.correlation : p.ext);
+  if (!p.op && p.ext && linked_only(p.type))
+    a.addTypedMetadata("External id", static_cast<uint64_t>(p.ext));
+  if (e.correlation && e.phase != 'b')
+    a.addTypedMetadata("correlation", static_cast<uint64_t>(e.correlation));
+  if (e.device != UINT32_MAX && !e.projected) {
+    a.addTypedMetadata("device", static_cast<int64_t>(e.device));
+    a.addTypedMetadata("stream", static_cast<int64_t>(e.tid));
   }
-  const size_t ulen = std::strlen(kUserPrefix);
-  for (size_t i = 0; i < n; i++) {
-    loom_event_view e{};
-    e.struct_size = sizeof e;
-    if (L_->trace_event(t_, i, &e) != LOOM_OK) continue;
-    ActivityType type = type_of(e);
-    if (type == ActivityType::ENUM_COUNT || !req_.types.count(type)) continue;
-    if (e.kind == LOOM_KIND_CPU_OP && !std::strcmp(e.name, kOpName)) continue;
-    bool user = e.kind == LOOM_KIND_USER_RANGE && !std::strncmp(e.name, kUserPrefix, ulen);
-    if (user && !e.projected) continue; /* Kineto has the client's range */
-    const libkineto::ITraceActivity *op = nullptr;
-    uint64_t ext = user ? std::strtoull(e.name + ulen, nullptr, 10) : e.external_id;
-    if (ext && linked) op = linked(static_cast<int32_t>(ext));
-    if (user && !op) continue; /* a range of the client's that it did not hand over */
-    buf_->emplace_activity(buf_->span, type, user ? op->name() : std::string(e.name));
-    GenericTraceActivity &a = *buf_->activities.back();
-    a.startTime = e.start_ns;
-    a.endTime = e.start_ns + e.dur_ns;
-    a.device = static_cast<int32_t>(e.pid);
-    a.resource = e.tid;
-    a.threadId = static_cast<int32_t>(e.tid);
-    a.linked = op;
-    a.id = static_cast<int32_t>(linked_only(type) ? e.correlation : ext);
-    if (!op && ext && linked_only(type)) a.addTypedMetadata("External id", static_cast<uint64_t>(ext));
-    if (e.correlation && e.phase != 'b') a.addTypedMetadata("correlation", static_cast<uint64_t>(e.correlation));
-    if (e.device != UINT32_MAX && !e.projected) {
-      a.addTypedMetadata("device", static_cast<int64_t>(e.device));
-      a.addTypedMetadata("stream", static_cast<int64_t>(e.tid));
-    }
-    add_roles(e.roles, a);
-    add_args(L_, t_, i, a);
-    if (e.kind == LOOM_KIND_COUNTER) add_counter(L_, t_, i, e.name, a);
-    acts[i] = &a;
-    auto tk = track_of.find(e.pid * 1000003 ^ e.tid);
-    if (tk != track_of.end()) track_used_[tk->second] = 1;
-  }
-  size_t nf = L_->trace_flow_count(t_);
+  add_roles(e.roles, a);
+}
+
+/* loom's flows between logged activities, as Kineto's one flow per
+ * activity: the host call starts one, each device record it launched
+ * ends it. */
+void link_flows(const Loom *L, const loom_trace *t, const std::vector<GenericTraceActivity *> &acts) {
+  size_t nf = L->trace_flow_count(t);
   for (size_t f = 0; f < nf; f++) {
     size_t from, to;
-    if (L_->trace_flow(t_, f, &from, &to) != LOOM_OK || !acts[from] || !acts[to]) continue;
+    if (L->trace_flow(t, f, &from, &to) != LOOM_OK || !acts[from] || !acts[to]) continue;
     GenericTraceActivity &a = *acts[from], &b = *acts[to];
     if (!a.flow.id) {
       a.flow.id = kFlowBase + static_cast<uint32_t>(f);
@@ -173,6 +174,38 @@ void Session::translate(libkineto::ActivityLogger &logger,
     b.flow.type = libkineto::kLinkAsyncCpuGpu;
     b.flow.start = 0;
   }
+}
+
+} // namespace
+
+void Session::translate(libkineto::ActivityLogger &logger,
+                        const libkineto::getLinkedActivityCallback &linked) {
+  logged_ = 0;
+  if (!t_ || !buf_) return;
+  size_t n = L_->trace_event_count(t_);
+  std::vector<GenericTraceActivity *> acts(n, nullptr);
+  std::map<std::pair<int64_t, int64_t>, size_t> track_of; /* (pid, tid) -> track */
+  track_used_.assign(L_->trace_track_count(t_), 0);
+  for (size_t k = 0; k < track_used_.size(); k++) {
+    loom_track_view tv{};
+    tv.struct_size = sizeof tv;
+    if (L_->trace_track(t_, k, &tv) == LOOM_OK) track_of[{tv.pid, tv.tid}] = k;
+  }
+  for (size_t i = 0; i < n; i++) {
+    loom_event_view e{};
+    e.struct_size = sizeof e;
+    Pick p;
+    if (L_->trace_event(t_, i, &e) != LOOM_OK || !pick(req_, e, linked, &p)) continue;
+    buf_->emplace_activity(buf_->span, p.type, p.user ? p.op->name() : std::string(e.name));
+    GenericTraceActivity &a = *buf_->activities.back();
+    fill(a, e, p);
+    add_args(L_, t_, i, a);
+    if (e.kind == LOOM_KIND_COUNTER) add_counter(L_, t_, i, e.name, a);
+    acts[i] = &a;
+    auto tk = track_of.find({e.pid, e.tid});
+    if (tk != track_of.end()) track_used_[tk->second] = 1;
+  }
+  link_flows(L_, t_, acts);
   loom_trace_summary sum{};
   sum.struct_size = sizeof sum;
   if (L_->trace_summarize(t_, &sum) == LOOM_OK) { /* the "loom" span: loom's window */
