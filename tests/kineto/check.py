@@ -207,6 +207,14 @@ def mode_opencl():
     expect("kineto_drive ran", p.returncode == 0)
     t = load(path)
     check_device_trace(t, path, {"kernel": 1, "gpu_memcpy": 2}, loom_path)
+    # the same program recorded by loom alone (loom record, no bridge session:
+    # Kineto asked for CPU activity only): the same device records, by name
+    alone = os.path.join(OUT, "opencl-alone.json")
+    p, _ = drive("opencl-cpu", "--types", "cpu", "--work", "opencl", "--ops", str(OPS),
+                 wrap=[E["LOOM_KINETO_TEST_LOOM"], "record", "--devices", "cpu,opencl", "-o", alone, "--"])
+    names = lambda tr: sorted(e["name"] for e in device_work(tr))  # noqa: E731
+    expect("loom alone (loom record): the same device records", names(load(alone)) == names(t),
+           (names(load(alone)), names(t)))
 
 
 def mode_vulkan():
