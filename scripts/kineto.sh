@@ -23,8 +23,8 @@ if [ -z "$tarball" ]; then
   done
 fi
 if [ -z "$tarball" ] || [ ! -f "$tarball" ]; then
-  echo "kineto.sh: no Kineto source tarball (set LOOM_KINETO_TARBALL, or put" \
-       "kineto-*.tar.gz in $here/../shared/third_party/kineto)" >&2
+  echo "kineto.sh: no Kineto source tarball${tarball:+ at $tarball} (set LOOM_KINETO_TARBALL," \
+       "or put kineto-*.tar.gz in $here/../shared/third_party/kineto)" >&2
   exit 1
 fi
 prefix=$out/kineto-prefix

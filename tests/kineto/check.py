@@ -267,6 +267,20 @@ def edges():
             t = load(f)
             ids = sorted({e["args"]["External id"] for e in by_cat(t, "kernel")})
             expect(f"trace {k + 1} of 2: its kernels carry its ops' ids", ids == [1000 * (k + 1) + 1 + i for i in range(OPS)], ids)
+    # two devices in one trace (OpenCL and the late-loaded fakert): a row each, work on both
+    if layer:
+        p, path = drive("two-devices", "--work", "opencl,fakert",
+                        env={"OPENCL_LAYERS": layer, "FAKERT_LIB": E["LOOM_KINETO_TEST_FAKERT"],
+                             "FRT_TOOLS": E["LOOM_KINETO_TEST_FAKERT_PLUGIN"]})
+        t = load(path)
+        procs = meta_names(t, "process_name")
+        pids = sorted({e["pid"] for e in by_cat(t, "kernel")})
+        expect("two devices: kernels on two device rows", len(pids) == 2 and len(by_cat(t, "kernel")) == 2 * OPS,
+               (pids, len(by_cat(t, "kernel"))))
+        expect("two devices: both rows named", sorted(procs.get((p, 0), "").split(" ")[0] for p in pids) ==
+               ["fakert", "opencl"], {p: procs.get((p, 0)) for p in pids})
+        ids = sorted(e["args"].get("External id") for e in by_cat(t, "kernel"))
+        expect("two devices: every kernel linked to its op", ids == sorted([1001 + i for i in range(OPS)] * 2), ids)
     # only CPU activity asked for: no loom session at all
     loom_path = os.path.join(OUT, "cpu-only-loom.json")
     if os.path.exists(loom_path):

@@ -9,7 +9,7 @@
  * check.py runs it and checks what Kineto saved.
  *
  * usage: kineto_drive OUT.json [--bridge PATH] [--register before|after|prepared|python|none]
- *                     [--work opencl|fakert|none] [--types cpu|device] [--ops N]
+ *                     [--work opencl|vulkan|fakert|none|A,B] [--types cpu|device] [--ops N]
  *                     [--traces K]
  *   --register  when the bridge is dlopen()ed: before libkineto_init, after
  *               Kineto's init, or while the first trace is prepared; python:

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #ifdef HAVE_OPENCL
@@ -97,7 +98,27 @@ struct FakeRT : Work {
 
 std::unique_ptr<Work> make_vulkan_work(); /* work_vk.cpp */
 
+/* "a,b": both workloads in each op, in turn. */
+struct Both : Work {
+  std::unique_ptr<Work> a, b;
+  void op(int i) override {
+    a->op(i);
+    b->op(i);
+  }
+  void sync() override {
+    a->sync();
+    b->sync();
+  }
+};
+
 std::unique_ptr<Work> make_work(const char *name) {
+  if (const char *comma = std::strchr(name, ',')) {
+    auto w = std::make_unique<Both>();
+    w->a = make_work(std::string(name, comma).c_str());
+    w->b = make_work(comma + 1);
+    if (w->a && w->b) return w;
+    return nullptr;
+  }
   if (!std::strcmp(name, "none")) return std::make_unique<None>();
 #ifdef HAVE_OPENCL
   if (!std::strcmp(name, "opencl")) {

@@ -16,7 +16,8 @@ struct Work {
 /* "opencl": per op a write, a kernel and a read on one in-order queue;
  * "vulkan": per op one submission of a fill, a dispatch and a copy
  * (work_vk.cpp); "fakert": the example runtime (examples/fakert) dlopen()ed now, per op a
- * kernel and a copy then frt_finish; "none": nothing.  nullptr: unknown
+ * kernel and a copy then frt_finish; "none": nothing; "a,b": a then b in
+ * each op.  nullptr: unknown
  * or unusable here (the reason on stderr). */
 std::unique_ptr<Work> make_work(const char *name);
 
