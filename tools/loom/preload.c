@@ -266,6 +266,9 @@ void loom__rec_before_exec(void) {
   loom_meta_set("loom_exec_image", "1");
   loom_status st = loom_session_stop(s, &t);
   loom_meta_set("loom_exec_image", NULL);
+  char started[4096];
+  if (st == LOOM_OK && t && !worth_writing(t) && loom__rec_file(started, sizeof started, ".started") == 0)
+    unlink(started); /* nothing to say of this image: the next one marks the process */
   if (st == LOOM_OK && t && worth_writing(t)) {
     char base[4096], out[4200];
     exec_path(out, sizeof out, loom__rec_trace_path(base, sizeof base), ++exec_images);
@@ -403,8 +406,22 @@ static int follow_mode(void) {
 
 
 /* Starts this process's session, labelled with who it is. */
+/* A process that changed its ids (setpriv, su, a daemon dropping root)
+ * cannot write into the folders of the loom record that started it: said
+ * once, and it is not recorded (its files would fail one by one). */
+static int may_record(void) {
+  const char *dir = getenv("LOOM_RECORD_DIR");
+  if (!dir || faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0) return 1;
+  char prog[256];
+  loom__rec_program(prog, sizeof prog);
+  fprintf(stderr, "loom: process %d (%s) runs as uid %u, which cannot write loom record's folder "
+          "%s: it is not recorded\n", (int)getpid(), prog, (unsigned)geteuid(), dir);
+  return 0;
+}
+
 static void begin(void) {
   static char opts[16384];
+  if (!may_record()) return;
   if (loom__rec_options(opts, sizeof opts, getenv("LOOM_RECORD_OPTIONS")) != 0) {
     fprintf(stderr, "loom: session options too long; recording without process labels\n");
     snprintf(opts, sizeof opts, "%s", getenv("LOOM_RECORD_OPTIONS") ? getenv("LOOM_RECORD_OPTIONS") : "");
