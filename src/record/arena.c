@@ -70,12 +70,11 @@ static int fd_still_ours(void) {
   return 0;
 }
 
-int loom__arena_fd_lost(void) {
-  pthread_mutex_lock(&mu);
-  if (hdr) (void)fd_still_ours(); /* checked now, not only at the next growth */
-  pthread_mutex_unlock(&mu);
-  return atomic_load(&fd_lost);
-}
+/* Only a loss that cost something is said: while the arena needs no new
+ * block, a closed descriptor loses nothing (the mappings stay, and what is
+ * in them survives a kill); many programs close every descriptor in a child
+ * just before exec. */
+int loom__arena_fd_lost(void) { return atomic_load(&fd_lost); }
 
 /* Maps size more bytes of the file as a new segment (mu held): its index,
  * or -1. */
@@ -457,6 +456,13 @@ __attribute__((visibility("default"))) int loom__arena_begin(const char *path, c
     loom__arena_maps();
   }
   return rc;
+}
+
+/* The process is about to exec (loom-preload): nothing more goes into the
+ * arena, which the next program's replaces (after a failed exec the
+ * process records on in its own memory). */
+__attribute__((visibility("default"))) void loom__arena_off(void) {
+  atomic_store_explicit(&on, 0, memory_order_release);
 }
 
 /* The session's trace was written: nothing to rebuild until the next

@@ -181,9 +181,9 @@ typedef struct loom__ahdr {
 
 /* Is the arena on in this process (chunks come from it)? */
 int loom__arena_on(void);
-/* 1 when the program closed or reused the arena's descriptor (checked now):
- * the arena turns itself off then (arena.c) and the session says so in its
- * trace. */
+/* 1 when the program closed or reused the arena's descriptor and the arena
+ * needed it (a new block): it turned itself off then (arena.c), and the
+ * session says so in its trace. */
 int loom__arena_fd_lost(void);
 /* Memory from the arena, zeroed, of one kind (NULL: none can be had; the
  * caller falls back to malloc for the calls that allow it). */

@@ -69,6 +69,7 @@ void loom__fork_child(void);
 int loom__arena_begin(const char *path, const char *out);
 void loom__arena_end(void);
 void loom__arena_maps(void);
+void loom__arena_off(void);
 /* src/core/bkarena.c: fn runs when a device runtime's backend is first used. */
 void loom__bka_set_device_hook(void (*fn)(void));
 
@@ -244,12 +245,12 @@ static void exec_line(const loom_trace *t, const char *out) {
   close(fd);
 }
 
-/* A trace with nothing in it (a shell between fork and exec) is not
- * written: an exec costs no file then. */
+/* A trace without a record (a shell, or a launcher's child, between fork
+ * and exec) is not written: such an exec costs no file. */
 static int worth_writing(const loom_trace *t) {
   loom_trace_summary s = {.struct_size = sizeof s};
   loom_trace_summarize(t, &s);
-  return s.events || s.dropped || s.warnings;
+  return s.events || s.dropped;
 }
 
 void loom__rec_before_exec(void) {
@@ -262,7 +263,10 @@ void loom__rec_before_exec(void) {
   loom_session *s = session;
   session = NULL;
   loom_trace *t = NULL;
-  /* the merge keeps this trace's pid: one process with the next image's */
+  /* the merge keeps this trace's pid: one process with the next image's
+   * (the arena is off first: launchers close every descriptor before an
+   * exec, and a new block there would warn of it for nothing) */
+  loom__arena_off();
   loom_meta_set("loom_exec_image", "1");
   loom_status st = loom_session_stop(s, &t);
   loom_meta_set("loom_exec_image", NULL);
