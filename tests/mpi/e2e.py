@@ -9,7 +9,11 @@ messages) with zero trace_processor errors, and `loom report --json` on it:
     allreduce last only because it waited for rank 2's message);
   - ranks 0, 1 and 3 each waited for rank 2 in step 3 as long as rank 2 was
     late, within 5 ms (Late Sender on rank 3, Wait at N x N on 0 and 1);
-  - no wait state above the noise threshold (1 ms) in any other step.
+  - no wait state above the noise threshold (1 ms) in steps 1, 2 and 4.
+Step 0 holds each pair of ranks' first message, for which the MPI library
+sets up the connection then: on this project's 2-core VMs ranks 1 and 2
+waited 1.1-2.6 ms in step 0 in most runs, the same with the loom of
+e67096f as with today's, a real wait that no step after it has.
 "As long as rank 2 was late" is the "late" range as recorded: nanosleep(50 ms)
 takes 50 ms plus however long the kernel takes to run rank 2 again, which on
 2 shared cores with other work is up to several ms.  4 ranks on 2 cores also
@@ -92,11 +96,11 @@ def attempt():
     check("rank 3's Late Sender, ranks 0 and 1's Wait at N x N: at least rank 2's delay - 5 ms",
           ranks[3]["late_sender_ns"] >= late - 5 * MS and
           all(ranks[k]["wait_nxn_ns"] >= late - 5 * MS for k in (0, 1)), False)
-    noisy = [r for r in rows_of(rep, "rank_steps") if r["step"] != 3 and r["waiting_ns"] > 0]
+    noisy = [r for r in rows_of(rep, "rank_steps") if r["step"] not in (0, 3) and r["waiting_ns"] > 0]
     for r in noisy:
         print("scheduler noise? rank %d step %d waited %.3f ms" % (r["rank"], r["step"], r["waiting_ns"] / MS))
-    check("no wait state above the threshold outside step 3", not noisy, False)
-    check("no one waited for anyone outside step 3", all(s == 3 for s, _, _ in waited_for), False)
+    check("no wait state above the threshold in steps 1, 2 and 4", not noisy, False)
+    check("no one waited for anyone in steps 1, 2 and 4", all(s in (0, 3) for s, _, _ in waited_for), False)
 
 
 for run in range(3):
