@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/salvage.h"
+#include "follow_int.h" /* follow_rm_rf */
 #include "kept.h"
 #include "loom/loom.h"
 #include "record_opts.h"
@@ -32,19 +33,6 @@ static int usage(void) {
           "  -o OUT   a trace (.json, .json.gz, .pftrace, .pftrace.gz): every process\n"
           "           merged; OUT/ (ends with '/'): one trace per process\n");
   return 2;
-}
-
-static void rm_rf(const char *dir) {
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    char p[PATH_MAX + 256];
-    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-    unlink(p);
-  }
-  if (d) closedir(d);
-  rmdir(dir);
 }
 
 /* The inputs of the merge (or the traces of OUT/), and the files this run
@@ -196,8 +184,8 @@ int cmd_salvage(int argc, char **argv) {
   } else {
     fprintf(stderr, "loom salvage: %s: %s%zu process%s, %llu events, %llu flows; %s removed\n",
             out, to_dir ? "traces of " : "", k.n, k.n == 1 ? "" : "es", p.events, p.flows, k.dir);
-    rm_rf(k.dir);
-    if (k.session[0]) rm_rf(k.session);
+    follow_rm_rf(k.dir);
+    if (k.session[0]) follow_rm_rf(k.session);
   }
   free(p.in);
   free(p.made);
