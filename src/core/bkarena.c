@@ -57,8 +57,9 @@ static void mirror_lost(loom__abk *a, const loom__bsess *bs) {
 
 /* Called when a backend of a device runtime (device type other than "cpu")
  * hands the core its first record of a session, or a device: its runtime
- * is in use in this process (declaring clocks at configure is not).  loom-preload starts its signal watcher then, and only
- * then (a process that never uses a device runtime gets no loom thread:
+ * is in use in this process (declaring clocks at configure is not).
+ * loom-preload starts its signal watcher then, and only then (a process
+ * that never uses a device runtime gets no loom thread:
  * tools/loom/preload.c). */
 static void (*_Atomic device_hook)(void);
 

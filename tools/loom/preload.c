@@ -41,7 +41,6 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <link.h>
 #include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -340,37 +339,6 @@ static void on_signal(int sig) {
  * signal's handler continue).  It serves signals until the process ends, so
  * a handler never waits for a watcher that is gone.  (--duration and the
  * other windows are the core's: src/core/trigger.c.) */
-/* The loaded objects changed (dlopen, dlclose): a new snapshot of the
- * mappings, so that the salvager can read the string literals of a library
- * loaded while recording.  Checked once a second from the watcher (not by
- * interposing dlopen: that would change which object's search path a
- * program's dlopen uses). */
-static int count_objects(struct dl_phdr_info *info, size_t size, void *data) {
-  unsigned long long *n = data;
-  *n = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs
-           ? info->dlpi_adds * 1000003ull + info->dlpi_subs : 0;
-  return 1; /* the counters are the same in every entry */
-}
-
-static unsigned long long objects_seen; /* when the last snapshot was taken */
-/* dl_iterate_phdr holds the loader's write lock, which fork does not reset
- * in the child: a fork never happens while the watcher is in it. */
-static pthread_mutex_t objects_mu = PTHREAD_MUTEX_INITIALIZER;
-static void objects_lock(void) { pthread_mutex_lock(&objects_mu); }
-static void objects_unlock(void) { pthread_mutex_unlock(&objects_mu); }
-static void objects_reset(void) { pthread_mutex_init(&objects_mu, NULL); }
-
-static void check_objects(void) {
-  unsigned long long n = 0;
-  objects_lock();
-  dl_iterate_phdr(count_objects, &n);
-  objects_unlock();
-  if (n != objects_seen) {
-    loom__arena_maps();
-    objects_seen = n;
-  }
-}
-
 static void *watcher(void *arg) {
   (void)arg;
   struct pollfd p = {sigpipe[0].fd, POLLIN, 0};
@@ -382,12 +350,8 @@ static void *watcher(void *arg) {
       sigpipe[0].fd = sigpipe[1].fd = ackpipe[0].fd = ackpipe[1].fd = -1;
       return NULL;
     }
-    int r = poll(&p, 1, 1000);
-    if (r == 0) {
-      check_objects();
-      continue;
-    }
-    if (r < 0 && errno == EINTR) continue;
+    int r = poll(&p, 1, 1000); /* a second: the checks above again */
+    if (r == 0 || (r < 0 && errno == EINTR)) continue;
     unsigned char sig = 0, ack = ACK_WRITTEN;
     if (r < 0) return NULL;
     if ((p.revents & POLLNVAL) || read(sigpipe[0].fd, &sig, 1) != 1) continue;
@@ -454,8 +418,6 @@ static void begin(void) {
                              .options = opts,
                              .name = getenv("LOOM_RECORD_NAME")};
   char arena[4096], outbuf[4096];
-  /* the objects loaded now are in the arena's first snapshot */
-  dl_iterate_phdr(count_objects, &objects_seen);
   if (loom__rec_file(arena, sizeof arena, ".arena") == 0 &&
       loom__arena_begin(arena, loom__rec_trace_path(outbuf, sizeof outbuf)) != 0)
     fprintf(stderr, "loom: cannot create %s (%s); recording goes on, but if this process "
@@ -578,7 +540,6 @@ __attribute__((constructor)) static void loom_record_start(void) {
   top = pid && atol(pid) == (long)getpid();
   if (!getenv("LOOM_RECORD_DIR") && !top) return;
   int follow = follow_mode();
-  pthread_atfork(objects_lock, objects_unlock, objects_reset);
   if (follow > 0) pthread_atfork(NULL, NULL, forked_child);
   if (!top && follow == 0) return;
   const char *wait = getenv("LOOM_RECORD_STOP_WAIT");
