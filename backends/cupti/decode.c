@@ -307,14 +307,17 @@ static const char *overhead_name(unsigned kind) {
 }
 
 /* ---- one function per record kind (mu held) ----------------------------- */
-/* roles: LOOM_RECORD_F_* (what the record is for, for loom report). */
+/* roles: LOOM_RECORD_F_* (what the record is for, for loom report).  res is
+ * the resource of a device record, the OS thread id of a host record. */
 static void emit_as(uint16_t kind, uint16_t roles, uint32_t dev, uint32_t res, uint64_t start,
                     uint64_t end, loom_string_id name, uint32_t corr, const loom_arg *args,
                     uint32_t nargs) {
-  loom_record r = {.struct_size = sizeof r, .kind = kind, .flags = roles, .clock = cupti_clock, .device = dev,
-                   .resource = res, .start = start, .end = end < start ? start : end,
+  loom_record r = {.struct_size = sizeof r, .kind = kind, .flags = roles, .clock = cupti_clock,
+                   .device = dev, .start = start, .end = end < start ? start : end,
                    .name = name, .correlation = corr, .external_id = external_of(corr),
                    .nargs = nargs, .args = nargs ? args : NULL};
+  if (dev == LOOM_DEVICE_HOST) r.tid = res;
+  else r.resource = res;
   cupti_host->emit(cupti_self, &r);
 }
 

@@ -17,7 +17,7 @@
 #define _GNU_SOURCE
 #define ANNOT_NAME "itt"
 #define ANNOT_ENV "INTEL_LIBITTNOTIFY64"
-#include "../nvtx/annot.h"
+#include "annot.h"
 #include "itt_abi.h"
 
 #include <stdio.h>

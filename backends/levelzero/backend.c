@@ -30,8 +30,8 @@
 #include "backend.h"
 
 ze_table ze;
-const loom_host *host;
-loom_backend *self;
+const loom_host *ze_host;
+loom_backend *ze_self;
 pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 atomic_int recording;
 atomic_uint gen;
@@ -84,7 +84,7 @@ static loom_status load_loader(char *why, size_t n) {
 }
 
 static loom_status ze_probe(loom_backend *b, char *why, size_t n) {
-  self = b;
+  ze_self = b;
   loom_status st = load_loader(why, n);
   if (st != LOOM_OK) return st;
   busy++;
@@ -128,8 +128,8 @@ static loom_status ze_probe(loom_backend *b, char *why, size_t n) {
 
 static loom_status ze_configure(loom_backend *b, uint32_t kinds) {
   (void)kinds;
-  self = b;
-  loom_status st = host->clock_declare(b, LOOM_CLOCK_MONOTONIC_RAW, "host", &host_clk);
+  ze_self = b;
+  loom_status st = ze_host->clock_declare(b, LOOM_CLOCK_MONOTONIC_RAW, "host", &host_clk);
   if (st != LOOM_OK) return st;
   unsigned g = atomic_load(&gen) + 1; /* the generation start will begin */
   ze_driver_handle_t drivers[8];
@@ -181,10 +181,10 @@ static loom_status ze_configure(loom_backend *b, uint32_t kinds) {
                                .type = p->type == ZE_DEVICE_TYPE_GPU ? "gpu"
                                        : p->type == ZE_DEVICE_TYPE_CPU ? "cpu" : "accelerator",
                                .props = props, .nprops = sizeof props / sizeof props[0]};
-      if (host->device_add(b, &info, &d->index) != LOOM_OK) continue;
+      if (ze_host->device_add(b, &info, &d->index) != LOOM_OK) continue;
       char cn[300];
       snprintf(cn, sizeof cn, "%s", d->name);
-      if (host->clock_declare(b, LOOM_CLOCK_DEVICE, cn, &d->clk) != LOOM_OK) continue;
+      if (ze_host->clock_declare(b, LOOM_CLOCK_DEVICE, cn, &d->clk) != LOOM_OK) continue;
       d->gen = g;
     }
   }
@@ -194,7 +194,7 @@ static loom_status ze_configure(loom_backend *b, uint32_t kinds) {
 }
 
 static loom_status ze_start(loom_backend *b) {
-  self = b;
+  ze_self = b;
   pthread_mutex_lock(&mu);
   unsigned g = atomic_fetch_add(&gen, 1) + 1;
   for (size_t i = 0; i < ndevs; i++)
@@ -211,7 +211,7 @@ static loom_status ze_stop(loom_backend *b) {
 }
 
 static loom_status ze_flush(loom_backend *b) {
-  const char *v = host->config_get(b, "levelzero.flush_timeout_ms");
+  const char *v = ze_host->config_get(b, "levelzero.flush_timeout_ms");
   uint64_t deadline = raw_now() + (uint64_t)(v ? atol(v) : 2000) * 1000000ull;
   unsigned g = atomic_load(&gen);
   pthread_mutex_lock(&mu);
@@ -223,7 +223,7 @@ static loom_status ze_flush(loom_backend *b) {
   for (size_t i = 0; i < ndevs; i++)
     if (devs[i].gen == g) sync_point(&devs[i]);
   pthread_mutex_unlock(&mu);
-  if (lost) host->count_lost(b, lost, "commands still executing at stop (levelzero.flush_timeout_ms)");
+  if (lost) ze_host->count_lost(b, lost, "commands still executing at stop (levelzero.flush_timeout_ms)");
   return LOOM_OK;
 }
 
@@ -275,7 +275,7 @@ static const loom_backend_ops ze_ops = {
 
 static loom_status ze_entry(const loom_host *h) {
   if (h->abi_major != LOOM_ABI_MAJOR) return LOOM_EABI;
-  host = h;
+  ze_host = h;
   return h->backend_register(&ze_ops, NULL);
 }
 

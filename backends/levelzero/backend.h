@@ -108,8 +108,8 @@ typedef struct mypool {
 } mypool;
 
 extern ze_table ze;
-extern const loom_host *host;
-extern loom_backend *self;
+extern const loom_host *ze_host;
+extern loom_backend *ze_self;
 extern pthread_mutex_t mu;        /* guards the objects, kernels, pools and devices */
 extern atomic_int recording;
 extern atomic_uint gen;           /* session generation */

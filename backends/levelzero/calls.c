@@ -13,16 +13,16 @@ typedef struct call {
 static __thread call cur;
 
 static uint32_t api_name(const char *s) {
-  return host->intern(self, s, SIZE_MAX);
+  return ze_host->intern(ze_self, s, SIZE_MAX);
 }
 
 /* roles: LOOM_RECORD_F_* (what the call enqueues, for loom report). */
 static void emit_call_as(const char *api, int kind, uint64_t corr, uint16_t roles) {
   if (!atomic_load(&recording)) return;
   loom_record r = {.struct_size = sizeof r, .kind = (uint16_t)kind, .flags = roles, .clock = host_clk,
-                   .device = LOOM_DEVICE_HOST, .resource = host->thread_id(), .start = cur.t0,
+                   .device = LOOM_DEVICE_HOST, .tid = ze_host->thread_id(), .start = cur.t0,
                    .end = raw_now(), .name = api_name(api), .correlation = corr};
-  host->emit(self, &r);
+  ze_host->emit(ze_self, &r);
 }
 
 static void emit_call(const char *api, int kind, uint64_t corr) { emit_call_as(api, kind, corr, 0); }
@@ -64,7 +64,7 @@ static void cmd_epilogue(const char *api, ze_result_t res, ze_command_list_handl
   obj *o = find_obj(l);
   if (res != ZE_RESULT_SUCCESS || !o || !ev) {
     if (cur.mine) release_own(cur.mine);
-    if (res == ZE_RESULT_SUCCESS) host->count_lost(self, 1, "a command on a list created before loom traced");
+    if (res == ZE_RESULT_SUCCESS) ze_host->count_lost(ze_self, 1, "a command on a list created before loom traced");
     pthread_mutex_unlock(&mu);
     return;
   }
@@ -74,7 +74,7 @@ static void cmd_epilogue(const char *api, ze_result_t res, ze_command_list_handl
   c->gen = atomic_load(&gen);
   c->ctx = o->ctx;
   if (o->type == OBJ_IMM && o->n >= 64) harvest(o, 0);
-  if (push_cmd(o, c) != 0) host->count_lost(self, 1, "out of memory");
+  if (push_cmd(o, c) != 0) ze_host->count_lost(ze_self, 1, "out of memory");
   pthread_mutex_unlock(&mu);
 }
 
@@ -259,7 +259,7 @@ EPI(CommandQueueExecuteCommandLists, command_queue_execute_command_lists) {
     q = find_obj(*params->phCommandQueue); /* objs may not move here, but be safe */
   }
   pthread_mutex_unlock(&mu);
-  if (lost) host->count_lost(self, lost, "out of memory");
+  if (lost) ze_host->count_lost(ze_self, lost, "out of memory");
 }
 
 PRO(EventPoolCreate, event_pool_create) {

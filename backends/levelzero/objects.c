@@ -128,13 +128,13 @@ void sync_point(xdev *d) {
   ze_result_t r = ze.zeDeviceGetGlobalTimestamps(d->h, &hts, &dts);
   busy--;
   if (r != ZE_RESULT_SUCCESS) {
-    host->report(self, LOOM_SEV_WARNING, "zeDeviceGetGlobalTimestamps failed: %s", result_name(r));
+    ze_host->report(ze_self, LOOM_SEV_WARNING, "zeDeviceGetGlobalTimestamps failed: %s", result_name(r));
     return;
   }
   dts &= d->gmask;
   d->sync_ticks = dts, d->sync_raw = hts;
   /* The host side of the pair is CLOCK_MONOTONIC_RAW ns (as the driver reads it). */
-  host->clock_sync(self, d->clk, (uint64_t)((double)dts * d->ns_per_tick), LOOM_CLOCK_MONOTONIC_RAW, hts);
+  ze_host->clock_sync(ze_self, d->clk, (uint64_t)((double)dts * d->ns_per_tick), LOOM_CLOCK_MONOTONIC_RAW, hts);
 }
 
 /* A kernel timestamp (kernelTimestampValidBits) as full device ticks: the
@@ -154,7 +154,7 @@ static uint32_t session_resource(obj *o, unsigned g, xdev *d) {
     char name[64];
     snprintf(name, sizeof name, "%s %llu", o->type == OBJ_IMM ? "immediate list" : "command queue",
              (unsigned long long)o->native);
-    if (host->resource_add(self, d->index, name, o->native, &o->res) != LOOM_OK) return UINT32_MAX;
+    if (ze_host->resource_add(ze_self, d->index, name, o->native, &o->res) != LOOM_OK) return UINT32_MAX;
     o->gen = g;
   }
   return o->res;
@@ -164,7 +164,7 @@ static void emit_cmd(obj *o, const cmd *c, const ze_kernel_timestamp_result_t *t
   unsigned g = atomic_load(&gen);
   xdev *d = find_dev(o->dev);
   if (!d || d->gen != g) {
-    host->count_lost(self, 1, "a command on a device the backend does not know");
+    ze_host->count_lost(ze_self, 1, "a command on a device the backend does not know");
     return;
   }
   uint32_t res = session_resource(o, g, d);
@@ -186,7 +186,7 @@ static void emit_cmd(obj *o, const cmd *c, const ze_kernel_timestamp_result_t *t
   loom_record r = {.struct_size = sizeof r, .kind = c->kind, .clock = d->clk, .device = d->index,
                    .resource = res, .start = sn, .end = en, .name = c->name,
                    .correlation = c->corr, .nargs = n, .args = n ? args : NULL};
-  host->emit(self, &r);
+  ze_host->emit(ze_self, &r);
 }
 
 /* Reads, emits and drops completed pending commands of o (mu held).  With
@@ -215,7 +215,7 @@ size_t harvest(obj *o, uint64_t wait_until) {
       ze_result_t r = st == ZE_RESULT_SUCCESS ? ze.zeEventQueryKernelTimestamp(c->ev, &ts) : st;
       busy--;
       if (r == ZE_RESULT_SUCCESS) emit_cmd(o, c, &ts);
-      else host->count_lost(self, 1, "the driver gave no kernel timestamps for a command "
+      else ze_host->count_lost(ze_self, 1, "the driver gave no kernel timestamps for a command "
                             "(an event pool created before tracing, without timestamps?)");
     }
     if (c->mine && o->type == OBJ_IMM) release_own(c->ev);

@@ -338,9 +338,7 @@ void mpil_recv_complete(const mpil_req *q, const MPI_Status *st, uint64_t t0, ui
 
 /* ---- identity ------------------------------------------------------------------- */
 static void meta(const char *k, const char *v) {
-  if (mpil_host->struct_size >= offsetof(loom_host, meta_set) + sizeof(void *) &&
-      mpil_host->meta_set)
-    mpil_host->meta_set(mpil_self, k, v);
+  if (LOOM_HOST_HAS(mpil_host, meta_set)) mpil_host->meta_set(mpil_self, k, v);
 }
 
 void mpil_after_init(void) {
@@ -364,7 +362,8 @@ void mpil_after_init(void) {
 
 /* ---- the backend -------------------------------------------------------------------- */
 static loom_status b_probe(loom_backend *b, char *why, size_t n) {
-  (void)b, (void)why, (void)n;
+  (void)why, (void)n;
+  mpil_self = b;
   return LOOM_OK;
 }
 static loom_status b_configure(loom_backend *b, uint32_t kinds) {

@@ -195,7 +195,7 @@ void mpil_buffer_flush(void) {
                        .flags = mark,
                        .clock = mpil_clk,
                        .device = LOOM_DEVICE_HOST,
-                       .resource = k->tid,
+                       .tid = k->tid,
                        .start = h->t0,
                        .end = h->t1,
                        .name = name,

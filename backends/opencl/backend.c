@@ -32,10 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#include <x86intrin.h>
-#endif
 
 #include "backend.h"
 
@@ -60,27 +56,15 @@ atomic_uint ocl_queues_epoch;
 
 /* ---- small helpers -------------------------------------------------------- */
 
-/* Calls are timed with the CPU's time-stamp counter where it ticks at a
- * constant rate (as loom's own host records are, src/record/hostrec.c, and
- * LOOM_NO_TSC turns both off): reading it costs ~12 ns here against ~37 ns
- * for clock_gettime, twice per enqueue.  Decided once, before the first
- * session starts; the calls' clock (ocl_host_clk) is declared in that domain. */
-static atomic_int use_tsc = -1;
-
-static int tsc_usable(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned a, b, c, d;
-  if (getenv("LOOM_NO_TSC")) return 0;
-  if (__get_cpuid(0x80000007, &a, &b, &c, &d)) return (d >> 8) & 1;
-#endif
-  return 0;
-}
+/* Calls are timed on the clock of loom's own host records (host->recorder_now:
+ * the CPU's time-stamp counter where it ticks at a constant rate, ~12 ns a
+ * read here against ~37 ns for clock_gettime, twice per enqueue), so they
+ * share the recorder's domain; the calls' clock (ocl_host_clk) is declared in
+ * that domain.  A core without the service: CLOCK_MONOTONIC_RAW. */
+static uint64_t (*recorder_now)(loom_clock_domain *domain);
 
 uint64_t ocl_now(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  if (atomic_load_explicit(&use_tsc, memory_order_relaxed) > 0) return __rdtsc();
-#endif
-  return now_in(CLOCK_MONOTONIC_RAW);
+  return recorder_now ? recorder_now(NULL) : now_in(CLOCK_MONOTONIC_RAW);
 }
 
 uint32_t ocl_intern(const char *s) { return ocl_host ? ocl_host->intern(ocl_self, s, SIZE_MAX) : 0; }
@@ -355,9 +339,9 @@ static loom_status ocl_probe(loom_backend *b, char *why, size_t n) {
 static loom_status ocl_configure(loom_backend *b, uint32_t kinds) {
   (void)kinds;
   ocl_self = b;
-  if (atomic_load(&use_tsc) < 0) atomic_store(&use_tsc, tsc_usable());
-  return ocl_host->clock_declare(b, atomic_load(&use_tsc) > 0 ? LOOM_CLOCK_TSC : LOOM_CLOCK_MONOTONIC_RAW,
-                             "host", &ocl_host_clk);
+  loom_clock_domain calls = LOOM_CLOCK_MONOTONIC_RAW;
+  if (recorder_now) recorder_now(&calls);
+  return ocl_host->clock_declare(b, calls, "host", &ocl_host_clk);
 }
 
 static loom_status ocl_start(loom_backend *b) {
@@ -459,6 +443,7 @@ static const loom_backend_ops ocl_ops = {
 static loom_status ocl_entry(const loom_host *h) {
   if (h->abi_major != LOOM_ABI_MAJOR) return LOOM_EABI;
   ocl_host = h;
+  if (LOOM_HOST_HAS(h, recorder_now)) recorder_now = h->recorder_now;
   return h->backend_register(&ocl_ops, NULL);
 }
 

@@ -51,7 +51,7 @@ cl_int ocl_call_end(ocl_call *c, uint32_t api, cl_int rc, int kind, uint32_t nam
                     const size_t *lws, cl_event *app_event);
 /* A host-side call with no device work (finish, flush, wait, build). */
 void ocl_host_call(uint32_t api, uint64_t t0, int kind);
-/* A call's time, in the domain of the calls' clock (TSC or MONOTONIC_RAW). */
+/* A call's time, in the domain of the calls' clock (the host recorder's). */
 uint64_t ocl_now(void);
 /* Interns s (a loom string id). */
 uint32_t ocl_intern(const char *s);

@@ -197,7 +197,7 @@ static int emit_samples(loom_backend *b, pf_state *s) {
     if (!len) continue;
     loom_arg arg = {.key = "stack", .type = LOOM_ARG_STRING, .v.s = buf};
     loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_SAMPLE, .clock = s->clk,
-                     .device = LOOM_DEVICE_HOST, .resource = smp[i].tid, .start = smp[i].time,
+                     .device = LOOM_DEVICE_HOST, .tid = smp[i].tid, .start = smp[i].time,
                      .end = smp[i].time, .name = leaf_name(b, buf), .nargs = 1, .args = &arg};
     if (host->emit(b, &r) == LOOM_ENOMEM) break;
     kept++;
@@ -250,7 +250,7 @@ static void emit_counter(loom_backend *b, pf_state *s, const thr_ctr *c, uint64_
   char name[64];
   snprintf(name, sizeof name, "os counters tid %u", c->tid);
   loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_COUNTER, .clock = s->clk,
-                   .device = LOOM_DEVICE_HOST, .resource = c->tid, .start = time, .end = time,
+                   .device = LOOM_DEVICE_HOST, .tid = c->tid, .start = time, .end = time,
                    .name = host->intern(b, name, SIZE_MAX), .nargs = PF_NCTR, .args = args};
   host->emit(b, &r);
 }
@@ -331,7 +331,7 @@ static const loom_backend_ops pf_ops = {
 
 static loom_status pf_entry(const loom_host *h) {
   if (h->abi_major != LOOM_ABI_MAJOR) return LOOM_EABI;
-  if (h->struct_size < offsetof(loom_host, meta_set) + sizeof h->meta_set) return LOOM_EABI;
+  if (!LOOM_HOST_HAS(h, meta_set)) return LOOM_EABI;
   host = h;
   return h->backend_register(&pf_ops, NULL);
 }

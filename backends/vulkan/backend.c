@@ -121,8 +121,7 @@ int vk_session_device(vk_dev *d) {
                            .props = props, .nprops = sizeof props / sizeof props[0]};
   if (vk_host->device_add(vk_self, &info, &d->device) != LOOM_OK) return -1;
   if (vk_host->clock_declare(vk_self, LOOM_CLOCK_DEVICE, p->deviceName, &d->clk) != LOOM_OK) return -1;
-  if (vk_host->struct_size >= offsetof(loom_host, clock_set_rate) + sizeof vk_host->clock_set_rate &&
-      p->limits.timestampPeriod > 0)
+  if (LOOM_HOST_HAS(vk_host, clock_set_rate) && p->limits.timestampPeriod > 0)
     vk_host->clock_set_rate(vk_self, d->clk, p->limits.timestampPeriod);
   if (!d->calibrated)
     vk_host->report(vk_self, LOOM_SEV_WARNING, "device '%s' has no VK_EXT_calibrated_timestamps with a host "

@@ -29,7 +29,6 @@
 #include "fakert.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define HAS(h, slot) ((h)->struct_size >= offsetof(loom_host, slot) + sizeof (h)->slot && (h)->slot)
 #define MAXQ 8
 
 static struct {
@@ -160,7 +159,7 @@ static loom_status fakert_configure(loom_backend *b, uint32_t kinds) {
   for (int q = 0; q < MAXQ; q++) atomic_store(&g.res[q], 0);
   /* ABI 1.1: a rate of 1000 ns per tick, and sync points taken by the core
    * (at start, at stop, before flush and when joining a running session). */
-  g.auto_sync = HAS(h, clock_set_rate) && HAS(h, clock_auto_sync) &&
+  g.auto_sync = LOOM_HOST_HAS(h, clock_set_rate) && LOOM_HOST_HAS(h, clock_auto_sync) &&
                 h->clock_set_rate(b, g.dev_clk, 1000.0) == LOOM_OK &&
                 h->clock_auto_sync(b, g.dev_clk, tick_edge, NULL,
                                    LOOM_CLOCK_REALTIME) == LOOM_OK;

@@ -1,5 +1,7 @@
 /*
- * plugin.h - the backend ABI of loom.
+ * plugin.h - the backend ABI of loom: how a backend is written, registered
+ * and versioned.  This header is its manual; docs/writing-a-backend.md walks
+ * through an example.
  *
  * A backend connects one device runtime (OpenCL, Level Zero, CUPTI, a
  * simulator, a vendor's own) to loom.  It is a const table of operations
@@ -13,13 +15,24 @@
  * This header is plain C and depends on nothing but loom.h and the C library,
  * so a backend compiles with any C compiler against the installed headers.
  *
- * Versioning rules (see docs/writing-a-backend.md):
+ * Contents: versioning rules and LOOM_HOST_HAS; clocks; records; devices;
+ * the host services (loom_host) and from which thread each may be called;
+ * backend state; the operations (loom_backend_ops), which of them are
+ * mandatory and when the core calls them; the plug-in entry point.
+ *
+ * Versioning rules:
  *  - LOOM_ABI_MAJOR changes only when an existing field or slot changes
- *    meaning; the core refuses a backend with another major version.
+ *    meaning; the core refuses a backend with another major version, and a
+ *    backend's entry should refuse a host table of another major
+ *    (host->abi_major != LOOM_ABI_MAJOR: return LOOM_EABI).
  *  - LOOM_ABI_MINOR grows when fields or slots are appended.  Every struct
- *    crossing the boundary starts with its size; each side reads only the
- *    fields that fit in the size the other side declared.
- *  - Enum values are never renumbered.
+ *    crossing the boundary starts with its size (a uint32_t struct_size);
+ *    each side reads only the fields that fit in the size the other side
+ *    declared.  The core accepts ops tables of every minor of its major; a
+ *    backend calls a host slot appended after ABI 1.0 only when
+ *    LOOM_HOST_HAS(host, slot) says the core's table holds it.
+ *  - Fields are only appended, never moved or retyped; enum values are never
+ *    renumbered and retired ones keep their number.
  */
 #ifndef LOOM_PLUGIN_H
 #define LOOM_PLUGIN_H
@@ -35,7 +48,20 @@ extern "C" {
 #endif
 
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 3 /* 1.2: LOOM_KIND_SAMPLE; 1.3: loom_backend_ops.options */
+/* What each minor appended: 1.1 loom_host.clock_set_rate, clock_auto_sync,
+ * meta_set, loom_backend_ops.enable and the LOOM_RECORD_F_* marks; 1.2
+ * LOOM_KIND_SAMPLE; 1.3 loom_backend_ops.options; 1.4 loom_host.recorder_now
+ * and the name loom_record.tid for what host records carry in `resource`. */
+#define LOOM_ABI_MINOR 4
+
+/* True when the host table `host` (a const loom_host *) is large enough to
+ * hold `slot` and the slot is set: the check to make before calling any slot
+ * appended after ABI 1.0 (those under "ABI 1.1" and later in loom_host).  It
+ * is the test the core applies to a backend's tables: the slot's offset plus
+ * its size within the struct_size the other side declared. */
+#define LOOM_HOST_HAS(host, slot)                                                        \
+  ((host)->struct_size >= offsetof(loom_host, slot) + sizeof((host)->slot) &&           \
+   (host)->slot != NULL)
 
 /* Opaque handle of one registered backend, passed to every operation and
  * given back to every host service. */
@@ -59,16 +85,34 @@ typedef uint32_t loom_clock;
 
 #define LOOM_DEVICE_HOST UINT32_MAX /* record happened on a host thread */
 
-/* One record as a backend emits it.  The core copies it (and its args). */
+/* An OS thread id of the process (gettid()), as host->thread_id() returns
+ * it and host records carry it. */
+typedef uint32_t loom_thread_id;
+
+/* One record as a backend emits it.  The core copies it (and its args) during
+ * emit, so the record and its arguments may live on the caller's stack.
+ *
+ * Where a record goes is said by `device`, and the four bytes after it have
+ * one meaning for each of the two cases, under two names:
+ *  - a device record (device = an index from device_add) sets `resource`:
+ *    the index resource_add gave for its queue or stream on that device;
+ *  - a host record (device = LOOM_DEVICE_HOST) sets `tid`: the OS thread it
+ *    happened on (host->thread_id() on that thread), or 0 for the thread
+ *    calling emit.  A backend that emits later from another thread stores
+ *    host->thread_id() when the call happens.
+ * The two names share their bytes (an anonymous union: the layout is that
+ * of ABI 1.0, where the field was `resource` alone); set the one that
+ * matches `device`. */
 typedef struct loom_record {
   uint32_t struct_size;   /* sizeof(loom_record) */
   uint16_t kind;          /* loom_kind */
   uint16_t flags;         /* LOOM_RECORD_F_* (ABI 1.1; 0 before) */
   loom_clock clock;       /* the declared clock of start and end */
   uint32_t device;        /* device index from device_add, or LOOM_DEVICE_HOST */
-  /* For device records: resource index from resource_add (the queue/stream).
-   * For host records: the OS thread id (host->thread_id()), 0 = caller. */
-  uint32_t resource;
+  union {
+    uint32_t resource;    /* device records: resource index from resource_add */
+    loom_thread_id tid;   /* host records: OS thread id, 0 = the caller of emit */
+  };
   uint64_t start, end;    /* in `clock`; end == start for instants */
   loom_string_id name;    /* from host->intern */
   uint32_t nargs;
@@ -120,16 +164,49 @@ typedef enum loom_severity {
 } loom_severity;
 
 /* ---- services the core provides ----------------------------------------- */
+/*
+ * Which service may be called from which thread.  Every service is safe to
+ * call from several threads at once (each takes the backend's lock or none);
+ * what differs is when it is valid.  "In a session" means from the moment a
+ * session takes the backend (just before probe) until the backend's flush
+ * returns; outside that, a service that needs a session returns LOOM_ESTATE.
+ *
+ *   service                             thread      valid
+ *   backend_register                    any         always, also before
+ *                                                   loom_init and from a
+ *                                                   constructor inside dlopen
+ *   clock_now, recorder_now, intern,    any         always (recorder_now and
+ *   external_id_current, thread_id,                 clock_now are also safe
+ *   state                                           in a signal handler)
+ *   emit, count_lost                    any         emit in a session (after
+ *                                                   flush: counted lost);
+ *                                                   count_lost always (outside
+ *                                                   a session: a warning)
+ *   report, vreport                     any         always (outside a session
+ *                                                   the message waits for the
+ *                                                   next session's trace)
+ *   clock_declare, clock_sync,          any         in a session; clocks,
+ *   clock_set_rate, clock_auto_sync,                devices and resources
+ *   clock_to_epoch_ns, device_add,                  belong to that session
+ *   resource_add, meta_set                          (declare them in configure
+ *                                                   or start)
+ *   config_get                          any         always; session options
+ *                                                   from probe on, else the
+ *                                                   environment; the string
+ *                                                   lives until the session
+ *                                                   is destroyed
+ *
+ * The core calls the backend's operations (probe ... destroy) one at a time,
+ * on the thread that calls the session API (a late join: the registering
+ * thread), never two at once and never with a core lock held except during
+ * a late join.  push_external and pop_external run on application threads,
+ * concurrently.  A clock_auto_sync read() runs with no core lock held.
+ */
 typedef struct loom_host {
   uint32_t struct_size;   /* sizeof(loom_host) as the core built it */
   uint16_t abi_major, abi_minor;
 
-  /* Thread safety of the services: backend_register, clock_now, intern,
-   * external_id_current, thread_id and state may be called from any thread
-   * at any time; every other service from any thread while the backend is
-   * in a session (each takes the backend's lock).  See docs/writing-a-backend.md.
-   *
-   * Registers a backend.  Valid at any time and from any thread.  A backend
+  /* Registers a backend.  Valid at any time and from any thread.  A backend
    * registered while a session records joins that session at once when it
    * asked for the backend's device type (or "all"): the core probes,
    * configures and starts it in the registering thread.  The table must stay
@@ -189,12 +266,12 @@ typedef struct loom_host {
 
   /* The external id of the framework op open on the calling thread, or 0. */
   uint64_t (*external_id_current)(void);
-  /* The calling thread's OS id (what host records carry in `resource`). */
-  uint32_t (*thread_id)(void);
+  /* The calling thread's OS id (what host records carry in `tid`). */
+  loom_thread_id (*thread_id)(void);
   /* The private state the core allocated for the backend (state_size). */
   void *(*state)(loom_backend *b);
 
-  /* ---- ABI 1.1 (check struct_size before calling) ---- */
+  /* ---- ABI 1.1 (check LOOM_HOST_HAS before calling) ---- */
   /* Declares the tick rate of a device clock: ns_per_tick (1000 for a clock
    * in us).  With a rate, one sync point is enough; with two or more the
    * fit is used and the rate only checks it (a warning past 1%).
@@ -215,7 +292,40 @@ typedef struct loom_host {
    * value of a key wins).  "rank", "world_size" and "distributed_backend"
    * become the trace's distributedInfo.  Valid from configure to flush. */
   loom_status (*meta_set)(loom_backend *b, const char *key, const char *value);
+
+  /* ---- ABI 1.4 (check LOOM_HOST_HAS before calling) ---- */
+  /* The current time in the clock domain of loom's own host records (the
+   * recorder of loom_range_push, loom_op_begin, ...), and that domain in
+   * *domain when domain is not NULL: LOOM_CLOCK_TSC where the CPU's
+   * time-stamp counter ticks at a constant rate and LOOM_NO_TSC is unset,
+   * else LOOM_CLOCK_MONOTONIC.  The domain is fixed for the process, so a
+   * backend declares its host clock in it once and stamps host calls with
+   * this service: its records then share the recorder's clock and cost.
+   * Without this slot (an older core) use clock_now in a domain of your
+   * choice. */
+  uint64_t (*recorder_now)(loom_clock_domain *domain);
 } loom_host;
+
+/* ---- backend state -------------------------------------------------------
+ * Each operation receives the backend's handle (loom_backend *b) and
+ * host->state(b) gives the block of state_size bytes the core allocated for
+ * it at registration: zeroed, never moved, never freed.  A backend whose
+ * every entry point receives b keeps its state there.
+ *
+ * A runtime's callbacks (a layer's wrapped calls, an injection library's
+ * hooks, PMPI wrappers) receive no loom context.  A backend with such
+ * callbacks follows one pattern, as every backend in loom does:
+ *  - two file-scope pointers, `<prefix>_host` (the loom_host table, set in
+ *    the plug-in's entry before backend_register) and `<prefix>_self` (the
+ *    handle, set by the first operation the core calls: probe, and
+ *    configure and start as well, since the handle is the same in every
+ *    session they only ever store the same value);
+ *  - both written before the backend's own "recording" flag is set in start
+ *    and never cleared, so a callback that sees the flag set may use them;
+ *  - the rest of its state file-scope too, guarded by its own locks or
+ *    atomics, or in the state block reached as <prefix>_host->state(<prefix>_self).
+ */
+
 
 /* ---- the backend's operations ------------------------------------------- */
 enum {
@@ -272,14 +382,26 @@ typedef struct loom_option_desc {
   const char *help; /* one line: what it does, its values and default */
 } loom_option_desc;
 
-/* Every operation returns LOOM_OK or another loom_status; on failure it
- * should call host->report with the reason first. */
+/* A backend's table.  Mandatory: struct_size, abi_major, name and
+ * device_type (non-empty strings), start and stop; the registry refuses a
+ * table without any of them (LOOM_EINVAL, a warning naming the first one
+ * missing) or one smaller than an ABI 1.0 table (up to pop_external).  Every
+ * other field and slot is optional: NULL or 0 means "not supported" or
+ * "nothing to do", and the core checks before each call.  The table must
+ * stay valid until the process exits (make it static const).
+ *
+ * Every operation returns LOOM_OK or another loom_status; on failure it
+ * should call host->report with the reason first.  When the core calls
+ * them, and what a failure does, is in docs/writing-a-backend.md, section 3:
+ * probe and configure at loom_session_create, start at loom_session_start,
+ * stop then flush at loom_session_stop, destroy at loom_session_destroy; a
+ * failing backend is left out with a warning and the session goes on. */
 typedef struct loom_backend_ops {
   uint32_t struct_size;     /* sizeof(loom_backend_ops) */
   uint16_t abi_major;       /* LOOM_ABI_MAJOR */
   uint16_t abi_minor;       /* LOOM_ABI_MINOR */
-  const char *name;         /* unique backend name */
-  const char *device_type;  /* the device type it serves */
+  const char *name;         /* mandatory: unique backend name */
+  const char *device_type;  /* mandatory: the device type it serves */
   uint32_t kinds;           /* LOOM_KIND_BIT mask of what it can emit */
   uint32_t flags;           /* LOOM_BACKEND_F_* */
   /* Bytes of private state (host->state): allocated zeroed at registration,
@@ -298,7 +420,9 @@ typedef struct loom_backend_ops {
   /* Session settings: the requested kinds.  Options via host->config_get.
    * Declare clocks and add devices here or in start. */
   loom_status (*configure)(loom_backend *b, uint32_t kinds);
+  /* Mandatory: begin recording (take a first sync point here). */
   loom_status (*start)(loom_backend *b);
+  /* Mandatory: end recording; records still buffered are emitted by flush. */
   loom_status (*stop)(loom_backend *b);
   /* Emit every record still held (called after stop, before processing). */
   loom_status (*flush)(loom_backend *b);

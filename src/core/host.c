@@ -36,6 +36,14 @@ static loom_status svc_clock_declare(loom_backend *b, loom_clock_domain d,
 
 static uint64_t svc_clock_now(loom_clock_domain d) { return loom__clock_now(d); }
 
+/* The host recorder's clock (src/record/hostrec.c): its domain is decided
+ * once per process, before the first read, so the two always agree. */
+static uint64_t svc_recorder_now(loom_clock_domain *domain) {
+  loom_clock_domain d = loom__hostrec_domain();
+  if (domain) *domain = d;
+  return loom__hostrec_now();
+}
+
 static loom_status svc_clock_sync(loom_backend *b, loom_clock clk, uint64_t dev,
                                   loom_clock_domain hd, uint64_t host_ts) {
   if (!b || hd >= LOOM_CLOCK_DEVICE) return LOOM_EINVAL;
@@ -337,7 +345,8 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
     const loom_arg *args = r->struct_size >= sizeof *r ? r->args : NULL;
     loom__drec d = {r->start, r->end, r->correlation, r->external_id, r->name,
                     cat ? intern_cached(cat) : 0, r->clock, r->device,
-                    r->resource, (uint32_t)bs->nargs, 0, r->kind, 0};
+                    r->device == LOOM_DEVICE_HOST ? r->tid : r->resource,
+                    (uint32_t)bs->nargs, 0, r->kind, 0};
     /* Marks exist from ABI 1.1 on; bits loom does not know are not kept. */
     if (b->ops.abi_minor >= 1 || b->ops.abi_major > 1)
       d.roles = (uint16_t)(r->flags & LOOM__ROLE_ALL);
@@ -451,6 +460,7 @@ static const loom_host host_table = {
     .clock_set_rate = svc_clock_set_rate,
     .clock_auto_sync = svc_clock_auto_sync,
     .meta_set = svc_meta_set,
+    .recorder_now = svc_recorder_now,
 };
 
 const loom_host *loom__host(void) { return &host_table; }

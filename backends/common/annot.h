@@ -132,7 +132,7 @@ static void annot_emit(uint16_t kind, const char *cat, loom_string_id name, uint
   r.kind = kind;
   r.clock = annot_clk;
   r.device = LOOM_DEVICE_HOST;
-  r.resource = 0;
+  r.tid = 0; /* the calling thread */
   r.start = start;
   r.end = end;
   r.name = name;
@@ -185,7 +185,8 @@ __attribute__((unused)) static void annot_counter(const char *name, double v) {
 
 /* ---- the backend ----------------------------------------------------------- */
 static loom_status annot_probe(loom_backend *b, char *why, size_t n) {
-  (void)b, (void)why, (void)n;
+  (void)why, (void)n;
+  annot_self = b;
   return LOOM_OK;
 }
 static loom_status annot_configure(loom_backend *b, uint32_t kinds) {
