@@ -7,14 +7,42 @@
  * stop it, and save the resulting trace.  Device activity comes from backends
  * (see loom/plugin.h); the application never talks to them directly.
  *
+ * Contents, by topic: version; errors; common types (struct sizes, thread
+ * ids, string ids, typed arguments, record kinds); the library and its
+ * backends; sessions and their options; recording calls; reports; merging
+ * traces; traces.
+ *
  * Conventions:
  *  - Control calls return a loom_status; LOOM_OK is 0.  loom_strerror() names
  *    a status and loom_last_error() gives the details of the calling thread's
  *    last failure.
- *  - Instrumentation calls (loom_range_push, loom_instant, ...) return nothing,
- *    never fail visibly and cost one predictable branch when no session records.
- *  - Structs the caller fills start with struct_size; set it with
- *    sizeof(the struct) so that newer libraries can read older callers.
+ *  - Recording calls (loom_range_push, loom_instant, ...) return nothing,
+ *    never fail visibly and cost one predictable branch when no session
+ *    records.
+ *  - Structs the caller fills start with a loom_struct_size struct_size; set
+ *    it with sizeof(the struct) so that newer libraries can read older
+ *    callers.  Fields are only ever added at the end of a struct, and read
+ *    only when struct_size covers them.
+ *  - Strings loom returns are owned by loom (or by the trace they come from)
+ *    and must not be freed.
+ *
+ * Threads:
+ *  - Recording calls may be made from any thread at any time, at once, with
+ *    or without a session; they take no lock (loom_string_id_of, the *_str
+ *    variants and loom_op_begin_args intern strings under a short lock;
+ *    loom_thread_name and loom_meta_set take a lock and are not meant for hot
+ *    paths).
+ *  - loom_init, loom_backends_list, loom_plugin_load, loom_version*,
+ *    loom_strerror, loom_kind_name and loom_last_error are safe from any
+ *    thread.
+ *  - One session exists at a time.  Call one session's functions
+ *    (loom_session_*) from one thread at a time; which thread does not
+ *    matter.
+ *  - A trace is not changed by the functions that take a const loom_trace *:
+ *    several threads may read or save one trace at once; free it when no
+ *    other thread uses it.  A report likewise.
+ *  - loom_merge and loom_report_open have no shared state: run them on any
+ *    thread, several at once.
  */
 #ifndef LOOM_LOOM_H
 #define LOOM_LOOM_H
@@ -32,7 +60,7 @@ extern "C" {
 #define LOOM_EXTERN
 #endif
 
-/* ---- version ------------------------------------------------------------ */
+/* ==== version ============================================================ */
 #define LOOM_VERSION_MAJOR 0
 #define LOOM_VERSION_MINOR 1
 #define LOOM_VERSION_PATCH 0
@@ -43,7 +71,7 @@ extern "C" {
 LOOM_EXTERN unsigned loom_version(void);
 LOOM_EXTERN const char *loom_version_string(void);
 
-/* ---- errors ------------------------------------------------------------- */
+/* ==== errors ============================================================= */
 /* Numbers never change; retired values keep their slot. */
 typedef enum loom_status {
   LOOM_OK = 0,
@@ -66,7 +94,45 @@ LOOM_EXTERN const char *loom_strerror(loom_status status);
  * none.  The string is owned by loom and valid until the thread's next call. */
 LOOM_EXTERN const char *loom_last_error(void);
 
-/* ---- record kinds ------------------------------------------------------- */
+/* ==== common types ======================================================= */
+/* The struct_size that opens every struct of this header the caller fills or
+ * reads, except loom_merge_config and loom_merge_result, whose struct_size is
+ * a uint32_t (their layout is fixed by the ABI), as in every struct of the
+ * plug-in ABI (plugin.h). */
+typedef size_t loom_struct_size;
+
+/* An OS thread id of this process (gettid()), as host records carry it.
+ * loom_thread_name takes one in a 64-bit parameter. */
+typedef uint32_t loom_thread_id;
+
+/* An interned string: names passed as const char * must stay valid until the
+ * session that recorded them is stopped (string literals always are).  Use
+ * the *_str variants for temporary strings (they intern, which costs a
+ * lookup) or intern once with loom_string_id_of and use the *_id variants. */
+typedef uint32_t loom_string_id;
+
+/* Interns s and returns its id (never 0 for a valid string; 0 on failure). */
+LOOM_EXTERN loom_string_id loom_string_id_of(const char *s);
+
+typedef enum loom_arg_type {
+  LOOM_ARG_INT = 0,
+  LOOM_ARG_UINT = 1,
+  LOOM_ARG_DOUBLE = 2,
+  LOOM_ARG_STRING = 3
+} loom_arg_type;
+
+/* A typed argument.  key and v.s are copied by loom during the call. */
+typedef struct loom_arg {
+  const char *key;
+  loom_arg_type type;
+  union {
+    int64_t i;
+    uint64_t u;
+    double d;
+    const char *s;
+  } v;
+} loom_arg;
+
 /* The vendor-neutral record kinds every backend emits.  Values are stable. */
 typedef enum loom_kind {
   LOOM_KIND_KERNEL = 0,     /* device compute work */
@@ -82,11 +148,11 @@ typedef enum loom_kind {
   LOOM_KIND_COLLECTIVE = 10,/* communication collective */
   LOOM_KIND_OVERHEAD = 11,  /* profiler overhead */
   LOOM_KIND_MARKER = 12,    /* session markers (iterations, drops, warnings) */
-  /* ABI 1.2: a CPU sample of a host thread (an instant on that thread) whose
-   * call stack is its string argument "stack": one line per frame, leaf
-   * first, each "function\tmodule\t0xOFFSET" (function empty when it could
-   * not be named; OFFSET is the address relative to the module's load
-   * base).  docs/sampling.md. */
+  /* A CPU sample of a host thread (an instant on that thread) whose call
+   * stack is its string argument "stack": one line per frame, leaf first,
+   * each "function\tmodule\t0xOFFSET" (function empty when it could not be
+   * named; OFFSET is the address relative to the module's load base).
+   * docs/sampling.md.  Plug-in ABI 1.2 and later. */
   LOOM_KIND_SAMPLE = 13,
   LOOM_KIND_COUNT_ = 14
 } loom_kind;
@@ -97,7 +163,7 @@ typedef enum loom_kind {
 /* Name of a kind ("kernel", "memcpy", ...) or NULL when out of range. */
 LOOM_EXTERN const char *loom_kind_name(loom_kind kind);
 
-/* ---- library state ------------------------------------------------------ */
+/* ==== the library and its backends ======================================= */
 /* Initialises loom: registers built-in backends and loads the plug-ins named
  * by LOOM_PLUGINS (paths separated by ':') and LOOM_PLUGIN_PATH (folders
  * scanned for libloom-*.so).  Idempotent and thread-safe; every other call
@@ -113,14 +179,14 @@ typedef enum loom_backend_state {
 } loom_backend_state;
 
 typedef struct loom_backend_info {
-  size_t struct_size;         /* set by the caller: sizeof(loom_backend_info) */
+  loom_struct_size struct_size; /* set by the caller: sizeof(loom_backend_info) */
   const char *name;           /* backend name, e.g. "sim" */
   const char *device_type;    /* "cpu", "opencl", "cuda", "xpu", vendor string */
   const char *origin;         /* "built-in" or the path of the plug-in */
   uint32_t kinds;             /* LOOM_KIND_BIT mask it can produce */
   loom_backend_state state;
   const char *reason;         /* why it is unavailable, or "" */
-  /* ---- appended (read only when struct_size covers them) ---- */
+  /* ---- read only when struct_size covers them ---- */
   uint32_t flags;             /* LOOM_BACKEND_F_* of its table (plugin.h) */
   /* How `loom record` enables it in a program (plugin.h), or NULL: the
    * table's own pointer, valid until the process exits. */
@@ -141,40 +207,98 @@ LOOM_EXTERN size_t loom_backends_list(loom_backend_visit_fn fn, void *user);
  * session's trace. */
 LOOM_EXTERN loom_status loom_plugin_load(const char *path);
 
-/* ---- sessions ----------------------------------------------------------- */
+/* ==== sessions and their options ========================================= */
 typedef struct loom_session loom_session;
 typedef struct loom_trace loom_trace;
 
+/*
+ * Session options: loom_session_config.options, "key=value" pairs separated
+ * by ',' or ';' (the last value of a key wins).  A key other than meta.KEY
+ * and process_name that is not given there is looked up in the environment
+ * as LOOM_<KEY> (upper case, '.' and '-' become '_').  An unknown key fails
+ * loom_session_create with LOOM_EINVAL.  Sizes are bytes with an optional
+ * suffix k, m or g; times are seconds.
+ *
+ *   key                 value           default      meaning
+ *   buffer_size         size >= 1k      256k         bytes of each chunk of a
+ *                                                    thread's host records
+ *                                                    (ring mode: ring_size/16,
+ *                                                    kept within 1k..256k)
+ *   memory_cap          size            1g           all threads' host records
+ *                                                    together; 0: no bound
+ *   backend_memory_cap  size > 0        1g           each backend's records
+ *                                                    (ring mode: ring_size)
+ *   process_name        text            -            names the recording
+ *                                                    process in the trace
+ *                                                    (percent-decoded, as
+ *                                                    meta.KEY)
+ *   meta.KEY            text            -            trace metadata KEY (the
+ *                                                    value percent-decoded:
+ *                                                    %2C ',' %3B ';' %25 '%')
+ *   NAME.KEY            text            -            read by backend NAME;
+ *                                                    refused when NAME
+ *                                                    declares its options and
+ *                                                    KEY is none of them
+ *   test_clock_shift    NS[:PPM]        0            for tests: shifts (and
+ *                                                    skews) the session clock
+ *
+ * Windows (docs/triggers.md): with any of these the session records only
+ * inside its windows, and each window is written to its own file.
+ *   start_step          step >= 0       -            first step of the window
+ *                                                    (needs steps or duration)
+ *   steps               K > 0           -            steps in the window
+ *   delay               seconds         0            window begins after it
+ *   duration            seconds > 0     -            window length
+ *   wait, warmup,       steps           0            a repeating schedule of
+ *   active, repeat,                                  steps (active > 0; repeat
+ *   skip_first                                       0: until the end), not
+ *                                                    combined with the four
+ *                                                    above
+ *   output              pattern         loom-{program}.json  each window's
+ *                                                    file; {pid} {rank} {seq}
+ *                                                    {program} are replaced
+ *   windows             on | off        off          record nothing until a
+ *                                                    window is asked for
+ *   on_demand           on | off        off          serve `loom trigger` from
+ *                                                    this session (implies
+ *                                                    windows=on outside ring
+ *                                                    mode)
+ *
+ * Flight recorder (docs/ring.md): the keys below other than mode need
+ * mode=ring, which cannot be combined with windows.
+ *   mode                normal | ring   normal       ring: keep only the most
+ *                                                    recent records
+ *   ring_size           size >= 2k      memory_cap if given, else 64m: the
+ *                                                    host records' budget
+ *   slow_step           factor > 1      off          a step that many times
+ *                                                    slower than the running
+ *                                                    median dumps the ring
+ *   slow_step_warmup    steps >= 1      10           steps measured before
+ *                                                    slow_step arms
+ *   slow_range          NAME:MS         off          a range NAME longer than
+ *                                                    MS ms dumps the ring
+ *   dump_cooldown       seconds >= 0    60           at most one such dump
+ *                                                    per this many seconds
+ */
 typedef struct loom_session_config {
-  size_t struct_size;   /* sizeof(loom_session_config) */
+  loom_struct_size struct_size; /* sizeof(loom_session_config) */
   /* Comma-separated device types, e.g. "cpu,opencl".  NULL or "" means "cpu".
    * "cpu" is the host recording (annotations); every other type selects the
    * backends registered for it.  "all" selects every registered backend. */
   const char *devices;
   /* LOOM_KIND_BIT mask of the record kinds wanted; 0 means all. */
   uint32_t kinds;
-  /* Options as "key=value" pairs separated by ',' or ';'.  Keys are looked up
-   * by backends through the host's config service; unknown keys are kept.
-   * Keys read by the core: buffer_size (bytes per thread chunk),
-   * memory_cap (bytes for host records, default 1g, 0 = unbounded),
-   * backend_memory_cap (bytes of each backend's records, default 1g), and the
-   * window options (docs/triggers.md): start_step and steps, delay and
-   * duration (seconds), wait, warmup, active, repeat and skip_first
-   * (torch.profiler's schedule), output (each window's file: a pattern with
-   * {pid} {rank} {seq} {program}), windows=on (record only windows asked
-   * for).  With any of them the session records only within its windows.
-   * mode=ring (flight recorder) with ring_size, slow_step, slow_step_warmup,
-   * slow_range and dump_cooldown (docs/ring.md).  Each key may also
-   * come from the environment as LOOM_<KEY> (upper case, '.' -> '_'). */
+  /* Session options (the table above), or NULL. */
   const char *options;
   /* Optional trace name written in the trace (traceName). */
   const char *name;
 } loom_session_config;
 
 /* Prepares a session.  Fails with LOOM_EINVAL (and a message in
- * loom_last_error) on a malformed option string.  Requested device types with
- * no working backend are not an error: they become warnings on stderr and in
- * the trace.  Backends are probed and configured here. */
+ * loom_last_error) on a malformed option string or an unknown option.
+ * Requested device types with no working backend are not an error: they
+ * become warnings on stderr and in the trace.  Backends are probed and
+ * configured here.  LOOM_EBUSY when another session exists. */
 LOOM_EXTERN loom_status loom_session_create(const loom_session_config *cfg,
                                             loom_session **out);
 
@@ -211,140 +335,9 @@ LOOM_EXTERN loom_status loom_session_dump(loom_session *s, const char *reason,
 LOOM_EXTERN size_t loom_session_warning_count(const loom_session *s);
 LOOM_EXTERN const char *loom_session_warning(const loom_session *s, size_t i);
 
-/* ---- traces ------------------------------------------------------------- */
-/* Writes the trace to path; the format is chosen by the extension (".json":
- * Chrome trace JSON in Kineto's conventions, ".json.gz" the same gzipped,
- * ".pftrace" Perfetto protobuf, ".pftrace.gz" the same gzipped, which
- * trace_processor and Perfetto UI open as it is).  The file is written to a
- * temporary name in the same folder and renamed, so no partial file is left
- * on failure (LOOM_EIO with the reason in loom_last_error). */
-LOOM_EXTERN loom_status loom_trace_save(const loom_trace *t, const char *path);
-
-/* Reads a trace file into a trace object: Chrome trace JSON as loom or
- * Kineto (PyTorch) write it, plain or gzip-compressed, or loom's Perfetto
- * protobuf (.pftrace, plain or gzip); the format is detected from the content.  Memory is
- * bounded by the trace model, not the file (streaming parser).  LOOM_EFORMAT
- * with the file name and byte offset in loom_last_error for corrupt or
- * truncated input; LOOM_EIO when it cannot be read. */
-LOOM_EXTERN loom_status loom_trace_load(const char *path, loom_trace **out);
-
-/* ---- post-analysis (`loom report`) -----------------------------------------
- * Analyses a trace file (any format loom_trace_load reads) in one streaming
- * pass: per-device and per-queue utilisation and idle time, kernel, transfer
- * and launch-latency statistics, overlap of compute / communication /
- * memory work, host ops and user ranges (self time, device time they
- * caused), steps, and Holistic Trace Analysis's figures by its definitions.
- * Memory is bounded by the results and a sort buffer, not by the trace.
- * Definitions and the JSON schema: docs/report.md. */
-typedef struct loom_report loom_report;
-
-typedef enum loom_report_format {
-  LOOM_REPORT_TEXT = 0,  /* tables for people */
-  LOOM_REPORT_JSON = 1,  /* schema "loom-report/1" */
-  LOOM_REPORT_HTML = 2   /* one self-contained page with charts */
-} loom_report_format;
-
-typedef struct loom_report_options {
-  size_t struct_size;        /* sizeof(loom_report_options) */
-  size_t top;                /* rows per table; 0 = all */
-  size_t sort_memory;        /* bytes of records sorted in memory before they
-                                spill to a temporary file; 0 = 256 MiB */
-  int hta_include_last_step; /* HTA leaves the last ProfilerStep out; 1 keeps it */
-  /* Appended: further traces, one rank each, analysed across ranks with the
-   * first (docs/report.md, "Ranks").  The per-trace sections describe the
-   * first trace. */
-  const char *const *more_traces;
-  size_t nmore_traces;
-  /* Appended: waits shorter than this are noise, not wait states (docs/
-   * report.md, "Ranks"); 0 = the default (1 ms), < 0 = every wait counts. */
-  int64_t wait_threshold_ns;
-} loom_report_options;
-
-/* opts may be NULL (defaults).  LOOM_EFORMAT / LOOM_EIO as loom_trace_load,
- * with the reason in loom_last_error. */
-LOOM_EXTERN loom_status loom_report_open(const char *trace_path, const loom_report_options *opts,
-                                         loom_report **out);
-/* Writes the report to path (atomically), or to stdout for NULL or "-". */
-LOOM_EXTERN loom_status loom_report_write(const loom_report *r, loom_report_format format,
-                                          const char *path);
-LOOM_EXTERN void loom_report_free(loom_report *r);
-
-typedef struct loom_trace_summary {
-  size_t struct_size;     /* sizeof(loom_trace_summary) */
-  uint64_t events;        /* slices, instants and counter samples */
-  uint64_t flows;         /* host call -> device work links */
-  uint64_t devices;       /* devices described by backends */
-  uint64_t dropped;       /* records lost (buffer caps, backends) */
-  uint64_t warnings;      /* warnings and errors reported */
-  int64_t start_ns, end_ns; /* session window, Unix epoch ns */
-} loom_trace_summary;
-
-/* Fills *sum with counts over the trace.  sum->struct_size must be set. */
-LOOM_EXTERN loom_status loom_trace_summarize(const loom_trace *t,
-                                             loom_trace_summary *sum);
-LOOM_EXTERN void loom_trace_free(loom_trace *t);
-
-/* A read-only view of one event of a trace; strings are owned by the trace. */
-typedef struct loom_event_view {
-  size_t struct_size;       /* sizeof(loom_event_view), set by the caller */
-  const char *name;
-  const char *category;     /* Kineto category: "kernel", "cpu_op", ... */
-  loom_kind kind;
-  char phase;               /* 'X' range, 'i' instant, 'C' counter, 'b' async */
-  int64_t start_ns;         /* Unix epoch ns */
-  int64_t dur_ns;
-  int64_t pid, tid;         /* process/device and thread/queue in the trace */
-  uint64_t correlation;     /* (async ranges: their id) */
-  uint64_t external_id;
-  uint32_t device;          /* device index, or UINT32_MAX for host events */
-  unsigned unclosed : 1;    /* range was still open at stop */
-  unsigned projected : 1;   /* user range projected onto a device queue */
-  unsigned roles : 11;      /* LOOM_RECORD_F_* marks of its record (plugin.h); the
-                               widening kept the bits and the size where 3 were */
-} loom_event_view;
-
-/* Number of events, and event i (LOOM_EINVAL past the end).  Events are
- * ordered by track, then start time. */
-LOOM_EXTERN size_t loom_trace_event_count(const loom_trace *t);
-LOOM_EXTERN loom_status loom_trace_event(const loom_trace *t, size_t i,
-                                         loom_event_view *out);
-/* Flows (host call -> device work) as pairs of event indices. */
-LOOM_EXTERN size_t loom_trace_flow_count(const loom_trace *t);
-LOOM_EXTERN loom_status loom_trace_flow(const loom_trace *t, size_t i,
-                                        size_t *from, size_t *to);
-/* Warnings recorded in the trace (NULL past the end). */
-LOOM_EXTERN size_t loom_trace_warning_count(const loom_trace *t);
-LOOM_EXTERN const char *loom_trace_warning(const loom_trace *t, size_t i);
-
-/* ---- typed arguments ------------------------------------------------------ */
-typedef enum loom_arg_type {
-  LOOM_ARG_INT = 0,
-  LOOM_ARG_UINT = 1,
-  LOOM_ARG_DOUBLE = 2,
-  LOOM_ARG_STRING = 3
-} loom_arg_type;
-
-/* A typed argument.  key and v.s are copied by loom during the call. */
-typedef struct loom_arg {
-  const char *key;
-  loom_arg_type type;
-  union {
-    int64_t i;
-    uint64_t u;
-    double d;
-    const char *s;
-  } v;
-} loom_arg;
-
-/* ---- instrumentation ---------------------------------------------------- */
-/* Names passed as const char * must stay valid until the session that
- * recorded them is stopped (string literals always are).  Use the *_str
- * variants for temporary strings (they intern, which costs a lookup) or
- * intern once with loom_string_id and use the *_id variants. */
-typedef uint32_t loom_string_id;
-
-/* Interns s and returns its id (never 0 for a valid string; 0 on failure). */
-LOOM_EXTERN loom_string_id loom_string_id_of(const char *s);
+/* ==== recording calls ==================================================== */
+/* Any thread, any time; no effect unless a session records the host ("cpu"
+ * in its devices).  Names: see loom_string_id above. */
 
 /* Nested ranges on the calling thread (user annotations). */
 LOOM_EXTERN void loom_range_push(const char *name);
@@ -404,23 +397,6 @@ LOOM_EXTERN uint64_t loom_op_current(void);
 LOOM_EXTERN void loom_instant(const char *name);
 LOOM_EXTERN void loom_counter(const char *name, double value);
 
-/* Names a thread's track in the traces this process records: written as
- * "thread TID (NAME)", Kineto's thread label, in place of the OS thread name.
- * tid is an OS thread id of this process (gettid()), or 0 for the calling
- * thread.  name is copied; NULL or "" removes the name.  Not an
- * instrumentation call (it takes a lock): name a thread once, at any time
- * (before, during or without a session); the name applies to every trace
- * collected afterwards, to all the thread's records, and outlives the thread
- * (an id the OS gives to a later thread keeps it until renamed). */
-LOOM_EXTERN void loom_thread_name(uint64_t tid, const char *name);
-
-/* Sets a metadata entry (a string) of every trace this process collects
- * from now on; the last value of a key wins, NULL removes it.  "rank",
- * "world_size" and "distributed_backend" become the trace's distributedInfo
- * (the PyTorch adapter sets them from torch.distributed's process group).
- * Takes a lock: not an instrumentation call. */
-LOOM_EXTERN loom_status loom_meta_set(const char *key, const char *value);
-
 /* Marks the end of an iteration and the start of the next one (written as
  * "ProfilerStep#N" ranges on the calling thread). */
 LOOM_EXTERN void loom_step(void);
@@ -432,7 +408,65 @@ LOOM_EXTERN void loom_step(void);
  * one load when no window waits for steps. */
 LOOM_EXTERN void loom_step_mark(uint64_t step);
 
-/* ---- merging traces of several processes and ranks ----------------------
+/* Names a thread's track in the traces this process records: written as
+ * "thread TID (NAME)", Kineto's thread label, in place of the OS thread name.
+ * tid is a loom_thread_id of this process (gettid()), or 0 for the calling
+ * thread.  name is copied; NULL or "" removes the name.  Not a recording
+ * call (it takes a lock): name a thread once, at any time (before, during or
+ * without a session); the name applies to every trace collected afterwards,
+ * to all the thread's records, and outlives the thread (an id the OS gives
+ * to a later thread keeps it until renamed). */
+LOOM_EXTERN void loom_thread_name(uint64_t tid, const char *name);
+
+/* Sets a metadata entry (a string) of every trace this process collects
+ * from now on; the last value of a key wins, NULL removes it.  "rank",
+ * "world_size" and "distributed_backend" become the trace's distributedInfo
+ * (the PyTorch adapter sets them from torch.distributed's process group).
+ * Takes a lock: not a recording call. */
+LOOM_EXTERN loom_status loom_meta_set(const char *key, const char *value);
+
+/* ==== reports (`loom report`) ============================================
+ * Analyses a trace file (any format loom_trace_load reads) in one streaming
+ * pass: per-device and per-queue utilisation and idle time, kernel, transfer
+ * and launch-latency statistics, overlap of compute / communication /
+ * memory work, host ops and user ranges (self time, device time they
+ * caused), steps, and Holistic Trace Analysis's figures by its definitions.
+ * Memory is bounded by the results and a sort buffer, not by the trace.
+ * Definitions and the JSON schema: docs/report.md. */
+typedef struct loom_report loom_report;
+
+typedef enum loom_report_format {
+  LOOM_REPORT_TEXT = 0,  /* tables for people */
+  LOOM_REPORT_JSON = 1,  /* schema "loom-report/1" */
+  LOOM_REPORT_HTML = 2   /* one self-contained page with charts */
+} loom_report_format;
+
+typedef struct loom_report_options {
+  loom_struct_size struct_size; /* sizeof(loom_report_options) */
+  size_t top;                /* rows per table; 0 = all */
+  size_t sort_memory;        /* bytes of records sorted in memory before they
+                                spill to a temporary file; 0 = 256 MiB */
+  int hta_include_last_step; /* HTA leaves the last ProfilerStep out; 1 keeps it */
+  /* Further traces, one rank each, analysed across ranks with the first
+   * (docs/report.md, "Ranks").  The per-trace sections describe the first
+   * trace. */
+  const char *const *more_traces;
+  size_t nmore_traces;
+  /* Waits shorter than this are noise, not wait states (docs/report.md,
+   * "Ranks"); 0 = the default (1 ms), < 0 = every wait counts. */
+  int64_t wait_threshold_ns;
+} loom_report_options;
+
+/* opts may be NULL (defaults).  LOOM_EFORMAT / LOOM_EIO as loom_trace_load,
+ * with the reason in loom_last_error. */
+LOOM_EXTERN loom_status loom_report_open(const char *trace_path, const loom_report_options *opts,
+                                         loom_report **out);
+/* Writes the report to path (atomically), or to stdout for NULL or "-". */
+LOOM_EXTERN loom_status loom_report_write(const loom_report *r, loom_report_format format,
+                                          const char *path);
+LOOM_EXTERN void loom_report_free(loom_report *r);
+
+/* ==== merging traces of several processes and ranks ======================
  * One timeline from several traces (any format loom reads, also per-rank
  * Kineto traces): one process group per rank in rank order, every rank's
  * metadata and distributedInfo kept, clocks aligned from the sync points the
@@ -458,7 +492,7 @@ typedef struct loom_merge_result {
   uint64_t events, flows;      /* written; flows: messages matched plus the
                                   inputs' flow starts carried over */
   uint64_t warnings;           /* warnings the output carries */
-  /* appended (struct_size tells whether a caller's struct has them): */
+  /* read only when struct_size covers them: */
   uint64_t sort_runs;          /* sorted runs merged (inputs + spills) */
   uint64_t sort_spilled;       /* runs written to the temporary file */
   uint64_t sort_memory;        /* the sort budget used, bytes */
@@ -468,12 +502,76 @@ typedef struct loom_merge_result {
  * then. */
 LOOM_EXTERN loom_status loom_merge(const loom_merge_config *cfg, loom_merge_result *result);
 
-/* ---- devices of a trace (appended) ----------------------------------------
- * The devices a trace describes (its backends' device descriptions, or a
+/* ==== traces ============================================================= */
+/* Writes the trace to path; the format is chosen by the extension (".json":
+ * Chrome trace JSON in Kineto's conventions, ".json.gz" the same gzipped,
+ * ".pftrace" Perfetto protobuf, ".pftrace.gz" the same gzipped, which
+ * trace_processor and Perfetto UI open as it is).  The file is written to a
+ * temporary name in the same folder and renamed, so no partial file is left
+ * on failure (LOOM_EIO with the reason in loom_last_error). */
+LOOM_EXTERN loom_status loom_trace_save(const loom_trace *t, const char *path);
+
+/* Reads a trace file into a trace object: Chrome trace JSON as loom or
+ * Kineto (PyTorch) write it, plain or gzip-compressed, or loom's Perfetto
+ * protobuf (.pftrace, plain or gzip); the format is detected from the
+ * content.  Memory is bounded by the trace model, not the file (streaming
+ * parser).  LOOM_EFORMAT with the file name and byte offset in
+ * loom_last_error for corrupt or truncated input; LOOM_EIO when it cannot be
+ * read.  *out is the caller's (loom_trace_free). */
+LOOM_EXTERN loom_status loom_trace_load(const char *path, loom_trace **out);
+
+typedef struct loom_trace_summary {
+  loom_struct_size struct_size; /* sizeof(loom_trace_summary) */
+  uint64_t events;        /* slices, instants and counter samples */
+  uint64_t flows;         /* host call -> device work links */
+  uint64_t devices;       /* devices described by backends */
+  uint64_t dropped;       /* records lost (buffer caps, backends) */
+  uint64_t warnings;      /* warnings and errors reported */
+  int64_t start_ns, end_ns; /* session window, Unix epoch ns */
+} loom_trace_summary;
+
+/* Fills *sum with counts over the trace.  sum->struct_size must be set. */
+LOOM_EXTERN loom_status loom_trace_summarize(const loom_trace *t,
+                                             loom_trace_summary *sum);
+LOOM_EXTERN void loom_trace_free(loom_trace *t);
+
+/* A read-only view of one event of a trace; strings are owned by the trace. */
+typedef struct loom_event_view {
+  loom_struct_size struct_size; /* sizeof(loom_event_view), set by the caller */
+  const char *name;
+  const char *category;     /* Kineto category: "kernel", "cpu_op", ... */
+  loom_kind kind;
+  char phase;               /* 'X' range, 'i' instant, 'C' counter, 'b' async */
+  int64_t start_ns;         /* Unix epoch ns */
+  int64_t dur_ns;
+  int64_t pid, tid;         /* the event's track (loom_track_view): process or
+                               device, and thread or queue, in the trace */
+  uint64_t correlation;     /* (async ranges: their id) */
+  uint64_t external_id;
+  uint32_t device;          /* device index, or UINT32_MAX for host events */
+  unsigned unclosed : 1;    /* range was still open at stop */
+  unsigned projected : 1;   /* user range projected onto a device queue */
+  unsigned roles : 11;      /* LOOM_RECORD_F_* marks of its record (plugin.h) */
+} loom_event_view;
+
+/* Number of events, and event i (LOOM_EINVAL past the end).  Events are
+ * ordered by track, then start time. */
+LOOM_EXTERN size_t loom_trace_event_count(const loom_trace *t);
+LOOM_EXTERN loom_status loom_trace_event(const loom_trace *t, size_t i,
+                                         loom_event_view *out);
+/* Flows (host call -> device work) as pairs of event indices. */
+LOOM_EXTERN size_t loom_trace_flow_count(const loom_trace *t);
+LOOM_EXTERN loom_status loom_trace_flow(const loom_trace *t, size_t i,
+                                        size_t *from, size_t *to);
+/* Warnings recorded in the trace (NULL past the end). */
+LOOM_EXTERN size_t loom_trace_warning_count(const loom_trace *t);
+LOOM_EXTERN const char *loom_trace_warning(const loom_trace *t, size_t i);
+
+/* The devices a trace describes (its backends' device descriptions, or a
  * loaded trace's device processes); strings are owned by the trace, "" when
  * not known. */
 typedef struct loom_device_view {
-  size_t struct_size;       /* sizeof(loom_device_view), set by the caller */
+  loom_struct_size struct_size; /* sizeof(loom_device_view), set by the caller */
   const char *name;         /* "pthread-Intel(R) Core...", "NVIDIA H100" */
   const char *vendor;
   const char *type;         /* "GPU", "CPU", ... as the backend says */
@@ -487,11 +585,10 @@ LOOM_EXTERN size_t loom_trace_device_count(const loom_trace *t);
 LOOM_EXTERN loom_status loom_trace_device(const loom_trace *t, size_t i,
                                           loom_device_view *out);
 
-/* ---- the rest of a trace's model (appended) --------------------------------
- * What code that hands a trace to another profiler needs beyond the events
- * (the Kineto bridge, bridges/kineto): each event's typed arguments, the
- * processes and tracks with their names, and the metadata.  Strings are
- * owned by the trace. */
+/* The rest of a trace's model, for code that hands a trace to another
+ * profiler (the Kineto bridge, bridges/kineto): each event's typed
+ * arguments, the processes and tracks with their names, and the metadata.
+ * Strings are owned by the trace. */
 
 /* The typed arguments of event i: copies at most max of them to out (key
  * and v.s point into the trace) and returns how many the event has (0 past
@@ -502,7 +599,7 @@ LOOM_EXTERN size_t loom_trace_event_args(const loom_trace *t, size_t i, loom_arg
 
 /* A process of the trace: the host process or one device. */
 typedef struct loom_process_view {
-  size_t struct_size;       /* sizeof(loom_process_view), set by the caller */
+  loom_struct_size struct_size; /* sizeof(loom_process_view), set by the caller */
   int64_t pid;              /* a device's index, or the host's OS pid */
   const char *name;         /* "opencl 0", the program's name; "" if none */
   const char *labels;       /* the device's name, "CPU"; "" if none */
@@ -515,7 +612,7 @@ LOOM_EXTERN loom_status loom_trace_process(const loom_trace *t, size_t i,
 /* A track: a host thread or a device queue (or a lane of one), the (pid,
  * tid) that events carry. */
 typedef struct loom_track_view {
-  size_t struct_size;       /* sizeof(loom_track_view), set by the caller */
+  loom_struct_size struct_size; /* sizeof(loom_track_view), set by the caller */
   int64_t pid, tid;
   const char *name;         /* "thread 12 (main)", "queue 1", "queue 1 lane 2"; "" */
   uint32_t device;          /* device index, or UINT32_MAX for a host thread */
