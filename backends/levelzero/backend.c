@@ -126,6 +126,60 @@ static loom_status ze_probe(loom_backend *b, char *why, size_t n) {
   return LOOM_OK;
 }
 
+/* The entry of device h, created with its properties the first time it is
+ * seen; NULL when the table is full (mu held). */
+static xdev *dev_of(ze_device_handle_t h) {
+  xdev *d = find_dev(h);
+  if (d) return d;
+  if (ndevs == 16) return NULL;
+  d = &devs[ndevs++];
+  memset(d, 0, sizeof *d);
+  d->h = h;
+  d->props.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
+  ze.zeDeviceGetProperties(h, &d->props);
+  ze_device_properties_t p12 = {.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2};
+  /* API 1.2+: timerResolution in cycles/s (exact); else ns per tick */
+  if (ze.zeDeviceGetProperties(h, &p12) == ZE_RESULT_SUCCESS && p12.timerResolution > 1000)
+    d->ns_per_tick = 1e9 / (double)p12.timerResolution;
+  else
+    d->ns_per_tick = d->props.timerResolution ? (double)d->props.timerResolution : 1.0;
+  unsigned kb = d->props.kernelTimestampValidBits, gb = d->props.timestampValidBits;
+  d->kmask = kb && kb < 64 ? (1ull << kb) - 1 : UINT64_MAX;
+  d->gmask = gb && gb < 64 ? (1ull << gb) - 1 : UINT64_MAX;
+  memcpy(d->name, d->props.name, sizeof d->name);
+  d->name[sizeof d->name - 1] = 0;
+  return d;
+}
+
+/* Adds d to the session (device and clock) for generation g (mu held). */
+static void describe_dev(loom_backend *b, xdev *d, unsigned g) {
+  const ze_device_properties_t *p = &d->props;
+  char vendor[32];
+  if (p->vendorId == 0x8086) snprintf(vendor, sizeof vendor, "Intel");
+  else snprintf(vendor, sizeof vendor, "vendor 0x%04x", p->vendorId);
+  loom_arg props[] = {
+      {.key = "vendor id", .type = LOOM_ARG_UINT, .v.u = p->vendorId},
+      {.key = "device id", .type = LOOM_ARG_UINT, .v.u = p->deviceId},
+      {.key = "core clock MHz", .type = LOOM_ARG_UINT, .v.u = p->coreClockRate},
+      {.key = "execution units", .type = LOOM_ARG_UINT,
+       .v.u = (uint64_t)p->numEUsPerSubslice * p->numSubslicesPerSlice * p->numSlices},
+      {.key = "max alloc bytes", .type = LOOM_ARG_UINT, .v.u = p->maxMemAllocSize},
+      {.key = "timer ns per tick", .type = LOOM_ARG_DOUBLE, .v.d = d->ns_per_tick},
+      {.key = "timestamp valid bits", .type = LOOM_ARG_UINT, .v.u = p->timestampValidBits},
+      {.key = "kernel timestamp valid bits", .type = LOOM_ARG_UINT,
+       .v.u = p->kernelTimestampValidBits},
+  };
+  loom_device_info info = {.struct_size = sizeof info, .name = d->name, .vendor = vendor,
+                           .type = p->type == ZE_DEVICE_TYPE_GPU ? "gpu"
+                                   : p->type == ZE_DEVICE_TYPE_CPU ? "cpu" : "accelerator",
+                           .props = props, .nprops = sizeof props / sizeof props[0]};
+  if (ze_host->device_add(b, &info, &d->index) != LOOM_OK) return;
+  char cn[300];
+  snprintf(cn, sizeof cn, "%s", d->name);
+  if (ze_host->clock_declare(b, LOOM_CLOCK_DEVICE, cn, &d->clk) != LOOM_OK) return;
+  d->gen = g;
+}
+
 static loom_status ze_configure(loom_backend *b, uint32_t kinds) {
   (void)kinds;
   ze_self = b;
@@ -142,50 +196,9 @@ static loom_status ze_configure(loom_backend *b, uint32_t kinds) {
     uint32_t n = 16;
     if (ze.zeDeviceGet(drivers[i], &n, dv) != ZE_RESULT_SUCCESS) continue;
     for (uint32_t k = 0; k < n && k < 16; k++) {
-      xdev *d = find_dev(dv[k]);
-      if (!d) {
-        if (ndevs == 16) break;
-        d = &devs[ndevs++];
-        memset(d, 0, sizeof *d);
-        d->h = dv[k];
-        d->props.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
-        ze.zeDeviceGetProperties(dv[k], &d->props);
-        ze_device_properties_t p12 = {.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2};
-        /* API 1.2+: timerResolution in cycles/s (exact); else ns per tick */
-        if (ze.zeDeviceGetProperties(dv[k], &p12) == ZE_RESULT_SUCCESS && p12.timerResolution > 1000)
-          d->ns_per_tick = 1e9 / (double)p12.timerResolution;
-        else
-          d->ns_per_tick = d->props.timerResolution ? (double)d->props.timerResolution : 1.0;
-        unsigned kb = d->props.kernelTimestampValidBits, gb = d->props.timestampValidBits;
-        d->kmask = kb && kb < 64 ? (1ull << kb) - 1 : UINT64_MAX;
-        d->gmask = gb && gb < 64 ? (1ull << gb) - 1 : UINT64_MAX;
-        memcpy(d->name, d->props.name, sizeof d->name);
-        d->name[sizeof d->name - 1] = 0;
-      }
-      const ze_device_properties_t *p = &d->props;
-      char vendor[32];
-      if (p->vendorId == 0x8086) snprintf(vendor, sizeof vendor, "Intel");
-      else snprintf(vendor, sizeof vendor, "vendor 0x%04x", p->vendorId);
-      loom_arg props[] = {
-          {.key = "vendor id", .type = LOOM_ARG_UINT, .v.u = p->vendorId},
-          {.key = "device id", .type = LOOM_ARG_UINT, .v.u = p->deviceId},
-          {.key = "core clock MHz", .type = LOOM_ARG_UINT, .v.u = p->coreClockRate},
-          {.key = "execution units", .type = LOOM_ARG_UINT,
-           .v.u = (uint64_t)p->numEUsPerSubslice * p->numSubslicesPerSlice * p->numSlices},
-          {.key = "max alloc bytes", .type = LOOM_ARG_UINT, .v.u = p->maxMemAllocSize},
-          {.key = "timer ns per tick", .type = LOOM_ARG_DOUBLE, .v.d = d->ns_per_tick},
-          {.key = "timestamp valid bits", .type = LOOM_ARG_UINT, .v.u = p->timestampValidBits},
-          {.key = "kernel timestamp valid bits", .type = LOOM_ARG_UINT, .v.u = p->kernelTimestampValidBits},
-      };
-      loom_device_info info = {.struct_size = sizeof info, .name = d->name, .vendor = vendor,
-                               .type = p->type == ZE_DEVICE_TYPE_GPU ? "gpu"
-                                       : p->type == ZE_DEVICE_TYPE_CPU ? "cpu" : "accelerator",
-                               .props = props, .nprops = sizeof props / sizeof props[0]};
-      if (ze_host->device_add(b, &info, &d->index) != LOOM_OK) continue;
-      char cn[300];
-      snprintf(cn, sizeof cn, "%s", d->name);
-      if (ze_host->clock_declare(b, LOOM_CLOCK_DEVICE, cn, &d->clk) != LOOM_OK) continue;
-      d->gen = g;
+      xdev *d = dev_of(dv[k]);
+      if (!d) break;
+      describe_dev(b, d, g);
     }
   }
   pthread_mutex_unlock(&mu);

@@ -27,7 +27,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static const loom_host *host;
+static const loom_host *pf_host;
 
 typedef struct pf_state {
   pf_config cfg;
@@ -36,7 +36,7 @@ typedef struct pf_state {
   int user_only, paranoid;
 } pf_state;
 
-static pf_state *st(loom_backend *b) { return host->state(b); }
+static pf_state *st(loom_backend *b) { return pf_host->state(b); }
 
 /* ---- options ---------------------------------------------------------------- */
 static int parse_u64(const char *s, uint64_t *out, uint64_t unit_k) {
@@ -58,31 +58,31 @@ static loom_status read_options(loom_backend *b, pf_config *c) {
                    .memory_cap = 512ull << 20};
   const char *v;
   uint64_t x;
-  if ((v = host->config_get(b, "perf.frequency"))) {
+  if ((v = pf_host->config_get(b, "perf.frequency"))) {
     if (parse_u64(v, &x, 0) || x < 1 || x > 100000) {
-      host->report(b, LOOM_SEV_ERROR, "perf.frequency=%s: expected samples per second, 1 to 100000", v);
+      pf_host->report(b, LOOM_SEV_ERROR, "perf.frequency=%s: expected samples per second, 1 to 100000", v);
       return LOOM_EINVAL;
     }
     c->period_ns = 1000000000ull / x;
   }
-  if ((v = host->config_get(b, "perf.stack"))) {
+  if ((v = pf_host->config_get(b, "perf.stack"))) {
     if (parse_u64(v, &x, 1) || x > 65528 || x % 8) {
-      host->report(b, LOOM_SEV_ERROR, "perf.stack=%s: expected bytes of user stack per sample, "
+      pf_host->report(b, LOOM_SEV_ERROR, "perf.stack=%s: expected bytes of user stack per sample, "
                                       "a multiple of 8 up to 65528 (0: frame pointers only)", v);
       return LOOM_EINVAL;
     }
     c->stack_bytes = (uint32_t)x;
   }
-  if ((v = host->config_get(b, "perf.counters"))) {
+  if ((v = pf_host->config_get(b, "perf.counters"))) {
     if (strcmp(v, "0") && strcmp(v, "1")) {
-      host->report(b, LOOM_SEV_ERROR, "perf.counters=%s: expected 0 or 1", v);
+      pf_host->report(b, LOOM_SEV_ERROR, "perf.counters=%s: expected 0 or 1", v);
       return LOOM_EINVAL;
     }
     c->counters = *v == '1';
   }
-  if ((v = host->config_get(b, "perf.memory"))) {
+  if ((v = pf_host->config_get(b, "perf.memory"))) {
     if (parse_u64(v, &x, 1) || x < 4096) {
-      host->report(b, LOOM_SEV_ERROR, "perf.memory=%s: expected a size (k/m/g), at least 4k", v);
+      pf_host->report(b, LOOM_SEV_ERROR, "perf.memory=%s: expected a size (k/m/g), at least 4k", v);
       return LOOM_EINVAL;
     }
     c->memory_cap = x;
@@ -130,18 +130,18 @@ static loom_status pf_configure(loom_backend *b, uint32_t kinds) {
   pf_state *s = st(b);
   loom_status rc = read_options(b, &s->cfg);
   if (rc != LOOM_OK) return rc;
-  return host->clock_declare(b, LOOM_CLOCK_MONOTONIC, "perf_event (CLOCK_MONOTONIC)", &s->clk);
+  return pf_host->clock_declare(b, LOOM_CLOCK_MONOTONIC, "perf_event (CLOCK_MONOTONIC)", &s->clk);
 }
 
 static loom_status pf_start(loom_backend *b) {
   pf_state *s = st(b);
   char why[512];
   if (pf_events_start(&s->ev, &s->cfg, &s->user_only, &s->paranoid, why, sizeof why)) {
-    host->report(b, LOOM_SEV_WARNING, "perf: no CPU samples: %s", why);
+    pf_host->report(b, LOOM_SEV_WARNING, "perf: no CPU samples: %s", why);
     return LOOM_EUNSUPPORTED;
   }
   if (s->user_only)
-    host->report(b, LOOM_SEV_WARNING,
+    pf_host->report(b, LOOM_SEV_WARNING,
                  "perf: kernel.perf_event_paranoid is %d, so only user space is sampled (no "
                  "kernel frames, samples in system calls and context-switch counts are lost); "
                  "`sysctl kernel.perf_event_paranoid=1` or CAP_PERFMON lifts this",
@@ -157,38 +157,31 @@ static loom_status pf_stop(loom_backend *b) {
 /* The leaf's name: the function, else "module+0xoff" (basename). */
 static loom_string_id leaf_name(loom_backend *b, const char *stack) {
   const char *tab = strchr(stack, '\t');
-  if (!tab) return host->intern(b, "[unknown]", SIZE_MAX);
-  if (tab > stack) return host->intern(b, stack, (size_t)(tab - stack));
+  if (!tab) return pf_host->intern(b, "[unknown]", SIZE_MAX);
+  if (tab > stack) return pf_host->intern(b, stack, (size_t)(tab - stack));
   const char *mod = tab + 1, *tab2 = strchr(mod, '\t');
   const char *nl = strchr(mod, '\n');
-  if (!tab2 || (nl && nl < tab2)) return host->intern(b, "[unknown]", SIZE_MAX);
+  if (!tab2 || (nl && nl < tab2)) return pf_host->intern(b, "[unknown]", SIZE_MAX);
   const char *base = mod;
   for (const char *p = mod; p < tab2; p++)
     if (*p == '/') base = p + 1;
   char buf[512];
   size_t off_len = nl ? (size_t)(nl - tab2 - 1) : strlen(tab2 + 1);
   int n = snprintf(buf, sizeof buf, "%.*s+%.*s", (int)(tab2 - base), base, (int)off_len, tab2 + 1);
-  return host->intern(b, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : SIZE_MAX);
+  return pf_host->intern(b, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : SIZE_MAX);
 }
 
-static int emit_samples(loom_backend *b, pf_state *s) {
+/* Unwinds and emits every sample but the reader thread's; returns how many
+ * it emitted and counts the rest lost when memory runs out. */
+static uint64_t emit_stacks(loom_backend *b, pf_state *s, pf_unwinder *u) {
   size_t n;
   const pf_sample *smp = pf_events_samples(s->ev, &n);
   const uint8_t *data = pf_events_data(s->ev);
-  size_t nmaps;
-  const pf_map *maps = pf_events_maps(s->ev, &nmaps);
-  char why[256] = "";
-  pf_unwinder *u = pf_unwinder_new(maps, nmaps, why, sizeof why);
-  if (!u) {
-    host->report(b, LOOM_SEV_WARNING, "perf: samples not unwound: %s", why);
-    return -1;
-  }
-  if (*why) host->report(b, LOOM_SEV_WARNING, "perf: %s (frame-pointer chains used)", why);
   pid_t reader = pf_events_reader_tid(s->ev);
   char *buf = NULL;
   size_t cap = 0, len = 0;
   uint64_t kept = 0;
-  loom_string_id k_stack = host->intern(b, "stack", SIZE_MAX);
+  loom_string_id k_stack = pf_host->intern(b, "stack", SIZE_MAX);
   (void)k_stack;
   size_t i = 0;
   for (; i < n; i++) {
@@ -199,24 +192,30 @@ static int emit_samples(loom_backend *b, pf_state *s) {
     loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_SAMPLE, .clock = s->clk,
                      .device = LOOM_DEVICE_HOST, .tid = smp[i].tid, .start = smp[i].time,
                      .end = smp[i].time, .name = leaf_name(b, buf), .nargs = 1, .args = &arg};
-    if (host->emit(b, &r) == LOOM_ENOMEM) break;
+    if (pf_host->emit(b, &r) == LOOM_ENOMEM) break;
     kept++;
   }
   free(buf);
   size_t rest = 0; /* not emitted: out of memory unwinding or recording */
   for (; i < n; i++) rest += (pid_t)smp[i].tid != reader;
-  if (rest) host->count_lost(b, rest, "CPU samples: out of memory unwinding or recording them");
+  if (rest) pf_host->count_lost(b, rest, "CPU samples: out of memory unwinding or recording them");
+  return kept;
+}
+
+/* The sampling's figures as trace metadata (perf.*), and a warning when
+ * stacks were cut. */
+static void sample_meta(loom_backend *b, pf_state *s, pf_unwinder *u, uint64_t kept) {
   unsigned max_frames;
   uint64_t cut = pf_unwinder_cut(u, &max_frames);
   if (cut)
-    host->report(b, LOOM_SEV_WARNING, "perf: %llu samples' stacks reached %u frames: their outermost frames "
-                 "are left out", (unsigned long long)cut, max_frames);
+    pf_host->report(b, LOOM_SEV_WARNING, "perf: %llu samples' stacks reached %u frames: their "
+                 "outermost frames are left out", (unsigned long long)cut, max_frames);
   uint64_t distinct, sym_ns, unw_ns, dw, fp;
   pf_unwinder_stats(u, &distinct, &sym_ns, &unw_ns, &dw, &fp);
   char v[64];
 #define META(k, val)                                                                               \
   snprintf(v, sizeof v, "%llu", (unsigned long long)(val));                                       \
-  host->meta_set(b, k, v)
+  pf_host->meta_set(b, k, v)
   META("perf.samples", kept);
   META("perf.frequency_hz", 1000000000ull / s->cfg.period_ns);
   META("perf.stack_bytes", s->cfg.stack_bytes);
@@ -229,6 +228,20 @@ static int emit_samples(loom_backend *b, pf_state *s) {
   META("perf.unwind_ns", unw_ns);
   META("perf.threads_at_start", pf_events_threads(s->ev));
 #undef META
+}
+
+static int emit_samples(loom_backend *b, pf_state *s) {
+  size_t nmaps;
+  const pf_map *maps = pf_events_maps(s->ev, &nmaps);
+  char why[256] = "";
+  pf_unwinder *u = pf_unwinder_new(maps, nmaps, why, sizeof why);
+  if (!u) {
+    pf_host->report(b, LOOM_SEV_WARNING, "perf: samples not unwound: %s", why);
+    return -1;
+  }
+  if (*why) pf_host->report(b, LOOM_SEV_WARNING, "perf: %s (frame-pointer chains used)", why);
+  uint64_t kept = emit_stacks(b, s, u);
+  sample_meta(b, s, u, kept);
   pf_unwinder_free(u);
   return 0;
 }
@@ -251,8 +264,8 @@ static void emit_counter(loom_backend *b, pf_state *s, const thr_ctr *c, uint64_
   snprintf(name, sizeof name, "os counters tid %u", c->tid);
   loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_COUNTER, .clock = s->clk,
                    .device = LOOM_DEVICE_HOST, .tid = c->tid, .start = time, .end = time,
-                   .name = host->intern(b, name, SIZE_MAX), .nargs = PF_NCTR, .args = args};
-  host->emit(b, &r);
+                   .name = pf_host->intern(b, name, SIZE_MAX), .nargs = PF_NCTR, .args = args};
+  pf_host->emit(b, &r);
 }
 
 static void emit_counters(loom_backend *b, pf_state *s) {
@@ -291,10 +304,10 @@ static loom_status pf_flush(loom_backend *b) {
   pf_state *s = st(b);
   if (!s->ev) return LOOM_OK;
   uint64_t capped, lost = pf_events_lost(s->ev, &capped);
-  if (lost) host->count_lost(b, lost, "perf ring buffer full (the reader fell behind)");
-  if (capped) host->count_lost(b, capped, "samples past perf.memory");
+  if (lost) pf_host->count_lost(b, lost, "perf ring buffer full (the reader fell behind)");
+  if (capped) pf_host->count_lost(b, capped, "samples past perf.memory");
   uint64_t oom = pf_events_oom(s->ev);
-  if (oom) host->count_lost(b, oom, "perf records (samples, counter ticks, mappings) not kept: out of memory");
+  if (oom) pf_host->count_lost(b, oom, "perf records (samples, counter ticks, mappings) not kept: out of memory");
   emit_samples(b, s);
   if (s->cfg.counters) emit_counters(b, s);
   return LOOM_OK;
@@ -332,7 +345,7 @@ static const loom_backend_ops pf_ops = {
 static loom_status pf_entry(const loom_host *h) {
   if (h->abi_major != LOOM_ABI_MAJOR) return LOOM_EABI;
   if (!LOOM_HOST_HAS(h, meta_set)) return LOOM_EABI;
-  host = h;
+  pf_host = h;
   return h->backend_register(&pf_ops, NULL);
 }
 

@@ -367,6 +367,28 @@ struct Scratch {
   Text big_dims, big_types;
 };
 
+// An op whose inputs are described as strings now (no raw bytes): a[0..n)
+// holds its other arguments, and a has room for two more.
+void begin_with_input_strings(const at::RecordFunction &fn, const char *name, uint64_t ext,
+                              loom_arg *a, uint32_t n) {
+  thread_local Scratch sc;
+  Out dims{sc.dims, sc.dims + sizeof sc.dims}, types{sc.types, sc.types + sizeof sc.types};
+  describe_inputs(fn, dims, types);
+  const char *ds = sc.dims, *ts = sc.types;
+  if (dims.ok && types.ok) {
+    *dims.p = 0, *types.p = 0;
+  } else {
+    sc.big_dims.s.clear(), sc.big_types.s.clear();
+    describe_inputs(fn, sc.big_dims, sc.big_types);
+    ds = sc.big_dims.s.c_str(), ts = sc.big_types.s.c_str();
+  }
+  a[n].key = "Input Dims", a[n].type = LOOM_ARG_STRING, a[n].v.s = ds;
+  n++;
+  a[n].key = "Input type", a[n].type = LOOM_ARG_STRING, a[n].v.s = ts;
+  n++;
+  op_begin_args(name, ext, a, n);
+}
+
 // RecordFunction calls the end callback with whatever the start returned;
 // returning no context saves an allocation per op, and the end tells a user
 // range from an op by its scope, exactly as the start did.  (Callbacks are
@@ -415,22 +437,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
       return nullptr;
     }
   }
-  thread_local Scratch sc;
-  Out dims{sc.dims, sc.dims + sizeof sc.dims}, types{sc.types, sc.types + sizeof sc.types};
-  describe_inputs(fn, dims, types);
-  const char *ds = sc.dims, *ts = sc.types;
-  if (dims.ok && types.ok) {
-    *dims.p = 0, *types.p = 0;
-  } else {
-    sc.big_dims.s.clear(), sc.big_types.s.clear();
-    describe_inputs(fn, sc.big_dims, sc.big_types);
-    ds = sc.big_dims.s.c_str(), ts = sc.big_types.s.c_str();
-  }
-  a[n].key = "Input Dims", a[n].type = LOOM_ARG_STRING, a[n].v.s = ds;
-  n++;
-  a[n].key = "Input type", a[n].type = LOOM_ARG_STRING, a[n].v.s = ts;
-  n++;
-  op_begin_args(name, ext, a, n);
+  begin_with_input_strings(fn, name, ext, a, n);
   return nullptr;
 }
 

@@ -309,6 +309,40 @@ static VkBool32 *find_reset_feature(const void *chain) {
   return NULL;
 }
 
+/* The next layer's device functions for d (d->dev created). */
+static void device_funcs(vk_dev *d, int reset_ok) {
+  PFN_vkGetDeviceProcAddr gdpa = d->gdpa;
+  VkDevice dev = d->dev;
+#define GETF(n) d->f.n = (PFN_vk##n)gdpa(dev, "vk" #n);
+  VK_DEV_FUNCS(GETF)
+#undef GETF
+  if (!d->f.QueueSubmit2) d->f.QueueSubmit2 = (PFN_vkQueueSubmit2)gdpa(dev, "vkQueueSubmit2KHR");
+  /* VK_KHR_copy_commands2 on a device older than 1.3 */
+#define KHR(n) if (!d->f.n) d->f.n = (PFN_vk##n)gdpa(dev, "vk" #n "KHR");
+  KHR(CmdCopyBuffer2) KHR(CmdCopyImage2) KHR(CmdCopyBufferToImage2)
+  KHR(CmdCopyImageToBuffer2) KHR(CmdBlitImage2)
+#undef KHR
+  d->ResetQueryPool = reset_ok ? (PFN_vkResetQueryPool)gdpa(dev, "vkResetQueryPool") : NULL;
+}
+
+/* Makes d known (and part of a session that records); frees it when it
+ * cannot be kept. */
+static void device_keep(vk_dev *d) {
+  pthread_mutex_init(&d->mu, NULL);
+  pthread_mutex_lock(&objmu);
+  int lost = obj_add(&devs, d->dev, d);
+  pthread_mutex_unlock(&objmu);
+  if (lost) {
+    free(d);
+    return;
+  }
+  if (atomic_load(&vk_recording)) {
+    pthread_mutex_lock(&d->mu);
+    vk_session_device(d);
+    pthread_mutex_unlock(&d->mu);
+  }
+}
+
 static VkResult VKAPI_CALL L_CreateDevice(VkPhysicalDevice pd, const VkDeviceCreateInfo *ci,
                                           const VkAllocationCallbacks *a, VkDevice *out) {
   VkLayerDeviceCreateInfo *link = NULL, *cb = NULL;
@@ -352,26 +386,9 @@ static VkResult VKAPI_CALL L_CreateDevice(VkPhysicalDevice pd, const VkDeviceCre
   free(ext);
   if (rc != VK_SUCCESS) { free(d); return rc; }
   d->dev = *out;
-#define GETF(n) d->f.n = (PFN_vk##n)gdpa(*out, "vk" #n);
-  VK_DEV_FUNCS(GETF)
-#undef GETF
-  if (!d->f.QueueSubmit2) d->f.QueueSubmit2 = (PFN_vkQueueSubmit2)gdpa(*out, "vkQueueSubmit2KHR");
-  /* VK_KHR_copy_commands2 on a device older than 1.3 */
-#define KHR(n) if (!d->f.n) d->f.n = (PFN_vk##n)gdpa(*out, "vk" #n "KHR");
-  KHR(CmdCopyBuffer2) KHR(CmdCopyImage2) KHR(CmdCopyBufferToImage2) KHR(CmdCopyImageToBuffer2) KHR(CmdBlitImage2)
-#undef KHR
-  d->ResetQueryPool = reset_ok ? (PFN_vkResetQueryPool)gdpa(*out, "vkResetQueryPool") : NULL;
+  device_funcs(d, reset_ok);
   if (want_cal && d->f.GetCalibratedTimestampsEXT) pick_domain(d);
-  pthread_mutex_init(&d->mu, NULL);
-  pthread_mutex_lock(&objmu);
-  int lost = obj_add(&devs, *out, d);
-  pthread_mutex_unlock(&objmu);
-  if (lost) { free(d); return rc; }
-  if (atomic_load(&vk_recording)) {
-    pthread_mutex_lock(&d->mu);
-    vk_session_device(d);
-    pthread_mutex_unlock(&d->mu);
-  }
+  device_keep(d);
   return rc;
 }
 
