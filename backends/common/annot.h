@@ -72,13 +72,16 @@ typedef struct annot_frame {
 static __thread annot_frame annot_stack[ANNOT_DEPTH];
 static __thread int annot_depth;
 
-static inline int annot_on(void) { return atomic_load_explicit(&annot_gen, memory_order_acquire) & 1; }
+static inline int annot_on(void) {
+  return atomic_load_explicit(&annot_gen, memory_order_acquire) & 1;
+}
 
 /* A range past ANNOT_DEPTH levels is not recorded: counted as lost when it
  * would have been (the pops still balance). */
 static void annot_too_deep(int named) {
   if (named && annot_on())
-    annot_host->count_lost(annot_self, 1, "user ranges nested deeper than 256 levels (not recorded)");
+    annot_host->count_lost(annot_self, 1,
+                           "user ranges nested deeper than 256 levels (not recorded)");
 }
 
 /* Returns the new depth (NVTX's push result is the zero-based level).
@@ -243,10 +246,12 @@ static const loom_backend_ops annot_ops = {
 static loom_status annot_entry(const loom_host *h) {
   if (h->abi_major != LOOM_ABI_MAJOR) return LOOM_EABI;
   annot_host = h;
-  annot_range_begin_fn = (void (*)(uint64_t, const char *))(uintptr_t)dlsym(RTLD_DEFAULT, "loom_range_begin");
+  annot_range_begin_fn =
+      (void (*)(uint64_t, const char *))(uintptr_t)dlsym(RTLD_DEFAULT, "loom_range_begin");
   annot_range_end_fn = (void (*)(uint64_t))(uintptr_t)dlsym(RTLD_DEFAULT, "loom_range_end");
   annot_counter_fn = (void (*)(const char *, double))(uintptr_t)dlsym(RTLD_DEFAULT, "loom_counter");
-  annot_thread_name_fn = (void (*)(uint64_t, const char *))(uintptr_t)dlsym(RTLD_DEFAULT, "loom_thread_name");
+  annot_thread_name_fn =
+      (void (*)(uint64_t, const char *))(uintptr_t)dlsym(RTLD_DEFAULT, "loom_thread_name");
   return h->backend_register(&annot_ops, NULL);
 }
 

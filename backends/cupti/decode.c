@@ -234,7 +234,8 @@ static loom_string_id strip_version(const char *s) {
 /* What an API call enqueues, for loom report (LOOM_RECORD_F_*): kernel
  * and graph launches, and copies and fills. */
 static uint16_t api_roles(const char *s) {
-  static const char *const launch[] = {"cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch"};
+  static const char *const launch[] = {"cudaLaunch", "cuLaunch", "cudaGraphLaunch",
+                                       "cuGraphLaunch"};
   static const char *const memory[] = {"cudaMemcpy", "cudaMemset", "cuMemcpy", "cuMemset"};
   if (strstr(s, "LaunchHostFunc")) return 0; /* host work, not device compute */
   for (size_t i = 0; i < 4; i++) {
@@ -361,7 +362,8 @@ static void decode_memcpy(const CUpti_ActivityMemcpy6 *m) {
   loom_arg a[6];
   uint32_t n = 0;
   a[n++] = ARG_U("bytes", m->bytes);
-  if (m->copyKind && copy_kind(m->copyKind)[0] != 'U') a[n++] = ARG_S("direction", copy_kind(m->copyKind));
+  if (m->copyKind && copy_kind(m->copyKind)[0] != 'U')
+    a[n++] = ARG_S("direction", copy_kind(m->copyKind));
   a[n++] = ARG_U("context", m->contextId);
   n = graph_args(a, n, m->graphId, m->graphNodeId);
   emit(LOOM_KIND_MEMCPY, dev, res, m->start, m->end, intern(name), m->correlationId, a, n);
@@ -416,7 +418,8 @@ static void decode_sync(const CUpti_ActivitySynchronization2 *s) {
 
 static void decode_overhead(const CUpti_ActivityOverhead3 *o) {
   loom_string_id name = intern(overhead_name(o->overheadKind));
-  if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || o->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
+  if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
+      o->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
     emit(LOOM_KIND_OVERHEAD, LOOM_DEVICE_HOST, o->objectId.pt.threadId, o->start,
          o->end, name, 0, NULL, 0);
     return;

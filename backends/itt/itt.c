@@ -90,7 +90,8 @@ static __itt_string_handle *string_handle_create(const char *name) {
 }
 
 /* ---- tasks, frames, markers --------------------------------------------------- */
-static void task_begin(const __itt_domain *d, __itt_id id, __itt_id parent, __itt_string_handle *n) {
+static void task_begin(const __itt_domain *d, __itt_id id, __itt_id parent,
+                       __itt_string_handle *n) {
   (void)id, (void)parent;
   if (n && n->strA && annot_on()) annot_push_id(dname(d), sid(n));
   else annot_push(dname(d), sname(n), SIZE_MAX);
@@ -115,7 +116,9 @@ static void task_begin_overlapped(const __itt_domain *d, __itt_id id, __itt_id p
   (void)parent;
   annot_range_begin(key_of(d, &id), sname(n));
 }
-static void task_end_overlapped(const __itt_domain *d, __itt_id id) { annot_range_end(key_of(d, &id)); }
+static void task_end_overlapped(const __itt_domain *d, __itt_id id) {
+  annot_range_end(key_of(d, &id));
+}
 
 static void frame_begin_v3(const __itt_domain *d, __itt_id *id) {
   annot_range_begin(key_of(d, id), d && d->nameA ? d->nameA : "frame");
@@ -137,11 +140,13 @@ typedef struct counter_rec {
   double value;
 } counter_rec;
 
-static __itt_counter counter_create_typed(const char *name, const char *domain, __itt_metadata_type t) {
+static __itt_counter counter_create_typed(const char *name, const char *domain,
+                                          __itt_metadata_type t) {
   if (!name) return NULL;
   counter_rec *c = calloc(1, sizeof *c);
   if (!c) return NULL;
-  size_t n = strlen(name) + (domain ? strlen(domain) + 1 : 0) + 1; /* the whole name, however long */
+  size_t n =
+      strlen(name) + (domain ? strlen(domain) + 1 : 0) + 1; /* the whole name, however long */
   char *buf = malloc(n);
   if (!buf) {
     free(c);

@@ -236,7 +236,8 @@ static loom_status ze_flush(loom_backend *b) {
   for (size_t i = 0; i < ndevs; i++)
     if (devs[i].gen == g) sync_point(&devs[i]);
   pthread_mutex_unlock(&mu);
-  if (lost) ze_host->count_lost(b, lost, "commands still executing at stop (levelzero.flush_timeout_ms)");
+  if (lost)
+    ze_host->count_lost(b, lost, "commands still executing at stop (levelzero.flush_timeout_ms)");
   return LOOM_OK;
 }
 

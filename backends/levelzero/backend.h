@@ -33,26 +33,27 @@
   X(zelTracerCreate) X(zelTracerSetEnabled)
 
 /* Traced calls: name, params struct, kind handler. */
-#define ZE_TRACED(X)                                                                  \
-  X(ContextCreate, context_create) X(ContextDestroy, context_destroy)                \
+#define ZE_TRACED(X)                                                                        \
+  X(ContextCreate, context_create) X(ContextDestroy, context_destroy)                       \
   X(CommandQueueCreate, command_queue_create) X(CommandQueueDestroy, command_queue_destroy) \
-  X(CommandQueueExecuteCommandLists, command_queue_execute_command_lists)             \
-  X(CommandQueueSynchronize, command_queue_synchronize)                               \
-  X(CommandListCreate, command_list_create) X(CommandListCreateImmediate, command_list_create_immediate) \
-  X(CommandListDestroy, command_list_destroy) X(CommandListClose, command_list_close) \
-  X(CommandListReset, command_list_reset)                                             \
-  X(CommandListAppendLaunchKernel, command_list_append_launch_kernel)                 \
-  X(CommandListAppendMemoryCopy, command_list_append_memory_copy)                     \
-  X(CommandListAppendMemoryFill, command_list_append_memory_fill)                     \
-  X(CommandListAppendBarrier, command_list_append_barrier)                            \
-  X(EventPoolCreate, event_pool_create) X(EventPoolDestroy, event_pool_destroy)       \
-  X(EventCreate, event_create) X(EventDestroy, event_destroy)                         \
-  X(EventHostSynchronize, event_host_synchronize) X(EventHostReset, event_host_reset) \
-  X(ModuleCreate, module_create) X(ModuleDestroy, module_destroy)                     \
-  X(KernelCreate, kernel_create) X(KernelDestroy, kernel_destroy)                     \
-  X(KernelSetGroupSize, kernel_set_group_size) X(KernelSetArgumentValue, kernel_set_argument_value) \
-  X(MemAllocDevice, mem_alloc_device) X(MemAllocHost, mem_alloc_host)                 \
-  X(MemAllocShared, mem_alloc_shared) X(MemFree, mem_free)
+  X(CommandQueueExecuteCommandLists, command_queue_execute_command_lists)                   \
+  X(CommandQueueSynchronize, command_queue_synchronize)                                     \
+  X(CommandListCreate, command_list_create)                                                 \
+  X(CommandListCreateImmediate, command_list_create_immediate)                              \
+  X(CommandListDestroy, command_list_destroy) X(CommandListClose, command_list_close)       \
+  X(CommandListReset, command_list_reset)                                                   \
+  X(CommandListAppendLaunchKernel, command_list_append_launch_kernel)                       \
+  X(CommandListAppendMemoryCopy, command_list_append_memory_copy)                           \
+  X(CommandListAppendMemoryFill, command_list_append_memory_fill)                           \
+  X(CommandListAppendBarrier, command_list_append_barrier)                                  \
+  X(EventPoolCreate, event_pool_create) X(EventPoolDestroy, event_pool_destroy)             \
+  X(EventCreate, event_create) X(EventDestroy, event_destroy)                               \
+  X(EventHostSynchronize, event_host_synchronize) X(EventHostReset, event_host_reset)       \
+  X(ModuleCreate, module_create) X(ModuleDestroy, module_destroy)                           \
+  X(KernelCreate, kernel_create) X(KernelDestroy, kernel_destroy)                           \
+  X(KernelSetGroupSize, kernel_set_group_size)                                              \
+  X(KernelSetArgumentValue, kernel_set_argument_value) X(MemAllocDevice, mem_alloc_device)  \
+  X(MemAllocHost, mem_alloc_host) X(MemAllocShared, mem_alloc_shared) X(MemFree, mem_free)
 
 typedef struct ze_table {
 #define DECL(f) __typeof__(&f) f;

@@ -19,13 +19,22 @@ static uint32_t api_name(const char *s) {
 /* roles: LOOM_RECORD_F_* (what the call enqueues, for loom report). */
 static void emit_call_as(const char *api, int kind, uint64_t corr, uint16_t roles) {
   if (!atomic_load(&recording)) return;
-  loom_record r = {.struct_size = sizeof r, .kind = (uint16_t)kind, .flags = roles, .clock = host_clk,
-                   .device = LOOM_DEVICE_HOST, .tid = ze_host->thread_id(), .start = cur.t0,
-                   .end = raw_now(), .name = api_name(api), .correlation = corr};
+  loom_record r = {.struct_size = sizeof r,
+                   .kind = (uint16_t)kind,
+                   .flags = roles,
+                   .clock = host_clk,
+                   .device = LOOM_DEVICE_HOST,
+                   .tid = ze_host->thread_id(),
+                   .start = cur.t0,
+                   .end = raw_now(),
+                   .name = api_name(api),
+                   .correlation = corr};
   ze_host->emit(ze_self, &r);
 }
 
-static void emit_call(const char *api, int kind, uint64_t corr) { emit_call_as(api, kind, corr, 0); }
+static void emit_call(const char *api, int kind, uint64_t corr) {
+  emit_call_as(api, kind, corr, 0);
+}
 
 static const char *mem_kind(ze_context_handle_t ctx, const void *p) {
   ze_memory_allocation_properties_t pr = {.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES};
@@ -58,13 +67,16 @@ static void cmd_epilogue(const char *api, ze_result_t res, ze_command_list_handl
                          ze_event_handle_t ev) {
   if (!cur.corr) return;
   uint16_t roles = c->kind == LOOM_KIND_KERNEL ? LOOM_RECORD_F_LAUNCH
-                 : c->kind == LOOM_KIND_MEMCPY || c->kind == LOOM_KIND_MEMSET ? LOOM_RECORD_F_MEMORY : 0;
+                   : c->kind == LOOM_KIND_MEMCPY || c->kind == LOOM_KIND_MEMSET
+                       ? LOOM_RECORD_F_MEMORY
+                       : 0;
   emit_call_as(api, LOOM_KIND_RUNTIME, res == ZE_RESULT_SUCCESS ? cur.corr : 0, roles);
   pthread_mutex_lock(&mu);
   obj *o = find_obj(l);
   if (res != ZE_RESULT_SUCCESS || !o || !ev) {
     if (cur.mine) release_own(cur.mine);
-    if (res == ZE_RESULT_SUCCESS) ze_host->count_lost(ze_self, 1, "a command on a list created before loom traced");
+    if (res == ZE_RESULT_SUCCESS)
+      ze_host->count_lost(ze_self, 1, "a command on a list created before loom traced");
     pthread_mutex_unlock(&mu);
     return;
   }
@@ -78,8 +90,10 @@ static void cmd_epilogue(const char *api, ze_result_t res, ze_command_list_handl
   pthread_mutex_unlock(&mu);
 }
 
-#define PRO(n, p) void ZE_APICALL pro_##n(ze_##p##_params_t *params, ze_result_t r, void *u, void **iu)
-#define EPI(n, p) void ZE_APICALL epi_##n(ze_##p##_params_t *params, ze_result_t r, void *u, void **iu)
+#define PRO(n, p)                                                                                  \
+  void ZE_APICALL pro_##n(ze_##p##_params_t *params, ze_result_t r, void *u, void **iu)
+#define EPI(n, p)                                                                                  \
+  void ZE_APICALL epi_##n(ze_##p##_params_t *params, ze_result_t r, void *u, void **iu)
 #define UNUSED (void)params, (void)r, (void)u, (void)iu
 
 /* Plain calls: just their records. */
@@ -171,7 +185,10 @@ PRO(ContextDestroy, context_destroy) {
   pthread_mutex_unlock(&mu);
   cur.t0 = raw_now();
 }
-EPI(ContextDestroy, context_destroy) { UNUSED; if (!busy) emit_call("zeContextDestroy", LOOM_KIND_RUNTIME, 0); }
+EPI(ContextDestroy, context_destroy) {
+  UNUSED;
+  if (!busy) emit_call("zeContextDestroy", LOOM_KIND_RUNTIME, 0);
+}
 
 /* Creation of a queue or list: the object remembered, and the call's record. */
 #define CREATED(n, p, handle, type)                                            \
@@ -226,14 +243,20 @@ PRO(CommandListReset, command_list_reset) {
   list_forget(*params->phCommandList, 0);
   cur.t0 = raw_now();
 }
-EPI(CommandListReset, command_list_reset) { UNUSED; if (!busy) emit_call("zeCommandListReset", LOOM_KIND_RUNTIME, 0); }
+EPI(CommandListReset, command_list_reset) {
+  UNUSED;
+  if (!busy) emit_call("zeCommandListReset", LOOM_KIND_RUNTIME, 0);
+}
 PRO(CommandListDestroy, command_list_destroy) {
   UNUSED;
   if (busy) return;
   list_forget(*params->phCommandList, 1);
   cur.t0 = raw_now();
 }
-EPI(CommandListDestroy, command_list_destroy) { UNUSED; if (!busy) emit_call("zeCommandListDestroy", LOOM_KIND_RUNTIME, 0); }
+EPI(CommandListDestroy, command_list_destroy) {
+  UNUSED;
+  if (!busy) emit_call("zeCommandListDestroy", LOOM_KIND_RUNTIME, 0);
+}
 
 PRO(CommandQueueExecuteCommandLists, command_queue_execute_command_lists) {
   UNUSED;
@@ -276,7 +299,10 @@ PRO(EventPoolCreate, event_pool_create) {
     *params->pdesc = &copy;
   }
 }
-EPI(EventPoolCreate, event_pool_create) { UNUSED; if (!busy) emit_call("zeEventPoolCreate", LOOM_KIND_RUNTIME, 0); }
+EPI(EventPoolCreate, event_pool_create) {
+  UNUSED;
+  if (!busy) emit_call("zeEventPoolCreate", LOOM_KIND_RUNTIME, 0);
+}
 
 PRO(KernelCreate, kernel_create) { UNUSED; if (!busy) cur.t0 = raw_now(); }
 EPI(KernelCreate, kernel_create) {
@@ -300,7 +326,10 @@ EPI(KernelSetGroupSize, kernel_set_group_size) {
   if (r == ZE_RESULT_SUCCESS) {
     pthread_mutex_lock(&mu);
     kinfo *k = find_kernel(*params->phKernel);
-    if (k) k->gs[0] = *params->pgroupSizeX, k->gs[1] = *params->pgroupSizeY, k->gs[2] = *params->pgroupSizeZ;
+    if (k) {
+      k->gs[0] = *params->pgroupSizeX, k->gs[1] = *params->pgroupSizeY;
+      k->gs[2] = *params->pgroupSizeZ;
+    }
     pthread_mutex_unlock(&mu);
   }
   emit_call("zeKernelSetGroupSize", LOOM_KIND_RUNTIME, 0);
@@ -321,8 +350,9 @@ EPI(CommandListAppendLaunchKernel, command_list_append_launch_kernel) {
     char *nm = NULL;
     size_t len = 0;
     busy++;
-    if (ze.zeKernelGetName(*params->phKernel, &len, NULL) == ZE_RESULT_SUCCESS && len && len < (1u << 20) &&
-        (nm = calloc(1, len + 1)) && ze.zeKernelGetName(*params->phKernel, &len, nm) != ZE_RESULT_SUCCESS)
+    if (ze.zeKernelGetName(*params->phKernel, &len, NULL) == ZE_RESULT_SUCCESS && len &&
+        len < (1u << 20) && (nm = calloc(1, len + 1)) &&
+        ze.zeKernelGetName(*params->phKernel, &len, nm) != ZE_RESULT_SUCCESS)
       nm[0] = 0;
     busy--;
     k->name = api_name(nm && nm[0] ? nm : "kernel");
@@ -333,7 +363,8 @@ EPI(CommandListAppendLaunchKernel, command_list_append_launch_kernel) {
   pthread_mutex_unlock(&mu);
   const ze_group_count_t *g = *params->ppLaunchFuncArgs;
   if (g) c.gc[0] = g->groupCountX, c.gc[1] = g->groupCountY, c.gc[2] = g->groupCountZ;
-  cmd_epilogue("zeCommandListAppendLaunchKernel", r, *params->phCommandList, &c, *params->phSignalEvent);
+  cmd_epilogue("zeCommandListAppendLaunchKernel", r, *params->phCommandList, &c,
+               *params->phSignalEvent);
 }
 PRO(CommandListAppendMemoryCopy, command_list_append_memory_copy) {
   UNUSED;
@@ -347,14 +378,16 @@ EPI(CommandListAppendMemoryCopy, command_list_append_memory_copy) {
   obj *o = find_obj(*params->phCommandList);
   ze_context_handle_t ctx = o ? o->ctx : NULL;
   pthread_mutex_unlock(&mu);
-  static const char *dirs[3][3] = {{"HtoH", "HtoD", "HtoS"}, {"DtoH", "DtoD", "DtoS"}, {"StoH", "StoD", "StoS"}};
+  static const char *dirs[3][3] = {
+      {"HtoH", "HtoD", "HtoS"}, {"DtoH", "DtoD", "DtoS"}, {"StoH", "StoD", "StoS"}};
   const char *s = mem_kind(ctx, *params->psrcptr), *d = mem_kind(ctx, *params->pdstptr);
   int si = *s == 'H' ? 0 : *s == 'D' ? 1 : 2, di = *d == 'H' ? 0 : *d == 'D' ? 1 : 2;
   c.dir = dirs[si][di];
   char nm[32];
   snprintf(nm, sizeof nm, "Memcpy %s", c.dir);
   c.name = api_name(nm);
-  cmd_epilogue("zeCommandListAppendMemoryCopy", r, *params->phCommandList, &c, *params->phSignalEvent);
+  cmd_epilogue("zeCommandListAppendMemoryCopy", r, *params->phCommandList, &c,
+               *params->phSignalEvent);
 }
 PRO(CommandListAppendMemoryFill, command_list_append_memory_fill) {
   UNUSED;
@@ -364,7 +397,8 @@ EPI(CommandListAppendMemoryFill, command_list_append_memory_fill) {
   UNUSED;
   if (busy || !cur.corr) return;
   cmd c = {.kind = LOOM_KIND_MEMSET, .bytes = *params->psize, .name = api_name("Memset")};
-  cmd_epilogue("zeCommandListAppendMemoryFill", r, *params->phCommandList, &c, *params->phSignalEvent);
+  cmd_epilogue("zeCommandListAppendMemoryFill", r, *params->phCommandList, &c,
+               *params->phSignalEvent);
 }
 PRO(CommandListAppendBarrier, command_list_append_barrier) {
   UNUSED;

@@ -82,7 +82,8 @@ ze_event_handle_t own_event(ze_context_handle_t ctx) {
   if (!p) {
     if (npools == 16 || !(p = calloc(1, sizeof *p))) return NULL;
     ze_event_pool_desc_t pd = {.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
-                               .flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE | ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP,
+                               .flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE |
+                                        ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP,
                                .count = POOL_EVENTS};
     busy++;
     ze_result_t r = ze.zeEventPoolCreate(ctx, &pd, 0, NULL, &p->pool);
@@ -128,13 +129,15 @@ void sync_point(xdev *d) {
   ze_result_t r = ze.zeDeviceGetGlobalTimestamps(d->h, &hts, &dts);
   busy--;
   if (r != ZE_RESULT_SUCCESS) {
-    ze_host->report(ze_self, LOOM_SEV_WARNING, "zeDeviceGetGlobalTimestamps failed: %s", result_name(r));
+    ze_host->report(ze_self, LOOM_SEV_WARNING, "zeDeviceGetGlobalTimestamps failed: %s",
+                    result_name(r));
     return;
   }
   dts &= d->gmask;
   d->sync_ticks = dts, d->sync_raw = hts;
   /* The host side of the pair is CLOCK_MONOTONIC_RAW ns (as the driver reads it). */
-  ze_host->clock_sync(ze_self, d->clk, (uint64_t)((double)dts * d->ns_per_tick), LOOM_CLOCK_MONOTONIC_RAW, hts);
+  ze_host->clock_sync(ze_self, d->clk, (uint64_t)((double)dts * d->ns_per_tick),
+                      LOOM_CLOCK_MONOTONIC_RAW, hts);
 }
 
 /* A kernel timestamp (kernelTimestampValidBits) as full device ticks: the
@@ -154,7 +157,8 @@ static uint32_t session_resource(obj *o, unsigned g, xdev *d) {
     char name[64];
     snprintf(name, sizeof name, "%s %llu", o->type == OBJ_IMM ? "immediate list" : "command queue",
              (unsigned long long)o->native);
-    if (ze_host->resource_add(ze_self, d->index, name, o->native, &o->res) != LOOM_OK) return UINT32_MAX;
+    if (ze_host->resource_add(ze_self, d->index, name, o->native, &o->res) != LOOM_OK)
+      return UINT32_MAX;
     o->gen = g;
   }
   return o->res;

@@ -93,7 +93,8 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm 
   mpil_comm_args(&c, m);
   if (src >= 0) mpil_i(&c, "src", mpil_world_of(m, src));
   mpil_i(&c, "tag", tag);
-  if (rc == MPI_SUCCESS && src != MPI_PROC_NULL) mpil_u(&c, "request", mpil_req_add(*req, m, c.gen));
+  if (rc == MPI_SUCCESS && src != MPI_PROC_NULL)
+    mpil_u(&c, "request", mpil_req_add(*req, m, c.gen));
   MPIL_EMIT(&c, "MPI_Irecv", RT, t1);
   return rc;
 }

@@ -68,7 +68,8 @@ static const char *category_of(domain_rec *d, const nvtxEventAttributes_t *a) {
   if (!d) d = &default_domain;
   unsigned n = atomic_load_explicit(&d->cats.n, memory_order_acquire);
   for (unsigned i = 0; i < n; i++)
-    if (d->cats.e[i].id == a->category) return __atomic_load_n(&d->cats.e[i].name, __ATOMIC_ACQUIRE);
+    if (d->cats.e[i].id == a->category)
+      return __atomic_load_n(&d->cats.e[i].name, __ATOMIC_ACQUIRE);
   char num[16];
   snprintf(num, sizeof num, "%u", a->category);
   return annot_perm(num, SIZE_MAX);
@@ -132,7 +133,9 @@ static nvtxRangeId_t start_in(const char *cat, const char *m) {
   annot_range_begin(id, m ? m : "");
   return id;
 }
-static nvtxRangeId_t RangeStartEx(const nvtxEventAttributes_t *a) { return start_in(NULL, message(a)); }
+static nvtxRangeId_t RangeStartEx(const nvtxEventAttributes_t *a) {
+  return start_in(NULL, message(a));
+}
 static nvtxRangeId_t RangeStartA(const char *m) { return start_in(NULL, m); }
 static nvtxRangeId_t RangeStartW(const wchar_t *m) { return start_in(NULL, from_wide(m)); }
 static void RangeEnd(nvtxRangeId_t id) { annot_range_end(id); }
@@ -142,7 +145,9 @@ static int RangePushEx(const nvtxEventAttributes_t *a) {
 static int RangePushA(const char *m) { return annot_push(NULL, m, SIZE_MAX); }
 static int RangePushW(const wchar_t *m) { return annot_push(NULL, from_wide(m), SIZE_MAX); }
 static int RangePop(void) { return annot_pop(); }
-static void NameCategoryA(uint32_t c, const char *n) { name_category(NULL, c, annot_perm(n, SIZE_MAX)); }
+static void NameCategoryA(uint32_t c, const char *n) {
+  name_category(NULL, c, annot_perm(n, SIZE_MAX));
+}
 static void NameCategoryW(uint32_t c, const wchar_t *n) { name_category(NULL, c, from_wide(n)); }
 static void NameOsThreadA(uint32_t t, const char *n) { name_thread(t, n); }
 static void NameOsThreadW(uint32_t t, const wchar_t *n) { name_thread(t, from_wide(n)); }
@@ -159,7 +164,8 @@ static int DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *
   return annot_push_arg(cat_of(d), CAT_KEY, category_of((domain_rec *)d, a), message(a), SIZE_MAX);
 }
 static int DomainRangePop(nvtxDomainHandle_t d) { (void)d; return annot_pop(); }
-static nvtxResourceHandle_t DomainResourceCreate(nvtxDomainHandle_t d, nvtxResourceAttributes_t *a) {
+static nvtxResourceHandle_t DomainResourceCreate(nvtxDomainHandle_t d,
+                                                 nvtxResourceAttributes_t *a) {
   (void)d, (void)a;
   return NULL;
 }
@@ -215,12 +221,18 @@ static void fill(NvtxGetExportTableFunc_t get, NvtxCallbackModule mod, const fp 
 EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get) {
   if (!get) return 0;
   static const fp core[NVTX_CBID_CORE_SIZE] = {
-      [NVTX_CBID_CORE_MarkEx] = (fp)MarkEx, [NVTX_CBID_CORE_MarkA] = (fp)MarkA,
-      [NVTX_CBID_CORE_MarkW] = (fp)MarkW, [NVTX_CBID_CORE_RangeStartEx] = (fp)RangeStartEx,
-      [NVTX_CBID_CORE_RangeStartA] = (fp)RangeStartA, [NVTX_CBID_CORE_RangeStartW] = (fp)RangeStartW,
-      [NVTX_CBID_CORE_RangeEnd] = (fp)RangeEnd, [NVTX_CBID_CORE_RangePushEx] = (fp)RangePushEx,
-      [NVTX_CBID_CORE_RangePushA] = (fp)RangePushA, [NVTX_CBID_CORE_RangePushW] = (fp)RangePushW,
-      [NVTX_CBID_CORE_RangePop] = (fp)RangePop, [NVTX_CBID_CORE_NameCategoryA] = (fp)NameCategoryA,
+      [NVTX_CBID_CORE_MarkEx] = (fp)MarkEx,
+      [NVTX_CBID_CORE_MarkA] = (fp)MarkA,
+      [NVTX_CBID_CORE_MarkW] = (fp)MarkW,
+      [NVTX_CBID_CORE_RangeStartEx] = (fp)RangeStartEx,
+      [NVTX_CBID_CORE_RangeStartA] = (fp)RangeStartA,
+      [NVTX_CBID_CORE_RangeStartW] = (fp)RangeStartW,
+      [NVTX_CBID_CORE_RangeEnd] = (fp)RangeEnd,
+      [NVTX_CBID_CORE_RangePushEx] = (fp)RangePushEx,
+      [NVTX_CBID_CORE_RangePushA] = (fp)RangePushA,
+      [NVTX_CBID_CORE_RangePushW] = (fp)RangePushW,
+      [NVTX_CBID_CORE_RangePop] = (fp)RangePop,
+      [NVTX_CBID_CORE_NameCategoryA] = (fp)NameCategoryA,
       [NVTX_CBID_CORE_NameCategoryW] = (fp)NameCategoryW,
       [NVTX_CBID_CORE_NameOsThreadA] = (fp)NameOsThreadA,
       [NVTX_CBID_CORE_NameOsThreadW] = (fp)NameOsThreadW,

@@ -67,7 +67,9 @@ uint64_t ocl_now(void) {
   return recorder_now ? recorder_now(NULL) : now_in(CLOCK_MONOTONIC_RAW);
 }
 
-uint32_t ocl_intern(const char *s) { return ocl_host ? ocl_host->intern(ocl_self, s, SIZE_MAX) : 0; }
+uint32_t ocl_intern(const char *s) {
+  return ocl_host ? ocl_host->intern(ocl_self, s, SIZE_MAX) : 0;
+}
 
 /* kernel handle -> name id */
 static struct { cl_kernel k; uint32_t id; } kcache[256];
@@ -254,7 +256,8 @@ int ocl_session_queue(cl_command_queue q, unsigned g, uint32_t *device, uint32_t
     if (!de) return -1;
     char name[32];
     snprintf(name, sizeof name, "queue %llu", (unsigned long long)qe->native);
-    if (ocl_host->resource_add(ocl_self, de->device, name, qe->native, &qe->resource) != LOOM_OK) return -1;
+    if (ocl_host->resource_add(ocl_self, de->device, name, qe->native, &qe->resource) != LOOM_OK)
+      return -1;
     qe->device = de->device;
     qe->gen = g;
   }
@@ -400,7 +403,8 @@ static loom_status ocl_flush(loom_backend *b) {
     }
   }
   pthread_mutex_unlock(&ocl_mu);
-  if (lost) ocl_host->count_lost(b, lost, "commands still executing at stop (opencl.flush_timeout_ms)");
+  if (lost)
+    ocl_host->count_lost(b, lost, "commands still executing at stop (opencl.flush_timeout_ms)");
   return LOOM_OK;
 }
 

@@ -63,7 +63,9 @@ static inline uint64_t now_in(clockid_t c) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static inline ocl_cmd *ocl_ring_at(queue_entry *qe, size_t i) { return &qe->ring[(qe->head + i) % qe->cap]; }
+static inline ocl_cmd *ocl_ring_at(queue_entry *qe, size_t i) {
+  return &qe->ring[(qe->head + i) % qe->cap];
+}
 
 /* backend.c, ocl_mu held: q's entry (NULL when unknown), and the session
  * ids of q (device, resource; 0 on success). */

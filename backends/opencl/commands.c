@@ -36,10 +36,17 @@ void ocl_call_begin(ocl_call *c, cl_command_queue q, cl_event *app_event) {
 }
 
 /* roles: LOOM_RECORD_F_* (what the call enqueues, for loom report). */
-static void emit_call(uint32_t api, uint64_t t0, uint64_t t1, uint64_t corr, int kind, uint16_t roles) {
-  loom_record r = {.struct_size = sizeof r, .kind = (uint16_t)kind, .flags = roles, .clock = ocl_host_clk,
-                   .device = LOOM_DEVICE_HOST, .start = t0, .end = t1,
-                   .name = api, .correlation = corr};
+static void emit_call(uint32_t api, uint64_t t0, uint64_t t1, uint64_t corr, int kind,
+                      uint16_t roles) {
+  loom_record r = {.struct_size = sizeof r,
+                   .kind = (uint16_t)kind,
+                   .flags = roles,
+                   .clock = ocl_host_clk,
+                   .device = LOOM_DEVICE_HOST,
+                   .start = t0,
+                   .end = t1,
+                   .name = api,
+                   .correlation = corr};
   ocl_host->emit(ocl_self, &r);
 }
 
@@ -71,12 +78,15 @@ static cl_int event_status(cl_event e) {
 static int emit_cmd(queue_entry *qe, const ocl_cmd *c, loom_clock clk) {
   cl_ulong q = 0, st = 0, en = 0;
   cl_event e = c->event;
-  if (ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof st, &st, NULL) != CL_SUCCESS ||
-      ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof en, &en, NULL) != CL_SUCCESS) {
+  if (ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof st, &st, NULL) !=
+          CL_SUCCESS ||
+      ocl_next.clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof en, &en, NULL) !=
+          CL_SUCCESS) {
     cl_int status = event_status(e);
     if (status > CL_COMPLETE) return -1;
-    ocl_host->count_lost(ocl_self, 1, status < 0 ? "a command failed on the device (no times to record)"
-                                         : "the driver gave no profiling times for a command");
+    ocl_host->count_lost(ocl_self, 1,
+                         status < 0 ? "a command failed on the device (no times to record)"
+                                    : "the driver gave no profiling times for a command");
     return 0;
   }
   loom_arg args[4];

@@ -27,7 +27,8 @@ static cl_icd_dispatch layer_table;
 static cl_command_queue CL_API_CALL w_clCreateCommandQueue(cl_context ctx, cl_device_id dev,
                                                            cl_command_queue_properties props,
                                                            cl_int *err) {
-  cl_command_queue q = ocl_next.clCreateCommandQueue(ctx, dev, props | CL_QUEUE_PROFILING_ENABLE, err);
+  cl_command_queue q =
+      ocl_next.clCreateCommandQueue(ctx, dev, props | CL_QUEUE_PROFILING_ENABLE, err);
   if (q)
     ocl_queue_created(q, dev, (props & CL_QUEUE_PROFILING_ENABLE) != 0,
                       !(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE));
@@ -67,7 +68,8 @@ static cl_int CL_API_CALL w_clGetCommandQueueInfo(cl_command_queue q, cl_command
   cl_int rc = ocl_next.clGetCommandQueueInfo(q, what, size, value, size_ret);
   if (rc == CL_SUCCESS && value && what == CL_QUEUE_PROPERTIES &&
       size >= sizeof(cl_command_queue_properties) && ocl_queue_app_profiling(q) == 0)
-    *(cl_command_queue_properties *)value &= ~(cl_command_queue_properties)CL_QUEUE_PROFILING_ENABLE;
+    *(cl_command_queue_properties *)value &=
+        ~(cl_command_queue_properties)CL_QUEUE_PROFILING_ENABLE;
   return rc;
 }
 
@@ -95,8 +97,8 @@ static cl_int CL_API_CALL w_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel
     return ocl_next.clEnqueueNDRangeKernel(q, k, dims, off, gws, lws, nw, wl, ev);
   BEGIN(q, ev);
   cl_int rc = ocl_next.clEnqueueNDRangeKernel(q, k, dims, off, gws, lws, nw, wl, c.evp);
-  return ocl_call_end(&c, OCL_NAME("clEnqueueNDRangeKernel"), rc, LOOM_KIND_KERNEL, ocl_kernel_name(k), 0,
-                      NULL, dims, gws, lws, ev);
+  return ocl_call_end(&c, OCL_NAME("clEnqueueNDRangeKernel"), rc, LOOM_KIND_KERNEL,
+                      ocl_kernel_name(k), 0, NULL, dims, gws, lws, ev);
 }
 
 static cl_int CL_API_CALL w_clEnqueueTask(cl_command_queue q, cl_kernel k, cl_uint nw,
@@ -106,19 +108,19 @@ static cl_int CL_API_CALL w_clEnqueueTask(cl_command_queue q, cl_kernel k, cl_ui
   BEGIN(q, ev);
   cl_int rc = ocl_next.clEnqueueTask(q, k, nw, wl, c.evp);
   size_t one = 1;
-  return ocl_call_end(&c, OCL_NAME("clEnqueueTask"), rc, LOOM_KIND_KERNEL, ocl_kernel_name(k), 0, NULL, 1,
-                      &one, &one, ev);
+  return ocl_call_end(&c, OCL_NAME("clEnqueueTask"), rc, LOOM_KIND_KERNEL, ocl_kernel_name(k), 0,
+                      NULL, 1, &one, &one, ev);
 }
 
-#define BUFFER_OP(fn, kind, label, dir, bytes, PARAMS, ARGS)                          \
-  static cl_int CL_API_CALL w_##fn PARAMS {                                           \
-    if (!atomic_load_explicit(&ocl_recording, memory_order_relaxed))                  \
-      return ocl_next.fn ARGS;                                                        \
-    cl_event *ev_app = ev;                                                            \
-    BEGIN(q, ev_app);                                                                 \
-    ev = c.evp;                                                                       \
-    cl_int rc = ocl_next.fn ARGS;                                                     \
-    return ocl_call_end(&c, OCL_NAME(#fn), rc, kind, OCL_NAME(label), bytes, dir, 0, NULL, NULL, ev_app); \
+#define BUFFER_OP(fn, kind, label, dir, bytes, PARAMS, ARGS)                                       \
+  static cl_int CL_API_CALL w_##fn PARAMS {                                                        \
+    if (!atomic_load_explicit(&ocl_recording, memory_order_relaxed)) return ocl_next.fn ARGS;      \
+    cl_event *ev_app = ev;                                                                         \
+    BEGIN(q, ev_app);                                                                              \
+    ev = c.evp;                                                                                    \
+    cl_int rc = ocl_next.fn ARGS;                                                                  \
+    return ocl_call_end(&c, OCL_NAME(#fn), rc, kind, OCL_NAME(label), bytes, dir, 0, NULL, NULL,   \
+                        ev_app);                                                                   \
   }
 
 static uint64_t region_size(const size_t *r) { return r ? (uint64_t)r[0] * r[1] * r[2] : 0; }
@@ -214,8 +216,8 @@ static void *CL_API_CALL w_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_b
   cl_int rc = CL_SUCCESS;
   void *p = ocl_next.clEnqueueMapBuffer(q, m, blk, f, off, size, nw, wl, c.evp, &rc);
   if (err) *err = rc;
-  ocl_call_end(&c, OCL_NAME("clEnqueueMapBuffer"), rc, LOOM_KIND_MEMCPY, OCL_NAME("Map (buffer)"), size, "map", 0,
-               NULL, NULL, ev);
+  ocl_call_end(&c, OCL_NAME("clEnqueueMapBuffer"), rc, LOOM_KIND_MEMCPY, OCL_NAME("Map (buffer)"),
+               size, "map", 0, NULL, NULL, ev);
   return p;
 }
 
@@ -229,8 +231,8 @@ static void *CL_API_CALL w_clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bo
   cl_int rc = CL_SUCCESS;
   void *p = ocl_next.clEnqueueMapImage(q, m, blk, f, org, reg, rp, sp, nw, wl, c.evp, &rc);
   if (err) *err = rc;
-  ocl_call_end(&c, OCL_NAME("clEnqueueMapImage"), rc, LOOM_KIND_MEMCPY, OCL_NAME("Map (image)"), region_size(reg),
-               "map", 0, NULL, NULL, ev);
+  ocl_call_end(&c, OCL_NAME("clEnqueueMapImage"), rc, LOOM_KIND_MEMCPY, OCL_NAME("Map (image)"),
+               region_size(reg), "map", 0, NULL, NULL, ev);
   return p;
 }
 

@@ -60,7 +60,8 @@ static loom_status read_options(loom_backend *b, pf_config *c) {
   uint64_t x;
   if ((v = pf_host->config_get(b, "perf.frequency"))) {
     if (parse_u64(v, &x, 0) || x < 1 || x > 100000) {
-      pf_host->report(b, LOOM_SEV_ERROR, "perf.frequency=%s: expected samples per second, 1 to 100000", v);
+      pf_host->report(b, LOOM_SEV_ERROR,
+                      "perf.frequency=%s: expected samples per second, 1 to 100000", v);
       return LOOM_EINVAL;
     }
     c->period_ns = 1000000000ull / x;
@@ -307,7 +308,9 @@ static loom_status pf_flush(loom_backend *b) {
   if (lost) pf_host->count_lost(b, lost, "perf ring buffer full (the reader fell behind)");
   if (capped) pf_host->count_lost(b, capped, "samples past perf.memory");
   uint64_t oom = pf_events_oom(s->ev);
-  if (oom) pf_host->count_lost(b, oom, "perf records (samples, counter ticks, mappings) not kept: out of memory");
+  if (oom)
+    pf_host->count_lost(b, oom,
+                        "perf records (samples, counter ticks, mappings) not kept: out of memory");
   emit_samples(b, s);
   if (s->cfg.counters) emit_counters(b, s);
   return LOOM_OK;
@@ -321,7 +324,8 @@ static void pf_destroy(loom_backend *b) {
 
 static const loom_option_desc perf_options[] = {
     {"perf.frequency", "samples per second per thread, 1 to 100000 (default 1000)"},
-    {"perf.stack", "bytes of user stack copied per sample for DWARF unwinding; 0: frame pointers (default 16384)"},
+    {"perf.stack", "bytes of user stack copied per sample for DWARF unwinding; 0: frame pointers "
+                   "(default 16384)"},
     {"perf.counters", "0: no OS counters (context switches, page faults, migrations) (default 1)"},
     {"perf.memory", "bytes of samples kept while recording, with k/m/g (default 512m)"},
     {NULL, NULL}};

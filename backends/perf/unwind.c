@@ -134,7 +134,9 @@ static int load_bias(const char *path, uint64_t start, uint64_t pgoff, uint64_t 
   return rc;
 }
 
-static int overlaps(const pf_map *a, const pf_map *b) { return a->start < b->end && b->start < a->end; }
+static int overlaps(const pf_map *a, const pf_map *b) {
+  return a->start < b->end && b->start < a->end;
+}
 
 /* Later mappings win over earlier ones they overlap (an address reused
  * after an unload); each remaining file is reported once per bias. */

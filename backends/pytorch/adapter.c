@@ -69,9 +69,11 @@ static void try_attach(void) {
         else path[0] = 0;
         strncat(path, "loom-pytorch-shim.so", sizeof path - strlen(path) - 1);
         void *shim = real_dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        int (*init)(void) = shim ? (int (*)(void))(uintptr_t)dlsym(shim, "loom_pytorch_shim_init") : NULL;
+        int (*init)(void) =
+            shim ? (int (*)(void))(uintptr_t)dlsym(shim, "loom_pytorch_shim_init") : NULL;
         if (!init || init() != 0)
-          fprintf(stderr, "loom: PyTorch adapter not attached: %s\n", shim ? "init failed" : dlerror());
+          fprintf(stderr, "loom: PyTorch adapter not attached: %s\n",
+                  shim ? "init failed" : dlerror());
       }
     }
   }
@@ -135,19 +137,22 @@ static void *open_as_caller(const char *file, int mode, const void *from) {
 }
 
 EXPORT void *dlopen(const char *file, int mode) {
-  if (!real_dlopen) real_dlopen = (void *(*)(const char *, int))(uintptr_t)dlsym(RTLD_NEXT, "dlopen");
+  if (!real_dlopen)
+    real_dlopen = (void *(*)(const char *, int))(uintptr_t)dlsym(RTLD_NEXT, "dlopen");
   depth++;
   void *h = open_as_caller(file, mode, __builtin_return_address(0));
   if (!h) h = real_dlopen(file, mode);
   depth--;
   /* only once the outermost dlopen() returned: everything is initialised */
-  if (h && !depth && !(mode & RTLD_NOLOAD) && !atomic_load_explicit(&attached, memory_order_relaxed))
+  if (h && !depth && !(mode & RTLD_NOLOAD) &&
+      !atomic_load_explicit(&attached, memory_order_relaxed))
     try_attach();
   return h;
 }
 
 __attribute__((constructor)) static void adapter_init(void) {
-  if (!real_dlopen) real_dlopen = (void *(*)(const char *, int))(uintptr_t)dlsym(RTLD_NEXT, "dlopen");
+  if (!real_dlopen)
+    real_dlopen = (void *(*)(const char *, int))(uintptr_t)dlsym(RTLD_NEXT, "dlopen");
   try_attach();
 }
 

@@ -250,7 +250,8 @@ uint32_t format_inputs(const void *raw, uint32_t nraw, char *buf, size_t cap, lo
 void capture_dtype_names() {
   for (int i = 0; i < kTypes; i++) {
     try {
-      c10::string_view nm = caffe2::TypeMeta::fromScalarType(static_cast<c10::ScalarType>(i)).name();
+      c10::string_view nm =
+          caffe2::TypeMeta::fromScalarType(static_cast<c10::ScalarType>(i)).name();
       if (!nm.empty() && nm.size() < sizeof dtype_name[i]) {
         std::memcpy(dtype_name[i], nm.data(), nm.size());
         dtype_len[i] = static_cast<uint8_t>(nm.size());
@@ -343,9 +344,12 @@ void begin_collective(const at::RecordFunction &fn, const char *name, uint64_t e
   auto str = [&](const char *k, const char *v) {
     a[n].key = k, a[n].type = LOOM_ARG_STRING, a[n].v.s = v, n++;
   };
-  auto num = [&](const char *k, int64_t v) { a[n].key = k, a[n].type = LOOM_ARG_INT, a[n].v.i = v, n++; };
+  auto num = [&](const char *k, int64_t v) {
+    a[n].key = k, a[n].type = LOOM_ARG_INT, a[n].v.i = v, n++;
+  };
   str("Collective name", coll.c_str());
-  if (!data.empty()) num("In msg nelems", in.nelems), num("Out msg nelems", out.nelems), str("dtype", dtype);
+  if (!data.empty())
+    num("In msg nelems", in.nelems), num("Out msg nelems", out.nelems), str("dtype", dtype);
   if (pg) {
     num("Group size", pg->getSize());
     num("Rank", pg->getRank());

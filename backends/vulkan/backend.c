@@ -75,13 +75,15 @@ static const char *type_name(VkPhysicalDeviceType t) {
 void vk_sync_point(vk_dev *d) {
   if (!d->calibrated) return;
   VkCalibratedTimestampInfoEXT ti[2] = {
-      {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, .timeDomain = VK_TIME_DOMAIN_DEVICE_EXT},
+      {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT,
+       .timeDomain = VK_TIME_DOMAIN_DEVICE_EXT},
       {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, .timeDomain = d->host_domain}};
   uint64_t ts[2], dev = 0;
   if (d->f.GetCalibratedTimestampsEXT(d->dev, 2, ti, ts, &dev) != VK_SUCCESS) return;
   vk_host->clock_sync(vk_self, d->clk, ts[0],
-                      d->host_domain == VK_TIME_DOMAIN_CLOCK_MONOTONIC_RAW_EXT ? LOOM_CLOCK_MONOTONIC_RAW
-                                                                              : LOOM_CLOCK_MONOTONIC,
+                      d->host_domain == VK_TIME_DOMAIN_CLOCK_MONOTONIC_RAW_EXT
+                          ? LOOM_CLOCK_MONOTONIC_RAW
+                          : LOOM_CLOCK_MONOTONIC,
                       ts[1]);
 }
 
@@ -96,11 +98,12 @@ int vk_session_device(vk_dev *d) {
            VK_API_VERSION_MINOR(p->apiVersion), VK_API_VERSION_PATCH(p->apiVersion));
   snprintf(groups, sizeof groups, "[%u, %u, %u]", l->maxComputeWorkGroupCount[0],
            l->maxComputeWorkGroupCount[1], l->maxComputeWorkGroupCount[2]);
-  snprintf(size, sizeof size, "[%u, %u, %u]", l->maxComputeWorkGroupSize[0], l->maxComputeWorkGroupSize[1],
-           l->maxComputeWorkGroupSize[2]);
+  snprintf(size, sizeof size, "[%u, %u, %u]", l->maxComputeWorkGroupSize[0],
+           l->maxComputeWorkGroupSize[1], l->maxComputeWorkGroupSize[2]);
   uint64_t heap = 0;
   for (uint32_t i = 0; i < d->mem.memoryHeapCount; i++)
-    if (d->mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) heap += d->mem.memoryHeaps[i].size;
+    if (d->mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      heap += d->mem.memoryHeaps[i].size;
   loom_arg props[] = {
       {.key = "vendor id", .type = LOOM_ARG_UINT, .v.u = p->vendorID},
       {.key = "device id", .type = LOOM_ARG_UINT, .v.u = p->deviceID},
@@ -110,22 +113,30 @@ int vk_session_device(vk_dev *d) {
       {.key = "timestamp period ns", .type = LOOM_ARG_DOUBLE, .v.d = p->limits.timestampPeriod},
       {.key = "max compute work group count", .type = LOOM_ARG_STRING, .v.s = groups},
       {.key = "max compute work group size", .type = LOOM_ARG_STRING, .v.s = size},
-      {.key = "max compute work group invocations", .type = LOOM_ARG_UINT,
+      {.key = "max compute work group invocations",
+       .type = LOOM_ARG_UINT,
        .v.u = l->maxComputeWorkGroupInvocations},
-      {.key = "max compute shared memory bytes", .type = LOOM_ARG_UINT, .v.u = l->maxComputeSharedMemorySize},
+      {.key = "max compute shared memory bytes",
+       .type = LOOM_ARG_UINT,
+       .v.u = l->maxComputeSharedMemorySize},
       {.key = "device-local memory bytes", .type = LOOM_ARG_UINT, .v.u = heap},
-      {.key = "calibrated timestamps", .type = LOOM_ARG_STRING, .v.s = d->calibrated ? "yes" : "no"},
+      {.key = "calibrated timestamps",
+       .type = LOOM_ARG_STRING,
+       .v.s = d->calibrated ? "yes" : "no"},
   };
   loom_device_info info = {.struct_size = sizeof info, .name = p->deviceName,
                            .vendor = vendor_name(p->vendorID), .type = type_name(p->deviceType),
                            .props = props, .nprops = sizeof props / sizeof props[0]};
   if (vk_host->device_add(vk_self, &info, &d->device) != LOOM_OK) return -1;
-  if (vk_host->clock_declare(vk_self, LOOM_CLOCK_DEVICE, p->deviceName, &d->clk) != LOOM_OK) return -1;
+  if (vk_host->clock_declare(vk_self, LOOM_CLOCK_DEVICE, p->deviceName, &d->clk) != LOOM_OK)
+    return -1;
   if (LOOM_HOST_HAS(vk_host, clock_set_rate) && p->limits.timestampPeriod > 0)
     vk_host->clock_set_rate(vk_self, d->clk, p->limits.timestampPeriod);
   if (!d->calibrated)
-    vk_host->report(vk_self, LOOM_SEV_WARNING, "device '%s' has no VK_EXT_calibrated_timestamps with a host "
-                    "clock: its device times cannot be placed on the timeline", p->deviceName);
+    vk_host->report(vk_self, LOOM_SEV_WARNING,
+                    "device '%s' has no VK_EXT_calibrated_timestamps with a host "
+                    "clock: its device times cannot be placed on the timeline",
+                    p->deviceName);
   d->gen = g;
   vk_sync_point(d);
   return 0;
@@ -137,7 +148,8 @@ int vk_session_queue(vk_queue *q) {
   if (vk_session_device(q->d) != 0) return -1;
   char name[64];
   snprintf(name, sizeof name, "queue %u.%u", q->family, q->index);
-  if (vk_host->resource_add(vk_self, q->d->device, name, q->native, &q->resource) != LOOM_OK) return -1;
+  if (vk_host->resource_add(vk_self, q->d->device, name, q->native, &q->resource) != LOOM_OK)
+    return -1;
   q->gen = g;
   return 0;
 }
@@ -145,9 +157,10 @@ int vk_session_queue(vk_queue *q) {
 void vk_device_seen(int n) {
   if (n == 0 && atomic_load(&vk_live)) {
     const char *icd = getenv("VK_ICD_FILENAMES");
-    vk_host->report(vk_self, LOOM_SEV_WARNING, "vulkan: the program's Vulkan instance found no device "
-                    "(no Vulkan driver%s%s%s); nothing to record on Vulkan", icd ? ": VK_ICD_FILENAMES=" : "",
-                    icd ? icd : "", icd ? "" : " installed");
+    vk_host->report(vk_self, LOOM_SEV_WARNING,
+                    "vulkan: the program's Vulkan instance found no device "
+                    "(no Vulkan driver%s%s%s); nothing to record on Vulkan",
+                    icd ? ": VK_ICD_FILENAMES=" : "", icd ? icd : "", icd ? "" : " installed");
   }
 }
 
@@ -169,7 +182,8 @@ static int manifest_in(const char *path) {
 static int manifest_in_list(const char *list, const char *suffix) {
   char *copy = strdup(list), *save = NULL;
   int found = 0;
-  for (char *p = copy ? strtok_r(copy, ":", &save) : NULL; p && !found; p = strtok_r(NULL, ":", &save)) {
+  for (char *p = copy ? strtok_r(copy, ":", &save) : NULL; p && !found;
+       p = strtok_r(NULL, ":", &save)) {
     char path[4096];
     snprintf(path, sizeof path, "%s%s", p, suffix);
     found = manifest_in(path);
@@ -191,9 +205,11 @@ static int driver_present(char *why, size_t n) {
   const char *xdg_conf = getenv("XDG_CONFIG_DIRS"), *xdg_data = getenv("XDG_DATA_DIRS");
   if (manifest_in_list(xdg_conf && *xdg_conf ? xdg_conf : "/etc/xdg", "/vulkan/icd.d") ||
       manifest_in_list("/etc", "/vulkan/icd.d") ||
-      manifest_in_list(xdg_data && *xdg_data ? xdg_data : "/usr/local/share:/usr/share", "/vulkan/icd.d"))
+      manifest_in_list(xdg_data && *xdg_data ? xdg_data : "/usr/local/share:/usr/share",
+                       "/vulkan/icd.d"))
     return 1;
-  snprintf(why, n, "no Vulkan driver: no driver manifest in the loader's folders (/etc/vulkan/icd.d, "
+  snprintf(why, n,
+           "no Vulkan driver: no driver manifest in the loader's folders (/etc/vulkan/icd.d, "
            "/usr/share/vulkan/icd.d, ...); install one (Debian: mesa-vulkan-drivers)");
   return 0;
 }
@@ -209,10 +225,12 @@ static loom_status vk_probe(loom_backend *b, char *why, size_t n) {
   if (!layer_requested()) {
     Dl_info me;
     dladdr((void *)vk_probe, &me);
-    snprintf(why, n, "the Vulkan layer is not active in this process: start the program with 'loom "
-             "record', or set VK_ADD_LAYER_PATH to the folder of its manifest (vulkan/ next to %s) and "
-             "VK_INSTANCE_LAYERS=" VK_LOOM_LAYER_NAME " before it starts",
-             me.dli_fname ? me.dli_fname : "libloom-vulkan.so");
+    snprintf(
+        why, n,
+        "the Vulkan layer is not active in this process: start the program with 'loom "
+        "record', or set VK_ADD_LAYER_PATH to the folder of its manifest (vulkan/ next to %s) and "
+        "VK_INSTANCE_LAYERS=" VK_LOOM_LAYER_NAME " before it starts",
+        me.dli_fname ? me.dli_fname : "libloom-vulkan.so");
     return LOOM_ENOTFOUND;
   }
   return LOOM_OK;

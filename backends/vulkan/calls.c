@@ -39,12 +39,14 @@ void *vk_dev_del(vk_dev *d, vk_map *m, uint64_t key) {
   }
 WAIT(QueueWaitIdle, q, (VkQueue q), (q))
 WAIT(DeviceWaitIdle, dev, (VkDevice dev), (dev))
-WAIT(WaitForFences, dev, (VkDevice dev, uint32_t n, const VkFence *f, VkBool32 all, uint64_t timeout),
+WAIT(WaitForFences, dev,
+     (VkDevice dev, uint32_t n, const VkFence *f, VkBool32 all, uint64_t timeout),
      (dev, n, f, all, timeout))
 
 static VkResult VKAPI_CALL L_CreateComputePipelines(VkDevice dev, VkPipelineCache cache, uint32_t n,
                                                     const VkComputePipelineCreateInfo *ci,
-                                                    const VkAllocationCallbacks *a, VkPipeline *out) {
+                                                    const VkAllocationCallbacks *a,
+                                                    VkPipeline *out) {
   vk_dev *d = vk_dev_of(dev);
   uint64_t t0 = vk_now();
   VkResult rc = d->f.CreateComputePipelines(dev, cache, n, ci, a, out);
@@ -63,14 +65,16 @@ static VkResult VKAPI_CALL L_CreateComputePipelines(VkDevice dev, VkPipelineCach
   return rc;
 }
 
-static void VKAPI_CALL L_DestroyPipeline(VkDevice dev, VkPipeline p, const VkAllocationCallbacks *a) {
+static void VKAPI_CALL L_DestroyPipeline(VkDevice dev, VkPipeline p,
+                                         const VkAllocationCallbacks *a) {
   vk_dev *d = vk_dev_of(dev);
   vk_dev_del(d, &d->pipelines, VK_KEY(p));
   d->f.DestroyPipeline(dev, p, a);
 }
 
 static VkResult VKAPI_CALL L_CreateShaderModule(VkDevice dev, const VkShaderModuleCreateInfo *ci,
-                                                const VkAllocationCallbacks *a, VkShaderModule *out) {
+                                                const VkAllocationCallbacks *a,
+                                                VkShaderModule *out) {
   vk_dev *d = vk_dev_of(dev);
   if (!RECORDING()) return d->f.CreateShaderModule(dev, ci, a, out);
   uint64_t t0 = vk_now();
@@ -95,14 +99,15 @@ static VkResult VKAPI_CALL L_AllocateMemory(VkDevice dev, const VkMemoryAllocate
   return rc;
 }
 
-static void VKAPI_CALL L_FreeMemory(VkDevice dev, VkDeviceMemory mem, const VkAllocationCallbacks *a) {
+static void VKAPI_CALL L_FreeMemory(VkDevice dev, VkDeviceMemory mem,
+                                    const VkAllocationCallbacks *a) {
   vk_dev *d = vk_dev_of(dev);
   free(vk_dev_del(d, &d->memory, VK_KEY(mem)));
   d->f.FreeMemory(dev, mem, a);
 }
 
-static VkResult VKAPI_CALL L_MapMemory(VkDevice dev, VkDeviceMemory mem, VkDeviceSize off, VkDeviceSize size,
-                                       VkMemoryMapFlags fl, void **p) {
+static VkResult VKAPI_CALL L_MapMemory(VkDevice dev, VkDeviceMemory mem, VkDeviceSize off,
+                                       VkDeviceSize size, VkMemoryMapFlags fl, void **p) {
   vk_dev *d = vk_dev_of(dev);
   VkResult rc = d->f.MapMemory(dev, mem, off, size, fl, p);
   pthread_mutex_lock(&d->mu);
@@ -136,21 +141,24 @@ static void bound(vk_dev *d, VkBuffer buf, VkDeviceMemory mem) {
   pthread_mutex_unlock(&d->mu);
 }
 
-static VkResult VKAPI_CALL L_BindBufferMemory(VkDevice dev, VkBuffer buf, VkDeviceMemory mem, VkDeviceSize off) {
+static VkResult VKAPI_CALL L_BindBufferMemory(VkDevice dev, VkBuffer buf, VkDeviceMemory mem,
+                                              VkDeviceSize off) {
   vk_dev *d = vk_dev_of(dev);
   VkResult rc = d->f.BindBufferMemory(dev, buf, mem, off);
   if (rc == VK_SUCCESS) bound(d, buf, mem);
   return rc;
 }
 
-static VkResult VKAPI_CALL L_BindBufferMemory2(VkDevice dev, uint32_t n, const VkBindBufferMemoryInfo *bi) {
+static VkResult VKAPI_CALL L_BindBufferMemory2(VkDevice dev, uint32_t n,
+                                               const VkBindBufferMemoryInfo *bi) {
   vk_dev *d = vk_dev_of(dev);
   VkResult rc = d->f.BindBufferMemory2(dev, n, bi);
   for (uint32_t i = 0; rc == VK_SUCCESS && i < n; i++) bound(d, bi[i].buffer, bi[i].memory);
   return rc;
 }
 
-static VkResult VKAPI_CALL L_SetDebugUtilsObjectNameEXT(VkDevice dev, const VkDebugUtilsObjectNameInfoEXT *ni) {
+static VkResult VKAPI_CALL L_SetDebugUtilsObjectNameEXT(VkDevice dev,
+                                                        const VkDebugUtilsObjectNameInfoEXT *ni) {
   vk_dev *d = vk_dev_of(dev);
   VkResult rc = d->f.SetDebugUtilsObjectNameEXT(dev, ni);
   if (!ni->pObjectName || !*ni->pObjectName) return rc;
@@ -167,11 +175,12 @@ static VkResult VKAPI_CALL L_SetDebugUtilsObjectNameEXT(VkDevice dev, const VkDe
 
 PFN_vkVoidFunction vk_call_proc(const char *name) {
 #define P(n) if (!strcmp(name, "vk" #n)) return (PFN_vkVoidFunction)L_##n;
-  P(QueueWaitIdle) P(DeviceWaitIdle) P(WaitForFences) P(CreateComputePipelines) P(DestroyPipeline)
-  P(CreateShaderModule) P(AllocateMemory) P(FreeMemory) P(MapMemory) P(CreateBuffer) P(DestroyBuffer)
-  P(BindBufferMemory) P(BindBufferMemory2) P(SetDebugUtilsObjectNameEXT)
+  P(QueueWaitIdle)
+  P(DeviceWaitIdle) P(WaitForFences) P(CreateComputePipelines) P(DestroyPipeline)
+      P(CreateShaderModule) P(AllocateMemory) P(FreeMemory) P(MapMemory) P(CreateBuffer)
+          P(DestroyBuffer) P(BindBufferMemory) P(BindBufferMemory2) P(SetDebugUtilsObjectNameEXT)
 #undef P
-  if (!strcmp(name, "vkQueueSubmit")) return (PFN_vkVoidFunction)vk_QueueSubmit;
+              if (!strcmp(name, "vkQueueSubmit")) return (PFN_vkVoidFunction)vk_QueueSubmit;
   if (!strcmp(name, "vkQueueSubmit2") || !strcmp(name, "vkQueueSubmit2KHR"))
     return (PFN_vkVoidFunction)vk_QueueSubmit2;
   if (!strcmp(name, "vkBindBufferMemory2KHR")) return (PFN_vkVoidFunction)L_BindBufferMemory2;

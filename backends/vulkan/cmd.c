@@ -116,11 +116,13 @@ static size_t cmd_begin(vk_cb *c, uint8_t what, uint16_t kind, uint32_t name) {
 }
 
 void vk_cmd_end(vk_cb *c, size_t i) {
-  if (i != SIZE_MAX && !c->rec->broken) c->rec->cmds[i].q1 = stamp(c, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
+  if (i != SIZE_MAX && !c->rec->broken)
+    c->rec->cmds[i].q1 = stamp(c, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
 }
 
 /* ---- command buffers ---------------------------------------------------------- */
-static VkResult VKAPI_CALL L_AllocateCommandBuffers(VkDevice dev, const VkCommandBufferAllocateInfo *ai,
+static VkResult VKAPI_CALL L_AllocateCommandBuffers(VkDevice dev,
+                                                    const VkCommandBufferAllocateInfo *ai,
                                                     VkCommandBuffer *out) {
   vk_dev *d = vk_dev_of(dev);
   VkResult rc = d->f.AllocateCommandBuffers(dev, ai, out);
@@ -138,13 +140,15 @@ static void VKAPI_CALL L_FreeCommandBuffers(VkDevice dev, VkCommandPool pool, ui
   d->f.FreeCommandBuffers(dev, pool, n, cbs);
 }
 
-static VkResult VKAPI_CALL L_ResetCommandPool(VkDevice dev, VkCommandPool pool, VkCommandPoolResetFlags fl) {
+static VkResult VKAPI_CALL L_ResetCommandPool(VkDevice dev, VkCommandPool pool,
+                                              VkCommandPoolResetFlags fl) {
   vk_dev *d = vk_dev_of(dev);
   vk_cb_each(d, pool, vk_cb_drop_recording);
   return d->f.ResetCommandPool(dev, pool, fl);
 }
 
-static void VKAPI_CALL L_DestroyCommandPool(VkDevice dev, VkCommandPool pool, const VkAllocationCallbacks *a) {
+static void VKAPI_CALL L_DestroyCommandPool(VkDevice dev, VkCommandPool pool,
+                                            const VkAllocationCallbacks *a) {
   vk_dev *d = vk_dev_of(dev);
   if (pool) vk_cmd_pool_gone(d, pool);
   d->f.DestroyCommandPool(dev, pool, a);
@@ -156,7 +160,8 @@ static VkResult VKAPI_CALL L_ResetCommandBuffer(VkCommandBuffer cb, VkCommandBuf
   return vk_dev_of(cb)->f.ResetCommandBuffer(cb, fl);
 }
 
-static VkResult VKAPI_CALL L_BeginCommandBuffer(VkCommandBuffer cb, const VkCommandBufferBeginInfo *bi) {
+static VkResult VKAPI_CALL L_BeginCommandBuffer(VkCommandBuffer cb,
+                                                const VkCommandBufferBeginInfo *bi) {
   vk_dev *d = vk_dev_of(cb);
   VkResult rc = d->f.BeginCommandBuffer(cb, bi);
   vk_cb *c = rc == VK_SUCCESS ? vk_cb_of(cb) : NULL;
@@ -192,7 +197,8 @@ static void VKAPI_CALL L_CmdBindPipeline(VkCommandBuffer cb, VkPipelineBindPoint
 
 static void dispatch(vk_cb *c, uint32_t x, uint32_t y, uint32_t z, int indirect,
                      void (*call)(vk_cb *, void *), void *ctx) {
-  size_t i = cmd_begin(c, VK_CMD_WORK, LOOM_KIND_KERNEL, c->pipe_name ? c->pipe_name : VK_NAME("dispatch"));
+  size_t i = cmd_begin(c, VK_CMD_WORK, LOOM_KIND_KERNEL,
+                       c->pipe_name ? c->pipe_name : VK_NAME("dispatch"));
   if (i != SIZE_MAX) {
     vk_cmd *m = &c->rec->cmds[i];
     m->g[0] = x, m->g[1] = y, m->g[2] = z, m->indirect = indirect;
@@ -279,7 +285,8 @@ static void VKAPI_CALL L_CmdCopyBuffer(VkCommandBuffer cb, VkBuffer src, VkBuffe
   if (!c) { vk_dev_of(cb)->f.CmdCopyBuffer(cb, src, dst, n, r); return; }
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < n; i++) bytes += r[i].size;
-  size_t i = vk_mem_begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdCopyBuffer"), bytes, direction(c->d, src, dst));
+  size_t i = vk_mem_begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdCopyBuffer"), bytes,
+                          direction(c->d, src, dst));
   c->d->f.CmdCopyBuffer(cb, src, dst, n, r);
   vk_cmd_end(c, i);
 }
@@ -311,18 +318,22 @@ static void VKAPI_CALL L_CmdUpdateBuffer(VkCommandBuffer cb, VkBuffer dst, VkDev
   vk_cmd_end(c, i);
 }
 
-static void VKAPI_CALL L_CmdPipelineBarrier(VkCommandBuffer cb, VkPipelineStageFlags s, VkPipelineStageFlags t,
-                                            VkDependencyFlags fl, uint32_t nm, const VkMemoryBarrier *m,
-                                            uint32_t nb, const VkBufferMemoryBarrier *b, uint32_t ni,
+static void VKAPI_CALL L_CmdPipelineBarrier(VkCommandBuffer cb, VkPipelineStageFlags s,
+                                            VkPipelineStageFlags t, VkDependencyFlags fl,
+                                            uint32_t nm, const VkMemoryBarrier *m, uint32_t nb,
+                                            const VkBufferMemoryBarrier *b, uint32_t ni,
                                             const VkImageMemoryBarrier *im) {
   vk_cb *c = vk_cb_recording(cb);
-  size_t i = c ? cmd_begin(c, VK_CMD_WORK, LOOM_KIND_SYNC, VK_NAME("vkCmdPipelineBarrier")) : SIZE_MAX;
-  if (i != SIZE_MAX) c->rec->cmds[i].g[0] = nm, c->rec->cmds[i].g[1] = nb, c->rec->cmds[i].g[2] = ni;
+  size_t i =
+      c ? cmd_begin(c, VK_CMD_WORK, LOOM_KIND_SYNC, VK_NAME("vkCmdPipelineBarrier")) : SIZE_MAX;
+  if (i != SIZE_MAX)
+    c->rec->cmds[i].g[0] = nm, c->rec->cmds[i].g[1] = nb, c->rec->cmds[i].g[2] = ni;
   vk_dev_of(cb)->f.CmdPipelineBarrier(cb, s, t, fl, nm, m, nb, b, ni, im);
   if (c) vk_cmd_end(c, i);
 }
 
-static void VKAPI_CALL L_CmdExecuteCommands(VkCommandBuffer cb, uint32_t n, const VkCommandBuffer *sec) {
+static void VKAPI_CALL L_CmdExecuteCommands(VkCommandBuffer cb, uint32_t n,
+                                            const VkCommandBuffer *sec) {
   vk_cb *c = vk_cb_recording(cb);
   for (uint32_t k = 0; c && k < n; k++) {
     vk_cb *s = vk_cb_of(sec[k]);
@@ -336,7 +347,8 @@ static void VKAPI_CALL L_CmdExecuteCommands(VkCommandBuffer cb, uint32_t n, cons
   vk_dev_of(cb)->f.CmdExecuteCommands(cb, n, sec);
 }
 
-static void VKAPI_CALL L_CmdBeginDebugUtilsLabelEXT(VkCommandBuffer cb, const VkDebugUtilsLabelEXT *l) {
+static void VKAPI_CALL L_CmdBeginDebugUtilsLabelEXT(VkCommandBuffer cb,
+                                                    const VkDebugUtilsLabelEXT *l) {
   vk_cb *c = vk_cb_recording(cb);
   if (c && c->rec->nopen < sizeof c->rec->open / sizeof c->rec->open[0]) {
     size_t i = cmd_begin(c, VK_CMD_LABEL, LOOM_KIND_USER_RANGE,

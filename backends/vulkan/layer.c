@@ -235,15 +235,17 @@ static void VKAPI_CALL L_DestroyInstance(VkInstance inst, const VkAllocationCall
   free(in);
 }
 
-static VkResult VKAPI_CALL L_EnumeratePhysicalDevices(VkInstance inst, uint32_t *n, VkPhysicalDevice *pd) {
+static VkResult VKAPI_CALL L_EnumeratePhysicalDevices(VkInstance inst, uint32_t *n,
+                                                      VkPhysicalDevice *pd) {
   vk_inst *in = inst_of(inst);
   VkResult rc = in->EnumeratePhysicalDevices(inst, n, pd);
   if ((rc == VK_SUCCESS || rc == VK_INCOMPLETE) && !pd) vk_device_seen((int)*n);
   return rc;
 }
 
-static VkResult VKAPI_CALL L_EnumerateDeviceExtensionProperties(VkPhysicalDevice pd, const char *layer,
-                                                                uint32_t *n, VkExtensionProperties *p) {
+static VkResult VKAPI_CALL L_EnumerateDeviceExtensionProperties(VkPhysicalDevice pd,
+                                                                const char *layer, uint32_t *n,
+                                                                VkExtensionProperties *p) {
   if (layer && !strcmp(layer, VK_LOOM_LAYER_NAME)) {
     *n = 0; /* the layer adds no extension */
     return VK_SUCCESS;
@@ -279,7 +281,8 @@ static void pick_domain(vk_dev *d) {
   }
   if (!dev || !(raw || mono)) return;
   d->calibrated = 1;
-  d->host_domain = raw ? VK_TIME_DOMAIN_CLOCK_MONOTONIC_RAW_EXT : VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
+  d->host_domain =
+      raw ? VK_TIME_DOMAIN_CLOCK_MONOTONIC_RAW_EXT : VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
 }
 
 static void describe(vk_dev *d) {
@@ -291,8 +294,10 @@ static void describe(vk_dev *d) {
   in->GetPhysicalDeviceQueueFamilyProperties(d->pd, &nf, fam);
   for (uint32_t i = 0; i < nf && i < 16; i++) d->valid_bits[i] = fam[i].timestampValidBits;
   if (in->GetPhysicalDeviceProperties2 && d->props.apiVersion >= VK_API_VERSION_1_2) {
-    VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
-    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &drv};
+    VkPhysicalDeviceDriverProperties drv = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                      .pNext = &drv};
     in->GetPhysicalDeviceProperties2(d->pd, &p2);
     snprintf(d->driver, sizeof d->driver, "%s %s", drv.driverName, drv.driverInfo);
   }
@@ -359,7 +364,10 @@ static VkResult VKAPI_CALL L_CreateDevice(VkPhysicalDevice pd, const VkDeviceCre
   link->u.pLayerInfo = link->u.pLayerInfo->pNext;
   PFN_vkCreateDevice create = (PFN_vkCreateDevice)gipa(in->inst, "vkCreateDevice");
   vk_dev *d = calloc(1, sizeof *d);
-  if (!create || !d) { free(d); return create ? create(pd, ci, a, out) : VK_ERROR_INITIALIZATION_FAILED; }
+  if (!create || !d) {
+    free(d);
+    return create ? create(pd, ci, a, out) : VK_ERROR_INITIALIZATION_FAILED;
+  }
   d->pd = pd, d->in = in, d->gdpa = gdpa;
   d->set_loader_data = cb ? cb->u.pfnSetDeviceLoaderData : NULL;
   describe(d);
@@ -376,7 +384,8 @@ static VkResult VKAPI_CALL L_CreateDevice(VkPhysicalDevice pd, const VkDeviceCre
     mine.ppEnabledExtensionNames = ext;
   }
   VkPhysicalDeviceHostQueryResetFeatures hqr = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES, .hostQueryReset = VK_TRUE};
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES,
+      .hostQueryReset = VK_TRUE};
   VkBool32 *sw = find_reset_feature(ci->pNext), saved = sw ? *sw : VK_FALSE;
   int reset_ok = d->props.apiVersion >= VK_API_VERSION_1_2;
   if (reset_ok && sw) *sw = VK_TRUE; /* restored below: the program's struct */

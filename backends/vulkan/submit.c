@@ -44,7 +44,8 @@ static int brackets(vk_queue *q) {
   if (d->f.CreateQueryPool(d->dev, &qi, NULL, &q->qpool) != VK_SUCCESS) return -1;
   d->ResetQueryPool(d->dev, q->qpool, 0, 2 * VK_SLOTS);
   VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                                    .commandPool = q->pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                    .commandPool = q->pool,
+                                    .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                     .commandBufferCount = VK_SLOTS};
   if (d->f.AllocateCommandBuffers(d->dev, &ai, q->head) != VK_SUCCESS ||
       d->f.AllocateCommandBuffers(d->dev, &ai, q->tail) != VK_SUCCESS)
@@ -79,7 +80,8 @@ static int take_slot(vk_queue *q) {
 /* Host reset of a recording's queries and those of its secondaries. */
 static void reset_rec(vk_dev *d, vk_rec *r) {
   for (uint32_t i = 0; i < r->nchunks; i++)
-    d->ResetQueryPool(d->dev, VK_CHUNK_POOL(d, r->chunks[i]), VK_CHUNK_FIRST(r->chunks[i]), VK_CHUNK);
+    d->ResetQueryPool(d->dev, VK_CHUNK_POOL(d, r->chunks[i]), VK_CHUNK_FIRST(r->chunks[i]),
+                      VK_CHUNK);
   for (size_t i = 0; i < r->n; i++)
     if (r->cmds[i].what == VK_CMD_EXEC) reset_rec(d, r->cmds[i].sec);
 }
@@ -87,7 +89,9 @@ static void reset_rec(vk_dev *d, vk_rec *r) {
 static size_t count_work(const vk_rec *r) {
   size_t n = 0;
   for (size_t i = 0; i < r->n; i++)
-    n += r->cmds[i].what == VK_CMD_WORK ? 1 : r->cmds[i].what == VK_CMD_EXEC ? count_work(r->cmds[i].sec) : 0;
+    n += r->cmds[i].what == VK_CMD_WORK   ? 1
+         : r->cmds[i].what == VK_CMD_EXEC ? count_work(r->cmds[i].sec)
+                                          : 0;
   return n;
 }
 
@@ -108,9 +112,9 @@ static void read_rec(vk_dev *d, const vk_rec *r, times *t) {
   if (r->used && !v) { t->ok = 0; return; }
   for (uint32_t i = 0; i < r->nchunks && t->ok; i++) {
     uint32_t cnt = r->used - i * VK_CHUNK < VK_CHUNK ? r->used - i * VK_CHUNK : VK_CHUNK;
-    VkResult rc = d->f.GetQueryPoolResults(d->dev, VK_CHUNK_POOL(d, r->chunks[i]), VK_CHUNK_FIRST(r->chunks[i]),
-                                           cnt, cnt * sizeof *v, v + i * VK_CHUNK, sizeof *v,
-                                           VK_QUERY_RESULT_64_BIT);
+    VkResult rc = d->f.GetQueryPoolResults(d->dev, VK_CHUNK_POOL(d, r->chunks[i]),
+                                           VK_CHUNK_FIRST(r->chunks[i]), cnt, cnt * sizeof *v,
+                                           v + i * VK_CHUNK, sizeof *v, VK_QUERY_RESULT_64_BIT);
     if (rc != VK_SUCCESS) t->ok = 0;
   }
   for (size_t i = 0; i < r->n && t->ok; i++)
@@ -157,7 +161,8 @@ static void emit_rec(const vk_sub *s, const vk_rec *r, const times *t, size_t *k
   for (size_t i = 0; i < r->n; i++) {
     const vk_cmd *m = &r->cmds[i];
     if (m->what == VK_CMD_EXEC) emit_rec(s, m->sec, t, k, mask);
-    else if (m->q0 != UINT32_MAX && m->q1 != UINT32_MAX) emit_cmd(s, m, v[m->q0] & mask, v[m->q1] & mask);
+    else if (m->q0 != UINT32_MAX && m->q1 != UINT32_MAX)
+      emit_cmd(s, m, v[m->q0] & mask, v[m->q1] & mask);
   }
 }
 
@@ -165,8 +170,9 @@ static void emit_rec(const vk_sub *s, const vk_rec *r, const times *t, size_t *k
 static int try_emit(vk_dev *d, vk_sub *s) {
   uint64_t br[2] = {0, 0};
   vk_queue *q = s->q;
-  if (s->slot >= 0 && d->f.GetQueryPoolResults(d->dev, q->qpool, 2 * (uint32_t)s->slot, 2, sizeof br, br,
-                                               sizeof br[0], VK_QUERY_RESULT_64_BIT) != VK_SUCCESS)
+  if (s->slot >= 0 &&
+      d->f.GetQueryPoolResults(d->dev, q->qpool, 2 * (uint32_t)s->slot, 2, sizeof br, br,
+                               sizeof br[0], VK_QUERY_RESULT_64_BIT) != VK_SUCCESS)
     return 0;
   times t = {.ok = 1};
   for (uint32_t i = 0; i < s->nrecs; i++) read_rec(d, s->recs[i], &t);
@@ -182,7 +188,8 @@ static int try_emit(vk_dev *d, vk_sub *s) {
     size_t k = 0;
     for (uint32_t i = 0; i < s->nrecs; i++) {
       if (s->recs[i]->epoch != s->epochs[i]) {
-        vk_lost(count_work(s->recs[i]), "a command buffer submitted again before its times were read");
+        vk_lost(count_work(s->recs[i]),
+                "a command buffer submitted again before its times were read");
         continue;
       }
       emit_rec(s, s->recs[i], &t, &k, mask);
@@ -366,8 +373,10 @@ static void plan_free(plan *p) {
   free(p->cnt), free(p->in), free(p->out), free(p->subs);
 }
 
-VkResult VKAPI_CALL vk_QueueSubmit(VkQueue queue, uint32_t n, const VkSubmitInfo *si, VkFence fence) {
-  vk_queue *q = atomic_load_explicit(&vk_recording, memory_order_relaxed) ? vk_queue_of(queue) : NULL;
+VkResult VKAPI_CALL vk_QueueSubmit(VkQueue queue, uint32_t n, const VkSubmitInfo *si,
+                                   VkFence fence) {
+  vk_queue *q =
+      atomic_load_explicit(&vk_recording, memory_order_relaxed) ? vk_queue_of(queue) : NULL;
   if (!q) return vk_dev_of(queue)->f.QueueSubmit(queue, n, si, fence);
   size_t total = 0;
   for (uint32_t i = 0; i < n; i++) total += si[i].commandBufferCount;
@@ -393,8 +402,10 @@ VkResult VKAPI_CALL vk_QueueSubmit(VkQueue queue, uint32_t n, const VkSubmitInfo
   return rc;
 }
 
-VkResult VKAPI_CALL vk_QueueSubmit2(VkQueue queue, uint32_t n, const VkSubmitInfo2 *si, VkFence fence) {
-  vk_queue *q = atomic_load_explicit(&vk_recording, memory_order_relaxed) ? vk_queue_of(queue) : NULL;
+VkResult VKAPI_CALL vk_QueueSubmit2(VkQueue queue, uint32_t n, const VkSubmitInfo2 *si,
+                                    VkFence fence) {
+  vk_queue *q =
+      atomic_load_explicit(&vk_recording, memory_order_relaxed) ? vk_queue_of(queue) : NULL;
   if (!q) return vk_dev_of(queue)->f.QueueSubmit2(queue, n, si, fence);
   size_t total = 0;
   for (uint32_t i = 0; i < n; i++) total += si[i].commandBufferInfoCount;
@@ -404,7 +415,8 @@ VkResult VKAPI_CALL vk_QueueSubmit2(VkQueue queue, uint32_t n, const VkSubmitInf
   if (plan_init(&p, q, n, total) == 0 && mine && infos) {
     for (uint32_t i = 0, at = 0; i < n; i++) {
       p.cnt[i] = si[i].commandBufferInfoCount;
-      for (uint32_t j = 0; j < p.cnt[i]; j++) p.in[at++] = si[i].pCommandBufferInfos[j].commandBuffer;
+      for (uint32_t j = 0; j < p.cnt[i]; j++)
+        p.in[at++] = si[i].pCommandBufferInfos[j].commandBuffer;
     }
     plan_make(&p);
     for (uint32_t i = 0; p.ok && i < n; i++) {
@@ -413,7 +425,8 @@ VkResult VKAPI_CALL vk_QueueSubmit2(VkQueue queue, uint32_t n, const VkSubmitInf
       for (uint32_t j = 0; j < p.k[i]; j++) {
         int app = !bracketed || (j > 0 && j <= p.cnt[i]);
         v[j] = app ? si[i].pCommandBufferInfos[j - (uint32_t)bracketed]
-                   : (VkCommandBufferSubmitInfo){.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO};
+                   : (VkCommandBufferSubmitInfo){.sType =
+                                                     VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO};
         v[j].commandBuffer = p.out[p.off[i] + j];
       }
       mine[i] = si[i];

@@ -59,7 +59,8 @@ static void VKAPI_CALL L_DestroyImage(VkDevice dev, VkImage img, const VkAllocat
   d->f.DestroyImage(dev, img, a);
 }
 
-static VkResult VKAPI_CALL L_BindImageMemory(VkDevice dev, VkImage img, VkDeviceMemory mem, VkDeviceSize off) {
+static VkResult VKAPI_CALL L_BindImageMemory(VkDevice dev, VkImage img, VkDeviceMemory mem,
+                                             VkDeviceSize off) {
   vk_dev *d = vk_dev_of(dev);
   VkResult rc = d->f.BindImageMemory(dev, img, mem, off);
   pthread_mutex_lock(&d->mu);
@@ -75,7 +76,8 @@ typedef struct size_acc {
 } size_acc;
 
 /* Adds a box of w x h x d texels in `layers` layers of an image to a. */
-static void add_box(size_acc *a, const vk_img *im, uint32_t w, uint32_t h, uint32_t d, uint32_t layers) {
+static void add_box(size_acc *a, const vk_img *im, uint32_t w, uint32_t h, uint32_t d,
+                    uint32_t layers) {
   uint64_t samples = im && im->samples ? im->samples : 1;
   a->texels += (uint64_t)w * h * d * layers * samples;
   uint32_t bw = 1, bh = 1, b = im ? format_bytes(im->format, &bw, &bh) : 0;
@@ -84,7 +86,9 @@ static void add_box(size_acc *a, const vk_img *im, uint32_t w, uint32_t h, uint3
     a->bytes += (uint64_t)((w + bw - 1) / bw) * ((h + bh - 1) / bh) * d * layers * samples * b;
 }
 
-static uint32_t span(int32_t a, int32_t b) { return (uint32_t)(a > b ? (int64_t)a - b : (int64_t)b - a); }
+static uint32_t span(int32_t a, int32_t b) {
+  return (uint32_t)(a > b ? (int64_t)a - b : (int64_t)b - a);
+}
 
 static uint32_t layers_of(const vk_img *im, uint32_t base, uint32_t count) {
   if (count != VK_REMAINING_ARRAY_LAYERS) return count;
@@ -94,7 +98,8 @@ static uint32_t layers_of(const vk_img *im, uint32_t base, uint32_t count) {
 static int img_host(vk_dev *d, const vk_img *im) { return im->mem && vk_mem_on_host(d, im->mem); }
 
 /* Appends the transfer to c's recording; its index or SIZE_MAX. */
-static size_t begin(vk_cb *c, uint16_t kind, uint32_t name, size_acc a, int src_host, int dst_host) {
+static size_t begin(vk_cb *c, uint16_t kind, uint32_t name, size_acc a, int src_host,
+                    int dst_host) {
   size_t i = vk_mem_begin(c, kind, name, a.bytes, vk_direction(src_host, dst_host));
   if (i != SIZE_MAX) c->rec->cmds[i].texels = a.texels;
   return i;
@@ -116,31 +121,36 @@ static const vk_img *known(const img_ref *r) { return r->known ? &r->i : NULL; }
 static int on_host(vk_dev *d, const img_ref *r) { return r->known && img_host(d, &r->i); }
 
 /* ---- the commands -------------------------------------------------------------- */
-#define COPY_IMAGE_SIZE(a, im, r, n)                                                                \
-  for (uint32_t k_ = 0; k_ < (n); k_++)                                                           \
+#define COPY_IMAGE_SIZE(a, im, r, n)                                                               \
+  for (uint32_t k_ = 0; k_ < (n); k_++)                                                            \
     add_box(&(a), known(&(im)), (r)[k_].extent.width, (r)[k_].extent.height, (r)[k_].extent.depth, \
-            layers_of(known(&(im)), (r)[k_].srcSubresource.baseArrayLayer, (r)[k_].srcSubresource.layerCount))
-#define BUFFER_IMAGE_SIZE(a, im, r, n)                                                                     \
-  for (uint32_t k_ = 0; k_ < (n); k_++)                                                                  \
-    add_box(&(a), known(&(im)), (r)[k_].imageExtent.width, (r)[k_].imageExtent.height,                    \
-            (r)[k_].imageExtent.depth,                                                                    \
-            layers_of(known(&(im)), (r)[k_].imageSubresource.baseArrayLayer, (r)[k_].imageSubresource.layerCount))
-#define BLIT_SIZE(a, im, r, n)                                                                      \
-  for (uint32_t k_ = 0; k_ < (n); k_++)                                                           \
+            layers_of(known(&(im)), (r)[k_].srcSubresource.baseArrayLayer,                         \
+                      (r)[k_].srcSubresource.layerCount))
+#define BUFFER_IMAGE_SIZE(a, im, r, n)                                                             \
+  for (uint32_t k_ = 0; k_ < (n); k_++)                                                            \
+    add_box(&(a), known(&(im)), (r)[k_].imageExtent.width, (r)[k_].imageExtent.height,             \
+            (r)[k_].imageExtent.depth,                                                             \
+            layers_of(known(&(im)), (r)[k_].imageSubresource.baseArrayLayer,                       \
+                      (r)[k_].imageSubresource.layerCount))
+#define BLIT_SIZE(a, im, r, n)                                                                     \
+  for (uint32_t k_ = 0; k_ < (n); k_++)                                                            \
     add_box(&(a), known(&(im)), span((r)[k_].dstOffsets[1].x, (r)[k_].dstOffsets[0].x),            \
             span((r)[k_].dstOffsets[1].y, (r)[k_].dstOffsets[0].y),                                \
             span((r)[k_].dstOffsets[1].z, (r)[k_].dstOffsets[0].z),                                \
-            layers_of(known(&(im)), (r)[k_].dstSubresource.baseArrayLayer, (r)[k_].dstSubresource.layerCount))
+            layers_of(known(&(im)), (r)[k_].dstSubresource.baseArrayLayer,                         \
+                      (r)[k_].dstSubresource.layerCount))
 
-static void VKAPI_CALL L_CmdCopyImage(VkCommandBuffer cb, VkImage src, VkImageLayout sl, VkImage dst,
-                                      VkImageLayout dl, uint32_t n, const VkImageCopy *r) {
+static void VKAPI_CALL L_CmdCopyImage(VkCommandBuffer cb, VkImage src, VkImageLayout sl,
+                                      VkImage dst, VkImageLayout dl, uint32_t n,
+                                      const VkImageCopy *r) {
   vk_cb *c = vk_cb_recording(cb);
   size_t i = SIZE_MAX;
   if (c) {
     img_ref s = ref(c->d, src), t = ref(c->d, dst);
     size_acc a = {0, 0};
     COPY_IMAGE_SIZE(a, s, r, n);
-    i = begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdCopyImage"), a, on_host(c->d, &s), on_host(c->d, &t));
+    i = begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdCopyImage"), a, on_host(c->d, &s),
+              on_host(c->d, &t));
   }
   vk_dev_of(cb)->f.CmdCopyImage(cb, src, sl, dst, dl, n, r);
   if (c) vk_cmd_end(c, i);
@@ -153,14 +163,16 @@ static void VKAPI_CALL L_CmdCopyImage2(VkCommandBuffer cb, const VkCopyImageInfo
     img_ref s = ref(c->d, ci->srcImage), t = ref(c->d, ci->dstImage);
     size_acc a = {0, 0};
     COPY_IMAGE_SIZE(a, s, ci->pRegions, ci->regionCount);
-    i = begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdCopyImage2"), a, on_host(c->d, &s), on_host(c->d, &t));
+    i = begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdCopyImage2"), a, on_host(c->d, &s),
+              on_host(c->d, &t));
   }
   vk_dev_of(cb)->f.CmdCopyImage2(cb, ci);
   if (c) vk_cmd_end(c, i);
 }
 
-static void VKAPI_CALL L_CmdCopyBufferToImage(VkCommandBuffer cb, VkBuffer src, VkImage dst, VkImageLayout dl,
-                                              uint32_t n, const VkBufferImageCopy *r) {
+static void VKAPI_CALL L_CmdCopyBufferToImage(VkCommandBuffer cb, VkBuffer src, VkImage dst,
+                                              VkImageLayout dl, uint32_t n,
+                                              const VkBufferImageCopy *r) {
   vk_cb *c = vk_cb_recording(cb);
   size_t i = SIZE_MAX;
   if (c) {
@@ -174,22 +186,24 @@ static void VKAPI_CALL L_CmdCopyBufferToImage(VkCommandBuffer cb, VkBuffer src, 
   if (c) vk_cmd_end(c, i);
 }
 
-static void VKAPI_CALL L_CmdCopyBufferToImage2(VkCommandBuffer cb, const VkCopyBufferToImageInfo2 *ci) {
+static void VKAPI_CALL L_CmdCopyBufferToImage2(VkCommandBuffer cb,
+                                               const VkCopyBufferToImageInfo2 *ci) {
   vk_cb *c = vk_cb_recording(cb);
   size_t i = SIZE_MAX;
   if (c) {
     img_ref t = ref(c->d, ci->dstImage);
     size_acc a = {0, 0};
     BUFFER_IMAGE_SIZE(a, t, ci->pRegions, ci->regionCount);
-    i = begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdCopyBufferToImage2"), a, vk_buf_on_host(c->d, ci->srcBuffer),
-              on_host(c->d, &t));
+    i = begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdCopyBufferToImage2"), a,
+              vk_buf_on_host(c->d, ci->srcBuffer), on_host(c->d, &t));
   }
   vk_dev_of(cb)->f.CmdCopyBufferToImage2(cb, ci);
   if (c) vk_cmd_end(c, i);
 }
 
-static void VKAPI_CALL L_CmdCopyImageToBuffer(VkCommandBuffer cb, VkImage src, VkImageLayout sl, VkBuffer dst,
-                                              uint32_t n, const VkBufferImageCopy *r) {
+static void VKAPI_CALL L_CmdCopyImageToBuffer(VkCommandBuffer cb, VkImage src, VkImageLayout sl,
+                                              VkBuffer dst, uint32_t n,
+                                              const VkBufferImageCopy *r) {
   vk_cb *c = vk_cb_recording(cb);
   size_t i = SIZE_MAX;
   if (c) {
@@ -203,7 +217,8 @@ static void VKAPI_CALL L_CmdCopyImageToBuffer(VkCommandBuffer cb, VkImage src, V
   if (c) vk_cmd_end(c, i);
 }
 
-static void VKAPI_CALL L_CmdCopyImageToBuffer2(VkCommandBuffer cb, const VkCopyImageToBufferInfo2 *ci) {
+static void VKAPI_CALL L_CmdCopyImageToBuffer2(VkCommandBuffer cb,
+                                               const VkCopyImageToBufferInfo2 *ci) {
   vk_cb *c = vk_cb_recording(cb);
   size_t i = SIZE_MAX;
   if (c) {
@@ -218,15 +233,17 @@ static void VKAPI_CALL L_CmdCopyImageToBuffer2(VkCommandBuffer cb, const VkCopyI
 }
 
 /* A blit's size is what it writes: the destination regions. */
-static void VKAPI_CALL L_CmdBlitImage(VkCommandBuffer cb, VkImage src, VkImageLayout sl, VkImage dst,
-                                      VkImageLayout dl, uint32_t n, const VkImageBlit *r, VkFilter f) {
+static void VKAPI_CALL L_CmdBlitImage(VkCommandBuffer cb, VkImage src, VkImageLayout sl,
+                                      VkImage dst, VkImageLayout dl, uint32_t n,
+                                      const VkImageBlit *r, VkFilter f) {
   vk_cb *c = vk_cb_recording(cb);
   size_t i = SIZE_MAX;
   if (c) {
     img_ref s = ref(c->d, src), t = ref(c->d, dst);
     size_acc a = {0, 0};
     BLIT_SIZE(a, t, r, n);
-    i = begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdBlitImage"), a, on_host(c->d, &s), on_host(c->d, &t));
+    i = begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdBlitImage"), a, on_host(c->d, &s),
+              on_host(c->d, &t));
   }
   vk_dev_of(cb)->f.CmdBlitImage(cb, src, sl, dst, dl, n, r, f);
   if (c) vk_cmd_end(c, i);
@@ -239,7 +256,8 @@ static void VKAPI_CALL L_CmdBlitImage2(VkCommandBuffer cb, const VkBlitImageInfo
     img_ref s = ref(c->d, bi->srcImage), t = ref(c->d, bi->dstImage);
     size_acc a = {0, 0};
     BLIT_SIZE(a, t, bi->pRegions, bi->regionCount);
-    i = begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdBlitImage2"), a, on_host(c->d, &s), on_host(c->d, &t));
+    i = begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdBlitImage2"), a, on_host(c->d, &s),
+              on_host(c->d, &t));
   }
   vk_dev_of(cb)->f.CmdBlitImage2(cb, bi);
   if (c) vk_cmd_end(c, i);
@@ -265,7 +283,8 @@ static void VKAPI_CALL L_CmdClearColorImage(VkCommandBuffer cb, VkImage img, VkI
       }
     }
     if (!t.known) a.bytes = VK_BYTES_UNKNOWN;
-    i = begin(c, LOOM_KIND_MEMSET, VK_NAME("vkCmdClearColorImage"), a, on_host(c->d, &t), on_host(c->d, &t));
+    i = begin(c, LOOM_KIND_MEMSET, VK_NAME("vkCmdClearColorImage"), a, on_host(c->d, &t),
+              on_host(c->d, &t));
   }
   vk_dev_of(cb)->f.CmdClearColorImage(cb, img, l, v, n, r);
   if (c) vk_cmd_end(c, i);
@@ -277,8 +296,8 @@ static void VKAPI_CALL L_CmdCopyBuffer2(VkCommandBuffer cb, const VkCopyBufferIn
   if (c) {
     size_acc a = {0, 0};
     for (uint32_t k = 0; k < ci->regionCount; k++) a.bytes += ci->pRegions[k].size;
-    i = begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdCopyBuffer2"), a, vk_buf_on_host(c->d, ci->srcBuffer),
-              vk_buf_on_host(c->d, ci->dstBuffer));
+    i = begin(c, LOOM_KIND_MEMCPY, VK_NAME("vkCmdCopyBuffer2"), a,
+              vk_buf_on_host(c->d, ci->srcBuffer), vk_buf_on_host(c->d, ci->dstBuffer));
   }
   vk_dev_of(cb)->f.CmdCopyBuffer2(cb, ci);
   if (c) vk_cmd_end(c, i);
@@ -286,12 +305,15 @@ static void VKAPI_CALL L_CmdCopyBuffer2(VkCommandBuffer cb, const VkCopyBufferIn
 
 PFN_vkVoidFunction vk_xfer_proc(const char *name) {
 #define P(n) if (!strcmp(name, "vk" #n)) return (PFN_vkVoidFunction)L_##n;
-  P(CreateImage) P(DestroyImage) P(BindImageMemory) P(CmdCopyImage) P(CmdCopyBufferToImage)
-  P(CmdCopyImageToBuffer) P(CmdBlitImage) P(CmdClearColorImage)
+  P(CreateImage)
+  P(DestroyImage) P(BindImageMemory) P(CmdCopyImage) P(CmdCopyBufferToImage) P(CmdCopyImageToBuffer)
+      P(CmdBlitImage) P(CmdClearColorImage)
 #undef P
   /* Vulkan 1.3, or VK_KHR_copy_commands2 under its own names */
-#define P2(n) if (!strcmp(name, "vk" #n) || !strcmp(name, "vk" #n "KHR")) return (PFN_vkVoidFunction)L_##n;
-  P2(CmdCopyBuffer2) P2(CmdCopyImage2) P2(CmdCopyBufferToImage2) P2(CmdCopyImageToBuffer2) P2(CmdBlitImage2)
+#define P2(n)                                                                                      \
+  if (!strcmp(name, "vk" #n) || !strcmp(name, "vk" #n "KHR")) return (PFN_vkVoidFunction)L_##n;
+          P2(CmdCopyBuffer2) P2(CmdCopyImage2) P2(CmdCopyBufferToImage2) P2(CmdCopyImageToBuffer2)
+              P2(CmdBlitImage2)
 #undef P2
-  return NULL;
+                  return NULL;
 }
