@@ -81,13 +81,10 @@ typedef enum loom_clock_domain {
 typedef uint32_t loom_clock;
 
 /* ---- arguments and records ---------------------------------------------- */
-/* loom_arg and loom_arg_type are defined in loom.h. */
+/* loom_arg, loom_arg_type, loom_string_id and loom_thread_id are defined in
+ * loom.h. */
 
 #define LOOM_DEVICE_HOST UINT32_MAX /* record happened on a host thread */
-
-/* An OS thread id of the process (gettid()), as host->thread_id() returns
- * it and host records carry it. */
-typedef uint32_t loom_thread_id;
 
 /* One record as a backend emits it.  The core copies it (and its args) during
  * emit, so the record and its arguments may live on the caller's stack.
@@ -175,9 +172,9 @@ typedef enum loom_severity {
  *   backend_register                    any         always, also before
  *                                                   loom_init and from a
  *                                                   constructor inside dlopen
- *   clock_now, recorder_now, intern,    any         always (recorder_now and
- *   external_id_current, thread_id,                 clock_now are also safe
- *   state                                           in a signal handler)
+ *   clock_now, recorder_now, intern,    any         always (clock_now is also
+ *   external_id_current, thread_id,                 safe in a signal
+ *   state                                           handler)
  *   emit, count_lost                    any         emit in a session (after
  *                                                   flush: counted lost);
  *                                                   count_lost always (outside
