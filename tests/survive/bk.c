@@ -148,7 +148,7 @@ static void work(int n, int m, int die, int locked, int bare) {
   raise(SIGKILL);
 }
 
-#ifndef SURVIVE_BK_LIB /* tests/test_survive_bk.c takes the backend without main */
+#ifndef SURVIVE_BK_LIB /* tests/survive/test_bk.c takes the backend without main */
 int main(int argc, char **argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: survive_bk kill|exit|child|locked|bare N M\n");

@@ -1,6 +1,6 @@
 /*
- * test_record_windows.c - windows under `loom record` on a real OpenCL
- * program (tests/triggers/stepapp.c on POCL: 200 steps marked with
+ * test_record.c - windows under `loom record` on a real OpenCL
+ * program (tests/windows/stepapp.c on POCL: 200 steps marked with
  * loom_step, one upload and one kernel per step, each completing during the
  * next step).  --start-step 50 --steps 3 gives exactly ProfilerStep#50..52
  * with the kernels and uploads those steps launched and nothing else; a

@@ -1,5 +1,5 @@
 /*
- * test_survive_bk.c - the records a backend handed to loom survive a
+ * test_bk.c - the records a backend handed to loom survive a
  * SIGKILL, in-process (so that the sanitized builds check the writer and the
  * salvager too; tests/survive/survive.sh checks the same under loom record):
  * a child maps an arena (as loom-preload does), records with the backend of

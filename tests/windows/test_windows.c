@@ -1,5 +1,5 @@
 /*
- * test_triggers.c - recording windows through the library (session options
+ * test_windows.c - recording windows through the library (session options
  * and loom__trigger_request), on the in-process fake backend: a step window
  * holds exactly its steps with their device work; a torch.profiler schedule
  * writes one window per cycle with its active steps (warmup discarded),

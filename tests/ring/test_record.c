@@ -1,6 +1,6 @@
 /*
- * test_record_ring.c - `loom record --ring SIZE` on a real OpenCL program
- * (tests/triggers/stepapp.c on POCL: one upload and one kernel per step,
+ * test_record.c - `loom record --ring SIZE` on a real OpenCL program
+ * (tests/windows/stepapp.c on POCL: one upload and one kernel per step,
  * steps marked with loom_step): the trace written at the end holds the last
  * window only: consecutive steps up to the last one, every upload and
  * kernel with the host call that launched it, the overwritten part

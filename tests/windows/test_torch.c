@@ -1,6 +1,6 @@
 /*
- * test_windows_torch.c - an unmodified /usr/bin/python3 PyTorch loop whose
- * steps are torch.profiler's ProfilerStep#N ranges (tests/triggers/
+ * test_torch.c - an unmodified /usr/bin/python3 PyTorch loop whose
+ * steps are torch.profiler's ProfilerStep#N ranges (tests/windows/
  * torch_steps.py) under `loom record --start-step 5 --steps 3`: the PyTorch
  * adapter hands the step numbers to the window controller, and the trace
  * holds exactly ProfilerStep#5..7, their train_step ranges and their matmuls

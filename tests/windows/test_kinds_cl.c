@@ -1,6 +1,6 @@
 /*
  * test_kinds_cl.c - Kineto's ACTIVITY_TYPES on a real OpenCL program
- * (tests/triggers/stepapp.c on POCL: one upload and one kernel per step)
+ * (tests/windows/stepapp.c on POCL: one upload and one kernel per step)
  * under `loom record --on-demand`: a 3-step window with ACTIVITY_TYPES=kernel
  * holds exactly its 3 kernels and nothing else, one with cpu_op no kernels,
  * uploads or steps, and the next window without it every kind (3 steps, 3
@@ -39,7 +39,7 @@ static void test_kinds_cl(void **state) {
   char dir[512], cmd[2048], *out = NULL;
   tmp_path(dir, sizeof dir, "-kindscl");
   assert_int_equal(mkdir(dir, 0755), 0);
-  snprintf(cmd, sizeof cmd, "sh '%s/trigger/kinds_cl.sh' '%s' '%s' '%s' 2>&1", LOOM_TESTS_DIR,
+  snprintf(cmd, sizeof cmd, "sh '%s/windows/kinds_cl.sh' '%s' '%s' '%s' 2>&1", LOOM_TESTS_DIR,
            LOOM_BIN, STEPAPP, dir);
   if (ts_run(cmd, &out) != 0) fail_msg("%s: %s", cmd, out ? out : "");
   free(out);
