@@ -409,7 +409,7 @@ int loom__collect_host(loom_session *s, loom_trace *t, loom__rec_image *img, loo
   loom__ring_copy *cp = NULL;
   if (img->dump) cp = loom__hostrec_ring_copy(&n);
   else th = img->dead ? img->threads : loom__hostrec_threads(&n);
-  int rc = 0;
+  int rc = n == SIZE_MAX ? -1 : 0; /* out of memory: no trace rather than a part */
   for (size_t i = 0; i < n && rc == 0; i++) rc = host_thread(&h, cp ? &cp[i].view : th[i]);
   if (rc == 0) rc = host_async(&h);
   for (size_t i = 0; cp && i < n; i++) free(cp[i].chunk);

@@ -12,14 +12,19 @@
 #include "util/util.h"
 
 /* The chunks to copy of t, oldest first, up to the one pos is in (t->mu
- * held; the records are read after it is released). */
+ * held; the records are read after it is released); SIZE_MAX when out of
+ * memory. */
 static size_t snap_list(loom__tbuf *t, loom__chunk ***list, loom__hrec **pos) {
   size_t n = 0, cap = 0;
   *list = NULL;
   *pos = atomic_load_explicit(&t->pos, memory_order_acquire);
   if (!*pos) return 0; /* a first chunk may be linked, nothing in it published */
   for (loom__chunk *c = t->head; c; c = c->next) {
-    if (LOOM__PUSH(*list, n, cap, c) != 0) break;
+    if (LOOM__PUSH(*list, n, cap, c) != 0) {
+      free(*list);
+      *list = NULL;
+      return SIZE_MAX;
+    }
     if (*pos >= c->recs && *pos <= c->recs + c->cap) break; /* the current one */
   }
   return n;
@@ -37,6 +42,7 @@ static int copy_one(loom__tbuf *t, unsigned ep, loom__ring_copy *out) {
   size_t n = snap_list(t, &list, &pos);
   uint64_t over = atomic_load_explicit(&t->overwritten, memory_order_relaxed);
   pthread_mutex_unlock(&t->mu);
+  if (n == SIZE_MAX) return -1;
   /* The records before pos were published by its release store; the owner
    * writes only past it, and recycles nothing while dump_active is set. */
   size_t total = 0;
@@ -83,22 +89,31 @@ loom__ring_copy *loom__hostrec_ring_copy(size_t *n) {
   size_t nt = 0, cap = 0;
   loom__tbuf **th = NULL;
   pthread_mutex_lock(&loom__hr_list_mu);
-  for (loom__tbuf *t = loom__hr_threads; t; t = t->next)
-    if (LOOM__PUSH(th, nt, cap, t) != 0) break;
+  int oom = 0;
+  for (loom__tbuf *t = loom__hr_threads; t && !oom; t = t->next)
+    oom = LOOM__PUSH(th, nt, cap, t) != 0;
   pthread_mutex_unlock(&loom__hr_list_mu);
-  loom__ring_copy *out = nt ? calloc(nt, sizeof *out) : NULL;
+  loom__ring_copy *out = nt && !oom ? calloc(nt, sizeof *out) : NULL;
   if (!out) {
     free(th);
+    if (nt || oom) *n = SIZE_MAX;
     return NULL;
   }
   /* Set before any list is read: an owner then sees it under t->mu, after
    * our snapshot of its list, and recycles nothing we copy. */
   atomic_fetch_add(&loom__hr_dump_active, 1);
   size_t k = 0;
-  for (size_t i = 0; i < nt; i++)
-    if (copy_one(th[i], ep, &out[k]) == 0) k++;
+  int rc = 0;
+  for (size_t i = 0; i < nt && rc >= 0; i++)
+    if ((rc = copy_one(th[i], ep, &out[k])) == 0) k++;
   atomic_fetch_sub(&loom__hr_dump_active, 1);
   free(th);
+  if (rc < 0) { /* out of memory: no copy rather than a part */
+    for (size_t i = 0; i < k; i++) free(out[i].chunk);
+    free(out);
+    *n = SIZE_MAX;
+    return NULL;
+  }
   *n = k;
   return out;
 }
@@ -108,9 +123,15 @@ loom__tbuf **loom__hostrec_threads(size_t *n) {
   pthread_mutex_lock(&loom__hr_list_mu);
   size_t cnt = 0, cap = 0;
   loom__tbuf **arr = NULL;
-  for (loom__tbuf *t = loom__hr_threads; t; t = t->next)
-    if (t->epoch == ep && LOOM__PUSH(arr, cnt, cap, t) != 0) break;
+  int oom = 0;
+  for (loom__tbuf *t = loom__hr_threads; t && !oom; t = t->next)
+    oom = t->epoch == ep && LOOM__PUSH(arr, cnt, cap, t) != 0;
   pthread_mutex_unlock(&loom__hr_list_mu);
+  if (oom) {
+    free(arr);
+    arr = NULL;
+    cnt = SIZE_MAX;
+  }
   *n = cnt;
   return arr;
 }

@@ -135,7 +135,8 @@ typedef struct loom__ring_copy {
  * caller frees each chunk and the array).  While it copies, an owner that
  * fills a chunk takes a new one instead of recycling (the budget may be
  * exceeded by a chunk per thread meanwhile), so the copy never races a
- * write.  NULL with *n = 0 when there is nothing or no memory. */
+ * write.  NULL with *n = 0 when there is nothing, SIZE_MAX when out of
+ * memory. */
 loom__ring_copy *loom__hostrec_ring_copy(size_t *n);
 /* The step loom_step just began (ring.c watches for slow steps). */
 void loom__ring_step(uint64_t step, uint64_t ts);
@@ -147,7 +148,8 @@ void loom__ring_range(const char *name, uint64_t begin, uint64_t end);
 /* Host clock ticks now (loom__hostrec_domain). */
 uint64_t loom__hostrec_now(void);
 /* Snapshot of the buffers holding records of the last session (caller frees
- * the array).  Valid until loom__hostrec_release. */
+ * the array).  Valid until loom__hostrec_release.  NULL with *n = SIZE_MAX
+ * when out of memory. */
 loom__tbuf **loom__hostrec_threads(size_t *n);
 /* Frees the buffers of threads that exited. */
 void loom__hostrec_release(void);
