@@ -379,7 +379,10 @@ loom_status loom__collect_image(loom_session *s, loom__rec_image *img, loom_trac
   }
   for (size_t i = 0; i < s->nbk && rc == 0; i++) {
     loom__bsess *bs = dump ? bsess_copy(s->bk[i]) : s->bk[i]->bs;
-    if (dump && !bs) continue; /* out of memory: this backend is not in the dump */
+    if (dump && !bs) { /* out of memory: no dump rather than one without this backend */
+      rc = -1;
+      break;
+    }
     rc = collect_backend(s, t, s->bk[i], bs, pid, &ri);
     if (dump) bsess_free_copy(bs);
   }
