@@ -405,6 +405,7 @@ loom_status loom__collect_image(loom_session *s, loom__rec_image *img, loom_trac
   if (rc == 0) rc = loom__trace_bad_warnings(t, "the session"); /* arguments past the limit */
   dump_warn = NULL;
   loom__msgs_free(&own);
+  if (rc == 0 && t->strs.oom) rc = -1; /* a name lost to a failed allocation */
   if (rc == 0) rc = loom__trace_process(t);
   if (rc != 0) {
     loom_trace_free(t);

@@ -130,14 +130,14 @@ uint32_t loom__strtab_intern(loom__strtab *t, const char *s, size_t len) {
   if (t->n == 0) t->n = 1; /* slot 0 is "no string" */
   if ((t->n + 1) * 2 > t->nslots &&
       rehash(t, t->nslots ? t->nslots * 2 : 64) != 0)
-    return 0;
+    return t->oom = 1, 0;
   size_t cap_s = t->cap, cap_l = t->cap;
   if (loom__grow((void **)&t->strs, &cap_s, t->n + 1, sizeof *t->strs) != 0 ||
       loom__grow((void **)&t->lens, &cap_l, t->n + 1, sizeof *t->lens) != 0)
-    return 0;
+    return t->oom = 1, 0;
   t->cap = cap_s < cap_l ? cap_s : cap_l;
   char *d = arena_copy(t, s, len);
-  if (!d) return 0;
+  if (!d) return t->oom = 1, 0;
   id = (uint32_t)t->n++;
   t->strs[id] = d;
   t->lens[id] = (uint32_t)len;

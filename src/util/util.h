@@ -84,6 +84,7 @@ typedef struct loom__strtab {
   char *arena;      /* current arena block */
   size_t arena_left;
   void *blocks;     /* list of arena blocks */
+  int oom;          /* an intern failed for want of memory (its id 0 stands in) */
 } loom__strtab;
 
 void loom__strtab_init(loom__strtab *t);
