@@ -51,7 +51,7 @@ void loom__pfw_emit_packet(writer *w, pb *pkt) {
     k++;
   } while (n);
   loom__out_mem(w->o, hdr, k);
-  loom__out_mem(w->o, pkt->p, pkt->n);
+  if (pkt->n) loom__out_mem(w->o, pkt->p, pkt->n); /* p is NULL when its growth failed */
   if (pkt->oom) w->oom = 1;
   pkt->n = 0;
 }

@@ -23,6 +23,7 @@ typedef struct pb {
 } pb;
 
 static inline void pb_bytes(pb *b, const void *s, size_t n) {
+  if (!n) return; /* b->p may be NULL: never allocated, or its growth failed */
   if (b->n + n > b->cap && loom__grow((void **)&b->p, &b->cap, b->n + n, 1)) {
     b->oom = 1;
     return;
@@ -65,7 +66,11 @@ static inline void pb_lenbytes(pb *b, uint32_t field, const void *s, size_t n) {
   pb_bytes(b, s, n);
 }
 static inline void pb_str(pb *b, uint32_t field, const char *s) { pb_lenbytes(b, field, s, strlen(s)); }
-static inline void pb_msg(pb *b, uint32_t field, const pb *m) { pb_lenbytes(b, field, m->p, m->n); }
+/* A message built in m: a part of it lost to a failed allocation fails b. */
+static inline void pb_msg(pb *b, uint32_t field, const pb *m) {
+  pb_lenbytes(b, field, m->p, m->n);
+  if (m->oom) b->oom = 1;
+}
 
 /* ---- lanes: one packet sequence per track of slices --------------------- */
 /* Each thread track, and each of its tracks of overlapping slices, is a
