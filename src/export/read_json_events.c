@@ -108,12 +108,16 @@ static void metadata_event(reader *r) {
   if (!strcmp(what, "process_name") || !strcmp(what, "process_labels") ||
       !strcmp(what, "process_sort_index")) {
     loom__proc *p = loom__trace_proc(r->t, c->pid);
-    if (!p) return;
+    if (!p) { /* out of memory */
+      r->oom = 1;
+      return;
+    }
     if (what[8] == 'n' && v->type == LOOM_ARG_STRING) p->name = v->v.s;
     else if (what[8] == 'l' && v->type == LOOM_ARG_STRING) p->labels = v->v.s;
     else if (what[8] == 's' && v->type == LOOM_ARG_INT) p->sort = (int32_t)v->v.i;
   } else if (!strcmp(what, "thread_name") || !strcmp(what, "thread_sort_index")) {
     uint32_t k = track_of(r, c->pid, c->tid);
+    if (r->oom) return; /* no track k */
     if (what[7] == 'n' && v->type == LOOM_ARG_STRING) r->t->tracks[k].name = v->v.s;
     else if (v->type == LOOM_ARG_INT) r->t->tracks[k].sort = (int32_t)v->v.i;
   }
