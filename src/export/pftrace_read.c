@@ -151,8 +151,10 @@ static void chrome_events(rd *r, pbr m) {
     }
     size_t n = (size_t)(name.end - name.p);
     if (!value.p || n != strlen(PF_HEADER_NAME) || memcmp(name.p, PF_HEADER_NAME, n)) continue;
-    if (loom__read_json_header(r->t, r->path, (const char *)value.p, (size_t)(value.end - value.p)))
-      r->header_bad = 1;
+    int rc = loom__read_json_header(r->t, r->path, (const char *)value.p,
+                                    (size_t)(value.end - value.p));
+    if (rc == -2) r->oom = 1;
+    else if (rc) r->header_bad = 1;
   }
 }
 
@@ -386,7 +388,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
   in.map = loom__input_map(fp, path, &in.map_len, NULL);
   uint64_t offset = 0, at, len;
   const uint8_t *p;
-  loom_status st = r.t ? LOOM_OK : LOOM_ENOMEM;
+  loom_status st = r.t ? LOOM_OK : loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   while (st == LOOM_OK && next_packet(&in, path, &offset, &at, &p, &len, &st) == 1) {
     if (!len) continue; /* an empty packet: nothing to read */
     pbr m = {p, p + len, 0};

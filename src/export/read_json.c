@@ -319,13 +319,13 @@ int loom__read_json_header(loom_trace *t, const char *path, const char *text, si
   r.path = path;
   reader_keys(&r);
   yajl_handle y = yajl_alloc(&loom__rj_callbacks, NULL, &r);
-  int rc = y ? 0 : -1;
+  int rc = 0;
   if (y && (yajl_parse(y, (const unsigned char *)text, n) != yajl_status_ok ||
             yajl_complete_parse(y) != yajl_status_ok || r.depth != 0)) {
     if (!r.oom) loom__fail(LOOM_EFORMAT, "%s: its trace header (loom_header) is not JSON", path);
     rc = -1;
   }
-  if (r.oom) rc = -1;
+  if (!y || r.oom) rc = -2;
   if (y) yajl_free(y);
   reader_free(&r);
   return rc;

@@ -407,7 +407,7 @@ struct loom__out;
 int loom__json_header(const loom_trace *t, struct loom__out *mem);
 /* Reads such an object (or any top-level JSON object without events) into
  * t, as the JSON reader reads a file's top-level keys.  path names the file
- * in errors; 0, or -1 (bad JSON: message in loom_last_error, or no memory). */
+ * in errors; 0, -1 (bad JSON: message in loom_last_error) or -2 (no memory). */
 int loom__read_json_header(loom_trace *t, const char *path, const char *text, size_t n);
 
 /* The same JSON written as a stream, for outputs never held whole (loom
