@@ -464,8 +464,10 @@ void loom__pfr_track_event(rd *r, pbr m) {
     uint64_t id = out ? x.flows_out[i] : x.flows_in[i - x.nout];
     if (r->fsink->flow(r->fsink->ctx, t, id, added->ts, added->track, out ? 's' : 'f', 1, 0, 0)) r->oom = 1;
   }
-  for (int i = 0; !r->sink && i < x.nout; i++) loom__map_put(&r->flow_src, x.flows_out[i], t->nev);
-  for (int i = 0; !r->sink && i < x.nin; i++) loom__map_put(&r->flow_dst, x.flows_in[i], t->nev);
+  for (int i = 0; !r->sink && i < x.nout; i++)
+    if (loom__map_put(&r->flow_src, x.flows_out[i], t->nev)) r->oom = 1;
+  for (int i = 0; !r->sink && i < x.nin; i++)
+    if (loom__map_put(&r->flow_dst, x.flows_in[i], t->nev)) r->oom = 1;
   if (x.type == PF_TYPE_SLICE_BEGIN) {
     added->flags |= LOOM__EV_OPEN;
     open_slice o = {x.uuid, t->nev - 1};
