@@ -17,6 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include "testutil.h"
 
 /* Runs a command, returns its wait status; stdout goes to *out. */
@@ -86,7 +90,9 @@ static void check_same_output(const char *app, const char *mode) {
   unlink(trace);
 }
 
-static void basic_for(const char *app) {
+/* Records app's "basic 4" and checks the trace; returns the number of
+ * OpenCL calls in it. */
+static size_t basic_for(const char *app) {
   char trace[256];
   tmp_path(trace, sizeof trace, ".json");
   assert_int_equal(record(app, "basic 4", trace, NULL), 0);
@@ -118,21 +124,67 @@ static void basic_for(const char *app) {
   assert_int_equal(r[4], 0);
   loom_trace_free(t);
   unlink(trace);
+  return c.calls;
 }
+
+/* The programs recorded between count_clocks() and clocks_counted() run
+ * with tests/opencl/clockcount.c preloaded: the clock_gettime calls loom's
+ * libraries made in the last clapp. */
+static char count_file[256];
+/* Whether loom times calls with the time-stamp counter here (an invariant
+ * one, as src/record/hostrec.c decides), LOOM_NO_TSC aside. */
+static int tsc_usable(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a, b, c, d;
+  if (__get_cpuid(0x80000007, &a, &b, &c, &d)) return (d >> 8) & 1;
+#endif
+  return 0;
+}
+static void count_clocks(void) {
+  tmp_path(count_file, sizeof count_file, ".count");
+  setenv("LD_PRELOAD", CLOCKCOUNT, 1);
+  setenv("CLOCKCOUNT_OUT", count_file, 1);
+  setenv("CLOCKCOUNT_PROG", "clapp", 1);
+}
+static long clocks_counted(void) {
+  unsetenv("LD_PRELOAD");
+  unsetenv("CLOCKCOUNT_OUT");
+  unsetenv("CLOCKCOUNT_PROG");
+  char *text = read_file(count_file, NULL);
+  assert_non_null(text);
+  long n = atol(text);
+  free(text);
+  unlink(count_file);
+  return n;
+}
+static long clocks_with_tsc = -1;
 
 static void test_linked(void **state) {
   (void)state;
+  count_clocks();
   basic_for(CLAPP);
+  clocks_with_tsc = clocks_counted();
   check_same_output(CLAPP, "basic 6");
 }
 
 /* Calls are timed with the time-stamp counter where it is usable; with
  * LOOM_NO_TSC on CLOCK_MONOTONIC_RAW: device work still falls inside the
- * brackets of its calls either way. */
+ * brackets of its calls either way.  Without the counter each call reads
+ * the clock twice through clock_gettime, which it did not with it (where
+ * the counter is usable: test_linked's run used clock_gettime for the
+ * session's own clock work only); asked: one per call more, which leaves
+ * room for the session's own reads to differ between the two runs. */
 static void test_without_tsc(void **state) {
   (void)state;
   setenv("LOOM_NO_TSC", "1", 1);
-  basic_for(CLAPP);
+  count_clocks();
+  size_t calls = basic_for(CLAPP);
+  long without = clocks_counted();
+  print_message("clock_gettime calls from loom: %ld with the TSC, %ld without; %zu calls\n",
+                clocks_with_tsc, without, calls);
+  assert_true(clocks_with_tsc >= 0); /* test_linked ran */
+  if (!tsc_usable()) skip(); /* the same clock both times */
+  assert_true(without - clocks_with_tsc >= (long)calls);
 }
 
 static int unset_no_tsc(void **state) {
