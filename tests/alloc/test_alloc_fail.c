@@ -10,7 +10,8 @@
  * failures (or, for recording and stop, whose trace says in a warning that
  * it lost something).  Runs once with only the Nth allocation failing and
  * once with every allocation from the Nth on failing.  Leaks are found by
- * LeakSanitizer after every run in the AddressSanitizer build.
+ * LeakSanitizer after each operation's runs in the AddressSanitizer build
+ * (after every run with ALLOC_FAIL_LEAK_EACH=1).
  *
  * How: linked against the static loom_internal archive with the linker's
  * --wrap for malloc, calloc, realloc, strdup, strndup, posix_memalign,
@@ -155,15 +156,20 @@ static int disarm(void) {
   return atomic_load(&fired);
 }
 
-/* LeakSanitizer over the heap now: a block lost by the run with failure N
- * of op is reported by LeakSanitizer and fails the test. */
-static void leak_check(const char *op, long n) {
+/* LeakSanitizer over the heap now: a block lost by the runs of op up to
+ * failure N is reported by LeakSanitizer and fails the test.  Once per
+ * operation (a heap scan costs ~15 ms), after every run with
+ * ALLOC_FAIL_LEAK_EACH=1 to find the N that leaks. */
+static void leak_check(const char *op, long n, int last) {
 #ifdef HAVE_LSAN
-  if (__lsan_do_recoverable_leak_check())
-    fail_msg("%s: leak after failing allocation %ld (%s)", op, n,
-             atomic_load(&persistent) ? "and all after it" : "only");
+  static int each = -1;
+  if (each < 0) each = getenv("ALLOC_FAIL_LEAK_EACH") != NULL;
+  if ((each || last) && __lsan_do_recoverable_leak_check())
+    fail_msg("%s: a leak in the runs up to failing allocation %ld (%s)%s", op, n,
+             atomic_load(&persistent) ? "and all after it" : "only",
+             each ? "" : "; ALLOC_FAIL_LEAK_EACH=1 tells which");
 #else
-  (void)op, (void)n;
+  (void)op, (void)n, (void)last;
 #endif
 }
 
@@ -180,7 +186,7 @@ static long torture(const char *name, op_fn op) {
     int failed = op(name, n);
     int hit = disarm();
     (void)failed; /* a success despite the failure was checked by op */
-    leak_check(name, n);
+    leak_check(name, n, !hit);
     if (!hit) break;
     if (n > 100000) fail_msg("%s: more than 100000 allocations", name);
   }
