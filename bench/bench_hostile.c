@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "loom/loom.h"
+#include "export/export.h"
 #include "trace/trace.h"
 
 /* CPU time of the process (both of the report's threads): the machine is

@@ -37,6 +37,7 @@
 #include "analysis/analysis.h"
 #include "export/json_scan.h"
 #include "loom/loom.h"
+#include "export/export.h"
 #include "trace/trace.h"
 
 static double now(void) {

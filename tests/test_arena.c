@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/salvage.h"
+#include "salvage/salvage.h"
 #include "testutil.h"
 
 int loom__arena_begin(const char *path, const char *out);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "export/export.h"
 #include "export/pipe.h"
 #include "loom/loom.h"
 #include "trace/trace.h"

@@ -1,7 +1,7 @@
 /*
  * _session.c - loom._Session over loom_session: create (backends probed and
  * configured), start, stop (the trace), and the windows the core's
- * controller (src/core/trigger.c) ends while the session records: each is
+ * controller (src/window/trigger.c) ends while the session records: each is
  * handed to the session's window callback, on the thread that ended it
  * (the one calling step(), or the controller's timer thread), with the GIL
  * taken for the call.  Without a callback a window is written to its
@@ -15,7 +15,7 @@
 
 #include <stdatomic.h>
 
-#include "core/trigger.h"
+#include "window/trigger.h"
 
 typedef struct {
   PyObject_HEAD

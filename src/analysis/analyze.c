@@ -30,7 +30,8 @@
 #include "analysis.h"
 #include "analyze_int.h"
 #include "cpu.h"
-#include "core/core.h"
+#include "base/base.h"
+#include "export/export.h"
 #include "ranks.h"
 
 /* ---- what an event is for ------------------------------------------------
@@ -44,6 +45,7 @@ static const struct { int kind; const char *s; } rule_names[] = {
 #define LOOM_REPORT_NAME(k, str) {N_##k, str},
 #define LOOM_REPORT_ROLES(str, marks) /* marks of older traces' calls: ranks.c */
 #include "report_names.h"
+#include "util/util.h"
 #undef LOOM_REPORT_ROLES
 #undef LOOM_REPORT_NAME
     {-1, NULL}};

@@ -10,7 +10,8 @@
 #include <stdint.h>
 
 #include "analysis.h"
-#include "core/core.h"
+#include "base/base.h"
+#include "util/util.h"
 
 /* The marks that say what a runtime call is for. */
 #define ROLE_MASK (LOOM_RECORD_F_LAUNCH | LOOM_RECORD_F_MEMORY | LOOM_RECORD_F_COMM)

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "base/base.h"
+#include "export/export.h"
 #include "ranks.h"
 
 const char *const loom__wait_name[LOOM__W_COUNT_] = {"late_sender", "late_receiver", "wait_nxn",
@@ -88,6 +89,7 @@ static int push(loom__ranks *k, const loom__rkev *v) {
 #define LOOM_REPORT_ROLES(str, marks) {str, marks},
 static const struct { const char *name; unsigned marks; } role_names[] = {
 #include "report_names.h"
+#include "util/util.h"
     {NULL, 0}};
 #undef LOOM_REPORT_ROLES
 #undef LOOM_REPORT_NAME

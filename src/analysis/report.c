@@ -111,7 +111,8 @@ void loom__report_json(const loom__report *r, loom__out *o, size_t top) { render
 void loom__report_html(const loom__report *r, loom__out *o, size_t top) { render(r, o, top, loom__model_html); }
 
 /* ---- public API ------------------------------------------------------------ */
-#include "core/core.h"
+#include "base/base.h"
+#include "util/util.h"
 
 struct loom_report {
   loom__report *r;

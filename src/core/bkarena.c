@@ -34,7 +34,7 @@ static _Atomic uint64_t serials;
 
 /* Frees an arena object of this process's arena (a forked child's copies
  * of its parent's are left alone). */
-void loom__bka_forget(void *p) {
+void loom__bkarena_forget(void *p) {
   if (p && loom__arena_pid() == (int32_t)getpid() && loom__arena_owns(p)) loom__arena_free(p);
 }
 
@@ -97,7 +97,7 @@ static loom__abk *abk_of(loom_backend *b, loom__bsess *bs) {
   return a;
 }
 
-uint64_t loom__bka_serial(loom_backend *b, loom__bsess *bs) {
+uint64_t loom__bkarena_serial(loom_backend *b, loom__bsess *bs) {
   device_in_use(b); /* a device or queue of its runtime */
   loom__abk *a = abk_of(b, bs);
   return a ? a->serial : 0;
@@ -115,8 +115,8 @@ static void swap_arrays(loom__bsess *bs, loom__drec *recs, size_t cr, loom__targ
   atomic_store_explicit(&v->nargs, bs->nargs, memory_order_relaxed);
   atomic_store_explicit(&v->nrecs, bs->nrecs, memory_order_relaxed);
   atomic_store_explicit(&a->view, !cur, memory_order_release);
-  if (recs != bs->recs) loom__bka_forget(bs->recs);
-  if (args != bs->args) loom__bka_forget(bs->args);
+  if (recs != bs->recs) loom__bkarena_forget(bs->recs);
+  if (args != bs->args) loom__bkarena_forget(bs->args);
   bs->recs = recs, bs->cap_recs = cr;
   bs->args = args, bs->cap_args = ca;
 }
@@ -138,8 +138,8 @@ static int detach(loom__bsess *bs) {
   loom__abk_view *v = &a->v[atomic_load_explicit(&a->view, memory_order_relaxed)];
   atomic_store_explicit(&v->nrecs, 0, memory_order_release);
   atomic_fetch_add_explicit(&a->held, bs->nrecs, memory_order_relaxed);
-  loom__bka_forget(bs->recs);
-  loom__bka_forget(bs->args);
+  loom__bkarena_forget(bs->recs);
+  loom__bkarena_forget(bs->args);
   bs->recs = r, bs->cap_recs = cr;
   bs->args = g, bs->cap_args = ca;
   bs->in_arena = 0;
@@ -191,7 +191,7 @@ static void *grow_array(loom__bsess *bs, void *p, size_t cap, size_t cr, size_t 
   return prefault(loom__arena_alloc_room(kind, cr * size, room_for(bs, cr * size)), cr * size);
 }
 
-int loom__bka_reserve(loom_backend *b, loom__bsess *bs, size_t nargs) {
+int loom__bkarena_reserve(loom_backend *b, loom__bsess *bs, size_t nargs) {
   if (LOOM__UNLIKELY(bs->nrecs == 0)) device_in_use(b); /* its first record */
   abk_of(b, bs);
   size_t wr = bs->nrecs + 1, wa = bs->nargs + nargs;
@@ -210,11 +210,11 @@ int loom__bka_reserve(loom_backend *b, loom__bsess *bs, size_t nargs) {
   loom__drec *r = grow_array(bs, bs->recs, bs->cap_recs, cr, sizeof *r, LOOM__AO_BKREC);
   loom__targ *g = grow_array(bs, bs->args, bs->cap_args, ca, sizeof *g, LOOM__AO_BKARG);
   if ((!r && cr) || (!g && ca)) {
-    if (r != bs->recs) loom__bka_forget(r);
-    if (g != bs->args) loom__bka_forget(g);
+    if (r != bs->recs) loom__bkarena_forget(r);
+    if (g != bs->args) loom__bkarena_forget(g);
     bs->cap_recs = r == bs->recs ? cr : bs->cap_recs; /* grown in place: kept */
     bs->cap_args = g == bs->args ? ca : bs->cap_args;
-    return detach(bs) ? -1 : loom__bka_reserve(b, bs, nargs);
+    return detach(bs) ? -1 : loom__bkarena_reserve(b, bs, nargs);
   }
   if (r == bs->recs && g == bs->args) { /* both grown in place: nothing moves */
     bs->cap_recs = cr, bs->cap_args = ca;
@@ -227,7 +227,7 @@ int loom__bka_reserve(loom_backend *b, loom__bsess *bs, size_t nargs) {
 }
 
 /* The record just appended is whole: it becomes readable. */
-void loom__bka_publish(loom_backend *b, loom__bsess *bs) {
+void loom__bkarena_publish(loom_backend *b, loom__bsess *bs) {
   loom__abk *a = bs->abk;
   if (!a) { /* no arena descriptor: only counted */
     loom__arena_bk_held(&bs->arena_slot, b->ops.name, 1);
@@ -246,7 +246,7 @@ void loom__bka_publish(loom_backend *b, loom__bsess *bs) {
  * arena the kept ones are copied to new blocks (the old ones stay whole
  * until the new are published); 1 when done here, 0 when the caller moves
  * them in place (heap arrays). */
-int loom__bka_drop_oldest(loom__bsess *bs, size_t k, size_t a) {
+int loom__bkarena_drop_oldest(loom__bsess *bs, size_t k, size_t a) {
   loom__abk *ab = bs->abk;
   if (!ab) return 0;
   if (!bs->in_arena) {
@@ -256,8 +256,8 @@ int loom__bka_drop_oldest(loom__bsess *bs, size_t k, size_t a) {
   loom__drec *r = bs->cap_recs ? loom__arena_alloc(LOOM__AO_BKREC, bs->cap_recs * sizeof *r) : NULL;
   loom__targ *g = bs->cap_args ? loom__arena_alloc(LOOM__AO_BKARG, bs->cap_args * sizeof *g) : NULL;
   if ((!r && bs->cap_recs) || (!g && bs->cap_args)) {
-    loom__bka_forget(r);
-    loom__bka_forget(g);
+    loom__bkarena_forget(r);
+    loom__bkarena_forget(g);
     if (detach(bs) == 0) atomic_fetch_sub_explicit(&ab->held, k, memory_order_relaxed);
     else {
       /* no heap either: the view is emptied while the arrays move */
@@ -276,23 +276,23 @@ int loom__bka_drop_oldest(loom__bsess *bs, size_t k, size_t a) {
   return 1;
 }
 
-void loom__bka_ring_state(loom__bsess *bs) {
+void loom__bkarena_ring_state(loom__bsess *bs) {
   loom__abk *a = bs->abk;
   if (!a) return;
   atomic_store_explicit(&a->overwritten, bs->overwritten, memory_order_relaxed);
   if (atomic_load_explicit(&a->moving, memory_order_relaxed) && bs->in_arena) {
-    loom__bka_publish(NULL, bs);
+    loom__bkarena_publish(NULL, bs);
     atomic_store_explicit(&a->moving, 0, memory_order_release);
   }
 }
 
-void loom__bka_lost(loom_backend *b, loom__bsess *bs) {
+void loom__bkarena_lost(loom_backend *b, loom__bsess *bs) {
   loom__abk *a = abk_of(b, bs);
   if (a) mirror_lost(a, bs);
 }
 
 /* Clock idx of bs changed (declared, a sync point, a rate): written anew. */
-void loom__bka_clock(loom_backend *b, loom__bsess *bs, size_t idx) {
+void loom__bkarena_clock(loom_backend *b, loom__bsess *bs, size_t idx) {
   loom__abk *a = abk_of(b, bs);
   if (!a || idx >= bs->nclocks) return;
   loom__clock *c = &bs->clocks[idx];
@@ -313,11 +313,11 @@ void loom__bka_clock(loom_backend *b, loom__bsess *bs, size_t idx) {
                                (uint32_t)c->sync[i].host_domain, 0};
   atomic_store_explicit(&k->nsync, (uint32_t)n, memory_order_relaxed);
   atomic_store_explicit(&k->valid, 1, memory_order_release);
-  loom__bka_forget(c->arena);
+  loom__bkarena_forget(c->arena);
   c->arena = k;
 }
 
-void *loom__bka_device(uint64_t serial, uint32_t index, const loom__sdev *d) {
+void *loom__bkarena_device(uint64_t serial, uint32_t index, const loom__sdev *d) {
   if (!serial) return NULL;
   loom__adev *a = loom__arena_alloc(LOOM__AO_DEV, sizeof *a + d->nprops * sizeof(loom__targ));
   if (!a) return NULL;
@@ -332,7 +332,7 @@ void *loom__bka_device(uint64_t serial, uint32_t index, const loom__sdev *d) {
   return a;
 }
 
-void *loom__bka_resource(uint64_t serial, uint32_t index, const loom__sres *r) {
+void *loom__bkarena_resource(uint64_t serial, uint32_t index, const loom__sres *r) {
   if (!serial) return NULL;
   loom__ares *a = loom__arena_alloc(LOOM__AO_RES, sizeof *a);
   if (!a) return NULL;
@@ -346,13 +346,13 @@ void *loom__bka_resource(uint64_t serial, uint32_t index, const loom__sres *r) {
 
 /* The backend leaves the session: its arena objects go, its arrays are
  * freed where they live (b->mu need not be held: nothing emits any more). */
-void loom__bka_close(loom__bsess *bs) {
-  for (size_t i = 0; i < bs->nclocks; i++) loom__bka_forget(bs->clocks[i].arena);
+void loom__bkarena_close(loom__bsess *bs) {
+  for (size_t i = 0; i < bs->nclocks; i++) loom__bkarena_forget(bs->clocks[i].arena);
   if (bs->in_arena) {
-    loom__bka_forget(bs->recs);
-    loom__bka_forget(bs->args);
+    loom__bkarena_forget(bs->recs);
+    loom__bkarena_forget(bs->args);
     bs->recs = NULL, bs->args = NULL;
   }
-  loom__bka_forget(bs->abk);
+  loom__bkarena_forget(bs->abk);
   bs->abk = NULL;
 }

@@ -1,6 +1,10 @@
 /*
- * core.h - internal interfaces of the core: errors and logging, clocks,
- * options, the backend registry, plug-in loading and sessions.
+ * core.h - the core's internals, for the core and the layers above it that
+ * drive a session (src/window, src/salvage, src/session): the backend
+ * registry and plug-in loading, the session and each backend's part of it,
+ * collection into a trace, and the hooks through which the session tells
+ * the layers above about its life.  Layers that only need errors, logging,
+ * options or clocks include base/base.h and base/clock.h instead.
  */
 #ifndef LOOM_CORE_H
 #define LOOM_CORE_H
@@ -9,122 +13,14 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+#include "base/base.h"
+#include "base/clock.h"
+#include "core/meta.h"
 #include "loom/loom.h"
 #include "loom/plugin.h"
 #include "record/record.h"
+#include "trace/trace.h"
 #include "util/util.h"
-
-/* ---- errors and log ------------------------------------------------------ */
-/* Sets the thread's last error message and returns status. */
-loom_status loom__fail(loom_status status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void loom__clear_error(void);
-
-/* Log levels follow loom_severity; LOOM_LOG=debug|info|warning|error|quiet
- * sets the threshold for stderr (default: warning). */
-void loom__log(loom_severity sev, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void loom__vlog(loom_severity sev, const char *fmt, va_list ap);
-
-/* A list of warnings with its own lock. */
-typedef struct loom__msgs {
-  pthread_mutex_t mu;
-  char **v;
-  size_t n, cap;
-} loom__msgs;
-/* Formats a warning or error, prints it at that severity and appends it
- * (unless the list holds max). */
-void loom__msgs_vadd(loom__msgs *m, size_t max, loom_severity sev,
-                     const char *fmt, va_list ap);
-void loom__msgs_free(loom__msgs *m);
-
-/* A warning that is not tied to a session (plug-in loading, registration):
- * printed now and kept for the next session's trace, so none is lost. */
-void loom__warn_pending(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Moves pending warnings to the caller (array of heap strings). */
-char **loom__take_pending(size_t *n);
-
-/* ---- clocks ------------------------------------------------------------- */
-uint64_t loom__clock_now(loom_clock_domain d);
-
-/* A pair of readings (domain, realtime) taken as close together as possible. */
-typedef struct loom__clock_pair {
-  uint64_t dom;
-  int64_t real;
-} loom__clock_pair;
-
-/* Map from every standard domain to epoch ns, from pairs taken at session
- * start and stop; before stop the slope of the domain's nominal rate is
- * used. */
-typedef struct loom__timeline {
-  loom__clock_pair start[4], stop[4];
-  int have_stop;
-  double tsc_ns_per_tick; /* nominal rate measured at init */
-  /* Test-only option test_clock_shift=OFFSET_NS:PPM: the whole timeline
-   * reads real + shift_ns + shift_ppm * 1e-6 * (real - start), as if the
-   * process ran on another host (kept across loom__timeline_begin). */
-  int64_t shift_ns;
-  double shift_ppm;
-} loom__timeline;
-
-void loom__timeline_begin(loom__timeline *tl);
-void loom__timeline_end(loom__timeline *tl);
-/* Parses test_clock_shift's value into tl; -1 when malformed. */
-int loom__timeline_set_shift(loom__timeline *tl, const char *spec);
-int64_t loom__timeline_convert(const loom__timeline *tl, loom_clock_domain d,
-                               uint64_t ts);
-
-/* A backend's declared clock. */
-typedef struct loom__sync {
-  uint64_t dev;
-  int64_t epoch; /* converted when the point is added */
-  loom_clock_domain host_domain;
-  uint64_t host_ts;
-} loom__sync;
-
-typedef struct loom__clock {
-  loom_clock_domain domain;
-  char *name;
-  loom__sync *sync;
-  size_t nsync, cap_sync;
-  double ns_per_tick;            /* clock_set_rate; 0 = not declared */
-  uint64_t (*auto_read)(loom_backend *b, void *ctx); /* clock_auto_sync */
-  void *auto_ctx;
-  loom_clock_domain auto_domain;
-  void *arena;                   /* its copy in the arena (bkarena.c), or NULL */
-} loom__clock;
-
-/* Converts ts of a declared clock to epoch ns; for device clocks the sync
- * points (re-converted with the final timeline) are interpolated. */
-int64_t loom__clock_convert(const loom__timeline *tl, loom__clock *c,
-                            uint64_t ts);
-/* Sorts a device clock's sync points and converts them (after stop). */
-void loom__clock_finalize(const loom__timeline *tl, loom__clock *c);
-/* What is wrong with a device clock's description, as a sentence for a
- * warning (buf), or NULL when it converts exactly: no sync point, one point
- * and no rate, a declared rate that disagrees with the fit by over 1%. */
-const char *loom__clock_problem(const loom__clock *c, char *buf, size_t n);
-
-/* ---- options ------------------------------------------------------------ */
-typedef struct loom__opts {
-  char **keys, **vals;
-  size_t n, cap;
-} loom__opts;
-
-/* Parses "k=v,k=v" (',' or ';').  LOOM_EINVAL with a message naming the
- * offending item on bad syntax. */
-loom_status loom__opts_parse(loom__opts *o, const char *s);
-void loom__opts_free(loom__opts *o);
-/* LOOM_EINVAL naming an option key loom does not know (a key without a
- * dot that is not one of the core's). */
-loom_status loom__opts_check(const loom__opts *o);
-/* registry.c: whether "NAME.KEY" is an option backend NAME declares (1 when
- * none is registered or it declares none); known: the ones it does. */
-int loom__backend_option_known(const char *key, char *known, size_t cap);
-/* Value of key: session option first, then environment LOOM_<KEY>. */
-const char *loom__opts_get(const loom__opts *o, const char *key);
-/* Parses a size with optional k/m/g suffix; -1 when malformed. */
-int loom__parse_size(const char *s, uint64_t *out);
 
 /* ---- backends ----------------------------------------------------------- */
 struct loom_session;
@@ -150,6 +46,9 @@ void loom__ensure_init(void);
 loom_backend **loom__registry_snapshot(size_t *n);
 loom_status loom__backend_register(const loom_backend_ops *ops,
                                    const char *origin);
+/* registry.c: whether "NAME.KEY" is an option backend NAME declares (1 when
+ * none is registered or it declares none); known: the ones it does. */
+int loom__backend_option_known(const char *key, char *known, size_t cap);
 /* Loads one plug-in file (path) and runs its entry point. */
 loom_status loom__plugin_load(const char *path);
 /* Offers a newly registered backend to the recording session, which takes
@@ -161,10 +60,8 @@ void loom__clock_auto_sync_all(loom_backend *b);
 void loom__plugins_from_env(void);
 const loom_host *loom__host(void);
 
-
-/* fork.c: session options "meta.K=V" as trace metadata, "process_name" as
- * the recording process's name (0, or -1 out of memory). */
-struct loom_trace;
+/* session_meta.c: session options "meta.K=V" as trace metadata,
+ * "process_name" as the recording process's name (0, or -1 out of memory). */
 int loom__session_meta(const loom__opts *o, struct loom_trace *t);
 
 /* ---- per-session data ---------------------------------------------------- */
@@ -177,7 +74,6 @@ typedef struct loom__kvs {
 int loom__kvs_set(loom__kvs *m, const char *key, const char *value);
 int loom__kvs_to_trace(const loom__kvs *m, struct loom_trace *t);
 void loom__kvs_free(loom__kvs *m);
-#include "trace/trace.h"
 
 /* A backend record as stored until processing; strings are interner ids. */
 typedef struct loom__drec {
@@ -234,25 +130,25 @@ typedef struct loom__sres {
 /* ---- backend records in the shared-memory arena (bkarena.c) -------------
  * All under the backend's lock.  Without an arena they keep the heap. */
 /* Room for one more record and nargs more arguments (0, or -1). */
-int loom__bka_reserve(loom_backend *b, loom__bsess *bs, size_t nargs);
+int loom__bkarena_reserve(loom_backend *b, loom__bsess *bs, size_t nargs);
 /* The record appended last is whole: published for a salvage. */
-void loom__bka_publish(loom_backend *b, loom__bsess *bs);
+void loom__bkarena_publish(loom_backend *b, loom__bsess *bs);
 /* Ring mode drops the k oldest records and their a arguments: 1 when done
- * (arena), 0 when the caller moves them; then loom__bka_ring_state. */
-int loom__bka_drop_oldest(loom__bsess *bs, size_t k, size_t a);
-void loom__bka_ring_state(loom__bsess *bs);
+ * (arena), 0 when the caller moves them; then loom__bkarena_ring_state. */
+int loom__bkarena_drop_oldest(loom__bsess *bs, size_t k, size_t a);
+void loom__bkarena_ring_state(loom__bsess *bs);
 /* bs->lost and lost_by changed. */
-void loom__bka_lost(loom_backend *b, loom__bsess *bs);
+void loom__bkarena_lost(loom_backend *b, loom__bsess *bs);
 /* Clock idx was declared or changed. */
-void loom__bka_clock(loom_backend *b, loom__bsess *bs, size_t idx);
+void loom__bkarena_clock(loom_backend *b, loom__bsess *bs, size_t idx);
 /* The backend's arena serial (0: none); device and resource copies. */
-uint64_t loom__bka_serial(loom_backend *b, loom__bsess *bs);
-void *loom__bka_device(uint64_t serial, uint32_t index, const loom__sdev *d);
-void *loom__bka_resource(uint64_t serial, uint32_t index, const loom__sres *r);
+uint64_t loom__bkarena_serial(loom_backend *b, loom__bsess *bs);
+void *loom__bkarena_device(uint64_t serial, uint32_t index, const loom__sdev *d);
+void *loom__bkarena_resource(uint64_t serial, uint32_t index, const loom__sres *r);
 /* Frees an arena object of this process's arena (NULL and others ignored). */
-void loom__bka_forget(void *p);
+void loom__bkarena_forget(void *p);
 /* The backend leaves: its arena objects and arena arrays are freed. */
-void loom__bka_close(loom__bsess *bs);
+void loom__bkarena_close(loom__bsess *bs);
 /* Process metadata (meta.c) and thread names (hostrec.c) copied to the
  * arena of this process the first time a session starts in it. */
 void loom__meta_arena_mirror(void);
@@ -300,26 +196,51 @@ struct loom_session {
   int windows;
   size_t warn_keep;
   int abandoned; /* a window's work outlived the stop: destroy frees nothing */
+  const struct loom__session_hooks *hooks; /* the layers above (never NULL) */
 };
 
-/* ---- windows (trigger.c drives them; session.c does the work) ----------- */
-/* Reads the window options of s (start_step, steps, delay, duration, wait,
- * warmup, active, repeat, skip_first, output, windows); sets s->windows.
- * LOOM_EINVAL with a message naming the option. */
-loom_status loom__trigger_configure(struct loom_session *s);
-/* The session started (arms its first window) / stops (a window in progress
- * is ended and written; nothing is armed afterwards; -1 when a window's
- * beginning or end still ran after 10 s: the session's state is then that
- * thread's, and must not be freed) / is destroyed. */
-void loom__trigger_session_start(struct loom_session *s);
-int loom__trigger_session_stop(struct loom_session *s);
-void loom__trigger_session_gone(struct loom_session *s);
-/* In a forked child: the parent's controller is the parent's. */
-void loom__trigger_forked(void);
-/* on_demand=on: serve loom trigger from session start (on) to stop (trigger.c). */
-void loom__trigger_serve(struct loom_session *s, int on);
-/* Is a session recording in ring mode (a dump has something to read)? ring.c */
-int loom__ring_active(void);
+/* ---- what the layers above hear of a session's life --------------------
+ * The window controller and ring mode (src/window) sit above the core; the
+ * session calls them only through the table its creator handed to
+ * loom__session_create (src/session/entry.c).  Every slot is set. */
+typedef struct loom__session_hooks {
+  /* At create, after the core's own options: ring mode's and the window
+   * options (LOOM_EINVAL with a message naming the option). */
+  loom_status (*configure)(struct loom_session *s);
+  /* Host recording begins (at start, or a window's beginning: before the
+   * recorder starts) / ends (the beginning of a stop: waits for a dump). */
+  void (*recording)(struct loom_session *s, int on);
+  /* Window mode (s->windows): the session started (its first window is
+   * armed) / stops or is destroyed while recording (a window in progress
+   * is ended and written; -1 when a window's beginning or end still ran
+   * after 10 s: the session's state is then that thread's, and must not be
+   * freed) / is destroyed. */
+  void (*windows_start)(struct loom_session *s);
+  int (*windows_stop)(struct loom_session *s);
+  void (*windows_gone)(struct loom_session *s);
+  /* on_demand=on: serve loom trigger from start (on) to stop (off). */
+  void (*serve)(struct loom_session *s, int on);
+} loom__session_hooks;
+
+/* loom_session_create, with the hooks of the layers above (kept, not
+ * copied). */
+loom_status loom__session_create(const loom_session_config *cfg, const loom__session_hooks *hooks,
+                                 loom_session **out);
+/* In a child forked without exec: the parent's session, copied, is the
+ * parent's to finish; the child may create its own. */
+void loom__session_forked(void);
+/* For a salvage (src/salvage): a session that stands for a process that
+ * died, to collect its records with (loom__collect_image): every kind, host
+ * records, the dead process's timeline (tl: a loom__timeline's bytes as its
+ * arena kept them) with stop readings taken now on the same host, its sizes
+ * and name (copied).  Its options, backends and devices are the caller's to
+ * fill; it is never started, stopped or destroyed with loom_session_*, and
+ * has no hooks.  NULL when out of memory. */
+loom_session *loom__session_stopped(const char *name, const void *tl, uint64_t chunk_bytes,
+                                    uint64_t cap_bytes);
+/* Frees such a session (its warnings, options and name; the caller's
+ * backends are the caller's). */
+void loom__session_free_stopped(loom_session *s);
 /* Starts recording a window: host records and every backend. */
 loom_status loom__session_window_begin(struct loom_session *s);
 /* Ends it: backends stopped and flushed; keep: the window's trace in *out
@@ -335,9 +256,6 @@ void loom__session_warn(struct loom_session *s, const char *fmt, ...)
 /* Same at a chosen severity (warning or error). */
 void loom__session_vreport(struct loom_session *s, loom_severity sev,
                            const char *fmt, va_list ap);
-/* Writes loom_meta_set()'s process metadata into t (meta.c). */
-int loom__meta_apply(loom_trace *t);
-int loom__process_meta_get(const char *key, char *buf, size_t n);
 /* Builds the trace of a stopped session (collect.c). */
 loom_status loom__session_collect(struct loom_session *s, loom_trace **out);
 
@@ -368,19 +286,5 @@ loom_status loom__collect_image(struct loom_session *s, loom__rec_image *img, lo
  * goes on (collect.c; ring.c serializes it with stop). */
 loom_status loom__session_collect_dump(struct loom_session *s, const char *reason,
                                        loom_trace **out);
-
-/* ---- ring mode (ring.c) -------------------------------------------------- */
-/* Reads mode, ring_size and the slow-step options into s (at create). */
-loom_status loom__ring_configure(struct loom_session *s);
-/* At start (before the host recorder starts) and at the beginning of stop:
- * a dump is possible between the two. */
-void loom__ring_begin(struct loom_session *s);
-void loom__ring_end(struct loom_session *s);
-/* In the child of a fork: the parent's dump threads are not there. */
-void loom__ring_forked(void);
-/* Snapshot of the rings of the recording session as a trace (NULL: no
- * ring-mode session records, or out of memory; loom_last_error says which).
- * Recording goes on. */
-__attribute__((visibility("default"))) loom_trace *loom__ring_dump(const char *reason);
 
 #endif

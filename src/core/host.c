@@ -29,7 +29,7 @@ static loom_status svc_clock_declare(loom_backend *b, loom_clock_domain d,
   else if (LOOM__PUSH(bs->clocks, bs->nclocks, bs->cap_clocks, c) != 0) st = LOOM_ENOMEM;
   else *out = (loom_clock)bs->nclocks;
   if (st != LOOM_OK) free(c.name);
-  else loom__bka_clock(b, bs, bs->nclocks - 1); /* for a salvage */
+  else loom__bkarena_clock(b, bs, bs->nclocks - 1); /* for a salvage */
   pthread_mutex_unlock(&b->mu);
   return st;
 }
@@ -57,7 +57,7 @@ static loom_status svc_clock_sync(loom_backend *b, loom_clock clk, uint64_t dev,
     loom__clock *c = &bs->clocks[clk - 1];
     loom__sync sp = {dev, loom__timeline_convert(&bs->s->tl, hd, host_ts), hd, host_ts};
     if (LOOM__PUSH(c->sync, c->nsync, c->cap_sync, sp) != 0) st = LOOM_ENOMEM;
-    else loom__bka_clock(b, bs, clk - 1);
+    else loom__bkarena_clock(b, bs, clk - 1);
   }
   pthread_mutex_unlock(&b->mu);
   return st;
@@ -77,7 +77,7 @@ static loom_status svc_clock_set_rate(loom_backend *b, loom_clock clk, double ns
   loom__clock *c = device_clock(b, clk);
   if (c) {
     c->ns_per_tick = ns_per_tick;
-    loom__bka_clock(b, b->bs, clk - 1);
+    loom__bkarena_clock(b, b->bs, clk - 1);
   }
   loom_status st = c ? LOOM_OK : b->bs && !b->bs->closed ? LOOM_EINVAL : LOOM_ESTATE;
   pthread_mutex_unlock(&b->mu);
@@ -246,7 +246,8 @@ static loom_status svc_device_add(loom_backend *b, const loom_device_info *info,
     st = LOOM_ENOMEM;
   } else {
     *out = (uint32_t)(s->ndevs - 1);
-    s->devs[*out].arena = loom__bka_device(loom__bka_serial(b, b->bs), *out, &s->devs[*out]);
+    s->devs[*out].arena =
+        loom__bkarena_device(loom__bkarena_serial(b, b->bs), *out, &s->devs[*out]);
   }
   pthread_mutex_unlock(&s->mu);
   pthread_mutex_unlock(&b->mu);
@@ -270,7 +271,8 @@ static loom_status svc_resource_add(loom_backend *b, uint32_t device,
       st = LOOM_ENOMEM;
     } else {
       *out = (uint32_t)(s->nres - 1);
-      s->res[*out].arena = loom__bka_resource(loom__bka_serial(b, b->bs), *out, &s->res[*out]);
+      s->res[*out].arena =
+          loom__bkarena_resource(loom__bkarena_serial(b, b->bs), *out, &s->res[*out]);
     }
   }
   pthread_mutex_unlock(&s->mu);
@@ -298,7 +300,7 @@ static void lost_locked(loom_backend *b, loom__bsess *bs, uint64_t n, const char
     bs->lost_by[i].reason = loom__strdup(reason);
   }
   bs->lost_by[i].n += n;
-  loom__bka_lost(b, bs); /* a salvage says them too */
+  loom__bkarena_lost(b, bs); /* a salvage says them too */
 }
 
 /* Ring mode: drops the backend's oldest records (a quarter of the ring at
@@ -317,7 +319,7 @@ static void ring_make_room(loom__bsess *bs, uint64_t need) {
     k++;
   }
   if (!k) return;
-  if (!loom__bka_drop_oldest(bs, k, a)) { /* heap arrays: moved in place */
+  if (!loom__bkarena_drop_oldest(bs, k, a)) { /* heap arrays: moved in place */
     memmove(bs->recs, bs->recs + k, (bs->nrecs - k) * sizeof *bs->recs);
     bs->nrecs -= k;
     memmove(bs->args, bs->args + a, (bs->nargs - a) * sizeof *bs->args);
@@ -326,7 +328,7 @@ static void ring_make_room(loom__bsess *bs, uint64_t need) {
   }
   bs->bytes -= freed;
   bs->overwritten += k;
-  loom__bka_ring_state(bs);
+  loom__bkarena_ring_state(bs);
 }
 
 static loom_status svc_emit(loom_backend *b, const loom_record *r) {
@@ -360,7 +362,7 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
     if (bs->bytes + need > s->bk_cap) { /* per backend; b->mu is held */
       lost_locked(b, bs, 1, "backend memory cap (backend_memory_cap) reached");
       st = LOOM_ENOMEM;
-    } else if (loom__bka_reserve(b, bs, nin) || /* room first: the pushes do not move */
+    } else if (loom__bkarena_reserve(b, bs, nin) || /* room first: the pushes do not move */
                copy_args(&bs->args, &bs->nargs, &bs->cap_args, args, nin) ||
                LOOM__PUSH(bs->recs, bs->nrecs, bs->cap_recs, d) != 0) {
       bs->nargs = before;
@@ -369,7 +371,7 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
     } else {
       bs->bytes += need;
       bs->recs[bs->nrecs - 1].nargs = (uint16_t)(bs->nargs - before);
-      loom__bka_publish(b, bs); /* whole: readable by a salvage */
+      loom__bkarena_publish(b, bs); /* whole: readable by a salvage */
     }
   }
   pthread_mutex_unlock(&b->mu);

@@ -84,7 +84,7 @@ static void key_to_arena(const char *key, const char *value) {
     }
   }
   void *obj = loom__arena_kv(LOOM__AKV_META, 0, key, value); /* NULL value: removed */
-  loom__bka_forget(akeys[i].obj);
+  loom__bkarena_forget(akeys[i].obj);
   akeys[i].obj = obj;
 }
 

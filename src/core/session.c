@@ -93,7 +93,7 @@ static void leave(loom_backend *b) {
   b->bs = NULL;
   pthread_mutex_unlock(&b->mu);
   if (!bs) return;
-  loom__bka_close(bs); /* its copies in the arena */
+  loom__bkarena_close(bs); /* its copies in the arena */
   for (size_t i = 0; i < bs->nclocks; i++) {
     free(bs->clocks[i].name);
     free(bs->clocks[i].sync);
@@ -259,10 +259,11 @@ static loom_status read_sizes(loom_session *s) {
       (loom__parse_size(v, &s->bk_cap) || s->bk_cap == 0))
     return loom__fail(LOOM_EINVAL, "option backend_memory_cap='%s': expected a "
                       "size above 0 (suffix k, m or g allowed)", v);
-  return loom__ring_configure(s);
+  return LOOM_OK;
 }
 
-loom_status loom_session_create(const loom_session_config *cfg, loom_session **out) {
+loom_status loom__session_create(const loom_session_config *cfg, const loom__session_hooks *hooks,
+                                 loom_session **out) {
   loom__clear_error();
   if (!out) return loom__fail(LOOM_EINVAL, "loom_session_create: out is NULL");
   *out = NULL;
@@ -280,15 +281,16 @@ loom_status loom_session_create(const loom_session_config *cfg, loom_session **o
   }
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->warn.mu, NULL);
+  s->hooks = hooks;
   size_t sz = cfg ? cfg->struct_size : 0;
   const char *opts = cfg && sz >= offsetof(loom_session_config, name) ? cfg->options : NULL;
   const char *name = cfg && sz >= sizeof *cfg ? cfg->name : NULL;
   s->kinds = cfg && cfg->kinds ? cfg->kinds & LOOM_KINDS_ALL : LOOM_KINDS_ALL;
   s->kinds |= LOOM_KIND_BIT(LOOM_KIND_MARKER);
   loom_status st = loom__opts_parse(&s->opts, opts);
-  if (st == LOOM_OK) st = loom__opts_check(&s->opts);
+  if (st == LOOM_OK) st = loom__opts_check(&s->opts, loom__backend_option_known);
   if (st == LOOM_OK) st = read_sizes(s);
-  if (st == LOOM_OK) st = loom__trigger_configure(s);
+  if (st == LOOM_OK) st = s->hooks->configure(s);
   if (st == LOOM_OK) {
     s->name = loom__strdup(name ? name : "loom");
     size_t np;
@@ -338,7 +340,7 @@ static void start_backends(loom_session *s) {
  * first chunk), and under loom record what a salvage of this process needs
  * (arena.c).  resume: a window of the session (step numbers go on). */
 static void host_begin(loom_session *s, int resume) {
-  loom__ring_begin(s);
+  s->hooks->recording(s, 1);
   uint64_t cap = s->ring ? s->ring_bytes : s->cap_bytes;
   if (s->host && resume) loom__hostrec_resume(s->chunk_bytes, cap);
   else if (s->host) loom__hostrec_start(s->chunk_bytes, cap);
@@ -356,14 +358,14 @@ loom_status loom_session_start(loom_session *s) {
   s->state = LOOM__S_RECORDING;
   if (s->windows) { /* nothing records until a window begins (trigger.c) */
     loom__hostrec_reset_steps();
-    loom__trigger_session_start(s);
-    loom__trigger_serve(s, 1);
+    s->hooks->windows_start(s);
+    s->hooks->serve(s, 1);
     return LOOM_OK;
   }
   loom__timeline_begin(&s->tl);
   host_begin(s, 0);
   start_backends(s);
-  loom__trigger_serve(s, 1); /* on_demand=on: loom trigger's socket */
+  s->hooks->serve(s, 1); /* on_demand=on: loom trigger's socket */
   return LOOM_OK;
 }
 
@@ -450,7 +452,7 @@ void loom__session_offer(loom_backend *b) {
 
 /* Stops and flushes every backend; afterwards no record is accepted. */
 static void stop_all(loom_session *s) {
-  loom__ring_end(s); /* waits for a ring dump under way */
+  s->hooks->recording(s, 0); /* waits for a ring dump under way */
   pthread_mutex_lock(&live_mu); /* waits for a late join under way */
   live = NULL;
   pthread_mutex_unlock(&live_mu);
@@ -499,11 +501,11 @@ static void clear_devices(loom_session *s) {
     free(s->devs[i].vendor);
     free(s->devs[i].type);
     free(s->devs[i].props);
-    loom__bka_forget(s->devs[i].arena);
+    loom__bkarena_forget(s->devs[i].arena);
   }
   for (size_t i = 0; i < s->nres; i++) {
     free(s->res[i].name);
-    loom__bka_forget(s->res[i].arena);
+    loom__bkarena_forget(s->res[i].arena);
   }
   s->ndevs = s->nres = 0;
   pthread_mutex_unlock(&s->mu);
@@ -558,12 +560,12 @@ loom_status loom_session_stop(loom_session *s, loom_trace **out) {
   if (s->state != LOOM__S_RECORDING)
     return loom__fail(LOOM_ESTATE, "loom_session_stop: session is not recording");
   if (s->windows) { /* each window went to its file; one in progress ends now */
-    s->abandoned = loom__trigger_session_stop(s) != 0;
-    loom__trigger_serve(s, 0);
+    s->abandoned = s->hooks->windows_stop(s) != 0;
+    s->hooks->serve(s, 0);
     s->state = LOOM__S_STOPPED;
     return LOOM_OK;
   }
-  loom__trigger_serve(s, 0);
+  s->hooks->serve(s, 0);
   stop_all(s);
   s->state = LOOM__S_STOPPED;
   loom_trace *t = NULL;
@@ -576,9 +578,9 @@ loom_status loom_session_stop(loom_session *s, loom_trace **out) {
 void loom_session_destroy(loom_session *s) {
   if (!s) return;
   if (s->state == LOOM__S_RECORDING && s->windows)
-    s->abandoned = loom__trigger_session_stop(s) != 0;
+    s->abandoned = s->hooks->windows_stop(s) != 0;
   if (s->abandoned) { /* another thread is inside it (the process is ending) */
-    loom__trigger_session_gone(s);
+    s->hooks->windows_gone(s);
     atomic_store(&session_active, 0);
     return;
   }
@@ -586,7 +588,7 @@ void loom_session_destroy(loom_session *s) {
     stop_all(s);
     if (s->host) loom__hostrec_release();
   }
-  loom__trigger_session_gone(s);
+  s->hooks->windows_gone(s);
   while (s->nbk) drop_backend(s, s->nbk - 1);
   free(s->bk);
   loom__msgs_free(&s->warn);
@@ -605,9 +607,31 @@ void loom_session_destroy(loom_session *s) {
   atomic_store(&session_active, 0);
 }
 
-/* fork.c: in a child forked without exec the parent's session, copied, is
- * the parent's to finish; the child may create its own. */
-void loom__session_forked(void) {
-  atomic_store(&session_active, 0);
-  loom__trigger_forked();
+void loom__session_forked(void) { atomic_store(&session_active, 0); }
+
+loom_session *loom__session_stopped(const char *name, const void *tl, uint64_t chunk_bytes,
+                                    uint64_t cap_bytes) {
+  loom_session *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_mutex_init(&s->warn.mu, NULL);
+  s->kinds = LOOM_KINDS_ALL | LOOM_KIND_BIT(LOOM_KIND_MARKER);
+  s->host = 1;
+  s->chunk_bytes = chunk_bytes;
+  s->cap_bytes = cap_bytes;
+  memcpy(&s->tl, tl, sizeof s->tl);
+  /* The same host's clocks, read now: the stop readings of the timeline. */
+  loom__timeline_end(&s->tl);
+  if (!(s->name = loom__strdup(name))) {
+    free(s);
+    return NULL;
+  }
+  return s;
+}
+
+void loom__session_free_stopped(loom_session *s) {
+  loom__msgs_free(&s->warn);
+  loom__opts_free(&s->opts);
+  free(s->name);
+  free(s);
 }

@@ -1,10 +1,10 @@
 /*
  * ctl.c - the control socket's server in libloom: one thread per recording
  * process that answers `loom trigger` (see ctl.h for the folder and the
- * protocol) and hands trigger requests to the core's window controller
- * (src/core/trigger.h), or in ring mode dumps the ring.  Started by
+ * protocol) and hands trigger requests to the window controller
+ * (src/window/trigger.h), or in ring mode dumps the ring.  Started by
  * loom-preload.so for every process under `loom record`, and by a library
- * user's session with on_demand=on (trigger.c).
+ * user's session with on_demand=on (src/session/entry.c).
  *
  * The thread blocks every signal and serves one connection at a time, each
  * with a short read deadline, so a client that stalls can delay the next
@@ -31,11 +31,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "core/core.h"
-#include "core/trigger.h"
+#include "base/base.h"
+#include "core/meta.h"
 #include "ctl.h"
 #include "ctl_req.h"
 #include "kineto_cfg.h"
+#include "util/util.h"
+#include "window/trigger.h"
 
 enum { ST_IDLE, ST_ARMED, ST_RECORDING };
 static const char *const state_names[] = {"idle", "armed", "recording"};

@@ -55,7 +55,7 @@ LOOM__CTL_API void loom__ctl_stop(const char *why);
  * this process's (closed, not removed). */
 LOOM__CTL_API void loom__ctl_forked(void);
 /* A window ended (called by whoever wrote it: the preload's window writer,
- * or trigger.c's own): out the file, ok 0 with why when it could not be
- * written. */
+ * or the window controller's own, which src/session/entry.c hands this
+ * function): out the file, ok 0 with why when it could not be written. */
 LOOM__CTL_API void loom__ctl_window_done(const char *out, int ok, const char *why);
 #endif

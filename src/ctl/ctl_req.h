@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/trigger.h"
+#include "window/trigger.h"
 
 typedef struct loom__ctl_req {
   char op[32];          /* "info", "trigger", or what the client sent */

@@ -293,11 +293,3 @@ int64_t loom__ondemand_start(const loom__ondemand *r, int64_t next) {
   if (r->roundup > 0 && s % r->roundup) s += r->roundup - s % r->roundup;
   return s;
 }
-
-void loom__kinds_format(unsigned kinds, char *buf, size_t n) {
-  size_t l = 0;
-  buf[0] = 0;
-  for (int k = 0; k < LOOM_KIND_COUNT_ && l < n; k++)
-    if (kinds & LOOM_KIND_BIT(k))
-      l += (size_t)snprintf(buf + l, n - l, "%s%s", l ? "," : "", loom_kind_name((loom_kind)k));
-}

@@ -65,7 +65,4 @@ int loom__kineto_load(const char *arg, loom__ondemand *r, loom__cfg_warn_fn warn
  * it is still ahead (counting warmup), else next + warmup rounded up to a
  * multiple of roundup.  -1 when r asks for no start step. */
 int64_t loom__ondemand_start(const loom__ondemand *r, int64_t next);
-
-/* "kernel,memcpy" for a kinds mask, into buf. */
-void loom__kinds_format(unsigned kinds, char *buf, size_t n);
 #endif

@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "base/base.h"
+#include "export/export.h"
 #include "export/outfile.h"
 #include "trace/trace.h"
+#include "util/util.h"
 
 /* Kineto floors the base time to a coarse boundary; LOOM__BASE_UNIT keeps
  * "ts" values small and exact in a double (ns fraction preserved), and, a

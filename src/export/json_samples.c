@@ -13,6 +13,7 @@
 
 #include <yajl/yajl_tree.h>
 
+#include "export/export.h"
 #include "export/outfile.h"
 #include "trace/samples.h"
 

@@ -12,10 +12,12 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "core/core.h"
+#include "base/base.h"
+#include "export/export.h"
 #include "export/input.h"
 #include "export/pipe.h"
 #include "trace/trace.h"
+#include "util/util.h"
 
 const uint8_t *loom__input_map(gzFile f, const char *path, size_t *len, uint64_t *size) {
   const uint8_t *map = NULL;

@@ -13,7 +13,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "core/core.h"
+#include "base/base.h"
+#include "util/util.h"
 
 #define OUT_BUF (1u << 20)
 

@@ -21,11 +21,12 @@
 #include <sys/mman.h>
 #include <zlib.h>
 
-#include "core/core.h"
+#include "base/base.h"
 #include "export/input.h"
 #include "export/pftrace_read.h"
 #include "trace/samples.h"
 #include "trace/trace.h"
+#include "util/util.h"
 
 static void interned(rd *r, pbr m) {
   uint32_t f;

@@ -8,11 +8,13 @@
 
 #include <stdint.h>
 
-#include "core/core.h"
+#include "base/base.h"
+#include "export/export.h"
 #include "export/outfile.h"
 #include "export/pftrace.h"
 #include "trace/samples.h"
 #include "trace/trace.h"
+#include "util/util.h"
 
 typedef struct pbr {
   const uint8_t *p, *end;

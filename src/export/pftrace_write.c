@@ -24,11 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "base/base.h"
 #include "export/outfile.h"
 #include "export/pftrace_write.h"
 #include "trace/samples.h"
 #include "trace/trace.h"
+#include "util/util.h"
 
 static int cmp_idx(const void *pa, const void *pb_, void *ctx) {
   const loom_trace *t = ctx;

@@ -9,11 +9,13 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "base/base.h"
+#include "export/export.h"
 #include "export/outfile.h"
 #include "export/pftrace.h"
 #include "trace/samples.h"
 #include "trace/trace.h"
+#include "util/util.h"
 
 /* ---- a growable byte buffer with protobuf encoders ---------------------- */
 typedef struct pb {

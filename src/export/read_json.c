@@ -29,11 +29,12 @@
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
 
-#include "core/core.h"
+#include "base/base.h"
 #include "export/input.h"
 #include "json_tape.h"
 #include "export/read_json.h"
 #include "trace/trace.h"
+#include "util/util.h"
 
 /* ---- after parsing ------------------------------------------------------ */
 static int cmp_ev_track(const void *pa, const void *pb) {

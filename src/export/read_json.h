@@ -8,8 +8,10 @@
 
 #include <yajl/yajl_parse.h>
 
-#include "core/core.h"
+#include "base/base.h"
+#include "export/export.h"
 #include "trace/trace.h"
+#include "util/util.h"
 
 typedef struct pending_flow {
   uint64_t id;

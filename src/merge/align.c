@@ -13,8 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "base/base.h"
 #include "merge/merge.h"
+#include "util/util.h"
 
 const char *loom__meta_get(const loom_trace *t, const char *key) {
   for (size_t i = 0; i < t->nmeta; i++)

@@ -22,8 +22,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/core.h"
+#include "base/base.h"
 #include "merge/merge.h"
+#include "util/util.h"
 
 /* Ids of input k live in their own range (Perfetto links correlation and
  * flow ids across processes otherwise, issue #978); input 0 keeps its own. */

@@ -4,6 +4,7 @@
 #ifndef LOOM_MERGE_H
 #define LOOM_MERGE_H
 
+#include "export/export.h"
 #include "trace/trace.h"
 
 /* A clock_sync point of an input: at local time ts add off (rtt: the

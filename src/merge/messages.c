@@ -15,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "base/base.h"
 #include "merge/merge.h"
+#include "util/util.h"
 
 typedef struct end_ {
   int64_t ts, dur;

@@ -17,8 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/core.h"
+#include "base/base.h"
 #include "merge/merge.h"
+#include "util/util.h"
 
 typedef struct skey {
   int64_t ts, dur;

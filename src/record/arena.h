@@ -10,7 +10,7 @@
  * devices and resources (core/bkarena.c), loom_meta_set metadata and
  * loom_thread_name names live there.  When the process dies without writing a trace
  * (SIGKILL, the OOM killer), `loom record` maps the file and rebuilds the
- * trace from it (src/core/salvage.c) through the same conversion code a live
+ * trace from it (src/salvage/salvage.c) through the same conversion code a live
  * session uses (collect.c).
  *
  * Layout: segment 0 starts with the header; every segment then holds

@@ -23,7 +23,6 @@
 
 #include "arena.h"
 #include "hostrec_int.h"
-#include "core/trigger.h"
 #include "record.h"
 #include "util/util.h"
 
@@ -43,15 +42,17 @@ static atomic_uint_fast64_t step_no;
 /* Ring mode (constant through a session); live: threads recording now, for
  * each one's share of the budget; dump_active: a copy is under way. */
 static atomic_int ring_on;
+static _Atomic(const loom__ring_hooks *) ring_hooks; /* never NULL again once set */
 atomic_int loom__hr_dump_active; /* hostrec_int.h */
 static atomic_uint ring_live;
 /* rec_on is REC_WATCH while ring mode watches a named range (slow_range) */
 enum { REC_WATCH = 2 };
 static _Atomic(const char *) watch_name;
 static atomic_uint watch_id;
-/* Set while the window controller (src/core/trigger.c) waits for or counts
- * steps: only loom_step and loom_step_mark read it, never the hot path. */
-static atomic_int step_watch;
+/* Set while the window controller (src/window/trigger.c) waits for or
+ * counts steps: only loom_step and loom_step_mark read it, never the hot
+ * path. */
+static _Atomic(loom__step_fn) step_watch;
 
 pthread_mutex_t loom__hr_list_mu = PTHREAD_MUTEX_INITIALIZER; /* hostrec_int.h */
 loom__tbuf *loom__hr_threads;
@@ -346,11 +347,14 @@ void loom__hostrec_start(uint64_t chunk, uint64_t cap) {
 
 void loom__hostrec_reset_steps(void) { atomic_store(&step_no, 0); }
 
-void loom__hostrec_watch_steps(int on) { atomic_store(&step_watch, on); }
+void loom__hostrec_watch_steps(loom__step_fn fn) { atomic_store(&step_watch, fn); }
 
 void loom__hostrec_stop(void) { atomic_store(&rec_on, 0); }
 
-void loom__hostrec_set_ring(int on) { atomic_store(&ring_on, on); }
+void loom__hostrec_set_ring(const loom__ring_hooks *h) {
+  if (h) atomic_store(&ring_hooks, h);
+  atomic_store(&ring_on, h != NULL);
+}
 
 uint64_t loom__hostrec_now(void) { return now(); }
 
@@ -387,7 +391,7 @@ static inline const loom__ext_hook *hook(int i) {
  * starts with recording off and forgets the parent's buffers. */
 static void fork_child(void) {
   atomic_store(&rec_on, 0);
-  atomic_store(&step_watch, 0);
+  atomic_store(&step_watch, NULL);
   atomic_fetch_add(&loom__hr_epoch, 1);
   loom__hr_threads = NULL;
   pthread_mutex_init(&loom__hr_list_mu, NULL);
@@ -493,9 +497,9 @@ static void watch_push(uint64_t name, uint16_t flags) {
 static void watch_pop(void) {
   if (!wdepth) return;
   wdepth--;
-  if (wdepth < OP_STACK && wstack[wdepth].match)
-    loom__ring_range(atomic_load_explicit(&watch_name, memory_order_relaxed), wstack[wdepth].ts,
-                     now());
+  const loom__ring_hooks *h = atomic_load_explicit(&ring_hooks, memory_order_relaxed);
+  if (wdepth < OP_STACK && wstack[wdepth].match && h)
+    h->range(atomic_load_explicit(&watch_name, memory_order_relaxed), wstack[wdepth].ts, now());
 }
 
 /* ---- the instrumentation API -------------------------------------------- */
@@ -735,25 +739,31 @@ void loom__hostrec_step_end(void) {
   put(LOOM__HR_STEP, LOOM__HR_F_STEP_END, 0, 0);
 }
 
+/* Ring mode's slow-step watch, when ring mode is on. */
+static void ring_step(uint64_t step, uint64_t ts) {
+  if (!atomic_load_explicit(&ring_on, memory_order_relaxed)) return;
+  const loom__ring_hooks *h = atomic_load_explicit(&ring_hooks, memory_order_relaxed);
+  if (h) h->step(step, ts);
+}
+
 void loom_step(void) {
-  int watch = atomic_load_explicit(&step_watch, memory_order_relaxed);
+  loom__step_fn watch = atomic_load_explicit(&step_watch, memory_order_relaxed);
   if (IDLE() && LOOM__LIKELY(!watch)) return;
   uint64_t n = atomic_fetch_add(&step_no, 1);
-  if (LOOM__UNLIKELY(watch)) {
-    loom__trigger_step(n); /* may end a window (closing step n-1) or begin one */
+  if (LOOM__UNLIKELY(watch != NULL)) {
+    watch(n); /* may end a window (closing step n-1) or begin one */
     if (IDLE()) return;
   }
   uint64_t ts = now();
   put_at(ts, LOOM__HR_STEP, 0, 0, n, 0);
-  if (atomic_load_explicit(&ring_on, memory_order_relaxed)) loom__ring_step(n, ts);
+  ring_step(n, ts);
 }
 
 void loom_step_mark(uint64_t step) {
-  if (LOOM__UNLIKELY(atomic_load_explicit(&step_watch, memory_order_relaxed)))
-    loom__trigger_step(step);
+  loom__step_fn watch = atomic_load_explicit(&step_watch, memory_order_relaxed);
+  if (LOOM__UNLIKELY(watch != NULL)) watch(step);
   /* the framework's own step (PyTorch's ProfilerStep#N): the slow-step watch */
-  if (!IDLE() && atomic_load_explicit(&ring_on, memory_order_relaxed))
-    loom__ring_step(step, now());
+  if (!IDLE()) ring_step(step, now());
 }
 
 /* In a child forked without exec: the buffers of the list are the parent's
@@ -763,7 +773,7 @@ void loom_step_mark(uint64_t step) {
  * that a new session in the child starts from nothing. */
 void loom__hostrec_forked(void) {
   atomic_store(&rec_on, 0);
-  atomic_store(&step_watch, 0);
+  atomic_store(&step_watch, NULL);
   pthread_mutex_init(&loom__hr_list_mu, NULL);
   loom__hr_threads = NULL;
   atomic_store(&bytes_used, 0);

@@ -112,20 +112,32 @@ void loom__hostrec_start(uint64_t chunk_bytes, uint64_t cap_bytes);
 void loom__hostrec_resume(uint64_t chunk_bytes, uint64_t cap_bytes);
 /* Step numbers start again from 0 (a session in window mode starts). */
 void loom__hostrec_reset_steps(void);
-/* Whether loom_step and loom_step_mark tell the window controller. */
-void loom__hostrec_watch_steps(int on);
+/* The layer above hears of steps only through the hooks it sets here (the
+ * recorder calls nothing above it).  fn (NULL: nobody) is told of every
+ * step loom_step and loom_step_mark begin: the window controller
+ * (src/window/trigger.c) counts steps and begins and ends windows at them. */
+typedef void (*loom__step_fn)(uint64_t step);
+void loom__hostrec_watch_steps(loom__step_fn fn);
 /* Closes the calling thread's step in progress (a window ends at a step). */
 void loom__hostrec_step_end(void);
 /* Disables recording. */
 void loom__hostrec_stop(void);
 
-/* ---- ring mode (flight recorder; src/core/ring.c drives it) -------------
+/* ---- ring mode (flight recorder; src/window/ring.c drives it) -----------
  * Set before loom__hostrec_start: cap_bytes is then the ring's budget for
  * all threads together; a thread whose share (budget / threads recording,
  * at least two chunks) is used recycles its own oldest chunk into its tail
  * instead of taking a new one, so the hot path stays lock-free and the
- * steady state allocates nothing. */
-void loom__hostrec_set_ring(int on);
+ * steady state allocates nothing.  The hooks (NULL: ring mode off) are how
+ * the recorder tells ring mode what it watches; they must stay valid until
+ * the process exits. */
+typedef struct loom__ring_hooks {
+  /* The step loom_step (or loom_step_mark) just began: slow steps. */
+  void (*step)(uint64_t step, uint64_t ts);
+  /* A range loom__hostrec_watch_range named ended (host ticks). */
+  void (*range)(const char *name, uint64_t begin, uint64_t end);
+} loom__ring_hooks;
+void loom__hostrec_set_ring(const loom__ring_hooks *hooks);
 /* A thread's kept records, copied while its owner may go on writing. */
 typedef struct loom__ring_copy {
   loom__tbuf view;        /* head = one chunk holding the copy; pos at its end */
@@ -138,13 +150,11 @@ typedef struct loom__ring_copy {
  * write.  NULL with *n = 0 when there is nothing, SIZE_MAX when out of
  * memory. */
 loom__ring_copy *loom__hostrec_ring_copy(size_t *n);
-/* The step loom_step just began (ring.c watches for slow steps). */
-void loom__ring_step(uint64_t step, uint64_t ts);
 /* Ring mode's slow_range: the range named name (kept by the caller until
  * the next call; NULL: none) is watched from the next loom__hostrec_start;
- * each one that ends is told to ring.c with its begin and end (host ticks). */
+ * each one that ends is told to the ring hooks' range with its begin and
+ * end (host ticks). */
 void loom__hostrec_watch_range(const char *name);
-void loom__ring_range(const char *name, uint64_t begin, uint64_t end);
 /* Host clock ticks now (loom__hostrec_domain). */
 uint64_t loom__hostrec_now(void);
 /* Snapshot of the buffers holding records of the last session (caller frees
@@ -170,7 +180,7 @@ uint32_t loom__thread_name(uint64_t tid);
  * later ones are copied as they are given. */
 void loom__thread_names_mirror(void);
 
-/* In a child forked without exec (src/core/fork.c): forgets the parent's
+/* In a child forked without exec (src/session/fork.c): forgets the parent's
  * buffers and this thread's cached id, and stops recording. */
 void loom__hostrec_forked(void);
 

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "base/base.h"
+#include "util/util.h"
 
 loom_trace *loom__trace_new(void) {
   loom_trace *t = calloc(1, sizeof *t);

@@ -7,8 +7,9 @@
  */
 #include <string.h>
 
-#include "core/core.h"
+#include "base/base.h"
 #include "trace.h"
+#include "util/util.h"
 
 static const char *str_or_empty(const loom_trace *t, uint32_t id) {
   const char *s = id ? loom__trace_cstr(t, id) : NULL;

@@ -10,6 +10,7 @@
 #include <loom/loom.h>
 
 #include "fuzz.h"
+#include "export/export.h"
 #include "trace/trace.h"
 
 typedef struct counts {

@@ -12,6 +12,7 @@
 
 #include <loom/loom.h>
 
+#include "base/base.h"
 #include "fuzz.h"
 #include "kineto_cfg.h"
 

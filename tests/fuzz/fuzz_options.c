@@ -12,7 +12,7 @@
 
 #include <loom/loom.h>
 
-#include "core/core.h"
+#include "base/base.h"
 #include "fuzz.h"
 
 extern char **environ;

@@ -261,7 +261,7 @@ static void test_concurrent_dumps(void **state) {
 }
 
 /* ---- the slow-step trigger ------------------------------------------------ */
-/* Dumps are numbered as the process's windows (src/core/trigger.c): from
+/* Dumps are numbered as the process's windows (src/window/trigger.c): from
  * the session's output pattern, -<seq> before the extension. */
 static void dump_name(char *buf, size_t n, const char *out, int seq) {
   snprintf(buf, n, "%.*s-%d.json", (int)(strlen(out) - 5), out, seq);

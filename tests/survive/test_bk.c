@@ -13,7 +13,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "../src/core/salvage.h"
+#include "../src/salvage/salvage.h"
 #include "testutil.h"
 
 int loom__arena_begin(const char *path, const char *out); /* arena.c, for loom-preload */

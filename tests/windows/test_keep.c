@@ -1,6 +1,6 @@
 /*
  * test_keep.c - what a triggered window or ring dump keeps of its trace
- * (src/core/keep.c, loom__trace_keep): the kinds asked (ACTIVITY_TYPES),
+ * (src/window/keep.c, loom__trace_keep): the kinds asked (ACTIVITY_TYPES),
  * and a dump's last seconds, device work going with the call that
  * launched it; flows renumbered or dropped with an end.  Links the
  * internal archive: the trace's structure is not public.
@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "core/core.h"
-#include "core/trigger.h"
+#include "trace/trace.h"
+#include "window/trigger.h"
 
 /* What a window or dump keeps (keep.c): kinds, and a ring dump's last
  * seconds with device work going with its launch. */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "../src/ctl/kineto_cfg.h"
 #include "loom/loom.h"
 #include "testutil.h"

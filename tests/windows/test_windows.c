@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/trigger.h"
+#include "window/trigger.h"
 #include "testutil.h"
 
 

@@ -8,7 +8,7 @@
  * reaped the process itself), or exec'ed into a program that does not load
  * the preload (a static binary).  Such a process's records are still in its
  * shared-memory arena, <pid>.arena: loom record rebuilds its trace from there
- * (src/core/salvage.c) and says how the process died.  A process that wrote
+ * (src/salvage/salvage.c) and says how the process died.  A process that wrote
  * its trace removed its arena.  When the output cannot be written, nothing
  * is lost: every record is kept for `loom salvage` (follow_keep.c, kept.h).
  */
@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/salvage.h"
+#include "salvage/salvage.h"
 #include "follow_int.h"
 #include "loom/loom.h"
 

@@ -2,7 +2,7 @@
  * follow_keep.c - the part of `loom record` that deals with processes that
  * wrote no trace and outputs that cannot be written (see follow_int.h): how
  * a process ended (the signal, the OOM killer), its trace rebuilt from its
- * shared-memory arena (src/core/salvage.c), and, when the output still
+ * shared-memory arena (src/salvage/salvage.c), and, when the output still
  * cannot be written (disk full, no permission, a failed merge), every
  * record kept in one folder for `loom salvage` (kept.h) with the command
  * printed.
@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/salvage.h"
+#include "salvage/salvage.h"
 #include "ctl/ctl.h"
 #include "follow_int.h"
 #include "loom/loom.h"

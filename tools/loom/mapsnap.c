@@ -2,7 +2,7 @@
  * mapsnap.c - loom record's snapshots of its processes' file mappings.
  *
  * A name a program hands loom as a pointer (a string literal) is read back
- * after a SIGKILL from the file mapped at that address (src/core/salvage.c),
+ * after a SIGKILL from the file mapped at that address (src/salvage/salvage.c),
  * so the salvager needs to know what was mapped where, also for a library
  * the program loaded while recording.  The process itself snapshots its
  * mappings when it starts; the ones after that are taken here, from

@@ -17,7 +17,7 @@
  * (atexit), on _exit()/_Exit() (Python's forked workers end so), on
  * SIGINT/SIGTERM and on a crash (SIGSEGV, SIGBUS, SIGILL, SIGABRT; only where
  * the program left the default disposition).  With window options (--steps,
- * --duration, a schedule: src/core/trigger.c) the core writes each window
+ * --duration, a schedule: src/window/trigger.c) the core writes each window
  * when it ends, through window_done.  The
  * signal handlers only write to a pipe; a watcher thread does the work and
  * then lets the signal take its default effect, so the exit status the
@@ -55,13 +55,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/trigger.h"
+#include "window/trigger.h"
 #include "ctl/ctl.h"
 #include "loom/loom.h"
 #include "preload_id.h"
 #include "util/util.h"
 
-/* src/core/fork.c, private to loom-preload. */
+/* src/session/fork.c, private to loom-preload. */
 void loom__fork_child(void);
 /* src/record/arena.c, private to loom-preload: the records in shared memory
  * (docs/survival.md). */
@@ -200,7 +200,7 @@ static void save(void) {
   /* written: nothing for loom record to rebuild, and its shared memory is
    * freed now.  Else the session is not destroyed (that would free the
    * backends' records in the arena): loom record rebuilds the whole trace
-   * from there (src/core/salvage.c) or keeps it; the process is ending. */
+   * from there (src/salvage/salvage.c) or keeps it; the process is ending. */
   if (st == LOOM_OK) {
     loom__arena_end();
     loom_session_destroy(s);
@@ -338,7 +338,7 @@ static void on_signal(int sig) {
 /* Waits for signals (writes the trace if not yet done, then lets each
  * signal's handler continue).  It serves signals until the process ends, so
  * a handler never waits for a watcher that is gone.  (--duration and the
- * other windows are the core's: src/core/trigger.c.) */
+ * other windows are the core's: src/window/trigger.c.) */
 static void *watcher(void *arg) {
   (void)arg;
   struct pollfd p = {sigpipe[0].fd, POLLIN, 0};
@@ -394,7 +394,7 @@ static void begin(void) {
     fprintf(stderr, "loom: session options too long; recording without process labels\n");
     snprintf(opts, sizeof opts, "%s", getenv("LOOM_RECORD_OPTIONS") ? getenv("LOOM_RECORD_OPTIONS") : "");
   }
-  /* the rank the launcher gave ({rank} in window names, src/core/trigger.c) */
+  /* the rank the launcher gave ({rank} in window names, src/window/trigger.c) */
   if (loom__rec_rank()) loom_meta_set("rank", loom__rec_rank());
   /* Windows are named after this process's trace (session option output,
    * unless the user gave one: a pattern with {pid} {rank} {seq} {program}). */

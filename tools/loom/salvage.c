@@ -3,7 +3,7 @@
  * record` run kept because its trace could not be written (disk full, no
  * permission, a failed merge; kept.h) to OUT, as the run would have: every
  * process merged into OUT (.json, .json.gz, .pftrace[.gz]), or one trace
- * per process into OUT/.  Each kept arena is rebuilt (src/core/salvage.c)
+ * per process into OUT/.  Each kept arena is rebuilt (src/salvage/salvage.c)
  * with its host and device records; the traces the run did write are taken
  * as they are.  DIR defaults to this user's newest kept folder.  The kept
  * folder (and the session folder it names) is removed once OUT is
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/salvage.h"
+#include "salvage/salvage.h"
 #include "follow_int.h" /* follow_rm_rf */
 #include "kept.h"
 #include "loom/loom.h"

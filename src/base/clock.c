@@ -20,7 +20,8 @@
 #include <x86intrin.h>
 #endif
 
-#include "core.h"
+#include "base/clock.h"
+#include "util/util.h"
 
 static uint64_t ts_of(clockid_t id) {
   struct timespec ts;

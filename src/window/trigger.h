@@ -9,7 +9,7 @@
  *
  * The entry points below are exported from libloom (hidden elsewhere) so
  * that loom-preload.so (its window writer) can call them; the control socket
- * (src/ctl/ctl.c) is part of libloom.
+ * (src/ctl/ctl.c, the layer above) is part of libloom.
  */
 #ifndef LOOM_TRIGGER_H
 #define LOOM_TRIGGER_H
@@ -85,6 +85,10 @@ __attribute__((visibility("default"))) int loom__window_path(char *buf, size_t n
  * not in window mode), with the window described in desc. */
 __attribute__((visibility("default"))) int64_t loom__trigger_next_step(void);
 __attribute__((visibility("default"))) int loom__trigger_state(char *desc, size_t n);
+
+/* For the control socket: is a session recording in ring mode (a dump has
+ * something to read)?  ring.c. */
+int loom__ring_active(void);
 
 /* For loom-preload: 1 when the session started in this process takes
  * requests from loom trigger (window mode, ring mode).  A session that

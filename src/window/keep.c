@@ -14,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core.h"
-#include "ctl/kineto_cfg.h"
-#include "trigger.h"
+#include "base/base.h"
+#include "base/clock.h"
+#include "trace/trace.h"
+#include "window/trigger.h"
+#include "window/window.h"
 
 static int kind_kept(const loom__ev *e, uint32_t kinds) {
   return !kinds || e->kind == LOOM_KIND_MARKER || (kinds & LOOM_KIND_BIT(e->kind));

@@ -23,11 +23,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "core/core.h"
 #include "record/arena.h"
 #include "record/record.h"
-#include "salvage.h"
-#include "salvage_bk.h"
+#include "salvage/salvage.h"
+#include "salvage/salvage_bk.h"
 
 typedef struct salv {
   unsigned char *base;
@@ -45,7 +45,7 @@ typedef struct salv {
   uint64_t unresolved, torn, cut;
   uint64_t last_ts;
   int have_ts;
-  loom__sbk bk; /* backends' records, metadata, thread names (salvage_bk.c) */
+  loom__salvage_bk bk; /* backends' records, metadata, thread names (salvage_bk.c) */
   char fail[256];
 } salv;
 
@@ -189,7 +189,7 @@ static void walk(salv *v) {
         } else if (o->kind == LOOM__AO_MAPS && room >= sizeof(loom__amaps)) {
           keep_maps(v, body, room);
         } else {
-          loom__sbk_take(&v->bk, o->kind, body, room);
+          loom__salvage_bk_take(&v->bk, o->kind, body, room);
         }
       }
       at += o->size;
@@ -379,6 +379,97 @@ static void say_death(loom_session *s, const char *death) {
                        death && *death ? death : "died", how);
 }
 
+/* The session the dead process's records are collected with: its timeline,
+ * sizes, name and options, its backends as they were (salvage_bk.c).  0, or
+ * -1 out of memory (*out, when not NULL, is the caller's to free). */
+static int rebuild_session(salv *v, loom_session **out) {
+  loom_session *s = loom__session_stopped(v->h->name, v->h->tl, v->h->chunk_bytes,
+                                          v->h->cap_bytes);
+  *out = s;
+  if (!s || session_opts(&s->opts, v->h)) return -1;
+  const char *mode = loom__opts_get(&s->opts, "mode");
+  s->ring = mode && !strcmp(mode, "ring"); /* the trace says what its ring overwrote */
+  /* the backends, their devices and the process's metadata, as they were */
+  return loom__salvage_bk_build(&v->bk, s, tr_ctx, v, v->strs, v->nstrs) ? -1 : 0;
+}
+
+/* The trace's end: the last host record's time (not before the start), or
+ * a backend's later record. */
+static int64_t trace_end(const salv *v, loom_session *s, loom_clock_domain dom) {
+  int64_t start = loom__timeline_convert(&s->tl, LOOM_CLOCK_REALTIME,
+                                         (uint64_t)s->tl.start[LOOM_CLOCK_REALTIME].real);
+  int64_t end = v->have_ts ? loom__timeline_convert(&s->tl, dom, v->last_ts) : start;
+  if (end < start) end = start;
+  return backends_end(s, end);
+}
+
+/* A warning of the rebuilt trace, also on stderr.  0, or -1 out of memory. */
+static int warn(loom_trace *t, const char *w) {
+  loom__log(LOOM_SEV_WARNING, "%s", w);
+  return loom__trace_add_warning(t, w);
+}
+
+/* Warnings of what the rebuilt trace lacks: records backends held in the
+ * process's memory at death, records lost when the arena could not grow,
+ * names and raw arguments that could not be read.  0, or -1. */
+static int loss_warnings(salv *v, loom_trace *t, uint64_t raw_unformatted,
+                         loom__salvage_result *res) {
+  char w[512];
+  uint32_t nbk = atomic_load(&v->h->nbk);
+  for (uint32_t i = 0; i < nbk && i < LOOM__ARENA_MAXBK; i++) {
+    uint64_t held = atomic_load(&v->h->bk[i].held);
+    if (!held) continue;
+    v->h->bk[i].name[sizeof v->h->bk[i].name - 1] = 0;
+    snprintf(w, sizeof w, "backend '%s' lost %llu records (%llu: they were in the process's "
+             "memory when it died; device work still in the runtime's buffers is lost too "
+             "and not counted)", v->h->bk[i].name, (unsigned long long)held,
+             (unsigned long long)held);
+    t->dropped += held;
+    res->bk_lost += held;
+    if (warn(t, w)) return -1;
+  }
+  uint64_t failed = atomic_load(&v->h->failed);
+  if (failed || v->cut) {
+    snprintf(w, sizeof w, "loom's shared memory could not grow %llu times (disk full, or the "
+             "address space exhausted): records then kept in the process's own memory are lost "
+             "(%llu threads cut short)", (unsigned long long)failed, (unsigned long long)v->cut);
+    if (warn(t, w)) return -1;
+  }
+  if (v->unresolved || raw_unformatted || v->torn) {
+    snprintf(w, sizeof w, "after the process died: %llu record names could not be read "
+             "(shown as placeholders), %llu raw op arguments could not be formatted, %llu "
+             "damaged arena blocks or thread buffers were skipped",
+             (unsigned long long)v->unresolved, (unsigned long long)raw_unformatted,
+             (unsigned long long)v->torn);
+    if (warn(t, w)) return -1;
+  }
+  return 0;
+}
+
+/* What the caller is told of the trace written. */
+static void summarize(const loom_trace *t, const salv *v, loom__salvage_result *res) {
+  loom_trace_summary sm = {.struct_size = sizeof sm};
+  loom_trace_summarize(t, &sm);
+  res->events = sm.events;
+  res->flows = sm.flows;
+  res->devices = sm.devices;
+  res->dropped = sm.dropped;
+  res->warnings = sm.warnings;
+  res->unresolved = v->unresolved;
+  res->threads = v->nthreads;
+  count(t, res);
+}
+
+/* Releases what a salvage held. */
+static void salv_free(salv *v, loom__amaps *outside) {
+  free(v->strs);
+  free(v->maps);
+  free(outside);
+  free(v->threads);
+  free(v->names);
+  if (v->base) munmap(v->base, v->size);
+}
+
 loom_status loom__salvage_to(const char *path, const loom__salvage_opts *o,
                              loom__salvage_result *res) {
   loom__ensure_init();
@@ -392,7 +483,7 @@ loom_status loom__salvage_to(const char *path, const loom__salvage_opts *o,
     st = loom__fail(LOOM_EINVAL, "cannot rebuild the trace: %s", v.fail);
     goto out;
   }
-  if (!atomic_load(&v.h->recording) || v.h->tl_size != sizeof s->tl) {
+  if (!atomic_load(&v.h->recording) || v.h->tl_size != sizeof(loom__timeline)) {
     st = loom__fail(LOOM_EINVAL, "cannot rebuild the trace: the process had not started "
                     "recording (or had written its trace)");
     goto out;
@@ -400,101 +491,31 @@ loom_status loom__salvage_to(const char *path, const loom__salvage_opts *o,
   walk(&v);
   outside = maps_from_outside(&v, path);
   last_ts(&v);
-  if (!(s = calloc(1, sizeof *s))) goto fail;
-  pthread_mutex_init(&s->mu, NULL);
-  pthread_mutex_init(&s->warn.mu, NULL);
-  s->kinds = LOOM_KINDS_ALL | LOOM_KIND_BIT(LOOM_KIND_MARKER);
-  s->host = 1;
-  s->chunk_bytes = v.h->chunk_bytes;
-  s->cap_bytes = v.h->cap_bytes;
-  memcpy(&s->tl, v.h->tl, sizeof s->tl);
-  /* The same host's clocks, read now: the stop readings of the timeline. */
-  loom__timeline_end(&s->tl);
-  if (!(s->name = loom__strdup(v.h->name)) || session_opts(&s->opts, v.h)) goto fail;
-  const char *mode = loom__opts_get(&s->opts, "mode");
-  s->ring = mode && !strcmp(mode, "ring"); /* the trace says what its ring overwrote */
+  if (rebuild_session(&v, &s)) goto fail;
   loom__rec_image img = {.pid = v.h->pid, .comm = v.h->comm, .dom = v.h->domain, .dead = 1,
                          .threads = v.threads, .nthreads = v.nthreads, .name = salv_name,
-                         .ud = &v, .thread_name = loom__sbk_thread_name, .tn_ud = &v.bk};
-  /* the backends, their devices and the process's metadata, as they were */
-  if (loom__sbk_build(&v.bk, s, tr_ctx, &v, v.strs, v.nstrs)) goto fail;
-  int64_t start = loom__timeline_convert(&s->tl, LOOM_CLOCK_REALTIME,
-                                         (uint64_t)s->tl.start[LOOM_CLOCK_REALTIME].real);
-  img.end_ns = v.have_ts ? loom__timeline_convert(&s->tl, img.dom, v.last_ts) : start;
-  if (img.end_ns < start) img.end_ns = start;
-  img.end_ns = backends_end(s, img.end_ns);
+                         .ud = &v, .thread_name = loom__salvage_bk_thread_name, .tn_ud = &v.bk};
+  img.end_ns = trace_end(&v, s, img.dom);
   say_death(s, o->death);
   /* the warnings collect adds come after; placeholders are counted last */
   st = loom__collect_image(s, &img, &t);
   if (st != LOOM_OK) goto out;
-  if (loom__sbk_report(&v.bk, t, o->quiet_unused ? (o->asked ? o->asked : "") : NULL,
+  if (loom__salvage_bk_report(&v.bk, t, o->quiet_unused ? (o->asked ? o->asked : "") : NULL,
                        res->bk_summary, sizeof res->bk_summary, &res->bk_lost, &res->bk_kept))
     goto fail;
   v.unresolved += v.bk.unresolved;
   v.torn += v.bk.torn;
-  uint32_t nbk = atomic_load(&v.h->nbk);
-  for (uint32_t i = 0; i < nbk && i < LOOM__ARENA_MAXBK; i++) {
-    uint64_t held = atomic_load(&v.h->bk[i].held);
-    if (!held) continue;
-    v.h->bk[i].name[sizeof v.h->bk[i].name - 1] = 0;
-    char w[512];
-    snprintf(w, sizeof w, "backend '%s' lost %llu records (%llu: they were in the process's "
-             "memory when it died; device work still in the runtime's buffers is lost too "
-             "and not counted)", v.h->bk[i].name, (unsigned long long)held,
-             (unsigned long long)held);
-    loom__log(LOOM_SEV_WARNING, "%s", w);
-    t->dropped += held;
-    res->bk_lost += held;
-    if (loom__trace_add_warning(t, w)) goto fail;
-  }
-  uint64_t failed = atomic_load(&v.h->failed);
-  if (failed || v.cut) {
-    char w[512];
-    snprintf(w, sizeof w, "loom's shared memory could not grow %llu times (disk full, or the "
-             "address space exhausted): records then kept in the process's own memory are lost "
-             "(%llu threads cut short)", (unsigned long long)failed, (unsigned long long)v.cut);
-    loom__log(LOOM_SEV_WARNING, "%s", w);
-    if (loom__trace_add_warning(t, w)) goto fail;
-  }
-  if (v.unresolved || img.raw_unformatted || v.torn) {
-    char w[512];
-    snprintf(w, sizeof w, "after the process died: %llu record names could not be read "
-             "(shown as placeholders), %llu raw op arguments could not be formatted, %llu "
-             "damaged arena blocks or thread buffers were skipped", (unsigned long long)v.unresolved,
-             (unsigned long long)img.raw_unformatted, (unsigned long long)v.torn);
-    loom__log(LOOM_SEV_WARNING, "%s", w);
-    if (loom__trace_add_warning(t, w)) goto fail;
-  }
+  if (loss_warnings(&v, t, img.raw_unformatted, res)) goto fail;
   snprintf(res->out, sizeof res->out, "%s", o->out ? o->out : v.h->out);
   st = loom_trace_save(t, res->out);
-  if (st != LOOM_OK) goto out;
-  loom_trace_summary sm = {.struct_size = sizeof sm};
-  loom_trace_summarize(t, &sm);
-  res->events = sm.events;
-  res->flows = sm.flows;
-  res->devices = sm.devices;
-  res->dropped = sm.dropped;
-  res->warnings = sm.warnings;
-  res->unresolved = v.unresolved;
-  res->threads = v.nthreads;
-  count(t, res);
+  if (st == LOOM_OK) summarize(t, &v, res);
   goto out;
 fail:
   st = loom__fail(LOOM_ENOMEM, "out of memory rebuilding the trace");
 out:
   loom_trace_free(t);
-  loom__sbk_free(&v.bk, s);
-  if (s) {
-    loom__msgs_free(&s->warn);
-    loom__opts_free(&s->opts);
-    free(s->name);
-    free(s);
-  }
-  free(v.strs);
-  free(v.maps);
-  free(outside);
-  free(v.threads);
-  free(v.names);
-  if (v.base) munmap(v.base, v.size);
+  loom__salvage_bk_free(&v.bk, s);
+  if (s) loom__session_free_stopped(s);
+  salv_free(&v, outside);
   return st;
 }

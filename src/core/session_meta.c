@@ -1,7 +1,5 @@
 /*
- * fork.c - what the core does for a process that follows another: a child
- * forked without exec (loom-preload's pthread_atfork handler), and labels a
- * process's trace carries from session options.
+ * session_meta.c - labels a process's trace carries from session options.
  *
  * Session options "meta.KEY=VALUE" become trace metadata KEY=VALUE (the
  * values percent-decoded, so that a command line may hold ',' and ';', the
@@ -13,21 +11,7 @@
 #include <string.h>
 
 #include "core.h"
-#include "record/arena.h"
 #include "trace/trace.h"
-
-void loom__session_forked(void);
-
-/* Private to loom-preload (declared there): called in the child of a fork
- * that did not exec.  The parent's session and records are the parent's;
- * the child drops them (not freed: other threads of the parent may have held
- * their locks at the fork) and may then create a session of its own. */
-__attribute__((visibility("default"))) void loom__fork_child(void) {
-  loom__arena_forked();
-  loom__hostrec_forked();
-  loom__session_forked();
-  loom__ring_forked();
-}
 
 static int hexval(int c) {
   if (c >= '0' && c <= '9') return c - '0';

@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
-#include "salvage_bk.h"
+#include "core/core.h"
+#include "salvage/salvage_bk.h"
 
 static int valid(_Atomic uint32_t *w) { return atomic_load_explicit(w, memory_order_acquire) == 1; }
 
-void loom__sbk_take(loom__sbk *k, uint32_t kind, void *body, uint64_t room) {
+void loom__salvage_bk_take(loom__salvage_bk *k, uint32_t kind, void *body, uint64_t room) {
   int rc = 0;
   switch (kind) {
   case LOOM__AO_BK:
@@ -56,7 +56,7 @@ void loom__sbk_take(loom__sbk *k, uint32_t kind, void *body, uint64_t room) {
 }
 
 /* This process's id of the dead one's string id. */
-static uint32_t remap(loom__sbk *k, uint32_t id) {
+static uint32_t remap(loom__salvage_bk *k, uint32_t id) {
   if (!id) return 0;
   uint64_t *hit = loom__map_get(&k->ids, id);
   if (hit) return (uint32_t)(*hit - 1);
@@ -72,7 +72,7 @@ static uint32_t remap(loom__sbk *k, uint32_t id) {
   return mine;
 }
 
-static void remap_args(loom__sbk *k, loom__targ *a, size_t n) {
+static void remap_args(loom__salvage_bk *k, loom__targ *a, size_t n) {
   for (size_t i = 0; i < n; i++) {
     a[i].key = remap(k, a[i].key);
     if (a[i].type == LOOM_ARG_STRING) a[i].v.s = remap(k, a[i].v.s);
@@ -82,7 +82,7 @@ static void remap_args(loom__sbk *k, loom__targ *a, size_t n) {
 static void term(char *s, size_t n) { s[n - 1] = 0; }
 
 /* The newest copy of each of the backend's clocks. */
-static int build_clocks(loom__sbk *k, loom__bsess *bs, uint64_t serial) {
+static int build_clocks(loom__salvage_bk *k, loom__bsess *bs, uint64_t serial) {
   size_t n = 0;
   for (size_t i = 0; i < k->nclks; i++)
     if (k->clks[i]->bk == serial && k->clks[i]->index < 4096 && k->clks[i]->index + 1u > n)
@@ -121,7 +121,7 @@ static int build_clocks(loom__sbk *k, loom__bsess *bs, uint64_t serial) {
 }
 
 /* The records of the current view, copied (the arena's stay as they were). */
-static int build_records(loom__sbk *k, loom__bsess *bs, loom__abk *a, loom__sbk_tr tr,
+static int build_records(loom__salvage_bk *k, loom__bsess *bs, loom__abk *a, loom__salvage_bk_tr tr,
                          const void *ctx) {
   uint32_t cur = atomic_load_explicit(&a->view, memory_order_acquire) & 1;
   loom__abk_view *v = &a->v[cur];
@@ -164,7 +164,7 @@ static int add_lost(loom__bsess *bs, uint64_t n, const char *reason) {
   return 0;
 }
 
-static int build_backend(loom__sbk *k, loom_session *s, loom__abk *a, loom__sbk_tr tr,
+static int build_backend(loom__salvage_bk *k, loom_session *s, loom__abk *a, loom__salvage_bk_tr tr,
                          const void *ctx) {
   loom_backend *b = calloc(1, sizeof *b);
   loom__bsess *bs = b ? calloc(1, sizeof *bs) : NULL;
@@ -204,13 +204,13 @@ static int build_backend(loom__sbk *k, loom_session *s, loom__abk *a, loom__sbk_
   return LOOM__PUSH(s->bk, s->nbk, s->cap_bk, b);
 }
 
-static loom_backend *backend_of(const loom__sbk *k, uint64_t serial) {
+static loom_backend *backend_of(const loom__salvage_bk *k, uint64_t serial) {
   for (size_t i = 0; i < k->nfake; i++)
     if (k->fake[i]->index == serial) return k->fake[i];
   return NULL;
 }
 
-static int build_devices(loom__sbk *k, loom_session *s) {
+static int build_devices(loom__salvage_bk *k, loom_session *s) {
   size_t nd = 0, nr = 0;
   for (size_t i = 0; i < k->ndevs; i++)
     if (k->devs[i]->index < 65536 && k->devs[i]->index + 1u > nd) nd = k->devs[i]->index + 1u;
@@ -251,7 +251,7 @@ static int build_devices(loom__sbk *k, loom_session *s) {
 }
 
 /* The latest copy of each metadata key (removed ones end it). */
-static int build_meta(loom__sbk *k, loom_session *s) {
+static int build_meta(loom__salvage_bk *k, loom_session *s) {
   for (size_t i = 0; i < k->nkvs; i++) {
     loom__akv *a = k->kvs[i];
     if (a->what != LOOM__AKV_META || a->vlen == UINT32_MAX) continue;
@@ -265,8 +265,8 @@ static int build_meta(loom__sbk *k, loom_session *s) {
   return 0;
 }
 
-const char *loom__sbk_thread_name(void *ud, int64_t tid) {
-  loom__sbk *k = ud;
+const char *loom__salvage_bk_thread_name(void *ud, int64_t tid) {
+  loom__salvage_bk *k = ud;
   const loom__akv *best = NULL;
   for (size_t i = 0; i < k->nkvs; i++)
     if (k->kvs[i]->what == LOOM__AKV_THREAD && k->kvs[i]->tid == (uint64_t)tid &&
@@ -275,8 +275,8 @@ const char *loom__sbk_thread_name(void *ud, int64_t tid) {
   return best && best->vlen != UINT32_MAX ? best->s + best->klen + 1 : NULL;
 }
 
-int loom__sbk_build(loom__sbk *k, loom_session *s, loom__sbk_tr tr, const void *ctx,
-                    const char **strs, size_t nstrs) {
+int loom__salvage_bk_build(loom__salvage_bk *k, loom_session *s, loom__salvage_bk_tr tr,
+                           const void *ctx, const char **strs, size_t nstrs) {
   k->strs = strs;
   k->nstrs = nstrs;
   for (size_t i = 0; i < k->nbks; i++)
@@ -300,15 +300,15 @@ static int listed(const char *list, const char *type) {
  * runtime the program never used (loom record enables OpenCL, Vulkan, MPI
  * wherever they are installed), not worth a warning per process unless the
  * user asked for its device type. */
-static int unused(const loom__sbk *k, const loom_backend *b, const char *quiet) {
+static int unused(const loom__salvage_bk *k, const loom_backend *b, const char *quiet) {
   if (!quiet || b->bs->nrecs || b->bs->lost || listed(quiet, b->ops.device_type)) return 0;
   for (size_t i = 0; i < k->ndevs; i++)
     if (k->devs[i]->bk == b->index) return 0; /* index: its serial (make_backend) */
   return 1;
 }
 
-int loom__sbk_report(loom__sbk *k, loom_trace *t, const char *quiet, char *sum, size_t n,
-                     uint64_t *lost, uint64_t *kept) {
+int loom__salvage_bk_report(loom__salvage_bk *k, loom_trace *t, const char *quiet, char *sum,
+                            size_t n, uint64_t *lost, uint64_t *kept) {
   size_t len = 0;
   sum[0] = 0;
   for (size_t i = 0; i < k->nfake; i++) {
@@ -348,7 +348,7 @@ int loom__sbk_report(loom__sbk *k, loom_trace *t, const char *quiet, char *sum, 
   return 0;
 }
 
-void loom__sbk_free(loom__sbk *k, loom_session *s) {
+void loom__salvage_bk_free(loom__salvage_bk *k, loom_session *s) {
   for (size_t i = 0; i < k->nfake; i++) {
     loom__bsess *bs = k->fake[i]->bs;
     for (size_t c = 0; c < bs->nclocks; c++) free(bs->clocks[c].sync), free(bs->clocks[c].name);

@@ -7,7 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core.h"
+#include "base/base.h"
+#include "util/util.h"
 
 static __thread char last_error[512];
 

@@ -8,13 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* after core.h (its second half has no include guard) */
+#include "core/core.h"
 #include "record/arena.h"
 
 /* Translates a writer address to the salvager's (NULL: not in the arena). */
-typedef void *(*loom__sbk_tr)(const void *ctx, uint64_t p, uint64_t need);
+typedef void *(*loom__salvage_bk_tr)(const void *ctx, uint64_t p, uint64_t need);
 
-typedef struct loom__sbk {
+typedef struct loom__salvage_bk {
   loom__abk **bks;
   size_t nbks, cap_bks;
   loom__aclk **clks;
@@ -33,22 +33,22 @@ typedef struct loom__sbk {
   size_t nstrs;
   uint64_t unresolved;   /* ids with no string in the arena */
   uint64_t torn;         /* records or objects that did not add up */
-} loom__sbk;
+} loom__salvage_bk;
 
 /* Keeps an object of one of the kinds above (room: its body's bytes). */
-void loom__sbk_take(loom__sbk *k, uint32_t kind, void *body, uint64_t room);
+void loom__salvage_bk_take(loom__salvage_bk *k, uint32_t kind, void *body, uint64_t room);
 /* Makes s's backends, devices, resources and metadata from what was kept;
  * strs: the dead process's interned strings.  0, or -1 out of memory. */
-int loom__sbk_build(loom__sbk *k, loom_session *s, loom__sbk_tr tr, const void *ctx,
-                    const char **strs, size_t nstrs);
+int loom__salvage_bk_build(loom__salvage_bk *k, loom_session *s, loom__salvage_bk_tr tr,
+                           const void *ctx, const char **strs, size_t nstrs);
 /* The name loom_thread_name gave tid (NULL: none). */
-const char *loom__sbk_thread_name(void *k, int64_t tid);
+const char *loom__salvage_bk_thread_name(void *k, int64_t tid);
 /* Per backend, what was kept and what lost, as one warning each in t (and
  * a phrase for the summary in sum); *lost: records counted lost at death.
  * quiet (NULL: none): a backend that handed nothing and declared no device
  * (the program never used its runtime) is not named unless its device type
  * is in this list ("cpu,perf"). */
-int loom__sbk_report(loom__sbk *k, loom_trace *t, const char *quiet, char *sum, size_t n,
-                     uint64_t *lost, uint64_t *kept);
-void loom__sbk_free(loom__sbk *k, loom_session *s);
+int loom__salvage_bk_report(loom__salvage_bk *k, loom_trace *t, const char *quiet, char *sum,
+                            size_t n, uint64_t *lost, uint64_t *kept);
+void loom__salvage_bk_free(loom__salvage_bk *k, loom_session *s);
 #endif

@@ -13,8 +13,8 @@
  *     then cycles of wait (nothing), warmup (recorded, discarded) and active
  *     (recorded, written) steps, repeat cycles (0: until the program ends);
  *   - a request from outside (loom__trigger_request: `loom trigger PID`).
- * Steps reach the controller while a session in window mode runs (hostrec's
- * step_watch, read by loom_step and loom_step_mark only), and the
+ * Steps reach the controller while a session in window mode runs (the step
+ * hook it sets in hostrec, read by loom_step and loom_step_mark only), and the
  * instrumentation calls never see it: recording is on (rec_on) only inside
  * a window.  Time conditions are served by one thread, started the
  * first time a window needs it.
@@ -34,9 +34,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
-#include "ctl/ctl.h"
-#include "trigger.h"
+#include "core/core.h"
+#include "window/trigger.h"
+#include "window/window.h"
 
 enum { P_IDLE, P_ARMED, P_WARMUP, P_ON };
 enum { A_NONE, A_WARMUP, A_RECORD };
@@ -72,6 +72,7 @@ static struct {
   int thread_on;
   loom__window_done_fn fn;
   void *ud;
+  loom__window_written_fn written; /* told of a window written here */
 } T = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
 
@@ -301,9 +302,9 @@ static void deliver(loom_session *s, loom_trace *t, const char *pattern, unsigne
     T.fn(t, path, seq, T.ud);
   } else if (loom_trace_save(t, path) != LOOM_OK) {
     loom__log(LOOM_SEV_ERROR, "window %u: %s", seq, loom_last_error());
-    loom__ctl_window_done(path, 0, loom_last_error()); /* a client waiting hears it */
-  } else {
-    loom__ctl_window_done(path, 1, NULL);
+    if (T.written) T.written(path, 0, loom_last_error()); /* a client waiting hears it */
+  } else if (T.written) {
+    T.written(path, 1, NULL);
   }
   loom_trace_free(t);
 }
@@ -567,16 +568,21 @@ int loom__trigger_wanted(void) {
   return windows || loom__ring_active();
 }
 
-/* on_demand=on: the session serves loom trigger (ctl.c) while it records. */
-void loom__trigger_serve(loom_session *s, int on) {
+/* on_demand=on: the session serves loom trigger while it records. */
+int loom__trigger_serve(loom_session *s, int on) {
   pthread_mutex_lock(&T.mu);
   int start = on && T.owner == s && T.cfg.serve && !T.serving;
   int stop = !on && T.serving;
   if (start) T.serving = 1;
   if (stop) T.serving = 0;
   pthread_mutex_unlock(&T.mu);
-  if (start) loom__ctl_start();
-  if (stop) loom__ctl_stop("the session stopped before the window ended");
+  return start ? 1 : stop ? -1 : 0;
+}
+
+void loom__trigger_set_written(loom__window_written_fn fn) {
+  pthread_mutex_lock(&T.mu);
+  T.written = fn;
+  pthread_mutex_unlock(&T.mu);
 }
 
 void loom__trigger_set_done(loom__window_done_fn fn, void *ud) {
@@ -597,7 +603,7 @@ void loom__trigger_session_start(loom_session *s) {
   /* Every step is counted while the session runs, so step numbers are the
    * program's whatever window comes (one lock per step, not on the
    * instrumentation calls' path). */
-  loom__hostrec_watch_steps(1);
+  loom__hostrec_watch_steps(loom__trigger_step);
   if (T.cfg.sched) {
     T.sched = 1;
     T.multi = T.cfg.repeat != 1;
@@ -630,7 +636,7 @@ int loom__trigger_session_stop(loom_session *s) {
     return -1;
   }
   if (T.s == s) {
-    loom__hostrec_watch_steps(0);
+    loom__hostrec_watch_steps(NULL);
     /* A window in progress is written (cut short by the end of the run);
      * warmup records are not. */
     T.end_cycle = T.cycle;
@@ -660,7 +666,6 @@ void loom__trigger_session_gone(loom_session *s) {
 /* The parent's timer thread does not exist in the child, and its lock may
  * have been held at the fork. */
 void loom__trigger_forked(void) {
-  loom__ctl_forked(); /* the parent's socket is not the child's */
   pthread_mutex_init(&T.mu, NULL);
   T.serving = 0;
   T.kinds = 0;

@@ -21,9 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "core/core.h"
 #include "record/record.h"
-#include "trigger.h"
+#include "window/trigger.h"
+#include "window/window.h"
 
 /* mu: held through a dump and while the session's stop takes live away, so
  * a dump never runs into a collection or a freed session. */
@@ -35,6 +36,11 @@ static loom_session *live;
 static pthread_mutex_t pend_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pend_cv = PTHREAD_COND_INITIALIZER;
 static int pending;
+
+/* What the recorder tells ring mode (record.h): steps and watched ranges. */
+static void slow_step_check(uint64_t no, uint64_t ts);
+static void slow_range_check(const char *name, uint64_t begin, uint64_t end);
+static const loom__ring_hooks ring_hooks = {slow_step_check, slow_range_check};
 
 static void pending_add(int d) {
   pthread_mutex_lock(&pend_mu);
@@ -143,7 +149,7 @@ loom_status loom__ring_configure(loom_session *s) {
 }
 
 void loom__ring_begin(loom_session *s) {
-  loom__hostrec_set_ring(s->ring);
+  loom__hostrec_set_ring(s->ring ? &ring_hooks : NULL);
   pthread_mutex_lock(&step_mu);
   loom__hostrec_watch_range(s->ring ? w.range : NULL);
   pthread_mutex_unlock(&step_mu);
@@ -265,7 +271,7 @@ static int64_t median(void) {
  * warmup steps were measured, one longer than k times the median of the
  * last WIN dumps the ring (with that step inside: its end is this step's
  * begin, already recorded), at most once per cooldown. */
-void loom__ring_step(uint64_t no, uint64_t ts) {
+static void slow_step_check(uint64_t no, uint64_t ts) {
   pthread_mutex_lock(&step_mu);
   if (!watched || !(w.k > 1)) {
     pthread_mutex_unlock(&step_mu);
@@ -298,7 +304,7 @@ void loom__ring_step(uint64_t no, uint64_t ts) {
 
 /* A watched range (slow_range) ended on some thread: one longer than the
  * threshold dumps the ring, within the same cooldown as slow steps. */
-void loom__ring_range(const char *name, uint64_t begin, uint64_t end) {
+static void slow_range_check(const char *name, uint64_t begin, uint64_t end) {
   pthread_mutex_lock(&step_mu);
   if (watched && w.range) {
     loom_clock_domain d = loom__hostrec_domain();

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "base/base.h"
+#include "util/util.h"
 
 void loom__opts_free(loom__opts *o) {
   for (size_t i = 0; i < o->n; i++) {
@@ -72,14 +73,14 @@ static const char *const core_keys[] = {
     "delay", "duration", "wait", "warmup", "active", "repeat", "skip_first", "windows",
     "on_demand", "output", "process_name"};
 
-loom_status loom__opts_check(const loom__opts *o) {
+loom_status loom__opts_check(const loom__opts *o, loom__backend_opt_fn backend_known) {
   for (size_t i = 0; i < o->n; i++) {
     const char *k = o->keys[i];
     if (strchr(k, '.')) {
       if (k[0] == '.' || k[strlen(k) - 1] == '.')
         return loom__fail(LOOM_EINVAL, "bad option name '%s': expected NAME or BACKEND.NAME", k);
       char known[512];
-      if (strncmp(k, "meta.", 5) && !loom__backend_option_known(k, known, sizeof known))
+      if (strncmp(k, "meta.", 5) && !backend_known(k, known, sizeof known))
         return loom__fail(LOOM_EINVAL, "unknown option '%s': backend %.*s reads %s", k,
                           (int)(strchr(k, '.') - k), k, known);
       continue; /* meta.K, or a backend's option: read by that backend */

@@ -1,0 +1,74 @@
+/*
+ * clock.h - clocks: reading the standard domains, the session timeline that
+ * maps each of them to Unix epoch ns (pairs taken at start and stop), and a
+ * backend's declared clock with its sync points (clock.c).
+ */
+#ifndef LOOM_CLOCK_H
+#define LOOM_CLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom/plugin.h"
+
+uint64_t loom__clock_now(loom_clock_domain d);
+
+/* A pair of readings (domain, realtime) taken as close together as possible. */
+typedef struct loom__clock_pair {
+  uint64_t dom;
+  int64_t real;
+} loom__clock_pair;
+
+/* Map from every standard domain to epoch ns, from pairs taken at session
+ * start and stop; before stop the slope of the domain's nominal rate is
+ * used. */
+typedef struct loom__timeline {
+  loom__clock_pair start[4], stop[4];
+  int have_stop;
+  double tsc_ns_per_tick; /* nominal rate measured at init */
+  /* Test-only option test_clock_shift=OFFSET_NS:PPM: the whole timeline
+   * reads real + shift_ns + shift_ppm * 1e-6 * (real - start), as if the
+   * process ran on another host (kept across loom__timeline_begin). */
+  int64_t shift_ns;
+  double shift_ppm;
+} loom__timeline;
+
+void loom__timeline_begin(loom__timeline *tl);
+void loom__timeline_end(loom__timeline *tl);
+/* Parses test_clock_shift's value into tl; -1 when malformed. */
+int loom__timeline_set_shift(loom__timeline *tl, const char *spec);
+int64_t loom__timeline_convert(const loom__timeline *tl, loom_clock_domain d,
+                               uint64_t ts);
+
+/* A backend's declared clock. */
+typedef struct loom__sync {
+  uint64_t dev;
+  int64_t epoch; /* converted when the point is added */
+  loom_clock_domain host_domain;
+  uint64_t host_ts;
+} loom__sync;
+
+typedef struct loom__clock {
+  loom_clock_domain domain;
+  char *name;
+  loom__sync *sync;
+  size_t nsync, cap_sync;
+  double ns_per_tick;            /* clock_set_rate; 0 = not declared */
+  uint64_t (*auto_read)(loom_backend *b, void *ctx); /* clock_auto_sync */
+  void *auto_ctx;
+  loom_clock_domain auto_domain;
+  void *arena;                   /* its copy in the arena (bkarena.c), or NULL */
+} loom__clock;
+
+/* Converts ts of a declared clock to epoch ns; for device clocks the sync
+ * points (re-converted with the final timeline) are interpolated. */
+int64_t loom__clock_convert(const loom__timeline *tl, loom__clock *c,
+                            uint64_t ts);
+/* Sorts a device clock's sync points and converts them (after stop). */
+void loom__clock_finalize(const loom__timeline *tl, loom__clock *c);
+/* What is wrong with a device clock's description, as a sentence for a
+ * warning (buf), or NULL when it converts exactly: no sync point, one point
+ * and no rate, a declared rate that disagrees with the fit by over 1%. */
+const char *loom__clock_problem(const loom__clock *c, char *buf, size_t n);
+
+#endif
