@@ -56,78 +56,118 @@ static loom_status refuse(loom_status st, char *org, const char *fmt, ...) {
   return loom__fail(st, "%s", msg);
 }
 
+/* What is wrong with a table that is not NULL: LOOM_OK, or the status with
+ * the refusal's text in why (where: the table's origin). */
+static loom_status check_table(const loom_backend_ops *ops, const char *where, char *why,
+                               size_t n) {
+  if (ops->abi_major != LOOM_ABI_MAJOR) {
+    int named = ops->struct_size >= offsetof(loom_backend_ops, device_type) && ops->name;
+    snprintf(why, n,
+             "backend '%s' from %s refused: built for loom ABI %u.%u, this loom speaks ABI "
+             "%d.%d; rebuild the backend against this loom's headers",
+             named ? ops->name : "?", where, (unsigned)ops->abi_major, (unsigned)ops->abi_minor,
+             LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
+    return LOOM_EABI;
+  }
+  if (ops->struct_size < LOOM__OPS_MIN_SIZE) {
+    snprintf(why, n,
+             "backend table from %s refused: its struct_size is %u bytes, but an ops table of "
+             "ABI 1.0 needs at least %zu bytes (it claims ABI %u.%u); set struct_size to "
+             "sizeof(loom_backend_ops)",
+             where, (unsigned)ops->struct_size, (size_t)LOOM__OPS_MIN_SIZE,
+             (unsigned)ops->abi_major, (unsigned)ops->abi_minor);
+    return LOOM_EABI;
+  }
+  if (!ops->name || !ops->device_type || !*ops->name || !*ops->device_type ||
+      !ops->start || !ops->stop) {
+    snprintf(why, n,
+             "backend '%s' from %s refused: it needs a name, a device type, start and stop "
+             "(it has no %s)",
+             ops->name && *ops->name ? ops->name : "?", where,
+             !ops->name || !*ops->name ? "name"
+             : !ops->device_type || !*ops->device_type ? "device type"
+             : !ops->start ? "start" : "stop");
+    return LOOM_EINVAL;
+  }
+  return LOOM_OK;
+}
+
+/* A registry entry for ops: the table copied and zero-extended to the
+ * core's size, its private state allocated; origin set by the caller.
+ * NULL when out of memory. */
+static loom_backend *new_entry(const loom_backend_ops *ops) {
+  loom_backend *b = calloc(1, sizeof *b);
+  if (!b) return NULL;
+  size_t n = ops->struct_size < sizeof b->ops ? ops->struct_size : sizeof b->ops;
+  memcpy(&b->ops, ops, n);
+  b->ops.struct_size = (uint32_t)n;
+  b->registered = ops;
+  b->st = LOOM_BACKEND_REGISTERED;
+  if (n >= offsetof(loom_backend_ops, pop_external) + sizeof(void *) &&
+      ops->push_external && ops->pop_external)
+    b->hook = (loom__ext_hook){ops->push_external, ops->pop_external, b};
+  pthread_mutex_init(&b->mu, NULL);
+  if (ops->state_size && !(b->state = calloc(1, ops->state_size))) {
+    free(b);
+    return NULL;
+  }
+  return b;
+}
+
+/* Adds a checked table to the registry.  *out: the new entry, which takes
+ * org; NULL with LOOM_OK when this very table is registered already.
+ * LOOM_EINVAL with why when another backend has its name; LOOM_ENOMEM. */
+static loom_status add_entry(const loom_backend_ops *ops, char *org, char *why, size_t n,
+                             loom_backend **out) {
+  *out = NULL;
+  pthread_mutex_lock(&reg_mu);
+  for (size_t i = 0; i < nreg; i++) {
+    if (reg[i]->registered == ops) {
+      pthread_mutex_unlock(&reg_mu);
+      return LOOM_OK;
+    }
+    if (!strcmp(reg[i]->ops.name, ops->name)) {
+      snprintf(why, n, "backend '%s' from %s refused: a backend of that name is already "
+               "registered from %s", ops->name, org ? org : "?",
+               reg[i]->origin ? reg[i]->origin : "?");
+      pthread_mutex_unlock(&reg_mu);
+      return LOOM_EINVAL;
+    }
+  }
+  loom_backend *b = org ? new_entry(ops) : NULL;
+  if (b && LOOM__PUSH(reg, nreg, cap_reg, b) != 0) {
+    free(b->state);
+    free(b);
+    b = NULL;
+  }
+  if (b) {
+    b->origin = org;
+    b->index = nreg - 1;
+  }
+  pthread_mutex_unlock(&reg_mu);
+  *out = b;
+  return b ? LOOM_OK : LOOM_ENOMEM;
+}
+
 loom_status loom__backend_register(const loom_backend_ops *ops,
                                    const char *origin) {
   if (!ops) return refuse(LOOM_EINVAL, NULL, "backend registration from %s refused: its table is NULL",
                           origin ? origin : loading_origin ? loading_origin : "a caller of backend_register");
   char *org = origin_of(ops, origin);
-  const char *where = org ? org : "?";
-  if (ops->abi_major != LOOM_ABI_MAJOR) {
-    int named = ops->struct_size >= offsetof(loom_backend_ops, device_type) && ops->name;
-    return refuse(LOOM_EABI, org,
-                  "backend '%s' from %s refused: built for loom ABI %u.%u, this loom speaks ABI "
-                  "%d.%d; rebuild the backend against this loom's headers",
-                  named ? ops->name : "?", where, (unsigned)ops->abi_major, (unsigned)ops->abi_minor,
-                  LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
-  }
-  if (ops->struct_size < LOOM__OPS_MIN_SIZE)
-    return refuse(LOOM_EABI, org,
-                  "backend table from %s refused: its struct_size is %u bytes, but an ops table of "
-                  "ABI 1.0 needs at least %zu bytes (it claims ABI %u.%u); set struct_size to "
-                  "sizeof(loom_backend_ops)",
-                  where, (unsigned)ops->struct_size, (size_t)LOOM__OPS_MIN_SIZE,
-                  (unsigned)ops->abi_major, (unsigned)ops->abi_minor);
-  if (!ops->name || !ops->device_type || !*ops->name || !*ops->device_type ||
-      !ops->start || !ops->stop)
-    return refuse(LOOM_EINVAL, org,
-                  "backend '%s' from %s refused: it needs a name, a device type, start and stop "
-                  "(it has no %s)",
-                  ops->name && *ops->name ? ops->name : "?", where,
-                  !ops->name || !*ops->name ? "name"
-                  : !ops->device_type || !*ops->device_type ? "device type"
-                  : !ops->start ? "start" : "stop");
-  pthread_mutex_lock(&reg_mu);
-  for (size_t i = 0; i < nreg; i++) {
-    if (reg[i]->registered == ops) {
-      pthread_mutex_unlock(&reg_mu);
-      free(org);
-      return LOOM_OK;
-    }
-    if (!strcmp(reg[i]->ops.name, ops->name)) {
-      char *first = loom__strdup(reg[i]->origin);
-      pthread_mutex_unlock(&reg_mu);
-      loom_status st = refuse(LOOM_EINVAL, org,
-                              "backend '%s' from %s refused: a backend of that name is already "
-                              "registered from %s", ops->name, where, first ? first : "?");
-      free(first);
-      return st;
-    }
-  }
-  loom_backend *b = calloc(1, sizeof *b);
-  if (b) {
-    size_t n = ops->struct_size < sizeof b->ops ? ops->struct_size : sizeof b->ops;
-    memcpy(&b->ops, ops, n);
-    b->ops.struct_size = (uint32_t)n;
-    b->registered = ops;
-    b->origin = org;
-    b->st = LOOM_BACKEND_REGISTERED;
-    if (n >= offsetof(loom_backend_ops, pop_external) + sizeof(void *) &&
-        ops->push_external && ops->pop_external)
-      b->hook = (loom__ext_hook){ops->push_external, ops->pop_external, b};
-    pthread_mutex_init(&b->mu, NULL);
-    if (ops->state_size) b->state = calloc(1, ops->state_size);
-  }
-  if (!b || !org || (ops->state_size && !b->state) ||
-      LOOM__PUSH(reg, nreg, cap_reg, b) != 0) {
-    pthread_mutex_unlock(&reg_mu);
-    if (b) free(b->state);
-    free(b);
+  char why[1024];
+  loom_backend *b = NULL;
+  loom_status st = check_table(ops, org ? org : "?", why, sizeof why);
+  if (st == LOOM_OK) st = add_entry(ops, org, why, sizeof why, &b);
+  if (st == LOOM_ENOMEM) {
     free(org);
     loom__warn_pending("backend '%s': out of memory while registering", ops->name);
     return loom__fail(LOOM_ENOMEM, "out of memory");
   }
-  b->index = nreg - 1;
-  pthread_mutex_unlock(&reg_mu);
+  if (st != LOOM_OK) return refuse(st, org, "%s", why); /* frees org */
+  if (!b) { /* this table was registered before */
+    free(org);
+    return LOOM_OK;
+  }
   if (loading_origin) accepted_while_loading++;
   loom__log(LOOM_SEV_INFO, "registered backend '%s' (%s) from %s", b->ops.name,
             b->ops.device_type, b->origin);
