@@ -249,120 +249,164 @@ static int pop_into(host_ctx *h, open_range *stk, size_t *n, uint32_t track,
   return rc;
 }
 
-/* Converts one thread's records into events. */
-static int host_thread(host_ctx *h, loom__tbuf *tb) {
-  loom_trace *t = h->t;
-  h->npargs = 0; /* the op-argument stack is per thread */
+/* One thread's walk: its track, the ranges and ops open on it, its step. */
+typedef struct thread_walk {
+  uint32_t track;
+  open_range *ranges, *ops;
+  size_t nr, cr, no, co;
+  open_range step;
+  int step_open;
+  uint64_t over; /* records its ring overwrote */
+} thread_walk;
+
+/* Names the thread (its name at exit, a dead process's, or a live one's
+ * now) and adds its track. */
+static int thread_track(host_ctx *h, loom__tbuf *tb, uint32_t *track) {
   char name[64], label[256];
   if (h->img->dead || atomic_load(&tb->exited)) snprintf(name, sizeof name, "%s", tb->name);
   else loom__live_thread_name(tb->tid, name, sizeof name);
   loom__thread_label(label, sizeof label, tb->tid, name, h->img);
-  uint32_t track;
-  if (loom__trace_track(t, h->pid, tb->tid, label, LOOM_DEVICE_HOST, &track)) return -1;
-  open_range *ranges = NULL, *ops = NULL;
-  size_t nr = 0, cr = 0, no = 0, co = 0;
-  open_range step = {.ts = 0};
-  int step_open = 0, rc = 0;
-  uint64_t over = atomic_load(&tb->overwritten);
+  return loom__trace_track(h->t, h->pid, tb->tid, label, LOOM_DEVICE_HOST, track);
+}
+
+/* Records that open or close a range or an op, or belong to the op open. */
+static int is_nesting(uint16_t type) {
+  return type == LOOM__HR_PUSH || type == LOOM__HR_POP || type == LOOM__HR_OP_BEGIN ||
+         type == LOOM__HR_ARG || type == LOOM__HR_OP_END;
+}
+
+/* One of those: 0, or -1 out of memory. */
+static int nesting_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int64_t ts) {
+  open_range o = {.ts = ts};
+  switch (r->type) {
+  case LOOM__HR_PUSH:
+    o.name = name_of(&h->nm, r->name, r->flags);
+    return LOOM__PUSH(w->ranges, w->nr, w->cr, o);
+  case LOOM__HR_POP:
+    return pop_into(h, w->ranges, &w->nr, w->track, LOOM_KIND_USER_RANGE, h->c_user, ts,
+                    w->over != 0);
+  case LOOM__HR_OP_BEGIN:
+    o.name = name_of(&h->nm, r->name, r->flags);
+    o.ext = r->a;
+    o.args_off = (uint32_t)h->npargs;
+    return LOOM__PUSH(w->ops, w->no, w->co, o);
+  case LOOM__HR_ARG: { /* belongs to the op that began just before */
+    if (!w->no) return 0;
+    /* keys and string values are interned ids: resolved once per trace */
+    loom__targ a = {.key = name_of(&h->nm, r->name, LOOM__HR_F_ID), .type = (uint8_t)r->spare};
+    if (a.type == LOOM_ARG_STRING) a.v.s = name_of(&h->nm, r->a, LOOM__HR_F_ID);
+    else memcpy(&a.v, &r->a, sizeof r->a);
+    int rc = LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, a);
+    if (rc == 0) w->ops[w->no - 1].nargs++;
+    return rc;
+  }
+  case LOOM__HR_OP_END:
+    return pop_into(h, w->ops, &w->no, w->track, LOOM_KIND_CPU_OP, h->c_op, ts, w->over != 0);
+  default:
+    return 0;
+  }
+}
+
+/* Instants, counters, steps, async begins and ends; other types are
+ * skipped.  0, or -1 out of memory. */
+static int point_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int64_t ts) {
+  int rc = 0;
+  switch (r->type) {
+  case LOOM__HR_INSTANT:
+    rc = add_point(h, w->track, LOOM_KIND_INSTANT, LOOM__PH_INSTANT, h->c_instant,
+                   name_of(&h->nm, r->name, r->flags), ts);
+    return rc < 0 ? rc : 0;
+  case LOOM__HR_COUNTER: {
+    uint32_t nmid = name_of(&h->nm, r->name, r->flags);
+    rc = add_point(h, w->track, LOOM_KIND_COUNTER, LOOM__PH_COUNTER, h->c_counter, nmid, ts);
+    loom__targ a = {.key = nmid, .type = LOOM_ARG_DOUBLE};
+    memcpy(&a.v.d, &r->a, sizeof a.v.d);
+    if (rc == 0) rc = loom__trace_add_arg(h->t, &a);
+    return rc < 0 ? rc : 0;
+  }
+  case LOOM__HR_STEP: {
+    if (w->step_open)
+      rc = add_range(h, w->track, LOOM_KIND_USER_RANGE, h->c_user, &w->step, ts, 0);
+    w->step_open = 0;
+    if (r->flags & LOOM__HR_F_STEP_END) return rc;
+    char sn[48];
+    snprintf(sn, sizeof sn, "ProfilerStep#%llu", (unsigned long long)r->a);
+    w->step = (open_range){.ts = ts, .name = loom__trace_str(h->t, sn)};
+    w->step_open = 1;
+    return rc;
+  }
+  case LOOM__HR_BEGIN:
+  case LOOM__HR_END: {
+    async_mark m = {ts, r->a, r->type == LOOM__HR_BEGIN ? name_of(&h->nm, r->name, r->flags) : 0,
+                    w->track, r->type == LOOM__HR_END, w->over != 0};
+    return LOOM__PUSH(h->marks, h->nmarks, h->cap_marks, m);
+  }
+  default:
+    return 0;
+  }
+}
+
+/* Ranges, ops and the step still open at stop end there, flagged. */
+static int close_open(host_ctx *h, thread_walk *w) {
+  int64_t end = h->t->end_ns;
+  int rc = 0;
+  while (rc == 0 && w->nr)
+    rc = add_range(h, w->track, LOOM_KIND_USER_RANGE, h->c_user, &w->ranges[--w->nr], end, 1);
+  while (rc == 0 && w->no)
+    rc = add_range(h, w->track, LOOM_KIND_CPU_OP, h->c_op, &w->ops[--w->no], end, 1);
+  if (rc == 0 && w->step_open)
+    rc = add_range(h, w->track, LOOM_KIND_USER_RANGE, h->c_user, &w->step, end, 1);
+  return rc;
+}
+
+/* The records the memory cap dropped on the thread: a marker at the end of
+ * its track, the trace's dropped count, a warning. */
+static int dropped_marker(host_ctx *h, loom__tbuf *tb, uint32_t track) {
+  loom_trace *t = h->t;
+  uint64_t dropped = atomic_load(&tb->dropped);
+  if (!dropped) return 0;
+  char msg[160];
+  snprintf(msg, sizeof msg, "loom: %llu records dropped (memory cap)", (unsigned long long)dropped);
+  int rc = add_point(h, track, LOOM_KIND_MARKER, LOOM__PH_INSTANT, h->c_marker,
+                     loom__trace_str(t, msg), t->end_ns);
+  if (rc == 0) rc = loom__trace_add_arg_int(t, "dropped", (int64_t)dropped);
+  rc = rc < 0 ? rc : 0;
+  t->dropped += dropped;
+  loom__collect_warn(h->s, "thread %d: %llu host records dropped: the memory "
+                     "cap (memory_cap=%llu bytes%s) was reached", (int)tb->tid,
+                     (unsigned long long)dropped, (unsigned long long)h->s->cap_bytes,
+                     h->s->cap_bytes == LOOM__DEFAULT_MEMORY_CAP ? ", the default" : "");
+  return rc;
+}
+
+/* Converts one thread's records into events. */
+static int host_thread(host_ctx *h, loom__tbuf *tb) {
+  h->npargs = 0; /* the op-argument stack is per thread */
+  thread_walk w = {.over = atomic_load(&tb->overwritten)};
+  if (thread_track(h, tb, &w.track)) return -1;
+  int rc = 0;
   hr_cursor k = {.c = tb->head, .stop = atomic_load_explicit(&tb->pos, memory_order_acquire),
-                 .skip = over && tb->head ? tb->head->skip : 0};
+                 .skip = w.over && tb->head ? tb->head->skip : 0};
   if (!k.stop) k.c = NULL; /* a chunk may be linked with nothing published in it */
   int first = 1;
-  h->ring_over += over;
+  h->ring_over += w.over;
   for (loom__hrec *r; rc == 0 && (r = hr_next(&k));) {
-    if (first && over) { /* where this ring's kept part begins */
+    if (first && w.over) { /* where this ring's kept part begins */
       int64_t ts0 = loom__timeline_convert(&h->s->tl, h->dom, r->ts);
       if (ts0 > h->ring_start) h->ring_start = ts0;
     }
     first = 0;
     if (r->type == LOOM__HR_RAW) { /* its ts holds raw bytes */
-      rc = raw_record(h, &k, r, no ? &ops[no - 1] : NULL);
+      rc = raw_record(h, &k, r, w.no ? &w.ops[w.no - 1] : NULL);
       continue;
     }
     int64_t ts = loom__timeline_convert(&h->s->tl, h->dom, r->ts);
-    open_range o = {.ts = ts};
-    switch (r->type) {
-    case LOOM__HR_PUSH:
-      o.name = name_of(&h->nm, r->name, r->flags);
-      rc = LOOM__PUSH(ranges, nr, cr, o);
-      break;
-    case LOOM__HR_POP:
-      rc = pop_into(h, ranges, &nr, track, LOOM_KIND_USER_RANGE, h->c_user, ts, over != 0);
-      break;
-    case LOOM__HR_OP_BEGIN:
-      o.name = name_of(&h->nm, r->name, r->flags);
-      o.ext = r->a;
-      o.args_off = (uint32_t)h->npargs;
-      rc = LOOM__PUSH(ops, no, co, o);
-      break;
-    case LOOM__HR_ARG: { /* belongs to the op that began just before */
-      if (!no) break;
-      /* keys and string values are interned ids: resolved once per trace */
-      loom__targ a = {.key = name_of(&h->nm, r->name, LOOM__HR_F_ID), .type = (uint8_t)r->spare};
-      if (a.type == LOOM_ARG_STRING) a.v.s = name_of(&h->nm, r->a, LOOM__HR_F_ID);
-      else memcpy(&a.v, &r->a, sizeof r->a);
-      rc = LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, a);
-      if (rc == 0) ops[no - 1].nargs++;
-      break;
-    }
-    case LOOM__HR_OP_END:
-      rc = pop_into(h, ops, &no, track, LOOM_KIND_CPU_OP, h->c_op, ts, over != 0);
-      break;
-    case LOOM__HR_INSTANT:
-      rc = add_point(h, track, LOOM_KIND_INSTANT, LOOM__PH_INSTANT, h->c_instant,
-                     name_of(&h->nm, r->name, r->flags), ts);
-      rc = rc < 0 ? rc : 0;
-      break;
-    case LOOM__HR_COUNTER: {
-      uint32_t nmid = name_of(&h->nm, r->name, r->flags);
-      rc = add_point(h, track, LOOM_KIND_COUNTER, LOOM__PH_COUNTER, h->c_counter, nmid, ts);
-      loom__targ a = {.key = nmid, .type = LOOM_ARG_DOUBLE};
-      memcpy(&a.v.d, &r->a, sizeof a.v.d);
-      if (rc == 0) rc = loom__trace_add_arg(t, &a);
-      rc = rc < 0 ? rc : 0;
-      break;
-    }
-    case LOOM__HR_STEP: {
-      if (step_open) rc = add_range(h, track, LOOM_KIND_USER_RANGE, h->c_user, &step, ts, 0);
-      step_open = 0;
-      if (r->flags & LOOM__HR_F_STEP_END) break;
-      char sn[48];
-      snprintf(sn, sizeof sn, "ProfilerStep#%llu", (unsigned long long)r->a);
-      step = (open_range){.ts = ts, .name = loom__trace_str(t, sn)};
-      step_open = 1;
-      break;
-    }
-    case LOOM__HR_BEGIN:
-    case LOOM__HR_END: {
-      async_mark m = {ts, r->a, r->type == LOOM__HR_BEGIN ? name_of(&h->nm, r->name, r->flags) : 0,
-                      track, r->type == LOOM__HR_END, over != 0};
-      rc = LOOM__PUSH(h->marks, h->nmarks, h->cap_marks, m);
-      break;
-    }
-    default:
-      break;
-    }
+    rc = is_nesting(r->type) ? nesting_record(h, &w, r, ts) : point_record(h, &w, r, ts);
   }
-  /* Ranges still open at stop end there, flagged. */
-  while (rc == 0 && nr) rc = add_range(h, track, LOOM_KIND_USER_RANGE, h->c_user, &ranges[--nr], t->end_ns, 1);
-  while (rc == 0 && no) rc = add_range(h, track, LOOM_KIND_CPU_OP, h->c_op, &ops[--no], t->end_ns, 1);
-  if (rc == 0 && step_open) rc = add_range(h, track, LOOM_KIND_USER_RANGE, h->c_user, &step, t->end_ns, 1);
-  uint64_t dropped = atomic_load(&tb->dropped);
-  if (rc == 0 && dropped) {
-    char msg[160];
-    snprintf(msg, sizeof msg, "loom: %llu records dropped (memory cap)", (unsigned long long)dropped);
-    rc = add_point(h, track, LOOM_KIND_MARKER, LOOM__PH_INSTANT, h->c_marker,
-                   loom__trace_str(t, msg), t->end_ns);
-    if (rc == 0) rc = loom__trace_add_arg_int(t, "dropped", (int64_t)dropped);
-    rc = rc < 0 ? rc : 0;
-    t->dropped += dropped;
-    loom__collect_warn(h->s, "thread %d: %llu host records dropped: the memory "
-                       "cap (memory_cap=%llu bytes%s) was reached", (int)tb->tid,
-                       (unsigned long long)dropped, (unsigned long long)h->s->cap_bytes,
-                       h->s->cap_bytes == LOOM__DEFAULT_MEMORY_CAP ? ", the default" : "");
-  }
-  free(ranges);
-  free(ops);
+  if (rc == 0) rc = close_open(h, &w);
+  if (rc == 0) rc = dropped_marker(h, tb, w.track);
+  free(w.ranges);
+  free(w.ops);
   return rc;
 }
 
