@@ -94,20 +94,25 @@ $1 == "F" { have[$2] = 1; next }
     else next
     if (from == to) next
     if (!(from in rank) || !(to in rank))
-      offence(f, line, inc, "src/" from " includes src/" to ": a folder with no rank in scripts/layers.sh")
+      offence(f, line, inc, "src/" from " includes src/" to \
+              ": a folder with no rank in scripts/layers.sh")
     else if (rank[to] + 0 > rank[from] + 0)
-      offence(f, line, inc, sprintf("src/%s (rank %d) includes \"%s\" of src/%s (rank %d), a higher layer", from, rank[from], inc, to, rank[to]))
+      offence(f, line, inc, sprintf("src/%s (rank %d) includes \"%s\" of src/%s (rank %d), " \
+              "a higher layer", from, rank[from], inc, to, rank[to]))
   } else if (top == "backends") {
     own = "backends/" parts[2]
     if (local in have) {
       if (index(local, own "/") == 1 || index(local, "backends/common/") == 1) next
-      offence(f, line, inc, own " includes \"" inc "\" of " dir(local) ": a backend includes public headers, its own folder and backends/common only")
+      offence(f, line, inc, own " includes \"" inc "\" of " dir(local) \
+              ": a backend includes public headers, its own folder and backends/common only")
     } else if (("src/" inc) in have)
-      offence(f, line, inc, own " includes \"" inc "\" of src/" dir(inc) ": a backend is built against include/ only")
+      offence(f, line, inc, own " includes \"" inc "\" of src/" dir(inc) \
+              ": a backend is built against include/ only")
   } else {
     if (local in have) next
     if (!(("src/" inc) in have) || index(inc, "util/") == 1) next
-    offence(f, line, inc, top "/" parts[2] " includes \"" inc "\" of src/" dir(inc) ": only include/loom and src/util are theirs")
+    offence(f, line, inc, top "/" parts[2] " includes \"" inc "\" of src/" dir(inc) \
+            ": only include/loom and src/util are theirs")
   }
 }
 END {

@@ -151,8 +151,10 @@ static loom_status add_entry(const loom_backend_ops *ops, char *org, char *why, 
 
 loom_status loom__backend_register(const loom_backend_ops *ops,
                                    const char *origin) {
-  if (!ops) return refuse(LOOM_EINVAL, NULL, "backend registration from %s refused: its table is NULL",
-                          origin ? origin : loading_origin ? loading_origin : "a caller of backend_register");
+  if (!ops)
+    return refuse(LOOM_EINVAL, NULL, "backend registration from %s refused: its table is NULL",
+                  origin ? origin : loading_origin ? loading_origin
+                                                   : "a caller of backend_register");
   char *org = origin_of(ops, origin);
   char why[1024];
   loom_backend *b = NULL;

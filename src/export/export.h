@@ -48,7 +48,8 @@ int loom__json_samples_read(loom_trace *t);
  * memory), the two keys written at the end like loom__json_samples_write. */
 typedef struct loom__jsamples loom__jsamples;
 loom__jsamples *loom__jsamples_new(void);
-int loom__jsamples_add(loom__jsamples *c, const loom_trace *t, const loom__ev *e, const loom__targ *args);
+int loom__jsamples_add(loom__jsamples *c, const loom_trace *t, const loom__ev *e,
+                       const loom__targ *args);
 void loom__jsamples_write(const loom__jsamples *c, struct loom__out *o, int64_t base);
 void loom__jsamples_free(loom__jsamples *c);
 
@@ -74,12 +75,13 @@ int loom__read_json_header(loom_trace *t, const char *path, const char *text, si
  * ends, category "<cat>_message" (cat: the sending call's category id),
  * the end bound as loom__write_chrome_json does. */
 typedef struct loom__jstream loom__jstream;
-loom_status loom__jstream_open(loom__jstream **out, const loom_trace *t, const char *path, int gzip);
+loom_status loom__jstream_open(loom__jstream **out, const loom_trace *t, const char *path,
+                               int gzip);
 void loom__jstream_event(loom__jstream *s, const loom__ev *e, const loom__targ *args);
-void loom__jstream_flow(loom__jstream *s, char ph, uint64_t id, uint32_t track, int64_t ts, int bp_e,
-                        uint32_t name, uint32_t cat);
-void loom__jstream_message(loom__jstream *s, uint64_t id, uint32_t cat, uint32_t from_track, int64_t from_ts,
-                           uint32_t to_track, int64_t to_ts, int64_t to_dur);
+void loom__jstream_flow(loom__jstream *s, char ph, uint64_t id, uint32_t track, int64_t ts,
+                        int bp_e, uint32_t name, uint32_t cat);
+void loom__jstream_message(loom__jstream *s, uint64_t id, uint32_t cat, uint32_t from_track,
+                           int64_t from_ts, uint32_t to_track, int64_t to_ts, int64_t to_dur);
 loom_status loom__jstream_close(loom__jstream *s);
 void loom__jstream_abort(loom__jstream *s);
 
