@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -340,16 +339,7 @@ void loom__ctl_start(void) {
   pthread_mutex_lock(&mu);
   int g = ++gen;
   pthread_mutex_unlock(&mu);
-  pthread_t th;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  if (pthread_create(&th, &at, server, (void *)(intptr_t)g) != 0) loom__ctl_stop(NULL);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_attr_destroy(&at);
+  if (loom__thread_start(NULL, server, (void *)(intptr_t)g) != 0) loom__ctl_stop(NULL);
 }
 
 void loom__ctl_window_done(const char *out, int ok, const char *why) {

@@ -6,6 +6,7 @@
 #ifndef LOOM_UTIL_H
 #define LOOM_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,6 +38,10 @@ int loom__fd_keep(loom__fd *k, int fd);
 int loom__fd_ok(const loom__fd *k);
 /* Closes k->fd only if it is still loom's; k->fd becomes -1 either way. */
 void loom__fd_close(loom__fd *k);
+
+/* Starts fn(arg) on a thread with every signal blocked (thread.c): detached
+ * when th is NULL, else joinable with its id in *th.  0, or -1 (none started). */
+int loom__thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
 char *loom__strdup(const char *s);
 char *loom__strndup(const char *s, size_t n);

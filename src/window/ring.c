@@ -16,7 +16,6 @@
 #define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,21 +236,11 @@ static void start_dump(const char *reason) {
   }
   snprintf(j->reason, sizeof j->reason, "%s", reason);
   pending_add(1);
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  /* The dump thread must not take the program's signals. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t th;
-  if (pthread_create(&th, &at, dump_thread, j) != 0) {
+  if (loom__thread_start(NULL, dump_thread, j) != 0) {
     loom__log(LOOM_SEV_ERROR, "ring dump (%s) not written: cannot start its thread", reason);
     free(j);
     pending_add(-1);
   }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_attr_destroy(&at);
 }
 
 static int cmp_i64(const void *a, const void *b) {

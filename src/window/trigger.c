@@ -26,7 +26,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,16 +276,7 @@ static void label(loom_trace *t, const char *what, unsigned seq);
 
 static void need_thread(void) {
   if (T.thread_on) return;
-  pthread_t th;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  sigset_t all, old;
-  sigfillset(&all); /* signals stay the program's */
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  if (pthread_create(&th, &at, timer_main, NULL) == 0) T.thread_on = 1;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_attr_destroy(&at);
+  if (loom__thread_start(NULL, timer_main, NULL) == 0) T.thread_on = 1;
 }
 
 /* Writes a finished window (mu not held). */

@@ -16,7 +16,6 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +25,7 @@
 #include <unistd.h>
 
 #include "mapsnap.h"
+#include "util/util.h"
 
 typedef struct seen {
   long pid;
@@ -139,11 +139,8 @@ void loom__mapsnap_start(const char *arenas) {
   if (atomic_load(&M.running) || strlen(arenas) >= sizeof M.dir) return;
   snprintf(M.dir, sizeof M.dir, "%s", arenas);
   atomic_store(&M.stop, 0);
-  sigset_t all, old; /* loom record's signals stay with its main thread */
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  if (pthread_create(&M.th, NULL, run, NULL) == 0) atomic_store(&M.running, 1);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  /* loom record's signals stay with its main thread */
+  if (loom__thread_start(&M.th, run, NULL) == 0) atomic_store(&M.running, 1);
 }
 
 void loom__mapsnap_stop(void) {

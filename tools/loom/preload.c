@@ -476,17 +476,7 @@ static void catch_signals(void) {
 static void start_watcher(void) {
   if (!session || getpid() != session_pid || atomic_exchange(&watching, 1)) return;
   if (keep_pipe(sigpipe) != 0 || keep_pipe(ackpipe) != 0) return;
-  pthread_t th;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  /* The watcher must not receive the signals itself. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_create(&th, &at, watcher, NULL);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_attr_destroy(&at);
+  loom__thread_start(NULL, watcher, NULL); /* it must not receive the signals itself */
 }
 
 static void close_pipes(void) {
