@@ -6,34 +6,11 @@
  * option separators: "%2C", "%3B", "%25"); option "process_name" names the
  * recording process in the trace (e.g. "rank 1: python3 ddp.py").
  */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
 #include "trace/trace.h"
-
-static int hexval(int c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  c = tolower(c);
-  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* In place; a '%' not followed by two hex digits stays as it is. */
-static void percent_decode(char *s) {
-  char *w = s;
-  for (const char *r = s; *r; r++) {
-    int hi, lo;
-    if (r[0] == '%' && (hi = hexval((unsigned char)r[1])) >= 0 &&
-        (lo = hexval((unsigned char)r[2])) >= 0) {
-      *w++ = (char)(hi * 16 + lo);
-      r += 2;
-    } else {
-      *w++ = *r;
-    }
-  }
-  *w = 0;
-}
 
 int loom__session_meta(const loom__opts *o, loom_trace *t) {
   for (size_t i = 0; i < o->n; i++) {
@@ -42,7 +19,7 @@ int loom__session_meta(const loom__opts *o, loom_trace *t) {
     if (!is_meta && !is_name) continue;
     char *v = loom__strdup(o->vals[i]);
     if (!v) return -1;
-    percent_decode(v);
+    loom__percent_decode(v);
     int rc = 0;
     if (is_meta) rc = loom__trace_add_meta(t, o->keys[i] + 5, v);
     else t->procs[0].name = loom__trace_str(t, v);

@@ -1,5 +1,6 @@
 /*
- * util.c - implementation of the containers in util.h.
+ * util.c - implementation of the containers in util.h, and the small string
+ * helpers every layer shares (copies, formatting, percent-decoding).
  */
 #include "util.h"
 
@@ -30,6 +31,28 @@ char *loom__strndup(const char *s, size_t n) {
 }
 
 char *loom__strdup(const char *s) { return s ? loom__strndup(s, strlen(s)) : NULL; }
+
+static int hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+void loom__percent_decode(char *s) {
+  char *w = s;
+  for (const char *r = s; *r; r++) {
+    int hi, lo;
+    if (r[0] == '%' && (hi = hexval((unsigned char)r[1])) >= 0 &&
+        (lo = hexval((unsigned char)r[2])) >= 0) {
+      *w++ = (char)(hi * 16 + lo);
+      r += 2;
+    } else {
+      *w++ = *r;
+    }
+  }
+  *w = 0;
+}
 
 char *loom__vasprintf(const char *fmt, va_list ap) {
   va_list ap2;

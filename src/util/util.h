@@ -43,6 +43,10 @@ void loom__fd_close(loom__fd *k);
  * when th is NULL, else joinable with its id in *th.  0, or -1 (none started). */
 int loom__thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
+/* Decodes %XX in place, as the option syntax escapes ',' ';' '%' and control
+ * characters; a '%' not followed by two hex digits stays as it is. */
+void loom__percent_decode(char *s);
+
 char *loom__strdup(const char *s);
 char *loom__strndup(const char *s, size_t n);
 /* Formats into a new heap string; NULL on failure. */

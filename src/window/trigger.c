@@ -154,30 +154,6 @@ static loom_status read_cfg(loom_session *s, tcfg *c) {
   return LOOM_OK;
 }
 
-static int hexval(int c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-/* In place: %XX as the option syntax escapes ',' ';' '%' (a '%' not
- * followed by two hex digits stays as it is). */
-static void percent_decode(char *s) {
-  char *w = s;
-  for (const char *r = s; *r; r++) {
-    int hi, lo;
-    if (r[0] == '%' && (hi = hexval((unsigned char)r[1])) >= 0 &&
-        (lo = hexval((unsigned char)r[2])) >= 0) {
-      *w++ = (char)(hi * 16 + lo);
-      r += 2;
-    } else {
-      *w++ = *r;
-    }
-  }
-  *w = 0;
-}
-
 /* An on/off option; *v 0 when absent. */
 static int on_off(loom_session *s, const char *key, int *v) {
   const char *w = loom__opts_get(&s->opts, key);
@@ -205,7 +181,7 @@ loom_status loom__trigger_configure(loom_session *s) {
   c.serve = serve;
   const char *o = loom__opts_get(&s->opts, "output");
   if (o && *o && !(c.output = loom__strdup(o))) return loom__fail(LOOM_ENOMEM, "out of memory");
-  if (c.output) percent_decode(c.output);
+  if (c.output) loom__percent_decode(c.output);
   /* on demand: record nothing until asked, except in ring mode, where a
    * trigger dumps what the ring holds */
   s->windows = c.window || ((on_demand || serve) && !s->ring);
