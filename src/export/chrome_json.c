@@ -524,15 +524,3 @@ void loom__jstream_abort(loom__jstream *s) {
   loom__jsamples_free(s->smp);
   free(s);
 }
-
-loom_status loom_trace_save(const loom_trace *t, const char *path) {
-  loom__clear_error();
-  if (!t || !path) return loom__fail(LOOM_EINVAL, "loom_trace_save: NULL trace or path");
-  size_t n = strlen(path);
-  if (n >= 5 && !strcmp(path + n - 5, ".json")) return loom__write_chrome_json(t, path, -1);
-  if (n >= 8 && !strcmp(path + n - 8, ".json.gz")) return loom__write_chrome_json(t, path, 1);
-  if (n >= 8 && !strcmp(path + n - 8, ".pftrace")) return loom__write_pftrace(t, path);
-  if (n >= 11 && !strcmp(path + n - 11, ".pftrace.gz")) return loom__write_pftrace_gz(t, path);
-  return loom__fail(LOOM_EUNSUPPORTED, "cannot save %s: unknown extension "
-                    "(supported: .json, .json.gz, .pftrace, .pftrace.gz)", path);
-}

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "export/formats.h"
 #include "merge/merge.h"
 #include "util/util.h"
 
@@ -501,25 +502,20 @@ static loom_status stream_out(loom__sorter *s, merger *m, loom__minput *in, size
 }
 
 /* ---- the entry point ------------------------------------------------------ */
-static int has_ext(const char *path, const char *ext) {
-  size_t n = strlen(path), e = strlen(ext);
-  return n >= e && !strcmp(path + n - e, ext);
-}
-
 /* Fails before reading anything when the output cannot be written. */
 static loom_status check_output(const char *path) {
-  if (!has_ext(path, ".json") && !has_ext(path, ".json.gz") && !has_ext(path, ".pftrace") &&
-      !has_ext(path, ".pftrace.gz"))
-    return loom__fail(LOOM_EUNSUPPORTED, "cannot write %s: unknown extension (supported: .json, "
-                      ".json.gz, .pftrace, .pftrace.gz)", path);
+  if (!loom__format_of(path))
+    return loom__fail(LOOM_EUNSUPPORTED, "cannot write %s: unknown extension (supported: %s)", path,
+                      loom__format_exts);
   return LOOM_OK;
 }
 
-/* .pftrace, .pftrace.gz: the merged JSON goes to a temporary file first. */
+/* A format the JSON stream writes goes straight to the output; another
+ * (.pftrace, .pftrace.gz) is written from a temporary merged JSON. */
 static loom_status write_output(loom__sorter *s, merger *m, loom__minput *in, const loom_merge_config *cfg,
                                 counts *n) {
-  if (!has_ext(cfg->output, ".pftrace") && !has_ext(cfg->output, ".pftrace.gz"))
-    return stream_out(s, m, in, cfg->ninputs, cfg->output, has_ext(cfg->output, ".gz") ? 1 : -1, n);
+  const loom__format *f = loom__format_of(cfg->output);
+  if (f->json) return stream_out(s, m, in, cfg->ninputs, cfg->output, f->gzip ? 1 : -1, n);
   const char *d = getenv("TMPDIR");
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s/loom-merge-XXXXXX.json", d && *d ? d : "/tmp");
