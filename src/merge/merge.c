@@ -4,12 +4,12 @@
  *
  * It streams, in bounded memory.  Each input is read once by the streaming
  * readers, which keep only processes, tracks, metadata and strings; its
- * events (strings already the output's) go to an external sort (sorter.c)
- * whose runs never mix inputs, and its clock_sync points are collected on
+ * events (strings already the output's) go to the external sort (util/xsort.h)
+ * cut at the end of each input, so that its runs never mix inputs, and its clock_sync points are collected on
  * the way.  Once every input is read and checked (a trace, a rank seen
  * once), the inputs are ordered by rank, related in time to the reference
- * (lowest rank, align.c), and the runs are merged through a heap comparing
- * shifted times straight into the streaming JSON writer: pids kept unless
+ * (lowest rank, align.c), and the sort merges its runs by shifted times
+ * straight into the streaming JSON writer: pids kept unless
  * taken, ids made unique per input, names and metadata per schema,
  * messages matched into flows on the way (messages.c).  Nothing is written
  * unless every input was read.  A .pftrace output is written from a
@@ -26,6 +26,7 @@
 #include "export/formats.h"
 #include "merge/merge.h"
 #include "util/util.h"
+#include "util/xsort.h"
 
 /* Ids of input k live in their own range (Perfetto links correlation and
  * flow ids across processes otherwise, issue #978); input 0 keeps its own. */
@@ -39,9 +40,34 @@ static int cmp_order(const void *pa, const void *pb) {
   return a->order < b->order ? -1 : a->order > b->order;
 }
 
+/* ---- the sort's records ---------------------------------------------------- */
+static size_t mrec_size(const void *p) {
+  const loom__mrec *r = p;
+  return sizeof *r + r->e.nargs * sizeof(loom__targ);
+}
+
+/* Within an input (a run never mixes inputs): start, longer first, reading order. */
+static int cmp_read(const void *pa, const void *pb, const void *ctx) {
+  const loom__mrec *a = pa, *b = pb;
+  if (a->e.ts != b->e.ts) return a->e.ts < b->e.ts ? -1 : 1;
+  if (a->e.dur != b->e.dur) return a->e.dur > b->e.dur ? -1 : 1; /* parents first */
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static const loom__xsort_ops mrec_order = {.rec_size = sizeof(loom__mrec), .size = mrec_size,
+                                           .mean_size = sizeof(loom__mrec) + 2 * sizeof(loom__targ),
+                                           .cmp = cmp_read};
+
+/* The sort's failure as the merge's: memory, or its temporary file. */
+static loom_status sort_failed(loom__xsort *s) {
+  const char *why = loom__xsort_error(s);
+  if (loom__xsort_out_of_memory(s)) return loom__fail(LOOM_ENOMEM, "loom merge: %s", why);
+  return loom__fail(LOOM_EIO, "loom merge: %s", why);
+}
+
 /* ---- reading: every input once, into the sort --------------------------- */
 typedef struct reading {
-  loom__sorter *s;
+  loom__xsort *s;
   loom_trace *out;
   loom__minput *in;
   uint32_t idx;
@@ -93,7 +119,15 @@ static int sync_point(reading *r, const loom_trace *t, const loom__ev *e, const 
 }
 
 static int add_rec(reading *r, const loom__ev *e, const loom__targ *args) {
-  if (loom__sorter_add(r->s, r->idx, (*r->seq)++, e, args) == 0) return 0;
+  loom__mrec *m = loom__xsort_add(r->s, e->ts, sizeof *m + e->nargs * sizeof *args);
+  if (m) {
+    m->seq = (*r->seq)++;
+    m->input = r->idx;
+    m->e = *e;
+    if (e->nargs) memcpy(m + 1, args, e->nargs * sizeof *args);
+    return 0;
+  }
+  sort_failed(r->s);
   snprintf(r->err, sizeof r->err, "%s", loom_last_error());
   r->failed = 1;
   return -1;
@@ -145,11 +179,11 @@ static loom_status read_input(reading *r, loom__minput *in, uint32_t i, int last
   for (size_t k = 0; k < in->npts; k++) in->pts[k].ts += base;
   in->min_ts += base;
   in->max_end += base;
-  if (loom__sorter_end_input(r->s, last)) return r->s->status;
+  if (!last && loom__xsort_cut(r->s)) return sort_failed(r->s); /* runs never mix inputs */
   return LOOM_OK;
 }
 
-static loom_status read_all(const loom_merge_config *cfg, loom__minput *in, loom__sorter *s, loom_trace *out) {
+static loom_status read_all(const loom_merge_config *cfg, loom__minput *in, loom__xsort *s, loom_trace *out) {
   uint64_t seq = 0;
   reading r = {.s = s, .out = out, .seq = &seq};
   loom_status st = LOOM_OK;
@@ -372,53 +406,33 @@ static int build(merger *m, loom__minput **ord, size_t n, uint32_t flags) {
 
 /* ---- writing: the runs merged in shifted time order ---------------------- */
 typedef struct cursor {
-  loom__mrun *run;
   const loom__minput *in;
   const loom__mrec *rec;
   int64_t ts, dur; /* shifted */
 } cursor;
 
-typedef struct heap {
-  cursor *c;
-  uint32_t *h;
-  size_t n;
-} heap;
-
-static int less(const cursor *a, const cursor *b) {
-  if (a->ts != b->ts) return a->ts < b->ts;
-  if (a->dur != b->dur) return a->dur > b->dur; /* parents first */
-  if (a->in->k != b->in->k) return a->in->k < b->in->k;
-  return a->rec->seq < b->rec->seq;
+/* Both ends through the (drifting) offset, so ranges that abut in the input
+ * still abut: shifting the start alone would stretch or shrink each range
+ * by the drift over its length. */
+static cursor shifted(const loom__minput *inputs, const loom__mrec *rec) {
+  cursor c = {.in = &inputs[rec->input], .rec = rec};
+  int64_t ts = rec->e.ts + c.in->t->base_ns;
+  c.ts = loom__merge_shift(c.in, ts);
+  if (rec->e.dur) {
+    int64_t end = loom__merge_shift(c.in, ts + rec->e.dur);
+    c.dur = end > c.ts ? end - c.ts : 0;
+  }
+  return c;
 }
 
-static void sift_down(heap *hp, size_t i) {
-  for (;;) {
-    size_t l = 2 * i + 1, r = l + 1, k = i;
-    if (l < hp->n && less(&hp->c[hp->h[l]], &hp->c[hp->h[k]])) k = l;
-    if (r < hp->n && less(&hp->c[hp->h[r]], &hp->c[hp->h[k]])) k = r;
-    if (k == i) return;
-    uint32_t t = hp->h[i];
-    hp->h[i] = hp->h[k];
-    hp->h[k] = t;
-    i = k;
-  }
-}
-
-/* Moves the cursor to its run's next record; 0 at the run's end. */
-static int advance(loom__sorter *s, cursor *c) {
-  c->rec = loom__sorter_run_next(s, c->run);
-  if (!c->rec) return 0;
-  /* both ends through the (drifting) offset, so ranges that abut in the
-   * input still abut: shifting the start alone would stretch or shrink
-   * each range by the drift over its length */
-  int64_t ts = c->rec->e.ts + c->in->t->base_ns;
-  c->ts = loom__merge_shift(c->in, ts);
-  c->dur = 0;
-  if (c->rec->e.dur) {
-    int64_t end = loom__merge_shift(c->in, ts + c->rec->e.dur);
-    c->dur = end > c->ts ? end - c->ts : 0;
-  }
-  return 1;
+/* The merge's order over the runs: shifted start, longer first, output
+ * order of the input, reading order. */
+static int cmp_merged(const void *pa, const void *pb, const void *ctx) {
+  cursor a = shifted(ctx, pa), b = shifted(ctx, pb);
+  if (a.ts != b.ts) return a.ts < b.ts ? -1 : 1;
+  if (a.dur != b.dur) return a.dur > b.dur ? -1 : 1; /* parents first */
+  if (a.in->k != b.in->k) return a.in->k < b.in->k ? -1 : 1;
+  return a.rec->seq < b.rec->seq ? -1 : a.rec->seq > b.rec->seq;
 }
 
 static uint64_t uniq(uint64_t id, size_t k) { return id ? id + ((uint64_t)k << ID_SHIFT) : 0; }
@@ -450,41 +464,48 @@ static int emit(const cursor *c, loom__jstream *w, loom__match *mt, counts *n) {
   return 0;
 }
 
-static loom_status stream_out(loom__sorter *s, merger *m, loom__minput *in, size_t ninputs, const char *path,
-                              int gzip, counts *n) {
-  loom_trace *out = m->out;
-  if (loom__sorter_finish(s)) return s->status;
-  heap hp = {calloc(s->nruns + 1, sizeof *hp.c), calloc(s->nruns + 1, sizeof *hp.h), 0};
-  int64_t *rank_of_track = malloc((out->ntracks + 1) * sizeof *rank_of_track);
-  if (!hp.c || !hp.h || !rank_of_track) {
-    free(hp.c), free(hp.h), free(rank_of_track);
-    return loom__fail(LOOM_ENOMEM, "out of memory merging traces into %s", path);
+/* The matcher of messages, knowing each output track's rank (*ranks, which
+ * it reads until freed: free both); *err set when out of memory (NULL
+ * without an error: nothing to match). */
+static loom__match *match_open(const merger *m, size_t ninputs, int64_t **ranks, int *err) {
+  const loom_trace *out = m->out;
+  int64_t *rank_of_track = *ranks = malloc((out->ntracks + 1) * sizeof *rank_of_track);
+  if (!rank_of_track) {
+    *err = 1;
+    return NULL;
   }
   for (size_t i = 0; i < out->ntracks; i++) {
     uint64_t *r = loom__map_get(&m->rank_of, LOOM__PID_KEY(out->tracks[i].pid));
     rank_of_track[i] = r ? (int64_t)*r : -1;
   }
+  return loom__match_new(out, rank_of_track, ((uint64_t)ninputs + 1) << ID_SHIFT, err);
+}
+
+/* Every record out of the sort into w. */
+static loom_status pass(loom__xsort *s, const loom__minput *in, loom__jstream *w, loom__match *mt,
+                        const char *path, counts *n) {
+  for (const loom__mrec *rec; (rec = loom__xsort_next(s));) {
+    cursor c = shifted(in, rec);
+    if (emit(&c, w, mt, n)) return loom__fail(LOOM_ENOMEM, "out of memory merging traces into %s", path);
+  }
+  if (loom__xsort_error(s)[0]) return sort_failed(s); /* a run could not be read */
+  return LOOM_OK;
+}
+
+static loom_status stream_out(loom__xsort *s, merger *m, loom__minput *in, size_t ninputs, const char *path,
+                              int gzip, counts *n) {
+  loom_trace *out = m->out;
+  loom__xsort_merge_by(s, cmp_merged, in);
+  if (loom__xsort_finish(s)) return sort_failed(s);
   int err = 0;
-  loom__match *mt = loom__match_new(out, rank_of_track, ((uint64_t)ninputs + 1) << ID_SHIFT, &err);
+  int64_t *ranks = NULL;
+  loom__match *mt = match_open(m, ninputs, &ranks, &err);
   loom__jstream *w = NULL;
   loom_status st = err ? loom__fail(LOOM_ENOMEM, "out of memory merging traces into %s", path)
                        : loom__jstream_open(&w, out, path, gzip);
-  for (size_t i = 0; st == LOOM_OK && i < s->nruns; i++) {
-    hp.c[i] = (cursor){.run = &s->runs[i], .in = &in[s->runs[i].input]};
-    if (advance(s, &hp.c[i])) hp.h[hp.n++] = (uint32_t)i;
-  }
-  for (size_t i = hp.n / 2 + 1; i-- > 0;) sift_down(&hp, i);
-  while (st == LOOM_OK && hp.n) {
-    cursor *c = &hp.c[hp.h[0]];
-    if (emit(c, w, mt, n)) {
-      st = loom__fail(LOOM_ENOMEM, "out of memory merging traces into %s", path);
-      break;
-    }
-    if (!advance(s, c)) hp.h[0] = hp.h[--hp.n];
-    sift_down(&hp, 0);
-  }
-  if (st == LOOM_OK && s->status) st = s->status; /* a run could not be read */
+  if (st == LOOM_OK) st = pass(s, in, w, mt, path, n);
   loom__match_free(mt, &n->matched, &n->unmatched);
+  free(ranks);
   n->flows += n->matched;
   if (st == LOOM_OK && n->unmatched) {
     char msg[256];
@@ -495,9 +516,6 @@ static loom_status stream_out(loom__sorter *s, merger *m, loom__minput *in, size
   }
   if (st == LOOM_OK) st = loom__jstream_close(w);
   else loom__jstream_abort(w);
-  free(hp.c);
-  free(hp.h);
-  free(rank_of_track);
   return st;
 }
 
@@ -512,7 +530,7 @@ static loom_status check_output(const char *path) {
 
 /* A format the JSON stream writes goes straight to the output; another
  * (.pftrace, .pftrace.gz) is written from a temporary merged JSON. */
-static loom_status write_output(loom__sorter *s, merger *m, loom__minput *in, const loom_merge_config *cfg,
+static loom_status write_output(loom__xsort *s, merger *m, loom__minput *in, const loom_merge_config *cfg,
                                 counts *n) {
   const loom__format *f = loom__format_of(cfg->output);
   if (f->json) return stream_out(s, m, in, cfg->ninputs, cfg->output, f->gzip ? 1 : -1, n);
@@ -543,11 +561,11 @@ LOOM_EXTERN loom_status loom_merge(const loom_merge_config *cfg, loom_merge_resu
   loom__minput *in = calloc(cfg->ninputs, sizeof *in);
   loom__minput **ord = calloc(cfg->ninputs, sizeof *ord);
   merger m = {.out = loom__trace_new(), .next_pid = 1};
-  loom__sorter s;
   uint64_t budget = cfg->sort_memory ? cfg->sort_memory : DEFAULT_SORT_MEMORY;
-  st = loom__sorter_init(&s, budget);
-  if (st == LOOM_OK && (!in || !ord || !m.out)) st = loom__fail(LOOM_ENOMEM, "out of memory merging traces");
-  if (st == LOOM_OK) st = read_all(cfg, in, &s, m.out);
+  if (budget < (1u << 20)) budget = 1u << 20;
+  loom__xsort *s = loom__xsort_new(&mrec_order, NULL, (size_t)budget);
+  if (!s || !in || !ord || !m.out) st = loom__fail(LOOM_ENOMEM, "out of memory merging traces");
+  if (st == LOOM_OK) st = read_all(cfg, in, s, m.out);
   counts n = {0};
   if (st == LOOM_OK) {
     for (uint32_t i = 0; i < cfg->ninputs; i++) ord[i] = &in[i];
@@ -555,16 +573,17 @@ LOOM_EXTERN loom_status loom_merge(const loom_merge_config *cfg, loom_merge_resu
     if (build(&m, ord, cfg->ninputs, cfg->flags))
       st = loom__fail(LOOM_ENOMEM, "out of memory merging traces into %s", cfg->output);
   }
-  if (st == LOOM_OK) st = write_output(&s, &m, in, cfg, &n);
+  if (st == LOOM_OK) st = write_output(s, &m, in, cfg, &n);
   if (st == LOOM_OK && result) {
     loom_merge_result res = {.struct_size = sizeof res, .processes = (uint32_t)m.out->nprocs,
                              .events = n.events, .flows = n.flows, .warnings = m.out->nwarnings,
-                             .sort_runs = s.nruns, .sort_spilled = s.spilled, .sort_memory = s.budget};
+                             .sort_memory = budget};
+    loom__xsort_runs(s, &res.sort_runs, &res.sort_spilled);
     uint32_t size = result->struct_size < sizeof res ? result->struct_size : (uint32_t)sizeof res;
     memcpy(result, &res, size);
     result->struct_size = size;
   }
-  loom__sorter_free(&s);
+  loom__xsort_free(s);
   for (uint32_t i = 0; in && i < cfg->ninputs; i++) {
     loom_trace_free(in[i].t);
     free(in[i].pts);

@@ -50,52 +50,16 @@ static inline int64_t loom__merge_shift(const loom__minput *in, int64_t ts) {
   return ts + in->off0 + (int64_t)(in->slope * (double)(ts - in->t0));
 }
 
-/* ---- the external sort (sorter.c) ----------------------------------------
- * A record: an event, or a flow end (e.ph 's', 't' or 'f'; e.correlation
- * the flow id, e.kind 1 when it binds to the enclosing slice), its
- * arguments following it.  Times are the file's (base added, not shifted),
- * strings the output's, tracks the input's. */
+/* A record of the merge's external sort (util/xsort.h): an event, or a
+ * flow end (e.ph 's', 't' or 'f'; e.correlation the flow id, e.kind 1 when
+ * it binds to the enclosing slice), its arguments following it.  Times are
+ * the file's (base added, not shifted), strings the output's, tracks the
+ * input's. */
 typedef struct loom__mrec {
   uint64_t seq;   /* reading order, over all inputs */
   uint32_t input; /* command-line place */
   loom__ev e;
 } loom__mrec;
-
-typedef struct loom__mrun {
-  uint32_t input;
-  int memory;               /* the buffer still in memory */
-  uint64_t off, len, n;     /* in the file: bytes; records */
-  uint64_t at, read;        /* records handed out; bytes read */
-  unsigned char *blk;
-  size_t bat, blen, bcap, cur_size;
-} loom__mrun;
-
-typedef struct loom__sorter {
-  uint64_t budget;
-  unsigned char *arena;
-  size_t len, cap;
-  void *keys;
-  size_t nkeys, cap_keys;
-  uint32_t cur_input;
-  int fd;                   /* the spill file, -1 until needed */
-  uint64_t file_len;
-  loom__mrun *runs;
-  size_t nruns, cap_runs;
-  uint64_t spilled;         /* runs written to the file */
-  loom_status status;       /* of the first failure */
-} loom__sorter;
-
-/* Each returns LOOM_OK or the failure's status (also in status), with
- * loom_last_error set. */
-int loom__sorter_init(loom__sorter *s, uint64_t budget);
-int loom__sorter_add(loom__sorter *s, uint32_t input, uint64_t seq, const loom__ev *e, const loom__targ *args);
-/* At the end of an input: its records become a run (last: kept in memory). */
-int loom__sorter_end_input(loom__sorter *s, int last);
-int loom__sorter_finish(loom__sorter *s);
-/* The run's next record in order (valid until the next call), NULL at its
- * end or on a read error (loom_last_error says which). */
-const loom__mrec *loom__sorter_run_next(loom__sorter *s, loom__mrun *r);
-void loom__sorter_free(loom__sorter *s);
 
 /* ---- messages (messages.c) -----------------------------------------------
  * Matches point-to-point sends to receives as the merged events stream by
