@@ -182,6 +182,11 @@ typedef struct loom__report {
   struct loom__rcpu *cpu;    /* CPU samples and OS counters (cpu.h) */
 } loom__report;
 
+/* The text of a string id of the report (its trace's strings). */
+static inline const char *loom__report_str(const loom__report *r, uint32_t id) {
+  return loom__trace_cstr(r->meta, id);
+}
+
 typedef struct loom__report_opts {
   size_t sort_budget;       /* bytes; 0 = default (256 MiB) */
   int hta_include_last_step;

@@ -38,7 +38,6 @@ void loom__outf(loom__out *o, const char *fmt, ...) {
   loom__out_mem(o, buf, (size_t)n);
 }
 
-static const char *S(const loom__report *r, uint32_t id) { return loom__trace_cstr(r->meta, id); }
 
 /* ---- shared helpers -------------------------------------------------------- */
 static _Thread_local const loom__report *rows_rep;
@@ -48,7 +47,7 @@ static int cmp_rows(const void *pa, const void *pb) {
   const loom__rname *a = &rows_rep->names[*(const size_t *)pa], *b = &rows_rep->names[*(const size_t *)pb];
   int64_t x = rows_self ? a->self : a->total, y = rows_self ? b->self : b->total;
   if (x != y) return x > y ? -1 : 1;
-  return strcmp(S(rows_rep, a->name), S(rows_rep, b->name));
+  return strcmp(loom__report_str(rows_rep, a->name), loom__report_str(rows_rep, b->name));
 }
 
 size_t *loom__report_rows(const loom__report *r, int group, size_t *n, int by_self) {

@@ -21,8 +21,7 @@
 /* Flame graph nodes narrower than 1/FLAME_MIN of the samples are left out. */
 #define FLAME_MIN 1000
 
-static const char *S(const loom__report *r, uint32_t id) { return loom__trace_cstr(r->meta, id); }
-static const char *C(const loom__rcpu *c, uint32_t id) { return loom__strtab_get(&c->s.strs, id); }
+static const char *cpu_str(const loom__rcpu *c, uint32_t id) { return loom__strtab_get(&c->s.strs, id); }
 static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0; }
 static const char *base(const char *p) {
   const char *s = strrchr(p, '/');
@@ -60,9 +59,9 @@ static const loom__col flame_cols[] = {
 
 static void fn_row(const loom__rcpu *c, loom__table *t, const loom__centry *e, uint64_t of) {
   const loom__cfn *f = &c->fns[e->fn];
-  loom__table_str(t, C(c, f->label));
-  loom__table_str(t, C(c, f->module));
-  loom__table_str(t, base(C(c, f->module)));
+  loom__table_str(t, cpu_str(c, f->label));
+  loom__table_str(t, cpu_str(c, f->module));
+  loom__table_str(t, base(cpu_str(c, f->module)));
   loom__table_int(t, (int64_t)e->self);
   loom__table_pct(t, pct(e->self, of));
   loom__table_int(t, (int64_t)e->total);
@@ -85,8 +84,8 @@ static int cmp_self(const void *pa, const void *pb) {
   if (a->self != b->self) return a->self > b->self ? -1 : 1;
   if (a->total != b->total) return a->total > b->total ? -1 : 1;
   const loom__cfn *x = &self_cpu->fns[a->fn], *y = &self_cpu->fns[b->fn];
-  int d = strcmp(C(self_cpu, x->label), C(self_cpu, y->label));
-  return d ? d : strcmp(C(self_cpu, x->module), C(self_cpu, y->module));
+  int d = strcmp(cpu_str(self_cpu, x->label), cpu_str(self_cpu, y->label));
+  return d ? d : strcmp(cpu_str(self_cpu, x->module), cpu_str(self_cpu, y->module));
 }
 
 /* entries (n of them) by self samples, in a copy; NULL when out of memory. */
@@ -163,7 +162,7 @@ static void per_name(const loom__report *r, loom__model *m, int group) {
   for (size_t i = 0, made = ch ? loom__model_limit(m, t, k) : 0; i < made; i++) {
     const loom__rname *nm = &r->names[rows[i]];
     const loom__cslot *s = loom__cpu_slot(c, (uint32_t)group, nm->name);
-    loom__table_str(t, S(r, nm->name));
+    loom__table_str(t, loom__report_str(r, nm->name));
     loom__table_int(t, nm->total);
     loom__table_int(t, (int64_t)s->n);
     parent_blanks(t);
@@ -199,7 +198,7 @@ static void per_step(const loom__report *r, loom__model *m) {
   for (size_t i = 0, made = ch ? loom__model_limit(m, t, k) : 0; i < made; i++) {
     const loom__rstep *st = &r->steps[ix[i]];
     const loom__cslot *s = loom__cpu_slot(c, LOOM__CPU_STEP, (uint32_t)ix[i]);
-    loom__table_str(t, S(r, st->name));
+    loom__table_str(t, loom__report_str(r, st->name));
     loom__table_int(t, st->ts - r->t0);
     loom__table_int(t, st->dur);
     loom__table_int(t, (int64_t)s->n);
@@ -220,7 +219,7 @@ static void counters(const loom__report *r, loom__model *m) {
     if (tr) {
       loom__table_int(t, tr->pid);
       loom__table_int(t, tr->tid);
-      loom__table_str(t, S(r, tr->name));
+      loom__table_str(t, loom__report_str(r, tr->name));
     } else {
       loom__table_null(t);
       loom__table_null(t);
@@ -246,7 +245,7 @@ static void flame(const loom__rcpu *c, loom__model *m) {
     loom__table_int(t, (int64_t)f->x);
     loom__table_int(t, (int64_t)f->n);
     loom__table_pct(t, pct(f->n, all));
-    loom__table_str(t, C(c, c->fns[f->fn].label));
+    loom__table_str(t, cpu_str(c, c->fns[f->fn].label));
   }
   loom__table_note(t, "%llu samples; outermost frames at the bottom, width = samples through the function, "
                       "callees above their callers", (unsigned long long)all);

@@ -10,7 +10,6 @@
 #include "report_model.h"
 #include "table.h"
 
-static const char *S(const loom__report *r, uint32_t id) { return loom__trace_cstr(r->meta, id); }
 static double pct(int64_t a, int64_t b) { return b > 0 ? 100.0 * (double)a / (double)b : 0; }
 #define NCOLS(a) (sizeof a / sizeof a[0])
 #define HIDDEN (LOOM__TF_NOTEXT | LOOM__TF_NOHTML)
@@ -40,7 +39,7 @@ static void host_table(const loom__report *r, loom__model *m, const struct host_
   size_t n, *rows = loom__report_rows(r, h->group, &n, h->by_self);
   for (size_t i = 0, made = loom__model_limit(m, t, n); i < made; i++) {
     const loom__rname *k = &r->names[rows[i]];
-    loom__table_str(t, S(r, k->name));
+    loom__table_str(t, loom__report_str(r, k->name));
     loom__table_int(t, (int64_t)k->count);
     loom__table_int(t, k->total);
     loom__table_int(t, k->self);
@@ -107,7 +106,7 @@ void loom__report_steps(const loom__report *r, loom__model *m) {
   qsort(ix, r->nsteps, sizeof *ix, cmp_step);
   for (size_t i = 0, made = loom__model_limit(m, t, r->nsteps); i < made; i++) {
     const loom__rstep *st = &r->steps[ix[i]];
-    loom__table_str(t, S(r, st->name));
+    loom__table_str(t, loom__report_str(r, st->name));
     loom__table_int(t, st->ts - r->t0);
     loom__table_int(t, st->dur);
     loom__table_int(t, st->dev_time);
@@ -241,7 +240,7 @@ static void not_understood_values(const loom__report *r, loom__model *m) {
     if (!b->count[k]) continue;
     loom__table_str(t, loom__bad_name(k));
     loom__table_int(t, (int64_t)b->count[k]);
-    loom__table_str(t, S(r, b->example[k]));
+    loom__table_str(t, loom__report_str(r, b->example[k]));
     loom__table_str(t, loom__bad_kept(k));
   }
 }
@@ -250,7 +249,7 @@ void loom__report_unknown(const loom__report *r, loom__model *m) {
   loom__table *t = loom__model_add(m, "not_understood.categories", "Not understood: categories of no known "
                                    "kind (not analysed)", cat_cols, 2, LOOM__TF_ALL);
   for (size_t i = 0; i < r->nunknown; i++) {
-    loom__table_str(t, r->unknown[i].cat ? S(r, r->unknown[i].cat) : "");
+    loom__table_str(t, r->unknown[i].cat ? loom__report_str(r, r->unknown[i].cat) : "");
     loom__table_int(t, (int64_t)r->unknown[i].count);
   }
   not_understood_values(r, m);

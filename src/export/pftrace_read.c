@@ -28,12 +28,12 @@
 #include "trace/trace.h"
 #include "util/util.h"
 
-static void interned(rd *r, pbr m) {
+static void interned(pf_reader *r, pb_span msg) {
   uint32_t f;
   int w;
   uint64_t v;
-  pbr sub, e;
-  while (rd_field(&m, &f, &w, &v, &sub)) {
+  pb_span sub, e;
+  while (rd_field(&msg, &f, &w, &v, &sub)) {
     if (w != PB_LEN) continue;
     uint32_t table = f == PF_ID_EVENT_NAMES ? IID_NAMES : f == PF_ID_EVENT_CATEGORIES ? IID_CATS
                    : f == PF_ID_DEBUG_ANNOTATION_NAMES ? IID_ARGN
@@ -58,12 +58,12 @@ static void interned(rd *r, pbr m) {
 /* A clock snapshot: clock 64 of the sequence starts at its value, which
  * is REALTIME's in the same snapshot (loom's files: at value 0, in units of
  * unit_multiplier_ns), or, without REALTIME, taken as it is. */
-static void clock_snapshot(rd *r, seqst *q, pbr m) {
+static void clock_snapshot(pf_reader *r, seqst *q, pb_span msg) {
   uint32_t f, f2;
   int w, w2, has_real = 0, has_loom = 0;
   uint64_t v, real = 0, loom = 0, mult = 1;
-  pbr sub, e;
-  while (rd_field(&m, &f, &w, &v, &sub)) {
+  pb_span sub, e;
+  while (rd_field(&msg, &f, &w, &v, &sub)) {
     if (f != PF_CS_CLOCKS || w != PB_LEN) continue;
     uint64_t id = 0, ts = 0, unit = 1;
     while (rd_field(&sub, &f2, &w2, &v, &e)) {
@@ -82,7 +82,7 @@ static void clock_snapshot(rd *r, seqst *q, pbr m) {
 }
 
 /* The state of packet sequence seq, made on first use (NULL: out of memory). */
-static seqst *seq_of(rd *r, uint32_t seq) {
+static seqst *seq_of(pf_reader *r, uint32_t seq) {
   if (r->cur && r->cur->seq == seq) return r->cur; /* the same sequence as the last packet */
   uint64_t *i = loom__map_get(&r->seq_at, seq);
   if (i) return &r->seqs[*i];
@@ -97,7 +97,7 @@ static seqst *seq_of(rd *r, uint32_t seq) {
 /* Streaming: times go out relative to a base, as a JSON file's do (the
  * base the JSON writer would pick, from the first time read), and the
  * trace's base_ns says what to add. */
-static int64_t stream_time(rd *r, int64_t ts) {
+static int64_t stream_time(pf_reader *r, int64_t ts) {
   if (!r->based) {
     r->based = 1;
     r->t->base_ns = loom__base_of(ts);
@@ -112,7 +112,7 @@ static int64_t stream_time(rd *r, int64_t ts) {
  * times stay within 64 bits downstream. */
 #define PF_TIME_MIN (-LOOM__TIME_LIMIT)
 #define PF_TIME_MAX (2 * LOOM__TIME_LIMIT)
-static void time_out_of_range(rd *r) {
+static void time_out_of_range(pf_reader *r) {
   char text[40];
   int n = snprintf(text, sizeof text, "%lld ns", (long long)r->ts);
   loom__trace_bad(r->t, LOOM__BAD_TIME_RANGE, "ts", text, (size_t)n, NULL);
@@ -138,14 +138,14 @@ static int wrong_wire(uint32_t f, int w) {
 /* ChromeEventBundle: the metadata entry "loom_header" holds the JSON
  * writer's top-level keys (pftrace_write.c), read as the JSON reader reads
  * them. */
-static void chrome_events(rd *r, pbr m) {
+static void chrome_events(pf_reader *r, pb_span msg) {
   uint32_t f, f2;
   int w, w2;
   uint64_t v;
-  pbr sub, e;
-  while (rd_field(&m, &f, &w, &v, &sub)) {
+  pb_span sub, e;
+  while (rd_field(&msg, &f, &w, &v, &sub)) {
     if (f != PF_CEB_METADATA || w != PB_LEN) continue;
-    pbr name = {0}, value = {0};
+    pb_span name = {0}, value = {0};
     while (rd_field(&sub, &f2, &w2, &v, &e)) {
       if (f2 == PF_CM_NAME && w2 == PB_LEN) name = e;
       if (f2 == PF_CM_STRING && w2 == PB_LEN) value = e;
@@ -159,13 +159,13 @@ static void chrome_events(rd *r, pbr m) {
   }
 }
 
-static void packet(rd *r, pbr m) {
+static void packet(pf_reader *r, pb_span msg) {
   uint32_t f, f2;
   int w, w2;
   uint64_t v, ts = 0, clock = 0, seq = 0;
   int has_ts = 0, has_clock = 0;
-  pbr sub, e, te = {0}, td = {0}, in = {0}, cs = {0}, ce = {0}, ps = {0}, defaults = {0};
-  while (rd_field(&m, &f, &w, &v, &sub)) {
+  pb_span sub, e, te = {0}, td = {0}, in = {0}, cs = {0}, ce = {0}, ps = {0}, defaults = {0};
+  while (rd_field(&msg, &f, &w, &v, &sub)) {
     if (wrong_wire(f, w) && !r->wrong_wire++) r->wrong_at = r->pkt_at;
     switch (f) {
     case PF_PKT_TIMESTAMP: if (w == PB_VARINT) ts = v, has_ts = 1; break;
@@ -181,7 +181,7 @@ static void packet(rd *r, pbr m) {
     default: break;
     }
   }
-  if (m.bad) return;
+  if (msg.bad) return;
   seqst *q = r->cur = seq_of(r, (uint32_t)seq);
   if (!q) return;
   while (defaults.p && rd_field(&defaults, &f2, &w2, &v, &e)) {
@@ -189,7 +189,7 @@ static void packet(rd *r, pbr m) {
     if (f2 != PF_TPD_TRACK_EVENT_DEFAULTS || w2 != PB_LEN) continue;
     uint32_t f3;
     int w3;
-    pbr e3;
+    pb_span e3;
     while (rd_field(&e, &f3, &w3, &v, &e3))
       if (f3 == PF_TED_TRACK_UUID && w3 == PB_VARINT) q->track = v;
   }
@@ -215,7 +215,7 @@ static void packet(rd *r, pbr m) {
   if (ce.p) chrome_events(r, ce);
 }
 
-static void rd_free(rd *r) {
+static void rd_free(pf_reader *r) {
   for (int i = 0; i < IID_TABLES; i++) loom__map_free(&r->iids[i]);
   loom__map_free(&r->tracks);
   loom__map_free(&r->flow_src);
@@ -238,7 +238,7 @@ static void rd_free(rd *r) {
 
 /* Streaming: hands the closed events to the sink; at the end (all) also
  * the ones never closed. */
-static int flush(rd *r, int all) {
+static int flush(pf_reader *r, int all) {
   size_t n = 0, **keep = NULL;
   if (all) {
     loom__trace_close_open(r->t);
@@ -255,7 +255,7 @@ static int flush(rd *r, int all) {
 
 /* A flush between two series of one counter event would cut it in two: the
  * last event, when a counter, stays (as an open one does) for its next series. */
-static int flush_but_counter(rd *r) {
+static int flush_but_counter(pf_reader *r) {
   loom__ev *last = &r->t->ev[r->t->nev - 1];
   int hold = last->ph == LOOM__PH_COUNTER && !(last->flags & LOOM__EV_OPEN);
   if (hold) last->flags |= LOOM__EV_OPEN;
@@ -264,7 +264,7 @@ static int flush_but_counter(rd *r) {
   return rc;
 }
 
-static int finish(rd *r) {
+static int finish(pf_reader *r) {
   loom_trace *t = r->t;
   if (r->sink) {
     if (flush(r, 1) != 0) return -1;
@@ -369,7 +369,7 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
   *out = NULL;
   gzFile fp = gzopen(path, "rb"); /* a .pftrace.gz, or a plain file passed through */
   if (!fp) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
-  rd r;
+  pf_reader r;
   memset(&r, 0, sizeof r);
   loom__samples_init(&r.smp);
   r.t = loom__trace_new();
@@ -392,9 +392,9 @@ loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const l
   loom_status st = r.t ? LOOM_OK : loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   while (st == LOOM_OK && next_packet(&in, path, &offset, &at, &p, &len, &st) == 1) {
     if (!len) continue; /* an empty packet: nothing to read */
-    pbr m = {p, p + len, 0};
+    pb_span msg = {p, p + len, 0};
     r.pkt_at = at;
-    packet(&r, m);
+    packet(&r, msg);
     if (sink && r.t->nev >= r.flush_at && flush_but_counter(&r) != 0) r.oom = 1;
     if (r.oom) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
     else if (r.header_bad) st = LOOM_EFORMAT; /* message set by the JSON reader */

@@ -16,12 +16,13 @@
 #include "trace/trace.h"
 #include "util/util.h"
 
-typedef struct pbr {
+/* The bytes of a protobuf message being read, field by field (rd_field). */
+typedef struct pb_span {
   const uint8_t *p, *end;
   int bad;
-} pbr;
+} pb_span;
 
-__attribute__((always_inline)) static inline uint64_t rd_varint(pbr *r) {
+__attribute__((always_inline)) static inline uint64_t rd_varint(pb_span *r) {
   if (r->p < r->end && !(*r->p & 0x80)) return *r->p++; /* one byte: most */
   uint64_t v = 0;
   for (int shift = 0; shift < 64; shift += 7) {
@@ -42,7 +43,7 @@ __attribute__((always_inline)) static inline uint64_t rd_varint(pbr *r) {
  * (empty, 0) for the other wire types, so a field of an unexpected type
  * never leaves a stale view of an earlier packet's buffer, which the file
  * reader has reallocated since. */
-__attribute__((always_inline)) static inline int rd_field(pbr *r, uint32_t *field, int *wire, uint64_t *v, pbr *sub) {
+__attribute__((always_inline)) static inline int rd_field(pb_span *r, uint32_t *field, int *wire, uint64_t *v, pb_span *sub) {
   static const uint8_t none;
   sub->p = sub->end = &none;
   sub->bad = 0;
@@ -77,14 +78,15 @@ __attribute__((always_inline)) static inline int rd_field(pbr *r, uint32_t *fiel
   return !r->bad;
 }
 
-typedef struct trk {
+/* A track the file describes (TrackDescriptor), by its uuid. */
+typedef struct pf_track {
   uint64_t uuid, parent;
   int64_t pid, tid;
   int is_proc, is_thread, is_counter;
   uint32_t name, desc;
   uint32_t track;    /* model track (threads), resolved lazily for others */
   int has_track;
-} trk;
+} pf_track;
 
 /* What a packet sequence set for the packets after: its clock 64 (an
  * incremental clock: real is its time at the snapshot, inc its value then,
@@ -104,7 +106,8 @@ typedef struct open_slice {
 /* The strings a packet sequence interns for events (InternedData). */
 enum { IID_NAMES = 1, IID_CATS, IID_ARGN, IID_STRV, IID_TABLES };
 
-typedef struct rd {
+/* The reader of one file: the trace it fills and what the packets set. */
+typedef struct pf_reader {
   loom_trace *t;
   const char *path;
   loom__map iids[IID_TABLES];  /* IID_*: (sequence, iid) -> string id ([0] unused) */
@@ -112,7 +115,7 @@ typedef struct rd {
   loom__kind_cache kinds;      /* category id -> kind */
   loom__map tracks;            /* uuid -> index into trks */
   size_t trk_hit[64];          /* 1 + index into trks of recently found uuids (trk_of) */
-  trk *trks;
+  pf_track *trks;
   size_t ntrks, cap_trks;
   open_slice *open;
   size_t nopen, cap_open;
@@ -154,9 +157,9 @@ typedef struct rd {
   char *stack;                /* scratch: a sample's stack text */
   size_t stack_cap;
   int oom;
-} rd;
+} pf_reader;
 
-static inline uint32_t str_of(rd *r, const pbr *s) {
+static inline uint32_t str_of(pf_reader *r, const pb_span *s) {
   uint32_t id = loom__strtab_intern(&r->t->strs, (const char *)s->p, (size_t)(s->end - s->p));
   if (!id && s->end > s->p) r->oom = 1;
   return id;
@@ -164,7 +167,7 @@ static inline uint32_t str_of(rd *r, const pbr *s) {
 
 /* Event names, categories and argument names are interned per packet
  * sequence: keyed by (sequence, iid). */
-static inline uint64_t seq_iid(const rd *r, uint64_t iid) {
+static inline uint64_t seq_iid(const pf_reader *r, uint64_t iid) {
   return r->cur ? iid ^ (uint64_t)r->cur->seq << 40 : iid;
 }
 
@@ -172,12 +175,12 @@ static inline uint64_t seq_iid(const rd *r, uint64_t iid) {
  * none).  Events look their names, categories and argument names up by
  * iid: a direct-mapped cache in front of the maps (written through by
  * interned()) takes the hashing and the misses off most of them. */
-static inline struct iid_slot *iid_slot(rd *r, uint32_t table, uint64_t key) {
+static inline struct iid_slot *iid_slot(pf_reader *r, uint32_t table, uint64_t key) {
   uint64_t h = (key ^ ((uint64_t)table << 56)) * 0x9e3779b97f4a7c15ull;
   return &r->iidc[h >> 54];
 }
 
-__attribute__((always_inline)) static inline uint32_t iid_get(rd *r, uint32_t table, uint64_t iid) {
+__attribute__((always_inline)) static inline uint32_t iid_get(pf_reader *r, uint32_t table, uint64_t iid) {
   uint64_t key = seq_iid(r, iid);
   struct iid_slot *c = iid_slot(r, table, key);
   if (c->table == table && c->key == key) return c->val;
@@ -194,10 +197,10 @@ enum { PF_EVENT_FLOWS = 64 }; /* flows kept per event and way; more are counted 
  * pointers): 1 with *id the text interned and *json whether it is JSON; 0
  * for a scalar the caller reads itself; -1 for a value of no type loom
  * reads (counted by the caller). */
-int loom__pfr_value_text(rd *r, pbr m, uint32_t *id, int *json);
-void loom__pfr_descriptor(rd *r, pbr m);
-void loom__pfr_track_event(rd *r, pbr m);
-void loom__pfr_interned_profile(rd *r, pbr m);
-void loom__pfr_perf_sample(rd *r, pbr m);
+int loom__pfr_value_text(pf_reader *r, pb_span msg, uint32_t *id, int *json);
+void loom__pfr_descriptor(pf_reader *r, pb_span msg);
+void loom__pfr_track_event(pf_reader *r, pb_span msg);
+void loom__pfr_interned_profile(pf_reader *r, pb_span msg);
+void loom__pfr_perf_sample(pf_reader *r, pb_span msg);
 
 #endif

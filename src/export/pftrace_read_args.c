@@ -14,33 +14,33 @@
 
 enum { MAX_DEPTH = 64 }; /* deeper values are written as null, and counted */
 
-static void raw(rd *r, const char *s, size_t n) {
+static void raw(pf_reader *r, const char *s, size_t n) {
   char *d = loom__out_reserve(&r->jtext, n);
   if (r->jtext.failed && r->jtext.len + n > r->jtext.cap) return; /* out of memory: said after */
   memcpy(d, s, n);
   r->jtext.len += n;
 }
 
-static void text(rd *r, const char *s) { raw(r, s, strlen(s)); }
+static void text(pf_reader *r, const char *s) { raw(r, s, strlen(s)); }
 
-static void u64(rd *r, uint64_t v) {
+static void u64(pf_reader *r, uint64_t v) {
   char b[24];
   raw(r, b, loom__fmt_u64(b, v));
 }
 
-static void i64(rd *r, int64_t v) {
+static void i64(pf_reader *r, int64_t v) {
   char b[24];
   raw(r, b, loom__fmt_i64(b, v));
 }
 
 /* A pointer as trace_processor shows it: "0x..." (quoted: within JSON). */
-static void pointer(rd *r, uint64_t v, int quoted) {
+static void pointer(pf_reader *r, uint64_t v, int quoted) {
   char b[24];
   int n = snprintf(b, sizeof b, quoted ? "\"0x%" PRIx64 "\"" : "0x%" PRIx64, v);
   raw(r, b, (size_t)n);
 }
 
-static void dbl(rd *r, uint64_t bits) {
+static void dbl(pf_reader *r, uint64_t bits) {
   double d;
   memcpy(&d, &bits, sizeof d);
   char b[40];
@@ -48,19 +48,19 @@ static void dbl(rd *r, uint64_t bits) {
   else text(r, "null"); /* JSON has no infinity or NaN */
 }
 
-static void str(rd *r, const uint8_t *p, size_t n) { loom__json_str(&r->jtext, (const char *)p, n); }
+static void str(pf_reader *r, const uint8_t *p, size_t n) { loom__json_str(&r->jtext, (const char *)p, n); }
 
-static void id_str(rd *r, uint32_t id) {
+static void id_str(pf_reader *r, uint32_t id) {
   const char *s = id ? loom__trace_cstr(r->t, id) : "";
   loom__json_str(&r->jtext, s, strlen(s));
 }
 
-static void value(rd *r, pbr m, int depth);
+static void value(pf_reader *r, pb_span msg, int depth);
 
 /* The older NestedValue: a dict (keys and values side by side), an array
  * or one leaf. */
-static void nested(rd *r, pbr m, int depth) {
-  pbr c = m, sub;
+static void nested(pf_reader *r, pb_span msg, int depth) {
+  pb_span c = msg, sub;
   uint32_t f;
   int w;
   uint64_t v, type = 0;
@@ -73,7 +73,7 @@ static void nested(rd *r, pbr m, int depth) {
   }
   if (type == 1 || type == 2) {
     text(r, type == 1 ? "{" : "[");
-    pbr keys = m, vals = m, k = {0}, e = {0};
+    pb_span keys = msg, vals = msg, k = {0}, e = {0};
     int first = 1;
     for (;;) {
       uint32_t fk = 0, fv = 0;
@@ -97,7 +97,7 @@ static void nested(rd *r, pbr m, int depth) {
     text(r, type == 1 ? "}" : "]");
     return;
   }
-  c = m;
+  c = msg;
   int any = 0;
   while (rd_field(&c, &f, &w, &v, &sub)) {
     if (f == PF_NV_INT && w == PB_VARINT) i64(r, (int64_t)v), any = 1;
@@ -111,13 +111,13 @@ static void nested(rd *r, pbr m, int depth) {
 
 /* The value of one DebugAnnotation (a dict entry's or an array element's
  * too) as JSON. */
-static void value(rd *r, pbr m, int depth) {
+static void value(pf_reader *r, pb_span msg, int depth) {
   if (depth >= MAX_DEPTH) {
     r->odd_value = 1;
     text(r, "null");
     return;
   }
-  pbr c = m, sub;
+  pb_span c = msg, sub;
   uint32_t f;
   int w;
   uint64_t v;
@@ -129,12 +129,12 @@ static void value(rd *r, pbr m, int depth) {
   if (dict || array) {
     text(r, dict ? "{" : "[");
     int first = 1;
-    for (c = m; rd_field(&c, &f, &w, &v, &sub);) {
+    for (c = msg; rd_field(&c, &f, &w, &v, &sub);) {
       if (w != PB_LEN || f != (dict ? PF_DA_DICT_ENTRIES : PF_DA_ARRAY_VALUES)) continue;
       if (!first) text(r, ",");
       first = 0;
       if (dict) { /* the entry's name */
-        pbr e = sub, n;
+        pb_span e = sub, n;
         uint32_t f2, key = 0;
         int w2;
         uint64_t v2;
@@ -150,7 +150,7 @@ static void value(rd *r, pbr m, int depth) {
     text(r, dict ? "}" : "]");
     return;
   }
-  for (c = m; rd_field(&c, &f, &w, &v, &sub);) {
+  for (c = msg; rd_field(&c, &f, &w, &v, &sub);) {
     switch (f) {
     case PF_DA_BOOL: if (w == PB_VARINT) { text(r, v ? "true" : "false"); return; } break;
     case PF_DA_UINT: if (w == PB_VARINT) { u64(r, v); return; } break;
@@ -168,8 +168,8 @@ static void value(rd *r, pbr m, int depth) {
   text(r, "null");
 }
 
-int loom__pfr_value_text(rd *r, pbr m, uint32_t *id, int *json) {
-  pbr c = m, sub;
+int loom__pfr_value_text(pf_reader *r, pb_span msg, uint32_t *id, int *json) {
+  pb_span c = msg, sub;
   uint32_t f;
   int w;
   uint64_t v;
@@ -189,13 +189,13 @@ int loom__pfr_value_text(rd *r, pbr m, uint32_t *id, int *json) {
   }
   r->jtext.len = 0;
   if (kind == 3) { /* kept as written: JSON when it is */
-    for (c = m; rd_field(&c, &f, &w, &v, &sub);)
+    for (c = msg; rd_field(&c, &f, &w, &v, &sub);)
       if (f == PF_DA_LEGACY_JSON && w == PB_LEN) raw(r, (const char *)sub.p, (size_t)(sub.end - sub.p));
   } else if (kind == 2) { /* its text, a string */
-    for (c = m; rd_field(&c, &f, &w, &v, &sub);)
+    for (c = msg; rd_field(&c, &f, &w, &v, &sub);)
       if (f == PF_DA_POINTER && w == PB_VARINT) pointer(r, v, 0);
   } else {
-    value(r, m, 0);
+    value(r, msg, 0);
   }
   if (r->jtext.failed) {
     r->oom = 1;

@@ -13,22 +13,22 @@
 #include "export/pftrace_read.h"
 
 /* ---- CPU samples: profiling tables and PerfSample ----------------------- */
-static const char *iid_str(rd *r, loom__map *m, uint64_t iid) {
-  uint64_t *id = iid ? loom__map_get(m, iid) : NULL;
+static const char *iid_str(pf_reader *r, loom__map *table, uint64_t iid) {
+  uint64_t *id = iid ? loom__map_get(table, iid) : NULL;
   return id ? loom__trace_cstr(r->t, (uint32_t)*id) : "";
 }
 
 /* A mapping's path: loom writes it as one component, kept as it is; other
  * producers split it ("system", "lib64", "libc.so"), joined with "/"s. */
-static void profile_mapping(rd *r, pbr m) {
+static void profile_mapping(pf_reader *r, pb_span msg) {
   uint64_t iid = 0, v;
   uint32_t f;
   int w, parts = 0;
-  pbr sub;
+  pb_span sub;
   char path[4096], one[4096];
   size_t n = 0;
   one[0] = 0;
-  while (rd_field(&m, &f, &w, &v, &sub)) {
+  while (rd_field(&msg, &f, &w, &v, &sub)) {
     if (f == PF_MAP_IID && w == PB_VARINT) iid = v;
     if (f != PF_MAP_PATH_STRING_IDS || w != PB_VARINT) continue;
     const char *c = iid_str(r, &r->mpaths, v);
@@ -43,12 +43,12 @@ static void profile_mapping(rd *r, pbr m) {
   if ((!id && len) || loom__map_put(&r->mappings, iid, id)) r->oom = 1;
 }
 
-static void profile_frame(rd *r, pbr m) {
+static void profile_frame(pf_reader *r, pb_span msg) {
   uint64_t iid = 0, fn = 0, map = 0, pc = 0, v;
   uint32_t f;
   int w;
-  pbr sub;
-  while (rd_field(&m, &f, &w, &v, &sub)) {
+  pb_span sub;
+  while (rd_field(&msg, &f, &w, &v, &sub)) {
     if (w != PB_VARINT) continue;
     if (f == PF_FRAME_IID) iid = v;
     else if (f == PF_FRAME_FUNCTION_NAME_ID) fn = v;
@@ -62,12 +62,12 @@ static void profile_frame(rd *r, pbr m) {
 
 /* A callstack (outermost frame first) as the call site of its leaf; a
  * frame id the file never interned is left out. */
-static void profile_callstack(rd *r, pbr m) {
+static void profile_callstack(pf_reader *r, pb_span msg) {
   uint64_t iid = 0, v;
   uint32_t f, site = 0;
   int w;
-  pbr sub;
-  while (rd_field(&m, &f, &w, &v, &sub)) {
+  pb_span sub;
+  while (rd_field(&msg, &f, &w, &v, &sub)) {
     if (f == PF_CALLSTACK_IID && w == PB_VARINT) iid = v;
     uint64_t *fi = f == PF_CALLSTACK_FRAME_IDS && w == PB_VARINT ? loom__map_get(&r->frames, v) : NULL;
     if (fi && !(site = loom__samples_site(&r->smp, site, (uint32_t)(*fi - 1)))) r->oom = 1;
@@ -75,11 +75,11 @@ static void profile_callstack(rd *r, pbr m) {
   if (iid && loom__map_put(&r->callstacks, iid, site)) r->oom = 1;
 }
 
-/* Mappings, then frames, then callstacks, whatever their order in m. */
-void loom__pfr_interned_profile(rd *r, pbr m) {
+/* Mappings, then frames, then callstacks, whatever their order in msg. */
+void loom__pfr_interned_profile(pf_reader *r, pb_span msg) {
   static const uint32_t order[] = {PF_ID_MAPPINGS, PF_ID_FRAMES, PF_ID_CALLSTACKS};
   for (int pass = 0; pass < 3; pass++) {
-    pbr c = m, sub;
+    pb_span c = msg, sub;
     uint32_t f;
     int w;
     uint64_t v;
@@ -95,18 +95,18 @@ void loom__pfr_interned_profile(rd *r, pbr m) {
 /* A PerfSample: a CPU sample on its thread, named and with its stack as
  * the Chrome JSON reader gives one.  Packets without a callstack (lost
  * records, skipped samples) are not samples. */
-void loom__pfr_perf_sample(rd *r, pbr m) {
+void loom__pfr_perf_sample(pf_reader *r, pb_span msg) {
   uint64_t pid = 0, tid = 0, cs = 0, v;
   uint32_t f;
   int w, has_cs = 0;
-  pbr sub;
-  while (rd_field(&m, &f, &w, &v, &sub)) {
+  pb_span sub;
+  while (rd_field(&msg, &f, &w, &v, &sub)) {
     if (w != PB_VARINT) continue;
     if (f == PF_PS_PID) pid = v;
     else if (f == PF_PS_TID) tid = v;
     else if (f == PF_PS_CALLSTACK_IID) cs = v, has_cs = 1;
   }
-  if (!has_cs || m.bad) return;
+  if (!has_cs || msg.bad) return;
   uint64_t *site = loom__map_get(&r->callstacks, cs);
   uint32_t leaf = site ? (uint32_t)*site : 0, track;
   long n = loom__samples_text(&r->smp, leaf, &r->stack, &r->stack_cap);
@@ -126,7 +126,7 @@ void loom__pfr_perf_sample(rd *r, pbr m) {
 
 /* The descriptor of track uuid (NULL: none); the last few found are
  * remembered by index (events come in runs on one track). */
-static trk *trk_of(rd *r, uint64_t uuid) {
+static pf_track *trk_of(pf_reader *r, uint64_t uuid) {
   size_t h = (size_t)((uuid * 0x9e3779b97f4a7c15ull) >> 58);
   if (r->trk_hit[h] && r->trks[r->trk_hit[h] - 1].uuid == uuid) return &r->trks[r->trk_hit[h] - 1];
   uint64_t *i = loom__map_get(&r->tracks, uuid);
@@ -138,7 +138,7 @@ static trk *trk_of(rd *r, uint64_t uuid) {
 /* The pid a descriptor's process has in the trace, and whether it is a
  * device: the writer's PF_DEVICE_PID_BASE + pid, or a pid of its own that
  * the process descriptor's description names ("loom: device pid -1"). */
-static int model_pid(rd *r, trk *k) {
+static int model_pid(pf_reader *r, pf_track *k) {
   static const char mark[] = "loom: device pid ";
   const char *d = k->desc ? loom__trace_cstr(r->t, k->desc) : "";
   if (k->is_proc && !strncmp(d, mark, sizeof mark - 1)) {
@@ -159,15 +159,15 @@ static int model_pid(rd *r, trk *k) {
   return 1;
 }
 
-void loom__pfr_descriptor(rd *r, pbr m) {
-  trk k;
+void loom__pfr_descriptor(pf_reader *r, pb_span msg) {
+  pf_track k;
   memset(&k, 0, sizeof k);
   uint32_t f, f2;
   int w, w2;
   uint64_t v;
-  pbr sub, e;
+  pb_span sub, e;
   uint32_t labels = 0;
-  while (rd_field(&m, &f, &w, &v, &sub)) {
+  while (rd_field(&msg, &f, &w, &v, &sub)) {
     if (f == PF_TD_UUID && w == PB_VARINT) k.uuid = v;
     else if (f == PF_TD_PARENT_UUID && w == PB_VARINT) k.parent = v;
     else if (f == PF_TD_NAME && w == PB_LEN) k.name = str_of(r, &sub);
@@ -225,7 +225,7 @@ static int same_counter_event(const loom_trace *t, const loom__ev *e, uint32_t k
 /* A track of a process, not of one of its threads (other producers' async
  * and counter tracks, or the process's own): a thread track of its own in
  * the model, numbered from PF_SYNTH_TID and named as the track is. */
-static trk *process_track(rd *r, trk *own, const trk *proc) {
+static pf_track *process_track(pf_reader *r, pf_track *own, const pf_track *proc) {
   loom_trace *t = r->t;
   int device = LOOM_DEVICE_HOST;
   for (size_t i = 0; i < t->ntracks; i++)
@@ -244,8 +244,8 @@ static trk *process_track(rd *r, trk *own, const trk *proc) {
 /* The model track an event on uuid goes to (async and counter tracks hang
  * off a thread track, or off a process); NULL for tracks loom does not
  * model (global ones). */
-static trk *event_track(rd *r, uint64_t uuid, trk **own) {
-  trk *k = trk_of(r, uuid);
+static pf_track *event_track(pf_reader *r, uint64_t uuid, pf_track **own) {
+  pf_track *k = trk_of(r, uuid);
   *own = k;
   /* a file's parents can form a loop: a chain longer than any real one
    * (process > thread > counter or async track) ends the walk */
@@ -277,7 +277,7 @@ static int is_json(const char *s) {
 
 /* is_json of a trace string, remembered: the same argument texts come back
  * on every event (tensor shapes), and checking one costs a parser. */
-static int is_json_str(rd *r, uint32_t id) {
+static int is_json_str(pf_reader *r, uint32_t id) {
   if (id >= r->cap_is_json) { /* string ids are dense: a byte each */
     size_t was = r->cap_is_json;
     if (loom__grow((void **)&r->is_json, &r->cap_is_json, (size_t)id + 1, 1)) {
@@ -290,7 +290,7 @@ static int is_json_str(rd *r, uint32_t id) {
   return r->is_json[id] == 2;
 }
 
-static void json_marks(rd *r, const loom__ev *e, const char *s) {
+static void json_marks(pf_reader *r, const loom__ev *e, const char *s) {
   loom_trace *t = r->t;
   while (*s) {
     char *end;
@@ -305,15 +305,15 @@ static void json_marks(rd *r, const loom__ev *e, const char *s) {
   }
 }
 
-static void annotation(rd *r, pbr m, loom__ev *e) {
-  pbr m0 = m;
+static void annotation(pf_reader *r, pb_span msg, loom__ev *e) {
+  pb_span whole_msg = msg;
   uint32_t f;
   int w;
   uint64_t v;
-  pbr sub;
+  pb_span sub;
   loom__targ a = {0};
   int have = 0;
-  while (rd_field(&m, &f, &w, &v, &sub)) {
+  while (rd_field(&msg, &f, &w, &v, &sub)) {
     if (f == PF_DA_NAME_IID && w == PB_VARINT) {
       a.key = iid_get(r, IID_ARGN, v);
     } else if (f == PF_DA_NAME && w == PB_LEN) a.key = str_of(r, &sub);
@@ -330,7 +330,7 @@ static void annotation(rd *r, pbr m, loom__ev *e) {
     uint32_t id = 0;
     int json = 0;
     r->odd_value = 0;
-    int k = loom__pfr_value_text(r, m0, &id, &json); /* 0 here: a scalar of the wrong wire type */
+    int k = loom__pfr_value_text(r, whole_msg, &id, &json); /* 0 here: a scalar of the wrong wire type */
     if (k <= 0 || r->odd_value) {
       const char *name = a.key ? loom__trace_cstr(r->t, a.key) : "";
       static const char what[] = "(a value loom does not read)";
@@ -364,7 +364,7 @@ static int is_flow(uint32_t f, int w, int way) {
              : (f == PF_TE_FLOW_IDS && w == PB_I64) || (f == PF_TE_FLOW_IDS_OLD && w == PB_VARINT);
 }
 
-void loom__pfr_track_event(rd *r, pbr m) {
+void loom__pfr_track_event(pf_reader *r, pb_span msg) {
   te_fields x; /* the flow arrays are read up to nout and nin only: not cleared (1 KiB an event) */
   x.type = x.name_iid = x.cat_iid = 0;
   x.name = x.cat = 0;
@@ -374,10 +374,10 @@ void loom__pfr_track_event(rd *r, pbr m) {
   uint32_t f;
   int w;
   uint64_t v;
-  pbr sub;
-  pbr ann[64], whole = m;
+  pb_span sub;
+  pb_span ann[64], whole = msg;
   int nann = 0, more = 0; /* more: annotations past the 64 kept here */
-  while (rd_field(&m, &f, &w, &v, &sub)) {
+  while (rd_field(&msg, &f, &w, &v, &sub)) {
     if (f == PF_TE_TYPE && w == PB_VARINT) x.type = v;
     else if (f == PF_TE_TRACK_UUID && w == PB_VARINT) x.uuid = v;
     else if (f == PF_TE_NAME_IID && w == PB_VARINT) {
@@ -396,8 +396,8 @@ void loom__pfr_track_event(rd *r, pbr m) {
       else more = 1;
     }
   }
-  trk *own;
-  trk *k = event_track(r, x.uuid, &own);
+  pf_track *own;
+  pf_track *k = event_track(r, x.uuid, &own);
   if (!k) { /* a global track: loom's "Record Window End" marker */
     if (x.type == PF_TYPE_INSTANT && !strcmp(loom__trace_cstr(r->t, x.name), "Record Window End")) {
       r->t->window_end = 1;
