@@ -254,14 +254,17 @@ static pf_track *event_track(pf_reader *r, uint64_t uuid, pf_track **own) {
   return k && k->has_track ? k : NULL;
 }
 
-typedef struct te_fields {
+/* The fields of one TrackEvent that matter before it is added. */
+typedef struct event_fields {
   uint64_t type, uuid, name_iid, cat_iid;
   uint32_t name, cat;
   double dvalue;
   int has_value;
   uint64_t flows_out[PF_EVENT_FLOWS], flows_in[PF_EVENT_FLOWS];
   int nout, nin;
-} te_fields;
+  pb_span ann[64], whole; /* its debug annotations, read once the event is added */
+  int nann, more;         /* more: annotations past the 64 kept here (read again) */
+} event_fields;
 
 /* "loom_json" (written after the arguments): the positions of e's
  * arguments that hold JSON text, "0,3". */
@@ -364,90 +367,86 @@ static int is_flow(uint32_t f, int w, int way) {
              : (f == PF_TE_FLOW_IDS && w == PB_I64) || (f == PF_TE_FLOW_IDS_OLD && w == PB_VARINT);
 }
 
-void loom__pfr_track_event(pf_reader *r, pb_span msg) {
-  te_fields x; /* the flow arrays are read up to nout and nin only: not cleared (1 KiB an event) */
-  x.type = x.name_iid = x.cat_iid = 0;
-  x.name = x.cat = 0;
-  x.dvalue = 0;
-  x.has_value = x.nout = x.nin = 0;
-  x.uuid = r->cur ? r->cur->track : 0; /* the sequence's default track */
-  uint32_t f;
+/* The fields of msg into f (the flow arrays are read up to nout and nin
+ * only: not cleared, 1 KiB an event). */
+static void read_event_fields(pf_reader *r, pb_span msg, event_fields *f) {
+  f->type = f->name_iid = f->cat_iid = 0;
+  f->name = f->cat = 0;
+  f->dvalue = 0;
+  f->has_value = f->nout = f->nin = f->nann = f->more = 0;
+  f->uuid = r->cur ? r->cur->track : 0; /* the sequence's default track */
+  f->whole = msg;
+  uint32_t fn;
   int w;
   uint64_t v;
   pb_span sub;
-  pb_span ann[64], whole = msg;
-  int nann = 0, more = 0; /* more: annotations past the 64 kept here */
-  while (rd_field(&msg, &f, &w, &v, &sub)) {
-    if (f == PF_TE_TYPE && w == PB_VARINT) x.type = v;
-    else if (f == PF_TE_TRACK_UUID && w == PB_VARINT) x.uuid = v;
-    else if (f == PF_TE_NAME_IID && w == PB_VARINT) {
-      x.name = iid_get(r, IID_NAMES, v);
-    } else if (f == PF_TE_NAME && w == PB_LEN) x.name = str_of(r, &sub);
-    else if (f == PF_TE_CATEGORY_IIDS && w == PB_VARINT) {
-      x.cat = iid_get(r, IID_CATS, v);
-    } else if (f == PF_TE_CATEGORIES && w == PB_LEN) x.cat = str_of(r, &sub);
-    else if (f == PF_TE_DOUBLE_COUNTER_VALUE && w == PB_I64) memcpy(&x.dvalue, &v, 8), x.has_value = 1;
-    else if (f == PF_TE_COUNTER_VALUE && w == PB_VARINT) x.dvalue = (double)(int64_t)v, x.has_value = 1;
-    else if (is_flow(f, w, 0) && x.nout < PF_EVENT_FLOWS) x.flows_out[x.nout++] = v;
-    else if (is_flow(f, w, 1) && x.nin < PF_EVENT_FLOWS) x.flows_in[x.nin++] = v;
-    else if (is_flow(f, w, 0) || is_flow(f, w, 1)) r->flows_over++;
-    else if (f == PF_TE_DEBUG_ANNOTATIONS && w == PB_LEN) {
-      if (nann < 64) ann[nann++] = sub;
-      else more = 1;
+  while (rd_field(&msg, &fn, &w, &v, &sub)) {
+    if (fn == PF_TE_TYPE && w == PB_VARINT) f->type = v;
+    else if (fn == PF_TE_TRACK_UUID && w == PB_VARINT) f->uuid = v;
+    else if (fn == PF_TE_NAME_IID && w == PB_VARINT) f->name = iid_get(r, IID_NAMES, v);
+    else if (fn == PF_TE_NAME && w == PB_LEN) f->name = str_of(r, &sub);
+    else if (fn == PF_TE_CATEGORY_IIDS && w == PB_VARINT) f->cat = iid_get(r, IID_CATS, v);
+    else if (fn == PF_TE_CATEGORIES && w == PB_LEN) f->cat = str_of(r, &sub);
+    else if (fn == PF_TE_DOUBLE_COUNTER_VALUE && w == PB_I64) memcpy(&f->dvalue, &v, 8), f->has_value = 1;
+    else if (fn == PF_TE_COUNTER_VALUE && w == PB_VARINT) f->dvalue = (double)(int64_t)v, f->has_value = 1;
+    else if (is_flow(fn, w, 0) && f->nout < PF_EVENT_FLOWS) f->flows_out[f->nout++] = v;
+    else if (is_flow(fn, w, 1) && f->nin < PF_EVENT_FLOWS) f->flows_in[f->nin++] = v;
+    else if (is_flow(fn, w, 0) || is_flow(fn, w, 1)) r->flows_over++;
+    else if (fn == PF_TE_DEBUG_ANNOTATIONS && w == PB_LEN) {
+      if (f->nann < 64) f->ann[f->nann++] = sub;
+      else f->more = 1;
     }
   }
-  pf_track *own;
-  pf_track *k = event_track(r, x.uuid, &own);
-  if (!k) { /* a global track: loom's "Record Window End" marker */
-    if (x.type == PF_TYPE_INSTANT && !strcmp(loom__trace_cstr(r->t, x.name), "Record Window End")) {
-      r->t->window_end = 1;
-      r->window_end_ts = r->ts;
-    }
-    return;
-  }
+}
+
+/* A SLICE_END: the innermost slice open on its track ends now. */
+static void end_slice(pf_reader *r, uint64_t uuid) {
   loom_trace *t = r->t;
-  if (x.type == PF_TYPE_SLICE_END) {
-    for (size_t i = r->nopen; i-- > 0;) {
-      if (r->open[i].uuid != x.uuid) continue;
-      loom__ev *e = &t->ev[r->open[i].ev];
-      e->dur = r->ts - e->ts;
-      if (e->dur < 0) { /* an end before its begin: kept as 0, counted */
-        char text[40];
-        int n = snprintf(text, sizeof text, "%lld ns", (long long)e->dur);
-        loom__trace_bad(t, LOOM__BAD_NEG_DUR, "dur", text, (size_t)n, loom__trace_cstr(t, e->name));
-        e->dur = 0;
-      }
-      e->flags &= (uint16_t)~LOOM__EV_OPEN;
-      memmove(&r->open[i], &r->open[i + 1], (r->nopen - i - 1) * sizeof *r->open);
-      r->nopen--;
-      break;
+  for (size_t i = r->nopen; i-- > 0;) {
+    if (r->open[i].uuid != uuid) continue;
+    loom__ev *e = &t->ev[r->open[i].ev];
+    e->dur = r->ts - e->ts;
+    if (e->dur < 0) { /* an end before its begin: kept as 0, counted */
+      char text[40];
+      int n = snprintf(text, sizeof text, "%lld ns", (long long)e->dur);
+      loom__trace_bad(t, LOOM__BAD_NEG_DUR, "dur", text, (size_t)n, loom__trace_cstr(t, e->name));
+      e->dur = 0;
     }
+    e->flags &= (uint16_t)~LOOM__EV_OPEN;
+    memmove(&r->open[i], &r->open[i + 1], (r->nopen - i - 1) * sizeof *r->open);
+    r->nopen--;
     return;
   }
-  loom__ev e = {.ts = r->ts, .name = x.name, .cat = x.cat, .track = k->track,
-                .kind = (uint8_t)loom__kind_of_cat_id(&r->kinds, t, x.cat), .ph = LOOM__PH_COMPLETE};
-  if (x.type == PF_TYPE_COUNTER) {
-    e.ph = LOOM__PH_COUNTER;
-    e.kind = LOOM_KIND_COUNTER;
-    e.name = own->name;
-    loom__targ a = {.key = own->desc ? own->desc : own->name, .type = LOOM_ARG_DOUBLE};
-    a.v.d = x.dvalue;
-    int join = r->counter_instant != t->nev && same_counter_event(t, &e, a.key);
-    if (!join && loom__trace_add_ev(t, &e)) { r->oom = 1; return; }
-    if (loom__trace_add_arg(t, &a)) r->oom = 1;
+}
+
+/* A counter value: one sample of its track's series, joined to the
+ * counter event of the same time when there is one. */
+static void add_counter(pf_reader *r, loom__ev *e, const pf_track *own, double value) {
+  loom_trace *t = r->t;
+  e->ph = LOOM__PH_COUNTER;
+  e->kind = LOOM_KIND_COUNTER;
+  e->name = own->name;
+  loom__targ a = {.key = own->desc ? own->desc : own->name, .type = LOOM_ARG_DOUBLE};
+  a.v.d = value;
+  int join = r->counter_instant != t->nev && same_counter_event(t, e, a.key);
+  if (!join && loom__trace_add_ev(t, e)) {
+    r->oom = 1;
     return;
   }
-  if (x.type == PF_TYPE_INSTANT) {
-    e.ph = LOOM__PH_INSTANT;
-    if (e.kind == LOOM_KIND_MARKER && strcmp(loom__trace_cstr(t, x.cat), "marker")) e.kind = LOOM_KIND_INSTANT;
-  } else if (own != k && own->desc && !strncmp(loom__trace_cstr(t, own->desc), "async ", 6)) {
-    e.ph = LOOM__PH_ASYNC;
-  }
-  if (loom__trace_add_ev(t, &e)) { r->oom = 1; return; }
-  loom__ev *added = &t->ev[t->nev - 1];
-  for (int i = 0; i < nann; i++) annotation(r, ann[i], added);
-  for (int i = 0; more && rd_field(&whole, &f, &w, &v, &sub);) /* the rest, read again */
-    if (f == PF_TE_DEBUG_ANNOTATIONS && w == PB_LEN && i++ >= 64) annotation(r, sub, added);
+  if (loom__trace_add_arg(t, &a)) r->oom = 1;
+}
+
+/* The added event's arguments, then what they and its track say of it. */
+static void annotate(pf_reader *r, loom__ev *added, event_fields *f, const pf_track *k,
+                     const pf_track *own) {
+  loom_trace *t = r->t;
+  uint32_t fn;
+  int w;
+  uint64_t v;
+  pb_span sub;
+  for (int i = 0; i < f->nann; i++) annotation(r, f->ann[i], added);
+  for (int i = 0; f->more && rd_field(&f->whole, &fn, &w, &v, &sub);) /* the rest, read again */
+    if (fn == PF_TE_DEBUG_ANNOTATIONS && w == PB_LEN && i++ >= 64) annotation(r, sub, added);
   added->kind = (uint8_t)loom__kind_of_marks((loom_kind)added->kind, LOOM__EV_ROLE_OF(added),
                                              added->ph == LOOM__PH_INSTANT);
   if (added->ph == LOOM__PH_COUNTER) { /* an instant marked loom_counter */
@@ -458,19 +457,71 @@ void loom__pfr_track_event(pf_reader *r, pb_span msg) {
     added->correlation = strtoull(loom__trace_cstr(t, own->desc) + 6, NULL, 10);
   if (loom__kind_on_device(added->kind) && t->tracks[k->track].device == LOOM_DEVICE_HOST)
     for (size_t i = 0; i < t->ntracks; i++)
-      if (t->tracks[i].pid == t->tracks[k->track].pid) t->tracks[i].device = loom__device_of_pid(t->tracks[i].pid);
-  for (int i = 0; r->sink && r->fsink && i < x.nout + x.nin; i++) {
-    int out = i < x.nout; /* streaming: the ends bind to this event */
-    uint64_t id = out ? x.flows_out[i] : x.flows_in[i - x.nout];
-    if (r->fsink->flow(r->fsink->ctx, t, id, added->ts, added->track, out ? 's' : 'f', 1, 0, 0)) r->oom = 1;
+      if (t->tracks[i].pid == t->tracks[k->track].pid)
+        t->tracks[i].device = loom__device_of_pid(t->tracks[i].pid);
+}
+
+/* The event's flow ends: to the flow sink when streaming, else remembered
+ * for the links made at the end of the read. */
+static void event_flows(pf_reader *r, const loom__ev *added, const event_fields *f) {
+  loom_trace *t = r->t;
+  for (int i = 0; r->sink && r->fsink && i < f->nout + f->nin; i++) {
+    int out = i < f->nout; /* streaming: the ends bind to this event */
+    uint64_t id = out ? f->flows_out[i] : f->flows_in[i - f->nout];
+    if (r->fsink->flow(r->fsink->ctx, t, id, added->ts, added->track, out ? 's' : 'f', 1, 0, 0))
+      r->oom = 1;
   }
-  for (int i = 0; !r->sink && i < x.nout; i++)
-    if (loom__map_put(&r->flow_src, x.flows_out[i], t->nev)) r->oom = 1;
-  for (int i = 0; !r->sink && i < x.nin; i++)
-    if (loom__map_put(&r->flow_dst, x.flows_in[i], t->nev)) r->oom = 1;
-  if (x.type == PF_TYPE_SLICE_BEGIN) {
+  for (int i = 0; !r->sink && i < f->nout; i++)
+    if (loom__map_put(&r->flow_src, f->flows_out[i], t->nev)) r->oom = 1;
+  for (int i = 0; !r->sink && i < f->nin; i++)
+    if (loom__map_put(&r->flow_dst, f->flows_in[i], t->nev)) r->oom = 1;
+}
+
+/* An event on no track of the model: a global track, where only loom's
+ * "Record Window End" marker means something. */
+static void global_event(pf_reader *r, const event_fields *f) {
+  if (f->type == PF_TYPE_INSTANT && !strcmp(loom__trace_cstr(r->t, f->name), "Record Window End")) {
+    r->t->window_end = 1;
+    r->window_end_ts = r->ts;
+  }
+}
+
+void loom__pfr_track_event(pf_reader *r, pb_span msg) {
+  event_fields f;
+  read_event_fields(r, msg, &f);
+  pf_track *own;
+  pf_track *k = event_track(r, f.uuid, &own);
+  if (!k) {
+    global_event(r, &f);
+    return;
+  }
+  if (f.type == PF_TYPE_SLICE_END) {
+    end_slice(r, f.uuid);
+    return;
+  }
+  loom_trace *t = r->t;
+  loom__ev e = {.ts = r->ts, .name = f.name, .cat = f.cat, .track = k->track,
+                .kind = (uint8_t)loom__kind_of_cat_id(&r->kinds, t, f.cat), .ph = LOOM__PH_COMPLETE};
+  if (f.type == PF_TYPE_COUNTER) {
+    add_counter(r, &e, own, f.dvalue);
+    return;
+  }
+  if (f.type == PF_TYPE_INSTANT) {
+    e.ph = LOOM__PH_INSTANT;
+    if (e.kind == LOOM_KIND_MARKER && strcmp(loom__trace_cstr(t, f.cat), "marker")) e.kind = LOOM_KIND_INSTANT;
+  } else if (own != k && own->desc && !strncmp(loom__trace_cstr(t, own->desc), "async ", 6)) {
+    e.ph = LOOM__PH_ASYNC;
+  }
+  if (loom__trace_add_ev(t, &e)) {
+    r->oom = 1;
+    return;
+  }
+  loom__ev *added = &t->ev[t->nev - 1];
+  annotate(r, added, &f, k, own);
+  event_flows(r, added, &f);
+  if (f.type == PF_TYPE_SLICE_BEGIN) {
     added->flags |= LOOM__EV_OPEN;
-    open_slice o = {x.uuid, t->nev - 1};
+    open_slice o = {f.uuid, t->nev - 1};
     if (LOOM__PUSH(r->open, r->nopen, r->cap_open, o)) r->oom = 1;
   }
 }
