@@ -236,6 +236,103 @@ static void end_args(reader *r, loom__ev *b) {
   t->ev[bev].nargs = (uint16_t)n;
 }
 
+/* An E: the innermost B open on its track ends. */
+static void end_b(reader *r, uint32_t track) {
+  cur_ev *c = &r->ev;
+  for (size_t i = r->nbs; i-- > 0;) {
+    if (r->bs[i].track != track) continue;
+    loom__ev *b = &r->t->ev[r->bs[i].ev];
+    b->dur = c->ts - b->ts;
+    if (b->dur < 0) b->dur = negative_dur(r, b->dur);
+    b->flags &= (uint16_t)~LOOM__EV_OPEN;
+    memmove(&r->bs[i], &r->bs[i + 1], (r->nbs - i - 1) * sizeof *r->bs);
+    r->nbs--;
+    if (r->ev.nargs) end_args(r, b);
+    return;
+  }
+  skip(r, LOOM__BAD_END); /* as trace_processor leaves it out */
+}
+
+/* An e: the async range open with its id and category ends. */
+static void end_async(reader *r) {
+  cur_ev *c = &r->ev;
+  async_open *o = async_end(r, c->id, c->cat);
+  if (!o) {
+    skip(r, LOOM__BAD_END);
+    return;
+  }
+  loom__ev *b = &r->t->ev[o->ev];
+  b->dur = c->ts - b->ts;
+  if (b->dur < 0) b->dur = negative_dur(r, b->dur);
+  b->flags &= (uint16_t)~LOOM__EV_OPEN;
+  o->ev = SIZE_MAX;
+  if (++r->nas_dead > 4096 && 2 * r->nas_dead > r->nas) async_compact(r);
+}
+
+/* An s, f or t: to the flow sink when streaming (when there is one), else
+ * kept until the end of the read links them. */
+static void flow_end(reader *r, uint32_t track) {
+  cur_ev *c = &r->ev;
+  if (r->sink) {
+    if (r->fsink && r->fsink->flow(r->fsink->ctx, r->t, c->id, c->ts, track, c->ph,
+                                   c->ph == 's' || c->bp_e, c->name, c->cat))
+      r->oom = 1;
+    return;
+  }
+  pending_flow f = {c->id, c->ts, track, c->ph, c->ph == 's' || c->bp_e};
+  if (LOOM__PUSH(r->flows, r->nflows, r->cap_flows, f)) r->oom = 1;
+}
+
+/* The event's kind from its category, phase and marks; -1 when the event
+ * is the global "Record Window End" instant (it becomes the window's end). */
+static int event_kind(reader *r) {
+  cur_ev *c = &r->ev;
+  const char *cat = loom__trace_cstr(r->t, c->cat);
+  loom_kind kind = loom__kind_of_cat_id(&r->kinds, r->t, c->cat);
+  if (c->ph == 'C') kind = LOOM_KIND_COUNTER;
+  if (c->ph == 'i' || c->ph == 'I') {
+    if (c->global && !strcmp(loom__trace_cstr(r->t, c->name), "Record Window End")) {
+      r->t->window_end = 1; /* the writers put it back, at the window's end */
+      r->window_end_ts = c->ts;
+      return -1;
+    }
+    if (kind == LOOM_KIND_MARKER && strcmp(cat, "marker")) kind = LOOM_KIND_INSTANT;
+  }
+  kind = loom__kind_of_marks(kind, c->roles, 0);
+  if (loom__kind_on_device(kind) || !strcmp(cat, "gpu_user_annotation")) loom__rj_mark_device(r, c->pid);
+  return (int)kind;
+}
+
+/* What the phase makes of e: 1 when e is then added, 0 when the phase
+ * ended another event, was a flow end or is not read. */
+static int by_phase(reader *r, loom__ev *e) {
+  cur_ev *c = &r->ev;
+  switch (c->ph) {
+  case 'X': return 1;
+  case 'B': {
+    e->flags |= LOOM__EV_OPEN;
+    open_b o = {e->track, r->t->nev};
+    if (LOOM__PUSH(r->bs, r->nbs, r->cap_bs, o)) r->oom = 1;
+    return 1;
+  }
+  case 'E': end_b(r, e->track); return 0;
+  case 'i':
+  case 'I': e->ph = LOOM__PH_INSTANT, e->dur = 0; return 1;
+  case 'C': e->ph = LOOM__PH_COUNTER, e->dur = 0; return 1;
+  case 'e': end_async(r); return 0;
+  case 'b':
+    e->ph = LOOM__PH_ASYNC;
+    e->flags |= LOOM__EV_OPEN;
+    e->correlation = c->id;
+    async_begin(r, c->id, c->cat, r->t->nev);
+    return 1;
+  case 's':
+  case 'f':
+  case 't': flow_end(r, e->track); return 0;
+  default: skip(r, LOOM__BAD_PHASE); return 0; /* as trace_processor leaves them out */
+  }
+}
+
 void loom__rj_end_event(reader *r) {
   cur_ev *c = &r->ev;
   if (!c->ph) {
@@ -246,96 +343,15 @@ void loom__rj_end_event(reader *r) {
     metadata_event(r);
     return;
   }
-  const char *cat = loom__trace_cstr(r->t, c->cat);
-  loom_kind kind = loom__kind_of_cat_id(&r->kinds, r->t, c->cat);
-  if (c->ph == 'C') kind = LOOM_KIND_COUNTER;
-  if (c->ph == 'i' || c->ph == 'I') {
-    if (c->global && !strcmp(loom__trace_cstr(r->t, c->name), "Record Window End")) {
-      r->t->window_end = 1; /* the writers put it back, at the window's end */
-      r->window_end_ts = c->ts;
-      return;
-    }
-    if (kind == LOOM_KIND_MARKER && strcmp(cat, "marker")) kind = LOOM_KIND_INSTANT;
-  }
-  kind = loom__kind_of_marks(kind, c->roles, 0);
-  if (loom__kind_on_device(kind) || !strcmp(cat, "gpu_user_annotation")) loom__rj_mark_device(r, c->pid);
+  int kind = event_kind(r);
+  if (kind < 0) return;
   uint32_t track = track_of(r, c->pid, c->tid);
   if (c->ph == 'X' && c->has_dur && c->dur < 0) c->dur = negative_dur(r, c->dur);
   loom__ev e = {.ts = c->ts, .dur = c->has_dur ? c->dur : 0, .correlation = c->correlation,
                 .external_id = c->external_id, .name = c->name, .cat = c->cat,
                 .track = track, .kind = (uint8_t)kind, .ph = LOOM__PH_COMPLETE,
                 .flags = (uint16_t)(c->roles << LOOM__EV_ROLE_SHIFT)};
-  switch (c->ph) {
-  case 'X':
-    break;
-  case 'B': {
-    e.flags |= LOOM__EV_OPEN;
-    open_b o = {track, r->t->nev};
-    if (LOOM__PUSH(r->bs, r->nbs, r->cap_bs, o)) r->oom = 1;
-    break;
-  }
-  case 'E':
-    for (size_t i = r->nbs; i-- > 0;) {
-      if (r->bs[i].track != track) continue;
-      loom__ev *b = &r->t->ev[r->bs[i].ev];
-      b->dur = c->ts - b->ts;
-      if (b->dur < 0) b->dur = negative_dur(r, b->dur);
-      b->flags &= (uint16_t)~LOOM__EV_OPEN;
-      memmove(&r->bs[i], &r->bs[i + 1], (r->nbs - i - 1) * sizeof *r->bs);
-      r->nbs--;
-      if (r->ev.nargs) end_args(r, b);
-      return;
-    }
-    skip(r, LOOM__BAD_END); /* as trace_processor leaves it out */
-    return;
-  case 'i':
-  case 'I':
-    e.ph = LOOM__PH_INSTANT;
-    e.dur = 0;
-    break;
-  case 'C':
-    e.ph = LOOM__PH_COUNTER;
-    e.dur = 0;
-    break;
-  case 'b':
-  case 'e': {
-    if (c->ph == 'e') {
-      async_open *o = async_end(r, c->id, c->cat);
-      if (o) {
-        loom__ev *b = &r->t->ev[o->ev];
-        b->dur = c->ts - b->ts;
-        if (b->dur < 0) b->dur = negative_dur(r, b->dur);
-        b->flags &= (uint16_t)~LOOM__EV_OPEN;
-        o->ev = SIZE_MAX;
-        if (++r->nas_dead > 4096 && 2 * r->nas_dead > r->nas) async_compact(r);
-      } else {
-        skip(r, LOOM__BAD_END);
-      }
-      return;
-    }
-    e.ph = LOOM__PH_ASYNC;
-    e.flags |= LOOM__EV_OPEN;
-    e.correlation = c->id;
-    async_begin(r, c->id, c->cat, r->t->nev);
-    break;
-  }
-  case 's':
-  case 'f':
-  case 't': {
-    if (r->sink) { /* streaming: to the flow sink when there is one */
-      if (r->fsink && r->fsink->flow(r->fsink->ctx, r->t, c->id, c->ts, track, c->ph,
-                                     c->ph == 's' || c->bp_e, c->name, c->cat))
-        r->oom = 1;
-      return;
-    }
-    pending_flow f = {c->id, c->ts, track, c->ph, c->ph == 's' || c->bp_e};
-    if (LOOM__PUSH(r->flows, r->nflows, r->cap_flows, f)) r->oom = 1;
-    return;
-  }
-  default:
-    skip(r, LOOM__BAD_PHASE); /* as trace_processor leaves them out */
-    return;
-  }
+  if (!by_phase(r, &e)) return;
   if (push_event(r, &e) != 0) r->oom = 1;
   if (r->sink && r->t->nev >= r->flush_at && loom__rj_flush(r, 0) != 0) r->oom = 1;
 }
