@@ -197,27 +197,21 @@ static int settle_loose(an *a) {
   return 0;
 }
 
-static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loom__targ *args) {
-  an *a = ctx;
+/* The ids of the keys and categories the pass looks for, looked up again
+ * while missing whenever the reader has interned more strings. */
+static void find_keys(an *a, const loom_trace *t) {
+  if (t->strs.n == a->nstrs) return;
+  a->nstrs = t->strs.n;
+  if (!a->bytes_key) a->bytes_key = loom__strtab_find(&t->strs, "bytes", 5);
+  if (!a->stream_key) a->stream_key = loom__strtab_find(&t->strs, "stream", 6);
+  if (!a->dir_key) a->dir_key = loom__strtab_find(&t->strs, "direction", 9);
+  if (!a->cat_trace) a->cat_trace = loom__strtab_find(&t->strs, "Trace", 5);
+  if (!a->cat_marker) a->cat_marker = loom__strtab_find(&t->strs, "marker", 6);
+}
+
+/* What every event read counts for: totals, kinds, the span. */
+static void count_event(an *a, const loom_trace *t, const loom__ev *e) {
   loom__report *rep = a->rep;
-  if (!a->es && !(a->es = loom__esort_new(&t->strs, a->o->sort_budget))) return -1;
-  if (t->strs.n != a->nstrs) { /* look for keys that were missing again */
-    a->nstrs = t->strs.n;
-    if (!a->bytes_key) a->bytes_key = loom__strtab_find(&t->strs, "bytes", 5);
-    if (!a->stream_key) a->stream_key = loom__strtab_find(&t->strs, "stream", 6);
-    if (!a->dir_key) a->dir_key = loom__strtab_find(&t->strs, "direction", 9);
-    if (!a->cat_trace) a->cat_trace = loom__strtab_find(&t->strs, "Trace", 5);
-    if (!a->cat_marker) a->cat_marker = loom__strtab_find(&t->strs, "marker", 6);
-  }
-  loom__ev ek;
-  /* Older traces' calls of a runtime's own category (no marks in the file)
-   * get them from its role description (ranks.c). */
-  if (e->kind == LOOM_KIND_MARKER && rep->ranks) {
-    ek = *e;
-    ek.kind = (uint8_t)loom__kind_of_marks(LOOM_KIND_MARKER, loom__ranks_marks(rep->ranks, t, e),
-                                           e->ph == LOOM__PH_INSTANT);
-    e = &ek;
-  }
   rep->nevents++;
   if (e->ts % 1000) a->fractional = 1;
   if (a->flow_end.n && e->kind != LOOM_KIND_MARKER && e->ph == LOOM__PH_COMPLETE &&
@@ -227,45 +221,88 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
   if (e->flags & LOOM__EV_UNCLOSED) rep->unclosed++;
   if (e->ts < rep->t0) rep->t0 = e->ts;
   if (e->ts + e->dur > rep->t1) rep->t1 = e->ts + e->dur;
-  if (rep->ranks && loom__ranks_event(rep->ranks, t, e, args)) return -1; /* cross-rank state */
-  if ((e->kind == LOOM_KIND_SAMPLE || e->kind == LOOM_KIND_COUNTER) && loom__cpu_event(rep->cpu, t, e, args))
-    return -1;
+}
+
+/* 1 when the pass analyses e: complete, and not an instant, counter,
+ * overhead or a trace's own marker (other markers may be device work by
+ * their structure, by_structure). */
+static int analysed(const an *a, const loom__ev *e) {
   if (e->ph != LOOM__PH_COMPLETE) return 0;
   switch (e->kind) {
-  case LOOM_KIND_MARKER:
-    if (e->cat && (e->cat == a->cat_trace || e->cat == a->cat_marker)) return 0;
-    break; /* device work by its structure? (by_structure) */
+  case LOOM_KIND_MARKER: return !(e->cat && (e->cat == a->cat_trace || e->cat == a->cat_marker));
   case LOOM_KIND_INSTANT:
   case LOOM_KIND_COUNTER:
-  case LOOM_KIND_OVERHEAD:
-    return 0;
-  default:
-    break;
+  case LOOM_KIND_OVERHEAD: return 0;
+  default: return 1;
   }
-  unsigned nf = loom__an_name_flags(a, t, e->name);
-  if ((e->kind == LOOM_KIND_USER_RANGE || e->kind == LOOM_KIND_CPU_OP) && (nf & NF_STEP)) {
-    if (!loom__map_get(&a->step_names, e->name) && loom__map_put(&a->step_names, e->name, 1))
-      return -1;
-    if (e->ts > a->last_step_ts) a->last_step_ts = e->ts;
-    if (e->ts + e->dur > a->last_step_end) {
-      a->last_step_end = e->ts + e->dur;
-      a->last_end_step[0] = e->ts;
-      a->last_end_step[1] = e->dur;
-    }
+}
+
+/* A step range: its name, and the last step's start and end. */
+static int note_step(an *a, const loom__ev *e) {
+  if (!loom__map_get(&a->step_names, e->name) && loom__map_put(&a->step_names, e->name, 1)) return -1;
+  if (e->ts > a->last_step_ts) a->last_step_ts = e->ts;
+  if (e->ts + e->dur > a->last_step_end) {
+    a->last_step_end = e->ts + e->dur;
+    a->last_end_step[0] = e->ts;
+    a->last_end_step[1] = e->dur;
   }
-  loom__arec r = {.ts = e->ts, .dur = e->dur < 0 ? 0 : e->dur, .corr = e->correlation,
-                  .name = e->name, .track = e->track, .kind = e->kind,
-                  .role = (uint8_t)(LOOM__EV_ROLE_OF(e) & ROLE_MASK)};
-  /* HTA's GPU events: whatever has a "stream" other than -1; loom also
-   * counts device work that has no stream argument at all, on its queue. */
+  return 0;
+}
+
+/* HTA's GPU events: whatever has a "stream" other than -1 (r->stream and
+ * r->hta set; 1 returned); loom also counts device work that has no stream
+ * argument at all, on its queue. */
+static int stream_of(const an *a, const loom__ev *e, const loom__targ *args, loom__arec *r) {
   int has_stream = 0;
   for (uint16_t i = 0; a->stream_key && i < e->nargs; i++)
     if (args[i].key == a->stream_key && args[i].type != LOOM_ARG_STRING &&
         args[i].type != LOOM_ARG_DOUBLE) {
       has_stream = 1;
-      r.stream = (uint32_t)args[i].v.i;
-      r.hta = args[i].v.i != -1;
+      r->stream = (uint32_t)args[i].v.i;
+      r->hta = args[i].v.i != -1;
     }
+  return has_stream;
+}
+
+/* HTA's idle-time category of the record's event (cached by category). */
+static int idle_category(an *a, const loom_trace *t, const loom__ev *e, loom__arec *r) {
+  uint64_t *ic = loom__map_get(&a->idle_cat, (uint64_t)e->cat + 1);
+  if (!ic) {
+    const char *cat = e->cat ? loom__strtab_get(&t->strs, e->cat) : NULL;
+    uint64_t v = 1 + (uint64_t)loom__hta_idle_category(cat);
+    if (loom__map_put(&a->idle_cat, (uint64_t)e->cat + 1, v)) return -1;
+    ic = loom__map_get(&a->idle_cat, (uint64_t)e->cat + 1);
+  }
+  if (*ic == 2) r->hta |= LOOM__AREC_HTA_IDLE;
+  return 0;
+}
+
+/* The record's class of device work, bytes and copy direction. */
+static void work_class(an *a, const loom__ev *e, const loom__targ *args, unsigned nf, loom__arec *r) {
+  if (r->kind == LOOM_KIND_MARKER)
+    r->role |= (uint8_t)(direction_code(a, args, e->nargs) << LOOM__AREC_DIR_SHIFT);
+  if (r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET) {
+    r->cls = LOOM__CLS_MEMORY;
+    for (uint16_t i = 0; i < e->nargs; i++)
+      if (args[i].key == a->bytes_key && a->bytes_key)
+        r->bytes = args[i].type == LOOM_ARG_DOUBLE ? (uint64_t)args[i].v.d : args[i].v.u;
+    r->role |= (uint8_t)(direction_code(a, args, e->nargs) << LOOM__AREC_DIR_SHIFT);
+  } else if (r->kind == LOOM_KIND_COLLECTIVE ||
+             (r->kind == LOOM_KIND_KERNEL && loom__an_is_comm_work(r, nf))) {
+    r->cls = LOOM__CLS_COMM;
+  }
+}
+
+/* An analysed event becomes a record of the sort. */
+static int keep_event(an *a, const loom_trace *t, const loom__ev *e, const loom__targ *args) {
+  unsigned nf = loom__an_name_flags(a, t, e->name);
+  if ((e->kind == LOOM_KIND_USER_RANGE || e->kind == LOOM_KIND_CPU_OP) && (nf & NF_STEP) &&
+      note_step(a, e))
+    return -1;
+  loom__arec r = {.ts = e->ts, .dur = e->dur < 0 ? 0 : e->dur, .corr = e->correlation,
+                  .name = e->name, .track = e->track, .kind = e->kind,
+                  .role = (uint8_t)(LOOM__EV_ROLE_OF(e) & ROLE_MASK)};
+  int has_stream = stream_of(a, e, args, &r);
   if (e->kind == LOOM_KIND_MARKER) {
     int st = by_structure(a, t, e, args, has_stream, &r);
     if (st) return st < 0 ? -1 : 0;
@@ -276,28 +313,33 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
     r.stream = (uint32_t)t->tracks[e->track].tid;
     r.hta = 1;
   }
-  if (r.hta || r.kind == LOOM_KIND_MARKER) {
-    uint64_t *ic = loom__map_get(&a->idle_cat, (uint64_t)e->cat + 1);
-    if (!ic) {
-      uint64_t v = 1 + (uint64_t)loom__hta_idle_category(e->cat ? loom__strtab_get(&t->strs, e->cat) : NULL);
-      if (loom__map_put(&a->idle_cat, (uint64_t)e->cat + 1, v)) return -1;
-      ic = loom__map_get(&a->idle_cat, (uint64_t)e->cat + 1);
-    }
-    if (*ic == 2) r.hta |= LOOM__AREC_HTA_IDLE;
-  }
-  if (r.kind == LOOM_KIND_MARKER) r.role |= (uint8_t)(direction_code(a, args, e->nargs) << LOOM__AREC_DIR_SHIFT);
-  if (r.kind == LOOM_KIND_MEMCPY || r.kind == LOOM_KIND_MEMSET) {
-    r.cls = LOOM__CLS_MEMORY;
-    for (uint16_t i = 0; i < e->nargs; i++)
-      if (args[i].key == a->bytes_key && a->bytes_key)
-        r.bytes = args[i].type == LOOM_ARG_DOUBLE ? (uint64_t)args[i].v.d : args[i].v.u;
-    r.role |= (uint8_t)(direction_code(a, args, e->nargs) << LOOM__AREC_DIR_SHIFT);
-  } else if (r.kind == LOOM_KIND_COLLECTIVE || (r.kind == LOOM_KIND_KERNEL && loom__an_is_comm_work(&r, nf))) {
-    r.cls = LOOM__CLS_COMM;
-  }
+  if ((r.hta || r.kind == LOOM_KIND_MARKER) && idle_category(a, t, e, &r)) return -1;
+  work_class(a, e, args, nf, &r);
   if (note_queue(a, t, &r)) return -1;
-  rep->nkept++;
+  a->rep->nkept++;
   return loom__esort_add(a->es, &r);
+}
+
+static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loom__targ *args) {
+  an *a = ctx;
+  loom__report *rep = a->rep;
+  if (!a->es && !(a->es = loom__esort_new(&t->strs, a->o->sort_budget))) return -1;
+  find_keys(a, t);
+  loom__ev ek;
+  /* Older traces' calls of a runtime's own category (no marks in the file)
+   * get them from its role description (ranks.c). */
+  if (e->kind == LOOM_KIND_MARKER && rep->ranks) {
+    ek = *e;
+    ek.kind = (uint8_t)loom__kind_of_marks(LOOM_KIND_MARKER, loom__ranks_marks(rep->ranks, t, e),
+                                           e->ph == LOOM__PH_INSTANT);
+    e = &ek;
+  }
+  count_event(a, t, e);
+  if (rep->ranks && loom__ranks_event(rep->ranks, t, e, args)) return -1; /* cross-rank state */
+  if ((e->kind == LOOM_KIND_SAMPLE || e->kind == LOOM_KIND_COUNTER) &&
+      loom__cpu_event(rep->cpu, t, e, args))
+    return -1;
+  return analysed(a, e) ? keep_event(a, t, e, args) : 0;
 }
 
 /* ---- finishing ---------------------------------------------------------------- */
