@@ -468,26 +468,99 @@ static loom_status ranks_pass(loom__report *rep, const loom__report_opts *o) {
   return LOOM_OK;
 }
 
+/* An empty report of path, with its cross-rank and CPU parts; NULL when
+ * out of memory. */
+static loom__report *new_report(const char *path, const loom__report_opts *o) {
+  loom__report *rep = calloc(1, sizeof *rep);
+  if (!rep) return NULL;
+  rep->path = path;
+  if (!(rep->ranks = loom__ranks_new())) {
+    free(rep);
+    return NULL;
+  }
+  if (!(rep->cpu = malloc(sizeof *rep->cpu))) {
+    loom__report_free(rep);
+    return NULL;
+  }
+  loom__cpu_init(rep->cpu);
+  if (o->wait_threshold_ns) rep->ranks->wait_threshold_ns = o->wait_threshold_ns < 0 ? 0 : o->wait_threshold_ns;
+  rep->t0 = INT64_MAX;
+  rep->t1 = INT64_MIN;
+  return rep;
+}
+
+/* The sort's failure (a message) or memory: the status to return. */
+static loom_status sort_failed(an *a, const char *path) {
+  if (a->es && loom__esort_error(a->es)[0]) return loom__fail(LOOM_EIO, "%s: %s", path, loom__esort_error(a->es));
+  return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
+}
+
+/* Once the file is read: the state of the pass, and the sort finished. */
+static loom_status before_pass(an *a, const char *path) {
+  loom__report *rep = a->rep;
+  a->t = rep->meta;
+  if (!rep->nevents) rep->t0 = rep->t1 = 0;
+  rep->hta.last_step_dropped = !a->o->hta_include_last_step && a->step_names.n >= 2;
+  a->hta_filter = a->step_names.n < 2 ? 0 : rep->hta.last_step_dropped ? 1 : 2;
+  size_t nt = a->t->ntracks ? a->t->ntracks : 1;
+  a->hs = calloc(nt, sizeof *a->hs);
+  a->qof = malloc(nt * sizeof *a->qof);
+  if (!a->hs || !a->qof || settle_loose(a) != 0 || (a->es && loom__esort_finish(a->es) != 0))
+    return sort_failed(a, path);
+  for (size_t i = 0; i < nt; i++) a->qof[i] = -1;
+  if (loom__cpu_sorted(rep->cpu)) a->oom = 1;
+  return LOOM_OK;
+}
+
+/* One record of the pass, in time order, to what it is. */
+static void pass_record(an *a, const loom__arec *r) {
+  loom__arec rs;
+  if (r->track >= a->t->ntracks) return;
+  if ((r->hta & LOOM__AREC_LOOSE) && !loom__map_get(&a->queue, (uint64_t)r->track + 1)) return;
+  if (r->kind == LOOM_KIND_MARKER) { /* device work if a runtime call has its id */
+    if (!(r = loom__an_resolve(a, r, &rs))) return;
+  }
+  if (r->hta & LOOM__AREC_HTA_GPU) loom__an_hta_event(a, r);
+  const loom__track *k = &a->t->tracks[r->track];
+  if (k->device != LOOM_DEVICE_HOST) {
+    if (r->kind == LOOM_KIND_KERNEL || r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET ||
+        r->kind == LOOM_KIND_COLLECTIVE || r->kind == LOOM_KIND_SYNC)
+      loom__an_device_event(a, r);
+    /* user ranges on devices are projections: loom computes its own */
+  } else if (r->kind == LOOM_KIND_KERNEL || r->kind == LOOM_KIND_MEMCPY ||
+             r->kind == LOOM_KIND_MEMSET) {
+    loom__an_device_event(a, r); /* device work on a track nobody marked a device */
+  } else {
+    loom__an_host_event(a, r);
+  }
+}
+
+/* Reads path into the sort, then one pass over the records in time order. */
+static loom_status read_and_pass(an *a, const char *path) {
+  loom__report *rep = a->rep;
+  loom__sink sink = {.event = on_event, .ctx = a, .threaded = 1}; /* keeps ids, not pointers: may run on a thread */
+  loom__flow_sink flows = {on_flow, a};
+  loom_status st = loom__trace_stream_flows(path, &sink, &flows, &rep->meta);
+  if (st == LOOM_OK && a->es) loom__esort_names(a->es, &rep->meta->strs);
+  if (st != LOOM_OK) {
+    const char *why = a->es && loom__esort_error(a->es)[0] ? loom__esort_error(a->es) : NULL;
+    return why ? loom__fail(LOOM_EIO, "%s: %s", path, why) : st;
+  }
+  if ((st = before_pass(a, path)) != LOOM_OK) return st;
+  for (const loom__arec *r; a->es && !a->oom && (r = loom__esort_next(a->es));) pass_record(a, r);
+  if (a->es && loom__esort_error(a->es)[0]) return loom__fail(LOOM_EIO, "%s: %s", path, loom__esort_error(a->es));
+  finish(a);
+  if (a->oom) return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
+  return ranks_pass(rep, a->o);
+}
+
 loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom__report **out) {
   *out = NULL;
   loom__report_opts o = {0};
   if (opts) o = *opts;
   if (!o.sort_budget) o.sort_budget = (size_t)256 << 20;
-  loom__report *rep = calloc(1, sizeof *rep);
+  loom__report *rep = new_report(path, &o);
   if (!rep) return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
-  rep->path = path;
-  if (!(rep->ranks = loom__ranks_new())) {
-    free(rep);
-    return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
-  }
-  if (!(rep->cpu = malloc(sizeof *rep->cpu))) {
-    loom__report_free(rep);
-    return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
-  }
-  loom__cpu_init(rep->cpu);
-  if (o.wait_threshold_ns) rep->ranks->wait_threshold_ns = o.wait_threshold_ns < 0 ? 0 : o.wait_threshold_ns;
-  rep->t0 = INT64_MAX;
-  rep->t1 = INT64_MIN;
   an a;
   memset(&a, 0, sizeof a);
   a.inflight.runs = 1; /* correlation ids mostly count up */
@@ -495,62 +568,7 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
   a.o = &o;
   a.cur_step = -1;
   a.last_step_ts = a.last_step_end = INT64_MIN;
-  loom__sink sink = {.event = on_event, .ctx = &a, .threaded = 1}; /* keeps ids, not pointers: may run on a thread */
-  loom__flow_sink flows = {on_flow, &a};
-  loom_status st = loom__trace_stream_flows(path, &sink, &flows, &rep->meta);
-  if (st == LOOM_OK && a.es) loom__esort_names(a.es, &rep->meta->strs);
-  if (st != LOOM_OK) {
-    const char *why = a.es && loom__esort_error(a.es)[0] ? loom__esort_error(a.es) : NULL;
-    if (why) st = loom__fail(LOOM_EIO, "%s: %s", path, why);
-    an_free(&a);
-    loom__report_free(rep);
-    return st;
-  }
-  a.t = rep->meta;
-  if (!rep->nevents) rep->t0 = rep->t1 = 0;
-  rep->hta.last_step_dropped = !o.hta_include_last_step && a.step_names.n >= 2;
-  a.hta_filter = a.step_names.n < 2 ? 0 : rep->hta.last_step_dropped ? 1 : 2;
-  size_t nt = a.t->ntracks ? a.t->ntracks : 1;
-  a.hs = calloc(nt, sizeof *a.hs);
-  a.qof = malloc(nt * sizeof *a.qof);
-  if (!a.hs || !a.qof || settle_loose(&a) != 0 || (a.es && loom__esort_finish(a.es) != 0)) {
-    st = a.es && loom__esort_error(a.es)[0] ? loom__fail(LOOM_EIO, "%s: %s", path, loom__esort_error(a.es))
-                                            : loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
-    an_free(&a);
-    loom__report_free(rep);
-    return st;
-  }
-  for (size_t i = 0; i < nt; i++) a.qof[i] = -1;
-  if (loom__cpu_sorted(rep->cpu)) a.oom = 1;
-  const loom__arec *r;
-  loom__arec rs;
-  while (a.es && !a.oom && (r = loom__esort_next(a.es))) {
-    if (r->track >= a.t->ntracks) continue;
-    if ((r->hta & LOOM__AREC_LOOSE) && !loom__map_get(&a.queue, (uint64_t)r->track + 1)) continue;
-    if (r->kind == LOOM_KIND_MARKER) { /* device work if a runtime call has its id */
-      if (!(r = loom__an_resolve(&a, r, &rs))) continue;
-    }
-    if (r->hta & LOOM__AREC_HTA_GPU) loom__an_hta_event(&a, r);
-    const loom__track *k = &a.t->tracks[r->track];
-    if (k->device != LOOM_DEVICE_HOST) {
-      if (r->kind == LOOM_KIND_KERNEL || r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET ||
-          r->kind == LOOM_KIND_COLLECTIVE || r->kind == LOOM_KIND_SYNC)
-        loom__an_device_event(&a, r);
-      /* user ranges on devices are projections: loom computes its own */
-    } else if (r->kind == LOOM_KIND_KERNEL || r->kind == LOOM_KIND_MEMCPY ||
-               r->kind == LOOM_KIND_MEMSET) {
-      loom__an_device_event(&a, r); /* device work on a track nobody marked a device */
-    } else {
-      loom__an_host_event(&a, r);
-    }
-  }
-  if (a.es && loom__esort_error(a.es)[0]) {
-    st = loom__fail(LOOM_EIO, "%s: %s", path, loom__esort_error(a.es));
-  } else {
-    finish(&a);
-    if (a.oom) st = loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
-    else st = ranks_pass(rep, &o);
-  }
+  loom_status st = read_and_pass(&a, path);
   an_free(&a);
   if (st != LOOM_OK) {
     loom__report_free(rep);
