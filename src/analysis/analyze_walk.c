@@ -177,38 +177,32 @@ static void prune_launches(an *a, int64_t now) {
   }
 }
 
-void loom__an_host_event(an *a, const loom__arec *r) {
-  hstate *h = &a->hs[r->track];
-  int64_t end = r->ts + r->dur;
-  while (h->n && h->st[h->n - 1].end <= r->ts) loom__an_finalize(a, &h->st[--h->n]);
-  if (h->n && end <= h->st[h->n - 1].end) h->st[h->n - 1].child += r->dur;
-  frame f = {r->ts, end, 0, r->name, r->kind};
-  if (LOOM__PUSH(h->st, h->n, h->cap, f)) a->oom = 1;
+/* A step range, and ranges and ops as slices of the CPU samples. */
+static void host_slices(an *a, const loom__arec *r, unsigned nf) {
   loom__report *rep = a->rep;
-  unsigned nf = loom__an_name_flags(a, a->t, r->name);
-  if ((r->kind == LOOM_KIND_USER_RANGE || r->kind == LOOM_KIND_CPU_OP) && (nf & NF_STEP)) {
+  if (r->kind != LOOM_KIND_USER_RANGE && r->kind != LOOM_KIND_CPU_OP) return;
+  if (nf & NF_STEP) {
     loom__rstep s = {r->name, r->ts, r->dur, 0, 0};
     if (LOOM__PUSH(rep->steps, rep->nsteps, a->cap_steps, s)) a->oom = 1;
     else if (loom__cpu_slice(rep->cpu, LOOM__CPU_STEP, (uint32_t)rep->nsteps - 1, r->track, r->ts, r->dur))
       a->oom = 1;
   }
-  if ((r->kind == LOOM_KIND_USER_RANGE || r->kind == LOOM_KIND_CPU_OP) &&
-      loom__cpu_slice(rep->cpu, r->kind == LOOM_KIND_CPU_OP ? LOOM__G_OP : LOOM__G_RANGE, tally_name(a, r->name),
-                      r->track, r->ts, r->dur))
-    a->oom = 1;
-  if (!r->corr || r->kind == LOOM_KIND_CPU_OP || r->kind == LOOM_KIND_USER_RANGE) return;
-  /* A host call with a correlation id: device work may follow. */
-  while (a->cur_step + 1 < (int32_t)rep->nsteps && rep->steps[a->cur_step + 1].ts <= r->ts)
-    a->cur_step++;
-  int32_t step = -1;
-  if (a->cur_step >= 0) {
-    const loom__rstep *s = &rep->steps[a->cur_step];
-    if (r->ts >= s->ts && r->ts < s->ts + s->dur) step = a->cur_step;
-  }
-  launch l = {r->corr, r->ts, r->dur, stack_id(a, h), step, (uint8_t)loom__an_is_launch_call(r, nf),
-              (uint8_t)(!(r->role & ROLE_MASK) || loom__an_is_launch_call(r, nf)),
-              (uint8_t)((r->role & LOOM_RECORD_F_MEMORY) != 0),
-              (uint8_t)(r->kind == LOOM_KIND_RUNTIME || r->kind == LOOM_KIND_DRIVER)};
+  uint32_t group = r->kind == LOOM_KIND_CPU_OP ? LOOM__G_OP : LOOM__G_RANGE;
+  if (loom__cpu_slice(rep->cpu, group, tally_name(a, r->name), r->track, r->ts, r->dur)) a->oom = 1;
+}
+
+/* The step a call at ts falls in, -1 for none (steps come in time order). */
+static int32_t step_at(an *a, int64_t ts) {
+  const loom__report *rep = a->rep;
+  while (a->cur_step + 1 < (int32_t)rep->nsteps && rep->steps[a->cur_step + 1].ts <= ts) a->cur_step++;
+  if (a->cur_step < 0) return -1;
+  const loom__rstep *s = &rep->steps[a->cur_step];
+  return ts >= s->ts && ts < s->ts + s->dur ? a->cur_step : -1;
+}
+
+/* A host call with a correlation id: device work may follow, so it waits
+ * in flight (the same id again stands for the later call). */
+static void in_flight(an *a, const loom__arec *r, const launch *l) {
   int added;
   uint64_t *slot = loom__map_slot(&a->inflight, r->corr, &added);
   if (!slot) {
@@ -216,20 +210,20 @@ void loom__an_host_event(an *a, const loom__arec *r) {
     return;
   }
   uint32_t idx = (uint32_t)(*slot - 1);
-  if (!added) { /* the same id again: it stands for the later call */
-    int moved = a->ls[idx].ts != l.ts;
-    a->ls[idx] = l;
+  if (!added) {
+    int moved = a->ls[idx].ts != l->ts;
+    a->ls[idx] = *l;
     if (moved && LOOM__PUSH(a->lq, a->nlq, a->cap_lq, ((struct lq){r->corr, r->ts, idx}))) a->oom = 1;
     lq_compact(a);
     return;
   }
   if (a->nfree) idx = a->free_ls[--a->nfree];
-  else if (LOOM__PUSH(a->ls, a->nls, a->cap_ls, l)) {
+  else if (LOOM__PUSH(a->ls, a->nls, a->cap_ls, *l)) {
     loom__map_del(&a->inflight, r->corr); /* no slot for it */
     a->oom = 1;
     return;
   } else idx = (uint32_t)a->nls - 1;
-  a->ls[idx] = l;
+  a->ls[idx] = *l;
   *slot = idx + 1;
   if (LOOM__PUSH(a->lq, a->nlq, a->cap_lq, ((struct lq){r->corr, r->ts, idx}))) {
     a->oom = 1;
@@ -237,6 +231,24 @@ void loom__an_host_event(an *a, const loom__arec *r) {
   }
   if (a->inflight.n > LAUNCH_PRUNE_AT) prune_launches(a, r->ts);
   lq_compact(a);
+}
+
+void loom__an_host_event(an *a, const loom__arec *r) {
+  hstate *h = &a->hs[r->track];
+  int64_t end = r->ts + r->dur;
+  while (h->n && h->st[h->n - 1].end <= r->ts) loom__an_finalize(a, &h->st[--h->n]);
+  if (h->n && end <= h->st[h->n - 1].end) h->st[h->n - 1].child += r->dur;
+  frame f = {r->ts, end, 0, r->name, r->kind};
+  if (LOOM__PUSH(h->st, h->n, h->cap, f)) a->oom = 1;
+  unsigned nf = loom__an_name_flags(a, a->t, r->name);
+  host_slices(a, r, nf);
+  if (!r->corr || r->kind == LOOM_KIND_CPU_OP || r->kind == LOOM_KIND_USER_RANGE) return;
+  int32_t step = step_at(a, r->ts);
+  launch l = {r->corr, r->ts, r->dur, stack_id(a, h), step, (uint8_t)loom__an_is_launch_call(r, nf),
+              (uint8_t)(!(r->role & ROLE_MASK) || loom__an_is_launch_call(r, nf)),
+              (uint8_t)((r->role & LOOM_RECORD_F_MEMORY) != 0),
+              (uint8_t)(r->kind == LOOM_KIND_RUNTIME || r->kind == LOOM_KIND_DRIVER)};
+  in_flight(a, r, &l);
 }
 
 /* ---- devices ---------------------------------------------------------------- */
