@@ -148,6 +148,50 @@ static int pattern_of(unsigned m, const char *name) {
   return -1;
 }
 
+/* A communication call: its time, and what it says of collectives, sends
+ * and receives (v holds the call; m its marks; src, dst and rtag its
+ * arguments). */
+static int comm_call(loom__ranks *k, loom__rkev *v, unsigned m, const char *name, int kind,
+                     const loom__targ *args, uint16_t n) {
+  int64_t src = arg_int(k, K_SRC, args, n), dst = arg_int(k, K_DST, args, n);
+  int64_t rtag = arg_int(k, K_RTAG, args, n);
+  v->type = LOOM__RK_OTHER; /* every call: its time counts as communication */
+  if (push(k, v)) return -1;
+  int pat = (m & LOOM__ROLE_PATTERNS) || kind == LOOM_KIND_COLLECTIVE ? pattern_of(m, name) : -1;
+  if (pat >= 0 && v->a_seq != LOOM__RK_NONE && v->a_comm != LOOM__RK_NONE) {
+    v->type = LOOM__RK_COLL;
+    v->pattern = (uint8_t)pat;
+    if (push(k, v)) return -1;
+  }
+  if ((m & LOOM_RECORD_F_SEND) && dst != LOOM__RK_NONE) {
+    v->type = LOOM__RK_SEND;
+    v->a_peer = dst;
+    v->a_tag = arg_int(k, K_TAG, args, n);
+    if (push(k, v)) return -1;
+  }
+  /* A receive completes where the call names what arrived ("recv_tag"). */
+  if ((m & LOOM_RECORD_F_RECV) && src != LOOM__RK_NONE && rtag != LOOM__RK_NONE) {
+    v->type = LOOM__RK_RECV;
+    v->a_peer = src;
+    v->a_tag = rtag;
+    if (push(k, v)) return -1;
+  } else if ((m & LOOM_RECORD_F_POST) && v->a_req != LOOM__RK_NONE) {
+    v->type = LOOM__RK_IRECV;
+    if (push(k, v)) return -1;
+  }
+  return 0;
+}
+
+/* A step range (v.step its number): kept unless the end of the recording
+ * closed it (loom's "unclosed" mark: the last loom_step's, up to the
+ * program's exit), which is not an iteration. */
+static int step_range(loom__ranks *k, loom__rkev *v, const loom__ev *e, const loom__targ *args) {
+  int64_t open = arg_int(k, K_UNCLOSED, args, e->nargs);
+  if ((e->flags & LOOM__EV_UNCLOSED) || (open != LOOM__RK_NONE && open)) return 0;
+  v->type = LOOM__RK_STEP;
+  return push(k, v);
+}
+
 int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e, const loom__targ *args) {
   if (e->ph != LOOM__PH_COMPLETE && e->ph != LOOM__PH_INSTANT) return 0;
   /* Steps and communication calls are host side; device queues belong to
@@ -162,14 +206,8 @@ int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e, co
   v.pid = t->tracks[e->track].pid;
   v.step = -1;
   if (e->ph == LOOM__PH_COMPLETE && (e->kind == LOOM_KIND_USER_RANGE || e->kind == LOOM_KIND_CPU_OP) &&
-      (v.step = (int32_t)step_number(name)) >= 0) {
-    /* A step the end of the recording closed (loom's "unclosed" mark: the
-     * last loom_step's, up to the program's exit) is not an iteration. */
-    int64_t open = arg_int(k, K_UNCLOSED, args, e->nargs);
-    if ((e->flags & LOOM__EV_UNCLOSED) || (open != LOOM__RK_NONE && open)) return 0;
-    v.type = LOOM__RK_STEP;
-    return push(k, &v);
-  }
+      (v.step = (int32_t)step_number(name)) >= 0)
+    return step_range(k, &v, e, args);
   v.step = -1;
   unsigned m = loom__ranks_marks(k, t, e);
   if (e->kind != LOOM_KIND_COLLECTIVE && !(m & (MSG_MARKS | LOOM_RECORD_F_COMM))) return 0;
@@ -182,40 +220,15 @@ int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e, co
   v.a_req = arg_int(k, K_REQ, args, n);
   v.a_wait = arg_int(k, K_WAIT, args, n);
   v.blocking = (m & LOOM_RECORD_F_WAIT) != 0;
-  int64_t src = arg_int(k, K_SRC, args, n), dst = arg_int(k, K_DST, args, n);
-  int64_t rtag = arg_int(k, K_RTAG, args, n);
   if (e->ph == LOOM__PH_INSTANT) { /* a receive a wait call completed, at its end */
+    int64_t src = arg_int(k, K_SRC, args, n), rtag = arg_int(k, K_RTAG, args, n);
     if (!(m & LOOM_RECORD_F_RECV) || src == LOOM__RK_NONE || rtag == LOOM__RK_NONE) return 0;
     v.type = LOOM__RK_DONE;
     v.a_peer = src;
     v.a_tag = rtag;
     return push(k, &v);
   }
-  v.type = LOOM__RK_OTHER; /* every call: its time counts as communication */
-  if (push(k, &v)) return -1;
-  int pat = (m & LOOM__ROLE_PATTERNS) || e->kind == LOOM_KIND_COLLECTIVE ? pattern_of(m, name) : -1;
-  if (pat >= 0 && v.a_seq != LOOM__RK_NONE && v.a_comm != LOOM__RK_NONE) {
-    v.type = LOOM__RK_COLL;
-    v.pattern = (uint8_t)pat;
-    if (push(k, &v)) return -1;
-  }
-  if ((m & LOOM_RECORD_F_SEND) && dst != LOOM__RK_NONE) {
-    v.type = LOOM__RK_SEND;
-    v.a_peer = dst;
-    v.a_tag = arg_int(k, K_TAG, args, n);
-    if (push(k, &v)) return -1;
-  }
-  /* A receive completes where the call names what arrived ("recv_tag"). */
-  if ((m & LOOM_RECORD_F_RECV) && src != LOOM__RK_NONE && rtag != LOOM__RK_NONE) {
-    v.type = LOOM__RK_RECV;
-    v.a_peer = src;
-    v.a_tag = rtag;
-    if (push(k, &v)) return -1;
-  } else if ((m & LOOM_RECORD_F_POST) && v.a_req != LOOM__RK_NONE) {
-    v.type = LOOM__RK_IRECV;
-    if (push(k, &v)) return -1;
-  }
-  return 0;
+  return comm_call(k, &v, m, name, e->kind, args, n);
 }
 
 static int32_t rank_index(loom__ranks *k, int64_t id) {
