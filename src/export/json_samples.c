@@ -300,59 +300,75 @@ static void frames_bad(loom_trace *t, const frame_index *fx) {
   }
 }
 
+/* A sample's time in us (clamped, counted, as an event's would be), pid and
+ * tid; 0, or -1 when it has none that can be read. */
+static int sample_place(loom_trace *t, yajl_val smp, double *ts, double *pid, double *tid) {
+  const double lim = (double)LOOM__TIME_LIMIT / 1000.0; /* us, where events are clamped too */
+  *pid = *tid = *ts = 0;
+  if (!YAJL_IS_OBJECT(smp) || num_of(smp, "ts", ts) || *ts != *ts) return -1;
+  if (*ts > lim || *ts < -lim) { /* as an event's time: clamped there, counted */
+    char text[40];
+    int k = snprintf(text, sizeof text, "%.17g us", *ts);
+    loom__trace_bad(t, LOOM__BAD_TIME_RANGE, "ts", text, (size_t)k, "cpu-clock sample");
+    *ts = *ts > 0 ? lim : -lim;
+  }
+  num_of(smp, "pid", pid);
+  num_of(smp, "tid", tid);
+  return *pid > -1e15 && *pid < 1e15 && *tid > -1e15 && *tid < 1e15 ? 0 : -1;
+}
+
+/* The name of a sample's event: its leaf frame's label ("[unknown]" when
+ * its stack is empty); stack is the site's text, n bytes. */
+static const char *sample_name(loom__samples *s, uint32_t site, const char *stack, long n, char *label,
+                               size_t cap) {
+  const char *tab = memchr(stack, '\t', (size_t)n);
+  const char *name = tab && tab > stack ? NULL : "[unknown]";
+  if (site && !name) {
+    snprintf(label, cap, "%.*s", (int)(tab - stack), stack);
+    name = label;
+  } else if (site) {
+    name = loom__samples_frame_label(s, s->sites[site - 1].frame, label, cap);
+  }
+  return name;
+}
+
+/* One sample as an instant with its stack; 0, 1 (left out: counted in
+ * *bad) or -1 (out of memory). */
+static int add_sample(loom_trace *t, loom__samples *s, frame_index *fx, yajl_val smp, char **buf,
+                      size_t *cap) {
+  double pid, tid, ts, sn;
+  int oom = 0;
+  if (sample_place(t, smp, &ts, &pid, &tid)) return 1;
+  const char *sf = str_of(smp, "sf");
+  char sbuf[32];
+  if (!sf && num_of(smp, "sf", &sn) == 0 && sn >= 0 && sn < 1e15) {
+    snprintf(sbuf, sizeof sbuf, "%.0f", sn);
+    sf = sbuf;
+  }
+  uint32_t site = site_of(s, fx, sf, &oom);
+  long n = loom__samples_text(s, site, buf, cap);
+  uint32_t track;
+  if (oom || n < 0 || loom__trace_track(t, (int64_t)pid, (int64_t)tid, NULL, LOOM_DEVICE_HOST, &track))
+    return -1;
+  char label[600];
+  const char *name = sample_name(s, site, *buf, n, label, sizeof label);
+  int64_t ns = (int64_t)(ts * 1000.0 + (ts < 0 ? -0.5 : 0.5));
+  loom__ev e = {.ts = ns, .name = loom__trace_str(t, name), .cat = loom__trace_str(t, "cpu_sample"),
+                .track = track, .kind = LOOM_KIND_SAMPLE, .ph = LOOM__PH_INSTANT};
+  return loom__trace_add_ev(t, &e) || loom__trace_add_arg_str(t, "stack", *buf) ? -1 : 0;
+}
+
 static int add_samples(loom_trace *t, loom__samples *s, yajl_val frames, yajl_val list) {
   frame_index fx = {.frames = frames};
   char *buf = NULL;
   size_t cap = 0;
-  int rc = index_frames(s, &fx), oom = 0;
-  uint32_t cat = loom__trace_str(t, "cpu_sample");
-  const double lim = (double)LOOM__TIME_LIMIT / 1000.0; /* us, where events are clamped too */
+  int rc = index_frames(s, &fx);
+  loom__trace_str(t, "cpu_sample"); /* interned first, as the category of every sample */
   size_t bad = 0;
   for (size_t i = 0; rc == 0 && i < YAJL_GET_ARRAY(list)->len; i++) {
-    yajl_val smp = YAJL_GET_ARRAY(list)->values[i];
-    double pid = 0, tid = 0, ts = 0;
-    if (!YAJL_IS_OBJECT(smp) || num_of(smp, "ts", &ts) || ts != ts) {
-      bad++;
-      continue;
-    }
-    if (ts > lim || ts < -lim) { /* as an event's time: clamped there, counted */
-      char text[40];
-      int k = snprintf(text, sizeof text, "%.17g us", ts);
-      loom__trace_bad(t, LOOM__BAD_TIME_RANGE, "ts", text, (size_t)k, "cpu-clock sample");
-      ts = ts > 0 ? lim : -lim;
-    }
-    num_of(smp, "pid", &pid);
-    num_of(smp, "tid", &tid);
-    if (!(pid > -1e15 && pid < 1e15 && tid > -1e15 && tid < 1e15)) {
-      bad++;
-      continue;
-    }
-    const char *sf = str_of(smp, "sf");
-    char sbuf[32];
-    double sn;
-    if (!sf && num_of(smp, "sf", &sn) == 0 && sn >= 0 && sn < 1e15) {
-      snprintf(sbuf, sizeof sbuf, "%.0f", sn);
-      sf = sbuf;
-    }
-    uint32_t site = site_of(s, &fx, sf, &oom);
-    long n = loom__samples_text(s, site, &buf, &cap);
-    uint32_t track;
-    if (oom || n < 0 || loom__trace_track(t, (int64_t)pid, (int64_t)tid, NULL, LOOM_DEVICE_HOST, &track)) {
-      rc = -1;
-      break;
-    }
-    const char *tab = memchr(buf, '\t', (size_t)n);
-    char label[600];
-    const char *name = tab && tab > buf ? NULL : "[unknown]";
-    if (site && !name) {
-      snprintf(label, sizeof label, "%.*s", (int)(tab - buf), buf);
-      name = label;
-    } else if (site) {
-      name = loom__samples_frame_label(s, s->sites[site - 1].frame, label, sizeof label);
-    }
-    int64_t ns = (int64_t)(ts * 1000.0 + (ts < 0 ? -0.5 : 0.5));
-    loom__ev e = {.ts = ns, .name = loom__trace_str(t, name), .cat = cat, .track = track, .kind = LOOM_KIND_SAMPLE, .ph = LOOM__PH_INSTANT};
-    if (loom__trace_add_ev(t, &e) || loom__trace_add_arg_str(t, "stack", buf)) rc = -1;
+    int k = add_sample(t, s, &fx, YAJL_GET_ARRAY(list)->values[i], &buf, &cap);
+    if (k < 0) rc = -1;
+    else bad += (size_t)k;
   }
   free(buf);
   loom__map_free(&fx.at);
