@@ -579,68 +579,84 @@ static int plan(writer *w, uint32_t **idx_out) {
   return 0;
 }
 
+/* The writer's state for t: interned ids past the trace's strings, track
+ * and lane tables, the order of the events (*idx).  -1 when out of memory. */
+static int writer_init(writer *w, const loom_trace *t, uint32_t **idx) {
+  memset(w, 0, sizeof *w);
+  w->t = t;
+  w->next_uuid = 1;
+  loom__samples_init(&w->smp);
+  size_t nstr = t->strs.n ? t->strs.n : 1;
+  w->iid_ext = (uint32_t)nstr;
+  w->iid_corr = (uint32_t)nstr + 1;
+  w->iid_role = (uint32_t)nstr + 2;
+  w->iid_json = (uint32_t)nstr + 3;
+  w->track_uuid = calloc(t->ntracks + 1, sizeof *w->track_uuid);
+  w->lane0 = malloc((t->ntracks + 1) * sizeof *w->lane0);
+  if (w->lane0) memset(w->lane0, 0xff, (t->ntracks + 1) * sizeof *w->lane0);
+  lane misc = {.seq = 1, .next = UINT32_MAX};
+  if (!w->track_uuid || !w->lane0 || LOOM__PUSH(w->lanes, w->nlanes, w->cap_lanes, misc) ||
+      loom__pfw_samples_prepare(w) || plan(w, idx))
+    return -1;
+  return 0;
+}
+
+static void writer_free(writer *w) {
+  for (int way = 0; way < 2; way++) {
+    free(w->way[way].first);
+    free(w->way[way].next);
+  }
+  for (size_t i = 0; i < w->nlanes; i++) {
+    free(w->lanes[i].sev);
+    free(w->lanes[i].send);
+  }
+  free(w->lanes);
+  free(w->lane0);
+  free(w->track_uuid);
+  free(w->flow_id);
+  free(w->pkt.p);
+  free(w->te.p);
+  free(w->tmp.p);
+  free(w->interned.p);
+  free(w->names.p);
+  loom__map_free(&w->iids);
+  loom__map_free(&w->counter_tracks);
+  loom__map_free(&w->async_tracks);
+  loom__pfw_samples_free(w);
+}
+
+/* Tracks, the header, every event in the planned order, then what the
+ * lanes still hold and the window's end, into the open output o. */
+static loom_status write_all(writer *w, loom__out *o, const uint32_t *idx, const char *path) {
+  const loom_trace *t = w->t;
+  w->o = o;
+  loom__pfw_describe_tracks(w);
+  header_packet(w);
+  for (size_t j = 0; j < t->nev && !w->oom; j++) write_one(w, idx ? idx[j] : (uint32_t)j);
+  for (size_t i = 1; i < w->nlanes; i++) lane_pop(w, &w->lanes[i], INT64_MAX);
+  if (t->window_end) window_end(w, t->end_ns);
+  if (w->oom) {
+    loom__out_abort(o);
+    return loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
+  }
+  loom_status st = loom__out_commit(o);
+  if (st == LOOM_OK && w->dropped_overlap)
+    loom__log(LOOM_SEV_WARNING, "%s: %llu slices overlap their parent without "
+              "nesting more than 65535 levels deep and were left out",
+              path, (unsigned long long)w->dropped_overlap);
+  return st;
+}
+
 static loom_status write_pftrace(const loom_trace *t, const char *path, int gzip) {
   writer w;
-  memset(&w, 0, sizeof w);
-  w.t = t;
-  w.next_uuid = 1;
-  loom__samples_init(&w.smp);
-  size_t nstr = t->strs.n ? t->strs.n : 1;
-  w.iid_ext = (uint32_t)nstr;
-  w.iid_corr = (uint32_t)nstr + 1;
-  w.iid_role = (uint32_t)nstr + 2;
-  w.iid_json = (uint32_t)nstr + 3;
-  w.track_uuid = calloc(t->ntracks + 1, sizeof *w.track_uuid);
-  w.lane0 = malloc((t->ntracks + 1) * sizeof *w.lane0);
-  if (w.lane0) memset(w.lane0, 0xff, (t->ntracks + 1) * sizeof *w.lane0);
-  lane misc = {.seq = 1, .next = UINT32_MAX};
   uint32_t *idx = NULL;
   loom_status st = LOOM_OK;
-  if (!w.track_uuid || !w.lane0 || LOOM__PUSH(w.lanes, w.nlanes, w.cap_lanes, misc) ||
-      loom__pfw_samples_prepare(&w) || plan(&w, &idx))
-    st = loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
+  if (writer_init(&w, t, &idx)) st = loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
   loom__out o;
   if (st == LOOM_OK) st = loom__out_open(&o, path, gzip);
-  if (st == LOOM_OK) {
-    w.o = &o;
-    loom__pfw_describe_tracks(&w);
-    header_packet(&w);
-    for (size_t j = 0; j < t->nev && !w.oom; j++) write_one(&w, idx ? idx[j] : (uint32_t)j);
-    for (size_t i = 1; i < w.nlanes; i++) lane_pop(&w, &w.lanes[i], INT64_MAX);
-    if (t->window_end) window_end(&w, t->end_ns);
-    if (w.oom) {
-      loom__out_abort(&o);
-      st = loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
-    } else {
-      st = loom__out_commit(&o);
-      if (st == LOOM_OK && w.dropped_overlap)
-        loom__log(LOOM_SEV_WARNING, "%s: %llu slices overlap their parent without "
-                  "nesting more than 65535 levels deep and were left out",
-                  path, (unsigned long long)w.dropped_overlap);
-    }
-  }
+  if (st == LOOM_OK) st = write_all(&w, &o, idx, path);
   free(idx);
-  for (int way = 0; way < 2; way++) {
-    free(w.way[way].first);
-    free(w.way[way].next);
-  }
-  for (size_t i = 0; i < w.nlanes; i++) {
-    free(w.lanes[i].sev);
-    free(w.lanes[i].send);
-  }
-  free(w.lanes);
-  free(w.lane0);
-  free(w.track_uuid);
-  free(w.flow_id);
-  free(w.pkt.p);
-  free(w.te.p);
-  free(w.tmp.p);
-  free(w.interned.p);
-  free(w.names.p);
-  loom__map_free(&w.iids);
-  loom__map_free(&w.counter_tracks);
-  loom__map_free(&w.async_tracks);
-  loom__pfw_samples_free(&w);
+  writer_free(&w);
   return st;
 }
 
