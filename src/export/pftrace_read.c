@@ -364,60 +364,76 @@ static int next_packet(pfin *in, const char *path, uint64_t *offset, uint64_t *a
   return 1;
 }
 
+/* The reader's state for path, with the keys it looks for interned. */
+static void reader_init(pf_reader *r, const char *path, const loom__sink *sink,
+                        const loom__flow_sink *flows) {
+  memset(r, 0, sizeof *r);
+  loom__samples_init(&r->smp);
+  r->t = loom__trace_new();
+  r->path = path;
+  r->sink = sink;
+  r->fsink = flows;
+  r->flush_at = LOOM__STREAM_BATCH;
+  if (!r->t) return;
+  r->ext_key = loom__trace_str(r->t, "External id");
+  r->corr_key = loom__trace_str(r->t, "correlation");
+  r->role_key = loom__trace_str(r->t, "loom_role");
+  r->json_key = loom__trace_str(r->t, "loom_json");
+  r->unclosed_key = loom__trace_str(r->t, "loom_unclosed");
+  r->counter_key = loom__trace_str(r->t, "loom_counter");
+}
+
+/* The warnings of a read that went through: what was not kept, counted. */
+static loom_status read_warnings(pf_reader *r, const char *path) {
+  if (r->role_unknown && loom__role_warning(r->t, path)) return LOOM_ENOMEM;
+  if (r->flows_over) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s: %llu flow ends past %d on one event were not kept", path,
+             (unsigned long long)r->flows_over, (int)PF_EVENT_FLOWS);
+    if (loom__trace_add_warning(r->t, msg)) return LOOM_ENOMEM;
+  }
+  if (r->wrong_wire) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: %llu packet fields with a wire type they cannot have were skipped "
+             "(the first in the packet at byte offset %llu)", path, (unsigned long long)r->wrong_wire,
+             (unsigned long long)r->wrong_at);
+    if (loom__trace_add_warning(r->t, msg)) return LOOM_ENOMEM;
+  }
+  if (loom__trace_bad_warnings(r->t, path)) return LOOM_ENOMEM;
+  return LOOM_OK;
+}
+
+/* Every packet of the input; *offset is past the last one read. */
+static loom_status read_packets(pf_reader *r, pfin *in, const char *path, uint64_t *offset) {
+  uint64_t at, len;
+  const uint8_t *p;
+  loom_status st = r->t ? LOOM_OK : loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  while (st == LOOM_OK && next_packet(in, path, offset, &at, &p, &len, &st) == 1) {
+    if (!len) continue; /* an empty packet: nothing to read */
+    pb_span msg = {p, p + len, 0};
+    r->pkt_at = at;
+    packet(r, msg);
+    if (r->sink && r->t->nev >= r->flush_at && flush_but_counter(r) != 0) r->oom = 1;
+    if (r->oom) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+    else if (r->header_bad) st = LOOM_EFORMAT; /* message set by the JSON reader */
+  }
+  return st;
+}
+
 loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const loom__flow_sink *flows,
                                loom_trace **out) {
   *out = NULL;
   gzFile fp = gzopen(path, "rb"); /* a .pftrace.gz, or a plain file passed through */
   if (!fp) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));
   pf_reader r;
-  memset(&r, 0, sizeof r);
-  loom__samples_init(&r.smp);
-  r.t = loom__trace_new();
-  r.path = path;
-  r.sink = sink;
-  r.fsink = flows;
-  r.flush_at = LOOM__STREAM_BATCH;
-  if (r.t) {
-    r.ext_key = loom__trace_str(r.t, "External id");
-    r.corr_key = loom__trace_str(r.t, "correlation");
-    r.role_key = loom__trace_str(r.t, "loom_role");
-    r.json_key = loom__trace_str(r.t, "loom_json");
-    r.unclosed_key = loom__trace_str(r.t, "loom_unclosed");
-    r.counter_key = loom__trace_str(r.t, "loom_counter");
-  }
+  reader_init(&r, path, sink, flows);
   pfin in = {.f = fp};
   in.map = loom__input_map(fp, path, &in.map_len, NULL);
-  uint64_t offset = 0, at, len;
-  const uint8_t *p;
-  loom_status st = r.t ? LOOM_OK : loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
-  while (st == LOOM_OK && next_packet(&in, path, &offset, &at, &p, &len, &st) == 1) {
-    if (!len) continue; /* an empty packet: nothing to read */
-    pb_span msg = {p, p + len, 0};
-    r.pkt_at = at;
-    packet(&r, msg);
-    if (sink && r.t->nev >= r.flush_at && flush_but_counter(&r) != 0) r.oom = 1;
-    if (r.oom) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
-    else if (r.header_bad) st = LOOM_EFORMAT; /* message set by the JSON reader */
-  }
+  uint64_t offset = 0;
+  loom_status st = read_packets(&r, &in, path, &offset);
   if (st == LOOM_OK && offset == 0) st = loom__fail(LOOM_EFORMAT, "%s: empty file", path);
-  if (st == LOOM_OK && r.role_unknown && loom__role_warning(r.t, path))
+  if (st == LOOM_OK && (read_warnings(&r, path) != LOOM_OK || finish(&r)))
     st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
-  if (st == LOOM_OK && r.flows_over) {
-    char msg[256];
-    snprintf(msg, sizeof msg, "%s: %llu flow ends past %d on one event were not kept", path,
-             (unsigned long long)r.flows_over, (int)PF_EVENT_FLOWS);
-    if (loom__trace_add_warning(r.t, msg)) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
-  }
-  if (st == LOOM_OK && r.wrong_wire) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s: %llu packet fields with a wire type they cannot have were skipped "
-             "(the first in the packet at byte offset %llu)", path, (unsigned long long)r.wrong_wire,
-             (unsigned long long)r.wrong_at);
-    if (loom__trace_add_warning(r.t, msg)) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
-  }
-  if (st == LOOM_OK && loom__trace_bad_warnings(r.t, path))
-    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
-  if (st == LOOM_OK && finish(&r)) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   if (in.map) munmap((void *)in.map, in.map_len);
   free(in.buf);
   gzclose(fp);
