@@ -247,70 +247,81 @@ static void dist_info_json(reader *r, const char *text, size_t n) {
   yajl_tree_free(v);
 }
 
+/* A field of the event being read. */
+static void event_field(reader *r, loom_arg_type type, int64_t i, uint32_t s, const char *num, size_t nlen) {
+  cur_ev *c = &r->ev;
+  switch (r->kcode) {
+  case K_PH: if (type == LOOM_ARG_STRING) c->ph = loom__trace_cstr(r->t, s)[0]; break;
+  case K_NAME: c->name = s; break;
+  case K_CAT: c->cat = s; break;
+  case K_PID: c->pid = i, c->has_pid = 1; break;
+  case K_TID: c->tid = i, c->has_tid = 1; break;
+  case K_TS: if (num) time_value(r, "ts", num, nlen, &c->ts), c->has_ts = 1; break;
+  case K_DUR: if (num) time_value(r, "dur", num, nlen, &c->dur), c->has_dur = 1; break;
+  case K_ID:
+    c->id = type == LOOM_ARG_STRING ? strtoull(loom__trace_cstr(r->t, s), NULL, 0) : (uint64_t)i;
+    break;
+  case K_BP: c->bp_e = type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(r->t, s), "e"); break;
+  case K_S: c->global = type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(r->t, s), "g"); break;
+  default: break;
+  }
+}
+
+/* A property of the device being read: its own fields, else an argument. */
+static void device_field(reader *r, const loom__targ *a, int64_t i) {
+  const char *k = a->json ? "" : r->key;
+  int str = a->type == LOOM_ARG_STRING;
+  if (!strcmp(k, "id") && a->type == LOOM_ARG_INT) r->dev.pid = i;
+  else if (!strcmp(k, "name") && str) r->dev.name = a->v.s;
+  else if (!strcmp(k, "vendor") && str) r->dev.vendor = a->v.s;
+  else if (!strcmp(k, "type") && str) r->dev.type = a->v.s;
+  else if (!strcmp(k, "deviceType") && str) r->dev.device_type = a->v.s;
+  else if (!strcmp(k, "backend") && str) r->dev.backend = a->v.s;
+  else if (LOOM__PUSH(r->t->args, r->t->nargs, r->t->cap_args, *a)) r->oom = 1;
+  else r->dev.nargs++;
+}
+
+/* An argument of the event (or a property of a device) being read. */
+static void arg_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t s) {
+  cur_ev *c = &r->ev;
+  loom__targ a = {.key = r->where == AT_ARGS ? r->key_id : loom__trace_str(r->t, r->key),
+                  .type = (uint8_t)type, .json = (uint8_t)r->val_json};
+  if (type == LOOM_ARG_INT) a.v.i = i;
+  else if (type == LOOM_ARG_UINT) a.v.u = (uint64_t)i;
+  else if (type == LOOM_ARG_DOUBLE) a.v.d = d;
+  else a.v.s = s;
+  if (r->where == AT_DEVICE) device_field(r, &a, i);
+  else if (a.key == r->ext_key && type == LOOM_ARG_INT) c->external_id = (uint64_t)i;
+  else if (a.key == r->corr_key && type == LOOM_ARG_INT) c->correlation = (uint64_t)i;
+  else if (a.key == r->role_key && type == LOOM_ARG_STRING && !a.json)
+    c->roles |= loom__role_parse(loom__trace_cstr(r->t, s), loom__strtab_len(&r->t->strs, s),
+                                 &r->role_unknown);
+  else loom__rj_add_arg(r, a);
+}
+
+/* A value at the top level of the file. */
+static void top_value(reader *r, loom_arg_type type, int64_t i, uint32_t s, const char *num, size_t nlen) {
+  if (!strcmp(r->key, "baseTimeNanoseconds") && num) {
+    base_value(r, num, nlen);
+  } else if (!strcmp(r->key, "loom_dropped") && type == LOOM_ARG_INT) {
+    r->t->dropped = (uint64_t)i;
+  } else if (!strcmp(r->key, "traceName") && type == LOOM_ARG_STRING) {
+    r->t->trace_name = s;
+  } else if (type == LOOM_ARG_STRING && !r->val_json) {
+    set_meta(r, r->key, s);
+  } else if (!loom_owned_top(r->key)) { /* numbers, booleans, null: as written */
+    uint32_t v = r->val_json ? s : loom__rj_str_n(r, (const unsigned char *)num, nlen);
+    if (loom__trace_add_top(r->t, loom__trace_str(r->t, r->key), v)) r->oom = 1;
+  }
+}
+
 static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t s,
                     const char *num, size_t nlen) {
-  cur_ev *c = &r->ev;
-  if (r->where == AT_EVENT) {
-    switch (r->kcode) {
-    case K_PH: if (type == LOOM_ARG_STRING) c->ph = loom__trace_cstr(r->t, s)[0]; break;
-    case K_NAME: c->name = s; break;
-    case K_CAT: c->cat = s; break;
-    case K_PID: c->pid = i, c->has_pid = 1; break;
-    case K_TID: c->tid = i, c->has_tid = 1; break;
-    case K_TS: if (num) time_value(r, "ts", num, nlen, &c->ts), c->has_ts = 1; break;
-    case K_DUR: if (num) time_value(r, "dur", num, nlen, &c->dur), c->has_dur = 1; break;
-    case K_ID: c->id = type == LOOM_ARG_STRING ? strtoull(loom__trace_cstr(r->t, s), NULL, 0) : (uint64_t)i; break;
-    case K_BP: c->bp_e = type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(r->t, s), "e"); break;
-    case K_S: c->global = type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(r->t, s), "g"); break;
-    default: break;
-    }
-    return 1;
-  }
-  if (r->where == AT_ARGS || r->where == AT_DEVICE) {
-    loom__targ a = {.key = r->where == AT_ARGS ? r->key_id : loom__trace_str(r->t, r->key),
-                    .type = (uint8_t)type, .json = (uint8_t)r->val_json};
-    if (type == LOOM_ARG_INT) a.v.i = i;
-    else if (type == LOOM_ARG_UINT) a.v.u = (uint64_t)i;
-    else if (type == LOOM_ARG_DOUBLE) a.v.d = d;
-    else a.v.s = s;
-    if (r->where == AT_DEVICE) {
-      const char *k = a.json ? "" : r->key;
-      if (!strcmp(k, "id") && type == LOOM_ARG_INT) r->dev.pid = i;
-      else if (!strcmp(k, "name") && type == LOOM_ARG_STRING) r->dev.name = s;
-      else if (!strcmp(k, "vendor") && type == LOOM_ARG_STRING) r->dev.vendor = s;
-      else if (!strcmp(k, "type") && type == LOOM_ARG_STRING) r->dev.type = s;
-      else if (!strcmp(k, "deviceType") && type == LOOM_ARG_STRING) r->dev.device_type = s;
-      else if (!strcmp(k, "backend") && type == LOOM_ARG_STRING) r->dev.backend = s;
-      else if (LOOM__PUSH(r->t->args, r->t->nargs, r->t->cap_args, a)) r->oom = 1;
-      else r->dev.nargs++;
-      return 1;
-    }
-    if (a.key == r->ext_key && type == LOOM_ARG_INT) c->external_id = (uint64_t)i;
-    else if (a.key == r->corr_key && type == LOOM_ARG_INT) c->correlation = (uint64_t)i;
-    else if (a.key == r->role_key && type == LOOM_ARG_STRING && !a.json)
-      c->roles |= loom__role_parse(loom__trace_cstr(r->t, s), loom__strtab_len(&r->t->strs, s),
-                                   &r->role_unknown);
-    else loom__rj_add_arg(r, a);
-    return 1;
-  }
-  if (r->where == AT_WARNINGS && type == LOOM_ARG_STRING) {
+  if (r->where == AT_EVENT) event_field(r, type, i, s, num, nlen);
+  else if (r->where == AT_ARGS || r->where == AT_DEVICE) arg_value(r, type, i, d, s);
+  else if (r->where == AT_WARNINGS && type == LOOM_ARG_STRING) {
     if (LOOM__PUSH(r->t->warnings, r->t->nwarnings, r->t->cap_warnings, s)) r->oom = 1;
-    return 1;
-  }
-  if (r->where == AT_TOP) {
-    if (!strcmp(r->key, "baseTimeNanoseconds") && num) {
-      base_value(r, num, nlen);
-    } else if (!strcmp(r->key, "loom_dropped") && type == LOOM_ARG_INT) {
-      r->t->dropped = (uint64_t)i;
-    } else if (!strcmp(r->key, "traceName") && type == LOOM_ARG_STRING) {
-      r->t->trace_name = s;
-    } else if (type == LOOM_ARG_STRING && !r->val_json) {
-      set_meta(r, r->key, s);
-    } else if (!loom_owned_top(r->key)) { /* numbers, booleans, null: as written */
-      uint32_t v = r->val_json ? s : loom__rj_str_n(r, (const unsigned char *)num, nlen);
-      if (loom__trace_add_top(r->t, loom__trace_str(r->t, r->key), v)) r->oom = 1;
-    }
-  }
+  } else if (r->where == AT_TOP) top_value(r, type, i, s, num, nlen);
   return 1;
 }
 
