@@ -52,7 +52,8 @@ static const struct { int kind; const char *s; } rule_names[] = {
 
 static int is_comm_name(const char *n) {
   for (size_t i = 0; rule_names[i].s; i++) {
-    if (rule_names[i].kind == N_COMM_PREFIX && !strncmp(n, rule_names[i].s, strlen(rule_names[i].s)))
+    if (rule_names[i].kind == N_COMM_PREFIX &&
+        !strncmp(n, rule_names[i].s, strlen(rule_names[i].s)))
       return 1;
     if (rule_names[i].kind == N_COMM_SUBSTR && strstr(n, rule_names[i].s)) return 1;
   }
@@ -68,7 +69,8 @@ int loom__an_is_launch_call(const loom__arec *r, unsigned nf) {
 
 int loom__an_is_comm_work(const loom__arec *r, unsigned nf) {
   unsigned role = r->role & ROLE_MASK;
-  return r->kind == LOOM_KIND_COLLECTIVE || (role ? (role & LOOM_RECORD_F_COMM) != 0 : (nf & NF_COMM) != 0);
+  return r->kind == LOOM_KIND_COLLECTIVE ||
+         (role ? (role & LOOM_RECORD_F_COMM) != 0 : (nf & NF_COMM) != 0);
 }
 
 /* The code of a copy's "direction" value (1 + its index in a->dirs), or 0
@@ -100,8 +102,10 @@ unsigned loom__an_name_flags(an *a, const loom_trace *t, uint32_t name) {
   }
   if (!a->nfl[name]) {
     const char *s = loom__strtab_get(&t->strs, name);
-    a->nfl[name] = (uint8_t)(NF_DONE | (is_step_name(s) ? NF_STEP : 0) | (loom__hta_launch_name(s) ? NF_LAUNCH : 0) |
-                             (is_comm_name(s) ? NF_COMM : 0) | loom__hta_kernel_type(s) << NF_HTA_SHIFT);
+    a->nfl[name] =
+        (uint8_t)(NF_DONE | (is_step_name(s) ? NF_STEP : 0) |
+                  (loom__hta_launch_name(s) ? NF_LAUNCH : 0) | (is_comm_name(s) ? NF_COMM : 0) |
+                  loom__hta_kernel_type(s) << NF_HTA_SHIFT);
   }
   return a->nfl[name];
 }
@@ -175,8 +179,11 @@ static int by_structure(an *a, const loom_trace *t, const loom__ev *e, const loo
 /* Device work that is not loose makes its track a queue. */
 static int note_queue(an *a, const loom_trace *t, const loom__arec *r) {
   if (t->tracks[r->track].device == LOOM_DEVICE_HOST || (r->hta & LOOM__AREC_LOOSE)) return 0;
-  if (!loom__kind_on_device(r->kind) && r->kind != LOOM_KIND_COLLECTIVE && r->kind != LOOM_KIND_SYNC) return 0;
-  return !loom__map_get(&a->queue, (uint64_t)r->track + 1) && loom__map_put(&a->queue, (uint64_t)r->track + 1, 1)
+  if (!loom__kind_on_device(r->kind) && r->kind != LOOM_KIND_COLLECTIVE &&
+      r->kind != LOOM_KIND_SYNC)
+    return 0;
+  return !loom__map_get(&a->queue, (uint64_t)r->track + 1) &&
+                 loom__map_put(&a->queue, (uint64_t)r->track + 1, 1)
              ? -1
              : 0;
 }
@@ -239,7 +246,8 @@ static int analysed(const an *a, const loom__ev *e) {
 
 /* A step range: its name, and the last step's start and end. */
 static int note_step(an *a, const loom__ev *e) {
-  if (!loom__map_get(&a->step_names, e->name) && loom__map_put(&a->step_names, e->name, 1)) return -1;
+  if (!loom__map_get(&a->step_names, e->name) && loom__map_put(&a->step_names, e->name, 1))
+    return -1;
   if (e->ts > a->last_step_ts) a->last_step_ts = e->ts;
   if (e->ts + e->dur > a->last_step_end) {
     a->last_step_end = e->ts + e->dur;
@@ -278,7 +286,8 @@ static int idle_category(an *a, const loom_trace *t, const loom__ev *e, loom__ar
 }
 
 /* The record's class of device work, bytes and copy direction. */
-static void work_class(an *a, const loom__ev *e, const loom__targ *args, unsigned nf, loom__arec *r) {
+static void work_class(an *a, const loom__ev *e, const loom__targ *args, unsigned nf,
+                       loom__arec *r) {
   if (r->kind == LOOM_KIND_MARKER)
     r->role |= (uint8_t)(direction_code(a, args, e->nargs) << LOOM__AREC_DIR_SHIFT);
   if (r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET) {
@@ -464,7 +473,8 @@ static loom_status ranks_pass(loom__report *rep, const loom__report_opts *o) {
     loom_status st = loom__ranks_read(rep->ranks, o->more[i]);
     if (st != LOOM_OK) return st;
   }
-  if (loom__ranks_finish(rep->ranks)) return loom__fail(LOOM_ENOMEM, "out of memory matching ranks");
+  if (loom__ranks_finish(rep->ranks))
+    return loom__fail(LOOM_ENOMEM, "out of memory matching ranks");
   return LOOM_OK;
 }
 
@@ -483,7 +493,8 @@ static loom__report *new_report(const char *path, const loom__report_opts *o) {
     return NULL;
   }
   loom__cpu_init(rep->cpu);
-  if (o->wait_threshold_ns) rep->ranks->wait_threshold_ns = o->wait_threshold_ns < 0 ? 0 : o->wait_threshold_ns;
+  if (o->wait_threshold_ns)
+    rep->ranks->wait_threshold_ns = o->wait_threshold_ns < 0 ? 0 : o->wait_threshold_ns;
   rep->t0 = INT64_MAX;
   rep->t1 = INT64_MIN;
   return rep;
@@ -491,7 +502,8 @@ static loom__report *new_report(const char *path, const loom__report_opts *o) {
 
 /* The sort's failure (a message) or memory: the status to return. */
 static loom_status sort_failed(an *a, const char *path) {
-  if (a->es && loom__esort_error(a->es)[0]) return loom__fail(LOOM_EIO, "%s: %s", path, loom__esort_error(a->es));
+  if (a->es && loom__esort_error(a->es)[0])
+    return loom__fail(LOOM_EIO, "%s: %s", path, loom__esort_error(a->es));
   return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
 }
 
@@ -538,7 +550,9 @@ static void pass_record(an *a, const loom__arec *r) {
 /* Reads path into the sort, then one pass over the records in time order. */
 static loom_status read_and_pass(an *a, const char *path) {
   loom__report *rep = a->rep;
-  loom__sink sink = {.event = on_event, .ctx = a, .threaded = 1}; /* keeps ids, not pointers: may run on a thread */
+  loom__sink sink = {.event = on_event,
+                     .ctx = a,
+                     .threaded = 1}; /* keeps ids, not pointers: may run on a thread */
   loom__flow_sink flows = {on_flow, a};
   loom_status st = loom__trace_stream_flows(path, &sink, &flows, &rep->meta);
   if (st == LOOM_OK && a->es) loom__esort_names(a->es, &rep->meta->strs);
@@ -548,7 +562,8 @@ static loom_status read_and_pass(an *a, const char *path) {
   }
   if ((st = before_pass(a, path)) != LOOM_OK) return st;
   for (const loom__arec *r; a->es && !a->oom && (r = loom__esort_next(a->es));) pass_record(a, r);
-  if (a->es && loom__esort_error(a->es)[0]) return loom__fail(LOOM_EIO, "%s: %s", path, loom__esort_error(a->es));
+  if (a->es && loom__esort_error(a->es)[0])
+    return loom__fail(LOOM_EIO, "%s: %s", path, loom__esort_error(a->es));
   finish(a);
   if (a->oom) return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
   return ranks_pass(rep, a->o);

@@ -33,8 +33,8 @@ static void hta_span(const an *a, int64_t ts, int64_t dur, int64_t *s, int64_t *
 static unsigned hta_type(an *a, const loom__arec *r, const launch *l) {
   unsigned nf = loom__an_name_flags(a, a->t, r->name);
   if (r->kind == LOOM_KIND_COLLECTIVE || (r->role & LOOM_RECORD_F_COMM)) return LOOM__HTA_COMM;
-  if ((r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET) && !(r->hta & LOOM__AREC_HTA_STRUCT) &&
-      ((r->role >> LOOM__AREC_DIR_SHIFT) || (l && l->memory)))
+  if ((r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET) &&
+      !(r->hta & LOOM__AREC_HTA_STRUCT) && ((r->role >> LOOM__AREC_DIR_SHIFT) || (l && l->memory)))
     return LOOM__HTA_MEMORY;
   return NF_HTA_TYPE(nf);
 }

@@ -45,7 +45,9 @@ typedef struct uset {
 
 /* HTA on a trace with fractional timestamps: each event's start rounded up
  * and its end down to a whole microsecond (of the file's time). */
-static inline int64_t ceil_us(int64_t ns) { return ns >= 0 ? (ns + 999) / 1000 * 1000 : -(-ns / 1000 * 1000); }
+static inline int64_t ceil_us(int64_t ns) {
+  return ns >= 0 ? (ns + 999) / 1000 * 1000 : -(-ns / 1000 * 1000);
+}
 
 /* Adds [s, e).  Returns 1 when it starts a new merged interval after an
  * earlier one (*gap_from = where the gap began), else 0. */
@@ -107,7 +109,8 @@ typedef struct launch {
 
 /* An idle gap [gap, s) ended by work whose launch call is l: the part
  * before the call began was waiting for the host. */
-static inline void split_idle(const launch *l, int64_t gap, int64_t s, int64_t *host, int64_t *other) {
+static inline void split_idle(const launch *l, int64_t gap, int64_t s, int64_t *host,
+                              int64_t *other) {
   int64_t h = l ? l->ts - gap : 0;
   h = h < 0 ? 0 : h > s - gap ? s - gap : h;
   *host += h;

@@ -107,8 +107,8 @@ static uint32_t stack_id(an *a, const hstate *h) {
     if (h->st[i].kind != LOOM_KIND_USER_RANGE) continue;
     uint32_t nm = tally_name(a, h->st[i].name);
     if (stk_has(a, a->stk_names, n, nm, &mapped)) continue;
-    if (n == a->cap_stk_names &&
-        loom__grow((void **)&a->stk_names, &a->cap_stk_names, (size_t)n + 1, sizeof *a->stk_names)) {
+    if (n == a->cap_stk_names && loom__grow((void **)&a->stk_names, &a->cap_stk_names,
+                                            (size_t)n + 1, sizeof *a->stk_names)) {
       a->oom = 1;
       return 0;
     }
@@ -184,7 +184,8 @@ static void host_slices(an *a, const loom__arec *r, unsigned nf) {
   if (nf & NF_STEP) {
     loom__rstep s = {r->name, r->ts, r->dur, 0, 0};
     if (LOOM__PUSH(rep->steps, rep->nsteps, a->cap_steps, s)) a->oom = 1;
-    else if (loom__cpu_slice(rep->cpu, LOOM__CPU_STEP, (uint32_t)rep->nsteps - 1, r->track, r->ts, r->dur))
+    else if (loom__cpu_slice(rep->cpu, LOOM__CPU_STEP, (uint32_t)rep->nsteps - 1, r->track, r->ts,
+                             r->dur))
       a->oom = 1;
   }
   uint32_t group = r->kind == LOOM_KIND_CPU_OP ? LOOM__G_OP : LOOM__G_RANGE;
@@ -194,7 +195,8 @@ static void host_slices(an *a, const loom__arec *r, unsigned nf) {
 /* The step a call at ts falls in, -1 for none (steps come in time order). */
 static int32_t step_at(an *a, int64_t ts) {
   const loom__report *rep = a->rep;
-  while (a->cur_step + 1 < (int32_t)rep->nsteps && rep->steps[a->cur_step + 1].ts <= ts) a->cur_step++;
+  while (a->cur_step + 1 < (int32_t)rep->nsteps && rep->steps[a->cur_step + 1].ts <= ts)
+    a->cur_step++;
   if (a->cur_step < 0) return -1;
   const loom__rstep *s = &rep->steps[a->cur_step];
   return ts >= s->ts && ts < s->ts + s->dur ? a->cur_step : -1;
@@ -213,7 +215,8 @@ static void in_flight(an *a, const loom__arec *r, const launch *l) {
   if (!added) {
     int moved = a->ls[idx].ts != l->ts;
     a->ls[idx] = *l;
-    if (moved && LOOM__PUSH(a->lq, a->nlq, a->cap_lq, ((struct lq){r->corr, r->ts, idx}))) a->oom = 1;
+    if (moved && LOOM__PUSH(a->lq, a->nlq, a->cap_lq, ((struct lq){r->corr, r->ts, idx})))
+      a->oom = 1;
     lq_compact(a);
     return;
   }
@@ -319,7 +322,8 @@ static uint32_t lane_base(an *a, uint32_t track) {
   if (!b) return track;
   const loom__track *q = &a->t->tracks[*b - 1];
   const char *qn = loom__trace_cstr(a->t, q->name);
-  return q->pid == k->pid && strlen(qn) == len && !memcmp(qn, name, len) ? (uint32_t)(*b - 1) : track;
+  return q->pid == k->pid && strlen(qn) == len && !memcmp(qn, name, len) ? (uint32_t)(*b - 1)
+                                                                         : track;
 }
 
 static loom__rq *queue(an *a, uint32_t track, qstate **qs) {

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const loom__cpu_ctr_keys[LOOM__CPU_NCTR] = {"context_switches", "page_faults", "cpu_migrations"};
+const char *const loom__cpu_ctr_keys[LOOM__CPU_NCTR] = {"context_switches", "page_faults",
+                                                        "cpu_migrations"};
 
 void loom__cpu_init(loom__rcpu *c) {
   memset(c, 0, sizeof *c);
@@ -39,14 +40,18 @@ static int counter(loom__rcpu *c, const loom_trace *t, const loom__ev *e, const 
     int w = 0;
     while (w < LOOM__CPU_NCTR && strcmp(key, loom__cpu_ctr_keys[w])) w++;
     if (w == LOOM__CPU_NCTR) continue;
-    uint64_t v = args[i].type == LOOM_ARG_DOUBLE ? (args[i].v.d > 0 && args[i].v.d < 1.8e19 ? (uint64_t)args[i].v.d : 0)
-               : args[i].type == LOOM_ARG_INT ? (args[i].v.i > 0 ? (uint64_t)args[i].v.i : 0)
-               : args[i].type == LOOM_ARG_UINT ? args[i].v.u : 0;
+    uint64_t v = args[i].type == LOOM_ARG_DOUBLE
+                     ? (args[i].v.d > 0 && args[i].v.d < 1.8e19 ? (uint64_t)args[i].v.d : 0)
+                 : args[i].type == LOOM_ARG_INT  ? (args[i].v.i > 0 ? (uint64_t)args[i].v.i : 0)
+                 : args[i].type == LOOM_ARG_UINT ? args[i].v.u
+                                                 : 0;
     if (!k) {
       uint64_t *at = loom__map_get(&c->ctr_of, e->track);
       if (!at) {
         loom__cctr z = {.track = e->track};
-        if (LOOM__PUSH(c->ctr, c->nctr, c->cap_ctr, z) || loom__map_put(&c->ctr_of, e->track, c->nctr)) return -1;
+        if (LOOM__PUSH(c->ctr, c->nctr, c->cap_ctr, z) ||
+            loom__map_put(&c->ctr_of, e->track, c->nctr))
+          return -1;
         at = loom__map_get(&c->ctr_of, e->track);
       }
       k = &c->ctr[*at - 1];
@@ -67,7 +72,8 @@ static uint32_t fn_of_frame(loom__rcpu *c, uint32_t frame) {
   uint64_t *at = loom__map_get(&c->fn_of, key);
   if (!at) {
     loom__cfn f = {lid, c->s.frames[frame].module};
-    if (LOOM__PUSH(c->fns, c->nfns, c->cap_fns, f) || loom__map_put(&c->fn_of, key, c->nfns)) return UINT32_MAX;
+    if (LOOM__PUSH(c->fns, c->nfns, c->cap_fns, f) || loom__map_put(&c->fn_of, key, c->nfns))
+      return UINT32_MAX;
     at = loom__map_get(&c->fn_of, key);
   }
   return (uint32_t)(*at - 1);
@@ -92,7 +98,8 @@ int loom__cpu_event(loom__rcpu *c, const loom_trace *t, const loom__ev *e, const
   if (e->kind != LOOM_KIND_SAMPLE) return 0;
   uint32_t site = 0;
   for (uint16_t i = 0; i < e->nargs; i++) {
-    if (args[i].type != LOOM_ARG_STRING || strcmp(loom__trace_cstr(t, args[i].key), "stack")) continue;
+    if (args[i].type != LOOM_ARG_STRING || strcmp(loom__trace_cstr(t, args[i].key), "stack"))
+      continue;
     const char *text = loom__trace_cstr(t, args[i].v.s);
     size_t len = loom__strtab_len(&t->strs, args[i].v.s);
     uint32_t id = loom__strtab_intern(&c->s.strs, text, len);
@@ -124,7 +131,8 @@ static long slot(loom__rcpu *c, uint32_t group, uint32_t key) {
   uint64_t *at = loom__map_get(&c->slot_of, k);
   if (at) return (long)(*at - 1);
   loom__cslot z = {.group = group, .key = key};
-  if (LOOM__PUSH(c->slots, c->nslots, c->cap_slots, z) || loom__map_put(&c->slot_of, k, c->nslots)) return -1;
+  if (LOOM__PUSH(c->slots, c->nslots, c->cap_slots, z) || loom__map_put(&c->slot_of, k, c->nslots))
+    return -1;
   return (long)c->nslots - 1;
 }
 
@@ -136,7 +144,9 @@ static int hit(loom__rcpu *c, uint32_t sl, uint32_t site) {
     return 0;
   }
   loom__chit h = {sl, site, 1};
-  return LOOM__PUSH(c->hits, c->nhits, c->cap_hits, h) || loom__map_put(&c->hit_of, k, c->nhits) ? -1 : 0;
+  return LOOM__PUSH(c->hits, c->nhits, c->cap_hits, h) || loom__map_put(&c->hit_of, k, c->nhits)
+             ? -1
+             : 0;
 }
 
 int loom__cpu_sorted(loom__rcpu *c) {
@@ -161,14 +171,16 @@ static size_t lower(const loom__rcpu *c, uint32_t track, int64_t ts) {
   return lo;
 }
 
-int loom__cpu_slice(loom__rcpu *c, uint32_t group, uint32_t key, uint32_t track, int64_t ts, int64_t dur) {
+int loom__cpu_slice(loom__rcpu *c, uint32_t group, uint32_t key, uint32_t track, int64_t ts,
+                    int64_t dur) {
   if (!c->nsmp || dur <= 0) return 0;
   size_t lo = lower(c, track, ts), hi = lower(c, track, ts + dur);
   if (lo >= hi) return 0;
   long sl = slot(c, group, key);
   if (sl < 0) return -1;
   loom__cslot *s = &c->slots[sl];
-  if (s->last_track == track + 1 && s->last_hi > lo) lo = s->last_hi; /* nested in one of its name */
+  if (s->last_track == track + 1 && s->last_hi > lo)
+    lo = s->last_hi; /* nested in one of its name */
   if (s->last_track != track + 1 || hi > s->last_hi) s->last_hi = hi;
   s->last_track = track + 1;
   if (lo >= hi) return 0;
@@ -184,7 +196,8 @@ const loom__cslot *loom__cpu_slot(const loom__rcpu *c, uint32_t group, uint32_t 
 }
 
 /* ---- functions per slot ------------------------------------------------------ */
-static int add_fn(loom__rcpu *c, loom__map *ent_of, uint32_t sl, uint32_t fn, uint64_t self, uint64_t total) {
+static int add_fn(loom__rcpu *c, loom__map *ent_of, uint32_t sl, uint32_t fn, uint64_t self,
+                  uint64_t total) {
   uint64_t k = (uint64_t)sl << 32 | fn;
   uint64_t *at = loom__map_get(ent_of, k);
   if (!at) {
@@ -204,8 +217,11 @@ static int cmp_ent(const void *pa, const void *pb) {
   if (a->total != b->total) return a->total > b->total ? -1 : 1;
   if (a->self != b->self) return a->self > b->self ? -1 : 1;
   const loom__strtab *s = &sort_cpu->s.strs;
-  int d = strcmp(loom__strtab_get(s, sort_cpu->fns[a->fn].label), loom__strtab_get(s, sort_cpu->fns[b->fn].label));
-  return d ? d : strcmp(loom__strtab_get(s, sort_cpu->fns[a->fn].module), loom__strtab_get(s, sort_cpu->fns[b->fn].module));
+  int d = strcmp(loom__strtab_get(s, sort_cpu->fns[a->fn].label),
+                 loom__strtab_get(s, sort_cpu->fns[b->fn].label));
+  return d ? d
+           : strcmp(loom__strtab_get(s, sort_cpu->fns[a->fn].module),
+                    loom__strtab_get(s, sort_cpu->fns[b->fn].module));
 }
 
 static int functions(loom__rcpu *c) {

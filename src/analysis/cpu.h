@@ -43,7 +43,11 @@ typedef struct loom__centry { uint32_t slot, fn; uint64_t self, total; } loom__c
 typedef struct loom__chit { uint32_t slot, site; uint64_t n; } loom__chit;
 /* A flame graph node (stacks merged by function), in depth-first order. */
 typedef struct loom__cflame { uint32_t fn, depth; uint64_t x, n; } loom__cflame;
-typedef struct loom__cctr { uint32_t track; uint64_t v[LOOM__CPU_NCTR]; uint8_t seen[LOOM__CPU_NCTR]; } loom__cctr;
+typedef struct loom__cctr {
+  uint32_t track;
+  uint64_t v[LOOM__CPU_NCTR];
+  uint8_t seen[LOOM__CPU_NCTR];
+} loom__cctr;
 
 typedef struct loom__rcpu {
   loom__samples s;
@@ -80,7 +84,8 @@ int loom__cpu_event(loom__rcpu *c, const loom_trace *t, const loom__ev *e, const
 int loom__cpu_sorted(loom__rcpu *c);
 /* A slice [ts, ts + dur) on track: its samples count for slot (group, key),
  * each sample once per slot even where slices of one name nest. */
-int loom__cpu_slice(loom__rcpu *c, uint32_t group, uint32_t key, uint32_t track, int64_t ts, int64_t dur);
+int loom__cpu_slice(loom__rcpu *c, uint32_t group, uint32_t key, uint32_t track, int64_t ts,
+                    int64_t dur);
 /* After the pass: functions per slot and the flame graph. */
 int loom__cpu_finish(loom__rcpu *c);
 /* The flame graph (flame[]) from the stacks of slot 0 (cpu_flame.c). */

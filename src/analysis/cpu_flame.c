@@ -122,7 +122,8 @@ int loom__cpu_flame(loom__rcpu *c) {
     if (x->slot != 0 || !x->site) continue;
     long nd = node_of(&t, c, x->site, &todo, &cap);
     if (nd < 0) rc = -1;
-    for (uint32_t at = (uint32_t)nd + 1; rc == 0 && at; at = t.v[at - 1].parent) t.v[at - 1].n += x->n;
+    for (uint32_t at = (uint32_t)nd + 1; rc == 0 && at; at = t.v[at - 1].parent)
+      t.v[at - 1].n += x->n;
   }
   if (rc == 0 && t.n) rc = order(c, &t);
   free(todo);

@@ -31,7 +31,9 @@ typedef struct names {
   char *p[];
 } names;
 
-static const char *name_of(const names *nm, uint32_t id) { return id && id < nm->n ? nm->p[id] : ""; }
+static const char *name_of(const names *nm, uint32_t id) {
+  return id && id < nm->n ? nm->p[id] : "";
+}
 
 static int cmp_rec(const void *pa, const void *pb, const void *ctx) {
   const loom__arec *a = pa, *b = pb;
@@ -73,7 +75,9 @@ loom__esort *loom__esort_new(const loom__strtab *strs, size_t budget) {
   return s;
 }
 
-void loom__esort_names(loom__esort *s, const loom__strtab *strs) { loom__xsort_set_ctx(s->x, strs); }
+void loom__esort_names(loom__esort *s, const loom__strtab *strs) {
+  loom__xsort_set_ctx(s->x, strs);
+}
 
 int loom__esort_add(loom__esort *s, const loom__arec *r) {
   loom__arec *to = loom__xsort_add(s->x, r->ts, sizeof *r);

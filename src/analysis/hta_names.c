@@ -26,8 +26,8 @@ static int hta_comm(const char *n) {
 
 /* MemoryKernelGroupingPattern: (^(hip)?Memcpy)|(^(hip)?Memset)|(^dma) */
 static int hta_memory(const char *n) {
-  return starts(n, "Memcpy") || starts(n, "hipMemcpy") || starts(n, "Memset") || starts(n, "hipMemset") ||
-         starts(n, "dma");
+  return starts(n, "Memcpy") || starts(n, "hipMemcpy") || starts(n, "Memset") ||
+         starts(n, "hipMemset") || starts(n, "dma");
 }
 
 /* ComputeKernelGroupingPattern, an inverse match: a name matching any of
@@ -67,8 +67,8 @@ int loom__hta_launch_name(const char *name) {
 /* breakdown_analysis.py, get_idle_time_breakdown: the categories of the
  * events the idle-time breakdown looks at (HTA PR #149). */
 int loom__hta_idle_category(const char *cat) {
-  static const char *const cats[] = {"kernel", "Kernel", "gpu_memset", "Memset", "gpu_memcpy", "Memcpy",
-                                     "mtia_ccp_events"};
+  static const char *const cats[] = {"kernel",     "Kernel", "gpu_memset",     "Memset",
+                                     "gpu_memcpy", "Memcpy", "mtia_ccp_events"};
   for (size_t i = 0; cat && i < sizeof cats / sizeof cats[0]; i++)
     if (!strcmp(cat, cats[i])) return 1;
   return 0;

@@ -10,12 +10,12 @@
 #include "export/export.h"
 #include "ranks.h"
 
-const char *const loom__wait_name[LOOM__W_COUNT_] = {"late_sender", "late_receiver", "wait_nxn",
-                                                     "wait_barrier", "late_broadcast", "early_reduce"};
+const char *const loom__wait_name[LOOM__W_COUNT_] = {
+    "late_sender", "late_receiver", "wait_nxn", "wait_barrier", "late_broadcast", "early_reduce"};
 
 enum { K_COMM, K_SEQ, K_ROOT, K_DST, K_SRC, K_TAG, K_RTAG, K_REQ, K_WAIT, K_UNCLOSED, K_COUNT_ };
-static const char *const key_str[K_COUNT_] = {"comm", "seq", "root", "dst", "src", "tag", "recv_tag",
-                                             "request", "wait_start_ns", "unclosed"};
+static const char *const key_str[K_COUNT_] = {
+    "comm", "seq", "root", "dst", "src", "tag", "recv_tag", "request", "wait_start_ns", "unclosed"};
 
 loom__ranks *loom__ranks_new(void) {
   loom__ranks *k = calloc(1, sizeof *k);
@@ -94,13 +94,15 @@ static const struct { const char *name; unsigned marks; } role_names[] = {
 #undef LOOM_REPORT_ROLES
 #undef LOOM_REPORT_NAME
 
-#define MSG_MARKS (LOOM__ROLE_ALL & ~(unsigned)(LOOM_RECORD_F_LAUNCH | LOOM_RECORD_F_MEMORY | LOOM_RECORD_F_COMM))
+#define MSG_MARKS                                                                                  \
+  (LOOM__ROLE_ALL & ~(unsigned)(LOOM_RECORD_F_LAUNCH | LOOM_RECORD_F_MEMORY | LOOM_RECORD_F_COMM))
 
 static unsigned listed_marks(const char *n) {
   for (size_t i = 0; role_names[i].name; i++) {
     const char *t = role_names[i].name;
     size_t len = strlen(t);
-    if (len && t[len - 1] == '*' ? !strncmp(n, t, len - 1) : !strcmp(n, t)) return role_names[i].marks;
+    if (len && t[len - 1] == '*' ? !strncmp(n, t, len - 1) : !strcmp(n, t))
+      return role_names[i].marks;
   }
   return 0;
 }
@@ -134,8 +136,9 @@ static int pattern_of(unsigned m, const char *name) {
   for (; *name && j + 1 < sizeof n; name++)
     if (*name != '_') n[j++] = (char)(*name >= 'A' && *name <= 'Z' ? *name + 32 : *name);
   n[j] = 0;
-  static const char *const nxn[] = {"allreduce", "allgather", "allgatherv", "alltoall", "alltoallv",
-                                    "alltoallw", "reducescatter", "reducescatterblock", "scan", "exscan"};
+  static const char *const nxn[] = {"allreduce", "allgather", "allgatherv",    "alltoall",
+                                    "alltoallv", "alltoallw", "reducescatter", "reducescatterblock",
+                                    "scan",      "exscan"};
   static const char *const bcast[] = {"bcast", "broadcast", "scatter", "scatterv"};
   static const char *const reduce[] = {"reduce", "gather", "gatherv"};
   if (!strcmp(n, "barrier")) return LOOM__W_BARRIER;
@@ -192,7 +195,8 @@ static int step_range(loom__ranks *k, loom__rkev *v, const loom__ev *e, const lo
   return push(k, v);
 }
 
-int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e, const loom__targ *args) {
+int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e,
+                      const loom__targ *args) {
   if (e->ph != LOOM__PH_COMPLETE && e->ph != LOOM__PH_INSTANT) return 0;
   /* Steps and communication calls are host side; device queues belong to
    * devices, not to ranks (a trace's device pids would look like ranks). */
@@ -205,7 +209,8 @@ int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e, co
   v.end = e->ts + (e->dur > 0 ? e->dur : 0);
   v.pid = t->tracks[e->track].pid;
   v.step = -1;
-  if (e->ph == LOOM__PH_COMPLETE && (e->kind == LOOM_KIND_USER_RANGE || e->kind == LOOM_KIND_CPU_OP) &&
+  if (e->ph == LOOM__PH_COMPLETE &&
+      (e->kind == LOOM_KIND_USER_RANGE || e->kind == LOOM_KIND_CPU_OP) &&
       (v.step = (int32_t)step_number(name)) >= 0)
     return step_range(k, &v, e, args);
   v.step = -1;
@@ -305,7 +310,8 @@ loom_status loom__ranks_read(loom__ranks *k, const char *path) {
   loom__sink sink = {.event = on_event, .ctx = k};
   loom_trace *meta = NULL;
   loom_status st = loom__trace_stream(path, &sink, &meta);
-  if (st == LOOM_OK && loom__ranks_end_input(k, meta)) st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  if (st == LOOM_OK && loom__ranks_end_input(k, meta))
+    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   loom_trace_free(meta);
   return st;
 }
@@ -337,7 +343,8 @@ static int step_table(loom__ranks *k) {
   k->state_ns = calloc(k->nranks * LOOM__W_COUNT_ + 1, sizeof *k->state_ns);
   k->step_state_ns = calloc(k->nsteps * LOOM__W_COUNT_ + 1, sizeof *k->step_state_ns);
   k->comm_ns = calloc(k->nranks + 1, sizeof *k->comm_ns);
-  if (!k->step_ns || !k->wait_ns || !k->caused_ns || !k->root_ns || !k->noise_ns || !k->state_ns || !k->step_state_ns || !k->comm_ns)
+  if (!k->step_ns || !k->wait_ns || !k->caused_ns || !k->root_ns || !k->noise_ns || !k->state_ns ||
+      !k->step_state_ns || !k->comm_ns)
     return -1;
   for (size_t i = 0; i < cells; i++) k->step_ns[i] = -1;
   for (size_t i = 0; i < k->nev; i++) {

@@ -110,7 +110,8 @@ loom__ranks *loom__ranks_new(void);
  * the marks, those the backends' role descriptions list for its name. */
 unsigned loom__ranks_marks(loom__ranks *k, const loom_trace *t, const loom__ev *e);
 /* The streaming sink's work for one event of the input being read. */
-int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e, const loom__targ *args);
+int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e,
+                      const loom__targ *args);
 /* After an input is read: times to epoch ns, pids to ranks. */
 int loom__ranks_end_input(loom__ranks *k, const loom_trace *meta);
 /* Reads another input (one rank's trace) with the streaming readers. */

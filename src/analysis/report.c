@@ -44,7 +44,8 @@ static _Thread_local const loom__report *rows_rep;
 static _Thread_local int rows_self;
 
 static int cmp_rows(const void *pa, const void *pb) {
-  const loom__rname *a = &rows_rep->names[*(const size_t *)pa], *b = &rows_rep->names[*(const size_t *)pb];
+  const loom__rname *a = &rows_rep->names[*(const size_t *)pa],
+                    *b = &rows_rep->names[*(const size_t *)pb];
   int64_t x = rows_self ? a->self : a->total, y = rows_self ? b->self : b->total;
   if (x != y) return x > y ? -1 : 1;
   return strcmp(loom__report_str(rows_rep, a->name), loom__report_str(rows_rep, b->name));
@@ -85,9 +86,9 @@ void loom__hta_temporal_of(const loom__rhta *d, loom__hta_temporal *h) {
 /* ---- the report: one model, three renderings ---------------------------------- */
 void loom__report_model(const loom__report *r, size_t top, loom__model *m) {
   static void (*const section[])(const loom__report *, loom__model *) = {
-      loom__report_input, loom__report_devices, loom__report_kernels, loom__report_moves, loom__report_host,
-      loom__report_steps, loom__report_cpu,     loom__report_hta,     loom__report_ranks,
-      loom__report_unknown};
+      loom__report_input, loom__report_devices, loom__report_kernels, loom__report_moves,
+      loom__report_host,  loom__report_steps,   loom__report_cpu,     loom__report_hta,
+      loom__report_ranks, loom__report_unknown};
   memset(m, 0, sizeof *m);
   m->top = top;
   snprintf(m->title, sizeof m->title, "loom report: %s", r->path);
@@ -105,9 +106,15 @@ static void render(const loom__report *r, loom__out *o, size_t top, render_fn fn
   loom__model_free(&m);
 }
 
-void loom__report_text(const loom__report *r, loom__out *o, size_t top) { render(r, o, top, loom__model_text); }
-void loom__report_json(const loom__report *r, loom__out *o, size_t top) { render(r, o, top, loom__model_json); }
-void loom__report_html(const loom__report *r, loom__out *o, size_t top) { render(r, o, top, loom__model_html); }
+void loom__report_text(const loom__report *r, loom__out *o, size_t top) {
+  render(r, o, top, loom__model_text);
+}
+void loom__report_json(const loom__report *r, loom__out *o, size_t top) {
+  render(r, o, top, loom__model_json);
+}
+void loom__report_html(const loom__report *r, loom__out *o, size_t top) {
+  render(r, o, top, loom__model_html);
+}
 
 /* ---- public API ------------------------------------------------------------ */
 #include "base/base.h"
@@ -123,13 +130,15 @@ loom_status loom_report_open(const char *path, const loom_report_options *opts, 
   if (!path || !out) return loom__fail(LOOM_EINVAL, "loom_report_open: NULL path or out");
   *out = NULL;
   if (opts && opts->struct_size < sizeof(size_t) * 3 + sizeof(int))
-    return loom__fail(LOOM_EINVAL, "loom_report_open: options from an unknown version (struct_size %zu)",
+    return loom__fail(LOOM_EINVAL,
+                      "loom_report_open: options from an unknown version (struct_size %zu)",
                       opts->struct_size);
   loom__report_opts o = {0};
   if (opts) {
     o.sort_budget = opts->sort_memory;
     o.hta_include_last_step = opts->hta_include_last_step;
-    if (opts->struct_size >= offsetof(loom_report_options, nmore_traces) + sizeof opts->nmore_traces) {
+    if (opts->struct_size >=
+        offsetof(loom_report_options, nmore_traces) + sizeof opts->nmore_traces) {
       o.more = opts->more_traces;
       o.nmore = opts->nmore_traces;
     }
@@ -150,7 +159,8 @@ loom_status loom_report_open(const char *path, const loom_report_options *opts, 
 
 loom_status loom_report_write(const loom_report *h, loom_report_format format, const char *path) {
   loom__clear_error();
-  if (!h || format > LOOM_REPORT_HTML) return loom__fail(LOOM_EINVAL, "loom_report_write: bad report or format");
+  if (!h || format > LOOM_REPORT_HTML)
+    return loom__fail(LOOM_EINVAL, "loom_report_write: bad report or format");
   loom__out m;
   if (loom__out_mem_init(&m)) return loom__fail(LOOM_ENOMEM, "out of memory");
   if (format == LOOM_REPORT_TEXT) loom__report_text(h->r, &m, h->top);

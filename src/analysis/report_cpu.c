@@ -21,41 +21,52 @@
 /* Flame graph nodes narrower than 1/FLAME_MIN of the samples are left out. */
 #define FLAME_MIN 1000
 
-static const char *cpu_str(const loom__rcpu *c, uint32_t id) { return loom__strtab_get(&c->s.strs, id); }
+static const char *cpu_str(const loom__rcpu *c, uint32_t id) {
+  return loom__strtab_get(&c->s.strs, id);
+}
 static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0; }
 static const char *base(const char *p) {
   const char *s = strrchr(p, '/');
   return s ? s + 1 : p;
 }
 
-static const loom__col sum_cols[] = {
-    {"samples", "samples", LOOM__COL_INT}, {"threads", "threads sampled", LOOM__COL_INT},
-    {"functions", "functions", LOOM__COL_INT}, {"no_stack", "samples without a stack", LOOM__COL_INT}};
-#define FN_FIGURES(flags)                                                                                   \
-  {"self", "self", LOOM__COL_INT, flags}, {"self_pct", "self share", LOOM__COL_PCT, flags},                    \
+static const loom__col sum_cols[] = {{"samples", "samples", LOOM__COL_INT},
+                                     {"threads", "threads sampled", LOOM__COL_INT},
+                                     {"functions", "functions", LOOM__COL_INT},
+                                     {"no_stack", "samples without a stack", LOOM__COL_INT}};
+#define FN_FIGURES(flags)                                                                          \
+  {"self", "self", LOOM__COL_INT, flags}, {"self_pct", "self share", LOOM__COL_PCT, flags},        \
       {"total", "total", LOOM__COL_INT, flags}, {"total_pct", "total share", LOOM__COL_PCT, flags}
-static const loom__col fn_cols[] = {
-    {"function", "function", LOOM__COL_STR}, {"module", "module path", LOOM__COL_STR, LOOM__CF_JSON_ONLY},
-    {"module_name", "module", LOOM__COL_STR, LOOM__CF_NOJSON}, FN_FIGURES(0)};
+static const loom__col fn_cols[] = {{"function", "function", LOOM__COL_STR},
+                                    {"module", "module path", LOOM__COL_STR, LOOM__CF_JSON_ONLY},
+                                    {"module_name", "module", LOOM__COL_STR, LOOM__CF_NOJSON},
+                                    FN_FIGURES(0)};
 /* A slice's functions, as child rows: text and HTML show them under the
  * parent's columns of the same titles. */
-static const loom__col sub_cols[] = {
-    {"function", "name", LOOM__COL_STR}, {"module", "module path", LOOM__COL_STR, LOOM__CF_JSON_ONLY},
-    {"module_name", "module", LOOM__COL_STR, LOOM__CF_NOJSON}, FN_FIGURES(0)};
-static const loom__col name_cols[] = {
-    {"name", "name", LOOM__COL_STR}, {"total_ns", "time", LOOM__COL_US}, {"samples", "samples", LOOM__COL_INT},
-    FN_FIGURES(LOOM__CF_NOJSON), {"module_name", "module", LOOM__COL_STR, LOOM__CF_NOJSON}};
+static const loom__col sub_cols[] = {{"function", "name", LOOM__COL_STR},
+                                     {"module", "module path", LOOM__COL_STR, LOOM__CF_JSON_ONLY},
+                                     {"module_name", "module", LOOM__COL_STR, LOOM__CF_NOJSON},
+                                     FN_FIGURES(0)};
+static const loom__col name_cols[] = {{"name", "name", LOOM__COL_STR},
+                                      {"total_ns", "time", LOOM__COL_US},
+                                      {"samples", "samples", LOOM__COL_INT},
+                                      FN_FIGURES(LOOM__CF_NOJSON),
+                                      {"module_name", "module", LOOM__COL_STR, LOOM__CF_NOJSON}};
 static const loom__col step_cols[] = {
-    {"name", "name", LOOM__COL_STR}, {"start_ns", "start", LOOM__COL_NS}, {"dur_ns", "time", LOOM__COL_NS},
-    {"samples", "samples", LOOM__COL_INT}, FN_FIGURES(LOOM__CF_NOJSON),
-    {"module_name", "module", LOOM__COL_STR, LOOM__CF_NOJSON}};
-static const loom__col ctr_cols[] = {
-    {"pid", "pid", LOOM__COL_INT}, {"tid", "tid", LOOM__COL_INT}, {"thread", "thread", LOOM__COL_STR},
-    {"context_switches", "context switches", LOOM__COL_INT}, {"page_faults", "page faults", LOOM__COL_INT},
-    {"cpu_migrations", "CPU migrations", LOOM__COL_INT}};
-static const loom__col flame_cols[] = {
-    {"depth", "depth", LOOM__COL_INT}, {"start", "start", LOOM__COL_INT}, {"samples", "samples", LOOM__COL_INT},
-    {"pct", "share", LOOM__COL_PCT}, {"function", "function", LOOM__COL_STR}};
+    {"name", "name", LOOM__COL_STR},  {"start_ns", "start", LOOM__COL_NS},
+    {"dur_ns", "time", LOOM__COL_NS}, {"samples", "samples", LOOM__COL_INT},
+    FN_FIGURES(LOOM__CF_NOJSON),      {"module_name", "module", LOOM__COL_STR, LOOM__CF_NOJSON}};
+static const loom__col ctr_cols[] = {{"pid", "pid", LOOM__COL_INT},
+                                     {"tid", "tid", LOOM__COL_INT},
+                                     {"thread", "thread", LOOM__COL_STR},
+                                     {"context_switches", "context switches", LOOM__COL_INT},
+                                     {"page_faults", "page faults", LOOM__COL_INT},
+                                     {"cpu_migrations", "CPU migrations", LOOM__COL_INT}};
+static const loom__col flame_cols[] = {{"depth", "depth", LOOM__COL_INT},
+                                       {"start", "start", LOOM__COL_INT},
+                                       {"samples", "samples", LOOM__COL_INT},
+                                       {"pct", "share", LOOM__COL_PCT},
+                                       {"function", "function", LOOM__COL_STR}};
 
 static void fn_row(const loom__rcpu *c, loom__table *t, const loom__centry *e, uint64_t of) {
   const loom__cfn *f = &c->fns[e->fn];
@@ -69,7 +80,8 @@ static void fn_row(const loom__rcpu *c, loom__table *t, const loom__centry *e, u
 }
 
 static void summary(const loom__rcpu *c, loom__model *m) {
-  loom__table *t = loom__model_add(m, "cpu", "CPU samples", sum_cols, NCOLS(sum_cols), LOOM__TF_RECORD);
+  loom__table *t =
+      loom__model_add(m, "cpu", "CPU samples", sum_cols, NCOLS(sum_cols), LOOM__TF_RECORD);
   size_t threads = 0;
   for (size_t i = 0; i < c->nsmp; i++) threads += !i || c->smp[i].track != c->smp[i - 1].track;
   loom__table_int(t, (int64_t)c->nsmp);
@@ -101,8 +113,9 @@ static loom__centry *by_self(const loom__rcpu *c, const loom__centry *e, size_t 
 /* Overall: by self samples, then by total samples. */
 static void top_functions(const loom__rcpu *c, loom__model *m) {
   const loom__cslot *all = &c->slots[0];
-  loom__table *t = loom__model_add(m, "cpu.by_self", "Functions by self samples (the function itself ran)",
-                                   fn_cols, NCOLS(fn_cols), 0);
+  loom__table *t =
+      loom__model_add(m, "cpu.by_self", "Functions by self samples (the function itself ran)",
+                      fn_cols, NCOLS(fn_cols), 0);
   loom__centry *by = by_self(c, all->ne ? c->ent + all->e0 : NULL, all->ne); /* no NULL + 0 */
   if (!t || !by) {
     m->oom = 1;
@@ -114,7 +127,8 @@ static void top_functions(const loom__rcpu *c, loom__model *m) {
   for (size_t i = 0, made = loom__model_limit(m, t, n); i < made; i++) fn_row(c, t, &by[i], all->n);
   free(by);
   loom__table_note(t, "%llu samples; shares are of all samples", (unsigned long long)all->n);
-  t = loom__model_add(m, "cpu.by_total", "Functions by total samples (the function was on the stack)", fn_cols,
+  t = loom__model_add(m, "cpu.by_total",
+                      "Functions by total samples (the function was on the stack)", fn_cols,
                       NCOLS(fn_cols), 0);
   for (size_t i = 0, made = loom__model_limit(m, t, all->ne); i < made; i++)
     fn_row(c, t, &c->ent[all->e0 + i], all->n);
@@ -128,7 +142,8 @@ static void parent_blanks(loom__table *t) {
 
 /* A parent row's functions in child rows: those that ran most themselves
  * first (then by total), so the callers every sample has come last. */
-static void slot_fns(const loom__rcpu *c, loom__model *m, loom__table *ch, size_t row, const loom__cslot *s) {
+static void slot_fns(const loom__rcpu *c, loom__model *m, loom__table *ch, size_t row,
+                     const loom__cslot *s) {
   size_t k = m->top && m->top < FNS_PER_SLICE ? m->top : FNS_PER_SLICE;
   if (!m->top) k = s->ne;
   loom__centry *by = by_self(c, s->ne ? c->ent + s->e0 : NULL, s->ne);
@@ -168,14 +183,17 @@ static void per_name(const loom__report *r, loom__model *m, int group) {
     parent_blanks(t);
     slot_fns(c, m, ch, i, s);
   }
-  if (t) loom__table_note(t, "a sample counts for every slice it falls in on its thread, so a slice's functions "
-                             "include its children's; shares are of the slice's samples");
+  if (t)
+    loom__table_note(
+        t, "a sample counts for every slice it falls in on its thread, so a slice's functions "
+           "include its children's; shares are of the slice's samples");
   free(rows);
 }
 
 static _Thread_local const loom__report *steps_rep;
 static int cmp_step(const void *pa, const void *pb) {
-  const loom__rstep *a = &steps_rep->steps[*(const size_t *)pa], *b = &steps_rep->steps[*(const size_t *)pb];
+  const loom__rstep *a = &steps_rep->steps[*(const size_t *)pa],
+                    *b = &steps_rep->steps[*(const size_t *)pb];
   if (a->dur != b->dur) return a->dur > b->dur ? -1 : 1;
   return a->ts < b->ts ? -1 : a->ts > b->ts;
 }
@@ -191,8 +209,9 @@ static void per_step(const loom__report *r, loom__model *m) {
     if (loom__cpu_slot(c, LOOM__CPU_STEP, (uint32_t)i)) ix[k++] = i;
   steps_rep = r;
   qsort(ix, k, sizeof *ix, cmp_step);
-  loom__table *t = k ? loom__model_add(m, "cpu.steps", "Functions inside the slowest steps", step_cols,
-                                       NCOLS(step_cols), 0) : NULL;
+  loom__table *t = k ? loom__model_add(m, "cpu.steps", "Functions inside the slowest steps",
+                                       step_cols, NCOLS(step_cols), 0)
+                     : NULL;
   loom__table *ch = t ? loom__table_child(t, "functions", sub_cols, NCOLS(sub_cols)) : NULL;
   if (k && !ch) m->oom = 1;
   for (size_t i = 0, made = ch ? loom__model_limit(m, t, k) : 0; i < made; i++) {
@@ -211,8 +230,9 @@ static void per_step(const loom__report *r, loom__model *m) {
 static void counters(const loom__report *r, loom__model *m) {
   const loom__rcpu *c = r->cpu;
   if (!c->nctr) return;
-  loom__table *t = loom__model_add(m, "cpu.os_counters", "OS counters per thread (totals over the recording)",
-                                   ctr_cols, NCOLS(ctr_cols), LOOM__TF_ALL);
+  loom__table *t =
+      loom__model_add(m, "cpu.os_counters", "OS counters per thread (totals over the recording)",
+                      ctr_cols, NCOLS(ctr_cols), LOOM__TF_ALL);
   for (size_t i = 0; i < c->nctr; i++) {
     const loom__cctr *k = &c->ctr[i];
     const loom__track *tr = k->track < r->meta->ntracks ? &r->meta->tracks[k->track] : NULL;
@@ -233,8 +253,9 @@ static void counters(const loom__report *r, loom__model *m) {
 
 static void flame(const loom__rcpu *c, loom__model *m) {
   if (!c->nflame) return;
-  loom__table *t = loom__model_add(m, "cpu.flame", "Flame graph of the CPU samples", flame_cols, NCOLS(flame_cols),
-                                   LOOM__TF_NOTEXT | LOOM__TF_NOHTML | LOOM__TF_ALL);
+  loom__table *t =
+      loom__model_add(m, "cpu.flame", "Flame graph of the CPU samples", flame_cols,
+                      NCOLS(flame_cols), LOOM__TF_NOTEXT | LOOM__TF_NOHTML | LOOM__TF_ALL);
   if (!t) return;
   t->chart = LOOM__CHART_FLAME;
   uint64_t all = c->slots[0].n;
@@ -247,8 +268,11 @@ static void flame(const loom__rcpu *c, loom__model *m) {
     loom__table_pct(t, pct(f->n, all));
     loom__table_str(t, cpu_str(c, c->fns[f->fn].label));
   }
-  loom__table_note(t, "%llu samples; outermost frames at the bottom, width = samples through the function, "
-                      "callees above their callers", (unsigned long long)all);
+  loom__table_note(
+      t,
+      "%llu samples; outermost frames at the bottom, width = samples through the function, "
+      "callees above their callers",
+      (unsigned long long)all);
 }
 
 void loom__report_cpu(const loom__report *r, loom__model *m) {

@@ -15,16 +15,22 @@
 #include "table.h"
 
 #define W_COLS                                                                                     \
-  {"late_sender_ns", "late sender", LOOM__COL_NS}, {"late_receiver_ns", "late receiver", LOOM__COL_NS}, \
-  {"wait_nxn_ns", "wait N x N", LOOM__COL_NS}, {"wait_barrier_ns", "wait barrier", LOOM__COL_NS},   \
-  {"late_broadcast_ns", "late bcast", LOOM__COL_NS}, {"early_reduce_ns", "early reduce", LOOM__COL_NS}
+  {"late_sender_ns", "late sender", LOOM__COL_NS},                                                 \
+  {"late_receiver_ns", "late receiver", LOOM__COL_NS},                                             \
+  {"wait_nxn_ns", "wait N x N", LOOM__COL_NS}, {"wait_barrier_ns", "wait barrier", LOOM__COL_NS},  \
+  {"late_broadcast_ns", "late bcast", LOOM__COL_NS},                                               \
+  {"early_reduce_ns", "early reduce", LOOM__COL_NS}
 
-static const loom__col rank_cols[] = {
-    {"rank", "rank", LOOM__COL_INT}, {"steps", "steps", LOOM__COL_INT},
-    {"step_time_ns", "step time", LOOM__COL_NS}, {"communication_ns", "comm", LOOM__COL_NS},
-    {"waiting_ns", "waiting", LOOM__COL_NS}, W_COLS,
-    {"caused_ns", "caused", LOOM__COL_NS}, {"root_caused_ns", "root cause of", LOOM__COL_NS},
-    {"below_threshold_ns", "noise", LOOM__COL_NS}, {"straggler_steps", "straggler in", LOOM__COL_INT}};
+static const loom__col rank_cols[] = {{"rank", "rank", LOOM__COL_INT},
+                                      {"steps", "steps", LOOM__COL_INT},
+                                      {"step_time_ns", "step time", LOOM__COL_NS},
+                                      {"communication_ns", "comm", LOOM__COL_NS},
+                                      {"waiting_ns", "waiting", LOOM__COL_NS},
+                                      W_COLS,
+                                      {"caused_ns", "caused", LOOM__COL_NS},
+                                      {"root_caused_ns", "root cause of", LOOM__COL_NS},
+                                      {"below_threshold_ns", "noise", LOOM__COL_NS},
+                                      {"straggler_steps", "straggler in", LOOM__COL_INT}};
 static const loom__col step_cols[] = {
     {"step", "step", LOOM__COL_INT}, {"ranks", "ranks", LOOM__COL_INT},
     {"max_ns", "max", LOOM__COL_NS}, {"min_ns", "min", LOOM__COL_NS},
@@ -43,9 +49,12 @@ static const loom__col for_cols[] = {
 #define NCOLS(a) (sizeof a / sizeof a[0])
 
 enum { T_RANKS, T_STEPS, T_CELLS, T_SITES, T_FOR, T_COUNT };
-static const char *const table_key[T_COUNT] = {"ranks", "steps", "rank_steps", "wait_sites", "waits_for"};
+static const char *const table_key[T_COUNT] = {"ranks", "steps", "rank_steps", "wait_sites",
+                                               "waits_for"};
 
-static int64_t at(const int64_t *m, const loom__ranks *k, size_t r, size_t s) { return m[r * k->nsteps + s]; }
+static int64_t at(const int64_t *m, const loom__ranks *k, size_t r, size_t s) {
+  return m[r * k->nsteps + s];
+}
 
 static void rank_rows(loom__table *t, const loom__ranks *k) {
   for (size_t r = 0; r < k->nranks; r++) {
@@ -62,7 +71,8 @@ static void rank_rows(loom__table *t, const loom__ranks *k) {
     loom__table_int(t, time);
     loom__table_int(t, k->comm_ns[r]);
     loom__table_int(t, wait);
-    for (int w = 0; w < LOOM__W_COUNT_; w++) loom__table_int(t, k->state_ns[r * LOOM__W_COUNT_ + w]);
+    for (int w = 0; w < LOOM__W_COUNT_; w++)
+      loom__table_int(t, k->state_ns[r * LOOM__W_COUNT_ + w]);
     loom__table_int(t, caused);
     loom__table_int(t, root);
     loom__table_int(t, k->noise_ns[r]);
@@ -89,7 +99,8 @@ static void step_rows(loom__table *t, const loom__ranks *k) {
     loom__table_int(t, mx - mn);
     loom__table_int(t, k->rank_id[slow]);
     loom__table_int(t, wait);
-    for (int w = 0; w < LOOM__W_COUNT_; w++) loom__table_int(t, k->step_state_ns[s * LOOM__W_COUNT_ + w]);
+    for (int w = 0; w < LOOM__W_COUNT_; w++)
+      loom__table_int(t, k->step_state_ns[s * LOOM__W_COUNT_ + w]);
     int32_t who = loom__ranks_straggler(k, s);
     if (who >= 0) loom__table_int(t, k->rank_id[who]);
     else loom__table_null(t);
@@ -111,7 +122,8 @@ static void cell_rows(loom__table *t, const loom__ranks *k) {
 
 static _Thread_local const loom__ranks *SITES;
 static int cmp_site(const void *pa, const void *pb) {
-  const loom__rsite *a = &SITES->sites[*(const size_t *)pa], *b = &SITES->sites[*(const size_t *)pb];
+  const loom__rsite *a = &SITES->sites[*(const size_t *)pa],
+                    *b = &SITES->sites[*(const size_t *)pb];
   if (a->total != b->total) return a->total > b->total ? -1 : 1;
   if (a->state != b->state) return a->state < b->state ? -1 : 1;
   return strcmp(loom__strtab_get(&SITES->strs, a->name), loom__strtab_get(&SITES->strs, b->name));
@@ -155,7 +167,8 @@ static void for_rows(loom__table *t, const loom__ranks *k) {
     if (k->waits_for.keys[i]) v[n++] = (wf){k->waits_for.keys[i] - 1, k->waits_for.vals[i]};
   qsort(v, n, sizeof *v, cmp_wf);
   for (size_t i = 0; i < n; i++) {
-    uint64_t root = v[i].key % k->nranks, who = v[i].key / k->nranks % k->nranks, s = v[i].key / k->nranks / k->nranks;
+    uint64_t root = v[i].key % k->nranks, who = v[i].key / k->nranks % k->nranks,
+             s = v[i].key / k->nranks / k->nranks;
     loom__table_int(t, k->step_no[s]);
     loom__table_int(t, k->rank_id[who]);
     loom__table_int(t, k->rank_id[root]);
@@ -165,17 +178,23 @@ static void for_rows(loom__table *t, const loom__ranks *k) {
 }
 
 static void build(const loom__ranks *k, loom__table *t[T_COUNT]) {
-  t[T_RANKS] = loom__table_new(table_key[T_RANKS], "Ranks: step time, communication and waiting (Scalasca's "
-                               "wait states; caused = waiting of others this rank was late for; root cause "
-                               "of = waiting that ends at this rank, following ranks that were late because "
-                               "they waited)", rank_cols, NCOLS(rank_cols));
-  t[T_STEPS] = loom__table_new(table_key[T_STEPS], "Steps across ranks (straggler: the rank at the root of "
-                               "the most waiting in the step)", step_cols, NCOLS(step_cols));
+  t[T_RANKS] =
+      loom__table_new(table_key[T_RANKS],
+                      "Ranks: step time, communication and waiting (Scalasca's "
+                      "wait states; caused = waiting of others this rank was late for; root cause "
+                      "of = waiting that ends at this rank, following ranks that were late because "
+                      "they waited)",
+                      rank_cols, NCOLS(rank_cols));
+  t[T_STEPS] = loom__table_new(table_key[T_STEPS],
+                               "Steps across ranks (straggler: the rank at the root of "
+                               "the most waiting in the step)",
+                               step_cols, NCOLS(step_cols));
   t[T_CELLS] = loom__table_new(table_key[T_CELLS], "Rank x step", cell_cols, NCOLS(cell_cols));
   t[T_SITES] = loom__table_new(table_key[T_SITES], "Waiting per wait state and call", site_cols,
                                NCOLS(site_cols));
-  t[T_FOR] = loom__table_new(table_key[T_FOR], "Who waited for whom (the rank at the root of each wait)",
-                             for_cols, NCOLS(for_cols));
+  t[T_FOR] =
+      loom__table_new(table_key[T_FOR], "Who waited for whom (the rank at the root of each wait)",
+                      for_cols, NCOLS(for_cols));
   for (int i = 0; i < T_COUNT; i++)
     if (!t[i]) return;
   rank_rows(t[T_RANKS], k);
@@ -183,8 +202,10 @@ static void build(const loom__ranks *k, loom__table *t[T_COUNT]) {
   cell_rows(t[T_CELLS], k);
   site_rows(t[T_SITES], k);
   for_rows(t[T_FOR], k);
-  loom__table_note(t[T_RANKS], "%llu messages matched, %llu sends and %llu receives unmatched; %llu collective "
-                   "instances", (unsigned long long)k->messages, (unsigned long long)k->unmatched_sends,
+  loom__table_note(t[T_RANKS],
+                   "%llu messages matched, %llu sends and %llu receives unmatched; %llu collective "
+                   "instances",
+                   (unsigned long long)k->messages, (unsigned long long)k->unmatched_sends,
                    (unsigned long long)k->unmatched_recvs, (unsigned long long)k->coll_instances);
   loom__table_note(t[T_RANKS], "waits under %.3f ms are noise: not wait states, charged to nobody "
                    "(%llu, in the noise column)", (double)k->wait_threshold_ns / 1e6,
@@ -197,14 +218,18 @@ static void build(const loom__ranks *k, loom__table *t[T_COUNT]) {
 }
 
 static const loom__col sum_cols[] = {
-    {"count", "ranks", LOOM__COL_INT}, {"messages", "messages matched", LOOM__COL_INT},
-    {"unmatched_sends", "sends unmatched", LOOM__COL_INT}, {"unmatched_receives", "receives unmatched", LOOM__COL_INT},
-    {"collective_instances", "collective instances", LOOM__COL_INT}, {"slowest_step", "slowest step", LOOM__COL_INT},
-    {"wait_threshold_ns", "wait threshold", LOOM__COL_NS}, {"waits_below_threshold", "waits below it", LOOM__COL_INT},
+    {"count", "ranks", LOOM__COL_INT},
+    {"messages", "messages matched", LOOM__COL_INT},
+    {"unmatched_sends", "sends unmatched", LOOM__COL_INT},
+    {"unmatched_receives", "receives unmatched", LOOM__COL_INT},
+    {"collective_instances", "collective instances", LOOM__COL_INT},
+    {"slowest_step", "slowest step", LOOM__COL_INT},
+    {"wait_threshold_ns", "wait threshold", LOOM__COL_NS},
+    {"waits_below_threshold", "waits below it", LOOM__COL_INT},
     {"pace_rank", "rank that set the pace", LOOM__COL_INT}};
-static const char *const table_path[T_COUNT] = {"ranks.tables.ranks", "ranks.tables.steps",
-                                                "ranks.tables.rank_steps", "ranks.tables.wait_sites",
-                                                "ranks.tables.waits_for"};
+static const char *const table_path[T_COUNT] = {
+    "ranks.tables.ranks", "ranks.tables.steps", "ranks.tables.rank_steps",
+    "ranks.tables.wait_sites", "ranks.tables.waits_for"};
 
 /* The figures of the section (JSON: the keys of "ranks"; the text gives
  * them as the ranks table's notes). */
@@ -237,7 +262,8 @@ void loom__report_ranks(const loom__report *r, loom__model *m) {
   for (int i = 0; i < T_COUNT; i++) {
     int flags = LOOM__TF_FULL | hide | (i >= T_SITES ? 0 : LOOM__TF_ALL);
     if (i == T_CELLS) flags |= LOOM__TF_NOTEXT | LOOM__TF_NOHTML;
-    if (i == T_CELLS && t[i] && !hide) t[i]->chart = LOOM__CHART_HEAT, t[i]->chart_cols = 1u << 2 | 1u << 3;
+    if (i == T_CELLS && t[i] && !hide)
+      t[i]->chart = LOOM__CHART_HEAT, t[i]->chart_cols = 1u << 2 | 1u << 3;
     if (t[i]) loom__model_put(m, t[i], table_path[i], flags);
     else m->oom = 1;
   }

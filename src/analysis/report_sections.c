@@ -15,21 +15,26 @@ static double pct(int64_t a, int64_t b) { return b > 0 ? 100.0 * (double)a / (do
 #define HIDDEN (LOOM__TF_NOTEXT | LOOM__TF_NOHTML)
 
 /* ---- host: per name, by total (or self) time -------------------------------- */
-static const loom__col host_cols[] = {
-    {"name", "name", LOOM__COL_STR}, {"count", "count", LOOM__COL_INT}, {"total_ns", "total", LOOM__COL_US},
-    {"self_ns", "self", LOOM__COL_US}, {"min_ns", "min", LOOM__COL_US}, {"max_ns", "max", LOOM__COL_US},
-    {"device_time_ns", "device", LOOM__COL_US}, {"device_work", "work", LOOM__COL_INT}};
+static const loom__col host_cols[] = {{"name", "name", LOOM__COL_STR},
+                                      {"count", "count", LOOM__COL_INT},
+                                      {"total_ns", "total", LOOM__COL_US},
+                                      {"self_ns", "self", LOOM__COL_US},
+                                      {"min_ns", "min", LOOM__COL_US},
+                                      {"max_ns", "max", LOOM__COL_US},
+                                      {"device_time_ns", "device", LOOM__COL_US},
+                                      {"device_work", "work", LOOM__COL_INT}};
 
 /* JSON: by total time only (the rows are the same by self time). */
 static const struct host_table {
   int group, by_self;
   const char *path, *count_at, *title;
-} host_tables[] = {
-    {LOOM__G_OP, 0, "host.ops.top", "host.ops.names", "Framework ops by total time"},
-    {LOOM__G_OP, 1, "host.ops.top", NULL, "Framework ops by self time"},
-    {LOOM__G_RANGE, 0, "host.user_ranges.top", "host.user_ranges.names", "User ranges by total time"},
-    {LOOM__G_RANGE, 1, "host.user_ranges.top", NULL, "User ranges by self time"},
-    {LOOM__G_CALL, 0, "host.runtime_calls.top", "host.runtime_calls.names", "Runtime calls by total time"}};
+} host_tables[] = {{LOOM__G_OP, 0, "host.ops.top", "host.ops.names", "Framework ops by total time"},
+                   {LOOM__G_OP, 1, "host.ops.top", NULL, "Framework ops by self time"},
+                   {LOOM__G_RANGE, 0, "host.user_ranges.top", "host.user_ranges.names",
+                    "User ranges by total time"},
+                   {LOOM__G_RANGE, 1, "host.user_ranges.top", NULL, "User ranges by self time"},
+                   {LOOM__G_CALL, 0, "host.runtime_calls.top", "host.runtime_calls.names",
+                    "Runtime calls by total time"}};
 
 static void host_table(const loom__report *r, loom__model *m, const struct host_table *h) {
   int ranges = h->group == LOOM__G_RANGE;
@@ -58,16 +63,20 @@ void loom__report_host(const loom__report *r, loom__model *m) {
 
 /* ---- steps -------------------------------------------------------------------- */
 static const loom__col step_cols[] = {
-    {"count", "steps", LOOM__COL_INT}, {"mean_ns", "mean", LOOM__COL_NS}, {"stddev_ns", "stddev", LOOM__COL_NS},
-    {"p50_ns", "p50", LOOM__COL_NS}, {"min_ns", "min", LOOM__COL_NS}, {"max_ns", "max", LOOM__COL_NS}};
-static const loom__col slow_cols[] = {
-    {"name", "step", LOOM__COL_STR}, {"start_ns", "start", LOOM__COL_NS}, {"dur_ns", "time", LOOM__COL_NS},
-    {"device_time_ns", "device", LOOM__COL_NS}, {"device_work", "work", LOOM__COL_INT}};
+    {"count", "steps", LOOM__COL_INT},     {"mean_ns", "mean", LOOM__COL_NS},
+    {"stddev_ns", "stddev", LOOM__COL_NS}, {"p50_ns", "p50", LOOM__COL_NS},
+    {"min_ns", "min", LOOM__COL_NS},       {"max_ns", "max", LOOM__COL_NS}};
+static const loom__col slow_cols[] = {{"name", "step", LOOM__COL_STR},
+                                      {"start_ns", "start", LOOM__COL_NS},
+                                      {"dur_ns", "time", LOOM__COL_NS},
+                                      {"device_time_ns", "device", LOOM__COL_NS},
+                                      {"device_work", "work", LOOM__COL_INT}};
 
 /* Steps sorted by duration, longest first (ties: earlier first). */
 static _Thread_local const loom__report *steps_rep;
 static int cmp_step(const void *pa, const void *pb) {
-  const loom__rstep *a = &steps_rep->steps[*(const size_t *)pa], *b = &steps_rep->steps[*(const size_t *)pb];
+  const loom__rstep *a = &steps_rep->steps[*(const size_t *)pa],
+                    *b = &steps_rep->steps[*(const size_t *)pb];
   if (a->dur != b->dur) return a->dur > b->dur ? -1 : 1;
   return a->ts < b->ts ? -1 : a->ts > b->ts;
 }
@@ -86,8 +95,8 @@ static void step_figures(const loom__report *r, loom__table *t) {
 }
 
 void loom__report_steps(const loom__report *r, loom__model *m) {
-  loom__table *t = loom__model_add(m, "steps", "Steps (ProfilerStep ranges)", step_cols, r->nsteps ? 6 : 1,
-                                   LOOM__TF_RECORD | (r->nsteps ? 0 : HIDDEN));
+  loom__table *t = loom__model_add(m, "steps", "Steps (ProfilerStep ranges)", step_cols,
+                                   r->nsteps ? 6 : 1, LOOM__TF_RECORD | (r->nsteps ? 0 : HIDDEN));
   if (!r->nsteps) {
     loom__table_int(t, 0);
     return;
@@ -118,12 +127,14 @@ void loom__report_steps(const loom__report *r, loom__model *m) {
 /* ---- Holistic Trace Analysis ---------------------------------------------------- */
 #define PCTG(key, title) {key, title, LOOM__COL_PCT, 0, 2, 2}
 static const loom__col hta_cols[] = {
-    {"last_step_left_out", "last profiler step left out", LOOM__COL_BOOL}, {"events", "GPU events", LOOM__COL_INT},
+    {"last_step_left_out", "last profiler step left out", LOOM__COL_BOOL},
+    {"events", "GPU events", LOOM__COL_INT},
     {"temporal_breakdown.kernel_time_ns", "kernel time", LOOM__COL_US},
     {"temporal_breakdown.idle_time_ns", "idle", LOOM__COL_US},
     {"temporal_breakdown.compute_time_ns", "compute", LOOM__COL_US},
     {"temporal_breakdown.non_compute_time_ns", "non-compute", LOOM__COL_US},
-    PCTG("temporal_breakdown.idle_time_pctg", "idle"), PCTG("temporal_breakdown.compute_time_pctg", "compute"),
+    PCTG("temporal_breakdown.idle_time_pctg", "idle"),
+    PCTG("temporal_breakdown.compute_time_pctg", "compute"),
     PCTG("temporal_breakdown.non_compute_time_pctg", "non-compute"),
     PCTG("comp_comm_overlap_pctg", "communication overlapped by computation"),
     {"rounded_to_us", "events rounded to whole us (fractional timestamps)", LOOM__COL_BOOL}};
@@ -131,9 +142,12 @@ static const loom__col ktype_cols[] = {{"kernel_type", "kernel type", LOOM__COL_
                                        {"sum_ns", "time", LOOM__COL_US},
                                        {"percentage", "share", LOOM__COL_PCT, 0, 1, 1}};
 static const loom__col launch_cols[] = {
-    {"launches", "launches", LOOM__COL_INT}, {"launch_delay.count", "delays", LOOM__COL_INT, LOOM__CF_JSON_ONLY},
-    {"launch_delay.mean_ns", "delay mean", LOOM__COL_US}, {"launch_delay.p50_ns", "delay p50", LOOM__COL_US},
-    {"launch_delay.p95_ns", "delay p95", LOOM__COL_US}, {"launch_delay.min_ns", "delay min", LOOM__COL_US},
+    {"launches", "launches", LOOM__COL_INT},
+    {"launch_delay.count", "delays", LOOM__COL_INT, LOOM__CF_JSON_ONLY},
+    {"launch_delay.mean_ns", "delay mean", LOOM__COL_US},
+    {"launch_delay.p50_ns", "delay p50", LOOM__COL_US},
+    {"launch_delay.p95_ns", "delay p95", LOOM__COL_US},
+    {"launch_delay.min_ns", "delay min", LOOM__COL_US},
     {"launch_delay.max_ns", "delay max", LOOM__COL_US},
     {"launch_delay.exact", "exact", LOOM__COL_BOOL, LOOM__CF_JSON_ONLY},
     {"runtime_over_50us", "calls over 50 us", LOOM__COL_INT},
@@ -153,8 +167,11 @@ static void hta_temporal(const loom__report *r, loom__model *m, int hide) {
   const loom__rhta *H = &r->hta;
   loom__hta_temporal h;
   loom__hta_temporal_of(H, &h);
-  loom__table *t = loom__model_add(m, "hta", "Holistic Trace Analysis figures (its definitions, docs/report.md): "
-                                   "temporal breakdown", hta_cols, NCOLS(hta_cols), LOOM__TF_RECORD | hide);
+  loom__table *t =
+      loom__model_add(m, "hta",
+                      "Holistic Trace Analysis figures (its definitions, docs/report.md): "
+                      "temporal breakdown",
+                      hta_cols, NCOLS(hta_cols), LOOM__TF_RECORD | hide);
   loom__table_int(t, H->last_step_dropped);
   loom__table_int(t, (int64_t)H->nevents);
   loom__table_int(t, h.kernel_time);
@@ -171,9 +188,10 @@ static void hta_temporal(const loom__report *r, loom__model *m, int hide) {
 
 static void hta_launches(const loom__report *r, loom__model *m, int hide) {
   const loom__rhta *H = &r->hta;
-  loom__table *t = loom__model_add(m, "hta.launch_stats", "HTA kernel launch statistics (delay: max(0, device "
-                                   "start - call end))", launch_cols, NCOLS(launch_cols),
-                                   LOOM__TF_RECORD | hide);
+  loom__table *t = loom__model_add(m, "hta.launch_stats",
+                                   "HTA kernel launch statistics (delay: max(0, device "
+                                   "start - call end))",
+                                   launch_cols, NCOLS(launch_cols), LOOM__TF_RECORD | hide);
   loom__table_int(t, (int64_t)H->launches);
   loom__report_dist(t, &H->delay);
   loom__table_int(t, (int64_t)H->long_runtime);
@@ -183,8 +201,8 @@ static void hta_launches(const loom__report *r, loom__model *m, int hide) {
 
 static void hta_idle(const loom__report *r, loom__model *m, int hide) {
   const loom__rhta *H = &r->hta;
-  loom__table *t = loom__model_add(m, "hta.idle_time_breakdown", "HTA idle time per stream", idle_cols,
-                                   NCOLS(idle_cols), LOOM__TF_ALL | hide);
+  loom__table *t = loom__model_add(m, "hta.idle_time_breakdown", "HTA idle time per stream",
+                                   idle_cols, NCOLS(idle_cols), LOOM__TF_ALL | hide);
   for (size_t k = 0; k < H->nstreams; k++) {
     const loom__hstream *st = &H->streams[k];
     int64_t all = st->idle[0] + st->idle[1] + st->idle[2];
@@ -204,8 +222,9 @@ void loom__report_hta(const loom__report *r, loom__model *m) {
   const loom__rhta *H = &r->hta;
   int hide = H->nevents ? 0 : HIDDEN;
   hta_temporal(r, m, hide);
-  loom__table *t = loom__model_add(m, "hta.kernel_types", "HTA kernel types (time when exactly these run)",
-                                   ktype_cols, NCOLS(ktype_cols), LOOM__TF_ALL | hide);
+  loom__table *t =
+      loom__model_add(m, "hta.kernel_types", "HTA kernel types (time when exactly these run)",
+                      ktype_cols, NCOLS(ktype_cols), LOOM__TF_ALL | hide);
   int64_t tot = 0;
   for (unsigned k = 1; k < 8; k++) tot += loom__umeas_exact(&H->m, k);
   for (unsigned k = 1; k < 8; k++) {
@@ -220,9 +239,11 @@ void loom__report_hta(const loom__report *r, loom__model *m) {
 }
 
 /* ---- not understood ------------------------------------------------------------- */
-static const loom__col cat_cols[] = {{"category", "category", LOOM__COL_STR}, {"events", "events", LOOM__COL_INT}};
+static const loom__col cat_cols[] = {{"category", "category", LOOM__COL_STR},
+                                     {"events", "events", LOOM__COL_INT}};
 static const loom__col unk_cols[] = {
-    {"device_work_without_launch", "device work items with no launch call (no latency, no range)", LOOM__COL_INT},
+    {"device_work_without_launch", "device work items with no launch call (no latency, no range)",
+     LOOM__COL_INT},
     {"unclosed_ranges", "ranges still open when the trace ended", LOOM__COL_INT}};
 
 static const loom__col bad_cols[] = {
@@ -234,8 +255,10 @@ static void not_understood_values(const loom__report *r, loom__model *m) {
   const loom__bad *b = &r->meta->bad;
   int any = 0;
   for (int k = 0; k < LOOM__BAD_COUNT_; k++) any |= b->count[k] != 0;
-  loom__table *t = loom__model_add(m, "not_understood.values", "Not understood: values and events that "
-                                   "could not be kept as written", bad_cols, 4, LOOM__TF_ALL | (any ? 0 : HIDDEN));
+  loom__table *t = loom__model_add(m, "not_understood.values",
+                                   "Not understood: values and events that "
+                                   "could not be kept as written",
+                                   bad_cols, 4, LOOM__TF_ALL | (any ? 0 : HIDDEN));
   for (int k = 0; k < LOOM__BAD_COUNT_; k++) {
     if (!b->count[k]) continue;
     loom__table_str(t, loom__bad_name(k));
@@ -246,8 +269,10 @@ static void not_understood_values(const loom__report *r, loom__model *m) {
 }
 
 void loom__report_unknown(const loom__report *r, loom__model *m) {
-  loom__table *t = loom__model_add(m, "not_understood.categories", "Not understood: categories of no known "
-                                   "kind (not analysed)", cat_cols, 2, LOOM__TF_ALL);
+  loom__table *t = loom__model_add(m, "not_understood.categories",
+                                   "Not understood: categories of no known "
+                                   "kind (not analysed)",
+                                   cat_cols, 2, LOOM__TF_ALL);
   for (size_t i = 0; i < r->nunknown; i++) {
     loom__table_str(t, r->unknown[i].cat ? loom__report_str(r, r->unknown[i].cat) : "");
     loom__table_int(t, (int64_t)r->unknown[i].count);

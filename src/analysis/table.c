@@ -10,7 +10,8 @@
 #include "analysis.h"
 #include "table.h"
 
-loom__table *loom__table_new(const char *key, const char *title, const loom__col *cols, size_t ncols) {
+loom__table *loom__table_new(const char *key, const char *title, const loom__col *cols,
+                             size_t ncols) {
   loom__table *t = calloc(1, sizeof *t);
   if (!t) return NULL;
   t->key = key;
@@ -115,7 +116,8 @@ const loom__cell *loom__table_at(const loom__table *t, size_t row, size_t col) {
   return &t->cells[row * t->ncols + col];
 }
 
-loom__table *loom__table_child(loom__table *t, const char *key, const loom__col *cols, size_t ncols) {
+loom__table *loom__table_child(loom__table *t, const char *key, const loom__col *cols,
+                               size_t ncols) {
   if (!t) return NULL;
   if (!(t->child = loom__table_new(key, "", cols, ncols))) t->oom = 1;
   t->child_key = key;
@@ -123,7 +125,8 @@ loom__table *loom__table_child(loom__table *t, const char *key, const loom__col 
 }
 
 void loom__table_parent(loom__table *child, size_t parent_row) {
-  if (child && LOOM__PUSH(child->parent, child->nparent, child->cap_parent, parent_row)) child->oom = 1;
+  if (child && LOOM__PUSH(child->parent, child->nparent, child->cap_parent, parent_row))
+    child->oom = 1;
 }
 
 /* ---- the model ------------------------------------------------------------ */
@@ -137,8 +140,8 @@ void loom__model_put(loom__model *m, loom__table *t, const char *path, int flags
   t->flags |= flags;
 }
 
-loom__table *loom__model_add(loom__model *m, const char *path, const char *title, const loom__col *cols,
-                             size_t ncols, int flags) {
+loom__table *loom__model_add(loom__model *m, const char *path, const char *title,
+                             const loom__col *cols, size_t ncols, int flags) {
   loom__table *t = loom__table_new(path, title, cols, ncols);
   loom__model_put(m, t, path, flags);
   return m->n && m->t[m->n - 1] == t ? t : NULL;

@@ -58,7 +58,13 @@ enum {
   LOOM__TF_OWN_COUNT = 64, /* the title says how many rows are shown */
   LOOM__TF_ALL = 128       /* never limited to the report's top N */
 };
-enum { LOOM__CHART_NONE, LOOM__CHART_BARS, LOOM__CHART_TIMELINE, LOOM__CHART_HEAT, LOOM__CHART_FLAME };
+enum {
+  LOOM__CHART_NONE,
+  LOOM__CHART_BARS,
+  LOOM__CHART_TIMELINE,
+  LOOM__CHART_HEAT,
+  LOOM__CHART_FLAME
+};
 
 typedef struct loom__table {
   const char *key;
@@ -87,9 +93,11 @@ typedef struct loom__table {
 } loom__table;
 
 /* cols must outlive the table (static arrays). */
-loom__table *loom__table_new(const char *key, const char *title, const loom__col *cols, size_t ncols);
+loom__table *loom__table_new(const char *key, const char *title, const loom__col *cols,
+                             size_t ncols);
 void loom__table_free(loom__table *t);
-void loom__table_retitle(loom__table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void loom__table_retitle(loom__table *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Cells are appended in row order: one per column per row. */
 void loom__table_str(loom__table *t, const char *s);
 void loom__table_int(loom__table *t, int64_t v);
@@ -103,7 +111,8 @@ size_t loom__table_rows(const loom__table *t);
 /* Rows made plus rows only counted (t->more). */
 size_t loom__table_count(const loom__table *t);
 /* A child table (freed with t); call loom__table_parent before each of its rows. */
-loom__table *loom__table_child(loom__table *t, const char *key, const loom__col *cols, size_t ncols);
+loom__table *loom__table_child(loom__table *t, const char *key, const loom__col *cols,
+                               size_t ncols);
 void loom__table_parent(loom__table *child, size_t parent_row);
 const loom__cell *loom__table_at(const loom__table *t, size_t row, size_t col);
 /* A cell as text and HTML show it (no unit), into buf. */
@@ -122,8 +131,8 @@ typedef struct loom__model {
 
 /* Makes a table and appends it at JSON path; NULL when out of memory (the
  * model remembers). */
-loom__table *loom__model_add(loom__model *m, const char *path, const char *title, const loom__col *cols,
-                             size_t ncols, int flags);
+loom__table *loom__model_add(loom__model *m, const char *path, const char *title,
+                             const loom__col *cols, size_t ncols, int flags);
 /* Appends a table made elsewhere (owned by the model from now on). */
 void loom__model_put(loom__model *m, loom__table *t, const char *path, int flags);
 void loom__model_free(loom__model *m);

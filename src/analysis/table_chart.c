@@ -39,17 +39,22 @@ static void bars(const loom__table *t, loom__out *o, size_t rows) {
   for (size_t r = 0; r < rows; r++)
     if (loom__table_at(t, r, (size_t)vc)->d > max) max = loom__table_at(t, r, (size_t)vc)->d;
   const int W = 1100, rowh = 22, lx = 430;
-  hf(o, "<svg role=\"img\" viewBox=\"0 0 %d %zu\" width=\"100%%\" height=\"%zu\">", W, rows * rowh + 4, rows * rowh + 4);
+  hf(o, "<svg role=\"img\" viewBox=\"0 0 %d %zu\" width=\"100%%\" height=\"%zu\">", W,
+     rows * rowh + 4, rows * rowh + 4);
   for (size_t r = 0; r < rows; r++) {
     char buf[64];
     int w = (int)((double)(W - lx - 150) * loom__table_at(t, r, (size_t)vc)->d / max + 0.5);
     w = w > 1 ? w : 1;
-    hf(o, "<text x=\"%d\" y=\"%zu\" font-size=\"12\" text-anchor=\"end\" fill=\"#1d2433\">", lx - 8, r * rowh + 15);
+    hf(o, "<text x=\"%d\" y=\"%zu\" font-size=\"12\" text-anchor=\"end\" fill=\"#1d2433\">", lx - 8,
+       r * rowh + 15);
     loom__html_esc(o, label(t, r), 60);
-    hf(o, "</text><rect x=\"%d\" y=\"%zu\" width=\"%d\" height=\"%d\" rx=\"3\" fill=\"#2f5bc4\"><title>", lx,
-       r * rowh + 3, w, rowh - 6);
+    hf(o,
+       "</text><rect x=\"%d\" y=\"%zu\" width=\"%d\" height=\"%d\" rx=\"3\" "
+       "fill=\"#2f5bc4\"><title>",
+       lx, r * rowh + 3, w, rowh - 6);
     loom__html_esc(o, label(t, r), 400);
-    hf(o, "</title></rect><text x=\"%d\" y=\"%zu\" font-size=\"12\" fill=\"#5b6478\">", lx + w + 6, r * rowh + 15);
+    hf(o, "</title></rect><text x=\"%d\" y=\"%zu\" font-size=\"12\" fill=\"#5b6478\">", lx + w + 6,
+       r * rowh + 15);
     loom__html_esc(o, loom__col_header(col, buf, sizeof buf), 100);
     hf(o, ": %s</text>", loom__cell_text(col, loom__table_at(t, r, (size_t)vc), buf, sizeof buf));
   }
@@ -57,22 +62,32 @@ static void bars(const loom__table *t, loom__out *o, size_t rows) {
 }
 
 /* One device's utilisation over the trace: busy (light) and compute (dark). */
-static void timeline(loom__out *o, const int64_t *busy, const int64_t *comp, size_t n, double width) {
+static void timeline(loom__out *o, const int64_t *busy, const int64_t *comp, size_t n,
+                     double width) {
   const int W = 1100, H = 120, bw = n ? W / (int)n : W;
-  hf(o, "<svg role=\"img\" viewBox=\"0 0 %d %d\" width=\"100%%\" height=\"%d\">"
-        "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f0f2f8\"/>", W, H + 18, H + 18, W, H);
+  hf(o,
+     "<svg role=\"img\" viewBox=\"0 0 %d %d\" width=\"100%%\" height=\"%d\">"
+     "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f0f2f8\"/>",
+     W, H + 18, H + 18, W, H);
   for (size_t b = 0; b < n; b++) {
     double u = width > 0 ? (double)busy[b] / width : 0, c = width > 0 ? (double)comp[b] / width : 0;
     u = u > 1 ? 1 : u;
     c = c > u ? u : c;
     int hu = (int)(u * H + 0.5), hc = (int)(c * H + 0.5), x = (int)b * bw;
     if (hu > 0)
-      hf(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#9db4e8\"><title>%.1f ms: %.1f%% busy, "
-            "%.1f%% compute</title></rect>", x, H - hu, bw - 1, hu, (double)b * width / 1e6, u * 100, c * 100);
-    if (hc > 0) hf(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#2f5bc4\"/>", x, H - hc, bw - 1, hc);
+      hf(o,
+         "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#9db4e8\"><title>%.1f ms: "
+         "%.1f%% busy, "
+         "%.1f%% compute</title></rect>",
+         x, H - hu, bw - 1, hu, (double)b * width / 1e6, u * 100, c * 100);
+    if (hc > 0)
+      hf(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#2f5bc4\"/>", x, H - hc,
+         bw - 1, hc);
   }
-  hf(o, "<text x=\"0\" y=\"%d\" font-size=\"11\" fill=\"#5b6478\">0 ms</text>"
-        "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#5b6478\" text-anchor=\"end\">%.3f ms</text></svg>",
+  hf(o,
+     "<text x=\"0\" y=\"%d\" font-size=\"11\" fill=\"#5b6478\">0 ms</text>"
+     "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#5b6478\" text-anchor=\"end\">%.3f "
+     "ms</text></svg>",
      H + 14, W, H + 14, width * (double)n / 1e6);
 }
 
@@ -83,12 +98,16 @@ static void timelines(const loom__table *t, loom__out *o, size_t rows) {
     else if (t->cols[c].type == LOOM__COL_INTS && b < 0) b = (long)c;
   if (wc < 0 || b < 0) return;
   for (size_t r = 0; r < rows; r++) {
-    const loom__cell *busy = loom__table_at(t, r, (size_t)a), *comp = loom__table_at(t, r, (size_t)b);
+    const loom__cell *busy = loom__table_at(t, r, (size_t)a),
+                     *comp = loom__table_at(t, r, (size_t)b);
     double width = loom__table_at(t, r, (size_t)wc)->d;
     hf(o, "<p class=\"legend note\"><b>");
     loom__html_esc(o, label(t, r), 100);
-    hf(o, "</b>: <span><i class=\"sw\" style=\"background:#2f5bc4\"></i>compute</span><span><i class=\"sw\" "
-          "style=\"background:#9db4e8\"></i>all device work</span>utilisation per %.3f ms of the trace</p>",
+    hf(o,
+       "</b>: <span><i class=\"sw\" style=\"background:#2f5bc4\"></i>compute</span><span><i "
+       "class=\"sw\" "
+       "style=\"background:#9db4e8\"></i>all device work</span>utilisation per %.3f ms of the "
+       "trace</p>",
        width / 1e6);
     timeline(o, busy->v, comp->v, busy->nv < comp->nv ? busy->nv : comp->nv, width);
   }
@@ -112,8 +131,8 @@ static size_t index_of(const int64_t *keys, size_t n, int64_t v) {
   return 0;
 }
 
-static void heat(const loom__table *t, loom__out *o, size_t vc, int hue, const int64_t *rk, size_t nr,
-                 const int64_t *ck, size_t nc) {
+static void heat(const loom__table *t, loom__out *o, size_t vc, int hue, const int64_t *rk,
+                 size_t nr, const int64_t *ck, size_t nc) {
   const loom__col *col = &t->cols[vc];
   const int cw = nc > 25 ? 1000 / (int)nc : 40, ch = 22, lx = 70, ty = 20;
   double mx = 0;
@@ -123,22 +142,31 @@ static void heat(const loom__table *t, loom__out *o, size_t vc, int hue, const i
       mx = loom__table_at(t, r, vc)->d;
   int w = lx + cw * (int)nc + 10, h = ty + ch * (int)nr + 10;
   loom__cell top = {.kind = LOOM__CELL_REAL, .d = mx};
-  hf(o, "<p class=\"note\">%s per %s (rows) and %s (columns); darkest = %s ms</p><svg role=\"img\" viewBox=\"0 0 "
-        "%d %d\" width=\"%d\" height=\"%d\">", col->title, t->cols[0].title, t->cols[1].title,
-     loom__cell_text(col, &top, buf, sizeof buf), w, h, w, h);
+  hf(o,
+     "<p class=\"note\">%s per %s (rows) and %s (columns); darkest = %s ms</p><svg role=\"img\" "
+     "viewBox=\"0 0 "
+     "%d %d\" width=\"%d\" height=\"%d\">",
+     col->title, t->cols[0].title, t->cols[1].title, loom__cell_text(col, &top, buf, sizeof buf), w,
+     h, w, h);
   for (size_t s = 0; s < nc; s++)
     if (nc <= 40 || s % 10 == 0)
-      hf(o, "<text x=\"%d\" y=\"14\" font-size=\"10\" fill=\"#5b6478\">%lld</text>", lx + cw * (int)s, (long long)ck[s]);
+      hf(o, "<text x=\"%d\" y=\"14\" font-size=\"10\" fill=\"#5b6478\">%lld</text>",
+         lx + cw * (int)s, (long long)ck[s]);
   for (size_t r = 0; r < nr; r++)
-    hf(o, "<text x=\"0\" y=\"%d\" font-size=\"11\" fill=\"#1d2433\">%s %lld</text>", ty + ch * (int)r + 15,
-       t->cols[0].title, (long long)rk[r]);
+    hf(o, "<text x=\"0\" y=\"%d\" font-size=\"11\" fill=\"#1d2433\">%s %lld</text>",
+       ty + ch * (int)r + 15, t->cols[0].title, (long long)rk[r]);
   for (size_t r = 0; r < loom__table_rows(t); r++) {
     const loom__cell *v = loom__table_at(t, r, vc);
-    size_t y = index_of(rk, nr, loom__table_at(t, r, 0)->i), x = index_of(ck, nc, loom__table_at(t, r, 1)->i);
+    size_t y = index_of(rk, nr, loom__table_at(t, r, 0)->i),
+           x = index_of(ck, nc, loom__table_at(t, r, 1)->i);
     int light = v->kind == LOOM__CELL_NULL || mx <= 0 ? 97 : 92 - (int)(60.0 * v->d / mx);
-    hf(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"hsl(%d,60%%,%d%%)\"><title>%s %lld, %s %lld: "
-          "%s ms</title></rect>", lx + cw * (int)x, ty + ch * (int)y, cw - 1, ch - 1, hue, light, t->cols[0].title,
-       (long long)rk[y], t->cols[1].title, (long long)ck[x], loom__cell_text(col, v, buf, sizeof buf));
+    hf(o,
+       "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"hsl(%d,60%%,%d%%)\"><title>%s "
+       "%lld, %s %lld: "
+       "%s ms</title></rect>",
+       lx + cw * (int)x, ty + ch * (int)y, cw - 1, ch - 1, hue, light, t->cols[0].title,
+       (long long)rk[y], t->cols[1].title, (long long)ck[x],
+       loom__cell_text(col, v, buf, sizeof buf));
   }
   hf(o, "</svg>");
 }

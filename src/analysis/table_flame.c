@@ -39,15 +39,19 @@ void loom__table_flame(const loom__table *t, loom__out *o, size_t rows) {
   const loom__cell *n0 = loom__table_at(t, 0, 2), *p0 = loom__table_at(t, 0, 3);
   double scale = n0->d > 0 ? W * p0->d / 100.0 / n0->d : 0; /* px per sample */
   int h = (int)maxd * ROWH + 2;
-  loom__outf(o, "<svg role=\"img\" class=\"flame\" viewBox=\"0 0 %d %d\" width=\"100%%\" height=\"%d\">", W, h, h);
+  loom__outf(
+      o, "<svg role=\"img\" class=\"flame\" viewBox=\"0 0 %d %d\" width=\"100%%\" height=\"%d\">",
+      W, h, h);
   for (size_t r = 0; r < rows; r++) {
     int64_t depth = loom__table_at(t, r, 0)->i;
     double x = scale * loom__table_at(t, r, 1)->d, w = scale * loom__table_at(t, r, 2)->d;
     const char *name = loom__table_at(t, r, 4)->s;
     char pbuf[64];
-    loom__outf(o, "<g transform=\"translate(%.2f,%d)\"><rect width=\"%.2f\" height=\"%d\" fill=\"hsl(%d,75%%,62%%)\" "
-                  "stroke=\"#fff\" stroke-width=\"0.5\"><title>", x, (int)(maxd - depth) * ROWH, w, ROWH - 1,
-               hue_of(name));
+    loom__outf(o,
+               "<g transform=\"translate(%.2f,%d)\"><rect width=\"%.2f\" height=\"%d\" "
+               "fill=\"hsl(%d,75%%,62%%)\" "
+               "stroke=\"#fff\" stroke-width=\"0.5\"><title>",
+               x, (int)(maxd - depth) * ROWH, w, ROWH - 1, hue_of(name));
     loom__html_esc(o, name, 400);
     loom__outf(o, ": %lld samples, %s%%</title></rect>", (long long)loom__table_at(t, r, 2)->i,
                loom__cell_text(&t->cols[3], loom__table_at(t, r, 3), pbuf, sizeof pbuf));

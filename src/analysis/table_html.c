@@ -32,7 +32,11 @@ static const char *css =
 void loom__html_esc(loom__out *o, const char *s, size_t max) {
   size_t n = strnlen(s, max), run = 0;
   for (size_t i = 0; i < n; i++) { /* runs of plain bytes go out at once */
-    const char *e = s[i] == '&' ? "&amp;" : s[i] == '<' ? "&lt;" : s[i] == '>' ? "&gt;" : s[i] == '"' ? "&quot;" : NULL;
+    const char *e = s[i] == '&'   ? "&amp;"
+                    : s[i] == '<' ? "&lt;"
+                    : s[i] == '>' ? "&gt;"
+                    : s[i] == '"' ? "&quot;"
+                                  : NULL;
     if (!e) continue;
     loom__out_mem(o, s + run, i - run);
     loom__out_mem(o, e, strlen(e));
@@ -42,11 +46,16 @@ void loom__html_esc(loom__out *o, const char *s, size_t max) {
   if (s[n]) loom__out_lit(o, "&hellip;");
 }
 
-static int shown_col(const loom__col *c) { return !(c->flags & LOOM__CF_NOHTML) && c->type != LOOM__COL_INTS; }
-static const char *cls(const loom__col *c) { return c->type == LOOM__COL_STR ? " class=\"n\"" : ""; }
+static int shown_col(const loom__col *c) {
+  return !(c->flags & LOOM__CF_NOHTML) && c->type != LOOM__COL_INTS;
+}
+static const char *cls(const loom__col *c) {
+  return c->type == LOOM__COL_STR ? " class=\"n\"" : "";
+}
 
 /* A child row's cell under parent column c: the child column of that title. */
-static const loom__cell *sub_cell(const loom__table *ch, const loom__col *c, size_t row, const loom__col **cc) {
+static const loom__cell *sub_cell(const loom__table *ch, const loom__col *c, size_t row,
+                                  const loom__col **cc) {
   for (size_t k = 0; k < ch->ncols; k++)
     if (!strcmp(ch->cols[k].title, c->title)) return *cc = &ch->cols[k], loom__table_at(ch, row, k);
   return NULL;
@@ -134,5 +143,6 @@ void loom__model_html(const loom__model *m, loom__out *o) {
   loom__html_esc(o, m->title[0] ? m->title : "loom report", 400);
   loom__out_lit(o, "</h1>");
   for (size_t i = 0; i < m->n; i++) section_html(m, m->t[i], o);
-  loom__outf(o, "<p class=\"note\">Written by loom %s.</p></main></body></html>\n", loom_version_string());
+  loom__outf(o, "<p class=\"note\">Written by loom %s.</p></main></body></html>\n",
+             loom_version_string());
 }

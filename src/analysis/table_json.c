@@ -188,7 +188,8 @@ static void record_json(jw *w, const loom__table *t) {
 
 #define KIND_FLAGS (LOOM__TF_RECORD | LOOM__TF_FULL | LOOM__TF_MAP)
 /* Tables after i at the same path, listed the same way: joined to it. */
-static size_t join_of(const loom__model *m, size_t i, const loom__table **join, size_t cap, char *done) {
+static size_t join_of(const loom__model *m, size_t i, const loom__table **join, size_t cap,
+                      char *done) {
   size_t n = 0;
   join[n++] = m->t[i];
   for (size_t k = i + 1; k < m->n && n < cap; k++) {

@@ -24,7 +24,9 @@ typedef struct view {
   long sub[MAXV];
 } view;
 
-static int visible(const loom__col *c, int hide) { return !(c->flags & hide) && c->type != LOOM__COL_INTS; }
+static int visible(const loom__col *c, int hide) {
+  return !(c->flags & hide) && c->type != LOOM__COL_INTS;
+}
 
 static void view_of(const loom__table *t, int hide, view *v) {
   v->n = 0;
@@ -40,13 +42,15 @@ static void view_of(const loom__table *t, int hide, view *v) {
 }
 
 /* Cell j of a row (child: a row of t->child, its first column indented). */
-static const char *row_cell(const loom__table *t, const view *v, size_t row, int child, size_t j, char *buf,
-                            size_t cap) {
-  if (!child) return loom__cell_text(&t->cols[v->col[j]], loom__table_at(t, row, v->col[j]), buf, cap);
+static const char *row_cell(const loom__table *t, const view *v, size_t row, int child, size_t j,
+                            char *buf, size_t cap) {
+  if (!child)
+    return loom__cell_text(&t->cols[v->col[j]], loom__table_at(t, row, v->col[j]), buf, cap);
   if (v->sub[j] < 0) return "";
   const loom__table *c = t->child;
   char tmp[128];
-  const char *s = loom__cell_text(&c->cols[v->sub[j]], loom__table_at(c, row, (size_t)v->sub[j]), tmp, sizeof tmp);
+  const char *s = loom__cell_text(&c->cols[v->sub[j]], loom__table_at(c, row, (size_t)v->sub[j]),
+                                  tmp, sizeof tmp);
   snprintf(buf, cap, "%s%s", j == v->name ? "  " : "", s);
   return buf;
 }
@@ -59,7 +63,8 @@ typedef struct grid {
   size_t lines;
 } grid;
 
-static void grid_line(grid *g, const loom__table *t, const view *v, size_t row, int child, size_t cap) {
+static void grid_line(grid *g, const loom__table *t, const view *v, size_t row, int child,
+                      size_t cap) {
   char buf[160];
   if (g->lines >= cap) return;
   for (size_t j = 0; j < v->n; j++) {
@@ -87,12 +92,14 @@ static const char *grid_at(const grid *g, const view *v, size_t line, size_t j) 
   return g->m.buf + g->off[line * v->n + j];
 }
 
-static void cells_out(const loom__table *t, const view *v, const size_t *w, const char *const *s, loom__out *o) {
+static void cells_out(const loom__table *t, const view *v, const size_t *w, const char *const *s,
+                      loom__out *o) {
   loom__out_lit(o, " ");
   for (size_t j = 0; j < v->n; j++) {
     int n = (int)w[j];
     if (t->cols[v->col[j]].type != LOOM__COL_STR) loom__outf(o, " %*s", n, s[j]);
-    else if (strlen(s[j]) > w[j]) loom__outf(o, " %.*s...", n - 3, s[j]); /* long names end in "..." */
+    else if (strlen(s[j]) > w[j])
+      loom__outf(o, " %.*s...", n - 3, s[j]); /* long names end in "..." */
     else loom__outf(o, " %-*s", n, s[j]);
   }
   loom__out_lit(o, "\n");
@@ -139,11 +146,13 @@ static void record_text(const loom__table *t, loom__out *o) {
   size_t w = 0;
   char buf[160], val[160];
   view_of(t, LOOM__CF_NOTEXT, &v);
-  for (size_t j = 0; j < v.n; j++) widen_to(&w, loom__col_header(&t->cols[v.col[j]], buf, sizeof buf), 100);
+  for (size_t j = 0; j < v.n; j++)
+    widen_to(&w, loom__col_header(&t->cols[v.col[j]], buf, sizeof buf), 100);
   loom__outf(o, "\n%s\n", t->title);
   for (size_t j = 0; j < v.n && loom__table_rows(t); j++)
-    loom__outf(o, "  %-*s  %s\n", (int)w, loom__col_header(&t->cols[v.col[j]], buf, sizeof buf),
-               loom__cell_text(&t->cols[v.col[j]], loom__table_at(t, 0, v.col[j]), val, sizeof val));
+    loom__outf(
+        o, "  %-*s  %s\n", (int)w, loom__col_header(&t->cols[v.col[j]], buf, sizeof buf),
+        loom__cell_text(&t->cols[v.col[j]], loom__table_at(t, 0, v.col[j]), val, sizeof val));
   for (size_t i = 0; i < t->nnotes; i++) loom__outf(o, "  %s\n", t->notes[i]);
 }
 

@@ -62,7 +62,8 @@ static void site_add(loom__ranks *k, int state, uint32_t name, int64_t ns) {
 
 /* rank r waited ns in state from time t (its call's enter) on, because of
  * rank by: kept until every wait is known (account() below). */
-static void waited(loom__ranks *k, int state, int32_t r, int64_t t, uint32_t name, int64_t ns, int32_t by) {
+static void waited(loom__ranks *k, int state, int32_t r, int64_t t, uint32_t name, int64_t ns,
+                   int32_t by) {
   if (ns <= 0) return;
   loom__rwait w = {t, t + ns, r, by, step_at(k, r, t), name, (uint8_t)state};
   if (LOOM__PUSH(k->waits, k->nwaits, k->cap_waits, w)) k->oom = 1;
@@ -108,7 +109,8 @@ static void coll_instance(loom__ranks *k, const size_t *m, size_t n) {
   if (state == LOOM__W_LATE_BCAST) {
     for (size_t i = 0; i < n; i++) {
       const loom__rkev *e = &k->ev[m[i]];
-      if (i != root) waited(k, state, e->rank, e->ts, e->name, min64(R->ts, e->end) - e->ts, R->rank);
+      if (i != root)
+        waited(k, state, e->rank, e->ts, e->name, min64(R->ts, e->end) - e->ts, R->rank);
     }
   } else {
     waited(k, state, R->rank, R->ts, R->name, min64(F->ts, R->end) - R->ts, F->rank);
@@ -124,7 +126,8 @@ static int collectives(loom__ranks *k) {
   qsort(ix, n, sizeof *ix, cmp_coll);
   for (size_t i = 0, j; i < n; i = j) {
     const loom__rkev *a = &k->ev[ix[i]];
-    for (j = i + 1; j < n && k->ev[ix[j]].a_comm == a->a_comm && k->ev[ix[j]].a_seq == a->a_seq; j++) {}
+    for (j = i + 1; j < n && k->ev[ix[j]].a_comm == a->a_comm && k->ev[ix[j]].a_seq == a->a_seq;
+         j++) {}
     coll_instance(k, ix + i, j - i);
   }
   free(ix);
@@ -160,7 +163,8 @@ static int same_key(const msg *a, const msg *b) {
  * its completing call's end): among the calls started at or before t (ix
  * sorted by (rank, ts)), the latest one still running at t, 1 us of
  * rounding allowed; NULL when none of the last 16 is. */
-static const loom__rkev *call_ending_at(const loom__ranks *k, const size_t *ix, size_t n, int32_t r, int64_t t) {
+static const loom__rkev *call_ending_at(const loom__ranks *k, const size_t *ix, size_t n, int32_t r,
+                                        int64_t t) {
   size_t lo = 0, hi = n;
   while (lo < hi) { /* first call after (r, t) */
     size_t mid = (lo + hi) / 2;
@@ -193,7 +197,8 @@ static int cmp_req(const void *pa, const void *pb) {
 
 /* Start of the latest Irecv of (rank, request) at or before t, else dflt;
  * irecv is sorted by (rank, request, ts). */
-static int64_t posted_at(const loom__ranks *k, const size_t *irecv, size_t n, const loom__rkev *done, int64_t dflt) {
+static int64_t posted_at(const loom__ranks *k, const size_t *irecv, size_t n,
+                         const loom__rkev *done, int64_t dflt) {
   size_t lo = 0, hi = n;
   while (lo < hi) { /* first entry after (rank, req, t) */
     size_t mid = (lo + hi) / 2;
@@ -212,13 +217,18 @@ static int64_t posted_at(const loom__ranks *k, const size_t *irecv, size_t n, co
  * ended where it is (its enter on the aligned timeline: a merge moves
  * events, not the wait_start_ns argument, which is the fallback), posted at
  * the latest Irecv of its request. */
-static size_t receives(loom__ranks *k, msg *out, const size_t *calls, size_t ncalls, const size_t *irecv,
-                       size_t nirecv) {
+static size_t receives(loom__ranks *k, msg *out, const size_t *calls, size_t ncalls,
+                       const size_t *irecv, size_t nirecv) {
   size_t n = 0;
   for (size_t i = 0; i < k->nev; i++) {
     const loom__rkev *e = &k->ev[i];
     if (e->type != LOOM__RK_RECV && e->type != LOOM__RK_DONE) continue;
-    msg m = {e->a_peer, k->rank_id[e->rank], e->a_comm, e->a_tag, e->ts, e->ts, e->end, i, e->name, 0, -1, 0};
+    msg m = {e->a_peer, k->rank_id[e->rank],
+             e->a_comm, e->a_tag,
+             e->ts,     e->ts,
+             e->end,    i,
+             e->name,   0,
+             -1,        0};
     if (e->type == LOOM__RK_DONE) {
       const loom__rkev *w = call_ending_at(k, calls, ncalls, e->rank, e->ts);
       m.enter = w ? w->ts : e->a_wait != LOOM__RK_NONE ? e->a_wait : e->ts;
@@ -236,7 +246,18 @@ static size_t sends(const loom__ranks *k, msg *out) {
   for (size_t i = 0; i < k->nev; i++) {
     const loom__rkev *e = &k->ev[i];
     if (e->type != LOOM__RK_SEND) continue;
-    msg m = {k->rank_id[e->rank], e->a_peer, e->a_comm, e->a_tag, e->ts, e->ts, e->end, i, e->name, 0, -1, 0};
+    msg m = {k->rank_id[e->rank],
+             e->a_peer,
+             e->a_comm,
+             e->a_tag,
+             e->ts,
+             e->ts,
+             e->end,
+             i,
+             e->name,
+             0,
+             -1,
+             0};
     out[n++] = m;
   }
   return n;
@@ -250,7 +271,8 @@ static int32_t rank_of_id(const loom__ranks *k, int64_t id) {
 
 static int cmp_wait(const void *pa, const void *pb) {
   const msg *a = pa, *b = pb;
-  const int64_t x[4] = {a->dst, a->enter, a->leave, -a->wait}, y[4] = {b->dst, b->enter, b->leave, -b->wait};
+  const int64_t x[4] = {a->dst, a->enter, a->leave, -a->wait},
+                y[4] = {b->dst, b->enter, b->leave, -b->wait};
   for (int i = 0; i < 4; i++)
     if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
   return a->ev < b->ev ? -1 : a->ev > b->ev;
@@ -265,13 +287,16 @@ static void late_senders(loom__ranks *k, msg *rv, size_t n) {
   for (size_t i = 0; i < n; i++) {
     const loom__rkev *e = &k->ev[rv[i].ev];
     if (i && e->type == LOOM__RK_DONE && k->ev[rv[i - 1].ev].type == LOOM__RK_DONE &&
-        rv[i - 1].dst == rv[i].dst && rv[i - 1].enter == rv[i].enter && rv[i - 1].leave == rv[i].leave)
+        rv[i - 1].dst == rv[i].dst && rv[i - 1].enter == rv[i].enter &&
+        rv[i - 1].leave == rv[i].leave)
       continue;
-    if (!rv[i].tested) waited(k, LOOM__W_LATE_SENDER, e->rank, rv[i].enter, rv[i].name, rv[i].wait, rv[i].by);
+    if (!rv[i].tested)
+      waited(k, LOOM__W_LATE_SENDER, e->rank, rv[i].enter, rv[i].name, rv[i].wait, rv[i].by);
   }
 }
 
-static int messages(loom__ranks *k, const size_t *calls, size_t ncalls, const size_t *irecv, size_t nirecv) {
+static int messages(loom__ranks *k, const size_t *calls, size_t ncalls, const size_t *irecv,
+                    size_t nirecv) {
   msg *sv = malloc((k->nev + 1) * sizeof *sv), *rv = malloc((k->nev + 1) * sizeof *rv);
   if (!sv || !rv) {
     free(sv), free(rv);
@@ -292,7 +317,8 @@ static int messages(loom__ranks *k, const size_t *calls, size_t ncalls, const si
     r->by = rank_of_id(k, s->src);
     const loom__rkev *se = &k->ev[s->ev];
     if (se->blocking && r->order > s->enter && r->order < s->leave)
-      waited(k, LOOM__W_LATE_RECEIVER, se->rank, s->enter, s->name, r->order - s->enter, k->ev[r->ev].rank);
+      waited(k, LOOM__W_LATE_RECEIVER, se->rank, s->enter, s->name, r->order - s->enter,
+             k->ev[r->ev].rank);
     i++, j++;
   }
   late_senders(k, rv, nr);
@@ -362,8 +388,8 @@ static void charge(loom__ranks *k, int32_t who, int32_t root, size_t s, int64_t 
 
 /* [a, b) of rank who's waiting in step s, caused by rank r: r's own where r
  * was not waiting itself, else passed on to whoever r waited for. */
-static void blame(loom__ranks *k, const segs *g, int32_t who, int32_t r, int64_t a, int64_t b, size_t s,
-                  int depth) {
+static void blame(loom__ranks *k, const segs *g, int32_t who, int32_t r, int64_t a, int64_t b,
+                  size_t s, int depth) {
   const seg *v = g->v + g->first[r];
   size_t lo = 0, hi = g->count[r];
   while (lo < hi) { /* first segment ending after a */
@@ -375,7 +401,8 @@ static void blame(loom__ranks *k, const segs *g, int32_t who, int32_t r, int64_t
   for (size_t i = lo; i < g->count[r] && v[i].t0 < b; i++) {
     int64_t x = v[i].t0 > a ? v[i].t0 : a, y = v[i].t1 < b ? v[i].t1 : b;
     charge(k, who, r, s, x - cur);
-    if (v[i].by >= 0 && v[i].by != r && depth < BLAME_DEPTH) blame(k, g, who, v[i].by, x, y, s, depth + 1);
+    if (v[i].by >= 0 && v[i].by != r && depth < BLAME_DEPTH)
+      blame(k, g, who, v[i].by, x, y, s, depth + 1);
     else charge(k, who, r, s, y - x);
     cur = y;
   }
@@ -440,7 +467,8 @@ int loom__ranks_waits(loom__ranks *k) {
    * are not iterations), or all of them for a rank without steps. */
   for (size_t i = 0; i < nc; i++) {
     const loom__rkev *e = &k->ev[calls[i]];
-    if (!SI.count[e->rank] || step_at(k, e->rank, e->ts) >= 0) k->comm_ns[e->rank] += e->end - e->ts;
+    if (!SI.count[e->rank] || step_at(k, e->rank, e->ts) >= 0)
+      k->comm_ns[e->rank] += e->end - e->ts;
   }
   if (collectives(k) || messages(k, calls, nc, irecv, ni) || k->oom || account(k)) goto out;
   rc = 0;

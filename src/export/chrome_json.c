@@ -52,7 +52,8 @@ static int jw_prepare(jw *w) {
     return -1;
   for (size_t id = 0; id < n; id++) {
     size_t start = w->esc.len;
-    loom__json_str(&w->esc, loom__trace_cstr(t, (uint32_t)id), loom__strtab_len(&t->strs, (uint32_t)id));
+    loom__json_str(&w->esc, loom__trace_cstr(t, (uint32_t)id),
+                   loom__strtab_len(&t->strs, (uint32_t)id));
     if (w->esc.failed || w->esc.len > UINT32_MAX) return -1;
     w->esc_off[id] = (uint32_t)start;
     w->esc_len[id] = (uint32_t)(w->esc.len - start);
@@ -289,7 +290,8 @@ static void device_props(jw *w) {
 
 static const char *meta_value(const loom_trace *t, const char *key) {
   for (size_t i = 0; i < t->nmeta; i++)
-    if (!strcmp(loom__trace_cstr(t, t->meta[i].key), key)) return loom__trace_cstr(t, t->meta[i].value);
+    if (!strcmp(loom__trace_cstr(t, t->meta[i].key), key))
+      return loom__trace_cstr(t, t->meta[i].value);
   return NULL;
 }
 
@@ -395,7 +397,8 @@ static void trailer(jw *w) {
   const loom_trace *t = w->t;
   loom__out *o = w->o;
   if (t->window_end) {
-    loom__out_lit(o, "{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"marker\",\"name\":\"Record Window End\",\"pid\":");
+    loom__out_lit(
+        o, "{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"marker\",\"name\":\"Record Window End\",\"pid\":");
     jint(w, t->nprocs ? t->procs[0].pid : 0);
     loom__out_lit(o, ",\"tid\":0,\"ts\":");
     char *d = loom__out_reserve(o, 32);
@@ -471,7 +474,8 @@ struct loom__jstream {
   loom__jsamples *smp; /* CPU samples, written as "samples" at the end */
 };
 
-loom_status loom__jstream_open(loom__jstream **out, const loom_trace *t, const char *path, int gzip) {
+loom_status loom__jstream_open(loom__jstream **out, const loom_trace *t, const char *path,
+                               int gzip) {
   *out = calloc(1, sizeof **out);
   if (!*out) return loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
   (*out)->w.streaming = 1;
@@ -496,13 +500,13 @@ void loom__jstream_event(loom__jstream *s, const loom__ev *e, const loom__targ *
     s->o.failed = ENOMEM; /* in "samples" (close) */
 }
 
-void loom__jstream_flow(loom__jstream *s, char ph, uint64_t id, uint32_t track, int64_t ts, int bp_e,
-                        uint32_t name, uint32_t cat) {
+void loom__jstream_flow(loom__jstream *s, char ph, uint64_t id, uint32_t track, int64_t ts,
+                        int bp_e, uint32_t name, uint32_t cat) {
   flow_end(&s->w, ph, id, track, ts, bp_e, "ac2g", name, cat);
 }
 
-void loom__jstream_message(loom__jstream *s, uint64_t id, uint32_t cat, uint32_t from_track, int64_t from_ts,
-                           uint32_t to_track, int64_t to_ts, int64_t to_dur) {
+void loom__jstream_message(loom__jstream *s, uint64_t id, uint32_t cat, uint32_t from_track,
+                           int64_t from_ts, uint32_t to_track, int64_t to_ts, int64_t to_dur) {
   char buf[80];
   flow_pair(&s->w, message_cat(&s->w, cat, buf), id, from_track, from_ts, to_track, to_ts, to_dur);
 }

@@ -57,7 +57,8 @@ static void write_frames(const loom__samples *s, loom__out *o) {
   loom__out_lit(o, "},\n\"samples\":[");
 }
 
-static void write_sample(loom__out *o, int first, int64_t pid, int64_t tid, int64_t ts, uint32_t site) {
+static void write_sample(loom__out *o, int first, int64_t pid, int64_t tid, int64_t ts,
+                         uint32_t site) {
   if (!first) loom__out_lit(o, ",");
   loom__out_lit(o, "\n{\"pid\":");
   char *d = loom__out_reserve(o, 24);
@@ -127,15 +128,18 @@ void loom__jsamples_free(loom__jsamples *c) {
   free(c);
 }
 
-int loom__jsamples_add(loom__jsamples *c, const loom_trace *t, const loom__ev *e, const loom__targ *args) {
+int loom__jsamples_add(loom__jsamples *c, const loom_trace *t, const loom__ev *e,
+                       const loom__targ *args) {
   uint32_t sid = 0, site = 0;
   for (uint16_t k = 0; k < e->nargs; k++)
-    if (args[k].type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(t, args[k].key), "stack")) sid = args[k].v.s;
+    if (args[k].type == LOOM_ARG_STRING && !strcmp(loom__trace_cstr(t, args[k].key), "stack"))
+      sid = args[k].v.s;
   if (sid) {
     uint64_t *known = loom__map_get(&c->site_of_text, sid);
     if (known) site = (uint32_t)*known;
     else {
-      long leaf = loom__samples_parse(&c->s, loom__trace_cstr(t, sid), loom__strtab_len(&t->strs, sid));
+      long leaf =
+          loom__samples_parse(&c->s, loom__trace_cstr(t, sid), loom__strtab_len(&t->strs, sid));
       if (leaf < 0 || loom__map_put(&c->site_of_text, sid, (uint64_t)leaf)) return -1;
       site = (uint32_t)leaf;
     }
@@ -148,7 +152,8 @@ int loom__jsamples_add(loom__jsamples *c, const loom_trace *t, const loom__ev *e
 void loom__jsamples_write(const loom__jsamples *c, loom__out *o, int64_t base) {
   if (!c || !c->n) return;
   write_frames(&c->s, o);
-  for (size_t i = 0; i < c->n; i++) write_sample(o, i == 0, c->v[i].pid, c->v[i].tid, c->v[i].ts - base, c->v[i].site);
+  for (size_t i = 0; i < c->n; i++)
+    write_sample(o, i == 0, c->v[i].pid, c->v[i].tid, c->v[i].ts - base, c->v[i].site);
   loom__out_lit(o, "],\n");
 }
 
@@ -181,7 +186,8 @@ typedef struct frame_index {
   yajl_val frames;
   loom__map at, site;
   size_t dangling, loops; /* parents (or sample frames) not in stackFrames; chains that loop */
-  char dangling_key[72], loop_key[72]; /* the first of each (a sample's key may be a local buffer) */
+  char dangling_key[72],
+      loop_key[72]; /* the first of each (a sample's key may be a local buffer) */
 } frame_index;
 #define VISITING UINT64_MAX
 
@@ -292,7 +298,8 @@ static void drop_top(loom_trace *t, const char *key) {
 /* The frames stackFrames lacks or that loop, counted as bad values. */
 static void frames_bad(loom_trace *t, const frame_index *fx) {
   size_t n[2] = {fx->dangling, fx->loops};
-  const char *what[2] = {"missing frame", "frame in a loop"}, *key[2] = {fx->dangling_key, fx->loop_key};
+  const char *what[2] = {"missing frame", "frame in a loop"},
+             *key[2] = {fx->dangling_key, fx->loop_key};
   for (int i = 0; i < 2; i++) {
     if (!n[i]) continue;
     loom__trace_bad(t, LOOM__BAD_FRAME, what[i], key[i], strlen(key[i]), NULL);
@@ -319,8 +326,8 @@ static int sample_place(loom_trace *t, yajl_val smp, double *ts, double *pid, do
 
 /* The name of a sample's event: its leaf frame's label ("[unknown]" when
  * its stack is empty); stack is the site's text, n bytes. */
-static const char *sample_name(loom__samples *s, uint32_t site, const char *stack, long n, char *label,
-                               size_t cap) {
+static const char *sample_name(loom__samples *s, uint32_t site, const char *stack, long n,
+                               char *label, size_t cap) {
   const char *tab = memchr(stack, '\t', (size_t)n);
   const char *name = tab && tab > stack ? NULL : "[unknown]";
   if (site && !name) {
@@ -348,7 +355,8 @@ static int add_sample(loom_trace *t, loom__samples *s, frame_index *fx, yajl_val
   uint32_t site = site_of(s, fx, sf, &oom);
   long n = loom__samples_text(s, site, buf, cap);
   uint32_t track;
-  if (oom || n < 0 || loom__trace_track(t, (int64_t)pid, (int64_t)tid, NULL, LOOM_DEVICE_HOST, &track))
+  if (oom || n < 0 ||
+      loom__trace_track(t, (int64_t)pid, (int64_t)tid, NULL, LOOM_DEVICE_HOST, &track))
     return -1;
   char label[600];
   const char *name = sample_name(s, site, *buf, n, label, sizeof label);

@@ -147,7 +147,8 @@ static int is_ws(unsigned c) { return c == ' ' || c == '\n' || c == '\r' || c ==
 
 /* A string's end from p (past its opening quote): T_OK with *q at its
  * closing quote and *esc set when it holds escapes. */
-static inline int str_end(const unsigned char *p, const unsigned char *end, const unsigned char **q, int *esc) {
+static inline int str_end(const unsigned char *p, const unsigned char *end, const unsigned char **q,
+                          int *esc) {
   *esc = 0;
   for (;;) {
     p = plain_run(p, end);
@@ -163,20 +164,25 @@ static inline int str_end(const unsigned char *p, const unsigned char *end, cons
 }
 
 /* Calls back for the string p..q (a key when key). */
-static int emit_str(loom__jscan *s, const unsigned char *p, const unsigned char *q, int esc, int key) {
+static int emit_str(loom__jscan *s, const unsigned char *p, const unsigned char *q, int esc,
+                    int key) {
   long len = q - p;
   if (esc && (len = decode(s, p, (size_t)len)) < 0) return T_NOMEM;
   if (esc) p = s->dec;
-  int ok = key ? s->cb->yajl_map_key(s->ctx, p, (size_t)len) : s->cb->yajl_string(s->ctx, p, (size_t)len);
+  int ok = key ? s->cb->yajl_map_key(s->ctx, p, (size_t)len)
+               : s->cb->yajl_string(s->ctx, p, (size_t)len);
   return ok ? T_OK : T_STOP;
 }
 
-static int digit(const unsigned char *q, const unsigned char *end) { return q < end && *q >= '0' && *q <= '9'; }
+static int digit(const unsigned char *q, const unsigned char *end) {
+  return q < end && *q >= '0' && *q <= '9';
+}
 
 /* Past the decimal digits at q, eight bytes at a time. */
 static const unsigned char *digits(const unsigned char *q, const unsigned char *end) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  const uint64_t ones = 0x0101010101010101ull, hi = 0xF0F0F0F0F0F0F0F0ull, low7 = 0x7F7F7F7F7F7F7F7Full;
+  const uint64_t ones = 0x0101010101010101ull, hi = 0xF0F0F0F0F0F0F0F0ull,
+                 low7 = 0x7F7F7F7F7F7F7F7Full;
   while (end - q >= 8) {
     uint64_t x;
     memcpy(&x, q, 8);
@@ -365,7 +371,8 @@ out:
 
 static int keep(loom__jscan *s, const unsigned char *p, size_t n) {
   if (!n) return 0;
-  if (s->nkept + n > s->cap_kept && loom__grow((void **)&s->kept, &s->cap_kept, s->nkept + n, 1)) return -1;
+  if (s->nkept + n > s->cap_kept && loom__grow((void **)&s->kept, &s->cap_kept, s->nkept + n, 1))
+    return -1;
   memcpy(s->kept + s->nkept, p, n);
   s->nkept += n;
   return 0;

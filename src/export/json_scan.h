@@ -54,7 +54,7 @@ yajl_handle loom__jscan_handoff(loom__jscan *s, const unsigned char **kept, size
  * *res: LOOM__JTAPE_OK (truncated set when the input ended inside the
  * document), _SYNTAX with yajl's message and byte offset, _READ, or
  * _CANCELLED when a callback said stop or memory ran out. */
-void loom__jscan_run(const loom__jsrc *src, const yajl_callbacks *cb, void *ctx, const uint64_t *strings,
-                     loom__jtape_result *res);
+void loom__jscan_run(const loom__jsrc *src, const yajl_callbacks *cb, void *ctx,
+                     const uint64_t *strings, loom__jtape_result *res);
 
 #endif

@@ -96,7 +96,8 @@ yajl_handle loom__jscan_handoff(loom__jscan *s, const unsigned char **kept, size
 /* ---- the run ------------------------------------------------------------ */
 /* Gives n bytes to yajl; base: the input's offset of d.  0, or -1 with the
  * result set. */
-static int feed_yajl(yajl_handle y, const unsigned char *d, size_t n, uint64_t base, loom__jtape_result *res) {
+static int feed_yajl(yajl_handle y, const unsigned char *d, size_t n, uint64_t base,
+                     loom__jtape_result *res) {
   yajl_status st = n ? yajl_parse(y, d, n) : yajl_status_ok;
   if (st == yajl_status_ok) return 0;
   if (st == yajl_status_client_canceled) {
@@ -121,11 +122,13 @@ static yajl_handle hand_over(loom__jscan *s, const unsigned char *d, size_t n, s
   yajl_handle y = loom__jscan_handoff(s, &kept, &nkept);
   uint64_t base = res->offset + at;
   if (!y) res->status = LOOM__JTAPE_CANCELLED;
-  else if (feed_yajl(y, kept, nkept, base - nkept, res) || feed_yajl(y, d + at, n - at, base, res)) y = NULL;
+  else if (feed_yajl(y, kept, nkept, base - nkept, res) || feed_yajl(y, d + at, n - at, base, res))
+    y = NULL;
   return y;
 }
 
-static void run_on(loom__jscan *s, const loom__jsrc *src, const uint64_t *strings, loom__jtape_result *res) {
+static void run_on(loom__jscan *s, const loom__jsrc *src, const uint64_t *strings,
+                   loom__jtape_result *res) {
   yajl_handle y = NULL;
   for (;;) {
     const unsigned char *d = NULL;
@@ -154,8 +157,8 @@ static void run_on(loom__jscan *s, const loom__jsrc *src, const uint64_t *string
   }
 }
 
-void loom__jscan_run(const loom__jsrc *src, const yajl_callbacks *cb, void *ctx, const uint64_t *strings,
-                     loom__jtape_result *res) {
+void loom__jscan_run(const loom__jsrc *src, const yajl_callbacks *cb, void *ctx,
+                     const uint64_t *strings, loom__jtape_result *res) {
   memset(res, 0, sizeof *res);
   loom__jscan *s = loom__jscan_new(cb, ctx);
   if (s) run_on(s, src, strings, res);

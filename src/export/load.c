@@ -30,8 +30,9 @@ const uint8_t *loom__input_map(gzFile f, const char *path, size_t *len, uint64_t
   if (fd < 0) return NULL;
   if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
     if (size) *size = (uint64_t)sb.st_size;
-    void *m = gzdirect(f) && sb.st_size > 0 ? mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
-                                            : MAP_FAILED;
+    void *m = gzdirect(f) && sb.st_size > 0
+                  ? mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
+                  : MAP_FAILED;
     if (m != MAP_FAILED) {
       map = m;
       *len = (size_t)sb.st_size;
@@ -128,11 +129,13 @@ static loom_status load(const char *path, const loom__sink *sink, const loom__fl
   int binary = 0, i = 0;
   for (int k = 0; k < n && !binary; k++)
     binary = head[k] < 0x20 && head[k] != '\n' && head[k] != '\r' && head[k] != '\t';
-  if (head[0] == 0x0a && binary) return read_with(formats[FMT_PFTRACE].read, path, sink, flows, out);
+  if (head[0] == 0x0a && binary)
+    return read_with(formats[FMT_PFTRACE].read, path, sink, flows, out);
   while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t' ||
                    head[i] == 0xEF || head[i] == 0xBB || head[i] == 0xBF))
     i++;
-  if (i < n && (head[i] == '{' || head[i] == '[')) return formats[FMT_JSON].read(path, sink, flows, out);
+  if (i < n && (head[i] == '{' || head[i] == '['))
+    return formats[FMT_JSON].read(path, sink, flows, out);
   if (head[0] == 0x0a) return read_with(formats[FMT_PFTRACE].read, path, sink, flows, out);
   return loom__fail(LOOM_EFORMAT, "%s: not a trace loom can read (expected Chrome "
                     "JSON, gzip-compressed JSON or Perfetto protobuf) at byte offset 0", path);

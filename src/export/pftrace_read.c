@@ -87,7 +87,8 @@ static seqst *seq_of(pf_reader *r, uint32_t seq) {
   uint64_t *i = loom__map_get(&r->seq_at, seq);
   if (i) return &r->seqs[*i];
   seqst q = {.seq = seq, .mult = 1};
-  if (LOOM__PUSH(r->seqs, r->nseqs, r->cap_seqs, q) || loom__map_put(&r->seq_at, seq, r->nseqs - 1)) {
+  if (LOOM__PUSH(r->seqs, r->nseqs, r->cap_seqs, q) ||
+      loom__map_put(&r->seq_at, seq, r->nseqs - 1)) {
     r->oom = 1;
     return NULL;
   }
@@ -313,8 +314,8 @@ static int pfin_byte(pfin *in, uint64_t *offset) {
 
 /* The next packet's payload (*p, *len; its header at *at): 1, 0 at the end,
  * -1 with *st set. */
-static int next_packet(pfin *in, const char *path, uint64_t *offset, uint64_t *at, const uint8_t **p,
-                       uint64_t *len, loom_status *st) {
+static int next_packet(pfin *in, const char *path, uint64_t *offset, uint64_t *at,
+                       const uint8_t **p, uint64_t *len, loom_status *st) {
   /* Each packet: tag 0x0a, varint length, payload. */
   *at = *offset;
   int c = pfin_byte(in, offset);
@@ -333,8 +334,8 @@ static int next_packet(pfin *in, const char *path, uint64_t *offset, uint64_t *a
     shift += 7;
   } while (b & 0x80);
   if (b == EOF || *len > (1u << 30)) {
-    *st = loom__fail(LOOM_EFORMAT, "%s: truncated or corrupt packet header at byte offset %llu", path,
-                     (unsigned long long)*at);
+    *st = loom__fail(LOOM_EFORMAT, "%s: truncated or corrupt packet header at byte offset %llu",
+                     path, (unsigned long long)*at);
     return -1;
   }
   int whole;
@@ -356,8 +357,10 @@ static int next_packet(pfin *in, const char *path, uint64_t *offset, uint64_t *a
     *p = in->buf;
   }
   if (!whole) {
-    *st = loom__fail(LOOM_EFORMAT, "%s: truncated: the packet at byte offset %llu needs %llu "
-                     "bytes, the file ends first", path, (unsigned long long)*at, (unsigned long long)*len);
+    *st = loom__fail(LOOM_EFORMAT,
+                     "%s: truncated: the packet at byte offset %llu needs %llu "
+                     "bytes, the file ends first",
+                     path, (unsigned long long)*at, (unsigned long long)*len);
     return -1;
   }
   *offset += *len;
@@ -394,9 +397,10 @@ static loom_status read_warnings(pf_reader *r, const char *path) {
   }
   if (r->wrong_wire) {
     char msg[512];
-    snprintf(msg, sizeof msg, "%s: %llu packet fields with a wire type they cannot have were skipped "
-             "(the first in the packet at byte offset %llu)", path, (unsigned long long)r->wrong_wire,
-             (unsigned long long)r->wrong_at);
+    snprintf(msg, sizeof msg,
+             "%s: %llu packet fields with a wire type they cannot have were skipped "
+             "(the first in the packet at byte offset %llu)",
+             path, (unsigned long long)r->wrong_wire, (unsigned long long)r->wrong_at);
     if (loom__trace_add_warning(r->t, msg)) return LOOM_ENOMEM;
   }
   if (loom__trace_bad_warnings(r->t, path)) return LOOM_ENOMEM;
@@ -420,8 +424,8 @@ static loom_status read_packets(pf_reader *r, pfin *in, const char *path, uint64
   return st;
 }
 
-loom_status loom__read_pftrace(const char *path, const loom__sink *sink, const loom__flow_sink *flows,
-                               loom_trace **out) {
+loom_status loom__read_pftrace(const char *path, const loom__sink *sink,
+                               const loom__flow_sink *flows, loom_trace **out) {
   *out = NULL;
   gzFile fp = gzopen(path, "rb"); /* a .pftrace.gz, or a plain file passed through */
   if (!fp) return loom__fail(LOOM_EIO, "cannot open %s: %s", path, strerror(errno));

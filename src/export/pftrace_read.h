@@ -43,7 +43,8 @@ __attribute__((always_inline)) static inline uint64_t rd_varint(pb_span *r) {
  * (empty, 0) for the other wire types, so a field of an unexpected type
  * never leaves a stale view of an earlier packet's buffer, which the file
  * reader has reallocated since. */
-__attribute__((always_inline)) static inline int rd_field(pb_span *r, uint32_t *field, int *wire, uint64_t *v, pb_span *sub) {
+__attribute__((always_inline)) static inline int rd_field(pb_span *r, uint32_t *field, int *wire,
+                                                          uint64_t *v, pb_span *sub) {
   static const uint8_t none;
   sub->p = sub->end = &none;
   sub->bad = 0;
@@ -180,7 +181,8 @@ static inline struct iid_slot *iid_slot(pf_reader *r, uint32_t table, uint64_t k
   return &r->iidc[h >> 54];
 }
 
-__attribute__((always_inline)) static inline uint32_t iid_get(pf_reader *r, uint32_t table, uint64_t iid) {
+__attribute__((always_inline)) static inline uint32_t iid_get(pf_reader *r, uint32_t table,
+                                                              uint64_t iid) {
   uint64_t key = seq_iid(r, iid);
   struct iid_slot *c = iid_slot(r, table, key);
   if (c->table == table && c->key == key) return c->val;

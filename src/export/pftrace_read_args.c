@@ -48,7 +48,9 @@ static void dbl(pf_reader *r, uint64_t bits) {
   else text(r, "null"); /* JSON has no infinity or NaN */
 }
 
-static void str(pf_reader *r, const uint8_t *p, size_t n) { loom__json_str(&r->jtext, (const char *)p, n); }
+static void str(pf_reader *r, const uint8_t *p, size_t n) {
+  loom__json_str(&r->jtext, (const char *)p, n);
+}
 
 static void id_str(pf_reader *r, uint32_t id) {
   const char *s = id ? loom__trace_cstr(r->t, id) : "";
@@ -109,6 +111,71 @@ static void nested(pf_reader *r, pb_span msg, int depth) {
   text(r, "null");
 }
 
+static void value(pf_reader *r, pb_span msg, int depth);
+
+/* A dict entry's name, as a JSON string. */
+static void entry_name(pf_reader *r, pb_span entry) {
+  pb_span n;
+  uint32_t f, key = 0;
+  int w;
+  uint64_t v;
+  while (rd_field(&entry, &f, &w, &v, &n)) {
+    if (f == PF_DA_NAME && w == PB_LEN)
+      key = loom__strtab_intern(&r->t->strs, (const char *)n.p, (size_t)(n.end - n.p));
+    else if (f == PF_DA_NAME_IID && w == PB_VARINT) key = iid_get(r, IID_ARGN, v);
+  }
+  id_str(r, key);
+}
+
+/* A dict's entries or an array's values, as a JSON object or array. */
+static void container(pf_reader *r, pb_span msg, int dict, int depth) {
+  pb_span sub;
+  uint32_t f;
+  int w;
+  uint64_t v;
+  text(r, dict ? "{" : "[");
+  int first = 1;
+  for (pb_span c = msg; rd_field(&c, &f, &w, &v, &sub);) {
+    if (w != PB_LEN || f != (dict ? PF_DA_DICT_ENTRIES : PF_DA_ARRAY_VALUES)) continue;
+    if (!first) text(r, ",");
+    first = 0;
+    if (dict) {
+      entry_name(r, sub);
+      text(r, ":");
+    }
+    value(r, sub, depth + 1);
+  }
+  text(r, dict ? "}" : "]");
+}
+
+/* The first scalar (or nested value, or legacy JSON) of msg; 0 when it
+ * holds none. */
+static int scalar(pf_reader *r, pb_span msg, int depth) {
+  pb_span sub;
+  uint32_t f;
+  int w;
+  uint64_t v;
+  for (pb_span c = msg; rd_field(&c, &f, &w, &v, &sub);) {
+    switch (f) {
+    case PF_DA_BOOL: if (w == PB_VARINT) return text(r, v ? "true" : "false"), 1; break;
+    case PF_DA_UINT: if (w == PB_VARINT) return u64(r, v), 1; break;
+    case PF_DA_INT: if (w == PB_VARINT) return i64(r, (int64_t)v), 1; break;
+    case PF_DA_DOUBLE: if (w == PB_I64) return dbl(r, v), 1; break;
+    case PF_DA_STRING: if (w == PB_LEN) return str(r, sub.p, (size_t)(sub.end - sub.p)), 1; break;
+    case PF_DA_STRING_VALUE_IID:
+      if (w == PB_VARINT) return id_str(r, iid_get(r, IID_STRV, v)), 1;
+      break;
+    case PF_DA_POINTER: if (w == PB_VARINT) return pointer(r, v, 1), 1; break;
+    case PF_DA_NESTED: if (w == PB_LEN) return nested(r, sub, depth + 1), 1; break;
+    case PF_DA_LEGACY_JSON:
+      if (w == PB_LEN) return raw(r, (const char *)sub.p, (size_t)(sub.end - sub.p)), 1;
+      break;
+    default: break;
+    }
+  }
+  return 0;
+}
+
 /* The value of one DebugAnnotation (a dict entry's or an array element's
  * too) as JSON. */
 static void value(pf_reader *r, pb_span msg, int depth) {
@@ -127,43 +194,10 @@ static void value(pf_reader *r, pb_span msg, int depth) {
     array |= f == PF_DA_ARRAY_VALUES && w == PB_LEN;
   }
   if (dict || array) {
-    text(r, dict ? "{" : "[");
-    int first = 1;
-    for (c = msg; rd_field(&c, &f, &w, &v, &sub);) {
-      if (w != PB_LEN || f != (dict ? PF_DA_DICT_ENTRIES : PF_DA_ARRAY_VALUES)) continue;
-      if (!first) text(r, ",");
-      first = 0;
-      if (dict) { /* the entry's name */
-        pb_span e = sub, n;
-        uint32_t f2, key = 0;
-        int w2;
-        uint64_t v2;
-        while (rd_field(&e, &f2, &w2, &v2, &n)) {
-          if (f2 == PF_DA_NAME && w2 == PB_LEN) key = loom__strtab_intern(&r->t->strs, (const char *)n.p, (size_t)(n.end - n.p));
-          else if (f2 == PF_DA_NAME_IID && w2 == PB_VARINT) key = iid_get(r, IID_ARGN, v2);
-        }
-        id_str(r, key);
-        text(r, ":");
-      }
-      value(r, sub, depth + 1);
-    }
-    text(r, dict ? "}" : "]");
+    container(r, msg, dict, depth);
     return;
   }
-  for (c = msg; rd_field(&c, &f, &w, &v, &sub);) {
-    switch (f) {
-    case PF_DA_BOOL: if (w == PB_VARINT) { text(r, v ? "true" : "false"); return; } break;
-    case PF_DA_UINT: if (w == PB_VARINT) { u64(r, v); return; } break;
-    case PF_DA_INT: if (w == PB_VARINT) { i64(r, (int64_t)v); return; } break;
-    case PF_DA_DOUBLE: if (w == PB_I64) { dbl(r, v); return; } break;
-    case PF_DA_STRING: if (w == PB_LEN) { str(r, sub.p, (size_t)(sub.end - sub.p)); return; } break;
-    case PF_DA_STRING_VALUE_IID: if (w == PB_VARINT) { id_str(r, iid_get(r, IID_STRV, v)); return; } break;
-    case PF_DA_POINTER: if (w == PB_VARINT) { pointer(r, v, 1); return; } break;
-    case PF_DA_NESTED: if (w == PB_LEN) { nested(r, sub, depth + 1); return; } break;
-    case PF_DA_LEGACY_JSON: if (w == PB_LEN) { raw(r, (const char *)sub.p, (size_t)(sub.end - sub.p)); return; } break;
-    default: break;
-    }
-  }
+  if (scalar(r, msg, depth)) return;
   r->odd_value = 1;
   text(r, "null");
 }
@@ -175,11 +209,12 @@ int loom__pfr_value_text(pf_reader *r, pb_span msg, uint32_t *id, int *json) {
   uint64_t v;
   int kind = 0; /* 1 JSON, 2 pointer, 3 legacy JSON */
   while (rd_field(&c, &f, &w, &v, &sub)) {
-    if (w == PB_LEN && (f == PF_DA_DICT_ENTRIES || f == PF_DA_ARRAY_VALUES || f == PF_DA_NESTED)) kind = 1;
+    if (w == PB_LEN && (f == PF_DA_DICT_ENTRIES || f == PF_DA_ARRAY_VALUES || f == PF_DA_NESTED))
+      kind = 1;
     else if (w == PB_VARINT && f == PF_DA_POINTER) kind = 2;
     else if (w == PB_LEN && f == PF_DA_LEGACY_JSON) kind = 3;
-    else if (f == PF_DA_BOOL || f == PF_DA_UINT || f == PF_DA_INT || f == PF_DA_DOUBLE || f == PF_DA_STRING ||
-             f == PF_DA_STRING_VALUE_IID)
+    else if (f == PF_DA_BOOL || f == PF_DA_UINT || f == PF_DA_INT || f == PF_DA_DOUBLE ||
+             f == PF_DA_STRING || f == PF_DA_STRING_VALUE_IID)
       return 0;
   }
   if (!kind) return -1;
@@ -190,7 +225,8 @@ int loom__pfr_value_text(pf_reader *r, pb_span msg, uint32_t *id, int *json) {
   r->jtext.len = 0;
   if (kind == 3) { /* kept as written: JSON when it is */
     for (c = msg; rd_field(&c, &f, &w, &v, &sub);)
-      if (f == PF_DA_LEGACY_JSON && w == PB_LEN) raw(r, (const char *)sub.p, (size_t)(sub.end - sub.p));
+      if (f == PF_DA_LEGACY_JSON && w == PB_LEN)
+        raw(r, (const char *)sub.p, (size_t)(sub.end - sub.p));
   } else if (kind == 2) { /* its text, a string */
     for (c = msg; rd_field(&c, &f, &w, &v, &sub);)
       if (f == PF_DA_POINTER && w == PB_VARINT) pointer(r, v, 0);

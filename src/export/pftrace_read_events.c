@@ -56,7 +56,8 @@ static void profile_frame(pf_reader *r, pb_span msg) {
     else if (f == PF_FRAME_REL_PC) pc = v;
   }
   if (!iid) return;
-  long i = loom__samples_frame(&r->smp, iid_str(r, &r->fnames, fn), iid_str(r, &r->mappings, map), pc);
+  long i =
+      loom__samples_frame(&r->smp, iid_str(r, &r->fnames, fn), iid_str(r, &r->mappings, map), pc);
   if (i < 0 || loom__map_put(&r->frames, iid, (uint64_t)i + 1)) r->oom = 1;
 }
 
@@ -69,7 +70,8 @@ static void profile_callstack(pf_reader *r, pb_span msg) {
   pb_span sub;
   while (rd_field(&msg, &f, &w, &v, &sub)) {
     if (f == PF_CALLSTACK_IID && w == PB_VARINT) iid = v;
-    uint64_t *fi = f == PF_CALLSTACK_FRAME_IDS && w == PB_VARINT ? loom__map_get(&r->frames, v) : NULL;
+    uint64_t *fi =
+        f == PF_CALLSTACK_FRAME_IDS && w == PB_VARINT ? loom__map_get(&r->frames, v) : NULL;
     if (fi && !(site = loom__samples_site(&r->smp, site, (uint32_t)(*fi - 1)))) r->oom = 1;
   }
   if (iid && loom__map_put(&r->callstacks, iid, site)) r->oom = 1;
@@ -117,10 +119,15 @@ void loom__pfr_perf_sample(pf_reader *r, pb_span msg) {
     return;
   }
   char label[600];
-  const char *name = leaf ? loom__samples_frame_label(&r->smp, r->smp.sites[leaf - 1].frame, label, sizeof label)
-                          : "[unknown]";
-  loom__ev e = {.ts = r->ts, .name = loom__trace_str(t, name), .cat = loom__trace_str(t, "cpu_sample"),
-                .track = track, .kind = LOOM_KIND_SAMPLE, .ph = LOOM__PH_INSTANT};
+  const char *name =
+      leaf ? loom__samples_frame_label(&r->smp, r->smp.sites[leaf - 1].frame, label, sizeof label)
+           : "[unknown]";
+  loom__ev e = {.ts = r->ts,
+                .name = loom__trace_str(t, name),
+                .cat = loom__trace_str(t, "cpu_sample"),
+                .track = track,
+                .kind = LOOM_KIND_SAMPLE,
+                .ph = LOOM__PH_INSTANT};
   if (loom__trace_add_ev(t, &e) || loom__trace_add_arg_str(t, "stack", r->stack)) r->oom = 1;
 }
 
@@ -145,7 +152,8 @@ static int model_pid(pf_reader *r, pf_track *k) {
     char *end;
     errno = 0;
     long long pid = strtoll(d + sizeof mark - 1, &end, 10);
-    if (!errno && end != d + sizeof mark - 1 && !*end && !loom__map_get(&r->pidmap, (uint64_t)k->pid) &&
+    if (!errno && end != d + sizeof mark - 1 && !*end &&
+        !loom__map_get(&r->pidmap, (uint64_t)k->pid) &&
         loom__map_put(&r->pidmap, (uint64_t)k->pid, (uint64_t)pid))
       r->oom = 1;
   }
@@ -195,15 +203,16 @@ void loom__pfr_descriptor(pf_reader *r, pb_span msg) {
     }
   }
   if (k.is_thread) {
-    if (loom__trace_track(r->t, k.pid, k.tid, NULL, device ? loom__device_of_pid(k.pid) : LOOM_DEVICE_HOST,
-                          &k.track))
+    if (loom__trace_track(r->t, k.pid, k.tid, NULL,
+                          device ? loom__device_of_pid(k.pid) : LOOM_DEVICE_HOST, &k.track))
       r->oom = 1;
     else r->t->tracks[k.track].name = k.name;
     k.has_track = 1;
     if (!loom__trace_proc(r->t, k.pid)) r->oom = 1;
   }
   if (!k.uuid || trk_of(r, k.uuid)) return;
-  if (LOOM__PUSH(r->trks, r->ntrks, r->cap_trks, k) || loom__map_put(&r->tracks, k.uuid, r->ntrks - 1))
+  if (LOOM__PUSH(r->trks, r->ntrks, r->cap_trks, k) ||
+      loom__map_put(&r->tracks, k.uuid, r->ntrks - 1))
     r->oom = 1;
 }
 
@@ -249,7 +258,8 @@ static pf_track *event_track(pf_reader *r, uint64_t uuid, pf_track **own) {
   *own = k;
   /* a file's parents can form a loop: a chain longer than any real one
    * (process > thread > counter or async track) ends the walk */
-  for (int up = 0; k && !k->has_track && !k->is_proc && k->parent; up++) k = up < 16 ? trk_of(r, k->parent) : NULL;
+  for (int up = 0; k && !k->has_track && !k->is_proc && k->parent; up++)
+    k = up < 16 ? trk_of(r, k->parent) : NULL;
   if (k && !k->has_track && k->is_proc) return process_track(r, *own, k);
   return k && k->has_track ? k : NULL;
 }
@@ -323,8 +333,10 @@ static void annotation(pf_reader *r, pb_span msg, loom__ev *e) {
     else if (f == PF_DA_INT && w == PB_VARINT) a.type = LOOM_ARG_INT, a.v.i = (int64_t)v, have = 1;
     else if (f == PF_DA_UINT && w == PB_VARINT) a.type = LOOM_ARG_UINT, a.v.u = v, have = 1;
     else if (f == PF_DA_BOOL && w == PB_VARINT) a.type = LOOM_ARG_INT, a.v.i = v != 0, have = 1;
-    else if (f == PF_DA_DOUBLE && w == PB_I64) a.type = LOOM_ARG_DOUBLE, memcpy(&a.v.d, &v, 8), have = 1;
-    else if (f == PF_DA_STRING && w == PB_LEN) a.type = LOOM_ARG_STRING, a.v.s = str_of(r, &sub), have = 1;
+    else if (f == PF_DA_DOUBLE && w == PB_I64)
+      a.type = LOOM_ARG_DOUBLE, memcpy(&a.v.d, &v, 8), have = 1;
+    else if (f == PF_DA_STRING && w == PB_LEN)
+      a.type = LOOM_ARG_STRING, a.v.s = str_of(r, &sub), have = 1;
     else if (f == PF_DA_STRING_VALUE_IID && w == PB_VARINT) {
       a.type = LOOM_ARG_STRING, a.v.s = iid_get(r, IID_STRV, v), have = 1;
     }
@@ -333,11 +345,13 @@ static void annotation(pf_reader *r, pb_span msg, loom__ev *e) {
     uint32_t id = 0;
     int json = 0;
     r->odd_value = 0;
-    int k = loom__pfr_value_text(r, whole_msg, &id, &json); /* 0 here: a scalar of the wrong wire type */
+    int k = loom__pfr_value_text(r, whole_msg, &id,
+                                 &json); /* 0 here: a scalar of the wrong wire type */
     if (k <= 0 || r->odd_value) {
       const char *name = a.key ? loom__trace_cstr(r->t, a.key) : "";
       static const char what[] = "(a value loom does not read)";
-      loom__trace_bad(r->t, LOOM__BAD_ANNOTATION, name, what, sizeof what - 1, loom__trace_cstr(r->t, e->name));
+      loom__trace_bad(r->t, LOOM__BAD_ANNOTATION, name, what, sizeof what - 1,
+                      loom__trace_cstr(r->t, e->name));
     }
     if (r->oom) return;
     if (k <= 0) id = loom__trace_str(r->t, "null"), json = 1; /* kept as null, counted */
@@ -349,7 +363,8 @@ static void annotation(pf_reader *r, pb_span msg, loom__ev *e) {
   else if (a.key == r->corr_key && a.type != LOOM_ARG_STRING) e->correlation = num;
   else if (a.key == r->role_key && a.type == LOOM_ARG_STRING) {
     const char *val = loom__trace_cstr(r->t, a.v.s);
-    e->flags |= (uint16_t)(loom__role_parse(val, strlen(val), &r->role_unknown) << LOOM__EV_ROLE_SHIFT);
+    e->flags |=
+        (uint16_t)(loom__role_parse(val, strlen(val), &r->role_unknown) << LOOM__EV_ROLE_SHIFT);
   } else if (a.key == r->unclosed_key && a.type == LOOM_ARG_INT) {
     e->flags |= LOOM__EV_UNCLOSED;
   } else if (a.key == r->counter_key && a.type == LOOM_ARG_INT && e->ph == LOOM__PH_INSTANT) {
@@ -387,8 +402,10 @@ static void read_event_fields(pf_reader *r, pb_span msg, event_fields *f) {
     else if (fn == PF_TE_NAME && w == PB_LEN) f->name = str_of(r, &sub);
     else if (fn == PF_TE_CATEGORY_IIDS && w == PB_VARINT) f->cat = iid_get(r, IID_CATS, v);
     else if (fn == PF_TE_CATEGORIES && w == PB_LEN) f->cat = str_of(r, &sub);
-    else if (fn == PF_TE_DOUBLE_COUNTER_VALUE && w == PB_I64) memcpy(&f->dvalue, &v, 8), f->has_value = 1;
-    else if (fn == PF_TE_COUNTER_VALUE && w == PB_VARINT) f->dvalue = (double)(int64_t)v, f->has_value = 1;
+    else if (fn == PF_TE_DOUBLE_COUNTER_VALUE && w == PB_I64)
+      memcpy(&f->dvalue, &v, 8), f->has_value = 1;
+    else if (fn == PF_TE_COUNTER_VALUE && w == PB_VARINT)
+      f->dvalue = (double)(int64_t)v, f->has_value = 1;
     else if (is_flow(fn, w, 0) && f->nout < PF_EVENT_FLOWS) f->flows_out[f->nout++] = v;
     else if (is_flow(fn, w, 1) && f->nin < PF_EVENT_FLOWS) f->flows_in[f->nin++] = v;
     else if (is_flow(fn, w, 0) || is_flow(fn, w, 1)) r->flows_over++;
@@ -500,15 +517,20 @@ void loom__pfr_track_event(pf_reader *r, pb_span msg) {
     return;
   }
   loom_trace *t = r->t;
-  loom__ev e = {.ts = r->ts, .name = f.name, .cat = f.cat, .track = k->track,
-                .kind = (uint8_t)loom__kind_of_cat_id(&r->kinds, t, f.cat), .ph = LOOM__PH_COMPLETE};
+  loom__ev e = {.ts = r->ts,
+                .name = f.name,
+                .cat = f.cat,
+                .track = k->track,
+                .kind = (uint8_t)loom__kind_of_cat_id(&r->kinds, t, f.cat),
+                .ph = LOOM__PH_COMPLETE};
   if (f.type == PF_TYPE_COUNTER) {
     add_counter(r, &e, own, f.dvalue);
     return;
   }
   if (f.type == PF_TYPE_INSTANT) {
     e.ph = LOOM__PH_INSTANT;
-    if (e.kind == LOOM_KIND_MARKER && strcmp(loom__trace_cstr(t, f.cat), "marker")) e.kind = LOOM_KIND_INSTANT;
+    if (e.kind == LOOM_KIND_MARKER && strcmp(loom__trace_cstr(t, f.cat), "marker"))
+      e.kind = LOOM_KIND_INSTANT;
   } else if (own != k && own->desc && !strncmp(loom__trace_cstr(t, own->desc), "async ", 6)) {
     e.ph = LOOM__PH_ASYNC;
   }

@@ -111,7 +111,8 @@ static void annotation(writer *w, lane *L, pb *te, uint32_t key, int type, int64
   case LOOM_ARG_UINT: pb_uint(m, PF_DA_UINT, u); break;
   case LOOM_ARG_DOUBLE: pb_double(m, PF_DA_DOUBLE, d); break;
   default: /* repeated values (shapes, types) cost an iid after the first time */
-    pb_interned(w, L, m, PF_ID_DEBUG_ANNOTATION_STRING_VALUES, PF_DA_STRING_VALUE_IID, PF_DA_STRING, s);
+    pb_interned(w, L, m, PF_ID_DEBUG_ANNOTATION_STRING_VALUES, PF_DA_STRING_VALUE_IID, PF_DA_STRING,
+                s);
     break;
   }
   pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
@@ -173,7 +174,8 @@ static void lane_start(writer *w, lane *L, int64_t ts) {
     pb_uint(c, PF_CLK_ID, ids[i]);
     if (ids[i] != PF_CLOCK_LOOM) pb_uint(c, PF_CLK_TIMESTAMP, (uint64_t)ts);
     if (ids[i] == PF_CLOCK_LOOM) pb_uint(c, PF_CLK_INCREMENTAL, 1);
-    if (ids[i] == PF_CLOCK_LOOM && w->step > 1) pb_uint(c, PF_CLK_UNIT_MULTIPLIER, (uint64_t)w->step);
+    if (ids[i] == PF_CLOCK_LOOM && w->step > 1)
+      pb_uint(c, PF_CLK_UNIT_MULTIPLIER, (uint64_t)w->step);
     pb_msg(&snap, PF_CS_CLOCKS, c);
   }
   pb_uint(&snap, PF_CS_PRIMARY, PF_CLOCK_REALTIME);
@@ -257,7 +259,8 @@ static int repeats_key(const loom_trace *t, const loom__ev *e) {
   int rep = 0;
   for (uint16_t i = 0; i < e->nargs && !rep; i++) {
     rep = loom__map_get(&seen, (uint64_t)a[i].key + 1) != NULL;
-    if (!rep && loom__map_put(&seen, (uint64_t)a[i].key + 1, 1)) rep = 1; /* out of memory: the safe way */
+    if (!rep && loom__map_put(&seen, (uint64_t)a[i].key + 1, 1))
+      rep = 1; /* out of memory: the safe way */
   }
   loom__map_free(&seen);
   return rep;
@@ -284,13 +287,16 @@ static void write_counter(writer *w, lane *L, const loom__ev *e) {
   for (uint16_t k = 0; k < e->nargs; k++) {
     const loom__targ *a = &t->args[e->args_off + k];
     if (a->type == LOOM_ARG_STRING) continue; /* not a number: its string id is no value */
-    double v = a->type == LOOM_ARG_DOUBLE ? a->v.d : a->type == LOOM_ARG_UINT ? (double)a->v.u : (double)a->v.i;
+    double v = a->type == LOOM_ARG_DOUBLE ? a->v.d
+               : a->type == LOOM_ARG_UINT ? (double)a->v.u
+                                          : (double)a->v.i;
     uint64_t uuid = loom__pfw_counter_track(w, e, a->key);
     te->n = 0;
     w->interned.n = 0;
     pb_uint(te, PF_TE_TYPE, PF_TYPE_COUNTER);
     pb_uint(te, PF_TE_TRACK_UUID, uuid);
-    if (e->cat) pb_interned(w, L, te, PF_ID_EVENT_CATEGORIES, PF_TE_CATEGORY_IIDS, PF_TE_CATEGORIES, e->cat);
+    if (e->cat)
+      pb_interned(w, L, te, PF_ID_EVENT_CATEGORIES, PF_TE_CATEGORY_IIDS, PF_TE_CATEGORIES, e->cat);
     pb_double(te, PF_TE_DOUBLE_COUNTER_VALUE, v);
     loom__pfw_put(w, L, e->ts, PF_PKT_TRACK_EVENT, te);
   }
@@ -314,7 +320,8 @@ static void write_flows(writer *w, pb *te, uint32_t ev, int way) {
   flowway *fw = &w->way[way];
   uint32_t field = way ? PF_TE_TERMINATING_FLOW_IDS_OLD : PF_TE_FLOW_IDS_OLD;
   if (fw->first) {
-    for (uint32_t f = fw->first[ev]; f != UINT32_MAX; f = fw->next[f]) pb_uint(te, field, flow_wid(w, f));
+    for (uint32_t f = fw->first[ev]; f != UINT32_MAX; f = fw->next[f])
+      pb_uint(te, field, flow_wid(w, f));
     return;
   }
   while (fw->at < t->nflows && flow_end(t, fw->at, way) < ev) fw->at++;
@@ -335,7 +342,8 @@ static void write_event(writer *w, lane *L, uint32_t ev, int what, uint64_t trac
   pb_uint(te, PF_TE_TYPE, what == E_POINT ? PF_TYPE_INSTANT : PF_TYPE_SLICE_BEGIN);
   if (track) pb_uint(te, PF_TE_TRACK_UUID, track);
   pb_interned(w, L, te, PF_ID_EVENT_NAMES, PF_TE_NAME_IID, PF_TE_NAME, e->name);
-  if (e->cat) pb_interned(w, L, te, PF_ID_EVENT_CATEGORIES, PF_TE_CATEGORY_IIDS, PF_TE_CATEGORIES, e->cat);
+  if (e->cat)
+    pb_interned(w, L, te, PF_ID_EVENT_CATEGORIES, PF_TE_CATEGORY_IIDS, PF_TE_CATEGORIES, e->cat);
   if (e->external_id) annotation(w, L, te, w->iid_ext, LOOM_ARG_UINT, 0, e->external_id, 0, 0);
   if (e->correlation && e->ph != LOOM__PH_ASYNC)
     annotation(w, L, te, w->iid_corr, LOOM_ARG_UINT, 0, e->correlation, 0, 0);

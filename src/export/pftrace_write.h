@@ -48,8 +48,13 @@ static inline void pb_varint(pb *b, uint64_t v) {
   b->n = (size_t)(d - b->p);
 }
 
-static inline void pb_tag(pb *b, uint32_t field, uint32_t wire) { pb_varint(b, (uint64_t)field << 3 | wire); }
-static inline void pb_uint(pb *b, uint32_t field, uint64_t v) { pb_tag(b, field, PB_VARINT); pb_varint(b, v); }
+static inline void pb_tag(pb *b, uint32_t field, uint32_t wire) {
+  pb_varint(b, (uint64_t)field << 3 | wire);
+}
+static inline void pb_uint(pb *b, uint32_t field, uint64_t v) {
+  pb_tag(b, field, PB_VARINT);
+  pb_varint(b, v);
+}
 static inline void pb_sint(pb *b, uint32_t field, int64_t v) { pb_uint(b, field, (uint64_t)v); }
 static inline void pb_fixed64(pb *b, uint32_t field, uint64_t v) {
   pb_tag(b, field, PB_I64);
@@ -67,7 +72,9 @@ static inline void pb_lenbytes(pb *b, uint32_t field, const void *s, size_t n) {
   pb_varint(b, n);
   pb_bytes(b, s, n);
 }
-static inline void pb_str(pb *b, uint32_t field, const char *s) { pb_lenbytes(b, field, s, strlen(s)); }
+static inline void pb_str(pb *b, uint32_t field, const char *s) {
+  pb_lenbytes(b, field, s, strlen(s));
+}
 /* A message built in m: a part of it lost to a failed allocation fails b. */
 static inline void pb_msg(pb *b, uint32_t field, const pb *m) {
   pb_lenbytes(b, field, m->p, m->n);

@@ -32,10 +32,12 @@ void loom__pfw_descriptor(writer *w, uint64_t uuid, uint64_t parent, const char 
 static int pid_kinds(const loom_trace *t, loom__map *kind) {
   for (size_t i = 0; i < t->ntracks; i++)
     if (!loom__map_get(kind, (uint64_t)t->tracks[i].pid) &&
-        loom__map_put(kind, (uint64_t)t->tracks[i].pid, t->tracks[i].device != LOOM_DEVICE_HOST ? 2 : 1))
+        loom__map_put(kind, (uint64_t)t->tracks[i].pid,
+                      t->tracks[i].device != LOOM_DEVICE_HOST ? 2 : 1))
       return -1;
   for (size_t i = 0; i < t->ndevs; i++)
-    if (!loom__map_get(kind, (uint64_t)t->devs[i].pid) && loom__map_put(kind, (uint64_t)t->devs[i].pid, 2))
+    if (!loom__map_get(kind, (uint64_t)t->devs[i].pid) &&
+        loom__map_put(kind, (uint64_t)t->devs[i].pid, 2))
       return -1;
   return 0;
 }
@@ -97,7 +99,8 @@ void loom__pfw_describe_tracks(writer *w) {
     proc_uuid[i] = w->next_uuid++;
     char desc[48];
     snprintf(desc, sizeof desc, "loom: device pid %lld", (long long)p->pid);
-    loom__pfw_descriptor(w, proc_uuid[i], 0, NULL, &a, NULL, 0, odd_device_pid(&kind, p->pid) ? desc : NULL);
+    loom__pfw_descriptor(w, proc_uuid[i], 0, NULL, &a, NULL, 0,
+                         odd_device_pid(&kind, p->pid) ? desc : NULL);
   }
   for (size_t i = 0; i < t->ntracks; i++) {
     const loom__track *k = &t->tracks[i];
@@ -137,7 +140,8 @@ uint64_t loom__pfw_async_track(writer *w, const loom__ev *e) {
   if (loom__map_put(&w->async_tracks, h, uuid)) w->oom = 1;
   char desc[48];
   snprintf(desc, sizeof desc, "async %llu", (unsigned long long)e->correlation);
-  loom__pfw_descriptor(w, uuid, w->track_uuid[e->track], loom__trace_cstr(w->t, e->name), NULL, NULL, 0, desc);
+  loom__pfw_descriptor(w, uuid, w->track_uuid[e->track], loom__trace_cstr(w->t, e->name), NULL,
+                       NULL, 0, desc);
   return uuid;
 }
 
@@ -189,7 +193,8 @@ uint32_t loom__pfw_perf_sample_site(writer *w, const loom__ev *e, uint32_t ev) {
       strcmp(loom__trace_cstr(t, e->cat), "cpu_sample"))
     return 0;
   char label[600];
-  const char *name = loom__samples_frame_label(&w->smp, w->smp.sites[*site - 1].frame, label, sizeof label);
+  const char *name =
+      loom__samples_frame_label(&w->smp, w->smp.sites[*site - 1].frame, label, sizeof label);
   return strcmp(name, loom__trace_cstr(t, e->name)) ? 0 : (uint32_t)*site;
 }
 
@@ -222,7 +227,8 @@ static void intern_callstack(writer *w, uint32_t site) {
     return;
   }
   uint32_t n = 0;
-  for (uint32_t at = site; at && n < depth; at = s->sites[at - 1].parent) ids[n++] = s->sites[at - 1].frame;
+  for (uint32_t at = site; at && n < depth; at = s->sites[at - 1].parent)
+    ids[n++] = s->sites[at - 1].frame;
   while (n--) {
     uint32_t fi = ids[n];
     const loom__sframe *f = &s->frames[fi];

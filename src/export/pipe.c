@@ -129,7 +129,8 @@ static int deliver(loom__pipe *p, const batch *b) {
     for (; k < b->nfl && b->fl[k].before <= i; k++)
       if (deliver_flow(p, &b->fl[k])) return -1;
     const loom__ev *e = &b->ev[i];
-    if (p->sink.event(p->sink.ctx, p->mirror, e, e->nargs ? &b->args[e->args_off] : NULL)) return -1;
+    if (p->sink.event(p->sink.ctx, p->mirror, e, e->nargs ? &b->args[e->args_off] : NULL))
+      return -1;
   }
   for (; k < b->nfl; k++)
     if (deliver_flow(p, &b->fl[k])) return -1;
@@ -220,8 +221,8 @@ static int pipe_event(void *ctx, const loom_trace *t, const loom__ev *e, const l
   return b->nev + b->nfl >= batch_goal(t) ? hand_over(p, t) : 0;
 }
 
-static int pipe_flow(void *ctx, const loom_trace *t, uint64_t id, int64_t ts, uint32_t track, char ph,
-                     int bind_enclosing, uint32_t name, uint32_t cat) {
+static int pipe_flow(void *ctx, const loom_trace *t, uint64_t id, int64_t ts, uint32_t track,
+                     char ph, int bind_enclosing, uint32_t name, uint32_t cat) {
   loom__pipe *p = ctx;
   batch *b = &p->b[p->pi];
   pflow f = {id, ts, track, name, cat, (uint32_t)b->nev, ph, bind_enclosing};
@@ -261,7 +262,9 @@ loom__pipe *loom__pipe_new(const loom__sink *sink, const loom__flow_sink *flows)
 }
 
 const loom__sink *loom__pipe_sink(loom__pipe *p) { return &p->own_sink; }
-const loom__flow_sink *loom__pipe_flows(loom__pipe *p) { return p->has_flows ? &p->own_flows : NULL; }
+const loom__flow_sink *loom__pipe_flows(loom__pipe *p) {
+  return p->has_flows ? &p->own_flows : NULL;
+}
 
 int loom__pipe_end(loom__pipe *p, const loom_trace *t) {
   int rc = 0;

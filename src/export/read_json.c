@@ -58,7 +58,9 @@ static long bind_flow(const loom_trace *t, const pending_flow *f) {
     else hi = mid;
   }
   if (!f->bind_enclosing)
-    return lo < t->nev && t->ev[lo].track == f->track && t->ev[lo].ph == LOOM__PH_COMPLETE ? (long)lo : -1;
+    return lo < t->nev && t->ev[lo].track == f->track && t->ev[lo].ph == LOOM__PH_COMPLETE
+               ? (long)lo
+               : -1;
   long instant = -1;
   for (size_t i = lo; i-- > 0;) {
     const loom__ev *e = &t->ev[i];
@@ -171,14 +173,18 @@ static long input_next(void *ctx, const unsigned char **data, uint64_t strings) 
   jinput *in = ctx;
   long n;
   if (in->map) {
-    in->chunk = strings != in->strings_seen ? CHUNK : in->chunk < (1u << 30) ? 2 * in->chunk : in->chunk;
+    in->chunk = strings != in->strings_seen ? CHUNK
+                : in->chunk < (1u << 30)    ? 2 * in->chunk
+                                            : in->chunk;
     in->strings_seen = strings;
     size_t left = in->map_len - (size_t)in->offset;
     n = (long)(left < in->chunk ? left : in->chunk);
     *data = in->map + in->offset;
     loom__input_drop(in->map, &in->dropped, in->offset);
   } else {
-    size_t want = strings != in->strings_seen ? in->gzcap : in->gzcap < (1u << 30) ? 2 * in->gzcap : in->gzcap;
+    size_t want = strings != in->strings_seen ? in->gzcap
+                  : in->gzcap < (1u << 30)    ? 2 * in->gzcap
+                                              : in->gzcap;
     in->strings_seen = strings;
     if (want > in->gzcap) {
       unsigned char *nb = realloc(in->buf, want);
@@ -197,8 +203,9 @@ static long input_next(void *ctx, const unsigned char **data, uint64_t strings) 
 size_t loom__json_tape_min = 1 << 20;
 
 static loom_status truncated(const reader *r, const jinput *in, const char *path) {
-  return loom__fail(LOOM_EFORMAT, "%s: truncated JSON: the file ends at byte offset %llu inside %s", path,
-                    (unsigned long long)in->offset, r->depth > 1 ? "the event list" : "the top-level object");
+  return loom__fail(LOOM_EFORMAT, "%s: truncated JSON: the file ends at byte offset %llu inside %s",
+                    path, (unsigned long long)in->offset,
+                    r->depth > 1 ? "the event list" : "the top-level object");
 }
 
 /* Parses the whole input into r in this thread.  The yajl error (or 0). */
@@ -220,7 +227,8 @@ static loom_status parse_here(reader *r, jinput *in, const char *path) {
       break;
     }
   }
-  if (st == LOOM_OK && n == 0 && yajl_complete_parse(y) != yajl_status_ok) st = truncated(r, in, path);
+  if (st == LOOM_OK && n == 0 && yajl_complete_parse(y) != yajl_status_ok)
+    st = truncated(r, in, path);
   yajl_free(y);
   return st;
 }

@@ -90,7 +90,7 @@ typedef struct reader {
   loom__map str_tids;  /* synthetic tid -> its string (id): the thread's name */
   uint64_t next_str_id;
   const loom__sink *sink; /* streaming: events go here in batches */
-  int lean;               /* streaming without all_args: events' string and nested arguments not kept */
+  int lean; /* streaming without all_args: events' string and nested arguments not kept */
   const loom__flow_sink *fsink; /* streaming: flow ends (may be NULL) */
   int kcode;              /* K_* of the current key inside an event */
   uint32_t key_id;        /* interned current key inside args */

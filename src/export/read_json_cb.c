@@ -97,7 +97,8 @@ static void base_value(reader *r, const char *s, size_t n) {
   uint64_t u;
   int kind = 0;
   if (is_int_text(s, n)) {
-    if (parse_int(s, n, &v, &u) || v > LOOM__TIME_LIMIT || v < -LOOM__TIME_LIMIT) kind = LOOM__BAD_TIME_RANGE;
+    if (parse_int(s, n, &v, &u) || v > LOOM__TIME_LIMIT || v < -LOOM__TIME_LIMIT)
+      kind = LOOM__BAD_TIME_RANGE;
   } else { /* a fraction or an exponent */
     char buf[64];
     size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
@@ -105,8 +106,10 @@ static void base_value(reader *r, const char *s, size_t n) {
     buf[k] = 0;
     double d = strtod(buf, NULL);
     if (d != d) kind = LOOM__BAD_NONFINITE;
-    else if (d - d != 0) kind = LOOM__BAD_NONFINITE, v = d > 0 ? LOOM__TIME_LIMIT : -LOOM__TIME_LIMIT;
-    else if (d > (double)LOOM__TIME_LIMIT || d < -(double)LOOM__TIME_LIMIT) kind = LOOM__BAD_TIME_RANGE;
+    else if (d - d != 0)
+      kind = LOOM__BAD_NONFINITE, v = d > 0 ? LOOM__TIME_LIMIT : -LOOM__TIME_LIMIT;
+    else if (d > (double)LOOM__TIME_LIMIT || d < -(double)LOOM__TIME_LIMIT)
+      kind = LOOM__BAD_TIME_RANGE;
     else v = (int64_t)(d + (d >= 0 ? 0.5 : -0.5));
   }
   if (kind == LOOM__BAD_TIME_RANGE) v = s[0] == '-' ? -LOOM__TIME_LIMIT : LOOM__TIME_LIMIT;
@@ -204,7 +207,8 @@ int loom__rj_set_key(reader *r, int top, const char *s, size_t n) {
 /* distributedInfo {"backend", "rank", "world_size"} -> the schema's keys. */
 static void dist_info(reader *r, int type, int64_t i, uint32_t s) {
   const char *key = !strcmp(r->key, "backend") ? "distributed_backend" : r->key;
-  if (strcmp(key, "distributed_backend") && strcmp(key, "rank") && strcmp(key, "world_size")) return;
+  if (strcmp(key, "distributed_backend") && strcmp(key, "rank") && strcmp(key, "world_size"))
+    return;
   if (type == LOOM_ARG_STRING) {
     set_meta(r, key, s);
   } else if (type == LOOM_ARG_INT) {
@@ -239,7 +243,8 @@ static void dist_info_json(reader *r, const char *text, size_t n) {
   for (size_t i = 0; saved && i < v->u.object.len; i++) {
     yajl_val x = v->u.object.values[i];
     if (loom__rj_set_key(r, 0, v->u.object.keys[i], strlen(v->u.object.keys[i]))) break;
-    if (YAJL_IS_STRING(x)) dist_info(r, LOOM_ARG_STRING, 0, loom__trace_str(r->t, YAJL_GET_STRING(x)));
+    if (YAJL_IS_STRING(x))
+      dist_info(r, LOOM_ARG_STRING, 0, loom__trace_str(r->t, YAJL_GET_STRING(x)));
     else if (YAJL_IS_INTEGER(x)) dist_info(r, LOOM_ARG_INT, YAJL_GET_INTEGER(x), 0);
   }
   if (saved) loom__rj_set_key(r, 0, saved, strlen(saved));
@@ -248,7 +253,8 @@ static void dist_info_json(reader *r, const char *text, size_t n) {
 }
 
 /* A field of the event being read. */
-static void event_field(reader *r, loom_arg_type type, int64_t i, uint32_t s, const char *num, size_t nlen) {
+static void event_field(reader *r, loom_arg_type type, int64_t i, uint32_t s, const char *num,
+                        size_t nlen) {
   cur_ev *c = &r->ev;
   switch (r->kcode) {
   case K_PH: if (type == LOOM_ARG_STRING) c->ph = loom__trace_cstr(r->t, s)[0]; break;
@@ -300,7 +306,8 @@ static void arg_value(reader *r, loom_arg_type type, int64_t i, double d, uint32
 }
 
 /* A value at the top level of the file. */
-static void top_value(reader *r, loom_arg_type type, int64_t i, uint32_t s, const char *num, size_t nlen) {
+static void top_value(reader *r, loom_arg_type type, int64_t i, uint32_t s, const char *num,
+                      size_t nlen) {
   if (!strcmp(r->key, "baseTimeNanoseconds") && num) {
     base_value(r, num, nlen);
   } else if (!strcmp(r->key, "loom_dropped") && type == LOOM_ARG_INT) {
@@ -328,13 +335,17 @@ static int on_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t
 /* A literal (true, false, null) outside a captured value: an argument or a
  * top-level value keeps it as JSON text; elsewhere a boolean counts as 0/1. */
 static int json_literal(reader *r, const char *lit, int64_t as_int) {
-  if (loom__rj_capturing(r)) { loom__rj_cap_sep(r); loom__rj_cap_raw(r, lit, strlen(lit)); return 1; }
+  if (loom__rj_capturing(r)) {
+    loom__rj_cap_sep(r);
+    loom__rj_cap_raw(r, lit, strlen(lit));
+    return 1;
+  }
   if (r->where == AT_ARGS || r->where == AT_DEVICE || r->where == AT_TOP) {
     if (r->lean && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') /* streaming: as before */
       return as_int < 0 ? 1 : on_value(r, LOOM_ARG_INT, as_int, 0, 0, NULL, 0);
     r->val_json = 1;
-    int rc = on_value(r, LOOM_ARG_STRING, 0, 0, loom__rj_str_n(r, (const unsigned char *)lit, strlen(lit)),
-                      NULL, 0);
+    int rc = on_value(r, LOOM_ARG_STRING, 0, 0,
+                      loom__rj_str_n(r, (const unsigned char *)lit, strlen(lit)), NULL, 0);
     r->val_json = 0;
     return rc;
   }
@@ -347,8 +358,8 @@ static int cb_bool(void *ctx, int b) { return json_literal(ctx, b ? "true" : "fa
 
 /* The name of what a number is the value of, for a bad value's example. */
 static const char *value_key(const reader *r) {
-  static const char *const fields[] = {"event field", "ph", "name", "cat", "pid", "tid", "ts", "dur",
-                                       "id", "bp", "s", "args"};
+  static const char *const fields[] = {"event field", "ph",  "name", "cat", "pid", "tid",
+                                       "ts",          "dur", "id",   "bp",  "s",   "args"};
   if (r->where == AT_EVENT) return fields[r->kcode];
   if (r->where == AT_ARGS) return loom__trace_cstr(r->t, r->key_id);
   return r->key;
@@ -360,12 +371,16 @@ static int number_as_text(reader *r, int kind, const char *s, size_t n) {
   loom__rj_bad(r, kind, value_key(r), s, n);
   if (r->where == AT_EVENT) { /* pid/tid: a named process or thread, like a string one */
     const unsigned char *u = (const unsigned char *)s;
-    if (r->kcode == K_PID || r->kcode == K_TID) return on_value(r, LOOM_ARG_INT, (int64_t)loom__rj_str_pid(r, u, n, r->kcode == K_TID), 0, 0, NULL, 0);
-    if (r->kcode == K_ID) return on_value(r, LOOM_ARG_INT, (int64_t)(loom__hash_bytes(u, n) | 1), 0, 0, NULL, 0);
+    if (r->kcode == K_PID || r->kcode == K_TID)
+      return on_value(r, LOOM_ARG_INT, (int64_t)loom__rj_str_pid(r, u, n, r->kcode == K_TID), 0, 0,
+                      NULL, 0);
+    if (r->kcode == K_ID)
+      return on_value(r, LOOM_ARG_INT, (int64_t)(loom__hash_bytes(u, n) | 1), 0, 0, NULL, 0);
     return 1;
   }
   if (r->lean && r->where == AT_ARGS && r->ev.ph && r->ev.ph != 'M') return 1; /* as string args */
-  return on_value(r, LOOM_ARG_STRING, 0, 0, loom__rj_str_n(r, (const unsigned char *)s, n), NULL, 0);
+  return on_value(r, LOOM_ARG_STRING, 0, 0, loom__rj_str_n(r, (const unsigned char *)s, n), NULL,
+                  0);
 }
 
 static int cb_number(void *ctx, const char *s, size_t n) {
@@ -398,7 +413,8 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
     int64_t id = 0;
     uint64_t u;
     if (!is_int_text((const char *)s, n) || parse_int((const char *)s, n, &id, &u))
-      id = (int64_t)loom__rj_str_pid(r, s, n, r->kcode == K_TID); /* a name, or digits past int64: a named process */
+      id = (int64_t)loom__rj_str_pid(
+          r, s, n, r->kcode == K_TID); /* a name, or digits past int64: a named process */
     return on_value(r, LOOM_ARG_INT, id, 0, 0, NULL, 0);
   }
   if (r->where == AT_EVENT && (r->kcode == K_TS || r->kcode == K_DUR))
@@ -420,7 +436,13 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
 static int cb_map_key(void *ctx, const unsigned char *s, size_t n) {
   reader *r = ctx;
   r->nstrings++;
-  if (loom__rj_capturing(r)) { loom__rj_cap_sep(r); loom__rj_cap_str(r, s, n); loom__rj_cap_raw(r, ":", 1); r->cap_first = 1; return 1; }
+  if (loom__rj_capturing(r)) {
+    loom__rj_cap_sep(r);
+    loom__rj_cap_str(r, s, n);
+    loom__rj_cap_raw(r, ":", 1);
+    r->cap_first = 1;
+    return 1;
+  }
   if (r->where == AT_EVENT) { /* the hot paths: no copy */
     r->kcode = key_code(s, n);
     return 1;

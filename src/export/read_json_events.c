@@ -206,8 +206,8 @@ static int64_t negative_dur(reader *r, int64_t dur) {
  * first of each kind named in the warning). */
 static void skip(reader *r, int kind) {
   char text[80];
-  int n = r->ev.ph ? snprintf(text, sizeof text, "%c on pid %lld tid %lld", r->ev.ph, (long long)r->ev.pid,
-                              (long long)r->ev.tid)
+  int n = r->ev.ph ? snprintf(text, sizeof text, "%c on pid %lld tid %lld", r->ev.ph,
+                              (long long)r->ev.pid, (long long)r->ev.tid)
                    : snprintf(text, sizeof text, "(none)");
   loom__rj_bad(r, kind, "ph", text, (size_t)n);
 }
@@ -226,7 +226,10 @@ static void end_args(reader *r, loom__ev *b) {
     if (LOOM__PUSH(t->args, t->nargs, t->cap_args, a)) { r->oom = 1; return; }
   }
   for (size_t k = 0; k < r->ev.nargs; k++)
-    if (r->ev_args[k].key && LOOM__PUSH(t->args, t->nargs, t->cap_args, r->ev_args[k])) { r->oom = 1; return; }
+    if (r->ev_args[k].key && LOOM__PUSH(t->args, t->nargs, t->cap_args, r->ev_args[k])) {
+      r->oom = 1;
+      return;
+    }
   size_t n = t->nargs - off;
   if (n > UINT16_MAX) {
     loom__trace_arg_past_limit(t, t->args[off + UINT16_MAX].key, t->ev[bev].name);
@@ -299,7 +302,8 @@ static int event_kind(reader *r) {
     if (kind == LOOM_KIND_MARKER && strcmp(cat, "marker")) kind = LOOM_KIND_INSTANT;
   }
   kind = loom__kind_of_marks(kind, c->roles, 0);
-  if (loom__kind_on_device(kind) || !strcmp(cat, "gpu_user_annotation")) loom__rj_mark_device(r, c->pid);
+  if (loom__kind_on_device(kind) || !strcmp(cat, "gpu_user_annotation"))
+    loom__rj_mark_device(r, c->pid);
   return (int)kind;
 }
 

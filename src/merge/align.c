@@ -19,7 +19,8 @@
 
 const char *loom__meta_get(const loom_trace *t, const char *key) {
   for (size_t i = 0; i < t->nmeta; i++)
-    if (!strcmp(loom__trace_cstr(t, t->meta[i].key), key)) return loom__trace_cstr(t, t->meta[i].value);
+    if (!strcmp(loom__trace_cstr(t, t->meta[i].key), key))
+      return loom__trace_cstr(t, t->meta[i].value);
   return NULL;
 }
 
@@ -44,7 +45,8 @@ int loom__merge_align(loom__minput *in, const loom__minput *ref, loom_trace *out
   in->aligned = 1;
   in->t0 = t_first;
   in->off0 = o_first;
-  in->slope = n >= 2 && t_last > t_first ? (double)(o_last - o_first) / (double)(t_last - t_first) : 0;
+  in->slope =
+      n >= 2 && t_last > t_first ? (double)(o_last - o_first) / (double)(t_last - t_first) : 0;
   in->err_ns = rtt_max / 2;
   const char *h = loom__meta_get(in->t, "hostname"), *rh = loom__meta_get(ref->t, "hostname");
   int same_host = h && rh && !strcmp(h, rh);

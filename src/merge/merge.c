@@ -4,16 +4,17 @@
  *
  * It streams, in bounded memory.  Each input is read once by the streaming
  * readers, which keep only processes, tracks, metadata and strings; its
- * events (strings already the output's) go to the external sort (util/xsort.h)
- * cut at the end of each input, so that its runs never mix inputs, and its clock_sync points are collected on
- * the way.  Once every input is read and checked (a trace, a rank seen
- * once), the inputs are ordered by rank, related in time to the reference
- * (lowest rank, align.c), and the sort merges its runs by shifted times
- * straight into the streaming JSON writer: pids kept unless
- * taken, ids made unique per input, names and metadata per schema,
- * messages matched into flows on the way (messages.c).  Nothing is written
- * unless every input was read.  A .pftrace output is written from a
- * temporary merged JSON (the protobuf writer needs the whole trace).
+ * events (strings already the output's) go to the external sort
+ * (util/xsort.h), cut at the end of each input so that its runs never mix
+ * inputs, and its clock_sync points are collected on the way.  Once every
+ * input is read and checked (a trace, a rank seen once), the inputs are
+ * ordered by rank, related in time to the reference (lowest rank,
+ * align.c), and the sort merges its runs by shifted times straight into
+ * the streaming JSON writer: pids kept unless taken, ids made unique per
+ * input, names and metadata per schema, messages matched into flows on the
+ * way (messages.c).  Nothing is written unless every input was read.  A
+ * .pftrace output is written from a temporary merged JSON (the protobuf
+ * writer needs the whole trace).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -93,7 +94,8 @@ static uint32_t tr(reading *r, const loom_trace *t, uint32_t id) {
   return r->smap[id] ? r->smap[id] : UINT32_MAX;
 }
 
-static int arg_i64(const loom_trace *t, const loom__ev *e, const loom__targ *args, uint32_t key, int64_t *v) {
+static int arg_i64(const loom_trace *t, const loom__ev *e, const loom__targ *args, uint32_t key,
+                   int64_t *v) {
   const loom__targ *a = loom__arg_of(e, args, key);
   if (!a) return 0;
   if (a->type == LOOM_ARG_INT || a->type == LOOM_ARG_UINT) *v = a->v.i;
@@ -142,7 +144,8 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
   in->nev++;
   loom__ev x = *e;
   x.name = tr(r, t, e->name), x.cat = tr(r, t, e->cat);
-  if (e->nargs > r->cap_abuf && loom__grow((void **)&r->abuf, &r->cap_abuf, e->nargs, sizeof *r->abuf))
+  if (e->nargs > r->cap_abuf &&
+      loom__grow((void **)&r->abuf, &r->cap_abuf, e->nargs, sizeof *r->abuf))
     return -1;
   for (uint16_t i = 0; i < e->nargs; i++) {
     loom__targ a = args[i];
@@ -158,8 +161,13 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
 static int on_flow(void *ctx, const loom_trace *t, uint64_t id, int64_t ts, uint32_t track, char ph,
                    int bind_enclosing, uint32_t name, uint32_t cat) {
   reading *r = ctx;
-  loom__ev x = {.ts = ts, .correlation = id, .track = track, .ph = (uint8_t)ph,
-                .kind = (uint8_t)(bind_enclosing != 0), .name = tr(r, t, name), .cat = tr(r, t, cat)};
+  loom__ev x = {.ts = ts,
+                .correlation = id,
+                .track = track,
+                .ph = (uint8_t)ph,
+                .kind = (uint8_t)(bind_enclosing != 0),
+                .name = tr(r, t, name),
+                .cat = tr(r, t, cat)};
   if (x.name == UINT32_MAX || x.cat == UINT32_MAX) return -1;
   return add_rec(r, &x, NULL);
 }
@@ -170,7 +178,8 @@ static loom_status read_input(reading *r, loom__minput *in, uint32_t i, int last
   r->sync_name = r->k_off = r->k_rtt = 0;
   r->strs_seen = 0;
   if (r->smap) memset(r->smap, 0, r->cap_smap * sizeof *r->smap);
-  loom__sink sink = {.event = on_event, .ctx = r, .all_args = 1}; /* every argument: they are written out */
+  loom__sink sink = {
+      .event = on_event, .ctx = r, .all_args = 1}; /* every argument: they are written out */
   loom__flow_sink fs = {on_flow, r};
   loom_status st = loom__trace_stream_flows(in->path, &sink, &fs, &in->t);
   if (r->failed) return loom__fail(LOOM_EIO, "%s", r->err);
@@ -183,7 +192,8 @@ static loom_status read_input(reading *r, loom__minput *in, uint32_t i, int last
   return LOOM_OK;
 }
 
-static loom_status read_all(const loom_merge_config *cfg, loom__minput *in, loom__xsort *s, loom_trace *out) {
+static loom_status read_all(const loom_merge_config *cfg, loom__minput *in, loom__xsort *s,
+                            loom_trace *out) {
   uint64_t seq = 0;
   reading r = {.s = s, .out = out, .seq = &seq};
   loom_status st = LOOM_OK;
@@ -262,9 +272,11 @@ static int64_t map_pid(merger *m, loom__minput *in, int64_t pid) {
     if (loom__trace_add_warning(m->out, msg)) return INT64_MIN;
     m->renumbered++;
   }
-  if (loom__map_put(&m->used_pids, LOOM__PID_KEY(o), 1) || loom__map_put(&in->pmap, LOOM__PID_KEY(pid), (uint64_t)o))
+  if (loom__map_put(&m->used_pids, LOOM__PID_KEY(o), 1) ||
+      loom__map_put(&in->pmap, LOOM__PID_KEY(pid), (uint64_t)o))
     return INT64_MIN;
-  if (in->rank >= 0 && loom__map_put(&m->rank_of, LOOM__PID_KEY(o), (uint64_t)in->rank)) return INT64_MIN;
+  if (in->rank >= 0 && loom__map_put(&m->rank_of, LOOM__PID_KEY(o), (uint64_t)in->rank))
+    return INT64_MIN;
   return o;
 }
 
@@ -279,7 +291,8 @@ static int copy_meta(loom_trace *out, const loom__minput *in, size_t k) {
   const loom_trace *t = in->t;
   char key[512];
   for (size_t i = 0; i < t->nmeta; i++) {
-    const char *kk = loom__trace_cstr(t, t->meta[i].key), *vv = loom__trace_cstr(t, t->meta[i].value);
+    const char *kk = loom__trace_cstr(t, t->meta[i].key),
+               *vv = loom__trace_cstr(t, t->meta[i].value);
     size_t need = strlen(kk) + 32; /* "ranks/" + 20 digits + "/" */
     char *long_key = need > sizeof key ? malloc(need) : NULL, *kp = long_key ? long_key : key;
     if (need > sizeof key && !long_key) return -1;
@@ -353,8 +366,8 @@ static int copy_rest(merger *m, loom__minput *in) {
     const loom__track *tk = &t->tracks[i];
     int64_t pid = map_pid(m, in, tk->pid);
     if (pid == INT64_MIN ||
-        loom__trace_track(out, pid, tk->tid, tk->name ? loom__trace_cstr(t, tk->name) : NULL, tk->device,
-                          &in->tmap[i]))
+        loom__trace_track(out, pid, tk->tid, tk->name ? loom__trace_cstr(t, tk->name) : NULL,
+                          tk->device, &in->tmap[i]))
       return -1;
     out->tracks[in->tmap[i]].sort = tk->sort;
   }
@@ -378,7 +391,8 @@ static void span(loom_trace *out, loom__minput **ord, size_t n) {
   for (size_t k = 0; k < n; k++) {
     const loom__minput *in = ord[k];
     int64_t a = loom__merge_shift(in, in->min_ts), b = loom__merge_shift(in, in->max_end);
-    if (in->t->window_end && loom__merge_shift(in, in->t->end_ns) > b) b = loom__merge_shift(in, in->t->end_ns);
+    if (in->t->window_end && loom__merge_shift(in, in->t->end_ns) > b)
+      b = loom__merge_shift(in, in->t->end_ns);
     if (!in->nev && !in->t->window_end) continue;
     if (!in->nev) a = b;
     if (!any || a < out->start_ns) out->start_ns = a;
@@ -450,7 +464,8 @@ static int emit(const cursor *c, loom__jstream *w, loom__match *mt, counts *n) {
   const loom__targ *args = (const loom__targ *)(c->rec + 1);
   uint32_t track = in->tmap[e.track];
   if (is_flow_end(e.ph)) {
-    loom__jstream_flow(w, (char)e.ph, uniq(e.correlation, in->k), track, c->ts, e.kind, e.name, e.cat);
+    loom__jstream_flow(w, (char)e.ph, uniq(e.correlation, in->k), track, c->ts, e.kind, e.name,
+                       e.cat);
     n->flows += e.ph == 's'; /* a flow carried over counts once, at its start */
     return 0;
   }
@@ -486,14 +501,15 @@ static loom_status pass(loom__xsort *s, const loom__minput *in, loom__jstream *w
                         const char *path, counts *n) {
   for (const loom__mrec *rec; (rec = loom__xsort_next(s));) {
     cursor c = shifted(in, rec);
-    if (emit(&c, w, mt, n)) return loom__fail(LOOM_ENOMEM, "out of memory merging traces into %s", path);
+    if (emit(&c, w, mt, n))
+      return loom__fail(LOOM_ENOMEM, "out of memory merging traces into %s", path);
   }
   if (loom__xsort_error(s)[0]) return sort_failed(s); /* a run could not be read */
   return LOOM_OK;
 }
 
-static loom_status stream_out(loom__xsort *s, merger *m, loom__minput *in, size_t ninputs, const char *path,
-                              int gzip, counts *n) {
+static loom_status stream_out(loom__xsort *s, merger *m, loom__minput *in, size_t ninputs,
+                              const char *path, int gzip, counts *n) {
   loom_trace *out = m->out;
   loom__xsort_merge_by(s, cmp_merged, in);
   if (loom__xsort_finish(s)) return sort_failed(s);
@@ -530,15 +546,17 @@ static loom_status check_output(const char *path) {
 
 /* A format the JSON stream writes goes straight to the output; another
  * (.pftrace, .pftrace.gz) is written from a temporary merged JSON. */
-static loom_status write_output(loom__xsort *s, merger *m, loom__minput *in, const loom_merge_config *cfg,
-                                counts *n) {
+static loom_status write_output(loom__xsort *s, merger *m, loom__minput *in,
+                                const loom_merge_config *cfg, counts *n) {
   const loom__format *f = loom__format_of(cfg->output);
   if (f->json) return stream_out(s, m, in, cfg->ninputs, cfg->output, f->gzip ? 1 : -1, n);
   const char *d = getenv("TMPDIR");
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s/loom-merge-XXXXXX.json", d && *d ? d : "/tmp");
   int fd = mkstemps(tmp, 5);
-  if (fd < 0) return loom__fail(LOOM_EIO, "loom merge: cannot create a temporary file %s: %s", tmp, strerror(errno));
+  if (fd < 0)
+    return loom__fail(LOOM_EIO, "loom merge: cannot create a temporary file %s: %s", tmp,
+                      strerror(errno));
   close(fd);
   loom_status st = stream_out(s, m, in, cfg->ninputs, tmp, -1, n);
   loom_trace *t = NULL;
@@ -554,7 +572,8 @@ LOOM_EXTERN loom_status loom_merge(const loom_merge_config *cfg, loom_merge_resu
   loom__clear_error();
   if (!cfg || cfg->struct_size < offsetof(loom_merge_config, flags) + sizeof cfg->flags)
     return loom__fail(LOOM_EINVAL, "loom_merge: NULL or short config");
-  if (!cfg->ninputs || !cfg->inputs) return loom__fail(LOOM_EINVAL, "loom merge: no input traces given");
+  if (!cfg->ninputs || !cfg->inputs)
+    return loom__fail(LOOM_EINVAL, "loom merge: no input traces given");
   if (!cfg->output) return loom__fail(LOOM_EINVAL, "loom merge: no output given");
   loom_status st = check_output(cfg->output);
   if (st != LOOM_OK) return st;

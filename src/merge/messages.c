@@ -54,7 +54,8 @@ struct loom__match {
 loom__match *loom__match_new(const loom_trace *out, const int64_t *rank_of_track, uint64_t first_id,
                            int *err) {
   *err = 0;
-  uint32_t k_dst = loom__strtab_find(&out->strs, "dst", 3), k_tag = loom__strtab_find(&out->strs, "tag", 3);
+  uint32_t k_dst = loom__strtab_find(&out->strs, "dst", 3),
+           k_tag = loom__strtab_find(&out->strs, "tag", 3);
   uint32_t k_src = loom__strtab_find(&out->strs, "src", 3);
   uint32_t k_rtag = loom__strtab_find(&out->strs, "recv_tag", 8);
   uint32_t k_comm = loom__strtab_find(&out->strs, "comm", 4);

@@ -156,7 +156,8 @@ int loom__lanes_ranges(loom_trace *t, size_t first, loom__lanes *made) {
   size_t n = t->nev - first, nfixed = 0;
   for (size_t i = 0; i < first; i++) {
     const loom__ev *e = &t->ev[i];
-    nfixed += e->ph == LOOM__PH_COMPLETE && !is_work(e) && t->tracks[e->track].device != LOOM_DEVICE_HOST;
+    nfixed +=
+        e->ph == LOOM__PH_COMPLETE && !is_work(e) && t->tracks[e->track].device != LOOM_DEVICE_HOST;
   }
   uint32_t *idx = malloc(n * sizeof *idx), *fixed = malloc((nfixed + 1) * sizeof *fixed);
   if (!idx || !fixed) {

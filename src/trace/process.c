@@ -31,7 +31,9 @@ int loom__ev_cmp_track_time(const loom__ev *a, const loom__ev *b) {
   return 0;
 }
 
-static int cmp_track_time(const void *pa, const void *pb) { return loom__ev_cmp_track_time(pa, pb); }
+static int cmp_track_time(const void *pa, const void *pb) {
+  return loom__ev_cmp_track_time(pa, pb);
+}
 
 static int is_host_call(const loom_trace *t, const loom__ev *e) {
   return (e->kind == LOOM_KIND_RUNTIME || e->kind == LOOM_KIND_DRIVER) &&

@@ -114,7 +114,8 @@ int loom__trace_add_ev(loom_trace *t, const loom__ev *ev) {
 
 void loom__trace_arg_past_limit(loom_trace *t, uint32_t key, uint32_t name) {
   const char *k = loom__trace_cstr(t, key);
-  loom__trace_bad(t, LOOM__BAD_MANY_ARGS, "argument", k, strlen(k), name ? loom__trace_cstr(t, name) : NULL);
+  loom__trace_bad(t, LOOM__BAD_MANY_ARGS, "argument", k, strlen(k),
+                  name ? loom__trace_cstr(t, name) : NULL);
 }
 
 int loom__trace_add_arg(loom_trace *t, const loom__targ *a) {
@@ -154,7 +155,8 @@ int loom__trace_add_top(loom_trace *t, uint32_t key, uint32_t json) {
 
 const char *loom__trace_top(const loom_trace *t, const char *key) {
   for (size_t i = 0; i < t->ntop; i++)
-    if (!strcmp(loom__trace_cstr(t, t->top[i].key), key)) return loom__trace_cstr(t, t->top[i].value);
+    if (!strcmp(loom__trace_cstr(t, t->top[i].key), key))
+      return loom__trace_cstr(t, t->top[i].value);
   return NULL;
 }
 
@@ -175,7 +177,8 @@ int loom__trace_add_warning(loom_trace *t, const char *msg) {
 
 static const char *const bad_names[LOOM__BAD_COUNT_][2] = {
     {"integers past 64 bits", "kept as their decimal text (a string)"},
-    {"infinite or NaN numbers", "times kept at the nearest limit (NaN: 0), arguments as their text"},
+    {"infinite or NaN numbers",
+     "times kept at the nearest limit (NaN: 0), arguments as their text"},
     {"negative durations", "kept with duration 0"},
     {"times that overflow 64-bit nanoseconds", "clamped to +-3e18 ns"},
     {"times that are not numbers", "kept as 0"},
@@ -184,11 +187,17 @@ static const char *const bad_names[LOOM__BAD_COUNT_][2] = {
     {"ends that close nothing (E with no B open on its thread, e with no b of its id)",
      "left out, as trace_processor leaves them"},
     {"debug annotation values of no type loom reads (or nested deeper than 64)", "kept as null"},
-    {"stack frames missing or in a loop (a sample's sf or a parent stackFrames lacks, a parent chain "
-     "that comes back)", "the stack ends there (a sample whose own frame is missing: [unknown])"}};
+    {"stack frames missing or in a loop (a sample's sf or a parent stackFrames lacks, a parent "
+     "chain "
+     "that comes back)",
+     "the stack ends there (a sample whose own frame is missing: [unknown])"}};
 
-const char *loom__bad_name(int kind) { return kind >= 0 && kind < LOOM__BAD_COUNT_ ? bad_names[kind][0] : ""; }
-const char *loom__bad_kept(int kind) { return kind >= 0 && kind < LOOM__BAD_COUNT_ ? bad_names[kind][1] : ""; }
+const char *loom__bad_name(int kind) {
+  return kind >= 0 && kind < LOOM__BAD_COUNT_ ? bad_names[kind][0] : "";
+}
+const char *loom__bad_kept(int kind) {
+  return kind >= 0 && kind < LOOM__BAD_COUNT_ ? bad_names[kind][1] : "";
+}
 
 void loom__trace_bad(loom_trace *t, int kind, const char *what, const char *text, size_t n,
                      const char *event) {

@@ -249,7 +249,8 @@ typedef struct loom__kind_cache {
   uint32_t id1[16]; /* string id + 1 */
   uint8_t kind[16];
 } loom__kind_cache;
-static inline loom_kind loom__kind_of_cat_id(loom__kind_cache *c, const loom_trace *t, uint32_t cat) {
+static inline loom_kind loom__kind_of_cat_id(loom__kind_cache *c, const loom_trace *t,
+                                             uint32_t cat) {
   unsigned slot = (cat * 2654435761u) >> 28;
   if (c->id1[slot] != cat + 1) {
     c->kind[slot] = (uint8_t)loom__kind_of_category(loom__trace_cstr(t, cat));

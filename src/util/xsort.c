@@ -65,7 +65,8 @@ static void ties(xkey *key, size_t n) {
       continue;
     }
     for (size_t a = j + 1; a < e; a++) /* insertion sort: runs are short */
-      for (size_t b = a; b > j && tl.cmp(tl.base + key[b - 1].off, tl.base + key[b].off, tl.ctx) > 0; b--) {
+      for (size_t b = a;
+           b > j && tl.cmp(tl.base + key[b - 1].off, tl.base + key[b].off, tl.ctx) > 0; b--) {
         xkey x = key[b];
         key[b] = key[b - 1];
         key[b - 1] = x;
@@ -243,7 +244,8 @@ static int make_room(loom__xsort *s, xbuf *b, size_t sz) {
 }
 
 void *loom__xsort_add(loom__xsort *s, int64_t key, size_t size) {
-  if (s->in.n && (s->in.n == s->limit || s->in.len + size > s->limit_bytes) && spill(s) != 0) return NULL;
+  if (s->in.n && (s->in.n == s->limit || s->in.len + size > s->limit_bytes) && spill(s) != 0)
+    return NULL;
   if (size > s->limit_bytes) s->limit_bytes = size; /* one record larger than a buffer */
   if (make_room(s, &s->in, size) != 0) return NULL;
   xbuf *b = &s->in;

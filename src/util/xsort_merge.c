@@ -38,7 +38,8 @@ static int fill(loom__xsort *s, xrun *r) {
     }
     size_t want = r->cap - r->end;
     if (want > r->len - r->read) want = (size_t)(r->len - r->read);
-    ssize_t got = want ? pread(fileno(s->spill), r->blk + r->end, want, (off_t)(r->off + r->read)) : 0;
+    ssize_t got =
+        want ? pread(fileno(s->spill), r->blk + r->end, want, (off_t)(r->off + r->read)) : 0;
     if (got <= 0 || (size_t)got != want) {
       snprintf(s->err, sizeof s->err, "cannot read the sort's temporary file back: %s",
                got < 0 ? strerror(errno) : "short read");
@@ -142,7 +143,8 @@ static void *merge_run(void *arg) {
   loom__xsort *s = arg;
   for (int last = 0; !last;) {
     pthread_mutex_lock(&s->mu);
-    while (!s->mstop && s->produced - s->consumed == OUT_BLOCKS) pthread_cond_wait(&s->freed, &s->mu);
+    while (!s->mstop && s->produced - s->consumed == OUT_BLOCKS)
+      pthread_cond_wait(&s->freed, &s->mu);
     int stop = s->mstop;
     pthread_mutex_unlock(&s->mu);
     if (stop) break;
