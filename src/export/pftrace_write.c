@@ -40,7 +40,7 @@ static int cmp_idx(const void *pa, const void *pb_, void *ctx) {
   return *(const uint32_t *)pa < *(const uint32_t *)pb_ ? -1 : 1;
 }
 
-void loom__pfw_emit_packet(writer *w, pb *pkt) {
+void loom__pfw_emit_packet(writer *w, pb_buf *pkt) {
   uint8_t hdr[11];
   size_t k = 0;
   hdr[k++] = 0x0a; /* Trace.packet, length-delimited */
@@ -84,7 +84,7 @@ static uint64_t iid_of(writer *w, lane *L, uint32_t field, uint32_t id) {
   if (w->iids.n >= PF_INTERN_MAX) return 0;
   uint64_t iid = ++L->niid[table];
   if (loom__map_put(&w->iids, key, iid)) w->oom = 1;
-  pb *m = &w->tmp;
+  pb_buf *m = &w->tmp;
   m->n = 0;
   pb_uint(m, 1, iid);
   pb_str(m, 2, field_arg_name(w, id));
@@ -94,16 +94,16 @@ static uint64_t iid_of(writer *w, lane *L, uint32_t field, uint32_t id) {
 
 /* A string of the trace as an iid (field) or, where it has none, in place
  * (field_str). */
-static void pb_interned(writer *w, lane *L, pb *b, uint32_t table, uint32_t field,
+static void pb_interned(writer *w, lane *L, pb_buf *b, uint32_t table, uint32_t field,
                         uint32_t field_str, uint32_t id) {
   uint64_t iid = iid_of(w, L, table, id);
   if (iid || (!id && table == PF_ID_EVENT_NAMES)) pb_uint(b, field, iid);
   else pb_str(b, field_str, field_arg_name(w, id));
 }
 
-static void annotation(writer *w, lane *L, pb *te, uint32_t key, int type, int64_t i, uint64_t u,
-                       double d, uint32_t s) {
-  pb *m = &w->names; /* scratch for the annotation body */
+static void annotation(writer *w, lane *L, pb_buf *te, uint32_t key, int type, int64_t i,
+                       uint64_t u, double d, uint32_t s) {
+  pb_buf *m = &w->names; /* scratch for the annotation body */
   m->n = 0;
   pb_interned(w, L, m, PF_ID_DEBUG_ANNOTATION_NAMES, PF_DA_NAME_IID, PF_DA_NAME, key);
   switch (type) {
@@ -118,8 +118,8 @@ static void annotation(writer *w, lane *L, pb *te, uint32_t key, int type, int64
   pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
 }
 
-static void text_annotation(writer *w, lane *L, pb *te, uint32_t key, const char *v) {
-  pb *m = &w->names;
+static void text_annotation(writer *w, lane *L, pb_buf *te, uint32_t key, const char *v) {
+  pb_buf *m = &w->names;
   m->n = 0;
   pb_interned(w, L, m, PF_ID_DEBUG_ANNOTATION_NAMES, PF_DA_NAME_IID, PF_DA_NAME, key);
   pb_str(m, PF_DA_STRING, v);
@@ -127,7 +127,7 @@ static void text_annotation(writer *w, lane *L, pb *te, uint32_t key, const char
 }
 
 /* The marks as a string annotation "loom_role", as in the JSON. */
-static void role_annotation(writer *w, lane *L, pb *te, unsigned roles) {
+static void role_annotation(writer *w, lane *L, pb_buf *te, unsigned roles) {
   char v[LOOM__ROLE_BUF];
   loom__role_format(roles, v);
   text_annotation(w, L, te, w->iid_role, v);
@@ -136,7 +136,7 @@ static void role_annotation(writer *w, lane *L, pb *te, unsigned roles) {
 /* Which of the event's arguments hold JSON text (nested values, booleans,
  * null): their positions, "0,3", as the string annotation "loom_json", so
  * readers mark them JSON again; the values themselves are strings. */
-static void json_annotation(writer *w, lane *L, pb *te, const loom__targ *a, uint16_t n) {
+static void json_annotation(writer *w, lane *L, pb_buf *te, const loom__targ *a, uint16_t n) {
   char small[256], *v = small;
   size_t cap = sizeof small, k = 0;
   if ((size_t)n * 6 + 1 > cap) { /* "65535," at most per argument: every one listed */
@@ -153,8 +153,8 @@ static void json_annotation(writer *w, lane *L, pb *te, const loom__targ *a, uin
 }
 
 /* A flag annotation with a plain name (rare: "loom_counter", "loom_unclosed"). */
-static void flag_annotation(writer *w, pb *te, const char *name) {
-  pb *m = &w->names;
+static void flag_annotation(writer *w, pb_buf *te, const char *name) {
+  pb_buf *m = &w->names;
   m->n = 0;
   pb_str(m, PF_DA_NAME, name);
   pb_uint(m, PF_DA_INT, 1);
@@ -167,7 +167,7 @@ static void flag_annotation(writer *w, pb *te, const char *name) {
  * are w->step ns, each packet's timestamp the ticks since the previous
  * packet's) at 0 = ts; the defaults: clock 64 and the lane's track. */
 static void lane_start(writer *w, lane *L, int64_t ts) {
-  pb *c = &w->tmp, snap = {0}, defaults = {0}, ted = {0};
+  pb_buf *c = &w->tmp, snap = {0}, defaults = {0}, ted = {0};
   const uint32_t ids[] = {PF_CLOCK_BOOTTIME, PF_CLOCK_REALTIME, PF_CLOCK_LOOM};
   for (int i = 0; i < 3; i++) {
     c->n = 0;
@@ -201,7 +201,7 @@ static void lane_start(writer *w, lane *L, int64_t ts) {
 
 /* Writes msg (a TrackEvent or PerfSample) at ts on lane L, with what
  * w->interned gathered for it. */
-void loom__pfw_put(writer *w, lane *L, int64_t ts, uint32_t field, const pb *msg) {
+void loom__pfw_put(writer *w, lane *L, int64_t ts, uint32_t field, const pb_buf *msg) {
   if (!L->started) lane_start(w, L, ts);
   uint64_t d = (uint64_t)ts - (uint64_t)L->last; /* two's complement: may go back */
   pb_uint(&w->pkt, PF_PKT_TIMESTAMP, w->step > 1 ? (uint64_t)((int64_t)d / w->step) : d);
@@ -283,7 +283,7 @@ static int counter_as_series(const loom_trace *t, const loom__ev *e, size_t last
  * each on the series' own track. */
 static void write_counter(writer *w, lane *L, const loom__ev *e) {
   const loom_trace *t = w->t;
-  pb *te = &w->te;
+  pb_buf *te = &w->te;
   for (uint16_t k = 0; k < e->nargs; k++) {
     const loom__targ *a = &t->args[e->args_off + k];
     if (a->type == LOOM_ARG_STRING) continue; /* not a number: its string id is no value */
@@ -315,7 +315,7 @@ static uint32_t flow_end(const loom_trace *t, size_t f, int way) {
 }
 
 /* Writes the ids of the flows leaving (way 0) or entering (way 1) event ev. */
-static void write_flows(writer *w, pb *te, uint32_t ev, int way) {
+static void write_flows(writer *w, pb_buf *te, uint32_t ev, int way) {
   const loom_trace *t = w->t;
   flowway *fw = &w->way[way];
   uint32_t field = way ? PF_TE_TERMINATING_FLOW_IDS_OLD : PF_TE_FLOW_IDS_OLD;
@@ -336,7 +336,7 @@ enum { E_END = 0, E_BEGIN = 1, E_POINT = 2 };
 static void write_event(writer *w, lane *L, uint32_t ev, int what, uint64_t track) {
   const loom_trace *t = w->t;
   const loom__ev *e = &t->ev[ev];
-  pb *te = &w->te;
+  pb_buf *te = &w->te;
   te->n = 0;
   w->interned.n = 0;
   pb_uint(te, PF_TE_TYPE, what == E_POINT ? PF_TYPE_INSTANT : PF_TYPE_SLICE_BEGIN);
@@ -366,7 +366,7 @@ static void write_event(writer *w, lane *L, uint32_t ev, int what, uint64_t trac
 }
 
 static void write_end(writer *w, lane *L, int64_t ts, uint64_t track) {
-  pb *te = &w->te;
+  pb_buf *te = &w->te;
   te->n = 0;
   w->interned.n = 0;
   pb_uint(te, PF_TE_TYPE, PF_TYPE_SLICE_END);
@@ -453,7 +453,7 @@ static void write_one(writer *w, uint32_t ev) {
 static void window_end(writer *w, int64_t ts) {
   uint64_t uuid = w->next_uuid++;
   loom__pfw_descriptor(w, uuid, 0, NULL, NULL, NULL, 0, NULL);
-  pb *te = &w->te;
+  pb_buf *te = &w->te;
   te->n = 0;
   w->interned.n = 0;
   pb_uint(te, PF_TE_TYPE, PF_TYPE_INSTANT);
@@ -474,7 +474,7 @@ static void header_packet(writer *w) {
     w->oom = 1;
     return;
   }
-  pb *md = &w->tmp, bundle = {0};
+  pb_buf *md = &w->tmp, bundle = {0};
   md->n = 0;
   pb_str(md, PF_CM_NAME, PF_HEADER_NAME);
   pb_lenbytes(md, PF_CM_STRING, mem.buf, mem.len);

@@ -18,13 +18,13 @@
 #include "util/util.h"
 
 /* ---- a growable byte buffer with protobuf encoders ---------------------- */
-typedef struct pb {
+typedef struct pb_buf {
   uint8_t *p;
   size_t n, cap;
   int oom;
-} pb;
+} pb_buf;
 
-static inline void pb_bytes(pb *b, const void *s, size_t n) {
+static inline void pb_bytes(pb_buf *b, const void *s, size_t n) {
   if (!n) return; /* b->p may be NULL: never allocated, or its growth failed */
   if (b->n + n > b->cap && loom__grow((void **)&b->p, &b->cap, b->n + n, 1)) {
     b->oom = 1;
@@ -34,7 +34,7 @@ static inline void pb_bytes(pb *b, const void *s, size_t n) {
   b->n += n;
 }
 
-static inline void pb_varint(pb *b, uint64_t v) {
+static inline void pb_varint(pb_buf *b, uint64_t v) {
   if (b->n + 10 > b->cap && loom__grow((void **)&b->p, &b->cap, b->n + 10, 1)) {
     b->oom = 1;
     return;
@@ -48,35 +48,35 @@ static inline void pb_varint(pb *b, uint64_t v) {
   b->n = (size_t)(d - b->p);
 }
 
-static inline void pb_tag(pb *b, uint32_t field, uint32_t wire) {
+static inline void pb_tag(pb_buf *b, uint32_t field, uint32_t wire) {
   pb_varint(b, (uint64_t)field << 3 | wire);
 }
-static inline void pb_uint(pb *b, uint32_t field, uint64_t v) {
+static inline void pb_uint(pb_buf *b, uint32_t field, uint64_t v) {
   pb_tag(b, field, PB_VARINT);
   pb_varint(b, v);
 }
-static inline void pb_sint(pb *b, uint32_t field, int64_t v) { pb_uint(b, field, (uint64_t)v); }
-static inline void pb_fixed64(pb *b, uint32_t field, uint64_t v) {
+static inline void pb_sint(pb_buf *b, uint32_t field, int64_t v) { pb_uint(b, field, (uint64_t)v); }
+static inline void pb_fixed64(pb_buf *b, uint32_t field, uint64_t v) {
   pb_tag(b, field, PB_I64);
   uint8_t le[8];
   for (int i = 0; i < 8; i++) le[i] = (uint8_t)(v >> (8 * i));
   pb_bytes(b, le, 8);
 }
-static inline void pb_double(pb *b, uint32_t field, double d) {
+static inline void pb_double(pb_buf *b, uint32_t field, double d) {
   uint64_t v;
   memcpy(&v, &d, 8);
   pb_fixed64(b, field, v);
 }
-static inline void pb_lenbytes(pb *b, uint32_t field, const void *s, size_t n) {
+static inline void pb_lenbytes(pb_buf *b, uint32_t field, const void *s, size_t n) {
   pb_tag(b, field, PB_LEN);
   pb_varint(b, n);
   pb_bytes(b, s, n);
 }
-static inline void pb_str(pb *b, uint32_t field, const char *s) {
+static inline void pb_str(pb_buf *b, uint32_t field, const char *s) {
   pb_lenbytes(b, field, s, strlen(s));
 }
 /* A message built in m: a part of it lost to a failed allocation fails b. */
-static inline void pb_msg(pb *b, uint32_t field, const pb *m) {
+static inline void pb_msg(pb_buf *b, uint32_t field, const pb_buf *m) {
   pb_lenbytes(b, field, m->p, m->n);
   if (m->oom) b->oom = 1;
 }
@@ -128,7 +128,7 @@ typedef struct writer {
   uint64_t dropped_overlap;
   uint64_t laned;               /* slices put on a track of overlapping slices */
   size_t last_series;           /* 1 + the last event written, when a counter's series */
-  pb pkt, te, tmp, interned, names;
+  pb_buf pkt, te, tmp, interned, names;
   int oom;
   uint64_t *flow_id;   /* each flow's id in the file, when ids repeat (pf_flow_ids) */
   flowway way[2];
@@ -140,10 +140,10 @@ typedef struct writer {
   uint8_t *seen_str, *seen_frame, *seen_site;
 } writer;
 
-void loom__pfw_emit_packet(writer *w, pb *pkt);
-void loom__pfw_put(writer *w, lane *L, int64_t ts, uint32_t field, const pb *msg);
+void loom__pfw_emit_packet(writer *w, pb_buf *pkt);
+void loom__pfw_put(writer *w, lane *L, int64_t ts, uint32_t field, const pb_buf *msg);
 void loom__pfw_descriptor(writer *w, uint64_t uuid, uint64_t parent, const char *name,
-                       const pb *proc, const pb *thread, int counter, const char *desc);
+                       const pb_buf *proc, const pb_buf *thread, int counter, const char *desc);
 void loom__pfw_describe_tracks(writer *w);
 uint64_t loom__pfw_counter_track(writer *w, const loom__ev *e, uint32_t key);
 uint64_t loom__pfw_async_track(writer *w, const loom__ev *e);

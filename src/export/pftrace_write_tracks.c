@@ -11,8 +11,8 @@
 #include "export/pftrace_write.h"
 
 void loom__pfw_descriptor(writer *w, uint64_t uuid, uint64_t parent, const char *name,
-                       const pb *proc, const pb *thread, int counter, const char *desc) {
-  pb *d = &w->tmp;
+                       const pb_buf *proc, const pb_buf *thread, int counter, const char *desc) {
+  pb_buf *d = &w->tmp;
   d->n = 0;
   pb_uint(d, PF_TD_UUID, uuid);
   if (parent) pb_uint(d, PF_TD_PARENT_UUID, parent);
@@ -83,7 +83,7 @@ static int64_t pf_pid(const loom__map *pids, int64_t pid) {
 
 void loom__pfw_describe_tracks(writer *w) {
   const loom_trace *t = w->t;
-  pb a = {0};
+  pb_buf a = {0};
   uint64_t *proc_uuid = calloc(t->nprocs + 1, sizeof *proc_uuid);
   loom__map kind = {0}, pids = {0};
   if (!proc_uuid || pid_kinds(t, &kind) || pf_pids(t, &kind, &pids)) {
@@ -201,7 +201,7 @@ uint32_t loom__pfw_perf_sample_site(writer *w, const loom__ev *e, uint32_t ev) {
 static void intern_sample_str(writer *w, uint32_t field, uint32_t id) {
   if (!id || w->seen_str[id] & (field == PF_ID_FUNCTION_NAMES ? 1 : 2)) return;
   w->seen_str[id] |= field == PF_ID_FUNCTION_NAMES ? 1 : 2;
-  pb *m = &w->tmp;
+  pb_buf *m = &w->tmp;
   m->n = 0;
   pb_uint(m, 1, id);
   pb_str(m, 2, loom__strtab_get(&w->smp.strs, id));
@@ -218,7 +218,7 @@ static void intern_callstack(writer *w, uint32_t site) {
   if (w->seen_site[site]) return;
   w->seen_site[site] = 1;
   const loom__samples *s = &w->smp;
-  pb *cs = &w->names; /* the callstack: frames outermost first */
+  pb_buf *cs = &w->names; /* the callstack: frames outermost first */
   cs->n = 0;
   pb_uint(cs, PF_CALLSTACK_IID, site);
   uint32_t depth = s->sites[site - 1].depth, *ids = malloc(depth * sizeof *ids);
@@ -236,7 +236,7 @@ static void intern_callstack(writer *w, uint32_t site) {
       w->seen_frame[fi] = 1;
       intern_sample_str(w, PF_ID_FUNCTION_NAMES, f->name);
       intern_sample_str(w, PF_ID_MAPPING_PATHS, f->module);
-      pb *m = &w->tmp;
+      pb_buf *m = &w->tmp;
       m->n = 0;
       pb_uint(m, PF_FRAME_IID, fi + 1);
       if (f->name) pb_uint(m, PF_FRAME_FUNCTION_NAME_ID, f->name);
@@ -255,7 +255,7 @@ void loom__pfw_write_perf_sample(writer *w, const loom__ev *e, uint32_t site) {
   const loom__track *k = &w->t->tracks[e->track];
   w->interned.n = 0;
   intern_callstack(w, site);
-  pb *ps = &w->te;
+  pb_buf *ps = &w->te;
   ps->n = 0;
   pb_uint(ps, PF_PS_PID, (uint64_t)k->pid);
   pb_uint(ps, PF_PS_TID, (uint64_t)k->tid);
