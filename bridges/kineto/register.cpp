@@ -64,8 +64,9 @@ extern "C" int loom_kineto_register(void) {
     reg_status = -LOOM_ENOTFOUND;
     return reg_status;
   }
-  libkineto::api().registerProfilerFactory(
-      []() -> std::unique_ptr<libkineto::IActivityProfiler> { return std::make_unique<Profiler>(); });
+  libkineto::api().registerProfilerFactory([]() -> std::unique_ptr<libkineto::IActivityProfiler> {
+    return std::make_unique<Profiler>();
+  });
   reg_status = 0;
   return 0;
 }

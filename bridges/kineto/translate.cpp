@@ -159,7 +159,8 @@ void fill(GenericTraceActivity &a, const loom_event_view &e, const Pick &p) {
 /* loom's flows between logged activities, as Kineto's one flow per
  * activity: the host call starts one, each device record it launched
  * ends it. */
-void link_flows(const Loom *L, const loom_trace *t, const std::vector<GenericTraceActivity *> &acts) {
+void link_flows(const Loom *L, const loom_trace *t,
+                const std::vector<GenericTraceActivity *> &acts) {
   size_t nf = L->trace_flow_count(t);
   for (size_t f = 0; f < nf; f++) {
     size_t from, to;

@@ -80,7 +80,9 @@ static int transfer_bandwidth(loom_trace *t, const loom__targ *a, size_t n, cons
   if ((e->kind != LOOM_KIND_MEMCPY && e->kind != LOOM_KIND_MEMSET) || e->dur <= 0) return 0;
   static _Atomic uint32_t bytes_key;
   uint32_t key = atomic_load_explicit(&bytes_key, memory_order_relaxed);
-  if (!key) atomic_store_explicit(&bytes_key, key = loom__intern("bytes", SIZE_MAX), memory_order_relaxed);
+  if (!key)
+    atomic_store_explicit(&bytes_key, key = loom__intern("bytes", SIZE_MAX),
+                          memory_order_relaxed);
   for (size_t i = 0; i < n; i++) {
     if (a[i].key != key || (a[i].type != LOOM_ARG_UINT && a[i].type != LOOM_ARG_INT)) continue;
     double bytes = a[i].type == LOOM_ARG_UINT ? (double)a[i].v.u : (double)a[i].v.i;
@@ -97,65 +99,73 @@ typedef struct bk_stats {
   int64_t first; /* earliest kept start (ring mode) */
 } bk_stats;
 
-/* launched: correlation ids of the backend's host calls inside the window;
- * device work they launched is kept even when it runs after the stop.  bs:
- * b's records (a dump's copy of them). */
-static int backend_record(loom_session *s, loom_trace *t, loom_backend *b, loom__bsess *bs,
-                          const loom__drec *d, int64_t pid, bk_stats *st,
-                          const loom__map *launched) {
-  if (!d->clock || d->clock > bs->nclocks) {
+/* The track of backend record d: its host thread's, or its device queue's
+ * (named after the queue, else "stream N").  1 with *track set, 0 when d
+ * names a device that is not its backend's (counted), -1 out of memory. */
+static int record_track(loom_session *s, loom_trace *t, loom_backend *b, const loom__drec *d,
+                        int64_t pid, bk_stats *st, uint32_t *track) {
+  char label[256], tname[64];
+  if (d->device == LOOM_DEVICE_HOST) {
+    long known = loom__trace_find_track(t, pid, d->resource);
+    if (known >= 0) {
+      *track = (uint32_t)known;
+      return 1;
+    }
+    loom__live_thread_name((pid_t)d->resource, tname, sizeof tname);
+    loom__thread_label(label, sizeof label, (pid_t)d->resource, tname, NULL);
+    return loom__trace_track(t, pid, d->resource, label, LOOM_DEVICE_HOST, track) ? -1 : 1;
+  }
+  if (d->device >= s->ndevs || s->devs[d->device].b != b) {
     st->bad_ref++;
     return 0;
   }
+  int64_t tid = 0;
+  const char *rname = "default queue";
+  if (d->resource < s->nres && s->res[d->resource].device == d->device) {
+    tid = s->res[d->resource].native_id ? (int64_t)s->res[d->resource].native_id
+                                        : (int64_t)d->resource + 1;
+    rname = s->res[d->resource].name;
+  }
+  if (!*rname) {
+    snprintf(label, sizeof label, "stream %lld", (long long)tid);
+    rname = label;
+  }
+  return loom__trace_track(t, d->device, tid, rname, d->device, track) ? -1 : 1;
+}
+
+/* d's start and end in epoch ns; 0 when it is not kept: outside the window
+ * (device work launched inside it is kept), or, in a ring that overwrote,
+ * device work whose launching call is gone (when the backend records its
+ * launches at all). */
+static int record_times(loom_session *s, const loom_trace *t, const loom__bsess *bs,
+                        const loom__drec *d, bk_stats *st, const loom__map *launched,
+                        int64_t *ts, int64_t *te) {
   int host = d->device == LOOM_DEVICE_HOST;
-  uint32_t track;
-  char label[256], tname[64];
-  if (host) {
-    long known = loom__trace_find_track(t, pid, d->resource);
-    if (known >= 0) {
-      track = (uint32_t)known;
-    } else {
-      loom__live_thread_name((pid_t)d->resource, tname, sizeof tname);
-      loom__thread_label(label, sizeof label, (pid_t)d->resource, tname, NULL);
-      if (loom__trace_track(t, pid, d->resource, label, LOOM_DEVICE_HOST, &track)) return -1;
-    }
-  } else {
-    if (d->device >= s->ndevs || s->devs[d->device].b != b) {
-      st->bad_ref++;
-      return 0;
-    }
-    int64_t tid = 0;
-    const char *rname = "default queue";
-    if (d->resource < s->nres && s->res[d->resource].device == d->device) {
-      tid = s->res[d->resource].native_id ? (int64_t)s->res[d->resource].native_id
-                                          : (int64_t)d->resource + 1;
-      rname = s->res[d->resource].name;
-    }
-    if (!*rname) {
-      snprintf(label, sizeof label, "stream %lld", (long long)tid);
-      rname = label;
-    }
-    if (loom__trace_track(t, d->device, tid, rname, d->device, &track)) return -1;
-  }
   loom__clock *c = &bs->clocks[d->clock - 1];
-  int64_t ts = loom__clock_convert(&s->tl, c, d->start);
-  int64_t te = loom__clock_convert(&s->tl, c, d->end);
-  if (te < ts) {
+  *ts = loom__clock_convert(&s->tl, c, d->start);
+  *te = loom__clock_convert(&s->tl, c, d->end);
+  if (*te < *ts) {
     st->negative++;
-    te = ts;
+    *te = *ts;
   }
-  if (te < t->start_ns ||
-      (ts > t->end_ns && !(d->corr && !host && loom__map_get(launched, d->corr)))) {
+  if (*te < t->start_ns ||
+      (*ts > t->end_ns && !(d->corr && !host && loom__map_get(launched, d->corr)))) {
     st->outside++;
     return 0;
   }
-  /* A ring that overwrote: device work whose launching call is gone goes
-   * with it (when the backend records its launches at all). */
   if (bs->overwritten && d->corr && !host && launched->n && !loom__map_get(launched, d->corr)) {
     st->cut++;
     return 0;
   }
-  if (ts < st->first) st->first = ts;
+  if (*ts < st->first) st->first = *ts;
+  return 1;
+}
+
+/* The event of d on track, with its arguments: device work also gets its
+ * device and stream (a counter's arguments are its series: its device and
+ * queue are in its track, not extra series). */
+static int record_event(loom_trace *t, loom_backend *b, const loom__bsess *bs,
+                        const loom__drec *d, uint32_t track, int64_t ts, int64_t te) {
   char buf[96];
   const char *cat = d->cat ? loom__intern_get(d->cat) : default_cat(b, d, buf, sizeof buf);
   uint8_t ph = d->kind == LOOM_KIND_INSTANT || d->kind == LOOM_KIND_MARKER ||
@@ -168,9 +178,7 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b, loom_
                 .ph = ph, .src = bs->src,
                 .flags = (uint16_t)(d->roles << LOOM__EV_ROLE_SHIFT)};
   if (loom__trace_add_ev(t, &e)) return -1;
-  /* A counter's arguments are its series: its device and queue are in its
-   * track, not extra series. */
-  if (!host && ph != LOOM__PH_COUNTER) {
+  if (d->device != LOOM_DEVICE_HOST && ph != LOOM__PH_COUNTER) {
     if (loom__trace_add_arg_int(t, "device", d->device) ||
         loom__trace_add_arg_int(t, "stream", t->tracks[track].tid))
       return -1;
@@ -179,6 +187,24 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b, loom_
   const loom__targ *args = d->nargs ? bs->args + d->args_off : NULL;
   if (copy_targs(t, args, d->nargs)) return -1;
   return transfer_bandwidth(t, args, d->nargs, &e);
+}
+
+/* launched: correlation ids of the backend's host calls inside the window;
+ * device work they launched is kept even when it runs after the stop.  bs:
+ * b's records (a dump's copy of them). */
+static int backend_record(loom_session *s, loom_trace *t, loom_backend *b, loom__bsess *bs,
+                          const loom__drec *d, int64_t pid, bk_stats *st,
+                          const loom__map *launched) {
+  if (!d->clock || d->clock > bs->nclocks) {
+    st->bad_ref++;
+    return 0;
+  }
+  uint32_t track;
+  int64_t ts, te;
+  int rc = record_track(s, t, b, d, pid, st, &track);
+  if (rc <= 0) return rc;
+  if (!record_times(s, t, bs, d, st, launched, &ts, &te)) return 0;
+  return record_event(t, b, bs, d, track, ts, te);
 }
 
 static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, loom__bsess *bs,
@@ -319,7 +345,8 @@ static void bsess_free_copy(loom__bsess *c) {
 /* The ring's part of a trace: metadata (ring_overwritten_records,
  * ring_window_start_ns) and one warning saying what was overwritten (added
  * with the others after it). */
-static int ring_report(loom_session *s, loom_trace *t, const loom__ring_info *ri, const char *reason) {
+static int ring_report(loom_session *s, loom_trace *t, const loom__ring_info *ri,
+                       const char *reason) {
   char v[64], msg[512];
   uint64_t over = ri->host_over + ri->bk_over;
   int rc = 0;
@@ -347,52 +374,53 @@ loom_status loom__session_collect(loom_session *s, loom_trace **out) {
   return loom__collect_image(s, &img, out);
 }
 
-/* The trace of session s with img's host records: a stopped session's, a
- * dead process's, or (img->dump) the window a ring-mode session's rings hold
- * now, while it goes on recording. */
-loom_status loom__collect_image(loom_session *s, loom__rec_image *img, loom_trace **out) {
-  const char *reason = img->dump;
-  int dump = reason != NULL;
-  loom_trace *t = loom__trace_new();
-  if (!t) return loom__fail(LOOM_ENOMEM, "out of memory building the trace");
-  loom__msgs own = {.mu = PTHREAD_MUTEX_INITIALIZER};
-  dump_warn = dump ? &own : NULL;
-  /* Through the timeline so the test-only clock shift moves them too. */
+/* The trace's frame: its window (through the timeline so the test-only
+ * clock shift moves it too), its name, the process. */
+static int trace_frame(loom_session *s, loom_trace *t, const loom__rec_image *img) {
   t->start_ns = loom__timeline_convert(&s->tl, LOOM_CLOCK_REALTIME,
                                        (uint64_t)s->tl.start[LOOM_CLOCK_REALTIME].real);
-  uint64_t end = dump ? loom__clock_now(LOOM_CLOCK_REALTIME)
-                      : (uint64_t)s->tl.stop[LOOM_CLOCK_REALTIME].real;
-  t->end_ns = img->end_ns ? img->end_ns : loom__timeline_convert(&s->tl, LOOM_CLOCK_REALTIME, end);
+  uint64_t end = img->dump ? loom__clock_now(LOOM_CLOCK_REALTIME)
+                           : (uint64_t)s->tl.stop[LOOM_CLOCK_REALTIME].real;
+  t->end_ns = img->end_ns ? img->end_ns
+                          : loom__timeline_convert(&s->tl, LOOM_CLOCK_REALTIME, end);
   t->trace_name = loom__trace_str(t, s->name);
   t->window_end = 1;
-  int64_t pid = img->pid;
   char comm[64];
   if (img->comm) snprintf(comm, sizeof comm, "%s", img->comm);
-  else loom__live_thread_name((pid_t)pid, comm, sizeof comm);
-  loom__ring_info ri = {0};
-  int rc = loom__trace_add_proc(t, pid, comm[0] ? comm : "host", "CPU", 0);
-  if (rc == 0 && s->host) rc = loom__collect_host(s, t, img, &ri);
+  else loom__live_thread_name((pid_t)img->pid, comm, sizeof comm);
+  return loom__trace_add_proc(t, img->pid, comm[0] ? comm : "host", "CPU", 0);
+}
+
+/* The records: host threads, devices, every backend's (a dump reads a copy
+ * of each backend's records, or none at all when the copy fails). */
+static int trace_records(loom_session *s, loom_trace *t, loom__rec_image *img,
+                         loom__ring_info *ri) {
+  int rc = s->host ? loom__collect_host(s, t, img, ri) : 0;
   if (rc == 0) {
     pthread_mutex_lock(&s->mu); /* backends may add devices meanwhile */
     rc = add_devices(s, t);
     pthread_mutex_unlock(&s->mu);
   }
+  int dump = img->dump != NULL;
   for (size_t i = 0; i < s->nbk && rc == 0; i++) {
     loom__bsess *bs = dump ? bsess_copy(s->bk[i]) : s->bk[i]->bs;
-    if (dump && !bs) { /* out of memory: no dump rather than one without this backend */
-      rc = -1;
-      break;
-    }
-    rc = collect_backend(s, t, s->bk[i], bs, pid, &ri);
+    if (dump && !bs) return -1; /* no dump rather than one without this backend */
+    rc = collect_backend(s, t, s->bk[i], bs, img->pid, ri);
     if (dump) bsess_free_copy(bs);
   }
+  return rc;
+}
+
+/* Metadata (loom's, the session's options, meta_set's, the program's own
+ * last) and the warnings: the session's, then the collection's own. */
+static int trace_labels(loom_session *s, loom_trace *t, const loom__rec_image *img,
+                        const loom__ring_info *ri, const loom__msgs *own) {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
-  if (rc == 0)
-    rc = loom__trace_add_meta(t, "loom_version", loom_version_string()) ||
-         loom__trace_add_meta(t, "host_name", host);
-  if (rc == 0) rc = loom__session_meta(&s->opts, t); /* fork.c */
-  if (rc == 0 && s->ring) rc = ring_report(s, t, &ri, reason);
+  int rc = loom__trace_add_meta(t, "loom_version", loom_version_string()) ||
+           loom__trace_add_meta(t, "host_name", host);
+  if (rc == 0) rc = loom__session_meta(&s->opts, t); /* session_meta.c */
+  if (rc == 0 && s->ring) rc = ring_report(s, t, ri, img->dump);
   pthread_mutex_lock(&s->mu);
   if (rc == 0) rc = loom__kvs_to_trace(&s->meta, t);
   pthread_mutex_unlock(&s->mu);
@@ -401,8 +429,23 @@ loom_status loom__collect_image(loom_session *s, loom__rec_image *img, loom_trac
   for (size_t i = 0; i < s->warn.n && rc == 0; i++)
     rc = loom__trace_add_warning(t, s->warn.v[i]);
   pthread_mutex_unlock(&s->warn.mu);
-  for (size_t i = 0; i < own.n && rc == 0; i++) rc = loom__trace_add_warning(t, own.v[i]);
+  for (size_t i = 0; i < own->n && rc == 0; i++) rc = loom__trace_add_warning(t, own->v[i]);
   if (rc == 0) rc = loom__trace_bad_warnings(t, "the session"); /* arguments past the limit */
+  return rc;
+}
+
+/* The trace of session s with img's host records: a stopped session's, a
+ * dead process's, or (img->dump) the window a ring-mode session's rings hold
+ * now, while it goes on recording. */
+loom_status loom__collect_image(loom_session *s, loom__rec_image *img, loom_trace **out) {
+  loom_trace *t = loom__trace_new();
+  if (!t) return loom__fail(LOOM_ENOMEM, "out of memory building the trace");
+  loom__msgs own = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  dump_warn = img->dump ? &own : NULL;
+  loom__ring_info ri = {0};
+  int rc = trace_frame(s, t, img);
+  if (rc == 0) rc = trace_records(s, t, img, &ri);
+  if (rc == 0) rc = trace_labels(s, t, img, &ri, &own);
   dump_warn = NULL;
   loom__msgs_free(&own);
   if (rc == 0 && t->strs.oom) rc = -1; /* a name lost to a failed allocation */

@@ -17,10 +17,12 @@ typedef struct loom__ring_info {
 } loom__ring_info;
 
 /* A warning of the trace being built: the session's, or a dump's own. */
-void loom__collect_warn(loom_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void loom__collect_warn(loom_session *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Kineto's label of a thread; a name given with loom_thread_name wins over
  * the OS's. */
-void loom__thread_label(char *buf, size_t n, pid_t tid, const char *name, const loom__rec_image *img);
+void loom__thread_label(char *buf, size_t n, pid_t tid, const char *name,
+                        const loom__rec_image *img);
 /* Reads the current name of a live thread of this process. */
 void loom__live_thread_name(pid_t tid, char *buf, size_t n);
 /* The host threads' records of img into t (ranges matched, tracks named). */

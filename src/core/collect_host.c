@@ -167,7 +167,8 @@ static int raw_record(host_ctx *h, hr_cursor *k, const loom__hrec *r, open_range
   if (n > LOOM_RAW_MAX) n = 0; /* never written so */
   memcpy(b, &r->ts, 8);
   memcpy(b + 8, &r->a, 8);
-  for (uint32_t off = LOOM__RAW_HEAD, i = 0; i < loom__raw_slots(n); i++, off += sizeof(loom__hrec)) {
+  for (uint32_t off = LOOM__RAW_HEAD, i = 0; i < loom__raw_slots(n);
+       i++, off += sizeof(loom__hrec)) {
     const loom__hrec *p = hr_next(k);
     if (!p) {
       h->raw_bad++;

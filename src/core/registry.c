@@ -3,9 +3,10 @@
  *
  * Registration is valid at any time and from any thread, also before
  * loom_init and while a session records (the backend is offered to that
- * session, which takes it at once if it asked for its device type).  Entries are never removed: a plug-in's code stays loaded until
- * the process exits, so a table pointer stays valid.  Only the registry and
- * the session look at backends; nothing else in the core knows their names.
+ * session, which takes it at once if it asked for its device type).  Entries
+ * are never removed: a plug-in's code stays loaded until the process exits,
+ * so a table pointer stays valid.  Only the registry and the session look at
+ * backends; nothing else in the core knows their names.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -287,7 +288,9 @@ static void note_loaded(void *h, loom_status st) {
 /* The entry point ran and returned st: what the warning and error say. */
 static loom_status entry_failed(const char *path, loom_status st, int accepted) {
   char more[64] = "and registered no backend";
-  if (accepted) snprintf(more, sizeof more, "after registering %d backend%s", accepted, accepted == 1 ? "" : "s");
+  if (accepted)
+    snprintf(more, sizeof more, "after registering %d backend%s", accepted,
+             accepted == 1 ? "" : "s");
   loom__warn_pending("plug-in %s failed to initialise: its %s returned status %d (%s) %s", path,
                      LOOM_PLUGIN_ENTRY_SYMBOL, (int)st, loom_strerror(st), more);
   return loom__fail(st, "plug-in %s failed to initialise: its %s returned status %d (%s) %s", path,
@@ -299,7 +302,8 @@ loom_status loom__plugin_load(const char *path) {
   if (!h) {
     const char *why = dlerror();
     loom__warn_pending("cannot load plug-in %s: %s", path, why ? why : "unknown error");
-    return loom__fail(LOOM_ENOTFOUND, "cannot load plug-in %s: %s", path, why ? why : "unknown error");
+    return loom__fail(LOOM_ENOTFOUND, "cannot load plug-in %s: %s", path,
+                      why ? why : "unknown error");
   }
   loom_status st;
   if (seen_before(h, &st) == 1) {

@@ -358,7 +358,8 @@ void loom__ctl_stop(const char *why) {
   sock_path[0] = 0;
   if (waiter.fd >= 0) {
     char line[4400];
-    snprintf(line, sizeof line, "failed %s\n", why ? why : "the recording ended before the window did");
+    snprintf(line, sizeof line, "failed %s\n",
+             why ? why : "the recording ended before the window did");
     release_waiter(done_pending ? done_msg : line);
   }
   /* The thread sees the socket gone when it next wakes; the socket is closed

@@ -228,8 +228,9 @@ static int sole_index(const loom__aobj *o) {
 /* A freed block's pages past the first go back to the filesystem. */
 static void sole_shrink(loom__aobj *o, uint32_t i) {
 #ifdef FALLOC_FL_PUNCH_HOLE
-  if (o->size > 4096 && fd_still_ours() && fallocate(afd.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                                  (off_t)(hdr->seg[i].off + 4096), (off_t)(o->size - 4096)) == 0)
+  if (o->size > 4096 && fd_still_ours() &&
+      fallocate(afd.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(hdr->seg[i].off + 4096),
+                (off_t)(o->size - 4096)) == 0)
     o->size = 4096;
 #else
   (void)o, (void)i;

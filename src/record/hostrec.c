@@ -283,7 +283,8 @@ static loom__hrec *grow(loom__tbuf *t) {
 
 static inline loom__hrec *reserve(loom__tbuf **tp) {
   loom__tbuf *t = tls_buf;
-  if (LOOM__UNLIKELY(!t || t->epoch != atomic_load_explicit(&loom__hr_epoch, memory_order_relaxed))) {
+  if (LOOM__UNLIKELY(!t ||
+                     t->epoch != atomic_load_explicit(&loom__hr_epoch, memory_order_relaxed))) {
     t = acquire();
     if (!t) return NULL;
   }
@@ -296,8 +297,8 @@ static inline loom__hrec *reserve(loom__tbuf **tp) {
   return r;
 }
 
-static inline void fill_rec(loom__hrec *r, uint64_t ts, uint16_t type, uint16_t flags, uint64_t name,
-                            uint64_t a, uint32_t spare) {
+static inline void fill_rec(loom__hrec *r, uint64_t ts, uint16_t type, uint16_t flags,
+                            uint64_t name, uint64_t a, uint32_t spare) {
   r->ts = ts;
   r->name = name;
   r->a = a;
@@ -479,7 +480,8 @@ void loom__hostrec_watch_range(const char *name) {
 }
 
 static int watched(uint64_t name, uint16_t flags) {
-  if (flags & LOOM__HR_F_ID) return (uint32_t)name == atomic_load_explicit(&watch_id, memory_order_relaxed);
+  if (flags & LOOM__HR_F_ID)
+    return (uint32_t)name == atomic_load_explicit(&watch_id, memory_order_relaxed);
   const char *p = (const char *)(uintptr_t)name;
   if (p != wc_ptr) {
     const char *w = atomic_load_explicit(&watch_name, memory_order_relaxed);

@@ -229,7 +229,8 @@ int loom__window_path(char *buf, size_t n, const char *pattern, unsigned seq, in
     const char *rep = NULL;
     char pid[24];
     size_t skip = 0;
-    if (!strncmp(p, "{pid}", 5)) snprintf(pid, sizeof pid, "%d", (int)getpid()), rep = pid, skip = 5;
+    if (!strncmp(p, "{pid}", 5))
+      snprintf(pid, sizeof pid, "%d", (int)getpid()), rep = pid, skip = 5;
     else if (!strncmp(p, "{rank}", 6)) rep = rank_str(rankbuf, sizeof rankbuf), skip = 6;
     else if (!strncmp(p, "{seq}", 5)) rep = seqs, skip = 5;
     else if (!strncmp(p, "{program}", 9)) rep = program_invocation_short_name, skip = 9;
@@ -504,7 +505,8 @@ static void label(loom_trace *t, const char *what, unsigned seq) {
   char sq[16];
   snprintf(sq, sizeof sq, "%u", seq);
   /* which window of the run this is (not lost silently if it fails) */
-  if (loom__trace_add_meta(t, "loom_window", what) || loom__trace_add_meta(t, "loom_window_seq", sq))
+  if (loom__trace_add_meta(t, "loom_window", what) ||
+      loom__trace_add_meta(t, "loom_window_seq", sq))
     loom__log(LOOM_SEV_WARNING, "window %u: out of memory labelling its trace", seq);
 }
 
@@ -518,7 +520,8 @@ void loom__trigger_write(loom_trace *t, const char *out, const char *what) {
   label(t, what ? what : "dump", seq);
   if (!s) { /* no session to name it after: the name as given, or the default */
     char path[4096];
-    if (loom__window_path(path, sizeof path, out ? out : "loom-{program}-{seq}.json", seq, 0) == 0 &&
+    const char *pattern = out ? out : "loom-{program}-{seq}.json";
+    if (loom__window_path(path, sizeof path, pattern, seq, 0) == 0 &&
         loom_trace_save(t, path) != LOOM_OK)
       loom__log(LOOM_SEV_ERROR, "window %u: %s", seq, loom_last_error());
     loom_trace_free(t);
