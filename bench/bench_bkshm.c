@@ -22,10 +22,10 @@
 #include <unistd.h>
 
 #include "loom/loom.h"
+#include "loom/tools.h"
 #include "loom/plugin.h"
 
 /* src/record/arena.c (private to loom-preload; exported for it) */
-int loom__arena_begin(const char *path, const char *out);
 
 static long nrec = 1000000;
 static const loom_host *host;
@@ -113,7 +113,7 @@ static double measure(int kind, const char *dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/bench_bkshm-%d.arena", dir, (int)getpid());
     if (kind == 0) t = run_floor();
-    else if (kind == 1 || loom__arena_begin(path, "") == 0) t = emits();
+    else if (kind == 1 || LOOM_TOOLS_GET()->arena_begin(path, "") == 0) t = emits();
     if (kind == 2) unlink(path);
     if (write(fds[1], &t, sizeof t) != sizeof t) _exit(1);
     _exit(0);

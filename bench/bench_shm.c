@@ -31,9 +31,9 @@
 #include <x86intrin.h>
 
 #include "loom/loom.h"
+#include "loom/tools.h"
 
 /* src/record/arena.c (private to loom-preload; exported for it) */
-int loom__arena_begin(const char *path, const char *out);
 
 static long pairs = 1000000;
 
@@ -103,7 +103,7 @@ static int measure(int kind, const char *const dir[NK], tm2 out[NPH]) {
     char path[4096];
     int arena = kind == K_SHM || kind == K_DISK, afd = -1;
     snprintf(path, sizeof path, "%s/bench_shm.%d.arena", dir[kind], (int)getpid());
-    if (arena && (loom__arena_begin(path, "/dev/null") != 0 || (afd = open(path, O_RDWR)) < 0))
+    if (arena && (LOOM_TOOLS_GET()->arena_begin(path, "/dev/null") != 0 || (afd = open(path, O_RDWR)) < 0))
       _exit(3);
     tm2 r[NPH];
     for (int i = 0; i < NPH; i++) {

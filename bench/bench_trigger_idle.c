@@ -25,7 +25,7 @@
 #include <sys/un.h>
 
 #include "loom/loom.h"
-#include "../src/ctl/ctl.h"
+#include "loom/tools.h"
 
 static long pairs = 200000;
 
@@ -86,11 +86,11 @@ static void wait_begin(void) {
     fprintf(stderr, "bench: cannot start a session waiting for triggers: %s\n", loom_last_error());
     exit(1);
   }
-  loom__ctl_start();
+  LOOM_TOOLS_GET()->ctl_start();
 }
 
 static void wait_end(void) {
-  loom__ctl_stop("the benchmark round ended");
+  LOOM_TOOLS_GET()->ctl_stop("the benchmark round ended");
   loom_trace *t = NULL;
   loom_session_stop(waiting, &t);
   loom_session_destroy(waiting);
@@ -110,7 +110,7 @@ static int answers(const char *sock) {
   struct sockaddr_un a = {.sun_family = AF_UNIX};
   snprintf(a.sun_path, sizeof a.sun_path, "%.*s", (int)sizeof a.sun_path - 1, sock);
   char buf[512] = "";
-  const char req[] = LOOM_CTL_MAGIC "\nop=info\n\n";
+  const char req[] = LOOM_TOOLS_CTL_MAGIC "\nop=info\n\n";
   int ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
            write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1) &&
            read(fd, buf, sizeof buf - 1) > 0 && !strncmp(buf, "info ", 5);
@@ -140,8 +140,8 @@ int main(int argc, char **argv) {
   /* the server is really there: its socket answers `loom trigger --list` */
   wait_begin();
   char dir[4096], sock[4200];
-  loom__ctl_dir_name(dir, sizeof dir, getenv("XDG_RUNTIME_DIR"), geteuid());
-  loom__ctl_sock_path(sock, sizeof sock, dir, (long)getpid());
+  LOOM_TOOLS_GET()->ctl_dir_name(dir, sizeof dir, getenv("XDG_RUNTIME_DIR"), geteuid());
+  LOOM_TOOLS_GET()->ctl_sock_path(sock, sizeof sock, dir, (long)getpid());
   int served = answers(sock);
   wait_end();
   if (!served) fprintf(stderr, "bench: no control socket answers at %s\n", sock);

@@ -21,10 +21,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "salvage/salvage.h"
+#include "loom/tools.h"
 #include "testutil.h"
 
-int loom__arena_begin(const char *path, const char *out);
+/* The shared-memory arena and its rebuild, as loom-preload and loom record
+ * reach them. */
+static int arena_begin(const char *path, const char *out) {
+  return LOOM_TOOLS_GET()->arena_begin(path, out);
+}
+static loom_status salvage(const char *path, const char *death, loom_tools_salvage_result *r) {
+  loom_tools_salvage_opts o = {.death = death};
+  return LOOM_TOOLS_GET()->salvage_to(path, &o, r);
+}
 
 enum { PAIRS = 100000, REC = 32 };
 
@@ -68,7 +76,7 @@ static int in_child(int (*fn)(const char *, const char *), const char *arena, co
 
 /* Records PAIRS pairs and dies without its trace, like a killed process. */
 static int die_recording(const char *arena, const char *out) {
-  if (loom__arena_begin(arena, out) != 0) return 4;
+  if (arena_begin(arena, out) != 0) return 4;
   start();
   pairs(PAIRS);
   _exit(0);
@@ -87,8 +95,8 @@ static void test_holes_and_salvage(void **state) {
   assert_true(held >= recs);
   assert_true(held < recs + (1u << 20)); /* header, thread buffer, one partly filled chunk */
   assert_true(held < (unsigned long long)st.st_size); /* the segment ahead is not reserved */
-  loom__salvage_result r;
-  assert_int_equal(loom__salvage(arena, "was killed by SIGKILL", &r), LOOM_OK);
+  loom_tools_salvage_result r;
+  assert_int_equal(salvage(arena, "was killed by SIGKILL", &r), LOOM_OK);
   assert_int_equal(r.ranges, PAIRS);
   assert_string_equal(r.out, out);
   tp_require();
@@ -104,7 +112,7 @@ static int fill_up(const char *arena, const char *out) {
   (void)out;
   signal(SIGXFSZ, SIG_IGN); /* the write fails with EFBIG instead */
   struct rlimit rl = {6u << 20, 6u << 20};
-  if (setrlimit(RLIMIT_FSIZE, &rl) != 0 || loom__arena_begin(arena, "/dev/null") != 0) return 4;
+  if (setrlimit(RLIMIT_FSIZE, &rl) != 0 || arena_begin(arena, "/dev/null") != 0) return 4;
   loom_session *s = start();
   pairs(PAIRS); /* 6.4 MB of records */
   loom_trace *t = NULL;

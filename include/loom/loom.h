@@ -331,6 +331,22 @@ LOOM_EXTERN void loom_session_destroy(loom_session *s);
 LOOM_EXTERN loom_status loom_session_dump(loom_session *s, const char *reason,
                                           loom_trace **out);
 
+/* A finished window: t is its trace, owned by loom and valid only during the
+ * call (save it with loom_trace_save, read it, do not free it); out is the
+ * file it would be written to (the session's output pattern expanded, never
+ * NULL); seq counts the session's windows from 1.  Called on the thread that
+ * ended the window: the one calling loom_step (a step window), loom's timer
+ * thread (a time window), loom's dump thread (ring mode's dumps) or the one
+ * stopping or destroying the session (the window in progress). */
+typedef void (*loom_window_fn)(loom_trace *t, const char *out, unsigned seq, void *ud);
+
+/* Hands every window this process's sessions finish (window options, ring
+ * dumps: docs/triggers.md) to fn with ud, instead of writing it to its file;
+ * fn NULL writes them again.  One callback per process: a later call
+ * replaces it, and a window ending meanwhile goes to one or the other.  Any
+ * thread, any time; nothing to fail. */
+LOOM_EXTERN void loom_window_callback_set(loom_window_fn fn, void *ud);
+
 /* Number of warnings so far in the session and the i-th one (NULL past end). */
 LOOM_EXTERN size_t loom_session_warning_count(const loom_session *s);
 LOOM_EXTERN const char *loom_session_warning(const loom_session *s, size_t i);

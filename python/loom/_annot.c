@@ -84,7 +84,8 @@ static PyObject *range_exit(lpy_range *r, PyObject *const *args, Py_ssize_t n) {
 static PyObject *range_call(lpy_range *r, PyObject *args, PyObject *kw) {
   PyObject *func;
   if (kw || !PyArg_ParseTuple(args, "O:range", &func) || !PyCallable_Check(func)) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "loom.range(name) decorates a callable");
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_TypeError, "loom.range(name) decorates a callable");
     return NULL;
   }
   if (!decorator) {
@@ -94,7 +95,9 @@ static PyObject *range_call(lpy_range *r, PyObject *args, PyObject *kw) {
   return PyObject_CallFunctionObjArgs(decorator, (PyObject *)r, func, NULL);
 }
 
-static PyObject *range_repr(lpy_range *r) { return PyUnicode_FromFormat("loom.range(%R)", r->name); }
+static PyObject *range_repr(lpy_range *r) {
+  return PyUnicode_FromFormat("loom.range(%R)", r->name);
+}
 
 static PyMethodDef range_methods[] = {
     {"__enter__", (PyCFunction)range_enter, METH_NOARGS, "push the range"},

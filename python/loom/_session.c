@@ -15,7 +15,6 @@
 
 #include <stdatomic.h>
 
-#include "window/trigger.h"
 
 typedef struct {
   PyObject_HEAD
@@ -165,7 +164,7 @@ static PyObject *session_start(lpy_session *o, PyObject *noargs) {
    * preload's session records and start failed above (its done function,
    * which writes its windows, stays). */
   static int done_set;
-  if (!done_set) loom__trigger_set_done(on_window, NULL), done_set = 1;
+  if (!done_set) loom_window_callback_set(on_window, NULL), done_set = 1;
   o->started = 1;
   Py_RETURN_NONE;
 }

@@ -195,8 +195,8 @@ static void serve(int fd) {
   struct ucred cr;
   socklen_t cl = sizeof cr;
   char req[8192];
-  if (read_request(fd, req, sizeof req) != 0 || strncmp(req, LOOM_CTL_MAGIC "\n",
-                                                        sizeof LOOM_CTL_MAGIC)) {
+  if (read_request(fd, req, sizeof req) != 0 || strncmp(req, LOOM_TOOLS_CTL_MAGIC "\n",
+                                                        sizeof LOOM_TOOLS_CTL_MAGIC)) {
     say(fd, "error not a loom-ctl request (or none within 2 s)\n");
   } else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
     say(fd, "refused cannot tell who is asking: %s\n", strerror(errno));

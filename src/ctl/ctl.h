@@ -2,7 +2,8 @@
  * ctl.h - the control socket of a process that accepts `loom trigger`
  * (under `loom record`, or a library user's session with on_demand=on):
  * where it lives (shared by the server in libloom and the `loom trigger`
- * client) and the server's entry points, exported for loom-preload.so.
+ * client) and the server's entry points; loom-preload.so and the client
+ * reach them through the tools table (loom/tools.h).
  *
  * One Unix stream socket per process, <dir>/<pid>.sock, in a private
  * runtime folder: $XDG_RUNTIME_DIR/loom, else /tmp/loom-<uid>; the folder
@@ -25,7 +26,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define LOOM_CTL_MAGIC "loom-ctl 1"
+#include "loom/tools.h" /* LOOM_TOOLS_CTL_MAGIC */
 
 /* The runtime folder of user uid as this process would name it: from
  * xdg ($XDG_RUNTIME_DIR, may be NULL) or /tmp/loom-<uid>; when another user
@@ -42,20 +43,19 @@ int loom__ctl_dir_check(const char *dir, uid_t owner, int create, char *err, siz
 int loom__ctl_sock_path(char *out, size_t n, const char *dir, long pid);
 
 /* ---- the server (libloom; ctl.c) ------------------------------------------ */
-#define LOOM__CTL_API __attribute__((visibility("default")))
 /* Opens this process's socket and starts the thread that serves it
  * (requests go to the core's window controller, or dump the ring in ring
  * mode).  Failing is a warning: the program runs and records as it would
  * without.  A second call while this process serves is a no-op. */
-LOOM__CTL_API void loom__ctl_start(void);
+void loom__ctl_start(void);
 /* The session ends: the socket goes away; a client waiting for a window
  * hears why it will not come. */
-LOOM__CTL_API void loom__ctl_stop(const char *why);
+void loom__ctl_stop(const char *why);
 /* In a child forked without exec: the parent's socket and thread are not
  * this process's (closed, not removed). */
-LOOM__CTL_API void loom__ctl_forked(void);
+void loom__ctl_forked(void);
 /* A window ended (called by whoever wrote it: the preload's window writer,
  * or the window controller's own, which src/session/entry.c hands this
  * function): out the file, ok 0 with why when it could not be written. */
-LOOM__CTL_API void loom__ctl_window_done(const char *out, int ok, const char *why);
+void loom__ctl_window_done(const char *out, int ok, const char *why);
 #endif

@@ -25,23 +25,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct loom__ondemand {
-  int64_t duration_ns; /* > 0: a window of this long */
-  int64_t steps;       /* > 0: a window of this many steps */
-  int64_t start_step;  /* >= 0: first step of the window; -1: the next one */
-  int64_t roundup;     /* > 0: a start step resolved at request time is
-                          rounded up to a multiple of this */
-  int64_t warmup;      /* steps between the request and a resolved start */
-  unsigned kinds;      /* ACTIVITY_TYPES as LOOM_KIND_BIT()s; 0: not given */
-  char out[4096];      /* "": the session's output pattern */
-  int defaulted;       /* duration_ns is Kineto's 500 ms default: nothing was
-                          asked (a ring-mode process then dumps all it holds) */
-} loom__ondemand;
+#include "loom/tools.h"
+
+/* The request (its fields: loom/tools.h, where `loom trigger` reads them). */
+typedef loom_tools_ondemand loom__ondemand;
 
 /* An empty request: no window asked yet (start_step -1, the rest 0). */
 void loom__ondemand_init(loom__ondemand *r);
 
-typedef void (*loom__cfg_warn_fn)(const char *msg, void *ud);
+typedef loom_tools_warn_fn loom__cfg_warn_fn;
 
 /* Reads Kineto configuration text into *r (fields not named keep their
  * value).  Lines end with a newline or with the two characters "\n" (a

@@ -342,7 +342,7 @@ size_t loom__maps_size(const loom__amaps *a) {
   return sizeof *a + a->n * sizeof *a->m + a->paths_len;
 }
 
-__attribute__((visibility("default"))) void loom__arena_maps(void) {
+void loom__arena_maps(void) {
   if (!loom__arena_on()) return;
   FILE *f = fopen("/proc/self/maps", "re");
   if (!f) return;
@@ -412,7 +412,7 @@ void loom__arena_bk_held(int *slot, const char *name, uint64_t n) {
 /* The preload's (tools/loom/preload.c): path is LOOM_RECORD_DIR/<pid>.arena,
  * out the trace the process would write.  0, or -1 (recording goes on in
  * malloc'ed memory; the caller says so). */
-__attribute__((visibility("default"))) int loom__arena_begin(const char *path, const char *out) {
+int loom__arena_begin(const char *path, const char *out) {
   pthread_mutex_lock(&mu);
   if (hdr) {
     pthread_mutex_unlock(&mu);
@@ -462,7 +462,7 @@ __attribute__((visibility("default"))) int loom__arena_begin(const char *path, c
 /* The process is about to exec (loom-preload): nothing more goes into the
  * arena, which the next program's replaces (after a failed exec the
  * process records on in its own memory). */
-__attribute__((visibility("default"))) void loom__arena_off(void) {
+void loom__arena_off(void) {
   atomic_store_explicit(&on, 0, memory_order_release);
 }
 
@@ -470,7 +470,7 @@ __attribute__((visibility("default"))) void loom__arena_off(void) {
  * session starts (a process recording several windows calls it after each).
  * The file stays: the buffers in it are reused; loom record removes it with
  * its session folder. */
-__attribute__((visibility("default"))) void loom__arena_end(void) {
+void loom__arena_end(void) {
   if (hdr) atomic_store_explicit(&hdr->recording, 0, memory_order_release);
 }
 

@@ -204,6 +204,11 @@ int loom__arena_owns(const void *p);
 void loom__arena_str(uint32_t id, const char *s, size_t len);
 /* Snapshots /proc/self/maps' file-backed mappings (at start, after dlopen). */
 void loom__arena_maps(void);
+/* loom-preload's, through the tools table (loom/tools.h): the arena opens
+ * (0, or -1), the process is about to exec, the trace was written. */
+int loom__arena_begin(const char *path, const char *out);
+void loom__arena_off(void);
+void loom__arena_end(void);
 /* The recording session: its epoch (hostrec_start), its start
  * (session.c: timeline, options, name), its end (trace written). */
 void loom__arena_epoch(uint32_t epoch);

@@ -14,7 +14,7 @@
  * that did not exec.  The parent's session and records are the parent's;
  * the child drops them (not freed: other threads of the parent may have held
  * their locks at the fork) and may then create a session of its own. */
-__attribute__((visibility("default"))) void loom__fork_child(void) {
+void loom__fork_child(void) {
   loom__arena_forked();
   loom__hostrec_forked();
   loom__session_forked();

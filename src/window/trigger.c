@@ -69,7 +69,7 @@ static struct {
   unsigned seq;
   int64_t next_step;          /* the next step to begin (loom trigger's Kineto rules) */
   int thread_on;
-  loom__window_done_fn fn;
+  loom_window_fn fn;
   void *ud;
   loom__window_written_fn written; /* told of a window written here */
 } T = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -554,7 +554,7 @@ void loom__trigger_set_written(loom__window_written_fn fn) {
   pthread_mutex_unlock(&T.mu);
 }
 
-void loom__trigger_set_done(loom__window_done_fn fn, void *ud) {
+LOOM_EXTERN void loom_window_callback_set(loom_window_fn fn, void *ud) {
   pthread_mutex_lock(&T.mu);
   T.fn = fn;
   T.ud = ud;

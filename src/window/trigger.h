@@ -7,9 +7,10 @@
  * flushed at its end, so a window's file holds its device work and nothing
  * from outside it.
  *
- * The entry points below are exported from libloom (hidden elsewhere) so
- * that loom-preload.so (its window writer) can call them; the control socket
- * (src/ctl/ctl.c, the layer above) is part of libloom.
+ * Applications route finished windows with loom_window_callback_set
+ * (loom.h); loom-preload.so reaches loom__trigger_wanted through the tools
+ * table (loom/tools.h); the control socket (src/ctl/ctl.c) is part of
+ * libloom.
  */
 #ifndef LOOM_TRIGGER_H
 #define LOOM_TRIGGER_H
@@ -32,7 +33,7 @@ typedef struct loom__window_req {
 /* From any thread: arm one window on the running process's session.  0;
  * LOOM_EBUSY (with a message naming the window in progress) when a window
  * is armed or recording. */
-__attribute__((visibility("default"))) int loom__trigger_request(const loom__window_req *r);
+int loom__trigger_request(const loom__window_req *r);
 
 /* From any thread, on a process recording in ring mode: dumps what its
  * rings hold now (last_ns > 0: only the records that began in the last
@@ -41,8 +42,7 @@ __attribute__((visibility("default"))) int loom__trigger_request(const loom__win
  * pattern).  A request for a window ahead (steps, start_step, delay) is
  * LOOM_EINVAL with a message; LOOM_ESTATE when nothing records in ring
  * mode. */
-__attribute__((visibility("default"))) int loom__trigger_ring_dump(const loom__window_req *r,
-                                                                   int64_t last_ns);
+int loom__trigger_ring_dump(const loom__window_req *r, int64_t last_ns);
 
 /* Keeps, of a finished trace, the events of the kinds in `kinds` (0: all;
  * markers always) that began at or after since_ns (INT64_MIN: all); device
@@ -56,35 +56,30 @@ void loom__window_keep_kinds(loom_trace *t, uint32_t kinds, unsigned seq);
 
 /* Called for every step (loom_step, PyTorch's ProfilerStep#N through the
  * adapter). */
-__attribute__((visibility("default"))) void loom__trigger_step(uint64_t step);
+void loom__trigger_step(uint64_t step);
 
-/* Where a finished window goes (the preload sets it: writes the file; tests
- * may set their own).  t is the caller's to free; out is the expanded file
- * name (never NULL); seq counts the session's windows from 1. */
-typedef void (*loom__window_done_fn)(loom_trace *t, const char *out, unsigned seq, void *ud);
-__attribute__((visibility("default"))) void loom__trigger_set_done(loom__window_done_fn fn,
-                                                                   void *ud);
+/* Where a finished window goes: loom_window_callback_set (loom.h) sets
+ * fn; NULL writes each window to its file.  The preload's writes the file
+ * and tells a waiting client; tests and Python set their own. */
+void loom__trigger_set_done(loom_window_fn fn, void *ud);
 
 /* Hands a trace made outside a window (a ring dump) to the done function as
  * the session's next window: numbered, labelled with `label` (metadata
  * loom_window), named from out (NULL: the session's output pattern, with
  * -<seq> inserted when it has no {seq}).  Takes t.  From any thread. */
-__attribute__((visibility("default"))) void loom__trigger_write(loom_trace *t, const char *out,
-                                                                const char *label);
+void loom__trigger_write(loom_trace *t, const char *out, const char *label);
 
 /* The output name of window seq from pattern ({pid} {rank} {seq} {program};
  * multi: "-<seq>" before the extension when the pattern has no {seq}).
  * 0, or -1 when it does not fit in n bytes. */
-__attribute__((visibility("default"))) int loom__window_path(char *buf, size_t n,
-                                                             const char *pattern, unsigned seq,
-                                                             int multi);
+int loom__window_path(char *buf, size_t n, const char *pattern, unsigned seq, int multi);
 
 /* For `loom trigger` (src/ctl/ctl.c): the number of the next step to
  * begin (0 before the first), and the controller's state: 0 idle, 1 a
  * window armed, 2 one recording (or being written, or a session that is
  * not in window mode), with the window described in desc. */
-__attribute__((visibility("default"))) int64_t loom__trigger_next_step(void);
-__attribute__((visibility("default"))) int loom__trigger_state(char *desc, size_t n);
+int64_t loom__trigger_next_step(void);
+int loom__trigger_state(char *desc, size_t n);
 
 /* For the control socket: is a session recording in ring mode (a dump has
  * something to read)?  ring.c. */
@@ -93,6 +88,6 @@ int loom__ring_active(void);
 /* For loom-preload: 1 when the session started in this process takes
  * requests from loom trigger (window mode, ring mode).  A session that
  * records everything has no use for them: no socket, no thread. */
-__attribute__((visibility("default"))) int loom__trigger_wanted(void);
+int loom__trigger_wanted(void);
 
 #endif

@@ -49,6 +49,6 @@ void loom__ring_forked(void);
 /* Snapshot of the rings of the recording session as a trace (NULL: no
  * ring-mode session records, or out of memory; loom_last_error says which).
  * Recording goes on. */
-__attribute__((visibility("default"))) loom_trace *loom__ring_dump(const char *reason);
+loom_trace *loom__ring_dump(const char *reason);
 
 #endif

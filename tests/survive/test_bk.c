@@ -4,7 +4,7 @@
  * salvager too; tests/survive/survive.sh checks the same under loom record):
  * a child maps an arena (as loom-preload does), records with the backend of
  * tests/survive/bk.c and kills itself; the parent rebuilds its trace with
- * loom__salvage and counts what it holds.
+ * the tools table's salvage_to and counts what it holds.
  */
 #define _GNU_SOURCE
 #define SURVIVE_BK_LIB
@@ -13,21 +13,29 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "../src/salvage/salvage.h"
+#include "loom/tools.h"
 #include "testutil.h"
 
-int loom__arena_begin(const char *path, const char *out); /* arena.c, for loom-preload */
+/* The shared-memory arena and its rebuild, as loom-preload and loom record
+ * reach them. */
+static int arena_begin(const char *path, const char *out) {
+  return LOOM_TOOLS_GET()->arena_begin(path, out);
+}
+static loom_status salvage(const char *path, const char *death, loom_tools_salvage_result *r) {
+  loom_tools_salvage_opts o = {.death = death};
+  return LOOM_TOOLS_GET()->salvage_to(path, &o, r);
+}
 
 /* Runs survive_bk's work (n steps) in a child under an arena and session
  * options opts, and rebuilds its trace (out) from the arena. */
-static void killed_child(const char *opts, int n, loom__salvage_result *r, char *out, size_t nout) {
+static void killed_child(const char *opts, int n, loom_tools_salvage_result *r, char *out, size_t nout) {
   char arena[256];
   tmp_path(arena, sizeof arena, ".arena");
   tmp_path(out, nout, ".json");
   pid_t c = fork();
   assert_true(c >= 0);
   if (c == 0) {
-    if (loom__arena_begin(arena, out) != 0) _exit(3);
+    if (arena_begin(arena, out) != 0) _exit(3);
     host = loom_host_get(LOOM_ABI_MAJOR);
     if (!host || host->backend_register(&ops, "test_survive_bk")) _exit(4);
     loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu,survbk", .options = opts};
@@ -39,7 +47,7 @@ static void killed_child(const char *opts, int n, loom__salvage_result *r, char 
   int st = 0;
   assert_int_equal(waitpid(c, &st, 0), c);
   assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-  assert_int_equal(loom__salvage(arena, "was killed by SIGKILL", r), LOOM_OK);
+  assert_int_equal(salvage(arena, "was killed by SIGKILL", r), LOOM_OK);
   unlink(arena);
 }
 
@@ -56,7 +64,7 @@ static size_t count_named(loom_trace *t, const char *name, int device) {
 
 static void test_killed(void **state) {
   (void)state;
-  loom__salvage_result r;
+  loom_tools_salvage_result r;
   char out[256];
   killed_child(NULL, 100, &r, out, sizeof out);
   assert_int_equal(r.bk_kept, 200);
@@ -84,7 +92,7 @@ static void test_killed(void **state) {
  * is rebuilt, calls with their kernels. */
 static void test_killed_ring(void **state) {
   (void)state;
-  loom__salvage_result r;
+  loom_tools_salvage_result r;
   char out[256];
   killed_child("mode=ring,ring_size=1m,backend_memory_cap=8000", 1000, &r, out, sizeof out);
   assert_true(r.bk_kept > 0 && r.bk_kept < 2000);

@@ -92,7 +92,7 @@ static void run_steps(int n, int sleep_us) {
 
 static loom_session *windowed(const char *options) {
   nwins = 0;
-  loom__trigger_set_done(on_window, NULL);
+  loom_window_callback_set(on_window, NULL);
   return ts_start("cpu,fake", options);
 }
 

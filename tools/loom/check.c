@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/ops_min.h"
+#include "cli.h"
 #include "enable.h"
 
 enum { MAX_TABLES = 16, MAX_IDS = 256, MAX_EMIT_ERRORS = 5 };
@@ -177,7 +177,7 @@ static void wrap_host(void) {
 
 /* ---- the table -------------------------------------------------------------- */
 #define HAS(ops, f) ((ops)->struct_size >= offsetof(loom_backend_ops, f) + sizeof((ops)->f))
-#define OPS_MIN LOOM__OPS_MIN_SIZE /* what registration accepts (core/ops_min.h) */
+#define OPS_MIN (cli_tools()->backend_ops_min_size) /* what this libloom accepts */
 #define ENABLE_MIN (offsetof(loom_backend_enable, default_check) + sizeof(void (*)(void)))
 
 static void check_enable(const loom_backend_enable *e, const char *path) {
@@ -186,13 +186,15 @@ static void check_enable(const loom_backend_enable *e, const char *path) {
           "struct_size = sizeof(loom_backend_enable)", (unsigned)e->struct_size, ENABLE_MIN);
     return;
   }
-  uint32_t known = LOOM_ENABLE_F_DEFAULT | LOOM_ENABLE_F_PRELOAD_SELF | LOOM_ENABLE_F_NO_PLUGIN_LOAD;
+  uint32_t known =
+      LOOM_ENABLE_F_DEFAULT | LOOM_ENABLE_F_PRELOAD_SELF | LOOM_ENABLE_F_NO_PLUGIN_LOAD;
   if (e->flags & ~known) error("enable: unknown flags 0x%x", (unsigned)(e->flags & ~known));
   if (e->nenv && !e->env) error("enable: nenv is %u but env is NULL", (unsigned)e->nenv);
   for (uint32_t i = 0; e->env && i < e->nenv; i++) {
     const loom_env_setting *s = &e->env[i];
     if (!s->name || !*s->name || strchr(s->name, '='))
-      error("enable: env[%u] has %s", (unsigned)i, s->name && *s->name ? "a name with '='" : "no name");
+      error("enable: env[%u] has %s", (unsigned)i,
+            s->name && *s->name ? "a name with '='" : "no name");
     else if (!s->value) error("enable: env[%u] (%s) has no value", (unsigned)i, s->name);
     if (s->how > LOOM_ENV_PREPEND_PATH)
       error("enable: env[%u] has unknown how %u (LOOM_ENV_SET_IF_UNSET, LOOM_ENV_OVERRIDE or "
@@ -227,7 +229,8 @@ static void check_options(const loom_backend_ops *o) {
   size_t nl = o->name ? strlen(o->name) : 0;
   for (unsigned i = 0; d[i].key; i++) {
     if (!nl || strncmp(d[i].key, o->name, nl) || d[i].key[nl] != '.' || !d[i].key[nl + 1])
-      error("table: option %u (%s) does not start with '%s.'", i, d[i].key, o->name ? o->name : "?");
+      error("table: option %u (%s) does not start with '%s.'", i, d[i].key,
+            o->name ? o->name : "?");
     if (!d[i].help || !*d[i].help) error("table: option %s has no help line", d[i].key);
   }
 }
@@ -254,7 +257,8 @@ static void check_table(const loom_backend_ops *o, const char *path) {
           "set struct_size = sizeof(loom_backend_ops)", (unsigned)o->abi_major,
           (unsigned)o->abi_minor, (unsigned)o->struct_size);
   if (!o->name || !*o->name) error("table: no name (a unique backend name)");
-  if (!o->device_type || !*o->device_type) error("table: no device_type (the device type it serves)");
+  if (!o->device_type || !*o->device_type)
+    error("table: no device_type (the device type it serves)");
   if (!o->start) error("table: no start operation (required)");
   if (!o->stop) error("table: no stop operation (required)");
   if (!o->probe) note("table: no probe: loom takes the runtime as usable everywhere");

@@ -27,7 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "salvage/salvage.h"
+#include "cli.h"
+#include "done.h"
 #include "follow_int.h"
 #include "loom/loom.h"
 
@@ -227,7 +228,7 @@ static void read_proc(const loom_follow *f, proc *p, long pid) {
   char out[8]; /* the marker is empty or missing: the command's name from its arena */
   int apid, pending;
   snprintf(path, sizeof path, "%s/%ld.arena", f->arenas, pid);
-  if (loom__salvage_peek(path, &apid, p->cmd, sizeof p->cmd, out, sizeof out, &pending) != 0)
+  if (cli_tools()->salvage_peek(path, &apid, p->cmd, sizeof p->cmd, out, sizeof out, &pending) != 0)
     snprintf(p->cmd, sizeof p->cmd, "?");
 }
 
@@ -277,11 +278,10 @@ static void keep_window(const loom_follow *f, char *path, size_t n) {
   if (follow_move(path, to) == 0 && strlen(to) < n) snprintf(path, n, "%s", to);
 }
 
-/* Reports the windows a process wrote ("window SEQ ..." lines, or "none")
- * and marks it so; its files stay where they are. */
 /* Reports the windows a process wrote (its .done has "window SEQ ..." or
- * "none" lines, or several lines) and marks it so; its files stay where
- * they are.  Otherwise only its first line counts, as without windows. */
+ * "none" lines, or several lines: done.h) and marks it so; its files stay
+ * where they are.  Otherwise only its first line counts, as without
+ * windows. */
 static void windows_of(const loom_follow *f, proc *p, pid_t top, size_t *nwin) {
   char *nl = strchr(p->done, '\n');
   int many = nl && nl[1];
@@ -293,24 +293,20 @@ static void windows_of(const loom_follow *f, proc *p, pid_t top, size_t *nwin) {
   for (char *line = p->done; line && *line;) {
     nl = strchr(line, '\n');
     if (nl) *nl = 0;
-    char *tab = strchr(line, '\t');
-    unsigned seq = 0;
-    unsigned long long ev = 0, dr = 0, wn = 0, fl = 0, dv = 0;
-    if (!tab) {
-    } else if (!strncmp(line, "none\t", 5) && p->pid != top) {
-      /* a helper process (a compiler the runtime ran) outside every window */
-    } else if (!strncmp(line, "none\t", 5) || !strncmp(line, "failed\t", 7)) {
+    done_line d;
+    done_kind k = done_parse(line, &d);
+    /* "none" of a helper process (a compiler the runtime ran) outside
+     * every window is not said */
+    if ((k == DONE_NONE && p->pid == top) || k == DONE_FAILED) {
       fprintf(stderr, "loom:   pid %d (%s) %s%s\n", (int)p->pid, p->cmd,
-              line[0] == 'f' ? "failed " : "", tab + 1);
-    } else if (sscanf(line, "window %u %llu %llu %llu %llu %llu", &seq, &ev, &fl, &dv, &dr,
-                      &wn) == 6 ||
-               sscanf(line, "%llu %llu %llu %llu %llu", &ev, &fl, &dv, &dr, &wn) == 5) {
+              k == DONE_FAILED ? "failed " : "", d.text);
+    } else if (k == DONE_WINDOW || k == DONE_TRACE) {
       char path[PATH_MAX + 256];
-      snprintf(path, sizeof path, "%s", tab + 1);
+      snprintf(path, sizeof path, "%s", d.text);
       keep_window(f, path, sizeof path);
       fprintf(stderr, "loom:   pid %d (%s) window %u: %llu events, %llu dropped, %llu "
-              "warning%s -> %s\n", (int)p->pid, p->cmd, seq ? seq : 1, ev, dr, wn,
-              wn == 1 ? "" : "s", path);
+              "warning%s -> %s\n", (int)p->pid, p->cmd, d.seq ? d.seq : 1, d.events, d.dropped,
+              d.warnings, d.warnings == 1 ? "" : "s", path);
       (*nwin)++;
     }
     line = nl ? nl + 1 : NULL;
@@ -323,132 +319,169 @@ static int windows_unsaved(const loom_follow *f, const proc *p) {
   char path[PATH_MAX + 64], comm[64], out[8];
   int pid, pending = 0;
   snprintf(path, sizeof path, "%s/%d.arena", f->arenas, (int)p->pid);
-  return loom__salvage_peek(path, &pid, comm, sizeof comm, out, sizeof out, &pending) == 0 && pending;
+  if (cli_tools()->salvage_peek(path, &pid, comm, sizeof comm, out, sizeof out, &pending) != 0)
+    return 0;
+  return pending;
 }
 
-int loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t top) {
-  size_t n = 0;
-  proc *v = scan(f, &n);
-  size_t room = n + 1, ninputs = 0, lost = 0;
-  for (size_t i = 0; i < n; i++) room += follow_exec_count(f, v[i].pid);
-  const char **inputs = calloc(room, sizeof *inputs);
-  pid_t *pids = calloc(room, sizeof *pids);
-  follow_images im = {.inputs = inputs, .pids = pids, .ninputs = &ninputs, .cap = room};
-  unsigned long long total = 0;
-  kept k = {0};
-  char lone[PATH_MAX + 256] = "";
-  if (n == 0 && !(WIFEXITED(top_status) && WEXITSTATUS(top_status) == 127))
-    fprintf(stderr, "loom: %s ended before loom could write a trace\n", prog);
-  if (n > 1) fprintf(stderr, "loom: %zu processes:\n", n);
-  size_t nwin = 0;
-  quiet nothing = {0};
-  for (size_t i = 0; i < n; i++) windows_of(f, &v[i], top, &nwin);
-  for (size_t i = 0; i < n; i++) {
-    proc *p = &v[i];
-    if (p->windows && !windows_unsaved(f, p)) continue;
-    if (p->windows) p->done[0] = 0; /* its windows are said above; its last records are rebuilt */
-    char *tab = strchr(p->done, '\t');
-    if (!p->done[0] || !tab || !strncmp(p->done, "failed\t", 7)) {
-      /* no trace (killed, or its save failed): rebuilt from its arena */
-      char failed[4200] = "", msg[6000];
-      if (p->done[0] && tab) snprintf(failed, sizeof failed, "%s", tab + 1);
-      if (failed[0]) fprintf(stderr, "loom:   pid %d (%s) failed %s\n", (int)p->pid, p->cmd, failed);
-      int rc = follow_rebuild(f, p, top, top_status, failed, msg, sizeof msg);
-      if (rc == 0) {
-        fprintf(stderr, "loom:   pid %d (%s) %s\n", (int)p->pid, p->cmd, msg);
-        tab = strchr(p->done, '\t');
-      } else if (rc == -2) {
-        char arena[PATH_MAX + 64];
-        snprintf(arena, sizeof arena, "%s/%d.arena", f->arenas, (int)p->pid);
-        fprintf(stderr, "loom:   pid %d (%s) %s; its records are kept (below)\n", (int)p->pid,
-                p->cmd, msg + (msg[0] == ';' ? 2 : 0));
-        char how[4400];
-        follow_ended(f, p->pid, top, top_status, failed, how, sizeof how);
-        kept_add(&k, (int)p->pid, 1, arena, p->cmd, how);
-        continue;
-      } else {
-        char why[160];
-        follow_why_lost(f, p->pid, top, top_status, why, sizeof why);
-        fprintf(stderr, "loom:   pid %d (%s) %s%s%s\n", (int)p->pid, p->cmd,
-                failed[0] ? "wrote no trace" : why, msg[0] ? "; " : "", msg);
-        lost++;
-        continue;
-      }
-    }
-    *tab = 0;
-    const char *path = tab + 1;
-    unsigned long long ev = 0, fl = 0, dv = 0, dr = 0, wn = 0;
-    sscanf(p->done, "%llu %llu %llu %llu %llu", &ev, &fl, &dv, &dr, &wn);
-    total += ev;
-    pids[ninputs] = p->pid;
-    inputs[ninputs++] = path;
-    if (n > 1 && !f->to_dir && !ev && !dr && !wn && p->pid != top)
-      quiet_add(&nothing, p->cmd);
-    else if (n > 1 || f->to_dir)
-      fprintf(stderr, "loom:   pid %d (%.160s%s): %llu events, %llu dropped, %llu warning%s%s%s\n",
-              (int)p->pid, p->cmd, strlen(p->cmd) > 160 ? " ..." : "", ev, dr, wn,
-              wn == 1 ? "" : "s", f->to_dir ? " -> " : "", f->to_dir ? path : "");
-    else /* said once the trace is at -o */
-      snprintf(lone, sizeof lone, "loom: %s: %llu events, %llu flows, %llu device%s, %llu "
-               "dropped, %llu warning%s\n", f->out, ev, fl, dv, dv == 1 ? "" : "s", dr, wn,
-               wn == 1 ? "" : "s");
+/* What the summary gathers while it goes through the processes. */
+typedef struct finish {
+  loom_follow *f;
+  pid_t top;
+  int top_status;
+  size_t n;                /* processes */
+  const char **inputs;     /* traces to merge (into .done lines, or owned by images) */
+  pid_t *pids;             /* the process of each */
+  size_t ninputs, room;
+  size_t nprocs;           /* inputs that are processes' traces (then images') */
+  unsigned long long total; /* their events */
+  size_t lost;             /* processes without a trace or records */
+  kept k;                  /* arenas kept: records that could not be written */
+  quiet nothing;           /* processes that recorded nothing */
+  char lone[PATH_MAX + 256]; /* the line of a lone trace, said once it is at -o */
+} finish;
+
+/* A process without a trace (killed, or its save failed): rebuilt from its
+ * arena, kept there, or lost.  0 when it has a trace now (its .done line). */
+static int finish_rebuild(finish *fi, proc *p, const done_line *d) {
+  char failed[4200] = "", msg[6000];
+  if (d->kind == DONE_FAILED) snprintf(failed, sizeof failed, "%s", d->text);
+  if (failed[0]) fprintf(stderr, "loom:   pid %d (%s) failed %s\n", (int)p->pid, p->cmd, failed);
+  int rc = follow_rebuild(fi->f, p, fi->top, fi->top_status, failed, msg, sizeof msg);
+  if (rc == 0) {
+    fprintf(stderr, "loom:   pid %d (%s) %s\n", (int)p->pid, p->cmd, msg);
+    return 0;
   }
-  size_t nprocs = ninputs; /* then the images that ended by exec, after their processes */
-  for (size_t i = 0; inputs && pids && i < n; i++)
-    total += follow_exec_add(f, &v[i], n > 1 || f->to_dir, &im);
-  quiet_say(&nothing);
-  if (nwin) fprintf(stderr, "loom: %zu window%s written\n", nwin, nwin == 1 ? "" : "s");
-  int keep = k.n > 0; /* some records are only in their arena: nothing merged */
+  if (rc == -2) {
+    char arena[PATH_MAX + 64], how[4400];
+    snprintf(arena, sizeof arena, "%s/%d.arena", fi->f->arenas, (int)p->pid);
+    fprintf(stderr, "loom:   pid %d (%s) %s; its records are kept (below)\n", (int)p->pid,
+            p->cmd, msg + (msg[0] == ';' ? 2 : 0));
+    follow_ended(fi->f, p->pid, fi->top, fi->top_status, failed, how, sizeof how);
+    kept_add(&fi->k, (int)p->pid, 1, arena, p->cmd, how);
+    return -1;
+  }
+  char why[160];
+  follow_why_lost(fi->f, p->pid, fi->top, fi->top_status, why, sizeof why);
+  fprintf(stderr, "loom:   pid %d (%s) %s%s%s\n", (int)p->pid, p->cmd,
+          failed[0] ? "wrote no trace" : why, msg[0] ? "; " : "", msg);
+  fi->lost++;
+  return -1;
+}
+
+/* One process's trace: an input of the merge, said (or counted among those
+ * that recorded nothing, or kept for the end when it is the only one). */
+static void finish_proc(finish *fi, proc *p) {
+  const loom_follow *f = fi->f;
+  if (p->windows && !windows_unsaved(f, p)) return;
+  if (p->windows) p->done[0] = 0; /* its windows are said above; its last records are rebuilt */
+  done_line d;
+  done_parse(p->done, &d);
+  if ((!p->done[0] || !d.text || d.kind == DONE_FAILED) && finish_rebuild(fi, p, &d) != 0)
+    return;
+  done_parse(p->done, &d); /* rebuilt: its line is new */
+  fi->total += d.events;
+  fi->pids[fi->ninputs] = p->pid;
+  fi->inputs[fi->ninputs++] = d.text;
+  if (fi->n > 1 && !f->to_dir && !d.events && !d.dropped && !d.warnings && p->pid != fi->top)
+    quiet_add(&fi->nothing, p->cmd);
+  else if (fi->n > 1 || f->to_dir)
+    fprintf(stderr, "loom:   pid %d (%.160s%s): %llu events, %llu dropped, %llu warning%s%s%s\n",
+            (int)p->pid, p->cmd, strlen(p->cmd) > 160 ? " ..." : "", d.events, d.dropped,
+            d.warnings, d.warnings == 1 ? "" : "s", f->to_dir ? " -> " : "",
+            f->to_dir ? d.text : "");
+  else /* said once the trace is at -o */
+    snprintf(fi->lone, sizeof fi->lone, "loom: %s: %llu events, %llu flows, %llu device%s, %llu "
+             "dropped, %llu warning%s\n", f->out, d.events, d.flows, d.devices,
+             d.devices == 1 ? "" : "s", d.dropped, d.warnings, d.warnings == 1 ? "" : "s");
+}
+
+/* Several traces into -o FILE.  0, or -1 (said; the caller keeps them). */
+static int finish_merge(finish *fi) {
+  const loom_follow *f = fi->f;
+  /* The first program's trace is at the output: an input, not the output. */
+  char top_in[PATH_MAX + 32];
+  snprintf(top_in, sizeof top_in, "%s/top%s", f->dir, follow_ext(f->out));
+  for (size_t j = 0; j < fi->ninputs; j++)
+    if (!strcmp(fi->inputs[j], f->out) && rename(f->out, top_in) == 0) fi->inputs[j] = top_in;
+  loom_merge_config mc = {.struct_size = sizeof mc, .ninputs = (uint32_t)fi->ninputs,
+                          .inputs = fi->inputs, .output = f->out};
+  loom_merge_result mr = {.struct_size = sizeof mr};
+  if (loom_merge(&mc, &mr) != LOOM_OK) {
+    fprintf(stderr, "loom: cannot merge the %zu traces into %s: %s\n", fi->ninputs, f->out,
+            loom_last_error());
+    return -1;
+  }
+  /* mr.processes counts device processes too: say the programs' traces */
+  char images[64] = "";
+  size_t np = fi->nprocs;
+  if (fi->ninputs > np)
+    snprintf(images, sizeof images, " (and %zu of images before an exec)", fi->ninputs - np);
+  fi->lone[0] = 0; /* said here */
+  fprintf(stderr, "loom: %s: traces of %zu process%s%s merged, %llu events, %llu flows, "
+          "%llu warning%s\n", f->out, np, np == 1 ? "" : "es", images,
+          (unsigned long long)mr.events, (unsigned long long)mr.flows,
+          (unsigned long long)mr.warnings, mr.warnings == 1 ? "" : "s");
+  return 0;
+}
+
+/* The traces to the output: left in -o DIR/, moved or merged into -o FILE.
+ * 1 when the records must be kept instead (nothing at -o FILE). */
+static int finish_output(finish *fi, size_t nwin) {
+  const loom_follow *f = fi->f;
+  int keep = fi->k.n > 0; /* some records are only in their arena: nothing merged */
   if (f->to_dir) {
-    if ((n > 1 || lost || keep) && !(nwin && !ninputs))
-      fprintf(stderr, "loom: %zu trace%s in %s (%llu events)%s\n", ninputs, ninputs == 1 ? "" : "s",
-              f->out, total, lost ? "; some processes wrote none (above)" : "");
-    ninputs = 0; /* they are the output, in place */
+    if ((fi->n > 1 || fi->lost || keep) && !(nwin && !fi->ninputs))
+      fprintf(stderr, "loom: %zu trace%s in %s (%llu events)%s\n", fi->ninputs,
+              fi->ninputs == 1 ? "" : "s", f->out, fi->total,
+              fi->lost ? "; some processes wrote none (above)" : "");
+    fi->ninputs = 0; /* they are the output, in place */
   } else if (keep) {
     fprintf(stderr, "loom: %s was not written: the traces of %zu process%s could not be written\n",
-            f->out, k.n, k.n == 1 ? "" : "es");
-  } else if (ninputs == 1) {
-    if (strcmp(inputs[0], f->out) && follow_move(inputs[0], f->out) != 0) {
+            f->out, fi->k.n, fi->k.n == 1 ? "" : "es");
+  } else if (fi->ninputs == 1) {
+    if (strcmp(fi->inputs[0], f->out) && follow_move(fi->inputs[0], f->out) != 0) {
       fprintf(stderr, "loom: cannot write %s: %s\n", f->out, strerror(errno));
       keep = 1;
     }
-  } else if (ninputs > 1) {
-    /* The first program's trace is at the output: an input, not the output. */
-    char top_in[PATH_MAX + 32];
-    snprintf(top_in, sizeof top_in, "%s/top%s", f->dir, follow_ext(f->out));
-    for (size_t j = 0; j < ninputs; j++)
-      if (!strcmp(inputs[j], f->out) && rename(f->out, top_in) == 0) inputs[j] = top_in;
-    loom_merge_config mc = {.struct_size = sizeof mc, .ninputs = (uint32_t)ninputs,
-                            .inputs = inputs, .output = f->out};
-    loom_merge_result mr = {.struct_size = sizeof mr};
-    if (loom_merge(&mc, &mr) == LOOM_OK) {
-      /* mr.processes counts device processes too: say the programs' traces */
-      char images[64] = "";
-      if (ninputs > nprocs)
-        snprintf(images, sizeof images, " (and %zu of images before an exec)", ninputs - nprocs);
-      lone[0] = 0; /* said here */
-      fprintf(stderr, "loom: %s: traces of %zu process%s%s merged, %llu events, %llu flows, "
-              "%llu warning%s\n", f->out, nprocs, nprocs == 1 ? "" : "es", images,
-              (unsigned long long)mr.events,
-              (unsigned long long)mr.flows, (unsigned long long)mr.warnings,
-              mr.warnings == 1 ? "" : "s");
-    } else {
-      fprintf(stderr, "loom: cannot merge the %zu traces into %s: %s\n", ninputs, f->out,
-              loom_last_error());
-      keep = 1;
-    }
+  } else if (fi->ninputs > 1) {
+    keep = finish_merge(fi) != 0;
   }
-  if (keep) follow_keep_all(f, &k, inputs, f->to_dir ? 0 : ninputs, pids, prog, top);
-  else fputs(lone, stderr);
+  return keep;
+}
+
+int loom__follow_finish(loom_follow *f, const char *prog, int top_status, pid_t top) {
+  finish fi = {.f = f, .top = top, .top_status = top_status};
+  proc *v = scan(f, &fi.n);
+  size_t n = fi.n, nwin = 0;
+  fi.room = n + 1;
+  for (size_t i = 0; i < n; i++) fi.room += follow_exec_count(f, v[i].pid);
+  fi.inputs = calloc(fi.room, sizeof *fi.inputs);
+  fi.pids = calloc(fi.room, sizeof *fi.pids);
+  follow_images im = {.inputs = fi.inputs, .pids = fi.pids, .ninputs = &fi.ninputs,
+                      .cap = fi.room};
+  if (n == 0 && !(WIFEXITED(top_status) && WEXITSTATUS(top_status) == 127))
+    fprintf(stderr, "loom: %s ended before loom could write a trace\n", prog);
+  if (n > 1) fprintf(stderr, "loom: %zu processes:\n", n);
+  for (size_t i = 0; i < n; i++) windows_of(f, &v[i], top, &nwin);
+  for (size_t i = 0; i < n; i++) finish_proc(&fi, &v[i]);
+  fi.nprocs = fi.ninputs; /* then the images that ended by exec, after their processes */
+  for (size_t i = 0; fi.inputs && fi.pids && i < n; i++)
+    fi.total += follow_exec_add(f, &v[i], n > 1 || f->to_dir, &im);
+  quiet_say(&fi.nothing);
+  if (nwin) fprintf(stderr, "loom: %zu window%s written\n", nwin, nwin == 1 ? "" : "s");
+  int keep = finish_output(&fi, nwin);
+  if (keep) follow_keep_all(f, &fi.k, fi.inputs, f->to_dir ? 0 : fi.ninputs, fi.pids, prog, top);
+  else fputs(fi.lone, stderr);
   /* the arenas are not needed once every trace is written or rebuilt; the
    * session folder once the traces in it are merged (or none is kept) */
   if (!keep && strcmp(f->arenas, f->dir)) follow_rm_rf(f->arenas);
-  if (!keep || (strcmp(f->arenas, f->dir) && !k.session[0])) follow_rm_rf(f->dir);
+  if (!keep || (strcmp(f->arenas, f->dir) && !fi.k.session[0])) follow_rm_rf(f->dir);
   for (size_t i = 0; i < n; i++) follow_drop_socket(v[i].pid);
-  kept_free(&k);
+  kept_free(&fi.k);
   follow_exec_free(&im);
-  free(inputs);
-  free(pids);
+  free(fi.inputs);
+  free(fi.pids);
   free(v);
   free(f->ended);
   return keep;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "done.h"
 #include "follow_int.h"
 
 /* <pid>.exec's text in a heap buffer (NULL when none). */
@@ -52,17 +53,15 @@ unsigned long long follow_exec_add(const loom_follow *f, const proc *p, int say,
   for (char *line = t; *line;) {
     char *nl = strchr(line, '\n');
     if (nl) *nl = 0;
-    char *tab = strchr(line, '\t');
-    unsigned long long ev = 0, fl = 0, dv = 0, dr = 0, wn = 0;
-    if (tab && sscanf(line, "%llu %llu %llu %llu %llu", &ev, &fl, &dv, &dr, &wn) == 5 &&
-        *im->ninputs < im->cap) {
+    done_line d;
+    if (done_parse(line, &d) == DONE_TRACE && *im->ninputs < im->cap) {
       im->pids[*im->ninputs] = p->pid;
-      im->inputs[(*im->ninputs)++] = tab + 1;
-      total += ev;
+      im->inputs[(*im->ninputs)++] = d.text;
+      total += d.events;
       if (say)
         fprintf(stderr, "loom:   pid %d, before it exec'd %.160s: %llu events, %llu dropped, "
-                "%llu warning%s%s%s\n", (int)p->pid, p->cmd, ev, dr, wn, wn == 1 ? "" : "s",
-                f->to_dir ? " -> " : "", f->to_dir ? tab + 1 : "");
+                "%llu warning%s%s%s\n", (int)p->pid, p->cmd, d.events, d.dropped, d.warnings,
+                d.warnings == 1 ? "" : "s", f->to_dir ? " -> " : "", f->to_dir ? d.text : "");
     }
     if (!nl) break;
     line = nl + 1;

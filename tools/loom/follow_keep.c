@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "salvage/salvage.h"
-#include "ctl/ctl.h"
+#include "cli.h"
+#include "done.h"
 #include "follow_int.h"
 #include "loom/loom.h"
 
@@ -103,14 +103,14 @@ int follow_rebuild(const loom_follow *f, proc *p, pid_t top, int top_status, con
   if (access(path, F_OK) != 0) return -1;
   follow_ended(f, p->pid, top, top_status, failed, how, sizeof how);
   snprintf(dest, sizeof dest, "%s/rebuilt-%d%s", f->dir, (int)p->pid, follow_ext(f->out));
-  loom__salvage_opts o = {.death = how, .out = f->to_dir ? NULL : dest, .quiet_unused = 1,
+  loom_tools_salvage_opts o = {.death = how, .out = f->to_dir ? NULL : dest, .quiet_unused = 1,
                           .asked = f->asked};
-  loom__salvage_result r;
-  if (loom__salvage_to(path, &o, &r) != LOOM_OK) {
+  loom_tools_salvage_result r;
+  if (cli_tools()->salvage_to(path, &o, &r) != LOOM_OK) {
     char comm[64], out[8], err[1024];
     int pid, pending = 0;
     snprintf(err, sizeof err, "%s", loom_last_error());
-    if (loom__salvage_peek(path, &pid, comm, sizeof comm, out, sizeof out, &pending) == 0 &&
+    if (cli_tools()->salvage_peek(path, &pid, comm, sizeof comm, out, sizeof out, &pending) == 0 &&
         pending) {
       snprintf(msg, n, "%s; its trace could not be rebuilt there: %s", failed[0] ? "" : how, err);
       return -2;
@@ -120,10 +120,10 @@ int follow_rebuild(const loom_follow *f, proc *p, pid_t top, int top_status, con
   }
   unlink(path); /* rebuilt: its memory is not needed any more */
   if (failed[0]) snprintf(how, sizeof how, "could not write its trace");
-  snprintf(p->done, sizeof p->done, "%llu %llu %llu %llu %llu\t%s",
-           (unsigned long long)r.events, (unsigned long long)r.flows,
-           (unsigned long long)r.devices, (unsigned long long)r.dropped,
-           (unsigned long long)r.warnings, r.out);
+  done_line d = {.kind = DONE_TRACE, .events = r.events, .flows = r.flows,
+                 .devices = r.devices, .dropped = r.dropped, .warnings = r.warnings,
+                 .text = r.out};
+  done_format(p->done, sizeof p->done, &d);
   char open_at[96] = "";
   if (r.unclosed)
     snprintf(open_at, sizeof open_at, ", %llu open at death (ended at its last record)",
@@ -277,8 +277,9 @@ void follow_drop_socket(pid_t pid) {
   char dir[4096], sock[4200];
   struct stat st;
   for (int i = 0; i < 2; i++) {
-    loom__ctl_dir_name(dir, sizeof dir, i ? NULL : getenv("XDG_RUNTIME_DIR"), geteuid());
-    if (loom__ctl_sock_path(sock, sizeof sock, dir, (long)pid) == 0 && lstat(sock, &st) == 0 &&
+    const loom_tools *lt = cli_tools();
+    lt->ctl_dir_name(dir, sizeof dir, i ? NULL : getenv("XDG_RUNTIME_DIR"), geteuid());
+    if (lt->ctl_sock_path(sock, sizeof sock, dir, (long)pid) == 0 && lstat(sock, &st) == 0 &&
         S_ISSOCK(st.st_mode) && st.st_uid == geteuid() && kill(pid, 0) != 0 && errno == ESRCH)
       unlink(sock);
   }

@@ -8,9 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "enable.h"
 #include "loom/loom.h"
 #include "loom/plugin.h"
+
+const loom_tools *cli_tools(void) {
+  static const loom_tools *t;
+  if (!t && !(t = LOOM_TOOLS_GET())) {
+    fprintf(stderr, "loom: %s\n", loom_last_error());
+    exit(1);
+  }
+  return t;
+}
 
 static const char *state_name(loom_backend_state s) {
   switch (s) {
@@ -46,7 +56,8 @@ static int cmd_backends(int argc, char **argv) {
   size_t nextra = 0;
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--no-probe")) probe = 0;
-    else if (!strcmp(argv[i], "--plugin") && i + 1 < argc && nextra < 64) extra[nextra++] = argv[++i];
+    else if (!strcmp(argv[i], "--plugin") && i + 1 < argc && nextra < 64)
+      extra[nextra++] = argv[++i];
     else {
       fprintf(stderr, "usage: loom backends [--no-probe] [--plugin PATH]...\n");
       return 2;
@@ -74,7 +85,8 @@ static int cmd_backends(int argc, char **argv) {
 /* loom convert IN OUT: any format loom reads to any it writes. */
 static int cmd_convert(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: loom convert IN OUT   (OUT: .json, .json.gz, .pftrace or .pftrace.gz)\n");
+    fprintf(stderr,
+            "usage: loom convert IN OUT   (OUT: .json, .json.gz, .pftrace or .pftrace.gz)\n");
     return 2;
   }
   loom_trace *t;
@@ -85,7 +97,8 @@ static int cmd_convert(int argc, char **argv) {
   /* What the input says about itself, the reader's bad values among it
    * (they travel into OUT as its warnings). */
   size_t nw = loom_trace_warning_count(t);
-  for (size_t i = 0; i < nw && i < 20; i++) fprintf(stderr, "loom: warning: %s\n", loom_trace_warning(t, i));
+  for (size_t i = 0; i < nw && i < 20; i++)
+    fprintf(stderr, "loom: warning: %s\n", loom_trace_warning(t, i));
   if (nw > 20) fprintf(stderr, "loom: ... and %zu more warnings (in %s)\n", nw - 20, argv[3]);
   loom_status st = loom_trace_save(t, argv[3]);
   if (st != LOOM_OK) {
@@ -107,72 +120,97 @@ int cmd_merge(int argc, char **argv);         /* merge.c */
 int cmd_trigger(int argc, char **argv);       /* trigger.c */
 int cmd_salvage(int argc, char **argv);       /* salvage.c */
 
+/* loom report's command line. */
+typedef struct report_args {
+  const char *in, *out, *html; /* in: the first trace; NULL: nothing to do (usage) */
+  int json;
+  loom_report_options o;
+} report_args;
+
+/* --wait-threshold US into o.  0, or -1 after a message. */
+static int report_wait_threshold(const char *v, loom_report_options *o) {
+  char *end;
+  double us = strtod(v, &end);
+  if (end == v || *end || !(us >= 0) || us > 9e12) {
+    fprintf(stderr, "loom report: --wait-threshold wants microseconds (a number >= 0), "
+            "not '%s'\n", v);
+    return -1;
+  }
+  o->wait_threshold_ns = us > 0 ? (int64_t)(us * 1000 + 0.5) : -1;
+  if (!o->wait_threshold_ns) o->wait_threshold_ns = -1;
+  return 0;
+}
+
+/* argv[2..] into a; the traces after the first go to more (room for argc).
+ * A bad option is said and leaves a->in NULL. */
+static void report_parse(int argc, char **argv, report_args *a, const char **more) {
+  loom_report_options *o = &a->o;
+  for (int i = 2; i < argc; i++) {
+    const char *s = argv[i];
+    int more_args = i + 1 < argc;
+    if (!strcmp(s, "--json")) a->json = 1;
+    else if (!strcmp(s, "--html") && more_args) a->html = argv[++i];
+    else if (!strcmp(s, "-o") && more_args) a->out = argv[++i];
+    else if (!strcmp(s, "--top") && more_args) o->top = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(s, "--all")) o->top = 0;
+    else if (!strcmp(s, "--sort-memory") && more_args)
+      o->sort_memory = strtoull(argv[++i], NULL, 10) << 20;
+    else if (!strcmp(s, "--include-last-step")) o->hta_include_last_step = 1;
+    else if (!strcmp(s, "--wait-threshold") && more_args) {
+      if (report_wait_threshold(argv[++i], o) != 0) {
+        a->in = NULL;
+        return;
+      }
+    } else if (s[0] == '-' && s[1]) {
+      fprintf(stderr, "loom report: unknown or incomplete option '%s'\n", s);
+      a->in = NULL;
+      return;
+    } else if (!a->in) a->in = s;
+    else more[o->nmore_traces++] = s;
+  }
+}
+
+/* The report of a->in (and the ranks in a->o.more_traces) as text or JSON
+ * (-o, else stdout) and HTML (--html).  0, or 1 after a message. */
+static int report_write(const report_args *a) {
+  loom_report *r;
+  if (loom_report_open(a->in, &a->o, &r) != LOOM_OK) {
+    fprintf(stderr, "loom report: %s\n", loom_last_error());
+    return 1;
+  }
+  int rc = 0;
+  if (loom_report_write(r, a->json ? LOOM_REPORT_JSON : LOOM_REPORT_TEXT, a->out) != LOOM_OK) {
+    fprintf(stderr, "loom report: %s\n", loom_last_error());
+    rc = 1;
+  }
+  if (a->html && loom_report_write(r, LOOM_REPORT_HTML, a->html) != LOOM_OK) {
+    fprintf(stderr, "loom report: %s\n", loom_last_error());
+    rc = 1;
+  } else if (a->html) {
+    fprintf(stderr, "loom report: wrote %s\n", a->html);
+  }
+  loom_report_free(r);
+  return rc;
+}
+
 /* loom report TRACE... [--json] [-o FILE] [--html FILE] [--top N] ...
  * Several traces: one rank each, analysed across ranks (docs/report.md). */
 static int cmd_report(int argc, char **argv) {
-  const char *in = NULL, *out = NULL, *html = NULL;
   const char **more = calloc((size_t)argc, sizeof *more);
-  size_t nmore = 0;
-  int json = 0;
-  loom_report_options o = {.struct_size = sizeof o, .top = 20};
   if (!more) {
     fprintf(stderr, "loom report: out of memory\n");
     return 1;
   }
-  for (int i = 2; i < argc; i++) {
-    const char *a = argv[i];
-    int more_args = i + 1 < argc;
-    if (!strcmp(a, "--json")) json = 1;
-    else if (!strcmp(a, "--html") && more_args) html = argv[++i];
-    else if (!strcmp(a, "-o") && more_args) out = argv[++i];
-    else if (!strcmp(a, "--top") && more_args) o.top = strtoull(argv[++i], NULL, 10);
-    else if (!strcmp(a, "--all")) o.top = 0;
-    else if (!strcmp(a, "--sort-memory") && more_args) o.sort_memory = strtoull(argv[++i], NULL, 10) << 20;
-    else if (!strcmp(a, "--include-last-step")) o.hta_include_last_step = 1;
-    else if (!strcmp(a, "--wait-threshold") && more_args) {
-      char *end;
-      double us = strtod(argv[++i], &end);
-      if (end == argv[i] || *end || !(us >= 0) || us > 9e12) {
-        fprintf(stderr, "loom report: --wait-threshold wants microseconds (a number >= 0), not '%s'\n", argv[i]);
-        in = NULL;
-        break;
-      }
-      o.wait_threshold_ns = us > 0 ? (int64_t)(us * 1000 + 0.5) : -1;
-      if (!o.wait_threshold_ns) o.wait_threshold_ns = -1;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "loom report: unknown or incomplete option '%s'\n", a);
-      in = NULL;
-      break;
-    } else if (!in) in = a;
-    else more[nmore++] = a;
-  }
-  o.more_traces = more;
-  o.nmore_traces = nmore;
-  if (!in) {
-    fprintf(stderr, "usage: loom report TRACE... [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
-                    "                   [--sort-memory MB] [--include-last-step] [--wait-threshold US]\n"
-                    "  several traces: one rank each, compared across ranks\n");
-    free(more);
-    return 2;
-  }
-  loom_report *r;
-  if (loom_report_open(in, &o, &r) != LOOM_OK) {
-    fprintf(stderr, "loom report: %s\n", loom_last_error());
-    free(more);
-    return 1;
-  }
-  int rc = 0;
-  if (loom_report_write(r, json ? LOOM_REPORT_JSON : LOOM_REPORT_TEXT, out) != LOOM_OK) {
-    fprintf(stderr, "loom report: %s\n", loom_last_error());
-    rc = 1;
-  }
-  if (html && loom_report_write(r, LOOM_REPORT_HTML, html) != LOOM_OK) {
-    fprintf(stderr, "loom report: %s\n", loom_last_error());
-    rc = 1;
-  } else if (html) {
-    fprintf(stderr, "loom report: wrote %s\n", html);
-  }
-  loom_report_free(r);
+  report_args a = {.o = {.struct_size = sizeof a.o, .top = 20, .more_traces = more}};
+  report_parse(argc, argv, &a, more);
+  int rc = 2;
+  if (!a.in)
+    fprintf(stderr, "usage: loom report TRACE... [--json] [-o FILE] [--html FILE] "
+            "[--top N | --all]\n"
+            "                   [--sort-memory MB] [--include-last-step] [--wait-threshold US]\n"
+            "  several traces: one rank each, compared across ranks\n");
+  else
+    rc = report_write(&a);
   free(more);
   return rc;
 }
@@ -186,7 +224,8 @@ static void usage(FILE *f) {
              "               write the records loom record kept when it could not write\n"
              "               its trace (it prints the command)\n"
              "  convert IN OUT\n"
-             "               convert a trace (Chrome/Kineto JSON, .json.gz, .pftrace, .pftrace.gz)\n"
+             "               convert a trace (Chrome/Kineto JSON, .json.gz, .pftrace, "
+             ".pftrace.gz)\n"
              "  report TRACE... [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
              "               analyse a trace: devices, kernels, transfers, launch latency,\n"
              "               overlap, host ops, user ranges, steps, CPU samples, HTA's figures\n"
@@ -215,11 +254,12 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "backends")) return cmd_backends(argc, argv);
   if (!strcmp(argv[1], "convert")) return cmd_convert(argc, argv);
   if (!strcmp(argv[1], "report")) return cmd_report(argc, argv);
-  if (!strcmp(argv[1], "record")) return cmd_record(argc, argv);
-  if (!strcmp(argv[1], "check-backend")) return cmd_check_backend(argc, argv);
   if (!strcmp(argv[1], "merge")) return cmd_merge(argc, argv);
-  if (!strcmp(argv[1], "trigger")) return cmd_trigger(argc, argv);
-  if (!strcmp(argv[1], "salvage")) return cmd_salvage(argc, argv);
+  /* these reach the library's insides: checked before anything is done */
+  if (!strcmp(argv[1], "record")) return cli_tools(), cmd_record(argc, argv);
+  if (!strcmp(argv[1], "check-backend")) return cli_tools(), cmd_check_backend(argc, argv);
+  if (!strcmp(argv[1], "trigger")) return cli_tools(), cmd_trigger(argc, argv);
+  if (!strcmp(argv[1], "salvage")) return cli_tools(), cmd_salvage(argc, argv);
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;

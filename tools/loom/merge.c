@@ -13,7 +13,8 @@
 
 static int usage(void) {
   fprintf(stderr, "usage: loom merge TRACE... -o OUT [--sort-memory SIZE] [--no-align]\n"
-                  "  OUT: .json, .json.gz, .pftrace or .pftrace.gz; one process group per rank, clocks\n"
+                  "  OUT: .json, .json.gz, .pftrace or .pftrace.gz; one process group per rank, "
+                  "clocks\n"
                   "  aligned from the traces' clock_sync points, messages as flows\n"
                   "  --sort-memory SIZE: memory for the sort (default 256m, at least 1m;\n"
                   "  k, m, g suffixes; a plain number is MiB); beyond it, sorted runs go\n"
@@ -47,7 +48,8 @@ int cmd_merge(int argc, char **argv) {
     else if (!strcmp(a, "--sort-memory") && more) {
       cfg.sort_memory = parse_size(argv[++i]);
       if (cfg.sort_memory < (1u << 20)) {
-        fprintf(stderr, "loom merge: --sort-memory '%s' is not a size of at least 1m (e.g. 64m, 2g)\n",
+        fprintf(stderr,
+                "loom merge: --sort-memory '%s' is not a size of at least 1m (e.g. 64m, 2g)\n",
                 argv[i]);
         free(in);
         return 2;
@@ -77,7 +79,8 @@ int cmd_merge(int argc, char **argv) {
   }
   printf("%s: %u processes, %llu events, %llu flows, %llu warnings (sorted in %llu runs, %llu "
          "spilled, within %llu MiB)\n", cfg.output, r.processes, (unsigned long long)r.events,
-         (unsigned long long)r.flows, (unsigned long long)r.warnings, (unsigned long long)r.sort_runs,
+         (unsigned long long)r.flows, (unsigned long long)r.warnings,
+         (unsigned long long)r.sort_runs,
          (unsigned long long)r.sort_spilled, (unsigned long long)(r.sort_memory >> 20));
   return 0;
 }

@@ -55,22 +55,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "window/trigger.h"
-#include "ctl/ctl.h"
 #include "loom/loom.h"
+#include "loom/tools.h"
+#include "done.h"
 #include "preload_id.h"
 #include "util/util.h"
 
-/* src/session/fork.c, private to loom-preload. */
-void loom__fork_child(void);
-/* src/record/arena.c, private to loom-preload: the records in shared memory
- * (docs/survival.md). */
-int loom__arena_begin(const char *path, const char *out);
-void loom__arena_end(void);
-void loom__arena_maps(void);
-void loom__arena_off(void);
-/* src/core/bkarena.c: fn runs when a device runtime's backend is first used. */
-void loom__bka_set_device_hook(void (*fn)(void));
+/* libloom's private table (the arena, the control socket, fork): set by the
+ * constructor, before anything else here runs; NULL: this process records
+ * nothing (the library is from another build, said on stderr). */
+static const loom_tools *tools;
 
 static loom_session *session;
 static pid_t session_pid; /* the process the session records */
@@ -86,7 +80,7 @@ static atomic_int serving_signal; /* the watcher saves for a signal handler */
 static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGSEGV, SIGBUS, SIGILL, SIGABRT, SIGFPE};
 enum { NCAUGHT = sizeof caught / sizeof caught[0] };
 
-/* <dir>/<pid>.done, one line per trace written: "events flows devices
+/* <dir>/<pid>.done, one line per trace written (done.h): "events flows devices
  * dropped warnings\tTRACE", "window SEQ events ...\tTRACE" for each window
  * of a session that writes several (kept where they are, not merged),
  * "failed\tMESSAGE", or "none\tMESSAGE" (window mode, no window recorded).
@@ -111,18 +105,23 @@ static void add_done_line(const char *line) {
   pthread_mutex_unlock(&done_mu);
 }
 
+/* The line (done.h) of trace t written to out. */
+static done_line written(const loom_trace *t, const char *out) {
+  loom_trace_summary s = {.struct_size = sizeof s};
+  loom_trace_summarize(t, &s);
+  return (done_line){.kind = DONE_TRACE, .events = s.events, .flows = s.flows,
+                     .devices = s.devices, .dropped = s.dropped, .warnings = s.warnings,
+                     .text = out};
+}
+
 static void summary(const char *out, loom_status st, const loom_trace *t, unsigned window) {
-  char line[4400], head[32] = "";
+  char line[4400];
   if (st != LOOM_OK) {
     snprintf(line, sizeof line, "failed\tto write %s: %s", out, loom_last_error());
   } else {
-    loom_trace_summary s = {.struct_size = sizeof s};
-    loom_trace_summarize(t, &s);
-    if (window) snprintf(head, sizeof head, "window %u ", window);
-    snprintf(line, sizeof line, "%s%llu %llu %llu %llu %llu\t%s", head,
-             (unsigned long long)s.events, (unsigned long long)s.flows,
-             (unsigned long long)s.devices, (unsigned long long)s.dropped,
-             (unsigned long long)s.warnings, out);
+    done_line d = written(t, out);
+    if (window) d.kind = DONE_WINDOW, d.seq = window;
+    done_format(line, sizeof line, &d);
   }
   add_done_line(line);
 }
@@ -157,10 +156,10 @@ static void window_done(loom_trace *t, const char *out, unsigned seq, void *ud) 
   summary(out, st, t, strcmp(p, out) ? seq : 0);
   /* written: not to be rebuilt; but after a dump the ring records on, and
    * a death is rebuilt from it as without the dump */
-  if (st == LOOM_OK && !ring_dump(t)) loom__arena_end();
+  if (st == LOOM_OK && !ring_dump(t)) tools->arena_end();
   else if (st != LOOM_OK) atomic_fetch_add(&windows_failed, 1);
   atomic_fetch_add(&windows_written, 1);
-  loom__ctl_window_done(out, st == LOOM_OK, st == LOOM_OK ? NULL : loom_last_error());
+  tools->ctl_window_done(out, st == LOOM_OK, st == LOOM_OK ? NULL : loom_last_error());
 }
 
 /* Stops the session and writes the trace, once. */
@@ -185,7 +184,7 @@ static void save(void) {
       add_done_line("none\trecorded no window (the program ended before its window began)");
     loom_session_destroy(s);
     if (!atomic_load(&windows_failed)) arena_free();
-    loom__ctl_stop("the program ended before the window did");
+    tools->ctl_stop("the program ended before the window did");
     pthread_mutex_unlock(&save_mu);
     return;
   }
@@ -202,13 +201,13 @@ static void save(void) {
    * backends' records in the arena): loom record rebuilds the whole trace
    * from there (src/salvage/salvage.c) or keeps it; the process is ending. */
   if (st == LOOM_OK) {
-    loom__arena_end();
+    tools->arena_end();
     loom_session_destroy(s);
     arena_free();
   }
   if (st != LOOM_OK) fprintf(stderr, "loom: %s\n", loom_last_error());
   loom_trace_free(t);
-  loom__ctl_stop("the program ended before the window did");
+  tools->ctl_stop("the program ended before the window did");
   pthread_mutex_unlock(&save_mu);
 }
 
@@ -231,15 +230,13 @@ static void exec_path(char *out, size_t n, const char *trace, unsigned seq) {
 static void exec_line(const loom_trace *t, const char *out) {
   char path[4096], line[4400];
   if (loom__rec_file(path, sizeof path, ".exec") != 0) return;
-  loom_trace_summary s = {.struct_size = sizeof s};
-  loom_trace_summarize(t, &s);
-  int k = snprintf(line, sizeof line, "%llu %llu %llu %llu %llu\t%s\n",
-                   (unsigned long long)s.events, (unsigned long long)s.flows,
-                   (unsigned long long)s.devices, (unsigned long long)s.dropped,
-                   (unsigned long long)s.warnings, out);
+  done_line d = written(t, out);
+  int k = done_format(line, sizeof line - 1, &d); /* then its newline */
+  int fits = k > 0 && (size_t)k < sizeof line - 1;
+  if (fits) line[k++] = '\n';
   int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return;
-  if (k > 0 && (size_t)k < sizeof line && write(fd, line, (size_t)k) != k) {
+  if (fits && write(fd, line, (size_t)k) != k) {
   }
   close(fd);
 }
@@ -265,12 +262,13 @@ void loom__rec_before_exec(void) {
   /* the merge keeps this trace's pid: one process with the next image's
    * (the arena is off first: launchers close every descriptor before an
    * exec, and a new block there would warn of it for nothing) */
-  loom__arena_off();
+  tools->arena_off();
   loom_meta_set("loom_exec_image", "1");
   loom_status st = loom_session_stop(s, &t);
   loom_meta_set("loom_exec_image", NULL);
   char started[4096];
-  if (st == LOOM_OK && t && !worth_writing(t) && loom__rec_file(started, sizeof started, ".started") == 0)
+  if (st == LOOM_OK && t && !worth_writing(t) &&
+      loom__rec_file(started, sizeof started, ".started") == 0)
     unlink(started); /* nothing to say of this image: the next one marks the process */
   if (st == LOOM_OK && t && worth_writing(t)) {
     char base[4096], out[4200];
@@ -280,11 +278,11 @@ void loom__rec_before_exec(void) {
     else fprintf(stderr, "loom: %s (the records this process made before its exec are lost)\n",
                  loom_last_error());
   }
-  loom__arena_end();
+  tools->arena_end();
   loom_session_destroy(s);
   arena_free();
   loom_trace_free(t);
-  loom__ctl_stop("the program replaced itself (exec)");
+  tools->ctl_stop("the program replaced itself (exec)");
   pthread_mutex_unlock(&save_mu);
 }
 
@@ -318,8 +316,9 @@ static void on_signal(int sig) {
       int n = poll(&p, 1, stopped ? -1 : stop_wait_ms);
       if (n < 0 && errno == EINTR) continue;
       if (n == 0)
-        say("loom: the session did not stop within LOOM_RECORD_STOP_WAIT of the signal (the thread it "
-            "interrupted may hold a lock the stop needs): the program ends now and loom record ",
+        say("loom: the session did not stop within LOOM_RECORD_STOP_WAIT of the signal (the "
+            "thread it interrupted may hold a lock the stop needs): the program ends now and "
+            "loom record ",
             "rebuilds its trace from shared memory\n");
       if (n <= 0) break;
       ssize_t r = read(ackpipe[0].fd, &ack, 1);
@@ -392,7 +391,8 @@ static void begin(void) {
   if (!may_record()) return;
   if (loom__rec_options(opts, sizeof opts, getenv("LOOM_RECORD_OPTIONS")) != 0) {
     fprintf(stderr, "loom: session options too long; recording without process labels\n");
-    snprintf(opts, sizeof opts, "%s", getenv("LOOM_RECORD_OPTIONS") ? getenv("LOOM_RECORD_OPTIONS") : "");
+    const char *given = getenv("LOOM_RECORD_OPTIONS");
+    snprintf(opts, sizeof opts, "%s", given ? given : "");
   }
   /* the rank the launcher gave ({rank} in window names, src/window/trigger.c) */
   if (loom__rec_rank()) loom_meta_set("rank", loom__rec_rank());
@@ -412,14 +412,14 @@ static void begin(void) {
     }
     opts[l] = 0;
   }
-  loom__trigger_set_done(window_done, NULL);
+  loom_window_callback_set(window_done, NULL);
   loom_session_config cfg = {.struct_size = sizeof cfg,
                              .devices = getenv("LOOM_RECORD_DEVICES"),
                              .options = opts,
                              .name = getenv("LOOM_RECORD_NAME")};
   char arena[4096], outbuf[4096];
   if (loom__rec_file(arena, sizeof arena, ".arena") == 0 &&
-      loom__arena_begin(arena, loom__rec_trace_path(outbuf, sizeof outbuf)) != 0)
+      tools->arena_begin(arena, loom__rec_trace_path(outbuf, sizeof outbuf)) != 0)
     fprintf(stderr, "loom: cannot create %s (%s); recording goes on, but if this process "
             "is killed its records are lost\n", arena, strerror(errno));
   loom__rec_mark_started();
@@ -431,8 +431,8 @@ static void begin(void) {
     session = NULL;
     return;
   }
-  if (loom__trigger_wanted()) { /* window or ring mode: loom trigger's socket (ctl.c) */
-    loom__ctl_start();
+  if (tools->trigger_wanted()) { /* window or ring mode: loom trigger's socket (ctl.c) */
+    tools->ctl_start();
     start_watcher();
   }
 }
@@ -502,8 +502,8 @@ static void forked_child(void) {
   close_pipes();
   atomic_store(&watching, 0); /* the parent's watcher is not here */
   top = 0;
-  loom__ctl_forked();
-  loom__fork_child();
+  tools->ctl_forked();
+  tools->fork_child();
   if (follow_mode() < 2) return;
   begin(); /* the watcher as in any process: when a device runtime is used */
 }
@@ -530,11 +530,15 @@ __attribute__((constructor)) static void loom_record_start(void) {
   top = pid && atol(pid) == (long)getpid();
   if (!getenv("LOOM_RECORD_DIR") && !top) return;
   int follow = follow_mode();
-  if (follow > 0) pthread_atfork(NULL, NULL, forked_child);
   if (!top && follow == 0) return;
+  if (!(tools = LOOM_TOOLS_GET())) {
+    fprintf(stderr, "loom: not recording (pid %d): %s\n", (int)getpid(), loom_last_error());
+    return;
+  }
+  if (follow > 0) pthread_atfork(NULL, NULL, forked_child);
   const char *wait = getenv("LOOM_RECORD_STOP_WAIT");
   if (wait && atof(wait) > 0) stop_wait_ms = (int)(atof(wait) * 1000);
-  loom__bka_set_device_hook(start_watcher);
+  tools->device_hook_set(start_watcher);
   begin();
   if (!session) return;
   atexit(save);

@@ -92,59 +92,44 @@ static int check_options(const char *options) {
   return 0;
 }
 
-int cmd_record(int argc, char **argv) {
-  record_opts ro;
-  int rc = record_opts_parse(&ro, argc, argv);
-  if (rc) return rc;
-  const char *out = ro.out, *devices = ro.devices, *follow = ro.follow;
-  const char *options = ro.options;
-  int i = ro.prog;
-  char libdir[PATH_MAX];
-  if (tool_libdir(libdir, sizeof libdir) != 0) {
-    fprintf(stderr, "loom record: cannot find loom-preload.so (set LOOM_LIBEXEC to its folder)\n");
-    return 2;
-  }
-  char preload[PATH_MAX + 32], outbuf[PATH_MAX], default_devices[1024];
-  snprintf(preload, sizeof preload, "%s/loom-preload.so", libdir);
+/* The output: -o, else loom-PROGRAM.json; to_dir: a folder (-o DIR/, or
+ * one that exists).  NULL after a message when -o FILE cannot be written. */
+static const char *record_output(const record_opts *ro, char **argv, char *buf, size_t n,
+                                 int *to_dir) {
+  const char *out = ro->out;
   if (!out) {
-    char *prog = strdup(argv[i]);
-    snprintf(outbuf, sizeof outbuf, "loom-%s.json", basename(prog));
+    char *prog = strdup(argv[ro->prog]);
+    snprintf(buf, n, "loom-%s.json", basename(prog));
     free(prog);
-    out = outbuf;
+    out = buf;
   }
   struct stat ost;
   size_t olen = strlen(out);
-  int to_dir = (olen && out[olen - 1] == '/') || (stat(out, &ost) == 0 && S_ISDIR(ost.st_mode));
-  if (!to_dir && record_opts_check_out(out, 0)) return 2;
-  loom_follow fw;
-  if (loom__follow_setup(&fw, out, follow) != 0) return 2;
-  fw.asked = ro.devices;
-  if (to_dir && record_opts_check_out(out, 1)) {
-    loom__follow_abandon(&fw);
-    rmdir(out); /* made by the setup (or empty) */
-    return 2;
-  }
-  /* Every plug-in, enabled in the program as its backend's table says. */
-  plugin_set found = {0};
-  int bad = plugins_discover(&found, libdir, (char *const *)ro.plugins, ro.nplugins, "loom record");
-  /* with every plug-in registered: their declared options are checked too */
-  if (!bad && (check_namespaces(options) || check_options(options))) {
-    plugins_free(&found);
-    loom__follow_abandon(&fw);
-    return 2;
-  }
-  if (bad || plugins_enable(&found, preload, default_devices, sizeof default_devices) != 0) {
-    plugins_free(&found);
-    loom__follow_abandon(&fw);
-    return 2;
-  }
-  plugins_free(&found);
-  if (!devices) devices = default_devices;
-  setenv("LOOM_RECORD_OUTPUT", out, 1);
-  setenv("LOOM_RECORD_DEVICES", devices, 1);
-  setenv("LOOM_RECORD_NAME", argv[i], 1);
-  if (*options) setenv("LOOM_RECORD_OPTIONS", options, 1);
+  *to_dir = (olen && out[olen - 1] == '/') || (stat(out, &ost) == 0 && S_ISDIR(ost.st_mode));
+  if (!*to_dir && record_opts_check_out(out, 0)) return NULL;
+  return out;
+}
 
+/* Every plug-in, enabled in the program as its backend's table says, and
+ * the options checked with every plug-in registered (their declared
+ * options too); default_devices: what they serve.  0, or 2 after a
+ * message. */
+static int record_plugins(const record_opts *ro, const char *libdir, const char *preload,
+                          char *default_devices, size_t n) {
+  plugin_set found = {0};
+  int bad = plugins_discover(&found, libdir, (char *const *)ro->plugins, ro->nplugins,
+                             "loom record");
+  if (!bad && (check_namespaces(ro->options) || check_options(ro->options))) bad = 1;
+  if (!bad && plugins_enable(&found, preload, default_devices, n) != 0) bad = 1;
+  plugins_free(&found);
+  return bad ? 2 : 0;
+}
+
+/* Runs the program (argv from prog) with signals forwarded, waits for it
+ * and every process it starts, and writes or keeps their traces; loom
+ * record's exit status (the program's, or LOOM_RECORD_KEPT; a signal that
+ * ended it ends loom record too). */
+static int record_run(loom_follow *fw, char **argv, int prog) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = forward;
@@ -154,7 +139,7 @@ int cmd_record(int argc, char **argv) {
   child = fork();
   if (child < 0) {
     perror("loom record: fork");
-    loom__follow_abandon(&fw);
+    loom__follow_abandon(fw);
     return 2;
   }
   if (child == 0) {
@@ -163,17 +148,17 @@ int cmd_record(int argc, char **argv) {
     setenv("LOOM_RECORD_PID", pid, 1);
     for (size_t k = 0; k < sizeof forwarded / sizeof forwarded[0]; k++)
       signal(forwarded[k], SIG_DFL);
-    execvp(argv[i], &argv[i]);
-    fprintf(stderr, "loom record: cannot run %s: %s\n", argv[i], strerror(errno));
+    execvp(argv[prog], &argv[prog]);
+    fprintf(stderr, "loom record: cannot run %s: %s\n", argv[prog], strerror(errno));
     _exit(127);
   }
   /* the terminal may be gone (SIGHUP): a message that cannot be written
    * must not end loom record before the traces are */
   signal(SIGPIPE, SIG_IGN);
-  loom__mapsnap_start(fw.arenas); /* libraries loaded while recording, for the salvager */
-  int status = loom__follow_wait(&fw, child);
+  loom__mapsnap_start(fw->arenas); /* libraries loaded while recording, for the salvager */
+  int status = loom__follow_wait(fw, child);
   loom__mapsnap_stop();
-  int kept = loom__follow_finish(&fw, argv[i], status, child);
+  int kept = loom__follow_finish(fw, argv[prog], status, child);
   if (kept && WIFEXITED(status) && WEXITSTATUS(status) == 0) return LOOM_RECORD_KEPT;
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
@@ -182,4 +167,36 @@ int cmd_record(int argc, char **argv) {
     return 128 + sig;
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+int cmd_record(int argc, char **argv) {
+  record_opts ro;
+  int rc = record_opts_parse(&ro, argc, argv), to_dir;
+  if (rc) return rc;
+  char libdir[PATH_MAX];
+  if (tool_libdir(libdir, sizeof libdir) != 0) {
+    fprintf(stderr, "loom record: cannot find loom-preload.so (set LOOM_LIBEXEC to its folder)\n");
+    return 2;
+  }
+  char preload[PATH_MAX + 32], outbuf[PATH_MAX], default_devices[1024];
+  snprintf(preload, sizeof preload, "%s/loom-preload.so", libdir);
+  const char *out = record_output(&ro, argv, outbuf, sizeof outbuf, &to_dir);
+  if (!out) return 2;
+  loom_follow fw;
+  if (loom__follow_setup(&fw, out, ro.follow) != 0) return 2;
+  fw.asked = ro.devices;
+  if (to_dir && record_opts_check_out(out, 1)) {
+    loom__follow_abandon(&fw);
+    rmdir(out); /* made by the setup (or empty) */
+    return 2;
+  }
+  if (record_plugins(&ro, libdir, preload, default_devices, sizeof default_devices) != 0) {
+    loom__follow_abandon(&fw);
+    return 2;
+  }
+  setenv("LOOM_RECORD_OUTPUT", out, 1);
+  setenv("LOOM_RECORD_DEVICES", ro.devices ? ro.devices : default_devices, 1);
+  setenv("LOOM_RECORD_NAME", argv[ro.prog], 1);
+  if (*ro.options) setenv("LOOM_RECORD_OPTIONS", ro.options, 1);
+  return record_run(&fw, argv, ro.prog);
 }

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "salvage/salvage.h"
+#include "cli.h"
 #include "follow_int.h" /* follow_rm_rf */
 #include "kept.h"
 #include "loom/loom.h"
@@ -52,7 +52,7 @@ static void dest_of(const kept *k, size_t i, const char *out, int to_dir, char *
   int pid, pending;
   snprintf(path, sizeof path, "%s/%s", k->dir, it->path);
   if (to_dir) {
-    if (!it->arena || loom__salvage_peek(path, &pid, comm, sizeof comm, name, sizeof name,
+    if (!it->arena || cli_tools()->salvage_peek(path, &pid, comm, sizeof comm, name, sizeof name,
                                          &pending) != 0)
       snprintf(name, sizeof name, "%s", it->path);
     const char *b = strrchr(name, '/');
@@ -92,10 +92,10 @@ static int take(const kept *k, size_t i, const char *out, int to_dir, plan *p) {
   } else {
     char path[PATH_MAX * 2 + 2];
     snprintf(path, sizeof path, "%s/%s", k->dir, it->path);
-    loom__salvage_opts o = {.death = it->how[0] ? it->how : "could not write its trace",
+    loom_tools_salvage_opts o = {.death = it->how[0] ? it->how : "could not write its trace",
                             .out = d, .quiet_unused = 1};
-    loom__salvage_result r;
-    if (loom__salvage_to(path, &o, &r) != LOOM_OK) return -1;
+    loom_tools_salvage_result r;
+    if (cli_tools()->salvage_to(path, &o, &r) != LOOM_OK) return -1;
     p->events += r.events;
     p->flows += r.flows;
     fprintf(stderr, "loom salvage: pid %d (%s): rebuilt, %llu events, %llu flows%s%s\n", it->pid,

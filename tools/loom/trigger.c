@@ -23,8 +23,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "ctl/ctl.h"
-#include "ctl/kineto_cfg.h"
+#include "cli.h"
+#include "loom/tools.h"
 
 static int usage(void) {
   fprintf(stderr,
@@ -61,7 +61,7 @@ typedef struct where {
 
 static void add_dir(where *w, const char *xdg, uid_t uid) {
   char d[4096];
-  loom__ctl_dir_name(d, sizeof d, xdg, uid);
+  cli_tools()->ctl_dir_name(d, sizeof d, xdg, uid);
   for (int i = 0; i < w->n; i++)
     if (!strcmp(w->dirs[i], d)) return;
   if (w->n == 4) return;
@@ -129,7 +129,7 @@ static int open_process(long pid) {
   }
   for (int i = 0; i < w.n; i++) {
     struct stat st;
-    if (loom__ctl_sock_path(sock, sizeof sock, w.dirs[i], pid) != 0) continue;
+    if (cli_tools()->ctl_sock_path(sock, sizeof sock, w.dirs[i], pid) != 0) continue;
     if (lstat(sock, &st) != 0) {
       if (errno == EACCES && !why[0])
         snprintf(why, sizeof why, "cannot reach %s: %s (process %ld belongs to another user; "
@@ -137,7 +137,8 @@ static int open_process(long pid) {
       continue;
     }
     char bad[4400];
-    if (!S_ISSOCK(st.st_mode) || loom__ctl_dir_check(w.dirs[i], w.owner[i], 0, bad, sizeof bad)) {
+    if (!S_ISSOCK(st.st_mode) ||
+        cli_tools()->ctl_dir_check(w.dirs[i], w.owner[i], 0, bad, sizeof bad)) {
       fprintf(stderr, "loom trigger: %s\n", S_ISSOCK(st.st_mode) ? bad : "not a socket");
       return -1;
     }
@@ -215,7 +216,8 @@ static void info_value(const char *line, const char *key, char *out, size_t n) {
 
 static int list_dir(const char *dir, uid_t owner, int *shown) {
   char why[4400];
-  if (loom__ctl_dir_check(dir, owner, 0, why, sizeof why) != 0) return errno == ENOENT ? 0 : -1;
+  if (cli_tools()->ctl_dir_check(dir, owner, 0, why, sizeof why) != 0)
+    return errno == ENOENT ? 0 : -1;
   DIR *d = opendir(dir);
   if (!d) return -1;
   struct dirent *e;
@@ -224,7 +226,7 @@ static int list_dir(const char *dir, uid_t owner, int *shown) {
     long pid = strtol(e->d_name, &end, 10);
     if (pid <= 0 || strcmp(end, ".sock")) continue;
     char sock[4096], line[4096];
-    if (loom__ctl_sock_path(sock, sizeof sock, dir, pid) != 0) continue;
+    if (cli_tools()->ctl_sock_path(sock, sizeof sock, dir, pid) != 0) continue;
     int fd = connect_to(sock);
     if (fd < 0) {
       if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) { /* left by a killed process */
@@ -234,7 +236,8 @@ static int list_dir(const char *dir, uid_t owner, int *shown) {
       }
       continue;
     }
-    if (send_all(fd, LOOM_CTL_MAGIC "\nop=info\n\n") == 0 && read_line(fd, line, sizeof line) &&
+    if (send_all(fd, LOOM_TOOLS_CTL_MAGIC "\nop=info\n\n") == 0 &&
+        read_line(fd, line, sizeof line) &&
         !strncmp(line, "info ", 5)) {
       char prog[256], rank[64], st[32], win[512];
       info_value(line, "program", prog, sizeof prog);
@@ -315,7 +318,7 @@ static void absolute(char *path, size_t n) {
 }
 
 typedef struct cli {
-  loom__ondemand r;
+  loom_tools_ondemand r;
   int64_t delay_ns;
   int wait, has_config;
   int asked; /* a window was asked (not only Kineto's default duration) */
@@ -325,7 +328,7 @@ static int parse_args(cli *c, int argc, char **argv, long *pid) {
   int64_t dur = 0, steps = 0, start = -1;
   const char *out = NULL, *config = NULL;
   char *end;
-  loom__ondemand_init(&c->r);
+  cli_tools()->ondemand_init(&c->r);
   c->wait = 1;
   c->delay_ns = 0;
   *pid = strtol(argv[2], &end, 10);
@@ -363,7 +366,7 @@ static int parse_args(cli *c, int argc, char **argv, long *pid) {
   }
   if (config) {
     char err[4400];
-    if (loom__kineto_load(config, &c->r, on_warn, NULL, err, sizeof err) != 0) {
+    if (cli_tools()->kineto_load(config, &c->r, on_warn, NULL, err, sizeof err) != 0) {
       fprintf(stderr, "loom trigger: --config: %s\n", err);
       return 2;
     }
@@ -419,7 +422,7 @@ int cmd_trigger(int argc, char **argv) {
   if (fd < 0) return 1;
   char req[8192];
   snprintf(req, sizeof req,
-           LOOM_CTL_MAGIC "\nop=trigger\ndelay_ns=%lld\nduration_ns=%lld\nsteps=%lld\n"
+           LOOM_TOOLS_CTL_MAGIC "\nop=trigger\ndelay_ns=%lld\nduration_ns=%lld\nsteps=%lld\n"
                           "start_step=%lld\nroundup=%lld\nwarmup=%lld\nwait=%d\nkinds=%u\n"
                           "asked=%d\nout=%s\n\n",
            (long long)c.delay_ns, (long long)c.r.duration_ns, (long long)c.r.steps,
