@@ -346,11 +346,6 @@ static void count(const loom_trace *t, loom__salvage_result *r) {
   }
 }
 
-loom_status loom__salvage(const char *path, const char *death, loom__salvage_result *res) {
-  loom__salvage_opts o = {.death = death};
-  return loom__salvage_to(path, &o, res);
-}
-
 int loom__salvage_peek(const char *path, int *pid, char *comm, size_t ncomm, char *out,
                        size_t nout, int *pending) {
   salv v = {0};

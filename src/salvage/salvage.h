@@ -13,15 +13,12 @@
 /* What a rebuild found (fields: loom/tools.h, where `loom record` reads them). */
 typedef loom_tools_salvage_result loom__salvage_result;
 
-/* Rebuilds the trace of the process whose arena is path (death: how it
- * died, as a phrase for the trace's warning: "was killed by SIGKILL") and
- * writes it where the process would have.  LOOM_OK, or an error
- * (loom_last_error says why). */
-loom_status loom__salvage(const char *path, const char *death, loom__salvage_result *res);
-
+/* How it died and where its trace goes (fields: loom/tools.h). */
 typedef loom_tools_salvage_opts loom__salvage_opts;
 
-/* loom__salvage with options. */
+/* Rebuilds the trace of the process whose arena is path and writes it
+ * (o->out, else where the process would have).  LOOM_OK, or an error
+ * (loom_last_error says why). */
 loom_status loom__salvage_to(const char *path, const loom__salvage_opts *o,
                              loom__salvage_result *res);
 

@@ -10,10 +10,11 @@
 #include "record/record.h"
 #include "window/window.h"
 
-/* Private to loom-preload (declared there): called in the child of a fork
- * that did not exec.  The parent's session and records are the parent's;
- * the child drops them (not freed: other threads of the parent may have held
- * their locks at the fork) and may then create a session of its own. */
+/* loom-preload's, through the tools table (loom/tools.h): called in the
+ * child of a fork that did not exec.  The parent's session and records are
+ * the parent's; the child drops them (not freed: other threads of the parent
+ * may have held their locks at the fork) and may then create a session of
+ * its own. */
 void loom__fork_child(void) {
   loom__arena_forked();
   loom__hostrec_forked();

@@ -58,10 +58,9 @@ void loom__window_keep_kinds(loom_trace *t, uint32_t kinds, unsigned seq);
  * adapter). */
 void loom__trigger_step(uint64_t step);
 
-/* Where a finished window goes: loom_window_callback_set (loom.h) sets
- * fn; NULL writes each window to its file.  The preload's writes the file
- * and tells a waiting client; tests and Python set their own. */
-void loom__trigger_set_done(loom_window_fn fn, void *ud);
+/* Where a finished window goes is loom_window_callback_set's (loom.h,
+ * defined in trigger.c): the preload's callback writes the file and tells a
+ * waiting client; tests and Python set their own; none: written here. */
 
 /* Hands a trace made outside a window (a ring dump) to the done function as
  * the session's next window: numbered, labelled with `label` (metadata
