@@ -126,7 +126,7 @@ static int add_rec(reading *r, const loom__ev *e, const loom__targ *args) {
     m->seq = (*r->seq)++;
     m->input = r->idx;
     m->e = *e;
-    if (e->nargs) memcpy(m + 1, args, e->nargs * sizeof *args);
+    if (e->nargs && args) memcpy(m + 1, args, e->nargs * sizeof *args);
     return 0;
   }
   sort_failed(r->s);
