@@ -347,7 +347,7 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
     const loom_arg *args = r->struct_size >= sizeof *r ? r->args : NULL;
     loom__drec d = {r->start, r->end, r->correlation, r->external_id, r->name,
                     cat ? intern_cached(cat) : 0, r->clock, r->device,
-                    r->device == LOOM_DEVICE_HOST ? r->tid : r->resource,
+                    r->resource, /* or, the same bytes, a host record's tid */
                     (uint32_t)bs->nargs, 0, r->kind, 0};
     /* Marks exist from ABI 1.1 on; bits loom does not know are not kept. */
     if (b->ops.abi_minor >= 1 || b->ops.abi_major > 1)
