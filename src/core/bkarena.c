@@ -63,7 +63,7 @@ static void mirror_lost(loom__abk *a, const loom__bsess *bs) {
  * tools/loom/preload.c). */
 static void (*_Atomic device_hook)(void);
 
-void loom__bka_set_device_hook(void (*fn)(void)) {
+void loom__bkarena_set_device_hook(void (*fn)(void)) {
   atomic_store(&device_hook, fn);
 }
 

@@ -147,6 +147,9 @@ void *loom__bkarena_device(uint64_t serial, uint32_t index, const loom__sdev *d)
 void *loom__bkarena_resource(uint64_t serial, uint32_t index, const loom__sres *r);
 /* Frees an arena object of this process's arena (NULL and others ignored). */
 void loom__bkarena_forget(void *p);
+/* fn is called when a device runtime's backend is first used in this
+ * process (loom-preload starts its watcher then). */
+void loom__bkarena_set_device_hook(void (*fn)(void));
 /* The backend leaves: its arena objects and arena arrays are freed. */
 void loom__bkarena_close(loom__bsess *bs);
 /* Process metadata (meta.c) and thread names (hostrec.c) copied to the

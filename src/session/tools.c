@@ -15,11 +15,24 @@
 #include "ctl/ctl.h"
 #include "ctl/kineto_cfg.h"
 #include "record/arena.h"
+#include "record/record.h"
 #include "salvage/salvage.h"
 #include "window/trigger.h"
+#include "window/window.h"
 
-void loom__bka_set_device_hook(void (*fn)(void)); /* core/bkarena.c */
-void loom__fork_child(void);                      /* fork.c */
+/* In a child forked without exec (loom-preload's pthread_atfork handler)
+ * every layer forgets what belongs to the parent: its session and records
+ * are the parent's, dropped, not freed (other threads of the parent may
+ * have held their locks at the fork); the child may then create a session
+ * of its own. */
+static void fork_child(void) {
+  loom__arena_forked();
+  loom__hostrec_forked();
+  loom__session_forked();
+  loom__ctl_forked(); /* the parent's socket is not the child's */
+  loom__trigger_forked();
+  loom__ring_forked();
+}
 
 static const loom_tools tools_table = {
     .struct_size = sizeof(loom_tools),
@@ -30,8 +43,8 @@ static const loom_tools tools_table = {
     .arena_maps = loom__arena_maps,
     .arena_off = loom__arena_off,
     .arena_end = loom__arena_end,
-    .device_hook_set = loom__bka_set_device_hook,
-    .fork_child = loom__fork_child,
+    .device_hook_set = loom__bkarena_set_device_hook,
+    .fork_child = fork_child,
     .trigger_wanted = loom__trigger_wanted,
     .ctl_start = loom__ctl_start,
     .ctl_stop = loom__ctl_stop,
