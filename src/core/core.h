@@ -111,6 +111,9 @@ typedef struct loom__bsess {
    * last slot's count). */
   struct { char *reason; uint64_t n; } lost_by[4];
 } loom__bsess;
+/* Frees a backend's part of a session (NULL ignored): its arena copies,
+ * clocks, records, arguments and loss reasons (session.c). */
+void loom__bsess_free(loom__bsess *bs);
 
 typedef struct loom__sdev {
   loom_backend *b;          /* NULL once its backend left the session */

@@ -92,6 +92,10 @@ static void leave(loom_backend *b) {
   loom__bsess *bs = b->bs;
   b->bs = NULL;
   pthread_mutex_unlock(&b->mu);
+  loom__bsess_free(bs);
+}
+
+void loom__bsess_free(loom__bsess *bs) {
   if (!bs) return;
   loom__bkarena_close(bs); /* its copies in the arena */
   for (size_t i = 0; i < bs->nclocks; i++) {

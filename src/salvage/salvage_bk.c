@@ -350,14 +350,7 @@ int loom__salvage_bk_report(loom__salvage_bk *k, loom_trace *t, const char *quie
 
 void loom__salvage_bk_free(loom__salvage_bk *k, loom_session *s) {
   for (size_t i = 0; i < k->nfake; i++) {
-    loom__bsess *bs = k->fake[i]->bs;
-    for (size_t c = 0; c < bs->nclocks; c++) free(bs->clocks[c].sync), free(bs->clocks[c].name);
-    free(bs->clocks);
-    free(bs->recs);
-    free(bs->args);
-    for (size_t r = 0; r < sizeof bs->lost_by / sizeof bs->lost_by[0]; r++)
-      free(bs->lost_by[r].reason);
-    free(bs);
+    loom__bsess_free(k->fake[i]->bs);
     pthread_mutex_destroy(&k->fake[i]->mu);
     free(k->fake[i]);
   }
