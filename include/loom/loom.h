@@ -154,7 +154,11 @@ typedef enum loom_kind {
    * named; OFFSET is the address relative to the module's load base).
    * docs/sampling.md.  Plug-in ABI 1.2 and later. */
   LOOM_KIND_SAMPLE = 13,
-  LOOM_KIND_COUNT_ = 14
+  /* An allocation or a free of memory (an instant on the thread that made
+   * it), from a device runtime, a framework's allocator or the host heap:
+   * docs/memory.md.  Plug-in ABI 1.5 and later. */
+  LOOM_KIND_MEMORY = 14,
+  LOOM_KIND_COUNT_ = 15
 } loom_kind;
 
 #define LOOM_KIND_BIT(k) (1u << (k))
@@ -412,6 +416,30 @@ LOOM_EXTERN uint64_t loom_op_current(void);
 
 LOOM_EXTERN void loom_instant(const char *name);
 LOOM_EXTERN void loom_counter(const char *name, double value);
+
+/* Memory: an allocation (or a free) the program or a framework's allocator
+ * made, recorded on the calling thread with the op and range open there
+ * (docs/memory.md).  kind says what memory it is; device is -1 for host
+ * memory, else the device's number as the framework numbers them (PyTorch's
+ * device index; Kineto's "Device Id").  bytes: the size allocated; for a
+ * free its size, or 0 when the caller does not know it (loom takes it from
+ * the allocation at addr; a free of an address loom never saw allocated is
+ * counted and shown, never dropped).  reserved: for a pool (a framework's
+ * caching allocator), the bytes the pool holds from the runtime after this
+ * call; 0 for memory that is not a pool's.  Costs one branch when no session
+ * records the host. */
+typedef enum loom_memory_kind {
+  LOOM_MEMORY_HOST = 0,        /* host heap (malloc, a framework's CPU allocator) */
+  LOOM_MEMORY_DEVICE = 1,      /* device-local memory */
+  LOOM_MEMORY_HOST_PINNED = 2, /* page-locked host memory the device reads directly */
+  LOOM_MEMORY_SHARED = 3,      /* shared, unified or SVM: migrates between host and device */
+  LOOM_MEMORY_POOL = 4,        /* handed out by a framework's pool from memory it reserved */
+  LOOM_MEMORY_KIND_COUNT_ = 5
+} loom_memory_kind;
+LOOM_EXTERN void loom_memory_alloc(uint64_t addr, uint64_t bytes, loom_memory_kind kind,
+                                   int32_t device, uint64_t reserved);
+LOOM_EXTERN void loom_memory_free(uint64_t addr, uint64_t bytes, loom_memory_kind kind,
+                                  int32_t device, uint64_t reserved);
 
 /* Marks the end of an iteration and the start of the next one (written as
  * "ProfilerStep#N" ranges on the calling thread). */

@@ -51,8 +51,9 @@ extern "C" {
 /* What each minor appended: 1.1 loom_host.clock_set_rate, clock_auto_sync,
  * meta_set, loom_backend_ops.enable and the LOOM_RECORD_F_* marks; 1.2
  * LOOM_KIND_SAMPLE; 1.3 loom_backend_ops.options; 1.4 loom_host.recorder_now
- * and the name loom_record.tid for what host records carry in `resource`. */
-#define LOOM_ABI_MINOR 4
+ * and the name loom_record.tid for what host records carry in `resource`;
+ * 1.5 LOOM_KIND_MEMORY with the marks LOOM_RECORD_F_ALLOC and _FREE. */
+#define LOOM_ABI_MINOR 5
 
 /* True when the host table `host` (a const loom_host *) is large enough to
  * hold `slot` and the slot is set: the check to make before calling any slot
@@ -140,8 +141,33 @@ enum {
   LOOM_RECORD_F_BARRIER = 1u << 7,    /* collective, "comm", "seq": all wait for the last */
   LOOM_RECORD_F_NXN = 1u << 8,        /* the same with data (allreduce, alltoall...) */
   LOOM_RECORD_F_ONE_TO_ALL = 1u << 9, /* from "root": the others wait for it (bcast) */
-  LOOM_RECORD_F_ALL_TO_ONE = 1u << 10 /* to "root": it waits for the first (reduce) */
+  LOOM_RECORD_F_ALL_TO_ONE = 1u << 10, /* to "root": it waits for the first (reduce) */
+  /* Memory (ABI 1.5): a LOOM_KIND_MEMORY record carries one of these. */
+  LOOM_RECORD_F_ALLOC = 1u << 11, /* allocates "bytes" at "addr" */
+  LOOM_RECORD_F_FREE = 1u << 12   /* frees what was allocated at "addr" */
 };
+
+/* A memory record (LOOM_KIND_MEMORY, ABI 1.5): an instant (start == end) on
+ * the host thread whose call allocated or freed (device LOOM_DEVICE_HOST,
+ * tid as other host records), named after that call ("clCreateBuffer",
+ * "zeMemFree"), marked LOOM_RECORD_F_ALLOC or LOOM_RECORD_F_FREE; external_id
+ * 0 lets the core give it the framework op open on the thread, as runtime
+ * calls get.  Reserved arguments the core reads:
+ *   "addr"        uint, mandatory: the address or handle; a free names what
+ *                 it frees by it (one runtime's handles never meet another's:
+ *                 the core keys them by backend)
+ *   "bytes"       uint: the size; mandatory on an allocation; on a free
+ *                 optional (the core takes it from the allocation; a free of
+ *                 an address it never saw allocated is counted, not dropped)
+ *   "device"      uint: the device index (device_add) the memory lives on;
+ *                 absent for host memory
+ *   "memory_kind" string: "device", "host_pinned", "shared", "pool" or
+ *                 "host" (loom_memory_kind's names); absent: "device" with
+ *                 "device" set, else "host"
+ *   "reserved"    uint, optional: a pool's bytes reserved from its runtime
+ *                 after this call (PyTorch's reserved beside allocated)
+ * A buffer that is a view of another (an OpenCL sub-buffer) is not an
+ * allocation: emit nothing for it, so no byte is counted twice. */
 
 /* Description of a device.  Strings and props are copied by the core. */
 typedef struct loom_device_info {

@@ -95,7 +95,8 @@ static const struct { const char *name; unsigned marks; } role_names[] = {
 #undef LOOM_REPORT_NAME
 
 #define MSG_MARKS                                                                                  \
-  (LOOM__ROLE_ALL & ~(unsigned)(LOOM_RECORD_F_LAUNCH | LOOM_RECORD_F_MEMORY | LOOM_RECORD_F_COMM))
+  (LOOM__ROLE_ALL & ~(unsigned)(LOOM_RECORD_F_LAUNCH | LOOM_RECORD_F_MEMORY | LOOM_RECORD_F_COMM | \
+                                LOOM_RECORD_F_ALLOC | LOOM_RECORD_F_FREE))
 
 static unsigned listed_marks(const char *n) {
   for (size_t i = 0; role_names[i].name; i++) {

@@ -11,7 +11,7 @@
 const char *loom_kind_name(loom_kind k) {
   static const char *names[LOOM_KIND_COUNT_] = {
       "kernel", "memcpy", "memset", "runtime", "driver", "sync", "user_range",
-      "cpu_op", "instant", "counter", "collective", "overhead", "marker", "sample"};
+      "cpu_op", "instant", "counter", "collective", "overhead", "marker", "sample", "memory"};
   return (unsigned)k < LOOM_KIND_COUNT_ ? names[k] : 0;
 }
 

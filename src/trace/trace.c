@@ -269,7 +269,7 @@ loom_kind loom__kind_of_marks(loom_kind kind, unsigned roles, int instant) {
 /* Bit i of the marks is role_words[i]. */
 static const char *const role_words[LOOM__ROLE_BITS] = {
     "launch", "memory", "comm", "send", "recv", "post", "wait", "barrier", "nxn", "one_to_all",
-    "all_to_one"};
+    "all_to_one", "alloc", "free"};
 
 size_t loom__role_format(unsigned roles, char *buf) {
   size_t n = 0;

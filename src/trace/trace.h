@@ -37,10 +37,11 @@ enum {
   LOOM__EV_LAUNCH = LOOM_RECORD_F_LAUNCH << 3,
   LOOM__EV_MEMORY = LOOM_RECORD_F_MEMORY << 3,
   LOOM__EV_COMM = LOOM_RECORD_F_COMM << 3
-  /* bits 6-13: the message-passing marks (LOOM_RECORD_F_SEND ... << 3) */
+  /* bits 6-13: the message-passing marks (LOOM_RECORD_F_SEND ... << 3);
+   * bits 14-15: the memory marks (LOOM_RECORD_F_ALLOC, _FREE << 3) */
 };
 #define LOOM__EV_ROLE_SHIFT 3
-#define LOOM__ROLE_BITS 11 /* LOOM_RECORD_F_LAUNCH .. LOOM_RECORD_F_ALL_TO_ONE */
+#define LOOM__ROLE_BITS 13 /* LOOM_RECORD_F_LAUNCH .. LOOM_RECORD_F_FREE: bits 3-15 of flags */
 #define LOOM__ROLE_ALL ((1u << LOOM__ROLE_BITS) - 1)
 #define LOOM__EV_ROLES (LOOM__ROLE_ALL << LOOM__EV_ROLE_SHIFT)
 /* The collective patterns among the marks. */
@@ -51,7 +52,7 @@ enum {
 
 /* "loom_role" values: the marks as a comma-separated list in this order
  * ("launch", "memory", "comm", "send", "recv", "post", "wait", "barrier",
- * "nxn", "one_to_all", "all_to_one"; "comm,send,wait").  Writes into buf
+ * "nxn", "one_to_all", "all_to_one", "alloc", "free"; "comm,send,wait").  Writes into buf
  * (>= 96 bytes) and returns its length, 0 when there is no mark. */
 #define LOOM__ROLE_BUF 96
 size_t loom__role_format(unsigned roles, char *buf);
