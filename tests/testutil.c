@@ -114,6 +114,16 @@ loom_status fake_register(int i, const char *name, const char *type, int fail) {
 }
 
 const loom_backend_ops *fake_ops(int i) { return &fakes[i].ops; }
+
+loom_status fake_emit(int i, const char *name, loom_record *r) {
+  fake *f = &fakes[i];
+  r->clock = f->clk;
+  if (!r->start) r->start = r->end = now_real();
+  r->name = host->intern(f->b, name, SIZE_MAX);
+  return host->emit(f->b, r);
+}
+
+uint32_t fake_device(int i) { return fakes[i].dev; }
 void fake_lost(int i, uint64_t n, const char *reason) { host->count_lost(fakes[i].b, n, reason); }
 fake_calls fake_get_calls(int i) { return fakes[i].calls; }
 

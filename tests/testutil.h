@@ -28,6 +28,11 @@ uint64_t fake_launch(int i, int q, const char *kernel, uint64_t dur_ns);
 typedef struct fake_calls { int probe, configure, start, stop, flush, destroy, push, pop; } fake_calls;
 fake_calls fake_get_calls(int i);
 const loom_backend_ops *fake_ops(int i);
+/* Emits r as fake i's record named name (its clock set here; its time now
+ * when r->start is 0); emit's status. */
+loom_status fake_emit(int i, const char *name, loom_record *r);
+/* Fake i's device (device_add's index). */
+uint32_t fake_device(int i);
 /* The backend counts n records lost for reason (host->count_lost). */
 void fake_lost(int i, uint64_t n, const char *reason);
 

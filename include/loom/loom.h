@@ -595,7 +595,8 @@ typedef struct loom_event_view {
   uint32_t device;          /* device index, or UINT32_MAX for host events */
   unsigned unclosed : 1;    /* range was still open at stop */
   unsigned projected : 1;   /* user range projected onto a device queue */
-  unsigned roles : 11;      /* LOOM_RECORD_F_* marks of its record (plugin.h) */
+  unsigned roles : 13;      /* LOOM_RECORD_F_* marks of its record (plugin.h; the
+                               memory marks _ALLOC and _FREE from 1.5) */
 } loom_event_view;
 
 /* Number of events, and event i (LOOM_EINVAL past the end).  Events are

@@ -55,7 +55,8 @@ static const char *default_cat(const loom_backend *b, const loom__drec *d,
     return buf;
   case LOOM_KIND_USER_RANGE: return host ? "user_annotation" : "gpu_user_annotation";
   case LOOM_KIND_CPU_OP: return "cpu_op";
-  case LOOM_KIND_INSTANT: return "cpu_instant_event";
+  case LOOM_KIND_INSTANT:
+  case LOOM_KIND_MEMORY: return "cpu_instant_event";
   case LOOM_KIND_COUNTER: return "counter";
   case LOOM_KIND_COLLECTIVE: return "collective_comm";
   case LOOM_KIND_OVERHEAD: return "overhead";
@@ -92,6 +93,45 @@ static int transfer_bandwidth(loom_trace *t, const loom__targ *a, size_t n, cons
     return loom__trace_add_arg(t, &bw);
   }
   return 0;
+}
+
+/* A memory record's arguments as the trace model has them (trace.h): "device"
+ * an int (the device's pid in the trace, which is its index), "memory_kind"
+ * always there ("device" with a device, else "host" when the backend gave
+ * none); the rest as given. */
+static int memory_args(loom_trace *t, const loom__targ *a, size_t n) {
+  static _Atomic uint32_t keys[2];
+  if (!atomic_load_explicit(&keys[1], memory_order_relaxed)) {
+    atomic_store(&keys[0], loom__intern("device", SIZE_MAX));
+    atomic_store(&keys[1], loom__intern("memory_kind", SIZE_MAX));
+  }
+  uint32_t kdev = atomic_load(&keys[0]), kkind = atomic_load(&keys[1]);
+  int dev = 0, kind = 0;
+  for (size_t i = 0; i < n; i++) {
+    loom__targ x = a[i];
+    if (x.key == kdev && x.type == LOOM_ARG_UINT) x.type = LOOM_ARG_INT; /* same bits */
+    dev |= x.key == kdev;
+    kind |= x.key == kkind;
+    if (copy_targs(t, &x, 1)) return -1;
+  }
+  if (kind) return 0;
+  loom__targ k = {.key = loom__trace_str(t, "memory_kind"), .type = LOOM_ARG_STRING,
+                  .v.s = loom__trace_str(t, dev ? "device" : "host")};
+  return loom__trace_add_arg(t, &k);
+}
+
+/* 1 when memory record d names no device or one of b's (a salvaged
+ * backend's records were not checked at emit). */
+static int memory_device_ok(loom_session *s, const loom_backend *b, const loom__bsess *bs,
+                            const loom__drec *d) {
+  uint32_t kdev = loom__intern("device", SIZE_MAX);
+  for (size_t i = 0; i < d->nargs; i++) {
+    const loom__targ *a = &bs->args[d->args_off + i];
+    if (a->key == kdev)
+      return (a->type == LOOM_ARG_UINT || a->type == LOOM_ARG_INT) && a->v.u < s->ndevs &&
+             s->devs[a->v.u].b == b;
+  }
+  return 1;
 }
 
 typedef struct bk_stats {
@@ -169,7 +209,8 @@ static int record_event(loom_trace *t, loom_backend *b, const loom__bsess *bs,
   char buf[96];
   const char *cat = d->cat ? loom__intern_get(d->cat) : default_cat(b, d, buf, sizeof buf);
   uint8_t ph = d->kind == LOOM_KIND_INSTANT || d->kind == LOOM_KIND_MARKER ||
-                       d->kind == LOOM_KIND_SAMPLE ? LOOM__PH_INSTANT
+                       d->kind == LOOM_KIND_SAMPLE || d->kind == LOOM_KIND_MEMORY
+                   ? LOOM__PH_INSTANT
              : d->kind == LOOM_KIND_COUNTER ? LOOM__PH_COUNTER : LOOM__PH_COMPLETE;
   loom__ev e = {.ts = ts, .dur = ph == LOOM__PH_COMPLETE ? te - ts : 0,
                 .correlation = d->corr, .external_id = d->ext,
@@ -185,6 +226,7 @@ static int record_event(loom_trace *t, loom_backend *b, const loom__bsess *bs,
   }
   /* a backend with no arguments at all has bs->args NULL: NULL + 0 is undefined */
   const loom__targ *args = d->nargs ? bs->args + d->args_off : NULL;
+  if (d->kind == LOOM_KIND_MEMORY) return memory_args(t, args, d->nargs);
   if (copy_targs(t, args, d->nargs)) return -1;
   return transfer_bandwidth(t, args, d->nargs, &e);
 }
@@ -196,6 +238,10 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b, loom_
                           const loom__drec *d, int64_t pid, bk_stats *st,
                           const loom__map *launched) {
   if (!d->clock || d->clock > bs->nclocks) {
+    st->bad_ref++;
+    return 0;
+  }
+  if (d->kind == LOOM_KIND_MEMORY && !memory_device_ok(s, b, bs, d)) {
     st->bad_ref++;
     return 0;
   }

@@ -2,7 +2,9 @@
  * collect_host.c - the host part of collection (collect.c): each thread's
  * buffer of host records (or a ring dump's copy of it) into trace events,
  * names resolved, ranges matched per thread, raw op arguments formatted,
- * async ranges paired, what a ring overwrote counted.
+ * async ranges paired, what a ring overwrote counted, allocations
+ * (loom_memory_alloc/free) made memory events, and a window's or a ring
+ * dump's trace started from the allocations live at its start.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -104,7 +106,26 @@ typedef struct host_ctx {
    * the latest first-kept time of a ring that overwrote */
   uint64_t ring_cut, ring_over;
   int64_t ring_start;
+  /* memory: "[memory]"; with the ledger on (windows, ring mode), the
+   * allocations in the trace (by mem_key) and the frees of allocations the
+   * trace may lack (they carry the allocation's time) */
+  uint32_t n_mem;
+  int ledger;
+  loom__map allocs;
+  struct pre_free {
+    loom__mem_live m;
+    uint32_t track;
+    int64_t ts;
+  } *pre;
+  size_t npre, cap_pre;
 } host_ctx;
+
+/* An allocation's identity across records and the ledger: where, on which
+ * device, when (host ticks). */
+static uint64_t mem_key(uint64_t addr, int32_t dev, uint64_t ticks) {
+  uint64_t k = loom__hash_u64(addr ^ loom__hash_u64(ticks ^ ((uint64_t)(uint32_t)dev << 32)));
+  return k ? k : 1;
+}
 
 /* Walks one thread's records in order, across chunks, up to its position
  * (chunks linked after the one it is in are not written yet).  skip: records
@@ -347,6 +368,110 @@ static int point_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int64_
   }
 }
 
+/* ---- memory ------------------------------------------------------------------ */
+static const char *const mem_kind_names[LOOM_MEMORY_KIND_COUNT_] = {
+    "host", "device", "host_pinned", "shared", "pool"};
+
+/* The memory event of m on track (trace.h's model); live_at: for an
+ * allocation made before the trace's start, its time (then flagged
+ * "live_at_start"), else 0.  0, or -1 out of memory. */
+static int mem_event(host_ctx *h, uint32_t track, int64_t ts, uint64_t ext, int is_free,
+                     const loom__mem_live *m, int64_t live_at) {
+  if (!(h->s->kinds & LOOM_KIND_BIT(LOOM_KIND_MEMORY))) return 0;
+  loom_trace *t = h->t;
+  unsigned role = is_free ? LOOM_RECORD_F_FREE : LOOM_RECORD_F_ALLOC;
+  loom__ev e = {.ts = ts, .external_id = ext, .name = h->n_mem, .cat = h->c_instant,
+                .track = track, .kind = LOOM_KIND_MEMORY, .ph = LOOM__PH_INSTANT,
+                .flags = (uint16_t)(role << LOOM__EV_ROLE_SHIFT)};
+  uint32_t kind = m->kind < LOOM_MEMORY_KIND_COUNT_ ? m->kind : LOOM_MEMORY_HOST;
+  loom__targ a = {.key = loom__trace_str(t, "addr"), .type = LOOM_ARG_UINT, .v.u = m->addr};
+  int rc = loom__trace_add_ev(t, &e) || loom__trace_add_arg(t, &a);
+  if (rc == 0 && (m->bytes || !is_free)) {
+    a = (loom__targ){.key = loom__trace_str(t, "bytes"), .type = LOOM_ARG_UINT, .v.u = m->bytes};
+    rc = loom__trace_add_arg(t, &a);
+  }
+  if (rc == 0 && m->device >= 0) rc = loom__trace_add_arg_int(t, "device", m->device);
+  if (rc == 0) {
+    a = (loom__targ){.key = loom__trace_str(t, "memory_kind"), .type = LOOM_ARG_STRING,
+                     .v.s = loom__trace_str(t, mem_kind_names[kind])};
+    rc = loom__trace_add_arg(t, &a);
+  }
+  if (rc == 0 && (m->reserved || kind == LOOM_MEMORY_POOL)) {
+    a = (loom__targ){.key = loom__trace_str(t, "reserved"), .type = LOOM_ARG_UINT,
+                     .v.u = m->reserved};
+    rc = loom__trace_add_arg(t, &a);
+  }
+  if (rc == 0 && live_at)
+    rc = loom__trace_add_arg_int(t, "live_at_start", 1) ||
+         loom__trace_add_arg_int(t, "allocated_at_ns", live_at);
+  return rc ? -1 : 0;
+}
+
+/* A MEM record (and the MEMX before it, in *x when it was one): its event;
+ * with the ledger on, an allocation is remembered and a free of one made
+ * before is kept for live_at_start. */
+static int mem_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int64_t ts,
+                      const loom__hrec *x, pid_t tid) {
+  int is_free = (r->flags & LOOM__HR_F_FREE) != 0;
+  loom__mem_live m = {.addr = r->name, .bytes = r->a, .device = (int32_t)r->spare,
+                      .kind = (r->flags >> LOOM__HR_MEM_KIND_SHIFT) & 7u, .tid = (uint32_t)tid};
+  if (m.device < 0) m.device = -1;
+  if (x && x->name == r->name) m.reserved = x->a, m.ts = x->ts;
+  uint64_t ext = w->no ? w->ops[w->no - 1].ext : 0;
+  if (h->ledger && !is_free && loom__map_put(&h->allocs, mem_key(m.addr, m.device, r->ts), 1))
+    return -1;
+  if (h->ledger && is_free && m.ts) {
+    struct pre_free p = {m, w->track, ts};
+    if (LOOM__PUSH(h->pre, h->npre, h->cap_pre, p)) return -1;
+  }
+  return mem_event(h, w->track, ts, ext, is_free, &m, 0);
+}
+
+/* The track of thread tid of this process, made when the trace has none. */
+static int tid_track(host_ctx *h, uint32_t tid, uint32_t *track) {
+  long k = loom__trace_find_track(h->t, h->pid, tid);
+  if (k >= 0) {
+    *track = (uint32_t)k;
+    return 0;
+  }
+  char name[64], label[256];
+  loom__live_thread_name((pid_t)tid, name, sizeof name);
+  loom__thread_label(label, sizeof label, (pid_t)tid, name, h->img);
+  return loom__trace_track(h->t, h->pid, tid, label, LOOM_DEVICE_HOST, track);
+}
+
+/* m was allocated before start and lives on at it (or until its free at
+ * free_ts, when that came first): an allocation at the start, unless the
+ * trace holds its own record. */
+static int live_one(host_ctx *h, const loom__mem_live *m, uint32_t track, int64_t start,
+                    int64_t free_ts) {
+  if (loom__map_get(&h->allocs, mem_key(m->addr, m->device, m->ts))) return 0;
+  int64_t at = loom__timeline_convert(&h->s->tl, h->dom, m->ts);
+  if (at >= start) return 0; /* made inside: its record was dropped (counted) */
+  if (loom__map_put(&h->allocs, mem_key(m->addr, m->device, m->ts), 1)) return -1;
+  return mem_event(h, track, free_ts < start ? free_ts : start, 0, 0, m, at);
+}
+
+/* A window or a ring dump (the ledger is on) starts from what was live at
+ * its start: the allocations made before it that its frees free, and those
+ * the ledger holds live now. */
+static int live_at_start(host_ctx *h) {
+  int64_t start = h->t->start_ns > h->ring_start ? h->t->start_ns : h->ring_start;
+  int rc = 0;
+  for (size_t i = 0; i < h->npre && rc == 0; i++)
+    rc = live_one(h, &h->pre[i].m, h->pre[i].track, start, h->pre[i].ts);
+  size_t n = 0;
+  loom__mem_live *v = rc ? NULL : loom__memledger_snapshot(&n);
+  if (n == SIZE_MAX) return -1;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    uint32_t track;
+    rc = tid_track(h, v[i].tid, &track);
+    if (rc == 0) rc = live_one(h, &v[i], track, start, INT64_MAX);
+  }
+  free(v);
+  return rc;
+}
+
 /* Ranges, ops and the step still open at stop end there, flagged. */
 static int close_open(host_ctx *h, thread_walk *w) {
   int64_t end = h->t->end_ns;
@@ -390,6 +515,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
                  .skip = w.over && tb->head ? tb->head->skip : 0};
   if (!k.stop) k.c = NULL; /* a chunk may be linked with nothing published in it */
   int first = 1;
+  loom__hrec memx = {0};
   h->ring_over += w.over;
   for (loom__hrec *r; rc == 0 && (r = hr_next(&k));) {
     if (first && w.over) { /* where this ring's kept part begins */
@@ -401,8 +527,14 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
       rc = raw_record(h, &k, r, w.no ? &w.ops[w.no - 1] : NULL);
       continue;
     }
+    if (r->type == LOOM__HR_MEMX) { /* for the MEM record after it */
+      memx = *r;
+      continue;
+    }
     int64_t ts = loom__timeline_convert(&h->s->tl, h->dom, r->ts);
-    rc = is_nesting(r->type) ? nesting_record(h, &w, r, ts) : point_record(h, &w, r, ts);
+    if (r->type == LOOM__HR_MEM) rc = mem_record(h, &w, r, ts, memx.type ? &memx : NULL, tb->tid);
+    else rc = is_nesting(r->type) ? nesting_record(h, &w, r, ts) : point_record(h, &w, r, ts);
+    memx.type = 0;
   }
   if (rc == 0) rc = close_open(h, &w);
   if (rc == 0) rc = dropped_marker(h, tb, w.track);
@@ -455,8 +587,13 @@ int loom__collect_host(loom_session *s, loom_trace *t, loom__rec_image *img, loo
   if (img->dump) cp = loom__hostrec_ring_copy(&n);
   else th = img->dead ? img->threads : loom__hostrec_threads(&n);
   int rc = n == SIZE_MAX ? -1 : 0; /* out of memory: no trace rather than a part */
+  h.n_mem = loom__trace_str(t, "[memory]");
+  h.ledger = (s->windows || s->ring) && !img->dead;
   for (size_t i = 0; i < n && rc == 0; i++) rc = host_thread(&h, cp ? &cp[i].view : th[i]);
   if (rc == 0) rc = host_async(&h);
+  if (rc == 0 && h.ledger) rc = live_at_start(&h);
+  loom__map_free(&h.allocs);
+  free(h.pre);
   for (size_t i = 0; cp && i < n; i++) free(cp[i].chunk);
   free(cp);
   ri->host_over = h.ring_over;

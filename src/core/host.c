@@ -331,10 +331,53 @@ static void ring_make_room(loom__bsess *bs, uint64_t need) {
   loom__bkarena_ring_state(bs);
 }
 
+/* What is wrong with memory record r (LOOM_KIND_MEMORY, plugin.h), or NULL:
+ * one mark of the two, "addr", "bytes" on an allocation, a "device" that is
+ * one of b's devices (b->mu held; s->mu taken), "memory_kind" a known name. */
+static const char *memory_problem(loom_backend *b, struct loom_session *s, const loom_record *r,
+                                  const loom_arg *args, uint32_t nargs) {
+  static const char *const kinds[] = {"host", "device", "host_pinned", "shared", "pool"};
+  if (b->ops.abi_major == 1 && b->ops.abi_minor < 5)
+    return "memory record refused: LOOM_KIND_MEMORY needs plug-in ABI 1.5";
+  unsigned m = r->flags & (LOOM_RECORD_F_ALLOC | LOOM_RECORD_F_FREE);
+  if (m != LOOM_RECORD_F_ALLOC && m != LOOM_RECORD_F_FREE)
+    return "memory record refused: it needs exactly one of LOOM_RECORD_F_ALLOC and _FREE";
+  int addr = 0, bytes = 0;
+  for (uint32_t i = 0; i < nargs; i++) {
+    const loom_arg *a = &args[i];
+    if (!a->key) continue;
+    int num = a->type == LOOM_ARG_UINT || (a->type == LOOM_ARG_INT && a->v.i >= 0);
+    uint64_t v = a->type == LOOM_ARG_UINT ? a->v.u : (uint64_t)a->v.i;
+    if (!strcmp(a->key, "addr")) {
+      if (!num) return "memory record refused: \"addr\" is not an unsigned integer";
+      addr = 1;
+    } else if (!strcmp(a->key, "bytes")) {
+      if (!num) return "memory record refused: \"bytes\" is not an unsigned integer";
+      bytes = 1;
+    } else if (!strcmp(a->key, "device")) {
+      pthread_mutex_lock(&s->mu);
+      int ok = num && v < s->ndevs && s->devs[v].b == b;
+      pthread_mutex_unlock(&s->mu);
+      if (!ok) return "memory record refused: \"device\" is not one of the backend's devices";
+    } else if (!strcmp(a->key, "memory_kind")) {
+      size_t k = 0;
+      while (a->type == LOOM_ARG_STRING && a->v.s && k < 5 && strcmp(a->v.s, kinds[k])) k++;
+      if (a->type != LOOM_ARG_STRING || k == 5)
+        return "memory record refused: \"memory_kind\" is not host, device, host_pinned, "
+               "shared or pool";
+    }
+  }
+  if (!addr) return "memory record refused: it has no \"addr\"";
+  if (m == LOOM_RECORD_F_ALLOC && !bytes) return "memory record refused: an allocation without "
+                                                 "\"bytes\"";
+  return NULL;
+}
+
 static loom_status svc_emit(loom_backend *b, const loom_record *r) {
   if (!b || !r || r->struct_size < offsetof(loom_record, category)) return LOOM_EINVAL;
   if (r->kind >= LOOM_KIND_COUNT_) return LOOM_EINVAL;
   loom_status st = LOOM_OK;
+  const char *why;
   pthread_mutex_lock(&b->mu);
   loom__bsess *bs = b->bs;
   if (!bs) {
@@ -342,6 +385,11 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
   } else if (bs->closed) {
     lost_locked(b, bs, 1, "records emitted after the backend was flushed");
     st = LOOM_ESTATE;
+  } else if (r->kind == LOOM_KIND_MEMORY &&
+             (why = memory_problem(b, bs->s, r, r->struct_size >= sizeof *r ? r->args : NULL,
+                                   r->struct_size >= sizeof *r && r->args ? r->nargs : 0))) {
+    lost_locked(b, bs, 1, why); /* named in the trace's warnings, counted */
+    st = LOOM_EINVAL;
   } else if (bs->kinds & LOOM_KIND_BIT(r->kind)) {
     const char *cat = r->struct_size >= offsetof(loom_record, args) ? r->category : NULL;
     const loom_arg *args = r->struct_size >= sizeof *r ? r->args : NULL;

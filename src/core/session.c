@@ -360,6 +360,8 @@ loom_status loom_session_start(loom_session *s) {
   if (s->state != LOOM__S_CREATED)
     return loom__fail(LOOM_ESTATE, "loom_session_start: session already started");
   s->state = LOOM__S_RECORDING;
+  /* A window or a ring dump starts from what was live (memledger.c). */
+  if (s->host && (s->windows || s->ring)) loom__memledger_start();
   if (s->windows) { /* nothing records until a window begins (trigger.c) */
     loom__hostrec_reset_steps();
     s->hooks->windows_start(s);
@@ -567,6 +569,7 @@ loom_status loom_session_stop(loom_session *s, loom_trace **out) {
     s->abandoned = s->hooks->windows_stop(s) != 0;
     s->hooks->serve(s, 0);
     s->state = LOOM__S_STOPPED;
+    if (!s->abandoned) loom__memledger_stop();
     return LOOM_OK;
   }
   s->hooks->serve(s, 0);
@@ -574,6 +577,7 @@ loom_status loom_session_stop(loom_session *s, loom_trace **out) {
   s->state = LOOM__S_STOPPED;
   loom_trace *t = NULL;
   loom_status st = loom__session_collect(s, &t);
+  loom__memledger_stop();
   if (st == LOOM_OK && out) *out = t;
   else loom_trace_free(t);
   return st;
@@ -592,6 +596,7 @@ void loom_session_destroy(loom_session *s) {
     stop_all(s);
     if (s->host) loom__hostrec_release();
   }
+  if (s->state == LOOM__S_RECORDING) loom__memledger_stop();
   s->hooks->windows_gone(s);
   while (s->nbk) drop_backend(s, s->nbk - 1);
   free(s->bk);

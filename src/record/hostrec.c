@@ -1,7 +1,7 @@
 /*
  * hostrec.c - per-thread host record buffers and the instrumentation calls
  * of loom.h (range push/pop, begin/end, framework ops, instants, counters,
- * steps).
+ * steps, allocations).
  *
  * Each thread owns a loom__tbuf, created at its first record and linked into
  * a process-wide list.  Records go into fixed-size chunks; the owner publishes
@@ -53,6 +53,10 @@ static atomic_uint watch_id;
  * counts steps: only loom_step and loom_step_mark read it, never the hot
  * path. */
 static _Atomic(loom__step_fn) step_watch;
+/* The memory calls' one branch: MEM_REC while rec_on, MEM_LEDGER while a
+ * session in window or ring mode keeps the ledger (memledger.c). */
+enum { MEM_REC = 1, MEM_LEDGER = 2 };
+static atomic_uint mem_on;
 
 pthread_mutex_t loom__hr_list_mu = PTHREAD_MUTEX_INITIALIZER; /* hostrec_int.h */
 loom__tbuf *loom__hr_threads;
@@ -339,6 +343,7 @@ void loom__hostrec_resume(uint64_t chunk, uint64_t cap) {
   atomic_store(&ring_live, 0);
   loom__arena_epoch(atomic_fetch_add(&loom__hr_epoch, 1) + 1);
   atomic_store(&rec_on, atomic_load(&ring_on) && atomic_load(&watch_name) ? REC_WATCH : 1);
+  atomic_fetch_or(&mem_on, MEM_REC);
 }
 
 void loom__hostrec_start(uint64_t chunk, uint64_t cap) {
@@ -350,7 +355,15 @@ void loom__hostrec_reset_steps(void) { atomic_store(&step_no, 0); }
 
 void loom__hostrec_watch_steps(loom__step_fn fn) { atomic_store(&step_watch, fn); }
 
-void loom__hostrec_stop(void) { atomic_store(&rec_on, 0); }
+void loom__hostrec_stop(void) {
+  atomic_store(&rec_on, 0);
+  atomic_fetch_and(&mem_on, ~(unsigned)MEM_REC);
+}
+
+void loom__hostrec_memory_mode(int ledger) {
+  if (ledger) atomic_fetch_or(&mem_on, MEM_LEDGER);
+  else atomic_fetch_and(&mem_on, ~(unsigned)MEM_LEDGER);
+}
 
 void loom__hostrec_set_ring(const loom__ring_hooks *h) {
   if (h) atomic_store(&ring_hooks, h);
@@ -392,6 +405,7 @@ static inline const loom__ext_hook *hook(int i) {
  * starts with recording off and forgets the parent's buffers. */
 static void fork_child(void) {
   atomic_store(&rec_on, 0);
+  atomic_store(&mem_on, 0);
   atomic_store(&step_watch, NULL);
   atomic_fetch_add(&loom__hr_epoch, 1);
   loom__hr_threads = NULL;
@@ -734,6 +748,48 @@ void loom_counter(const char *name, double value) {
   put(LOOM__HR_COUNTER, 0, (uint64_t)(uintptr_t)name, bits);
 }
 
+/* ---- memory (loom_memory_alloc/free) ----------------------------------------
+ * One MEM record; a MEMX record before it when there is more to say (a
+ * pool's reserved bytes, the allocation time of what a free frees).  MEMX
+ * goes first so that MEM is never written without it: a collector that sees
+ * a MEM with no MEMX of the same address just before has nothing more. */
+static inline void mem_record(uint64_t ts, uint16_t flags, uint64_t addr, uint64_t bytes,
+                              int32_t device, uint64_t reserved, uint64_t alloc_ts) {
+  if (LOOM__UNLIKELY(reserved || alloc_ts)) put_at(alloc_ts, LOOM__HR_MEMX, 0, addr, reserved, 0);
+  put_at(ts, LOOM__HR_MEM, flags, addr, bytes, (uint32_t)device);
+}
+
+static inline uint16_t mem_flags(loom_memory_kind kind) {
+  return (uint16_t)(((unsigned)kind & 7u) << LOOM__HR_MEM_KIND_SHIFT);
+}
+
+void loom_memory_alloc(uint64_t addr, uint64_t bytes, loom_memory_kind kind, int32_t device,
+                       uint64_t reserved) {
+  unsigned m = atomic_load_explicit(&mem_on, memory_order_relaxed);
+  if (LOOM__UNLIKELY(!m)) return;
+  uint64_t ts = now();
+  if (m & MEM_LEDGER) {
+    loom__mem_live e = {addr, bytes, reserved, ts, device < 0 ? -1 : device, loom__tid(),
+                        (uint32_t)kind, 0};
+    loom__memledger_alloc(&e);
+  }
+  if (m & MEM_REC) mem_record(ts, mem_flags(kind), addr, bytes, device, reserved, 0);
+}
+
+void loom_memory_free(uint64_t addr, uint64_t bytes, loom_memory_kind kind, int32_t device,
+                      uint64_t reserved) {
+  unsigned m = atomic_load_explicit(&mem_on, memory_order_relaxed);
+  if (LOOM__UNLIKELY(!m)) return;
+  uint64_t ts = now(), alloc_ts = 0;
+  loom__mem_live e;
+  if ((m & MEM_LEDGER) && loom__memledger_free(addr, device < 0 ? -1 : device, &e)) {
+    alloc_ts = e.ts;
+    if (!bytes) bytes = e.bytes;
+  }
+  if (m & MEM_REC)
+    mem_record(ts, mem_flags(kind) | LOOM__HR_F_FREE, addr, bytes, device, reserved, alloc_ts);
+}
+
 /* A window that ends at a step boundary (trigger.c) closes the step in
  * progress here, so the window's last step is complete. */
 void loom__hostrec_step_end(void) {
@@ -775,6 +831,7 @@ void loom_step_mark(uint64_t step) {
  * that a new session in the child starts from nothing. */
 void loom__hostrec_forked(void) {
   atomic_store(&rec_on, 0);
+  atomic_store(&mem_on, 0);
   atomic_store(&step_watch, NULL);
   pthread_mutex_init(&loom__hr_list_mu, NULL);
   loom__hr_threads = NULL;

@@ -38,12 +38,21 @@ enum {
   LOOM__HR_STEP = 9,     /* a: step number */
   LOOM__HR_ARG = 10,     /* name: key id (interned); a: value; spare: type;
                             belongs to the OP_BEGIN before it */
-  LOOM__HR_RAW = 11      /* name: loom_raw_format_fn; spare: nraw; ts, a: the
+  LOOM__HR_RAW = 11,     /* name: loom_raw_format_fn; spare: nraw; ts, a: the
                             first LOOM__RAW_HEAD raw bytes, the rest in the
                             loom__raw_slots(nraw) records after it (the last
                             may be partial; they may span chunks); belongs to
                             the OP_BEGIN before it */
+  LOOM__HR_MEM = 12,     /* loom_memory_alloc/free: name: addr; a: bytes;
+                            spare: device (int32); flags: LOOM__HR_F_FREE,
+                            the loom_memory_kind << LOOM__HR_MEM_KIND_SHIFT */
+  LOOM__HR_MEMX = 13     /* what a MEM record right after it adds, when it
+                            has more: name: the same addr; a: reserved
+                            bytes; ts: for a free, the host ticks of the
+                            allocation it frees (the ledger's), else 0 */
 };
+#define LOOM__HR_F_FREE 4u     /* on a MEM: a free, not an allocation */
+#define LOOM__HR_MEM_KIND_SHIFT 8
 #define LOOM__RAW_HEAD 16u
 #define LOOM__HR_F_ID 1u /* name holds an interned id, not a pointer */
 #define LOOM__HR_F_STEP_END 2u /* on a STEP: closes the step, opens none */
@@ -183,6 +192,29 @@ void loom__thread_names_mirror(void);
 /* In a child forked without exec (src/session/fork.c): forgets the parent's
  * buffers and this thread's cached id, and stops recording. */
 void loom__hostrec_forked(void);
+
+/* ---- the ledger of live allocations (memledger.c) ------------------------
+ * Kept while a session in window or ring mode runs (its start to its stop):
+ * loom_memory_alloc/free update it whether a window records or not, so that
+ * a window's trace can start from what was live (collect_host.c). */
+typedef struct loom__mem_live {
+  uint64_t addr, bytes, reserved;
+  uint64_t ts;     /* host ticks of the allocation (never 0 in the ledger) */
+  int32_t device;  /* -1: host memory */
+  uint32_t tid;    /* the thread that allocated */
+  uint32_t kind;   /* loom_memory_kind */
+  uint32_t pad;
+} loom__mem_live;
+void loom__memledger_start(void);
+void loom__memledger_stop(void);
+void loom__memledger_alloc(const loom__mem_live *a);
+/* Removes the allocation at (addr, dev) into *out: 1, or 0 when unknown. */
+int loom__memledger_free(uint64_t addr, int32_t dev, loom__mem_live *out);
+/* The allocations live now (caller frees; NULL with *n 0 when the ledger is
+ * off or empty, *n SIZE_MAX when out of memory). */
+loom__mem_live *loom__memledger_snapshot(size_t *n);
+/* The ledger tells the memory calls to keep it (1) or not (0). */
+void loom__hostrec_memory_mode(int ledger);
 
 /* The calling thread's OS id, cached. */
 uint32_t loom__tid(void);

@@ -46,8 +46,9 @@ static int is_range(const loom__ev *e) {
 }
 
 /* Sweeps one host track in time order with a stack of open ranges: fills in
- * external ids of runtime calls, and for each call the innermost enclosing
- * user range (encl); parent[] chains user ranges to their enclosing one. */
+ * external ids of runtime calls and memory events (the innermost op's), and
+ * for each call the innermost enclosing user range (encl); parent[] chains
+ * user ranges to their enclosing one. */
 static int sweep_track(loom_trace *t, size_t lo, size_t hi, uint32_t *encl,
                        uint32_t *parent, uint32_t **stack, size_t *cap) {
   size_t depth = 0;
@@ -60,7 +61,11 @@ static int sweep_track(loom_trace *t, size_t lo, size_t hi, uint32_t *encl,
         break;
       depth--;
     }
-    if (is_host_call(t, e)) {
+    if (e->kind == LOOM_KIND_MEMORY && !e->external_id) { /* the op that allocated */
+      for (size_t k = depth; k-- > 0 && !e->external_id;)
+        if (t->ev[(*stack)[k]].kind == LOOM_KIND_CPU_OP)
+          e->external_id = t->ev[(*stack)[k]].external_id;
+    } else if (is_host_call(t, e)) {
       for (size_t k = depth; k-- > 0;) {
         const loom__ev *r = &t->ev[(*stack)[k]];
         if (r->kind == LOOM_KIND_CPU_OP && !e->external_id) {
