@@ -10,7 +10,10 @@
  * shapes, 8 shapes in turn): shape strings already formatted into a reused
  * buffer (loom_op_begin_args: interned per op) against the same inputs as 12
  * raw bytes (loom_op_begin_raw: formatted at collect), with the collect cost
- * per op of each.
+ * per op of each; then loom_memory_alloc/free against loom_instant in
+ * interleaved rounds (min and median), plain and in ring mode (where the
+ * ledger of live allocations is kept), with the goal of issue 36 (at most
+ * 100 ns added per allocation while recording).
  * usage: bench_hostrec [PAIRS]   (default 2,000,000)
  */
 #define _GNU_SOURCE
@@ -151,6 +154,85 @@ static void op_loop(int raw, double *rec_ns, double *collect) {
   loom_trace_free(t);
 }
 
+/* ---- memory calls ------------------------------------------------------------- */
+enum { MEM_ROUNDS = 7 };
+
+static loom_session *begin_opts(const char *opts) {
+  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu", .options = opts};
+  loom_session *s;
+  if (loom_session_create(&cfg, &s) || loom_session_start(s)) {
+    fprintf(stderr, "bench: %s\n", loom_last_error());
+    exit(1);
+  }
+  return s;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* One round: n instants, then n allocations each freed (2n memory calls)
+ * from a working set of 1024 live blocks; ns per call of each, and the
+ * memory events the trace holds. */
+static void mem_round(const char *opts, long n, double *inst, double *mem, size_t *nmem) {
+  loom_session *s = begin_opts(opts);
+  double t0 = now_ns();
+  for (long i = 0; i < n; i++) loom_instant("tick");
+  *inst = (now_ns() - t0) / n;
+  t0 = now_ns();
+  for (long i = 0; i < n; i++) {
+    uint64_t a = 0x10000000u + (uint64_t)(i & 1023) * 4096;
+    if (i >= 1024) loom_memory_free(a, 0, LOOM_MEMORY_HOST, -1, 0);
+    loom_memory_alloc(a, 4096, LOOM_MEMORY_HOST, -1, 0);
+  }
+  *mem = (now_ns() - t0) / (2.0 * n - 1024);
+  loom_trace *t;
+  loom_session_stop(s, &t);
+  loom_session_destroy(s);
+  *nmem = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    *nmem += v.kind == LOOM_KIND_MEMORY;
+  }
+  loom_trace_free(t);
+}
+
+/* Prints the memory calls' figures; 0 when every trace held every call. */
+static int mem_bench(void) {
+  long n = pairs / 4;
+  double idle0 = now_ns();
+  for (long i = 0; i < n; i++) loom_memory_alloc((uint64_t)i, 64, LOOM_MEMORY_HOST, -1, 0);
+  double idle = (now_ns() - idle0) / n;
+  static const char *const modes[2] = {"buffer_size=4m", "mode=ring,ring_size=256m"};
+  static const char *const label[2] = {"recording", "ring mode (ledger)"};
+  double inst[2][MEM_ROUNDS], mem[2][MEM_ROUNDS];
+  int bad = 0;
+  for (int r = 0; r < MEM_ROUNDS; r++)
+    for (int m = 0; m < 2; m++) {
+      size_t got;
+      mem_round(modes[m], n, &inst[m][r], &mem[m][r], &got);
+      bad |= got != (size_t)(2 * n - 1024);
+    }
+  printf("memory calls, %d interleaved rounds of %ld allocations (each freed later)\n",
+         MEM_ROUNDS, n);
+  printf("  loom_memory_alloc, no session              %6.2f ns/call\n", idle);
+  double added = 0;
+  for (int m = 0; m < 2; m++) {
+    qsort(inst[m], MEM_ROUNDS, sizeof(double), cmp_d);
+    qsort(mem[m], MEM_ROUNDS, sizeof(double), cmp_d);
+    printf("  %-20s instant min %6.2f med %6.2f | alloc/free min %6.2f med %6.2f ns/call"
+           " (%.2fx instant)\n", label[m], inst[m][0], inst[m][MEM_ROUNDS / 2], mem[m][0],
+           mem[m][MEM_ROUNDS / 2], mem[m][MEM_ROUNDS / 2] / inst[m][MEM_ROUNDS / 2]);
+    if (mem[m][MEM_ROUNDS / 2] > added) added = mem[m][MEM_ROUNDS / 2];
+  }
+  printf("goal memory_alloc: %.1f ns added per allocation while recording, the worse mode's "
+         "median (target 100) %s\n", added, added <= 100 ? "met" : "missed");
+  if (bad) printf("  a trace lacked memory events\n");
+  return bad;
+}
+
 static long rss_kb(void) {
   FILE *f = fopen("/proc/self/status", "r");
   char line[256];
@@ -225,5 +307,7 @@ int main(int argc, char **argv) {
          op_raw, op_raw_c);
   printf("  events in traces: %zu (expected %ld), %zu (expected %ld), %zu (expected %ld)\n",
          events, pairs, ev2, 2 * pairs, ev3, 2 * pairs);
-  return events == (size_t)pairs && ev2 == (size_t)(2 * pairs) && ev3 == (size_t)(2 * pairs) ? 0 : 1;
+  int bad = mem_bench();
+  return !bad && events == (size_t)pairs && ev2 == (size_t)(2 * pairs) &&
+                 ev3 == (size_t)(2 * pairs) ? 0 : 1;
 }

@@ -168,6 +168,8 @@ static const loom_backend_enable torch_enable = {
 };
 static const loom_option_desc pytorch_options[] = {
     {"pytorch.shapes", "0: no input shapes and types (as record_shapes=False) (default 1)"},
+    {"pytorch.memory", "0: no allocations from PyTorch's allocators (as profile_memory=False; "
+                       "PyTorch keeps its CPU blocks' sizes while they are reported) (default 1)"},
     {NULL, NULL}};
 static const loom_backend_ops torch_ops = {
     .struct_size = sizeof(loom_backend_ops),

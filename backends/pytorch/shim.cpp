@@ -17,11 +17,35 @@
  * the inputs are only encoded per op (a few bytes) and the strings are made
  * when loom collects the trace, once per distinct encoding.
  *
+ * Memory: what torch.profiler(profile_memory=True) sees.  PyTorch's
+ * allocators report each allocation and free to c10::reportMemoryUsageToProfiler
+ * when c10::memoryProfilingEnabled() says so; both look up the one
+ * MemoryReportingInfoBase on top of the calling thread's ThreadLocalDebugInfo
+ * (DebugInfoKind::PROFILER_STATE), which PyTorch propagates to the threads
+ * that run a task of that thread (autograd's, at::launch's).  loom does not
+ * push a reporter of its own there: torch.profiler pushes its state on top
+ * (hiding one pushed before) and pops the top at its end with a
+ * static_pointer_cast to its own type (a reporter pushed after it would be
+ * popped in its place).  Instead, the two functions are bound anew in the
+ * objects that call them (libc10's and libtorch's GOT slots, where the
+ * allocators reach them): memoryProfilingEnabled() is true while loom
+ * captures (or whatever PyTorch says), and each report becomes a
+ * loom_memory_alloc/free (the CPU allocator's as LOOM_MEMORY_HOST, device
+ * -1; a device allocator's as LOOM_MEMORY_POOL with its reserved bytes and
+ * device index) and then goes on to PyTorch's own function, so a
+ * torch.profiler in the same run sees every report it would have seen.
+ * `--option pytorch.memory=0` (LOOM_PYTORCH_MEMORY=0) turns it off: PyTorch
+ * keeps a table of its CPU blocks' sizes while memory is reported.
+ *
  * loom.h gives the types; its functions are reached with dlsym, so nothing
  * here links libloom.
  */
 #include <ATen/record_function.h>
+#include <c10/core/Allocator.h>
 #include <dlfcn.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <loom/loom.h>
 
@@ -450,6 +474,108 @@ void on_end(const at::RecordFunction &fn, at::ObserverContext *) {
   else op_end();
 }
 
+// ---- memory reports (see the top of the file) ---------------------------------
+using mem_fn = void (*)(uint64_t, uint64_t, loom_memory_kind, int32_t, uint64_t);
+using report_fn = void (*)(void *, int64_t, int64_t, int64_t, c10::Device);
+mem_fn mem_alloc, mem_free;
+report_fn real_report;
+
+bool loom_memory_enabled() { return true; }
+
+void loom_report(void *ptr, int64_t size, int64_t total_allocated, int64_t total_reserved,
+                 c10::Device d) {
+  auto t = d.type();
+  bool host = t == c10::DeviceType::CPU || t == c10::DeviceType::MKLDNN ||
+              t == c10::DeviceType::IDEEP;
+  loom_memory_kind kind = host ? LOOM_MEMORY_HOST : LOOM_MEMORY_POOL;
+  int32_t dev = host ? -1 : d.index();
+  uint64_t reserved = host || total_reserved < 0 ? 0 : static_cast<uint64_t>(total_reserved);
+  uint64_t addr = reinterpret_cast<uintptr_t>(ptr);
+  if (size > 0) mem_alloc(addr, static_cast<uint64_t>(size), kind, dev, reserved);
+  else if (size < 0) mem_free(addr, static_cast<uint64_t>(-size), kind, dev, reserved);
+  real_report(ptr, size, total_allocated, total_reserved, d);
+}
+
+// The GOT slots to bind anew: symbol name, the function to put there.
+struct rebind {
+  const char *sym;
+  void *fn;
+  const void *self; // this object's load base: its own slots keep PyTorch's
+  int n;            // slots bound
+};
+
+// Writes r->fn into slot, which lies in [relro, relro_end) of the object
+// when that part is read-only after relocation (made writable for it).
+void write_slot(void **slot, void *fn, uintptr_t relro, uintptr_t relro_end) {
+  uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t a = reinterpret_cast<uintptr_t>(slot) & ~(page - 1);
+  bool ro = reinterpret_cast<uintptr_t>(slot) >= relro &&
+            reinterpret_cast<uintptr_t>(slot) < relro_end;
+  if (ro && mprotect(reinterpret_cast<void *>(a), page, PROT_READ | PROT_WRITE) != 0) return;
+  __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+  if (ro) mprotect(reinterpret_cast<void *>(a), page, PROT_READ);
+}
+
+int rebind_in(struct dl_phdr_info *info, size_t, void *data) {
+  auto *r = static_cast<rebind *>(data);
+  const char *name = info->dlpi_name;
+  if (!name || !*name || reinterpret_cast<const void *>(info->dlpi_addr) == r->self) return 0;
+  const ElfW(Dyn) *dyn = nullptr;
+  uintptr_t base = info->dlpi_addr, relro = 0, relro_end = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_DYNAMIC) dyn = reinterpret_cast<const ElfW(Dyn) *>(base + ph.p_vaddr);
+    if (ph.p_type == PT_GNU_RELRO) relro = base + ph.p_vaddr, relro_end = relro + ph.p_memsz;
+  }
+  const ElfW(Sym) *symtab = nullptr;
+  const char *strtab = nullptr;
+  const ElfW(Rela) *rel[2] = {nullptr, nullptr};
+  size_t relsz[2] = {0, 0};
+  auto ptr = [base](ElfW(Addr) p) { return p < base ? p + base : p; }; // vdso: not relocated
+  for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+    switch (dyn->d_tag) {
+    case DT_SYMTAB: symtab = reinterpret_cast<const ElfW(Sym) *>(ptr(dyn->d_un.d_ptr)); break;
+    case DT_STRTAB: strtab = reinterpret_cast<const char *>(ptr(dyn->d_un.d_ptr)); break;
+    case DT_JMPREL: rel[0] = reinterpret_cast<const ElfW(Rela) *>(ptr(dyn->d_un.d_ptr)); break;
+    case DT_PLTRELSZ: relsz[0] = dyn->d_un.d_val; break;
+    case DT_RELA: rel[1] = reinterpret_cast<const ElfW(Rela) *>(ptr(dyn->d_un.d_ptr)); break;
+    case DT_RELASZ: relsz[1] = dyn->d_un.d_val; break;
+    default: break;
+    }
+  }
+  if (!symtab || !strtab) return 0;
+  for (int k = 0; k < 2; k++)
+    for (size_t i = 0; rel[k] && i < relsz[k] / sizeof(ElfW(Rela)); i++) {
+      auto type = ELF64_R_TYPE(rel[k][i].r_info);
+      if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
+      if (strcmp(strtab + symtab[ELF64_R_SYM(rel[k][i].r_info)].st_name, r->sym)) continue;
+      write_slot(reinterpret_cast<void **>(base + rel[k][i].r_offset), r->fn, relro, relro_end);
+      r->n++;
+    }
+  return 0;
+}
+
+// Binds the allocators' two calls to loom's; false when loom lacks the
+// memory calls (an older libloom), it is turned off, or no slot was found.
+bool capture_memory() {
+  const char *env = getenv("LOOM_PYTORCH_MEMORY"), *opts = getenv("LOOM_RECORD_OPTIONS");
+  if ((env && !strcmp(env, "0")) || (opts && strstr(opts, "pytorch.memory=0"))) return false;
+  mem_alloc = reinterpret_cast<mem_fn>(dlsym(RTLD_DEFAULT, "loom_memory_alloc"));
+  mem_free = reinterpret_cast<mem_fn>(dlsym(RTLD_DEFAULT, "loom_memory_free"));
+  if (!mem_alloc || !mem_free) return false;
+  real_report = &c10::reportMemoryUsageToProfiler;
+  Dl_info self;
+  if (!dladdr(reinterpret_cast<void *>(&loom_report), &self)) return false;
+  // reports first: once memory profiling reads as enabled they arrive
+  rebind rep = {"_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE",
+                reinterpret_cast<void *>(&loom_report), self.dli_fbase, 0};
+  rebind en = {"_ZN3c1022memoryProfilingEnabledEv", reinterpret_cast<void *>(&loom_memory_enabled),
+               self.dli_fbase, 0};
+  dl_iterate_phdr(rebind_in, &rep);
+  if (rep.n) dl_iterate_phdr(rebind_in, &en);
+  return rep.n && en.n;
+}
+
 template <typename T> bool find(T &out, const char *sym) {
   out = reinterpret_cast<T>(dlsym(RTLD_DEFAULT, sym));
   return out != nullptr;
@@ -474,5 +600,6 @@ extern "C" __attribute__((visibility("default"))) int loom_pytorch_shim_init(voi
   if ((env && !strcmp(env, "0")) || (opts && strstr(opts, "pytorch.shapes=0"))) shapes = false;
   at::addGlobalCallback(
       at::RecordFunctionCallback(on_start, on_end).needsInputs(op_begin_args != nullptr && shapes));
+  capture_memory();
   return 0;
 }
