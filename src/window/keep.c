@@ -8,6 +8,9 @@
  * records.  Events are compacted in place, flows renumbered to the events
  * they join and dropped with either end; arguments stay where they are
  * (an event names its own), the ones of dropped events are not written.
+ * A dump cut to its last seconds starts from the memory live then: each
+ * allocation before the cut and not freed by it reappears at the cut,
+ * flagged "live_at_start" (as a window's do, collect_host.c).
  * Also here: a trigger on a ring-mode process (loom__trigger_ring_dump).
  */
 #include <stdint.h>
@@ -38,9 +41,106 @@ static void keep_since(const loom_trace *t, uint8_t *keep, int64_t since) {
   }
 }
 
+/* ---- memory live at the cut ---------------------------------------------------- */
+typedef struct mem_ids {
+  uint32_t addr, device, live, at;
+} mem_ids;
+
+static uint64_t mem_arg(const loom_trace *t, const loom__ev *e, uint32_t key, int *has) {
+  for (uint32_t k = 0; k < e->nargs; k++) {
+    const loom__targ *a = &t->args[e->args_off + k];
+    if (a->key == key && a->type != LOOM_ARG_STRING && a->type != LOOM_ARG_DOUBLE) {
+      if (has) *has = 1;
+      return a->v.u;
+    }
+  }
+  if (has) *has = 0;
+  return 0;
+}
+
+static _Thread_local const loom_trace *by_ts_t;
+static int cmp_ts(const void *pa, const void *pb) {
+  const loom__ev *a = &by_ts_t->ev[*(const uint32_t *)pa], *b = &by_ts_t->ev[*(const uint32_t *)pb];
+  if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+  return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
+}
+
+/* Copies allocation event i to since, flagged live_at_start with its time
+ * (kept when it was flagged already). */
+static int live_copy(loom_trace *t, size_t i, int64_t since, const mem_ids *id) {
+  loom__ev e = t->ev[i];
+  int64_t at = e.ts;
+  int had = 0;
+  uint64_t was = mem_arg(t, &t->ev[i], id->at, &had);
+  if (had) at = (int64_t)was;
+  uint32_t off = e.args_off, n = e.nargs;
+  e.ts = since;
+  if (loom__trace_add_ev(t, &e)) return -1;
+  for (uint32_t k = 0; k < n; k++) {
+    loom__targ a = t->args[off + k];
+    if (a.key == id->live || a.key == id->at) continue; /* added again below */
+    if (loom__trace_add_arg(t, &a)) return -1;
+  }
+  return loom__trace_add_arg_int(t, "live_at_start", 1) ||
+                 loom__trace_add_arg_int(t, "allocated_at_ns", at) ? -1 : 0;
+}
+
+/* The allocations before since that no free before it ended, copied to
+ * since; *added: how many. */
+static int live_at_since(loom_trace *t, int64_t since, size_t *added) {
+  *added = 0;
+  size_t n = 0, nev = t->nev;
+  uint32_t *idx = malloc((nev + 1) * sizeof *idx);
+  if (!idx) return -1;
+  for (size_t i = 0; i < nev; i++)
+    if (t->ev[i].kind == LOOM_KIND_MEMORY && t->ev[i].ts < since) idx[n++] = (uint32_t)i;
+  by_ts_t = t;
+  qsort(idx, n, sizeof *idx, cmp_ts);
+  mem_ids id = {loom__trace_str(t, "addr"), loom__trace_str(t, "device"),
+                loom__trace_str(t, "live_at_start"), loom__trace_str(t, "allocated_at_ns")};
+  loom__map live = {0}; /* (producer, device, addr) -> event index + 1 */
+  int rc = 0;
+  for (size_t k = 0; k < n && rc == 0; k++) {
+    const loom__ev *e = &t->ev[idx[k]];
+    uint64_t key = loom__hash_u64(mem_arg(t, e, id.addr, NULL) ^
+                                  loom__hash_u64(mem_arg(t, e, id.device, NULL) ^
+                                                 ((uint64_t)e->src << 48)));
+    key = key ? key : 1;
+    if (LOOM__EV_ROLE_OF(e) & LOOM_RECORD_F_ALLOC) rc = loom__map_put(&live, key, idx[k] + 1ull);
+    else loom__map_del(&live, key);
+  }
+  for (size_t k = 0; k < n && rc == 0; k++) { /* in time order: the copies too */
+    const loom__ev *e = &t->ev[idx[k]];
+    if (!(LOOM__EV_ROLE_OF(e) & LOOM_RECORD_F_ALLOC)) continue;
+    uint64_t key = loom__hash_u64(mem_arg(t, e, id.addr, NULL) ^
+                                  loom__hash_u64(mem_arg(t, e, id.device, NULL) ^
+                                                 ((uint64_t)e->src << 48)));
+    uint64_t *v = loom__map_get(&live, key ? key : 1);
+    if (!v || *v != idx[k] + 1ull) continue;
+    rc = live_copy(t, idx[k], since, &id);
+    ++*added;
+  }
+  loom__map_free(&live);
+  free(idx);
+  return rc;
+}
+
+/* Back in track and time order after copies were appended. */
+static int resort(loom_trace *t) {
+  uint32_t *order = malloc((t->nev + 1) * sizeof *order);
+  if (!order) return -1;
+  for (size_t i = 0; i < t->nev; i++) order[i] = (uint32_t)i;
+  loom__ev_sort_indices(t, order, t->nev);
+  int rc = loom__trace_permute(t, order);
+  free(order);
+  return rc;
+}
+
 int loom__trace_keep(loom_trace *t, uint32_t kinds, int64_t since_ns, uint64_t *removed) {
   *removed = 0;
   if (!t || (!kinds && since_ns == INT64_MIN) || !t->nev) return 0;
+  size_t added = 0;
+  if (since_ns != INT64_MIN && live_at_since(t, since_ns, &added)) return -1;
   uint8_t *keep = malloc(t->nev);
   uint32_t *at = malloc(t->nev * sizeof *at);
   if (!keep || !at) {
@@ -69,7 +169,7 @@ int loom__trace_keep(loom_trace *t, uint32_t kinds, int64_t since_ns, uint64_t *
   if (since_ns != INT64_MIN && since_ns > t->start_ns) t->start_ns = since_ns;
   free(keep);
   free(at);
-  return 0;
+  return added ? resort(t) : 0;
 }
 
 /* The kinds a request kept (ACTIVITY_TYPES): said in the trace, with what
