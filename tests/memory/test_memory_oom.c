@@ -3,7 +3,8 @@
  * (tests/memory/grow.c: malloc fails, it aborts) under `loom record`: the
  * trace loom rebuilds from the dead process's shared memory holds every
  * allocation and free it told loom up to its death (exact counts and
- * bytes, against what it printed), each with the op that made it.
+ * bytes, against what it printed), each with the op that made it; and
+ * loom record's summary names the peak and the ops that held it.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -37,6 +38,13 @@ static void test_grow_until_death(void **state) {
   buf[n] = 0;
   fclose(f);
   assert_non_null(strstr(buf, "loom rebuilt its trace from shared memory"));
+  /* live after allocation n: 64 MiB + n blocks - the (n-1)/8 freed before it */
+  long grow = allocated - (allocated - 1) / 8;
+  char want[256];
+  snprintf(want, sizeof want, "host memory peak %ld.0 MiB at ", 64 + grow);
+  assert_non_null(strstr(buf, want));
+  snprintf(want, sizeof want, "(op 'grow' %ld.0 MiB, op 'setup' 64.0 MiB)", grow);
+  assert_non_null(strstr(buf, want));
   loom_trace *t = ts_load(trace);
   long allocs = 0, frees = 0, in_grow = 0;
   unsigned long long bytes = 0;

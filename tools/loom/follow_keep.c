@@ -136,9 +136,11 @@ int follow_rebuild(const loom_follow *f, proc *p, pid_t top, int top_status, con
   else if (r.bk_lost)
     snprintf(unres + strlen(unres), sizeof unres - strlen(unres),
              ", %llu backend records lost with its memory", (unsigned long long)r.bk_lost);
+  char mem[1024] = ""; /* a program that died of memory: how much, and who held it */
+  if (!failed[0]) record_memory_summary(r.out, mem, sizeof mem);
   snprintf(msg, n, "%s; loom rebuilt its trace from shared memory: %llu range%s and %llu "
-           "op%s kept%s%s", how, (unsigned long long)r.ranges, r.ranges == 1 ? "" : "s",
-           (unsigned long long)r.ops, r.ops == 1 ? "" : "s", open_at, unres);
+           "op%s kept%s%s%s", how, (unsigned long long)r.ranges, r.ranges == 1 ? "" : "s",
+           (unsigned long long)r.ops, r.ops == 1 ? "" : "s", open_at, unres, mem);
   return 0;
 }
 
