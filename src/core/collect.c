@@ -253,6 +253,32 @@ static int backend_record(loom_session *s, loom_trace *t, loom_backend *b, loom_
   return record_event(t, b, bs, d, track, ts, te);
 }
 
+/* Ring mode: the allocations the ring dropped and no record freed
+ * (memring.c) are live where the backend's kept records begin (first), or
+ * at the trace's start: there, flagged live_at_start with their time. */
+static int gone_memory(loom_session *s, loom_trace *t, loom_backend *b, loom__bsess *bs,
+                       int64_t pid, bk_stats *st, int64_t first) {
+  for (size_t i = 0; i < bs->ngone; i++) {
+    const loom__bmem *m = &bs->gone_mem[i];
+    uint32_t track;
+    if (!m->d.clock || m->d.clock > bs->nclocks) continue;
+    int rc = record_track(s, t, b, &m->d, pid, st, &track);
+    if (rc < 0) return -1;
+    if (!rc) continue;
+    int64_t at = loom__clock_convert(&s->tl, &bs->clocks[m->d.clock - 1], m->d.start);
+    loom__ev e = {.ts = first < at ? at : first, .external_id = m->d.ext,
+                  .name = loom__trace_str(t, loom__intern_get(m->d.name)),
+                  .cat = loom__trace_str(t, "cpu_instant_event"), .track = track,
+                  .kind = LOOM_KIND_MEMORY, .ph = LOOM__PH_INSTANT, .src = bs->src,
+                  .flags = (uint16_t)(m->d.roles << LOOM__EV_ROLE_SHIFT)};
+    if (loom__trace_add_ev(t, &e) || memory_args(t, m->args, m->d.nargs) ||
+        loom__trace_add_arg_int(t, "live_at_start", 1) ||
+        loom__trace_add_arg_int(t, "allocated_at_ns", at))
+      return -1;
+  }
+  return 0;
+}
+
 static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, loom__bsess *bs,
                            int64_t pid, loom__ring_info *ri) {
   for (size_t i = 0; i < bs->nclocks; i++) {
@@ -275,6 +301,8 @@ static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, loom
   for (size_t i = 0; i < bs->nrecs && rc == 0; i++)
     rc = backend_record(s, t, b, bs, &bs->recs[i], pid, &st, &launched);
   loom__map_free(&launched);
+  if (rc == 0 && bs->ngone)
+    rc = gone_memory(s, t, b, bs, pid, &st, st.first != INT64_MAX ? st.first : t->start_ns);
   if (rc) return -1;
   if (st.bad_ref)
     loom__collect_warn(s, "backend '%s': %llu records named an unknown clock or "
@@ -354,6 +382,7 @@ static loom__bsess *bsess_copy(loom_backend *b) {
     c->cap_recs = c->nrecs, c->cap_args = c->nargs, c->cap_clocks = c->nclocks;
     if (bs->nrecs && !(c->recs = memdup(bs->recs, bs->nrecs * sizeof *bs->recs))) bad = 1;
     if (bs->nargs && !(c->args = memdup(bs->args, bs->nargs * sizeof *bs->args))) bad = 1;
+    if (loom__bmem_copy(c, bs)) bad = 1;
     if (bs->nclocks && !(c->clocks = calloc(bs->nclocks, sizeof *c->clocks))) bad = 1;
     for (size_t i = 0; !bad && i < bs->nclocks; i++) {
       c->clocks[i] = bs->clocks[i];
@@ -370,6 +399,7 @@ static loom__bsess *bsess_copy(loom_backend *b) {
   pthread_mutex_unlock(&b->mu);
   if (bad) {
     for (size_t i = 0; c->clocks && i < c->nclocks; i++) free(c->clocks[i].sync);
+    loom__bmem_free(c);
     free(c->clocks);
     free(c->recs);
     free(c->args);
@@ -381,6 +411,7 @@ static loom__bsess *bsess_copy(loom_backend *b) {
 
 static void bsess_free_copy(loom__bsess *c) {
   if (!c) return;
+  loom__bmem_free(c);
   for (size_t i = 0; i < c->nclocks; i++) free(c->clocks[i].sync);
   free(c->clocks);
   free(c->recs);

@@ -110,7 +110,25 @@ typedef struct loom__bsess {
   /* Loss counts by reason (the first few distinct reasons; others join the
    * last slot's count). */
   struct { char *reason; uint64_t n; } lost_by[4];
+  /* Ring mode: the allocations among the records dropped to stay within
+   * the ring and not freed by one (memring.c): a dump starts from them. */
+  struct loom__bmem *gone_mem;
+  size_t ngone, cap_gone;
+  loom__map gone_by_key; /* (device, addr) -> index + 1 in gone_mem */
 } loom__bsess;
+
+/* ---- memory records a ring dropped (memring.c) -------------------------- */
+/* An allocation record kept with its reserved arguments (strings interned). */
+typedef struct loom__bmem {
+  loom__drec d;
+  loom__targ args[5];
+} loom__bmem;
+/* Ring mode, before bs's oldest k records are dropped (b->mu held): their
+ * allocations are kept aside, their frees end the allocations kept so. */
+void loom__bmem_fold(loom__bsess *bs, size_t k);
+/* A dump's copy of what bs keeps aside (0, or -1 out of memory). */
+int loom__bmem_copy(loom__bsess *dst, const loom__bsess *src);
+void loom__bmem_free(loom__bsess *bs);
 /* Frees a backend's part of a session (NULL ignored): its arena copies,
  * clocks, records, arguments and loss reasons (session.c). */
 void loom__bsess_free(loom__bsess *bs);

@@ -319,6 +319,7 @@ static void ring_make_room(loom__bsess *bs, uint64_t need) {
     k++;
   }
   if (!k) return;
+  loom__bmem_fold(bs, k); /* a dump starts from the memory they leave live */
   if (!loom__bkarena_drop_oldest(bs, k, a)) { /* heap arrays: moved in place */
     memmove(bs->recs, bs->recs + k, (bs->nrecs - k) * sizeof *bs->recs);
     bs->nrecs -= k;

@@ -293,6 +293,35 @@ static void test_ring_dump_live_at_start(void **state) {
   loom_trace_free(t);
 }
 
+/* A backend's ring drops its oldest records: the allocations among them
+ * that no record freed are live at the dump's start. */
+static void test_backend_ring_live_at_start(void **state) {
+  (void)state;
+  loom_session *s = ts_start("cpu,fake", "mode=ring,ring_size=64k,backend_memory_cap=16k");
+  int64_t dev = fake_device(0);
+  for (uint64_t i = 0; i < 4; i++)
+    assert_int_equal(bk_mem(LOOM_RECORD_F_ALLOC, 0xb000 + i, 1000 + (int64_t)i, dev, NULL, 0),
+                     LOOM_OK);
+  assert_int_equal(bk_mem(LOOM_RECORD_F_FREE, 0xb000, -1, dev, NULL, 0), LOOM_OK);
+  for (int i = 0; i < 2000; i++) fake_launch(0, 0, "k", 100); /* the ring drops them */
+  assert_int_equal(bk_mem(LOOM_RECORD_F_FREE, 0xb001, -1, dev, NULL, 0), LOOM_OK);
+  loom_trace *d = NULL;
+  assert_int_equal(loom_session_dump(s, "test", &d), LOOM_OK);
+  d_want = dev;
+  ext_want = 0;
+  name_want = "fakeAlloc";
+  mem_sum m = sum_memory(d);
+  name_want = "[memory]";
+  assert_int_equal(m.live_at_start, 3); /* 0xb001..0xb003 */
+  assert_int_equal(m.live_bytes, 1001 + 1002 + 1003);
+  assert_int_equal(m.allocs, 3);
+  assert_int_equal(m.frees, 1);
+  assert_int_equal(m.on_device, 4);
+  assert_true(m.first_live_ts <= m.first_other_ts);
+  loom_trace_free(d);
+  loom_trace_free(ts_finish(s));
+}
+
 int main(void) {
   assert_int_equal(fake_register(0, "fakemem", "fake", 0), LOOM_OK);
   const struct CMUnitTest tests[] = {
@@ -301,6 +330,7 @@ int main(void) {
       cmocka_unit_test(test_backend_records),
       cmocka_unit_test(test_window_live_at_start),
       cmocka_unit_test(test_ring_dump_live_at_start),
+      cmocka_unit_test(test_backend_ring_live_at_start),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
