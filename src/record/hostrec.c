@@ -406,6 +406,7 @@ static inline const loom__ext_hook *hook(int i) {
 static void fork_child(void) {
   atomic_store(&rec_on, 0);
   atomic_store(&mem_on, 0);
+  loom__memledger_forked();
   atomic_store(&step_watch, NULL);
   atomic_fetch_add(&loom__hr_epoch, 1);
   loom__hr_threads = NULL;
@@ -832,6 +833,7 @@ void loom_step_mark(uint64_t step) {
 void loom__hostrec_forked(void) {
   atomic_store(&rec_on, 0);
   atomic_store(&mem_on, 0);
+  loom__memledger_forked();
   atomic_store(&step_watch, NULL);
   pthread_mutex_init(&loom__hr_list_mu, NULL);
   loom__hr_threads = NULL;

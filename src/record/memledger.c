@@ -136,6 +136,13 @@ void loom__memledger_stop(void) {
   clear_all();
 }
 
+/* In a child forked without exec: a stripe may have been locked by a thread
+ * that is not there; the tables (the parent's) go with the next start. */
+void loom__memledger_forked(void) {
+  atomic_store(&ledger_on, 0);
+  for (int k = 0; k < STRIPES; k++) atomic_flag_clear(&stripes[k].lock);
+}
+
 loom__mem_live *loom__memledger_snapshot(size_t *n) {
   *n = 0;
   if (!atomic_load(&ledger_on)) return NULL;

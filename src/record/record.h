@@ -207,6 +207,8 @@ typedef struct loom__mem_live {
 } loom__mem_live;
 void loom__memledger_start(void);
 void loom__memledger_stop(void);
+/* In a child forked without exec (hostrec.c's fork handlers). */
+void loom__memledger_forked(void);
 void loom__memledger_alloc(const loom__mem_live *a);
 /* Removes the allocation at (addr, dev) into *out: 1, or 0 when unknown. */
 int loom__memledger_free(uint64_t addr, int32_t dev, loom__mem_live *out);
