@@ -143,8 +143,12 @@ EXPORT void *dlopen(const char *file, int mode) {
   void *h = open_as_caller(file, mode, __builtin_return_address(0));
   if (!h) h = real_dlopen(file, mode);
   depth--;
-  /* only once the outermost dlopen() returned: everything is initialised */
-  if (h && !depth && !(mode & RTLD_NOLOAD) &&
+  /* only once the outermost dlopen() returned: everything is initialised;
+   * not on dlopen(NULL), which loads nothing (libGLdispatch, a dependency
+   * of libtorch_cpu, calls it from its constructor while the libraries of
+   * a program linked against libtorch are still being initialised: the
+   * shim's libraries would start in the middle of that) */
+  if (h && file && !depth && !(mode & RTLD_NOLOAD) &&
       !atomic_load_explicit(&attached, memory_order_relaxed))
     try_attach();
   return h;

@@ -518,8 +518,8 @@ void write_slot(void **slot, void *fn, uintptr_t relro, uintptr_t relro_end) {
 
 int rebind_in(struct dl_phdr_info *info, size_t, void *data) {
   auto *r = static_cast<rebind *>(data);
-  const char *name = info->dlpi_name;
-  if (!name || !*name || reinterpret_cast<const void *>(info->dlpi_addr) == r->self) return 0;
+  // every object, the program too ("" name), but this one
+  if (reinterpret_cast<const void *>(info->dlpi_addr) == r->self) return 0;
   const ElfW(Dyn) *dyn = nullptr;
   uintptr_t base = info->dlpi_addr, relro = 0, relro_end = 0;
   for (int i = 0; i < info->dlpi_phnum; i++) {

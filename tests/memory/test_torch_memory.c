@@ -13,6 +13,10 @@
  * equal loom's: it still sees every report loom takes.  With
  * `--option pytorch.memory=0` the trace holds no allocation.
  *
+ * A device allocator's reports (tests/memory/torch_report.cpp, for cuda:1
+ * in a CPU build) become pool memory on device 1 with the pool's reserved
+ * bytes.
+ *
  * The trace is read back from its file and memory events are found by their
  * alloc/free marks and the model's "bytes" argument, whatever the writer
  * calls them.
@@ -172,10 +176,54 @@ static void test_memory_off(void **state) {
   unlink(trace);
 }
 
+static void test_device_allocator(void **state) {
+  (void)state;
+  char trace[256], cmd[2048], *out = NULL;
+  tmp_path(trace, sizeof trace, ".json");
+  snprintf(cmd, sizeof cmd, "'%s' record -o '%s' -- '%s' 2>/dev/null", LOOM_BIN, trace,
+           TORCH_REPORT);
+  assert_int_equal(ts_run(cmd, &out), 0);
+  assert_non_null(strstr(out, "enabled 1")); /* the allocators report while loom records */
+  free(out);
+  loom_trace *t = ts_load(trace);
+  int host = 0, pool = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    if (!(v.roles & (LOOM_RECORD_F_ALLOC | LOOM_RECORD_F_FREE))) continue;
+    loom_arg a[16];
+    size_t n = loom_trace_event_args(t, i, a, 16);
+    int64_t dev = -1, bytes = -1, reserved = -1;
+    const char *kind = "";
+    for (size_t k = 0; k < n && k < 16; k++) {
+      if (!strcmp(a[k].key, "device")) dev = a[k].v.i;
+      if (!strcmp(a[k].key, "bytes")) bytes = a[k].v.i;
+      if (!strcmp(a[k].key, "reserved")) reserved = a[k].v.i;
+      if (!strcmp(a[k].key, "memory_kind") && a[k].type == LOOM_ARG_STRING) kind = a[k].v.s;
+    }
+    if (dev < 0) {
+      assert_string_equal(kind, "host");
+      assert_int_equal(bytes, 100);
+      host++;
+    } else {
+      assert_int_equal(dev, 1);
+      assert_string_equal(kind, "pool");
+      assert_int_equal(bytes, 4096);
+      assert_int_equal(reserved, 2 << 20);
+      pool++;
+    }
+  }
+  loom_trace_free(t);
+  assert_int_equal(host, 2);
+  assert_int_equal(pool, 2);
+  unlink(trace);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ops_match_profiler),
       cmocka_unit_test(test_memory_off),
+      cmocka_unit_test(test_device_allocator),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
