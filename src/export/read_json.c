@@ -285,6 +285,7 @@ static void reader_keys(reader *r) {
   r->role_key = loom__trace_str(r->t, "loom_role");
   r->dir_key = loom__trace_str(r->t, "direction");
   r->stack_key = loom__trace_str(r->t, "stack");
+  if (loom__memread_init(&r->mem, r->t)) r->oom = 1;
 }
 
 loom_status loom__read_json(const char *path, const loom__sink *sink, const loom__flow_sink *flows,
