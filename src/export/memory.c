@@ -116,7 +116,7 @@ int loom__memacc_add(loom__memacc *a, const loom_trace *t, const loom__ev *e,
   if (m->is_free && !live) {
     out->unknown = 1;
   } else if (m->is_free) {
-    if (!m->has_bytes) out->bytes = *live;
+    if (!m->bytes) out->bytes = *live; /* 0: the caller did not know (loom.h) */
     s->in_use -= *live, d->alloc -= *live;
     loom__map_del(&a->live, key);
   } else {
