@@ -209,9 +209,8 @@ static void ju64(jw *w, uint64_t v) {
  * pool has said, under the device's (or the host's) process. */
 static void mem_counter(jw *w, const loom__memstate *st, int64_t ts) {
   const loom__memseries *s = &w->plan.acc.series[st->series];
-  char name[96];
   loom__out_lit(w->o, "{\"ph\":\"C\",\"cat\":\"" LOOM__MEM_COUNTER_CAT "\",\"name\":");
-  jcstr(w, loom__memseries_name(s, name));
+  jcstr(w, s->name);
   loom__out_lit(w->o, ",\"pid\":");
   jint(w, s->pid);
   ts_field(w, ",\"ts\":", 6, ts - w->base);
@@ -308,7 +307,7 @@ static void memory(jw *w, const loom__ev *e, const loom__targ *args, uint32_t in
   const loom__memstate *st = w->streaming ? NULL : loom__memplan_get(&w->plan, index);
   loom__memstate now;
   if (!st) {
-    if (loom__memacc_add(&w->plan.acc, w->t, e, &m, &now)) {
+    if (loom__memacc_add(&w->plan.acc, w->t, &w->plan.keys, e, &m, &now)) {
       if (!w->o->failed) w->o->failed = ENOMEM;
       return;
     }

@@ -25,6 +25,8 @@ void loom__memkeys_find(loom__memkeys *k, const loom_trace *t) {
   k->total_res = find(t, "Total Reserved");
   k->dev_type = find(t, "Device Type");
   k->dev_id = find(t, "Device Id");
+  k->v_device = find(t, "device");
+  k->v_host = find(t, "host");
 }
 
 int loom__memkeys_mapped(const loom__memkeys *k, uint32_t key, int foreign) {
@@ -77,18 +79,33 @@ static long dev_index(loom__memacc *a, int is_device, int64_t pid) {
   return (long)a->ndevs - 1;
 }
 
-static long series_index(loom__memacc *a, const loom_trace *t, const loom__ev *e,
-                         const loom__memev *m) {
+/* The series' name, once: counters are written under it. */
+static void series_name(loom__memseries *s) {
+  if (s->is_device)
+    snprintf(s->name, sizeof s->name, "Memory (device %lld, %.40s)", (long long)s->device,
+             s->kind);
+  else if (!strcmp(s->kind, "host"))
+    snprintf(s->name, sizeof s->name, "Memory (host)");
+  else
+    snprintf(s->name, sizeof s->name, "Memory (host, %.40s)", s->kind);
+}
+
+static long series_index(loom__memacc *a, const loom_trace *t, const loom__memkeys *k,
+                         const loom__ev *e, const loom__memev *m) {
   int64_t pid = m->has_device ? m->device : t->tracks[e->track].pid;
-  const char *kind = loom__memev_kind(t, m);
-  uint64_t key = mix(mix((uint64_t)m->has_device, (uint64_t)pid), loom__hash_bytes(kind,
-                                                                                   strlen(kind)));
+  /* the kind by string id; the default one as its name's id (or, where the
+   * trace lacks the name, a number no string has) */
+  uint64_t kind = m->kind ? m->kind : m->has_device ? (k->v_device ? k->v_device : UINT32_MAX)
+                                     : k->v_host ? k->v_host : UINT32_MAX - 1ull;
+  uint64_t key = mix(mix((uint64_t)m->has_device, (uint64_t)pid), kind);
+  if (a->last && a->last_key == key) return (long)a->last - 1;
   uint64_t *v = loom__map_get(&a->series_of, key);
-  if (v) return (long)*v - 1;
+  if (v) return a->last_key = key, a->last = (size_t)*v, (long)*v - 1;
   long dev = dev_index(a, m->has_device, pid);
   if (dev < 0) return -1;
   loom__memseries s = {.pid = pid, .is_device = m->has_device, .device = m->device,
-                       .kind = kind, .dev = (uint32_t)dev};
+                       .kind = loom__memev_kind(t, m), .dev = (uint32_t)dev};
+  series_name(&s);
   if (LOOM__PUSH(a->series, a->nseries, a->cap_series, s) ||
       loom__map_put(&a->series_of, key, a->nseries))
     return -1;
@@ -101,9 +118,9 @@ static uint64_t reserved_part(const loom__memseries *s) {
   return s->has_reserved ? s->reserved : s->in_use;
 }
 
-int loom__memacc_add(loom__memacc *a, const loom_trace *t, const loom__ev *e,
-                     const loom__memev *m, loom__memstate *out) {
-  long si = series_index(a, t, e, m);
+int loom__memacc_add(loom__memacc *a, const loom_trace *t, const loom__memkeys *k,
+                     const loom__ev *e, const loom__memev *m, loom__memstate *out) {
+  long si = series_index(a, t, k, e, m);
   if (si < 0) return -1;
   loom__memseries *s = &a->series[si];
   struct loom__memdev *d = &a->devs[s->dev];
@@ -142,26 +159,33 @@ void loom__memacc_free(loom__memacc *a) {
   memset(a, 0, sizeof *a);
 }
 
-const char *loom__memseries_name(const loom__memseries *s, char *buf) {
-  if (s->is_device)
-    snprintf(buf, 96, "Memory (device %lld, %.40s)", (long long)s->device, s->kind);
-  else if (!strcmp(s->kind, "host"))
-    snprintf(buf, 96, "Memory (host)");
-  else
-    snprintf(buf, 96, "Memory (host, %.40s)", s->kind);
-  return buf;
-}
-
 /* ---- a whole trace, in time order -------------------------------------- */
+/* Slots of p->ev by time (ties: pid, tid, index). */
 static int cmp_time(const void *pa, const void *pb, void *ctx) {
-  const loom_trace *t = ctx;
-  uint32_t ia = *(const uint32_t *)pa, ib = *(const uint32_t *)pb;
+  const loom__memplan *p = ((const void **)ctx)[0];
+  const loom_trace *t = ((const void **)ctx)[1];
+  uint32_t ia = p->ev[*(const uint32_t *)pa], ib = p->ev[*(const uint32_t *)pb];
   const loom__ev *a = &t->ev[ia], *b = &t->ev[ib];
   if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
   const loom__track *x = &t->tracks[a->track], *y = &t->tracks[b->track];
   if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
   if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
   return ia < ib ? -1 : ia > ib;
+}
+
+/* The slots in time order; NULL in *order when the events already are. */
+static int time_order(loom__memplan *p, const loom_trace *t, uint32_t **order) {
+  *order = NULL;
+  const void *ctx[2] = {p, t};
+  for (size_t i = 1; i < p->n; i++) {
+    uint32_t a = (uint32_t)i - 1, b = (uint32_t)i;
+    if (cmp_time(&a, &b, ctx) <= 0) continue;
+    if (!(*order = malloc(p->n * sizeof **order))) return -1;
+    for (size_t k = 0; k < p->n; k++) (*order)[k] = (uint32_t)k;
+    qsort_r(*order, p->n, sizeof **order, cmp_time, ctx);
+    return 0;
+  }
+  return 0;
 }
 
 int loom__memplan_build(loom__memplan *p, const loom_trace *t) {
@@ -171,38 +195,34 @@ int loom__memplan_build(loom__memplan *p, const loom_trace *t) {
   if (!p->n) return 0;
   p->ev = malloc(p->n * sizeof *p->ev);
   p->st = malloc(p->n * sizeof *p->st);
-  uint32_t *order = malloc(p->n * sizeof *order);
-  int rc = p->ev && p->st && order ? 0 : -1;
-  for (size_t i = 0, k = 0; !rc && i < t->nev; i++)
-    if (t->ev[i].kind == LOOM_KIND_MEMORY) p->ev[k] = order[k] = (uint32_t)i, k++;
-  if (!rc) qsort_r(order, p->n, sizeof *order, cmp_time, (void *)t);
+  if (!p->ev || !p->st) return -1;
+  for (size_t i = 0, k = 0; i < t->nev; i++)
+    if (t->ev[i].kind == LOOM_KIND_MEMORY) p->ev[k++] = (uint32_t)i;
+  uint32_t *order;
+  if (time_order(p, t, &order)) return -1;
+  int rc = 0;
   for (size_t i = 0; !rc && i < p->n; i++) {
-    const loom__ev *e = &t->ev[order[i]];
+    size_t slot = order ? order[i] : i;
+    const loom__ev *e = &t->ev[p->ev[slot]];
     loom__memev m;
     loom__memev_of(&p->keys, e, e->nargs ? t->args + e->args_off : NULL, &m);
-    loom__memstate st;
-    rc = loom__memacc_add(&p->acc, t, e, &m, &st);
-    /* ev[] is ascending: the event's slot by binary search */
-    size_t lo = 0, hi = p->n;
-    while (lo < hi) {
-      size_t mid = (lo + hi) / 2;
-      if (p->ev[mid] < order[i]) lo = mid + 1;
-      else hi = mid;
-    }
-    p->st[lo] = st;
+    rc = loom__memacc_add(&p->acc, t, &p->keys, e, &m, &p->st[slot]);
   }
   free(order);
   return rc;
 }
 
-const loom__memstate *loom__memplan_get(const loom__memplan *p, uint32_t ev) {
+const loom__memstate *loom__memplan_get(loom__memplan *p, uint32_t ev) {
+  if (p->at < p->n && p->ev[p->at] == ev) return &p->st[p->at++];
   size_t lo = 0, hi = p->n;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
     if (p->ev[mid] < ev) lo = mid + 1;
     else hi = mid;
   }
-  return lo < p->n && p->ev[lo] == ev ? &p->st[lo] : NULL;
+  if (lo >= p->n || p->ev[lo] != ev) return NULL;
+  p->at = lo + 1;
+  return &p->st[lo];
 }
 
 void loom__memplan_free(loom__memplan *p) {

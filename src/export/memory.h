@@ -26,6 +26,7 @@
 typedef struct loom__memkeys {
   uint32_t addr, bytes, device, kind, reserved;         /* the model's */
   uint32_t total_alloc, total_res, dev_type, dev_id;    /* Kineto's, kept as read */
+  uint32_t v_device, v_host;  /* the default kinds' names, as memory_kind values */
 } loom__memkeys;
 void loom__memkeys_find(loom__memkeys *k, const loom_trace *t);
 /* Whether key is one the Kineto form writes from the event's fields, so
@@ -57,6 +58,7 @@ typedef struct loom__memseries {
   int has_reserved;     /* an event of it carried "reserved" */
   uint32_t dev;         /* index of its device's totals */
   uint64_t in_use, reserved;
+  char name[96];        /* its counter's ("Memory (device 0, pool)", "Memory (host)") */
 } loom__memseries;
 
 /* Where one event leaves its series and device. */
@@ -74,6 +76,8 @@ typedef struct loom__memstate {
 typedef struct loom__memacc {
   loom__map live;       /* hash(series, addr) -> bytes */
   loom__map series_of;  /* hash(pid, device, kind) -> series index + 1 */
+  uint64_t last_key;    /* the last series looked up (events come in runs): its key, */
+  size_t last;          /* its index + 1 */
   loom__memseries *series;
   size_t nseries, cap_series;
   struct loom__memdev { uint64_t alloc, res; } *devs;
@@ -82,12 +86,9 @@ typedef struct loom__memacc {
 } loom__memacc;
 /* Adds e (a memory event on track pid) and fills *out.  0, or -1 when
  * out of memory. */
-int loom__memacc_add(loom__memacc *a, const loom_trace *t, const loom__ev *e,
-                     const loom__memev *m, loom__memstate *out);
+int loom__memacc_add(loom__memacc *a, const loom_trace *t, const loom__memkeys *k,
+                     const loom__ev *e, const loom__memev *m, loom__memstate *out);
 void loom__memacc_free(loom__memacc *a);
-/* The name of series s's counter ("Memory (device 0, pool)",
- * "Memory (host, host)"); buf holds 96 bytes. */
-const char *loom__memseries_name(const loom__memseries *s, char *buf);
 
 /* A whole trace's memory events in time order (ties: pid, tid, index),
  * each one's state: for writers that go in another order. */
@@ -96,11 +97,12 @@ typedef struct loom__memplan {
   uint32_t *ev;           /* memory event indices, ascending */
   loom__memstate *st;     /* st[i]: the state after event ev[i] */
   size_t n;
+  size_t at;              /* where loom__memplan_get looks first (writers go in order) */
   loom__memacc acc;       /* its series (after every event) */
 } loom__memplan;
 int loom__memplan_build(loom__memplan *p, const loom_trace *t);
 /* The state of event index ev, NULL when it is no memory event. */
-const loom__memstate *loom__memplan_get(const loom__memplan *p, uint32_t ev);
+const loom__memstate *loom__memplan_get(loom__memplan *p, uint32_t ev);
 void loom__memplan_free(loom__memplan *p);
 
 /* Readers: a Kineto [memory] instant (named "[memory]", arguments as

@@ -277,9 +277,8 @@ uint64_t loom__pfw_mem_track(writer *w, uint32_t series, int reserved) {
   uint64_t uuid = w->next_uuid++;
   if (loom__map_put(&w->mem_tracks, key, uuid)) w->oom = 1;
   const loom__memseries *s = &w->mem.acc.series[series];
-  char base[96], name[128];
-  snprintf(name, sizeof name, "%s %s", loom__memseries_name(s, base),
-           reserved ? "reserved" : "in use");
+  char name[128];
+  snprintf(name, sizeof name, "%s %s", s->name, reserved ? "reserved" : "in use");
   const uint64_t *proc = loom__map_get(&w->proc_uuids, (uint64_t)s->pid);
   loom__pfw_descriptor(w, uuid, proc ? *proc : 0, name, NULL, NULL, 2, LOOM__MEM_COUNTER_DESC);
   return uuid;
