@@ -66,7 +66,9 @@ const char *loom__memev_kind(const loom_trace *t, const loom__memev *m) {
 }
 
 /* ---- running totals ------------------------------------------------------ */
-static uint64_t mix(uint64_t a, uint64_t b) { return loom__hash_u64(a * 0x9e3779b97f4a7c15ull ^ b); }
+static uint64_t mix(uint64_t a, uint64_t b) {
+  return loom__hash_u64(a * 0x9e3779b97f4a7c15ull ^ b);
+}
 
 static long dev_index(loom__memacc *a, int is_device, int64_t pid) {
   int added;

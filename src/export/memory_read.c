@@ -82,7 +82,11 @@ static int rewrite(const loom__memread *r, const found *f, loom__targ *a, size_t
   if (has_device) out[k++] = (loom__targ){.key = r->m_device, .type = LOOM_ARG_INT, .v.i = did};
   out[k] = (loom__targ){.key = r->m_kind, .type = LOOM_ARG_STRING};
   out[k++].v.s = !foreign ? a[f->kind].v.s : has_device ? r->v_pool : r->v_host;
-  if (!foreign && f->reserved >= 0) out[k++] = a[f->reserved];
+  if (!foreign && f->reserved >= 0) { /* a uint in the model, whatever JSON made of it */
+    out[k] = a[f->reserved];
+    if (out[k].type == LOOM_ARG_INT && out[k].v.i >= 0) out[k].type = LOOM_ARG_UINT;
+    k++;
+  }
   if (foreign && has_device && f->tres >= 0)
     out[k++] = targ_u(r->k_reserved, (uint64_t)num_i(&a[f->tres]));
   for (size_t i = 0; i < n; i++) {
