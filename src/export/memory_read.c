@@ -23,23 +23,35 @@ int loom__memread_init(loom__memread *r, loom_trace *t) {
   return 0;
 }
 
-/* Where each argument the mapping reads is (-1: absent). */
+/* Where each argument the mapping reads is (-1: absent); odd: one of
+ * Kineto's integers is not one (a string, a fraction, a negative address),
+ * so the event is left as the instant it is (written back as read). */
 typedef struct found {
   long addr, bytes, talloc, tres, dtype, did, call, kind, unknown, cat, reserved;
+  int odd;
 } found;
+
+static int integer(const loom__targ *a) {
+  return a->type == LOOM_ARG_UINT || a->type == LOOM_ARG_INT;
+}
 
 static void find_args(const loom__memread *r, const loom__targ *a, size_t n, found *f) {
   memset(f, 0xff, sizeof *f);
+  f->odd = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t k = a[i].key;
     int str = a[i].type == LOOM_ARG_STRING && !a[i].json;
-    long *at = k == r->k_addr && !str ? &f->addr : k == r->k_bytes && !str ? &f->bytes
+    long *at = k == r->k_addr ? &f->addr : k == r->k_bytes ? &f->bytes
              : k == r->k_talloc ? &f->talloc : k == r->k_tres ? &f->tres
-             : k == r->k_dtype && !str ? &f->dtype : k == r->k_did && !str ? &f->did
+             : k == r->k_dtype ? &f->dtype : k == r->k_did ? &f->did
              : k == r->k_call && str ? &f->call : k == r->k_kind && str ? &f->kind
              : k == r->k_unknown ? &f->unknown : k == r->k_cat && str ? &f->cat
              : k == r->k_reserved ? &f->reserved : NULL;
-    if (at && *at < 0) *at = (long)i;
+    if (!at || *at >= 0) continue;
+    *at = (long)i;
+    if ((at == &f->addr || at == &f->bytes || at == &f->dtype || at == &f->did) && !integer(&a[i]))
+      f->odd = 1;
+    if (at == &f->addr && a[i].type == LOOM_ARG_INT && a[i].v.i < 0) f->odd = 1;
   }
 }
 
@@ -49,12 +61,12 @@ static int64_t num_i(const loom__targ *a) {
 
 /* Whether argument i is left out of the model's other arguments: what the
  * mapping made fields or model arguments of, and the derived figures. */
-static int dropped(const found *f, long i, int foreign, int has_device) {
+static int dropped(const found *f, long i, int foreign, int tres_moved) {
   if (i == f->addr || i == f->bytes || i == f->call || i == f->kind || i == f->unknown ||
       i == f->cat)
     return 1;
   if (i == f->talloc) return !foreign;
-  if (i == f->tres) return !foreign || has_device;
+  if (i == f->tres) return !foreign || tres_moved;
   if (i == f->reserved) return !foreign; /* moved after memory_kind */
   return 0;
 }
@@ -75,8 +87,7 @@ static int rewrite(const loom__memread *r, const found *f, loom__targ *a, size_t
   int has_device = dtype != 0;
   int64_t bytes = num_i(&a[f->bytes]);
   size_t k = 0;
-  const loom__targ *addr = &a[f->addr];
-  out[k++] = targ_u(r->m_addr, addr->type == LOOM_ARG_DOUBLE ? (uint64_t)addr->v.d : addr->v.u);
+  out[k++] = targ_u(r->m_addr, a[f->addr].v.u);
   out[k++] = targ_u(r->m_bytes, a[f->bytes].type == LOOM_ARG_UINT ? a[f->bytes].v.u
                                 : bytes < 0 ? (uint64_t)0 - (uint64_t)bytes : (uint64_t)bytes);
   if (has_device) out[k++] = (loom__targ){.key = r->m_device, .type = LOOM_ARG_INT, .v.i = did};
@@ -87,10 +98,12 @@ static int rewrite(const loom__memread *r, const found *f, loom__targ *a, size_t
     if (out[k].type == LOOM_ARG_INT && out[k].v.i >= 0) out[k].type = LOOM_ARG_UINT;
     k++;
   }
-  if (foreign && has_device && f->tres >= 0)
-    out[k++] = targ_u(r->k_reserved, (uint64_t)num_i(&a[f->tres]));
+  /* a device's Total Reserved is its pool's reserved (a count of bytes) */
+  int tres_moved = foreign && has_device && f->tres >= 0 && integer(&a[f->tres]) &&
+                   (a[f->tres].type == LOOM_ARG_UINT || a[f->tres].v.i >= 0);
+  if (tres_moved) out[k++] = targ_u(r->k_reserved, a[f->tres].v.u);
   for (size_t i = 0; i < n; i++) {
-    if (dropped(f, (long)i, foreign, has_device)) continue;
+    if (dropped(f, (long)i, foreign, tres_moved)) continue;
     if ((long)i == f->dtype && (dtype == 0 || dtype == 1)) continue; /* the writer's own */
     if ((long)i == f->did && (has_device || did == -1)) continue;
     out[k++] = a[i];
@@ -104,7 +117,7 @@ int loom__memread_event(const loom__memread *r, loom__ev *e, loom__targ **args, 
   found f;
   loom__targ *a = *args;
   find_args(r, a, *nargs, &f);
-  if (f.addr < 0 || f.bytes < 0) return 0;
+  if (f.addr < 0 || f.bytes < 0 || f.odd) return 0;
   int64_t bytes = num_i(&a[f.bytes]);
   unsigned roles = LOOM__EV_ROLE_OF(e);
   if (!(roles & (LOOM_RECORD_F_ALLOC | LOOM_RECORD_F_FREE)))
