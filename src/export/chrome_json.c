@@ -4,7 +4,9 @@
  * schemaVersion, deviceProperties, metadata, baseTimeNanoseconds and
  * traceEvents; complete events with microsecond times carrying three decimals
  * (exact ns); flows as "s"/"f" pairs with "bp":"e"; processes and threads
- * named by "M" events.  Output is compact and written atomically.
+ * named by "M" events; memory events as Kineto's [memory] instants, each
+ * followed by its series' counter (memory.h).  Output is compact and
+ * written atomically.
  */
 #include <math.h>
 #include <errno.h>
