@@ -36,8 +36,11 @@ int loom__memkeys_mapped(const loom__memkeys *k, uint32_t key, int foreign) {
          key == k->dev_id || (foreign && key == k->reserved);
 }
 
+/* A count from a number argument (a double in range, else its nearest). */
 static uint64_t num_u(const loom__targ *a) {
-  return a->type == LOOM_ARG_DOUBLE ? (uint64_t)a->v.d : a->v.u;
+  if (a->type != LOOM_ARG_DOUBLE) return a->v.u;
+  double d = a->v.d;
+  return !(d > 0) ? 0 : d >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)d;
 }
 
 void loom__memev_of(const loom__memkeys *k, const loom__ev *e, const loom__targ *args,
@@ -50,7 +53,8 @@ void loom__memev_of(const loom__memkeys *k, const loom__ev *e, const loom__targ 
     if (!a->key) continue;
     if (a->key == k->addr && num) m->addr = num_u(a);
     else if (a->key == k->bytes && num) m->bytes = num_u(a), m->has_bytes = 1;
-    else if (a->key == k->device && num) m->device = a->v.i, m->has_device = 1;
+    else if (a->key == k->device && (a->type == LOOM_ARG_INT || a->type == LOOM_ARG_UINT))
+      m->device = a->v.i, m->has_device = 1;
     else if (a->key == k->kind && !num) m->kind = a->v.s;
     else if (a->key == k->reserved && num) m->reserved = num_u(a), m->has_reserved = 1;
     else if (a->key == k->total_alloc) m->total_alloc = a;

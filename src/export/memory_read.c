@@ -56,7 +56,7 @@ static void find_args(const loom__memread *r, const loom__targ *a, size_t n, fou
 }
 
 static int64_t num_i(const loom__targ *a) {
-  return a->type == LOOM_ARG_DOUBLE ? (int64_t)a->v.d : a->v.i;
+  return a->v.i; /* an integer (find_args): a uint as its bits */
 }
 
 /* Whether argument i is left out of the model's other arguments: what the
