@@ -3,8 +3,14 @@
  * the same run.  Builds a synthetic trace (host ranges with framework ops,
  * runtime calls, kernels on two queues with flows; names from a realistic
  * vocabulary), then writes it in each format and prints ns per event, MB/s,
- * bytes per event and the growth of peak RSS per event.
+ * bytes per event and the growth of peak RSS per event.  Then memory events
+ * (LOOM_KIND_MEMORY: Kineto's [memory] instants with running totals and a
+ * counter value each) against plain instants with as many arguments, in
+ * interleaved rounds of the same run: CPU ns per event (the process's CPU
+ * time: the figure holds on a busy machine), min and median, and the cost a
+ * [memory] event adds.
  * usage: bench_writers [EVENTS...]   (default: 1000000 10000000)
+ *        bench_writers memory [EVENTS [ROUNDS]]   (default: 1000000 5)
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -87,6 +93,85 @@ static loom_trace *synthetic(size_t n, int host_only) {
   return t;
 }
 
+/* n instants on one host thread: memory events (alloc and free pairs of
+ * device memory, as a runtime's calls make them), or, for the baseline,
+ * plain instants with the same four arguments. */
+static loom_trace *instants(size_t n, int memory) {
+  static const char *calls[] = {"cudaMalloc", "cudaFree", "clCreateBuffer", "clReleaseMemObject"};
+  loom_trace *t = loom__trace_new();
+  t->start_ns = 1764000000000000000ll;
+  t->end_ns = t->start_ns + (int64_t)n * 1000;
+  t->trace_name = loom__trace_str(t, "bench");
+  loom__trace_add_proc(t, 4242, "python", "CPU", 0);
+  loom__trace_add_proc(t, 0, "gpu 0", "Bench GPU", 1);
+  uint32_t host, q;
+  loom__trace_track(t, 4242, 4242, "thread 4242 (python)", LOOM_DEVICE_HOST, &host);
+  loom__trace_track(t, 0, 7, "stream 7", 0, &q);
+  uint32_t cat = loom__trace_str(t, "cpu_instant_event");
+  for (size_t i = 0; i < n; i++) {
+    int is_free = (int)(i & 1);
+    uint64_t addr = 0x7f0000000000ull + ((i / 2) % 4096) * 0x100000ull;
+    loom__ev e = {.ts = t->start_ns + (int64_t)i * 1000, .external_id = i / 2 + 1,
+                  .name = loom__trace_str(t, calls[(i / 2 % 2) * 2 + (size_t)is_free]),
+                  .cat = cat, .track = host, .ph = LOOM__PH_INSTANT,
+                  .kind = memory ? LOOM_KIND_MEMORY : LOOM_KIND_INSTANT,
+                  .flags = memory ? (uint16_t)((is_free ? LOOM_RECORD_F_FREE : LOOM_RECORD_F_ALLOC)
+                                               << LOOM__EV_ROLE_SHIFT) : 0};
+    loom__trace_add_ev(t, &e);
+    loom__targ a = {.key = loom__trace_str(t, "addr"), .type = LOOM_ARG_UINT, .v.u = addr};
+    loom__trace_add_arg(t, &a);
+    a = (loom__targ){.key = loom__trace_str(t, "bytes"), .type = LOOM_ARG_UINT,
+                     .v.u = 4096u << (i / 2 % 8)};
+    loom__trace_add_arg(t, &a);
+    loom__trace_add_arg_int(t, "device", 0);
+    loom__trace_add_arg_str(t, "memory_kind", "device");
+  }
+  return t;
+}
+
+/* CPU time (user and system, all threads) in ns: what a write costs
+ * whatever else the machine runs. */
+static double cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Memory events against plain instants, rounds interleaved: per format,
+ * ns per event (min and median over the rounds) and what a [memory] event
+ * adds (its counter value included). */
+static void memory_bench(size_t n, int rounds) {
+  loom_trace *t[2] = {instants(n, 0), instants(n, 1)};
+  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  const char *ext[] = {".json", ".pftrace"};
+  printf("%zu instants, %d rounds (interleaved), CPU time: plain instants vs [memory] events\n",
+         n, rounds);
+  for (int f = 0; f < 2; f++) {
+    double ns[2][64];
+    char path[512];
+    snprintf(path, sizeof path, "%s/bench_writers.%d%s", dir, (int)getpid(), ext[f]);
+    for (int r = 0; r < rounds; r++)
+      for (int k = 0; k < 2; k++) {
+        double t0 = cpu_ns();
+        if (loom_trace_save(t[k], path) != LOOM_OK) printf("  failed: %s\n", loom_last_error());
+        ns[k][r] = (cpu_ns() - t0) / (double)n;
+      }
+    unlink(path);
+    for (int k = 0; k < 2; k++) qsort(ns[k], (size_t)rounds, sizeof ns[k][0], cmp_double);
+    double med[2] = {ns[0][rounds / 2], ns[1][rounds / 2]};
+    printf("  %-8s instant %6.1f ns/event (min %6.1f)  [memory] %6.1f ns/event (min %6.1f)  "
+           "ratio %.2f  added %+.1f ns/event (median), %+.1f (min)\n", ext[f] + 1, med[0],
+           ns[0][0], med[1], ns[1][0], med[1] / med[0], med[1] - med[0], ns[1][0] - ns[0][0]);
+  }
+  loom_trace_free(t[0]);
+  loom_trace_free(t[1]);
+}
+
 /* What people write first: fprintf per event, no escaping, no caching. */
 static double naive(const loom_trace *t, const char *path) {
   FILE *f = fopen(path, "w");
@@ -124,6 +209,12 @@ static void run(const loom_trace *t, const char *label, const char *path, int is
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "memory")) {
+    int rounds = argc > 3 ? atoi(argv[3]) : 5;
+    memory_bench(argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000,
+                 rounds < 1 ? 1 : rounds > 64 ? 64 : rounds);
+    return 0;
+  }
   size_t sizes[8] = {1000000, 10000000};
   int nsizes = 2;
   if (argc > 1) {

@@ -4,7 +4,9 @@
  * schemaVersion, deviceProperties, metadata, baseTimeNanoseconds and
  * traceEvents; complete events with microsecond times carrying three decimals
  * (exact ns); flows as "s"/"f" pairs with "bp":"e"; processes and threads
- * named by "M" events.  Output is compact and written atomically.
+ * named by "M" events; memory events as Kineto's [memory] instants, each
+ * followed by its series' counter (memory.h).  Output is compact and
+ * written atomically.
  */
 #include <math.h>
 #include <errno.h>
@@ -14,6 +16,7 @@
 
 #include "base/base.h"
 #include "export/export.h"
+#include "export/memory.h"
 #include "export/outfile.h"
 #include "trace/trace.h"
 #include "util/util.h"
@@ -38,6 +41,10 @@ typedef struct jw {
   size_t nstr;      /* strings escaped (those interned later: jcstr) */
   int streaming;    /* warnings go after the events (known at the end) */
   const loom__jsamples *smp; /* streaming: the CPU samples gathered */
+  /* Memory events: the whole trace's states (plan), or, streaming, the
+   * running totals so far (plan.acc, in the order events come). */
+  loom__memplan plan;
+  uint32_t s_memory, s_instant; /* "[memory]", "cpu_instant_event" (0: absent) */
 } jw;
 
 static int jw_prepare(jw *w) {
@@ -50,6 +57,8 @@ static int jw_prepare(jw *w) {
   w->pt_len = malloc(t->ntracks + 1);
   if (!w->esc_off || !w->esc_len || !w->pt || !w->pt_len || loom__out_mem_init(&w->esc))
     return -1;
+  w->s_memory = loom__strtab_find(&t->strs, "[memory]", 8);
+  w->s_instant = loom__strtab_find(&t->strs, "cpu_instant_event", 17);
   for (size_t id = 0; id < n; id++) {
     size_t start = w->esc.len;
     loom__json_str(&w->esc, loom__trace_cstr(t, (uint32_t)id),
@@ -72,6 +81,7 @@ static int jw_prepare(jw *w) {
 }
 
 static void jw_release(jw *w) {
+  loom__memplan_free(&w->plan);
   free(w->esc.buf);
   free(w->esc_off);
   free(w->esc_len);
@@ -189,6 +199,123 @@ static void event(jw *w, const loom__ev *e, const loom__targ *args) {
     jargs(w, args, e->nargs, first);
     loom__out_lit(w->o, "}},\n");
   }
+}
+
+/* ---- memory events as Kineto's [memory] instants (docs/formats.md) ----- */
+static void ju64(jw *w, uint64_t v) {
+  char *d = loom__out_reserve(w->o, 24);
+  w->o->len += loom__fmt_u64(d, v);
+}
+
+/* A series' counter after an event: bytes in use, and reserved once its
+ * pool has said, under the device's (or the host's) process. */
+static void mem_counter(jw *w, const loom__memstate *st, int64_t ts) {
+  const loom__memseries *s = &w->plan.acc.series[st->series];
+  loom__out_lit(w->o, "{\"ph\":\"C\",\"cat\":\"" LOOM__MEM_COUNTER_CAT "\",\"name\":");
+  jcstr(w, s->name);
+  loom__out_lit(w->o, ",\"pid\":");
+  jint(w, s->pid);
+  ts_field(w, ",\"ts\":", 6, ts - w->base);
+  loom__out_lit(w->o, ",\"args\":{\"in use\":");
+  ju64(w, st->in_use);
+  if (st->has_reserved) {
+    loom__out_lit(w->o, ",\"reserved\":");
+    ju64(w, st->reserved);
+  }
+  loom__out_lit(w->o, "}},\n");
+}
+
+/* Kineto's arguments, as PyTorch orders them; values a reader kept as
+ * read (a PyTorch trace's) are written back as they were. */
+static void mem_kineto(jw *w, const loom__memev *m, const loom__memstate *st, int foreign) {
+  loom__out_lit(w->o, ",\"args\":{\"Device Type\":");
+  if (m->dev_type) jarg_value(w, m->dev_type);
+  else jint(w, m->has_device);
+  loom__out_lit(w->o, ",\"Device Id\":");
+  if (m->dev_id) jarg_value(w, m->dev_id);
+  else jint(w, m->has_device ? m->device : -1);
+  loom__out_lit(w->o, ",\"Addr\":");
+  ju64(w, m->addr);
+  loom__out_lit(w->o, ",\"Bytes\":");
+  if (m->is_free && st->bytes) loom__out_lit(w->o, "-");
+  ju64(w, st->bytes);
+  loom__out_lit(w->o, ",\"Total Allocated\":");
+  if (foreign) jarg_value(w, m->total_alloc);
+  else ju64(w, st->total_alloc);
+  loom__out_lit(w->o, ",\"Total Reserved\":");
+  if (m->total_res) jarg_value(w, m->total_res);
+  else ju64(w, foreign && m->has_reserved ? m->reserved : st->total_res);
+}
+
+/* loom's own arguments: what Kineto's do not say. */
+static void mem_loom(jw *w, const loom__ev *e, const loom__memev *m, const loom__memstate *st,
+                     int foreign) {
+  if (e->name != w->s_memory) {
+    loom__out_lit(w->o, ",\"loom_call\":");
+    jstr(w, e->name);
+  }
+  if (!foreign) {
+    loom__out_lit(w->o, ",\"loom_memory_kind\":");
+    if (m->kind) jstr(w, m->kind);
+    else jcstr(w, loom__memev_kind(w->t, m));
+  }
+  if (!foreign && st->unknown) loom__out_lit(w->o, ",\"loom_unknown_free\":1");
+  if (e->cat && e->cat != w->s_instant) {
+    loom__out_lit(w->o, ",\"loom_cat\":");
+    jstr(w, e->cat);
+  }
+  unsigned roles = LOOM__EV_ROLE_OF(e);
+  unsigned implied = m->is_free && st->bytes ? LOOM_RECORD_F_FREE : LOOM_RECORD_F_ALLOC;
+  if (roles != implied) { /* the sign of Bytes cannot say it */
+    char v[LOOM__ROLE_BUF];
+    loom__out_lit(w->o, ",\"loom_role\":");
+    jcstr(w, (loom__role_format(roles, v), v));
+  }
+  if (e->external_id) {
+    loom__out_lit(w->o, ",\"External id\":");
+    jint(w, (int64_t)e->external_id);
+  }
+  if (e->correlation) {
+    loom__out_lit(w->o, ",\"correlation\":");
+    jint(w, (int64_t)e->correlation);
+  }
+}
+
+/* A memory event: the instant, then its series' counter. */
+static void mem_event(jw *w, const loom__ev *e, const loom__targ *args,
+                      const loom__memev *m, const loom__memstate *st) {
+  int foreign = m->total_alloc != NULL;
+  loom__out_lit(w->o, "{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\"");
+  pid_tid(w, e->track);
+  ts_field(w, ",\"ts\":", 6, e->ts - w->base);
+  loom__out_lit(w->o, ",\"s\":\"t\"");
+  mem_kineto(w, m, st, foreign);
+  mem_loom(w, e, m, st, foreign);
+  for (uint16_t i = 0; i < e->nargs; i++) {
+    if (loom__memkeys_mapped(&w->plan.keys, args[i].key, foreign)) continue;
+    loom__out_lit(w->o, ",");
+    jstr(w, args[i].key);
+    loom__out_lit(w->o, ":");
+    jarg_value(w, &args[i]);
+  }
+  loom__out_lit(w->o, "}},\n");
+  if (st->counted) mem_counter(w, st, e->ts);
+}
+
+/* A memory event of the whole trace (its state planned), or of a stream. */
+static void memory(jw *w, const loom__ev *e, const loom__targ *args, uint32_t index) {
+  loom__memev m;
+  loom__memev_of(&w->plan.keys, e, args, &m);
+  const loom__memstate *st = w->streaming ? NULL : loom__memplan_get(&w->plan, index);
+  loom__memstate now;
+  if (!st) {
+    if (loom__memacc_add(&w->plan.acc, w->t, &w->plan.keys, e, &m, &now)) {
+      if (!w->o->failed) w->o->failed = ENOMEM;
+      return;
+    }
+    st = &now;
+  }
+  mem_event(w, e, args, &m, st);
 }
 
 /* The category of a message flow: the sending call's category with
@@ -442,9 +569,16 @@ loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int g
   jw w = {0};
   loom_status st = jw_open(&w, &o, t, path, gzip);
   if (st != LOOM_OK) return st;
-  for (size_t i = 0; i < t->nev; i++) /* no arguments: no offset into a NULL array */
-    if (t->ev[i].kind != LOOM_KIND_SAMPLE) /* in "samples" (trailer) */
-      event(&w, &t->ev[i], t->ev[i].nargs ? t->args + t->ev[i].args_off : NULL);
+  if (loom__memplan_build(&w.plan, t)) {
+    jw_release(&w);
+    loom__out_abort(&o);
+    return loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
+  }
+  for (size_t i = 0; i < t->nev; i++) { /* no arguments: no offset into a NULL array */
+    const loom__targ *args = t->ev[i].nargs ? t->args + t->ev[i].args_off : NULL;
+    if (t->ev[i].kind == LOOM_KIND_MEMORY) memory(&w, &t->ev[i], args, (uint32_t)i);
+    else if (t->ev[i].kind != LOOM_KIND_SAMPLE) event(&w, &t->ev[i], args); /* samples: trailer */
+  }
   for (size_t i = 0; i < t->nflows; i++) flow(&w, &t->flows[i]);
   trailer(&w);
   jw_release(&w);
@@ -479,6 +613,7 @@ loom_status loom__jstream_open(loom__jstream **out, const loom_trace *t, const c
   *out = calloc(1, sizeof **out);
   if (!*out) return loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
   (*out)->w.streaming = 1;
+  loom__memkeys_find(&(*out)->w.plan.keys, t);
   (*out)->smp = loom__jsamples_new();
   if (!(*out)->smp) {
     free(*out);
@@ -495,7 +630,8 @@ loom_status loom__jstream_open(loom__jstream **out, const loom_trace *t, const c
 }
 
 void loom__jstream_event(loom__jstream *s, const loom__ev *e, const loom__targ *args) {
-  if (e->kind != LOOM_KIND_SAMPLE) event(&s->w, e, args);
+  if (e->kind == LOOM_KIND_MEMORY) memory(&s->w, e, args, 0);
+  else if (e->kind != LOOM_KIND_SAMPLE) event(&s->w, e, args);
   else if (loom__jsamples_add(s->smp, s->w.t, e, args) && !s->o.failed)
     s->o.failed = ENOMEM; /* in "samples" (close) */
 }

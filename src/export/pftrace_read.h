@@ -10,6 +10,7 @@
 
 #include "base/base.h"
 #include "export/export.h"
+#include "export/memory.h"
 #include "export/outfile.h"
 #include "export/pftrace.h"
 #include "trace/samples.h"
@@ -84,6 +85,7 @@ typedef struct pf_track {
   uint64_t uuid, parent;
   int64_t pid, tid;
   int is_proc, is_thread, is_counter;
+  int derived;       /* a memory counter loom derives (export/memory.h): skipped */
   uint32_t name, desc;
   uint32_t track;    /* model track (threads), resolved lazily for others */
   int has_track;

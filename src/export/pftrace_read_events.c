@@ -193,6 +193,8 @@ void loom__pfr_descriptor(pf_reader *r, pb_span msg) {
       }
     }
   }
+  k.derived = k.is_counter && k.desc &&
+              !strcmp(loom__trace_cstr(r->t, k.desc), LOOM__MEM_COUNTER_DESC);
   int device = model_pid(r, &k);
   if (k.is_proc) {
     loom__proc *p = loom__trace_proc(r->t, k.pid);
@@ -256,6 +258,7 @@ static pf_track *process_track(pf_reader *r, pf_track *own, const pf_track *proc
 static pf_track *event_track(pf_reader *r, uint64_t uuid, pf_track **own) {
   pf_track *k = trk_of(r, uuid);
   *own = k;
+  if (k && k->derived) return NULL; /* a memory counter: figures of the events, not data */
   /* a file's parents can form a loop: a chain longer than any real one
    * (process > thread > counter or async track) ends the walk */
   for (int up = 0; k && !k->has_track && !k->is_proc && k->parent; up++)
@@ -466,6 +469,8 @@ static void annotate(pf_reader *r, loom__ev *added, event_fields *f, const pf_tr
     if (fn == PF_TE_DEBUG_ANNOTATIONS && w == PB_LEN && i++ >= 64) annotation(r, sub, added);
   added->kind = (uint8_t)loom__kind_of_marks((loom_kind)added->kind, LOOM__EV_ROLE_OF(added),
                                              added->ph == LOOM__PH_INSTANT);
+  if (LOOM__EV_ROLE_OF(added) & (LOOM_RECORD_F_ALLOC | LOOM_RECORD_F_FREE))
+    added->kind = LOOM_KIND_MEMORY; /* the marks only memory events carry */
   if (added->ph == LOOM__PH_COUNTER) { /* an instant marked loom_counter */
     added->kind = LOOM_KIND_COUNTER;
     r->counter_instant = t->nev;

@@ -302,6 +302,23 @@ static void write_counter(writer *w, lane *L, const loom__ev *e) {
   }
 }
 
+/* A memory event's series after it (memory.h): bytes in use, and reserved
+ * once its pool has said, each a value on its counter track. */
+static void mem_counters(writer *w, lane *L, uint32_t ev) {
+  const loom__memstate *st = loom__memplan_get(&w->mem, ev);
+  if (!st || !st->counted) return;
+  for (int k = 0; k < 1 + st->has_reserved; k++) {
+    uint64_t uuid = loom__pfw_mem_track(w, st->series, k);
+    pb_buf *te = &w->te;
+    te->n = 0;
+    w->interned.n = 0;
+    pb_uint(te, PF_TE_TYPE, PF_TYPE_COUNTER);
+    pb_uint(te, PF_TE_TRACK_UUID, uuid);
+    pb_sint(te, PF_TE_COUNTER_VALUE, (int64_t)(k ? st->reserved : st->in_use));
+    loom__pfw_put(w, L, w->t->ev[ev].ts, PF_PKT_TRACK_EVENT, te);
+  }
+}
+
 /* The written id of flow f (pf_flow_ids): while no id repeats, the id,
  * or, with the bit PF_FLOW_DUP set, made unique as a repeated one is. */
 static uint64_t flow_wid(const writer *w, size_t f) {
@@ -429,6 +446,7 @@ static void write_one(writer *w, uint32_t ev) {
   }
   if (e->ph != LOOM__PH_COMPLETE) {
     write_event(w, L, ev, E_POINT, 0);
+    if (e->kind == LOOM_KIND_MEMORY) mem_counters(w, L, ev);
     return;
   }
   int64_t end = e->ts + e->dur;
@@ -604,7 +622,7 @@ static int writer_init(writer *w, const loom_trace *t, uint32_t **idx) {
   if (w->lane0) memset(w->lane0, 0xff, (t->ntracks + 1) * sizeof *w->lane0);
   lane misc = {.seq = 1, .next = UINT32_MAX};
   if (!w->track_uuid || !w->lane0 || LOOM__PUSH(w->lanes, w->nlanes, w->cap_lanes, misc) ||
-      loom__pfw_samples_prepare(w) || plan(w, idx))
+      loom__pfw_samples_prepare(w) || plan(w, idx) || loom__memplan_build(&w->mem, t))
     return -1;
   return 0;
 }
@@ -630,6 +648,9 @@ static void writer_free(writer *w) {
   loom__map_free(&w->iids);
   loom__map_free(&w->counter_tracks);
   loom__map_free(&w->async_tracks);
+  loom__map_free(&w->mem_tracks);
+  loom__map_free(&w->proc_uuids);
+  loom__memplan_free(&w->mem);
   loom__pfw_samples_free(w);
 }
 

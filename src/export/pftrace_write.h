@@ -11,6 +11,7 @@
 
 #include "base/base.h"
 #include "export/export.h"
+#include "export/memory.h"
 #include "export/outfile.h"
 #include "export/pftrace.h"
 #include "trace/samples.h"
@@ -137,6 +138,10 @@ typedef struct writer {
    * index + 1, a callstack's its leaf site (index + 1) */
   loom__samples smp;
   loom__map site_of_ev;         /* event index + 1 -> leaf site */
+  /* Memory events: their states in time order, the counter tracks of their
+   * series (series * 2 + reserved + 1 -> uuid), each process's uuid */
+  loom__memplan mem;
+  loom__map mem_tracks, proc_uuids;
   uint8_t *seen_str, *seen_frame, *seen_site;
 } writer;
 
@@ -148,6 +153,7 @@ void loom__pfw_describe_tracks(writer *w);
 uint64_t loom__pfw_counter_track(writer *w, const loom__ev *e, uint32_t key);
 uint64_t loom__pfw_async_track(writer *w, const loom__ev *e);
 uint64_t loom__pfw_lane_track(writer *w, uint32_t track, uint16_t num);
+uint64_t loom__pfw_mem_track(writer *w, uint32_t series, int reserved);
 int loom__pfw_samples_prepare(writer *w);
 void loom__pfw_samples_free(writer *w);
 uint32_t loom__pfw_perf_sample_site(writer *w, const loom__ev *e, uint32_t ev);

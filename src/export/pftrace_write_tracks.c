@@ -20,7 +20,8 @@ void loom__pfw_descriptor(writer *w, uint64_t uuid, uint64_t parent, const char 
   if (desc) pb_str(d, PF_TD_DESCRIPTION, desc);
   if (proc) pb_msg(d, PF_TD_PROCESS, proc);
   if (thread) pb_msg(d, PF_TD_THREAD, thread);
-  if (counter) pb_lenbytes(d, PF_TD_COUNTER, "", 0);
+  /* counter 2: CounterDescriptor.unit = UNIT_SIZE_BYTES */
+  if (counter) pb_lenbytes(d, PF_TD_COUNTER, "\x18\x03", counter == 2 ? 2 : 0);
   pb_uint(&w->pkt, PF_PKT_SEQ_ID, 1);
   pb_msg(&w->pkt, PF_PKT_TRACK_DESCRIPTOR, d);
   loom__pfw_emit_packet(w, &w->pkt);
@@ -97,6 +98,9 @@ void loom__pfw_describe_tracks(writer *w) {
     if (p->name) pb_str(&a, PF_PD_NAME, loom__trace_cstr(t, p->name));
     if (p->labels) pb_str(&a, PF_PD_LABELS, loom__trace_cstr(t, p->labels));
     proc_uuid[i] = w->next_uuid++;
+    if (!loom__map_get(&w->proc_uuids, (uint64_t)p->pid) &&
+        loom__map_put(&w->proc_uuids, (uint64_t)p->pid, proc_uuid[i]))
+      w->oom = 1;
     char desc[48];
     snprintf(desc, sizeof desc, "loom: device pid %lld", (long long)p->pid);
     loom__pfw_descriptor(w, proc_uuid[i], 0, NULL, &a, NULL, 0,
@@ -261,4 +265,21 @@ void loom__pfw_write_perf_sample(writer *w, const loom__ev *e, uint32_t site) {
   pb_uint(ps, PF_PS_TID, (uint64_t)k->tid);
   pb_uint(ps, PF_PS_CALLSTACK_IID, site);
   loom__pfw_put(w, &w->lanes[0], e->ts, PF_PKT_PERF_SAMPLE, ps);
+}
+
+/* The counter track of a memory series (bytes in use, or reserved), under
+ * its process (the device's, or the host's) when the trace has it,
+ * described on first use and marked derived for readers (memory.h). */
+uint64_t loom__pfw_mem_track(writer *w, uint32_t series, int reserved) {
+  uint64_t key = (uint64_t)series * 2 + (uint64_t)reserved + 1;
+  uint64_t *u = loom__map_get(&w->mem_tracks, key);
+  if (u) return *u;
+  uint64_t uuid = w->next_uuid++;
+  if (loom__map_put(&w->mem_tracks, key, uuid)) w->oom = 1;
+  const loom__memseries *s = &w->mem.acc.series[series];
+  char name[128];
+  snprintf(name, sizeof name, "%s %s", s->name, reserved ? "reserved" : "in use");
+  const uint64_t *proc = loom__map_get(&w->proc_uuids, (uint64_t)s->pid);
+  loom__pfw_descriptor(w, uuid, proc ? *proc : 0, name, NULL, NULL, 2, LOOM__MEM_COUNTER_DESC);
+  return uuid;
 }

@@ -4,7 +4,9 @@
  * never held in memory whole, only the model being built.
  *
  * Handled: complete (X), begin/end (B/E, matched per track), instants (i/I),
- * counters (C), async ranges (b/e, matched by category and id), flows (s/f/t,
+ * counters (C; loom's memory counters, derived, skipped), Kineto's [memory]
+ * instants (memory events: memory_read.c), async ranges (b/e, matched by
+ * category and id), flows (s/f/t,
  * bound to the enclosing slice, else an instant at their time, or the next
  * slice when "bp" is not "e"),
  * metadata (M: process and thread names, labels, sort indices), string
@@ -285,6 +287,7 @@ static void reader_keys(reader *r) {
   r->role_key = loom__trace_str(r->t, "loom_role");
   r->dir_key = loom__trace_str(r->t, "direction");
   r->stack_key = loom__trace_str(r->t, "stack");
+  if (loom__memread_init(&r->mem, r->t)) r->oom = 1;
 }
 
 loom_status loom__read_json(const char *path, const loom__sink *sink, const loom__flow_sink *flows,

@@ -10,6 +10,7 @@
 
 #include "base/base.h"
 #include "export/export.h"
+#include "export/memory.h"
 #include "trace/trace.h"
 #include "util/util.h"
 
@@ -98,6 +99,7 @@ typedef struct reader {
   uint32_t ext_key, corr_key;
   uint32_t role_key, dir_key; /* "loom_role", "direction": read even when streaming */
   uint32_t stack_key;         /* "stack": a CPU sample's stack, read even when streaming */
+  loom__memread mem;          /* [memory] instants; their string args read even when streaming */
   int role_unknown;           /* a loom_role word loom does not know was read */
   size_t flush_at;        /* streaming: flush when this many events are held */
   uint64_t nstrings;      /* strings and keys parsed so far */

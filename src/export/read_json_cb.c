@@ -422,7 +422,9 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   /* Streaming keeps memory flat: string arguments of events are not
    * interned (they can be unique per event); metadata's are, and so are the
    * report's reserved ones, whose values are a handful of words. */
-  if (r->where == AT_ARGS && (r->key_id == r->role_key || r->key_id == r->dir_key))
+  if (r->where == AT_ARGS && (r->key_id == r->role_key || r->key_id == r->dir_key ||
+                               r->key_id == r->mem.k_call || r->key_id == r->mem.k_kind ||
+                               r->key_id == r->mem.k_cat))
     return on_value(r, LOOM_ARG_STRING, 0, 0, cached_str(r, s, n), NULL, 0);
   /* a sample's stack: the CPU analysis needs it, and stacks repeat */
   if (r->where == AT_ARGS && r->key_id == r->stack_key)

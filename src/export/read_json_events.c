@@ -347,6 +347,7 @@ void loom__rj_end_event(reader *r) {
     metadata_event(r);
     return;
   }
+  if (c->ph == 'C' && c->cat == r->mem.counter_cat) return; /* derived from [memory] */
   int kind = event_kind(r);
   if (kind < 0) return;
   uint32_t track = track_of(r, c->pid, c->tid);
@@ -356,6 +357,9 @@ void loom__rj_end_event(reader *r) {
                 .track = track, .kind = (uint8_t)kind, .ph = LOOM__PH_COMPLETE,
                 .flags = (uint16_t)(c->roles << LOOM__EV_ROLE_SHIFT)};
   if (!by_phase(r, &e)) return;
+  if (e.ph == LOOM__PH_INSTANT && c->name == r->mem.name &&
+      loom__memread_event(&r->mem, &e, &r->ev_args, &r->ev.nargs, &r->cap_ev_args))
+    r->oom = 1;
   if (push_event(r, &e) != 0) r->oom = 1;
   if (r->sink && r->t->nev >= r->flush_at && loom__rj_flush(r, 0) != 0) r->oom = 1;
 }

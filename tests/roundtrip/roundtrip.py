@@ -122,6 +122,8 @@ class Trace:
                 continue
             if is_stack_instant(e):
                 continue  # a CPU sample (samples_of)
+            if ph == "C" and e.get("cat") == "loom_memory":
+                continue  # derived from the [memory] events, not read (docs/formats.md, Memory)
             if ph in ("X", "i", "I", "C", "b", "e"):
                 self.add(e, base, i)
         for lst in open_b.values():  # begun, never ended: kept as such
