@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <yajl/yajl_tree.h>
 
 #include "analysis/analysis.h"
 #include "loom/loom.h"
@@ -203,10 +204,166 @@ static void test_no_memory(void **state) {
   loom_trace_free(t);
 }
 
+/* ---- loom report on the trace written out ------------------------------------- */
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+  b[n] = 0;
+  fclose(f);
+  return b;
+}
+
+/* The report of t saved as ext, in format fmt (text). */
+static char *report_of(const loom_trace *t, const char *ext, loom_report_format fmt) {
+  static int seq;
+  char path[256], out[256];
+  snprintf(path, sizeof path, "/tmp/loom-test-memory-%d-%d%s", (int)getpid(), seq++, ext);
+  snprintf(out, sizeof out, "/tmp/loom-test-memory-%d.out", (int)getpid());
+  assert_int_equal(loom_trace_save(t, path), LOOM_OK);
+  loom_report_options o = {.struct_size = sizeof o, .top = 20};
+  loom_report *r = NULL;
+  if (loom_report_open(path, &o, &r) != LOOM_OK) fail_msg("report: %s", loom_last_error());
+  assert_int_equal(loom_report_write(r, fmt, out), LOOM_OK);
+  loom_report_free(r);
+  char *text = slurp(out);
+  if (!getenv("LOOM_TEST_KEEP")) unlink(path);
+  unlink(out);
+  return text;
+}
+
+static yajl_val at(yajl_val v, const char *key) {
+  const char *p[] = {key, NULL};
+  yajl_val x = yajl_tree_get(v, p, yajl_t_any);
+  if (!x) fail_msg("no key %s", key);
+  return x;
+}
+static long long num(yajl_val v, const char *key) { return YAJL_GET_INTEGER(at(v, key)); }
+static const char *str(yajl_val v, const char *key) {
+  yajl_val x = at(v, key);
+  return YAJL_IS_NULL(x) ? "-" : YAJL_GET_STRING(x);
+}
+static yajl_val item(yajl_val arr, size_t i) {
+  assert_true(YAJL_IS_ARRAY(arr) && i < arr->u.array.len);
+  return arr->u.array.values[i];
+}
+
+static void check_json(const char *text) {
+  char err[256];
+  yajl_val doc = yajl_tree_parse(text, err, sizeof err);
+  if (!doc) fail_msg("report JSON: %s", err);
+  yajl_val memv = at(doc, "memory");
+  yajl_val series = at(memv, "series");
+  assert_int_equal(series->u.array.len, 2);
+  yajl_val h = item(series, 0), d = item(series, 1);
+  assert_string_equal(str(h, "device"), "host");
+  assert_true(YAJL_IS_NULL(at(h, "pid")));
+  assert_int_equal(num(h, "peak_bytes"), 100);
+  assert_int_equal(num(h, "peak_ns"), 600000);
+  assert_int_equal(num(h, "live_at_start_bytes"), 64);
+  assert_string_equal(str(d, "device"), "GPU 0");
+  assert_int_equal(num(d, "pid"), 0);
+  assert_string_equal(str(d, "kind"), "pool");
+  assert_int_equal(num(d, "allocations"), 4);
+  assert_int_equal(num(d, "allocated_bytes"), 650);
+  assert_int_equal(num(d, "peak_bytes"), 550);
+  assert_int_equal(num(d, "peak_ns"), 1150000);
+  assert_string_equal(str(d, "peak_op"), "aten::relu");
+  assert_string_equal(str(d, "peak_range"), "bwd");
+  assert_string_equal(str(d, "peak_step"), "ProfilerStep#2");
+  assert_int_equal(num(d, "in_use_end_bytes"), 250);
+  assert_int_equal(num(d, "reserved_peak_bytes"), 2048);
+  assert_int_equal(num(d, "leaks"), 2);
+  assert_int_equal(num(d, "leaked_bytes"), 250);
+  assert_int_equal(num(d, "unknown_frees"), 1);
+  assert_int_equal(num(d, "unknown_free_bytes"), 77);
+  /* the host's allocation outside any op, then the device's by bytes */
+  yajl_val top = at(memv, "top_ops_by_allocated");
+  assert_int_equal(top->u.array.len, 4);
+  assert_string_equal(str(item(top, 0), "op"), "-");
+  assert_int_equal(num(item(top, 0), "bytes"), 36);
+  assert_string_equal(str(item(top, 1), "kind"), "pool");
+  assert_string_equal(str(item(top, 1), "op"), "aten::mm");
+  assert_int_equal(num(item(top, 1), "bytes"), 350);
+  assert_int_equal(num(item(top, 1), "count"), 2);
+  assert_string_equal(str(item(top, 3), "op"), "aten::empty");
+  /* at the host's peak both its blocks (one live from the start) */
+  yajl_val pk = at(memv, "top_ops_at_peak");
+  assert_int_equal(pk->u.array.len, 3);
+  assert_int_equal(num(item(pk, 0), "bytes"), 100);
+  assert_int_equal(num(item(pk, 0), "count"), 2);
+  assert_string_equal(str(item(pk, 1), "op"), "aten::mm");
+  assert_int_equal(num(item(pk, 1), "bytes"), 350);
+  assert_string_equal(str(item(pk, 2), "op"), "aten::relu");
+  assert_int_equal(num(item(pk, 2), "bytes"), 200);
+  yajl_val lk = at(memv, "leaks");
+  assert_int_equal(lk->u.array.len, 3); /* the host's 0x20, the device's 0x4000 and 0x3000 */
+  assert_string_equal(str(item(lk, 0), "addr"), "0x20");
+  assert_string_equal(str(item(lk, 0), "op"), "-");
+  assert_string_equal(str(item(lk, 1), "addr"), "0x4000");
+  assert_string_equal(str(item(lk, 1), "op"), "aten::relu");
+  assert_int_equal(num(item(lk, 1), "ts_ns"), 1150000);
+  assert_string_equal(str(item(lk, 2), "op"), "aten::mm");
+  yajl_val uf = at(memv, "unknown_frees");
+  assert_int_equal(uf->u.array.len, 1);
+  assert_string_equal(str(item(uf, 0), "addr"), "0x9999");
+  assert_int_equal(num(item(uf, 0), "bytes"), 77);
+  yajl_val tl = item(at(memv, "timeline"), 1);
+  assert_int_equal(num(tl, "buckets"), 120);
+  yajl_val b = at(tl, "in_use_max_bytes");
+  assert_int_equal(b->u.array.len, 120);
+  assert_int_equal(YAJL_GET_INTEGER(item(b, 119)), 250);
+  yajl_tree_free(doc);
+}
+
+static void test_report_every_format(void **state) {
+  (void)state;
+  loom_trace *t = build();
+  const char *ext[] = {".pftrace"};
+  for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+    print_message("report of the trace as %s\n", ext[i]);
+    char *text = report_of(t, ext[i], LOOM_REPORT_JSON);
+    check_json(text);
+    free(text);
+  }
+  char *text = report_of(t, ".pftrace", LOOM_REPORT_TEXT);
+  if (getenv("LOOM_TEST_SHOW")) fputs(text, stderr);
+  assert_non_null(strstr(text, "Memory by device and kind"));
+  assert_non_null(strstr(text, "aten::relu"));
+  assert_non_null(strstr(text, "0x9999"));
+  free(text);
+  text = report_of(t, ".pftrace", LOOM_REPORT_HTML);
+  assert_non_null(strstr(text, "most bytes in use"));
+  free(text);
+  loom_trace_free(t);
+}
+
+/* A trace without memory events: no memory section. */
+static void test_report_without_memory(void **state) {
+  (void)state;
+  loom_trace *t = loom__trace_new();
+  uint32_t k;
+  assert_int_equal(loom__trace_track(t, 1, 1, "main", LOOM_DEVICE_HOST, &k), 0);
+  range(t, k, LOOM_KIND_CPU_OP, "aten::add", 0, 10);
+  char *text = report_of(t, ".json", LOOM_REPORT_JSON);
+  assert_null(strstr(text, "\"memory\""));
+  free(text);
+  text = report_of(t, ".json", LOOM_REPORT_TEXT);
+  assert_null(strstr(text, "Memory"));
+  free(text);
+  loom_trace_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_walk_figures),
       cmocka_unit_test(test_no_memory),
+      cmocka_unit_test(test_report_every_format),
+      cmocka_unit_test(test_report_without_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
