@@ -107,13 +107,20 @@ static loom_trace *build(void) {
 static const char *S(const loom_trace *t, uint32_t id) { return id ? loom__trace_cstr(t, id) : "-"; }
 
 /* Each event's bytes in use after it, from the walk. */
-typedef struct seen { size_t n; uint64_t in_use[16]; uint32_t alloc_op[16]; } seen;
-static int on_mem(void *ud, size_t ev, const loom__mem_ev *e, long series, uint64_t in_use,
-                  uint64_t reserved, uint32_t alloc_op) {
-  (void)ev, (void)e, (void)series, (void)reserved;
+typedef struct seen {
+  size_t n;
+  uint64_t in_use[16], bytes[16];
+  uint32_t alloc_op[16];
+  uint8_t unknown[16];
+} seen;
+static int on_mem(void *ud, size_t ev, const loom__mem_ev *e, long series,
+                  const loom__mem_after *af) {
+  (void)ev, (void)e, (void)series;
   seen *s = ud;
-  s->alloc_op[s->n] = alloc_op;
-  s->in_use[s->n++] = in_use;
+  s->alloc_op[s->n] = af->alloc_op;
+  s->bytes[s->n] = af->bytes;
+  s->unknown[s->n] = af->unknown;
+  s->in_use[s->n++] = af->in_use;
   return 0;
 }
 
@@ -129,6 +136,10 @@ static void test_walk_figures(void **state) {
   const uint64_t after[] = {64, 100, 400, 450, 350, 100, 36, 550, 250, 250};
   for (size_t i = 0; i < 10; i++) assert_int_equal(sn.in_use[i], after[i]);
   assert_string_equal(S(t, sn.alloc_op[4]), "aten::empty"); /* f1 frees empty's block */
+  assert_int_equal(sn.bytes[6], 64); /* h3 said no size: its block's */
+  assert_int_equal(sn.unknown[9], 1);
+  assert_int_equal(sn.bytes[9], 77);
+  assert_int_equal(sn.unknown[8], 0);
   assert_int_equal(loom__mem_count(m), 2);
   const loom__mem_series *h = loom__mem_series_at(m, 0), *d = loom__mem_series_at(m, 1);
   assert_true(h->device == LOOM__MEM_HOST);

@@ -81,5 +81,5 @@ void loom__an_memory(an *a, const loom__arec *r) {
   enclosing(a, r, &e);
   int32_t s = loom__an_step_at(a, r->ts);
   e.step = s >= 0 ? rep->steps[s].name : 0;
-  if (loom__mem_add(rep->mem, &e, NULL, NULL, NULL) < 0) a->oom = 1;
+  if (loom__mem_add(rep->mem, &e, NULL) < 0) a->oom = 1;
 }

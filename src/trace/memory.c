@@ -265,10 +265,12 @@ static int alloc_ev(loom__mem *m, space *sp, const loom__mem_ev *e) {
   return move_live(m, ti, 1, e->bytes);
 }
 
-static int free_ev(loom__mem *m, space *sp, const loom__mem_ev *e, uint32_t *alloc_op) {
+static int free_ev(loom__mem *m, space *sp, const loom__mem_ev *e, loom__mem_after *af) {
   loom__mem_series *se = &m->s[sp->series];
   uint64_t *bi = loom__map_get(&sp->live, e->addr);
   if (!bi) {
+    af->unknown = 1;
+    af->bytes = e->bytes;
     if (se->nunknown < LOOM__MEM_EXAMPLES)
       se->unknown[se->nunknown] = (loom__mem_block){e->addr, e->bytes, e->ts, e->op, e->call,
                                                     e->range, e->step, 0};
@@ -277,20 +279,20 @@ static int free_ev(loom__mem *m, space *sp, const loom__mem_ev *e, uint32_t *all
     return 0;
   }
   blk *b = &m->bl[*bi - 1];
-  *alloc_op = b->b.op;
+  af->alloc_op = b->b.op;
+  af->bytes = b->b.bytes;
   se->nfree++;
   se->free_bytes += b->b.bytes;
   return drop_block(m, sp, (uint32_t)(*bi - 1));
 }
 
-long loom__mem_add(loom__mem *m, const loom__mem_ev *e, uint64_t *in_use, uint64_t *reserved,
-                   uint32_t *alloc_op) {
+long loom__mem_add(loom__mem *m, const loom__mem_ev *e, loom__mem_after *after) {
   space *sp = space_of(m, e);
   if (!sp) return -1;
   size_t s = sp->series;
   size_t b = m->nb ? bucket_open(m, s, e->ts) : 0;
-  uint32_t aop = 0;
-  int rc = e->flags & LOOM__MEM_FREE ? free_ev(m, sp, e, &aop) : alloc_ev(m, sp, e);
+  loom__mem_after af = {.bytes = e->bytes};
+  int rc = e->flags & LOOM__MEM_FREE ? free_ev(m, sp, e, &af) : alloc_ev(m, sp, e);
   if (rc) return -1;
   loom__mem_series *se = &m->s[s];
   if (e->flags & LOOM__MEM_HAS_RESERVED) {
@@ -306,9 +308,9 @@ long loom__mem_add(loom__mem *m, const loom__mem_ev *e, uint64_t *in_use, uint64
     if (se->bmax[b] < se->in_use) se->bmax[b] = se->in_use;
     if (se->bres[b] < se->reserved) se->bres[b] = se->reserved;
   }
-  if (in_use) *in_use = se->in_use;
-  if (reserved) *reserved = se->reserved;
-  if (alloc_op) *alloc_op = aop;
+  af.in_use = se->in_use;
+  af.reserved = se->reserved;
+  if (after) *after = af;
   return (long)s;
 }
 

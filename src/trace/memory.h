@@ -105,12 +105,17 @@ typedef struct loom__mem loom__mem;
 /* Accounting over [t0, t1) with nbuckets timeline buckets (0: none; events
  * outside the span go to the first or last).  NULL when out of memory. */
 loom__mem *loom__mem_new(int64_t t0, int64_t t1, size_t nbuckets);
-/* One event, in time order.  *in_use and *reserved (may be NULL) get its
- * series' bytes after it; *alloc_op (may be NULL) the op that allocated
- * what a free frees (0: unknown address, or allocated before the window).
+/* What one event did to its series. */
+typedef struct loom__mem_after {
+  uint64_t in_use, reserved; /* the series' bytes after it */
+  uint64_t bytes;     /* what it moved: an allocation's size, the size of what a free
+                         freed (an unknown address: what the free said) */
+  uint32_t alloc_op;  /* a free: the op that allocated what it frees (0: none known) */
+  uint8_t unknown;    /* a free of an address never seen allocated (nothing moved) */
+} loom__mem_after;
+/* One event, in time order; *after (may be NULL) says what it did.
  * Returns the series' index, or -1 when out of memory. */
-long loom__mem_add(loom__mem *m, const loom__mem_ev *e, uint64_t *in_use, uint64_t *reserved,
-                   uint32_t *alloc_op);
+long loom__mem_add(loom__mem *m, const loom__mem_ev *e, loom__mem_after *after);
 /* Ends input: the leaks, top ops and timeline of every series, series
  * sorted by device then kind.  0, or -1 when out of memory. */
 int loom__mem_finish(loom__mem *m);
@@ -148,7 +153,7 @@ int loom__mem_read(const loom__mem_keys *k, const loom__ev *e, const loom__targ 
  * (may be NULL: freed) gets the finished accounting.  0, -1 when out of
  * memory, or fn's non-zero return (*out then NULL). */
 typedef int (*loom__mem_fn)(void *ud, size_t ev, const loom__mem_ev *e, long series,
-                            uint64_t in_use, uint64_t reserved, uint32_t alloc_op);
+                            const loom__mem_after *after);
 int loom__mem_walk(const loom_trace *t, size_t nbuckets, loom__mem_fn fn, void *ud,
                    loom__mem **out);
 /* The number of memory events of t. */

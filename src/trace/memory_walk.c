@@ -188,11 +188,10 @@ static void span_of(const loom_trace *t, const wev *w, size_t n, int64_t *t0, in
 
 static int feed(loom__mem *m, const wev *w, size_t n, loom__mem_fn fn, void *ud) {
   for (size_t i = 0; i < n; i++) {
-    uint64_t in_use, reserved;
-    uint32_t aop;
-    long s = loom__mem_add(m, &w[i].e, &in_use, &reserved, &aop);
+    loom__mem_after af;
+    long s = loom__mem_add(m, &w[i].e, &af);
     if (s < 0) return -1;
-    int rc = fn ? fn(ud, w[i].ev, &w[i].e, s, in_use, reserved, aop) : 0;
+    int rc = fn ? fn(ud, w[i].ev, &w[i].e, s, &af) : 0;
     if (rc) return rc;
   }
   return loom__mem_finish(m);
