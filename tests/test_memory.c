@@ -32,6 +32,7 @@
 
 #include "analysis/analysis.h"
 #include "loom/loom.h"
+#include "loom/tools.h"
 #include "trace/memory.h"
 #include "trace/trace.h"
 
@@ -198,6 +199,30 @@ static void test_walk_figures(void **state) {
   for (int b = 0; b < 20; b++) assert_int_equal(d->bmax[b], bmax[b]);
   assert_int_equal(d->bres[19], 2048);
   loom__mem_free(m);
+  loom_trace_free(t);
+}
+
+/* loom record's summary lines: the largest peak first, its top holders. */
+static void test_summary_lines(void **state) {
+  (void)state;
+  loom_trace *t = build();
+  char out[2048];
+  assert_int_equal(loom__mem_lines(t, out, sizeof out), 0);
+  assert_string_equal(out,
+                      "loom:   memory GPU 0 (pool): peak 550 B at 1.150 ms in aten::relu "
+                      "(ProfilerStep#2); held at the peak by aten::mm 350 B, aten::relu 200 B; "
+                      "2 still allocated at the end (250 B); 1 free of unknown addresses\n"
+                      "loom:   memory host (host): peak 100 B at 0.600 ms (ProfilerStep#1); "
+                      "held at the peak by (no op) 100 B; 1 still allocated at the end (36 B)\n");
+  char small[200]; /* whole lines only */
+  assert_int_equal(loom__mem_lines(t, small, sizeof small), 0);
+  assert_string_equal(small, "");
+  const loom_tools *tools = LOOM_TOOLS_GET();
+  assert_non_null(tools);
+  assert_int_equal(tools->memory_lines(t, out, sizeof out), 0);
+  assert_non_null(strstr(out, "peak 550 B"));
+  char big[64];
+  assert_string_equal(loom__mem_bytes_text(3u << 20, big, sizeof big), "3.00 MiB");
   loom_trace_free(t);
 }
 
@@ -373,6 +398,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_walk_figures),
       cmocka_unit_test(test_no_memory),
+      cmocka_unit_test(test_summary_lines),
       cmocka_unit_test(test_report_every_format),
       cmocka_unit_test(test_report_without_memory),
   };

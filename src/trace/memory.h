@@ -156,6 +156,15 @@ typedef int (*loom__mem_fn)(void *ud, size_t ev, const loom__mem_ev *e, long ser
                             const loom__mem_after *after);
 int loom__mem_walk(const loom_trace *t, size_t nbuckets, loom__mem_fn fn, void *ud,
                    loom__mem **out);
+/* `loom record`'s summary of t's memory (tools.h memory_lines): per device
+ * and kind, one line "loom:   memory DEVICE (KIND): peak B at T ms in OP
+ * (STEP); held at the peak by OP B, ...; N leaks (B); N frees of unknown
+ * addresses\n", the largest peak first, at most 8 lines; "" without memory
+ * events.  Cut short (never mid-line) when n is too small.  0, or -1 when
+ * out of memory. */
+int loom__mem_lines(const loom_trace *t, char *out, size_t n);
+/* A byte count for people: "550 B", "1.50 MiB". */
+const char *loom__mem_bytes_text(uint64_t b, char *buf, size_t n);
 /* The number of memory events of t. */
 size_t loom__mem_events(const loom_trace *t);
 /* 1 when name is a step's ("ProfilerStep#N"). */

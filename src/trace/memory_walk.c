@@ -213,7 +213,8 @@ int loom__mem_walk(const loom_trace *t, size_t nbuckets, loom__mem_fn fn, void *
   for (size_t i = 0; i < t->nev; i++) {
     const loom__ev *e = &t->ev[i];
     if (e->kind == LOOM_KIND_MEMORY || host_range(t, e)) idx[k++] = (uint32_t)i;
-    if (host_range(t, e) && loom__mem_is_step(loom__trace_cstr(t, e->name))) sidx[ns++] = (uint32_t)i;
+    if (host_range(t, e) && loom__mem_is_step(loom__trace_cstr(t, e->name)))
+      sidx[ns++] = (uint32_t)i;
   }
   loom__ev_sort_indices(t, idx, k);
   if (collect(t, idx, k, w, &nw)) goto done;
