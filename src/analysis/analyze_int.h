@@ -175,12 +175,10 @@ typedef struct an {
   uint32_t dirs[LOOM__AREC_NDIRS]; /* distinct direction values (string ids) */
   unsigned ndirs;
   loom__mem_keys mkeys;    /* memory events' argument keys */
-  struct mspace { int64_t device; uint32_t kind; uint16_t src; } *msp; /* (device, kind,
-                             producer) of memory records: their "stream" indexes it */
+  struct mspace { int64_t device; uint32_t kind, call; uint16_t src; } *msp; /* memory
+                             records' (device, kind, producer, call) */
   size_t nmsp, cap_msp, last_msp;
   uint64_t mseq;          /* memory records made: their order in the file */
-  uint64_t mres;          /* a pool's reserved bytes, for the memory record next */
-  int has_mres;
   int oom;
 } an;
 
@@ -205,14 +203,13 @@ void loom__an_add_buckets(const loom__report *rep, int64_t *b, int64_t s, int64_
  * calls come in time order. */
 int32_t loom__an_step_at(an *a, int64_t ts);
 
-/* analyze_mem.c: memory events.  A memory event becomes one record (two
- * with a pool's reserved bytes, that one first): ts; dur -(1 + its order
- * in the file), so that it sorts after every range beginning at its time
- * and memory records keep the file's order among themselves; corr its
- * address (the reserved record: the reserved bytes); bytes; name its call;
- * stream its (device, kind, producer) in a->msp; role its LOOM__MEM_*
- * flags (LOOM__AN_MEM_RESERVED: the reserved record). */
-#define LOOM__AN_MEM_RESERVED 0x80
+/* analyze_mem.c: memory events.  A memory event becomes one record: ts;
+ * dur -(1 + its order in the file), so that it sorts after every range
+ * beginning at its time and memory records keep the file's order among
+ * themselves; corr its address; bytes; name and stream the low and high
+ * halves of a pool's reserved bytes (names of memory records are never
+ * compared: their dur differs); cls and hta the low and high bytes of its
+ * (device, kind, producer, call) in a->msp; role its LOOM__MEM_* flags. */
 int loom__an_keep_memory(an *a, const loom_trace *t, const loom__ev *e, const loom__targ *args);
 /* One memory record of the pass: the op, range and step around it. */
 void loom__an_memory(an *a, const loom__arec *r);

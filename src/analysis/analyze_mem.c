@@ -11,16 +11,21 @@
 
 #include "analyze_int.h"
 
-/* The index of (device, kind, producer) among the memory records' spaces. */
-static long mspace(an *a, const loom__mem_ev *e) {
-  if (a->nmsp) {
-    const struct mspace *c = &a->msp[a->last_msp];
-    if (c->device == e->device && c->kind == e->kind && c->src == e->src) return (long)a->last_msp;
+static int same(const struct mspace *c, const loom__mem_ev *e) {
+  return c->device == e->device && c->kind == e->kind && c->src == e->src && c->call == e->call;
+}
+
+/* The index of (device, kind, producer, call) among the memory records'
+ * (at most 65536: past them, the call is not told apart). */
+static long mspace(an *a, loom__mem_ev *e) {
+  if (a->nmsp && same(&a->msp[a->last_msp], e)) return (long)a->last_msp;
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < a->nmsp; i++)
+      if (same(&a->msp[i], e)) return (long)(a->last_msp = i);
+    if (a->nmsp < 65536) break;
+    e->call = 0;
   }
-  for (size_t i = 0; i < a->nmsp; i++)
-    if (a->msp[i].device == e->device && a->msp[i].kind == e->kind && a->msp[i].src == e->src)
-      return (long)(a->last_msp = i);
-  struct mspace z = {e->device, e->kind, e->src};
+  struct mspace z = {e->device, e->kind, e->call, e->src};
   if (LOOM__PUSH(a->msp, a->nmsp, a->cap_msp, z)) return -1;
   return (long)(a->last_msp = a->nmsp - 1);
 }
@@ -31,17 +36,10 @@ int loom__an_keep_memory(an *a, const loom_trace *t, const loom__ev *e, const lo
   if (loom__mem_read(&a->mkeys, e, args, &m)) return 0;
   long sp = mspace(a, &m);
   if (sp < 0) return -1;
-  loom__arec r = {.ts = e->ts, .bytes = m.bytes, .name = e->name, .track = e->track,
-                  .stream = (uint32_t)sp, .kind = LOOM_KIND_MEMORY};
-  if (m.flags & LOOM__MEM_HAS_RESERVED) {
-    r.dur = -(int64_t)(++a->mseq);
-    r.corr = m.reserved;
-    r.role = LOOM__AN_MEM_RESERVED;
-    if (loom__esort_add(a->es, &r)) return -1;
-  }
-  r.dur = -(int64_t)(++a->mseq);
-  r.corr = m.addr;
-  r.role = (uint8_t)(m.flags & ~LOOM__MEM_HAS_RESERVED);
+  loom__arec r = {.ts = e->ts, .dur = -(int64_t)(++a->mseq), .corr = m.addr, .bytes = m.bytes,
+                  .name = (uint32_t)m.reserved, .track = e->track,
+                  .stream = (uint32_t)(m.reserved >> 32), .kind = LOOM_KIND_MEMORY,
+                  .cls = (uint8_t)sp, .hta = (uint8_t)(sp >> 8), .role = m.flags};
   a->rep->nkept++;
   return loom__esort_add(a->es, &r);
 }
@@ -61,24 +59,15 @@ static void enclosing(an *a, const loom__arec *r, loom__mem_ev *e) {
 
 void loom__an_memory(an *a, const loom__arec *r) {
   loom__report *rep = a->rep;
-  if (r->role & LOOM__AN_MEM_RESERVED) { /* the next record's pool level */
-    a->mres = r->corr;
-    a->has_mres = 1;
-    return;
-  }
   if (!rep->mem && !(rep->mem = loom__mem_new(rep->t0, rep->t1, LOOM__NBUCKETS))) {
     a->oom = 1;
     return;
   }
-  const struct mspace *sp = &a->msp[r->stream];
-  loom__mem_ev e = {.ts = r->ts, .addr = r->corr, .bytes = r->bytes, .device = sp->device,
-                    .kind = sp->kind, .call = r->name, .src = sp->src, .flags = r->role};
-  if (a->has_mres) {
-    e.reserved = a->mres;
-    e.flags |= LOOM__MEM_HAS_RESERVED;
-    a->has_mres = 0;
-  }
-  enclosing(a, r, &e);
+  const struct mspace *sp = &a->msp[r->cls | (size_t)r->hta << 8];
+  loom__mem_ev e = {.ts = r->ts, .addr = r->corr, .bytes = r->bytes,
+                    .reserved = r->name | (uint64_t)r->stream << 32, .device = sp->device,
+                    .kind = sp->kind, .call = sp->call, .src = sp->src, .flags = r->role};
+  if (!(e.flags & LOOM__MEM_AT_START)) enclosing(a, r, &e);
   int32_t s = loom__an_step_at(a, r->ts);
   e.step = s >= 0 ? rep->steps[s].name : 0;
   if (loom__mem_add(rep->mem, &e, NULL) < 0) a->oom = 1;

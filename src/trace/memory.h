@@ -30,7 +30,8 @@ enum {
   LOOM__MEM_FREE = 2,
   /* Live at the window's start (the "live_at_start" argument: a window or a
    * ring dump opens with what was live then): in use from the start, not an
-   * allocation of the window. */
+   * allocation of the window; no op is looked up for it (it was made before
+   * the window: op 0 unless the caller knows it). */
   LOOM__MEM_AT_START = 4,
   LOOM__MEM_HAS_RESERVED = 8 /* reserved holds the pool's bytes after it */
 };

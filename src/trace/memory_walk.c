@@ -143,7 +143,7 @@ static int collect(const loom_trace *t, const uint32_t *idx, size_t n, wev *out,
     wev *w = &out[*nout];
     if (loom__mem_read(&k, e, &t->args[e->args_off], &w->e)) continue;
     w->ev = idx[i];
-    enclosing(t, st, nst, &w->e);
+    if (!(w->e.flags & LOOM__MEM_AT_START)) enclosing(t, st, nst, &w->e); /* made before */
     ++*nout;
   }
   free(st);
