@@ -1,6 +1,6 @@
 """p.trace.memory(): one row per memory event with loom's figures, on the
-trace of tests/test_memory.c worked out by hand (times in us after BASE):
-device 0's pool peaks at 550 B at 1150 us in aten::relu (range bwd,
+trace of tests/test_memory_analysis.c worked out by hand (times in us after
+BASE): device 0's pool peaks at 550 B at 1150 us in aten::relu (range bwd,
 ProfilerStep#2); the free at 1250 us of 0x9999 was never allocated; host
 memory on thread 2 starts with 64 B live at the window's start."""
 import json
@@ -84,7 +84,7 @@ def test_memory_dataframe(trace_path):
 
 
 def test_memory_empty_dataframe():
-    t = loom.load(__file__.replace("python/test_memory.py", "data/kineto/") +
+    t = loom.load(__file__.replace("python/test_trace_memory.py", "data/kineto/") +
                   "libkineto_unit_test_trace.json")
     df = t.memory()
     assert len(df) == 0 and list(df.columns) == loom.MEMORY_COLUMNS
@@ -96,3 +96,4 @@ def test_report_memory_section(trace_path):
     assert (dev["peak_bytes"], dev["peak_ns"], dev["peak_op"], dev["peak_step"]) == \
         (550, 1150000, "aten::relu", "ProfilerStep#2")
     assert (dev["leaks"], dev["leaked_bytes"], dev["unknown_frees"]) == (2, 250, 1)
+

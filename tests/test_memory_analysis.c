@@ -1,5 +1,5 @@
 /*
- * test_memory.c - the memory accounting of trace/memory.h and `loom
+ * test_memory_analysis.c - the memory accounting of trace/memory.h and `loom
  * report`'s memory section, against figures worked out by hand on a trace
  * built in the model (times in us after the trace's first event):
  *
