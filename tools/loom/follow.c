@@ -369,19 +369,14 @@ static int finish_rebuild(finish *fi, proc *p, const done_line *d) {
   return -1;
 }
 
-/* The summary's memory lines of process p's trace: what its preload wrote
- * (<pid>.mem), or for a trace rebuilt from its records (a program killed,
- * perhaps by the OOM killer) from the trace itself.  Printed now, or kept
- * with the lone line (one process: said once the trace is at -o). */
-static void finish_memory(finish *fi, const proc *p, const char *trace, int rebuilt) {
+/* The summary's memory lines of process p's trace, as its preload wrote
+ * them (<pid>.mem; a trace rebuilt from a killed program's records says its
+ * memory in the line of its rebuild).  Printed now, or kept with the lone
+ * line (one process: said once the trace is at -o). */
+static void finish_memory(finish *fi, const proc *p) {
   char path[PATH_MAX + 64], lines[8192] = "";
   snprintf(path, sizeof path, "%s/%ld.mem", fi->f->dir, (long)p->pid);
   read_lines(path, lines, sizeof lines);
-  loom_trace *t = NULL;
-  if (!lines[0] && rebuilt && loom_trace_load(trace, &t) == LOOM_OK) {
-    cli_tools()->memory_lines(t, lines, sizeof lines);
-    loom_trace_free(t);
-  }
   if (!lines[0]) return;
   if (fi->lone[0]) {
     size_t l = strlen(fi->lone);
@@ -399,8 +394,8 @@ static void finish_proc(finish *fi, proc *p) {
   if (p->windows) p->done[0] = 0; /* its windows are said above; its last records are rebuilt */
   done_line d;
   done_parse(p->done, &d);
-  int rebuilt = !p->done[0] || !d.text || d.kind == DONE_FAILED;
-  if (rebuilt && finish_rebuild(fi, p, &d) != 0) return;
+  if ((!p->done[0] || !d.text || d.kind == DONE_FAILED) && finish_rebuild(fi, p, &d) != 0)
+    return;
   done_parse(p->done, &d); /* rebuilt: its line is new */
   fi->total += d.events;
   fi->pids[fi->ninputs] = p->pid;
@@ -416,7 +411,7 @@ static void finish_proc(finish *fi, proc *p) {
     snprintf(fi->lone, sizeof fi->lone, "loom: %s: %llu events, %llu flows, %llu device%s, %llu "
              "dropped, %llu warning%s\n", f->out, d.events, d.flows, d.devices,
              d.devices == 1 ? "" : "s", d.dropped, d.warnings, d.warnings == 1 ? "" : "s");
-  finish_memory(fi, p, d.text, rebuilt);
+  finish_memory(fi, p);
 }
 
 /* Several traces into -o FILE.  0, or -1 (said; the caller keeps them). */
