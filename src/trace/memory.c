@@ -368,12 +368,12 @@ int loom__mem_finish(loom__mem *m) {
   for (size_t i = 0; i < m->ns; i++) {
     loom__mem_series *se = &m->s[i];
     if (m->nb) bucket_open(m, i, m->t1); /* the level at the end carried to the last */
-    qsort(se->by_alloc, se->nby_alloc, sizeof *se->by_alloc, cmp_top);
-    qsort(se->at_peak, se->nat_peak, sizeof *se->at_peak, cmp_top);
-    qsort(se->leaks, se->nleaks, sizeof *se->leaks, cmp_block);
+    if (se->nby_alloc > 1) qsort(se->by_alloc, se->nby_alloc, sizeof *se->by_alloc, cmp_top);
+    if (se->nat_peak > 1) qsort(se->at_peak, se->nat_peak, sizeof *se->at_peak, cmp_top);
+    if (se->nleaks > 1) qsort(se->leaks, se->nleaks, sizeof *se->leaks, cmp_block);
   }
   /* series sorted: their state (spaces, dirty lists, open buckets) is done
    * with; no event may follow */
-  qsort(m->s, m->ns, sizeof *m->s, cmp_series);
+  if (m->ns > 1) qsort(m->s, m->ns, sizeof *m->s, cmp_series);
   return 0;
 }

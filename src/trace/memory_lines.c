@@ -73,7 +73,7 @@ int loom__mem_lines(const loom_trace *t, char *out, size_t n) {
   }
   for (size_t i = 0; i < ns; i++) order[i] = i;
   lines_mem = m;
-  qsort(order, ns, sizeof *order, cmp_peak);
+  if (ns > 1) qsort(order, ns, sizeof *order, cmp_peak);
   int64_t t0, t1;
   size_t nb;
   loom__mem_span(m, &t0, &t1, &nb);

@@ -167,7 +167,7 @@ static int cmp_step(const void *pa, const void *pb) {
  * (as `loom report` finds it). */
 static void steps(const loom_trace *t, uint32_t *sidx, size_t ns, wev *w, size_t n) {
   step_ev = t->ev;
-  qsort(sidx, ns, sizeof *sidx, cmp_step);
+  if (ns > 1) qsort(sidx, ns, sizeof *sidx, cmp_step);
   size_t cur = 0;
   int have = 0;
   for (size_t i = 0; i < n; i++) {
@@ -218,7 +218,7 @@ int loom__mem_walk(const loom_trace *t, size_t nbuckets, loom__mem_fn fn, void *
   }
   loom__ev_sort_indices(t, idx, k);
   if (collect(t, idx, k, w, &nw)) goto done;
-  qsort(w, nw, sizeof *w, cmp_wev);
+  if (nw > 1) qsort(w, nw, sizeof *w, cmp_wev);
   steps(t, sidx, ns, w, nw);
   int64_t t0, t1;
   span_of(t, w, nw, &t0, &t1);
