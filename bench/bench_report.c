@@ -6,6 +6,7 @@
  *
  *   bench_report [EVENTS] [DIR]     (default 10,000,000 events, $TMPDIR)
  *   bench_report --file PATH [ROUNDS]
+ *   bench_report --memory [EVENTS] [DIR] [ROUNDS]
  *
  * The second form times an existing trace instead (read only and report,
  * interleaved, ROUNDS times, default 5; min and median): with
@@ -21,6 +22,14 @@
  * file also the tokenizers alone over the mapped file, callbacks that do
  * nothing, on one thread: yajl, and loom's own (json_scan.h), which the
  * reader's parser thread runs (tokens only, no model).
+ *
+ * --memory: the cost of memory events in the report.  Two traces of the
+ * same iterations, the second with an allocation in each op and the free of
+ * the allocation of 8 iterations before (a pool on device 0, its reserved
+ * bytes on each); both reports in interleaved rounds (default 3): ns per
+ * memory event = (time with - time without) / memory events, min and
+ * median, and both peak RSS (the live allocations stay few: memory must not
+ * grow with the number of memory events).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +55,26 @@ static double now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static size_t mem_ev; /* memory events the last write_json wrote */
+
+/* --memory: an allocation in the op of iteration i and the free of the one
+ * of iteration i - 8 (2 events). */
+static int with_memory;
+static size_t memory_events(FILE *f, size_t i, long long ts) {
+  if (!with_memory) return 0;
+  unsigned long long addr = 0x7f0000000000ull + (unsigned long long)i * 4096;
+  fprintf(f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"memory\",\"name\":\"alloc\",\"pid\":1,\"tid\":1,"
+             "\"ts\":%lld.%03lld,\"args\":{\"loom_role\":\"alloc\",\"addr\":%llu,\"bytes\":%zu,"
+             "\"device\":0,\"memory_kind\":\"pool\",\"reserved\":%zu}},\n",
+          (ts + 200) / 1000, (ts + 200) % 1000, addr, 4096 + (i % 7) * 512, (size_t)1 << 26);
+  if (i < 8) return 1;
+  fprintf(f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"memory\",\"name\":\"free\",\"pid\":1,\"tid\":1,"
+             "\"ts\":%lld.%03lld,\"args\":{\"loom_role\":\"free\",\"addr\":%llu,\"device\":0,"
+             "\"memory_kind\":\"pool\",\"reserved\":%zu}},\n",
+          (ts + 300) / 1000, (ts + 300) % 1000, addr - 8 * 4096, (size_t)1 << 26);
+  return 2;
+}
+
 static size_t write_json(const char *path, size_t n) {
   FILE *f = fopen(path, "w");
   if (!f) {
@@ -62,6 +91,7 @@ static size_t write_json(const char *path, size_t n) {
                               "c10d::allreduce_"};
   fprintf(f, "{\"schemaVersion\":1,\"deviceProperties\":[{\"id\":0,\"name\":\"bench\"}],\n\"traceEvents\":[\n");
   size_t ev = 0;
+  mem_ev = 0;
   long long ts = 1700000000000000LL; /* ns */
   unsigned seed = 1;
   for (size_t i = 0; ev + 4 <= n; i++) {
@@ -77,6 +107,7 @@ static size_t write_json(const char *path, size_t n) {
                "\"dur\":9.500,\"args\":{\"External id\":%zu,\"Sequence number\":%zu,"
                "\"Input Dims\":[[64,64],[64,64]],\"Input type\":[\"float\",\"float\"]}},\n",
             ops[k], (ts + 100) / 1000, (ts + 100) % 1000, i + 1, i);
+    mem_ev += memory_events(f, i, ts);
     fprintf(f, "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
                "\"ts\":%lld.%03lld,\"dur\":4.250,\"args\":{\"External id\":%zu,\"correlation\":%zu,"
                "\"cbid\":211}},\n", (ts + 1000) / 1000, (ts + 1000) % 1000, i + 1, i + 1);
@@ -96,7 +127,7 @@ static size_t write_json(const char *path, size_t n) {
   }
   fprintf(f, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"end\",\"pid\":1,\"tid\":1,\"ts\":%lld}]}\n", ts / 1000);
   fclose(f);
-  return ev + 1;
+  return ev + 1 + mem_ev;
 }
 
 typedef struct res {
@@ -232,8 +263,58 @@ static int time_file(const char *path, int rounds) {
   return 0;
 }
 
+/* --memory: reports of the same iterations without and with memory events. */
+static int time_memory(size_t n, const char *dir, int rounds) {
+  char base[512], mem[512];
+  snprintf(base, sizeof base, "%s/bench_report_nomem.%d.json", dir, (int)getpid());
+  snprintf(mem, sizeof mem, "%s/bench_report_mem.%d.json", dir, (int)getpid());
+  with_memory = 0;
+  size_t nb = write_json(base, n);
+  with_memory = 1;
+  size_t nm = write_json(mem, n), nmem = mem_ev;
+  printf("bench_report --memory: %zu events without, %zu with (%zu memory events)\n", nb, nm, nmem);
+  rounds = rounds < 1 ? 1 : rounds > 64 ? 64 : rounds;
+  double tb[64], tm[64], per[64], rper[64];
+  long rss_b = 0, rss_m = 0;
+  for (int i = 0; i < rounds; i++) {
+    res b = run_child(1, base), m = run_child(1, mem), rb = run_child(0, base),
+        rm = run_child(0, mem);
+    if (!b.ok || !m.ok || !rb.ok || !rm.ok) {
+      fprintf(stderr, "a report failed\n");
+      return 1;
+    }
+    tb[i] = b.secs, tm[i] = m.secs, per[i] = (m.secs - b.secs) * 1e9 / (double)nmem;
+    rper[i] = (rm.secs - rb.secs) * 1e9 / (double)nmem;
+    rss_b = b.rss_kb > rss_b ? b.rss_kb : rss_b;
+    rss_m = m.rss_kb > rss_m ? m.rss_kb : rss_m;
+  }
+  printf("%d rounds interleaved:\n", rounds);
+  min_median("report without memory events", tb, rounds);
+  min_median("report with memory events", tm, rounds);
+  qsort(per, (size_t)rounds, sizeof *per, cmp_double);
+  printf("  %-34s %.1f / %.1f ns (min / median)\n", "per memory event", per[0], per[rounds / 2]);
+  qsort(rper, (size_t)rounds, sizeof *rper, cmp_double);
+  printf("  %-34s %.1f / %.1f ns (min / median)\n", "of which reading it", rper[0],
+         rper[rounds / 2]);
+  printf("  %-34s %.0f / %.0f MB (without / with)\n", "peak RSS", rss_b / 1024.0, rss_m / 1024.0);
+  res sb = run_child(2, base), sm = run_child(2, mem); /* memory bounded by the budget */
+  printf("  %-34s %.0f / %.0f MB (without / with)\n", "peak RSS, 32 MiB sort budget",
+         sb.rss_kb / 1024.0, sm.rss_kb / 1024.0);
+  if (!getenv("BENCH_REPORT_KEEP")) {
+    unlink(base);
+    unlink(mem);
+  } else {
+    printf("kept %s and %s\n", base, mem);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[1], "--file")) return time_file(argv[2], argc > 3 ? atoi(argv[3]) : 5);
+  if (argc > 1 && !strcmp(argv[1], "--memory"))
+    return time_memory(argc > 2 ? strtoull(argv[2], NULL, 10) : 10000000,
+                       argc > 3 ? argv[3] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+                       argc > 4 ? atoi(argv[4]) : 3);
   size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000;
   const char *dir = argc > 2 ? argv[2] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
   char json[512], pf[512];

@@ -673,6 +673,39 @@ LOOM_EXTERN size_t loom_trace_meta_count(const loom_trace *t);
 LOOM_EXTERN loom_status loom_trace_meta(const loom_trace *t, size_t i, const char **key,
                                         const char **value);
 
+/* A memory event of a trace (LOOM_KIND_MEMORY, docs/memory.md) with what
+ * loom works out for it, the same figures as `loom report`'s memory
+ * section: the op and user range open on its thread, the step it fell in,
+ * and the bytes in use (and reserved) of its device and memory kind after
+ * it.  Strings are owned by the trace; "" when none. */
+typedef struct loom_memory_view {
+  loom_struct_size struct_size; /* sizeof(loom_memory_view) in the library */
+  size_t event;             /* its index (loom_trace_event) */
+  int64_t ts_ns;            /* Unix epoch ns */
+  int64_t device;           /* the device's pid in the trace; -1 for host memory */
+  const char *kind;         /* "host", "device", "host_pinned", "shared", "pool", ... */
+  const char *call;         /* the call that allocated or freed */
+  const char *op;           /* innermost framework op open on its thread */
+  const char *range;        /* innermost user range (not a step) open on its thread */
+  const char *step;         /* the step (ProfilerStep#N) it fell in */
+  const char *alloc_op;     /* a free: the op that allocated what it frees */
+  uint64_t addr;
+  int64_t bytes;            /* > 0 allocated; < 0 freed (a free that did not say its
+                               size: its allocation's) */
+  uint64_t allocated;       /* bytes in use of its device and kind after it */
+  uint64_t reserved;        /* a pool's reserved bytes after it (0: not a pool's) */
+  unsigned is_free : 1;
+  unsigned live_at_start : 1; /* live at the window's start, not allocated in it */
+  unsigned unknown : 1;     /* a free of an address never seen allocated: counted,
+                               nothing in use changes */
+} loom_memory_view;
+/* Returns non-zero to stop. */
+typedef int (*loom_memory_visit_fn)(const loom_memory_view *v, void *user);
+/* Calls fn for every memory event of t in time order (ties: trace order).
+ * LOOM_OK (also when fn stopped it), LOOM_EINVAL, LOOM_ENOMEM. */
+LOOM_EXTERN loom_status loom_trace_memory(const loom_trace *t, loom_memory_visit_fn fn,
+                                          void *user);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define LOOM_TOOLS_ABI_MAJOR 1
-#define LOOM_TOOLS_ABI_MINOR 0
+#define LOOM_TOOLS_ABI_MINOR 1
 
 /* The first line of every request on a process's control socket, the
  * protocol's version (src/ctl/ctl.h describes the protocol). */
@@ -143,6 +143,14 @@ typedef struct loom_tools {
    * 0, or -1 with "KEY=VALUE: what is wrong" in err. */
   int (*kineto_load)(const char *arg, loom_tools_ondemand *r, loom_tools_warn_fn warn,
                      void *ud, char *err, size_t nerr);
+
+  /* ---- 1.1: the summary's memory lines (docs/memory.md) ---- */
+  /* Per device and memory kind of t's memory events, largest peak first:
+   * "loom:   memory DEVICE (KIND): peak BYTES at T ms in OP (STEP); held at
+   * the peak by OP BYTES, ...; N still allocated at the end (BYTES); N frees
+   * of unknown addresses\n" (at most 8 lines, whole lines only) into out;
+   * "" when t has no memory event.  0, or -1 when out of memory. */
+  int (*memory_lines)(const loom_trace *t, char *out, size_t n);
 } loom_tools;
 
 /* The table of this library, for a caller built against tools ABI

@@ -244,6 +244,11 @@ DF_COLUMNS = ["index", "name", "cat", "kind", "ph", "ts", "dur", "pid", "tid", "
               "device", "correlation", "external_id", "ts_ns", "dur_ns", "unclosed",
               "projected"]
 
+# p.trace.memory(): one row per memory event, in time order (docs/memory.md).
+MEMORY_COLUMNS = ["ts", "ts_ns", "device", "kind", "call", "op", "range", "step", "alloc_op",
+                  "addr", "bytes", "allocated", "reserved", "is_free", "action",
+                  "live_at_start", "unknown_free", "pid", "tid", "event"]
+
 
 def load(path):
     """Reads any trace loom reads (loom or Kineto Chrome JSON, .json.gz,
@@ -315,6 +320,21 @@ class Trace:
                          e[11], e[12]))
             i += 1
         return pd.DataFrame.from_records(rows, columns=DF_COLUMNS)
+
+    def memory(self):
+        """The memory events as a pandas DataFrame (columns: MEMORY_COLUMNS),
+        in time order: ts in us and ts_ns in Unix epoch ns; device the
+        device's pid, -1 for host memory; kind the memory kind; call the
+        call that allocated or freed; op, range and step open around it
+        (None when none); alloc_op, for a free, the op that allocated what
+        it frees; bytes > 0 allocated, < 0 freed; allocated and reserved:
+        the bytes in use (and a pool's reserved) of its device and kind after
+        it, the figures of `loom report`'s memory section; unknown_free: a
+        free of an address never seen allocated (nothing in use changes)."""
+        import pandas as pd
+        rows = [(r[0] / 1000.0,) + tuple(None if v == "" else v for v in r)
+                for r in self._t._memory()]
+        return pd.DataFrame.from_records(rows, columns=MEMORY_COLUMNS)
 
     def _file(self, stack):
         if self._t.source is not None:

@@ -1,6 +1,6 @@
 /*
  * _trace.c - loom.Trace over loom_trace: save (any format by extension),
- * load, summary, events, flows, devices, warnings, and the report
+ * load, summary, events, flows, devices, warnings, memory events, and the report
  * (`loom report`) of a trace file.  Long calls run without the GIL.  A
  * trace is freed by close() (or `with`), else when the object is collected.
  *
@@ -237,6 +237,50 @@ static PyObject *trace_devices(lpy_trace *o, PyObject *noargs) {
   return l;
 }
 
+/* _memory(): loom_trace_memory's views as tuples, in the order of the
+ * package's MEMORY_COLUMNS (without the first, ts in us). */
+typedef struct mem_rows {
+  const loom_trace *t;
+  PyObject *l;
+} mem_rows;
+
+static int memory_row(const loom_memory_view *v, void *user) {
+  mem_rows *m = user;
+  loom_event_view e = {.struct_size = sizeof e};
+  if (loom_trace_event(m->t, v->event, &e) != LOOM_OK) e.pid = e.tid = -1;
+  PyObject *r = Py_BuildValue(
+      "(LLNNNNNNKLKKNsOOLLn)", (long long)v->ts_ns, (long long)v->device, str_or_none(v->kind),
+      str_or_none(v->call), str_or_none(v->op), str_or_none(v->range), str_or_none(v->step),
+      str_or_none(v->alloc_op), (unsigned long long)v->addr, (long long)v->bytes,
+      (unsigned long long)v->allocated, (unsigned long long)v->reserved,
+      PyBool_FromLong(v->is_free), v->is_free ? "free" : "alloc",
+      v->live_at_start ? Py_True : Py_False, v->unknown ? Py_True : Py_False, (long long)e.pid,
+      (long long)e.tid, (Py_ssize_t)v->event);
+  if (!r || PyList_Append(m->l, r)) {
+    Py_XDECREF(r);
+    return 1;
+  }
+  Py_DECREF(r);
+  return 0;
+}
+
+static PyObject *trace_memory(lpy_trace *o, PyObject *noargs) {
+  loom_trace *t = live(o);
+  if (!t) return NULL;
+  mem_rows m = {t, PyList_New(0)};
+  if (!m.l) return NULL;
+  loom_status st = loom_trace_memory(t, memory_row, &m);
+  if (PyErr_Occurred()) {
+    Py_DECREF(m.l);
+    return NULL;
+  }
+  if (st) {
+    Py_DECREF(m.l);
+    return lpy_raise(st);
+  }
+  return m.l;
+}
+
 static PyObject *trace_source(lpy_trace *o, void *c) {
   Py_INCREF(o->source);
   return o->source;
@@ -250,6 +294,7 @@ static PyMethodDef trace_methods[] = {
     {"warnings", (PyCFunction)trace_warnings, METH_NOARGS, "the trace's warnings"},
     {"_events", (PyCFunction)trace_events, METH_VARARGS, NULL},
     {"_len", (PyCFunction)trace_len, METH_NOARGS, NULL},
+    {"_memory", (PyCFunction)trace_memory, METH_NOARGS, NULL},
     {"flows", (PyCFunction)trace_flows, METH_NOARGS, "flows as (from, to) event indices"},
     {"devices", (PyCFunction)trace_devices, METH_NOARGS, "the devices the trace describes"},
     {"close", (PyCFunction)trace_close, METH_NOARGS, "free the trace now"},

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "trace/memory.h"
 #include "trace/trace.h"
 #include "util/util.h"
 
@@ -180,6 +181,7 @@ typedef struct loom__report {
   loom__rhta hta;
   struct loom__ranks *ranks; /* cross-rank figures (ranks.h) */
   struct loom__rcpu *cpu;    /* CPU samples and OS counters (cpu.h) */
+  loom__mem *mem;           /* memory events' accounting (trace/memory.h); NULL: none */
 } loom__report;
 
 /* The text of a string id of the report (its trace's strings). */

@@ -344,6 +344,7 @@ static int on_event(void *ctx, const loom_trace *t, const loom__ev *e, const loo
     e = &ek;
   }
   count_event(a, t, e);
+  if (e->kind == LOOM_KIND_MEMORY) return loom__an_keep_memory(a, t, e, args);
   if (rep->ranks && loom__ranks_event(rep->ranks, t, e, args)) return -1; /* cross-rank state */
   if ((e->kind == LOOM_KIND_SAMPLE || e->kind == LOOM_KIND_COUNTER) &&
       loom__cpu_event(rep->cpu, t, e, args))
@@ -396,6 +397,7 @@ static void finish(an *a) {
   }
   for (int m = 1; m < 8; m++) rep->hta.m.u[m] = uset_total(&a->hu[m]);
   if (loom__cpu_finish(rep->cpu)) a->oom = 1;
+  if (rep->mem && loom__mem_finish(rep->mem)) a->oom = 1;
   rep->hta.all = uset_total(&a->hall);
   rep->hta.rounded = a->fractional;
   for (size_t i = 0; i < rep->nqueues; i++) rep->queues[i].busy = uset_total(&a->qs[i].u);
@@ -443,6 +445,7 @@ static void an_free(an *a) {
   loom__map_free(&a->idle_cat);
   loom__map_free(&a->flow_end);
   free(a->nfl);
+  free(a->msp);
 }
 
 void loom__report_free(loom__report *r) {
@@ -461,6 +464,7 @@ void loom__report_free(loom__report *r) {
   loom_trace_free(r->meta);
   loom__ranks_free(r->ranks);
   if (r->cpu) loom__cpu_free(r->cpu);
+  loom__mem_free(r->mem);
   free(r->cpu);
   free(r);
 }
@@ -528,6 +532,10 @@ static loom_status before_pass(an *a, const char *path) {
 static void pass_record(an *a, const loom__arec *r) {
   loom__arec rs;
   if (r->track >= a->t->ntracks) return;
+  if (r->kind == LOOM_KIND_MEMORY) {
+    loom__an_memory(a, r);
+    return;
+  }
   if ((r->hta & LOOM__AREC_LOOSE) && !loom__map_get(&a->queue, (uint64_t)r->track + 1)) return;
   if (r->kind == LOOM_KIND_MARKER) { /* device work if a runtime call has its id */
     if (!(r = loom__an_resolve(a, r, &rs))) return;

@@ -11,6 +11,7 @@
 
 #include "analysis.h"
 #include "base/base.h"
+#include "trace/memory.h"
 #include "util/util.h"
 
 /* The marks that say what a runtime call is for. */
@@ -173,6 +174,11 @@ typedef struct an {
   uint32_t dir_key;       /* "direction" */
   uint32_t dirs[LOOM__AREC_NDIRS]; /* distinct direction values (string ids) */
   unsigned ndirs;
+  loom__mem_keys mkeys;    /* memory events' argument keys */
+  struct mspace { int64_t device; uint32_t kind, call; uint16_t src; } *msp; /* memory
+                             records' (device, kind, producer, call) */
+  size_t nmsp, cap_msp, last_msp;
+  uint64_t mseq;          /* memory records made: their order in the file */
   int oom;
 } an;
 
@@ -192,6 +198,21 @@ const loom__arec *loom__an_resolve(an *a, const loom__arec *r, loom__arec *out);
 void loom__an_finalize(an *a, const frame *f);
 /* Adds [s, e) to a device's utilisation buckets over the report's span. */
 void loom__an_add_buckets(const loom__report *rep, int64_t *b, int64_t s, int64_t e);
+
+/* The step a host event at ts falls in (index in rep->steps), -1 for none;
+ * calls come in time order. */
+int32_t loom__an_step_at(an *a, int64_t ts);
+
+/* analyze_mem.c: memory events.  A memory event becomes one record: ts;
+ * dur -(1 + its order in the file), so that it sorts after every range
+ * beginning at its time and memory records keep the file's order among
+ * themselves; corr its address; bytes; name and stream the low and high
+ * halves of a pool's reserved bytes (names of memory records are never
+ * compared: their dur differs); cls and hta the low and high bytes of its
+ * (device, kind, producer, call) in a->msp; role its LOOM__MEM_* flags. */
+int loom__an_keep_memory(an *a, const loom_trace *t, const loom__ev *e, const loom__targ *args);
+/* One memory record of the pass: the op, range and step around it. */
+void loom__an_memory(an *a, const loom__arec *r);
 
 /* analyze_hta.c: one of HTA's GPU events (it has a stream). */
 void loom__an_hta_event(an *a, const loom__arec *r);

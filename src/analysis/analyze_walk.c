@@ -193,7 +193,7 @@ static void host_slices(an *a, const loom__arec *r, unsigned nf) {
 }
 
 /* The step a call at ts falls in, -1 for none (steps come in time order). */
-static int32_t step_at(an *a, int64_t ts) {
+int32_t loom__an_step_at(an *a, int64_t ts) {
   const loom__report *rep = a->rep;
   while (a->cur_step + 1 < (int32_t)rep->nsteps && rep->steps[a->cur_step + 1].ts <= ts)
     a->cur_step++;
@@ -246,7 +246,7 @@ void loom__an_host_event(an *a, const loom__arec *r) {
   unsigned nf = loom__an_name_flags(a, a->t, r->name);
   host_slices(a, r, nf);
   if (!r->corr || r->kind == LOOM_KIND_CPU_OP || r->kind == LOOM_KIND_USER_RANGE) return;
-  int32_t step = step_at(a, r->ts);
+  int32_t step = loom__an_step_at(a, r->ts);
   launch l = {r->corr, r->ts, r->dur, stack_id(a, h), step, (uint8_t)loom__an_is_launch_call(r, nf),
               (uint8_t)(!(r->role & ROLE_MASK) || loom__an_is_launch_call(r, nf)),
               (uint8_t)((r->role & LOOM_RECORD_F_MEMORY) != 0),

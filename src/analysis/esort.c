@@ -23,7 +23,7 @@ static const uint8_t kind_rank[LOOM_KIND_COUNT_] = {
     [LOOM_KIND_DRIVER] = 3,     [LOOM_KIND_SYNC] = 4,         [LOOM_KIND_COLLECTIVE] = 5,
     [LOOM_KIND_KERNEL] = 6,     [LOOM_KIND_MEMCPY] = 7,       [LOOM_KIND_MEMSET] = 8,
     [LOOM_KIND_INSTANT] = 9,    [LOOM_KIND_COUNTER] = 10,     [LOOM_KIND_OVERHEAD] = 11,
-    [LOOM_KIND_MARKER] = 12,    [LOOM_KIND_SAMPLE] = 13};
+    [LOOM_KIND_MARKER] = 12,    [LOOM_KIND_SAMPLE] = 13,      [LOOM_KIND_MEMORY] = 14};
 
 /* Names by id: a copy of the string table's array. */
 typedef struct names {

@@ -87,8 +87,8 @@ void loom__hta_temporal_of(const loom__rhta *d, loom__hta_temporal *h) {
 void loom__report_model(const loom__report *r, size_t top, loom__model *m) {
   static void (*const section[])(const loom__report *, loom__model *) = {
       loom__report_input, loom__report_devices, loom__report_kernels, loom__report_moves,
-      loom__report_host,  loom__report_steps,   loom__report_cpu,     loom__report_hta,
-      loom__report_ranks, loom__report_unknown};
+      loom__report_host,  loom__report_steps,   loom__report_memory,  loom__report_cpu,
+      loom__report_hta,   loom__report_ranks,   loom__report_unknown};
   memset(m, 0, sizeof *m);
   m->top = top;
   snprintf(m->title, sizeof m->title, "loom report: %s", r->path);

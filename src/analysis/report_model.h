@@ -22,6 +22,7 @@ void loom__report_kernels(const struct loom__report *r, loom__model *m);
 void loom__report_moves(const struct loom__report *r, loom__model *m);
 void loom__report_host(const struct loom__report *r, loom__model *m);    /* report_sections.c */
 void loom__report_steps(const struct loom__report *r, loom__model *m);
+void loom__report_memory(const struct loom__report *r, loom__model *m); /* report_memory.c */
 void loom__report_cpu(const struct loom__report *r, loom__model *m);    /* report_cpu.c */
 void loom__report_hta(const struct loom__report *r, loom__model *m);
 void loom__report_ranks(const struct loom__report *r, loom__model *m);   /* report_ranks.c */

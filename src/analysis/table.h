@@ -63,7 +63,8 @@ enum {
   LOOM__CHART_BARS,
   LOOM__CHART_TIMELINE,
   LOOM__CHART_HEAT,
-  LOOM__CHART_FLAME
+  LOOM__CHART_FLAME,
+  LOOM__CHART_LEVELS
 };
 
 typedef struct loom__table {

@@ -7,7 +7,10 @@
  *             share per bucket of the chart column's width (ns): devices;
  *   HEAT      columns 0 and 1 are a row and a column key, each chart column
  *             one map, darker = larger: rank x step;
- *   FLAME     a flame graph of CPU samples (table_flame.c).
+ *   FLAME     a flame graph of CPU samples (table_flame.c);
+ *   LEVELS    per row, its two INTS columns as levels per bucket of the chart
+ *             column's width (ns), scaled to the row's largest: memory in
+ *             use (area) and reserved (line).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,12 +188,77 @@ static void heats(const loom__table *t, loom__out *o) {
   free(ck);
 }
 
+/* A byte count for a tooltip or an axis: "1.50 MiB". */
+static const char *bytes_text(double b, char *buf, size_t n) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, u++;
+  snprintf(buf, n, u ? "%.2f %s" : "%.0f %s", b, unit[u]);
+  return buf;
+}
+
+/* One series of levels: in use as bars, reserved (when any) as a line. */
+static void levels(loom__out *o, const loom__cell *use, const loom__cell *res, double width) {
+  const int W = 1100, H = 120;
+  size_t n = use->nv;
+  int bw = n ? W / (int)n : W;
+  double mx = 1;
+  char b1[32], b2[32];
+  for (size_t b = 0; b < n; b++) mx = (double)use->v[b] > mx ? (double)use->v[b] : mx;
+  for (size_t b = 0; b < res->nv; b++) mx = (double)res->v[b] > mx ? (double)res->v[b] : mx;
+  hf(o,
+     "<svg role=\"img\" viewBox=\"0 0 %d %d\" width=\"100%%\" height=\"%d\">"
+     "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f0f2f8\"/>",
+     W, H + 18, H + 18, W, H);
+  for (size_t b = 0; b < n; b++) {
+    int h = (int)((double)use->v[b] / mx * H + 0.5);
+    if (h > 0)
+      hf(o,
+         "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#2f5bc4\"><title>%.3f ms: "
+         "%s in use</title></rect>",
+         (int)b * bw, H - h, bw - 1, h, (double)b * width / 1e6,
+         bytes_text((double)use->v[b], b1, sizeof b1));
+  }
+  if (res->nv == n && n) {
+    hf(o, "<polyline fill=\"none\" stroke=\"#c4552f\" stroke-width=\"2\" points=\"");
+    for (size_t b = 0; b < n; b++)
+      hf(o, "%d,%d %d,%d ", (int)b * bw, H - (int)((double)res->v[b] / mx * H + 0.5),
+         (int)(b + 1) * bw, H - (int)((double)res->v[b] / mx * H + 0.5));
+    hf(o, "\"/>");
+  }
+  hf(o,
+     "<text x=\"0\" y=\"%d\" font-size=\"11\" fill=\"#5b6478\">0 ms</text>"
+     "<text x=\"%d\" y=\"12\" font-size=\"11\" fill=\"#5b6478\" text-anchor=\"end\">%s</text>"
+     "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#5b6478\" text-anchor=\"end\">%.3f "
+     "ms</text></svg>",
+     H + 14, W - 4, bytes_text(mx, b2, sizeof b2), W, H + 14, width * (double)n / 1e6);
+}
+
+static void levels_rows(const loom__table *t, loom__out *o, size_t rows) {
+  long wc = first_col(t, t->chart_cols, -1), a = -1, b = -1;
+  for (size_t c = 0; c < t->ncols; c++)
+    if (t->cols[c].type == LOOM__COL_INTS && a < 0) a = (long)c;
+    else if (t->cols[c].type == LOOM__COL_INTS && b < 0) b = (long)c;
+  if (wc < 0 || b < 0) return;
+  for (size_t r = 0; r < rows; r++) {
+    const loom__cell *res = loom__table_at(t, r, (size_t)b);
+    hf(o, "<p class=\"legend note\"><b>");
+    loom__html_esc(o, label(t, r), 100);
+    hf(o, "</b>: <span><i class=\"sw\" style=\"background:#2f5bc4\"></i>most bytes in use</span>");
+    if (res->nv)
+      hf(o, "<span><i class=\"sw\" style=\"background:#c4552f\"></i>reserved</span>");
+    hf(o, "per %.3f ms of the trace</p>", loom__table_at(t, r, (size_t)wc)->d / 1e6);
+    levels(o, loom__table_at(t, r, (size_t)a), res, loom__table_at(t, r, (size_t)wc)->d);
+  }
+}
+
 void loom__table_chart(const loom__table *t, loom__out *o, size_t rows) {
   switch (t->chart) {
   case LOOM__CHART_BARS: bars(t, o, rows); break;
   case LOOM__CHART_TIMELINE: timelines(t, o, rows); break;
   case LOOM__CHART_HEAT: heats(t, o); break;
   case LOOM__CHART_FLAME: loom__table_flame(t, o, rows); break;
+  case LOOM__CHART_LEVELS: levels_rows(t, o, rows); break;
   default: break;
   }
 }

@@ -17,6 +17,7 @@
 #include "record/arena.h"
 #include "record/record.h"
 #include "salvage/salvage.h"
+#include "trace/memory.h"
 #include "window/trigger.h"
 #include "window/window.h"
 
@@ -57,6 +58,7 @@ static const loom_tools tools_table = {
     .ctl_sock_path = loom__ctl_sock_path,
     .ondemand_init = loom__ondemand_init,
     .kineto_load = loom__kineto_load,
+    .memory_lines = loom__mem_lines,
 };
 
 LOOM_EXTERN const loom_tools *loom_tools_get(uint16_t abi_major, uint16_t abi_minor,

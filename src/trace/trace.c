@@ -249,7 +249,7 @@ loom_kind loom__kind_of_category(const char *cat) {
       {"python_function", LOOM_KIND_CPU_OP}, {"cpu_instant_event", LOOM_KIND_INSTANT},
       {"counter", LOOM_KIND_COUNTER}, {"collective_comm", LOOM_KIND_COLLECTIVE},
       {"overhead", LOOM_KIND_OVERHEAD}, {"Trace", LOOM_KIND_MARKER},
-      {"cpu_sample", LOOM_KIND_SAMPLE}};
+      {"cpu_sample", LOOM_KIND_SAMPLE}, {"memory", LOOM_KIND_MEMORY}};
   if (!cat) return LOOM_KIND_MARKER;
   for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
     if (!strcmp(cat, exact[i].cat)) return exact[i].kind;

@@ -338,7 +338,7 @@ typedef struct finish {
   size_t lost;             /* processes without a trace or records */
   kept k;                  /* arenas kept: records that could not be written */
   quiet nothing;           /* processes that recorded nothing */
-  char lone[PATH_MAX + 256]; /* the line of a lone trace, said once it is at -o */
+  char lone[PATH_MAX + 8448]; /* the lines of a lone trace, said once it is at -o */
 } finish;
 
 /* A process without a trace (killed, or its save failed): rebuilt from its
@@ -369,6 +369,23 @@ static int finish_rebuild(finish *fi, proc *p, const done_line *d) {
   return -1;
 }
 
+/* The summary's memory lines of process p's trace, as its preload wrote
+ * them (<pid>.mem; a trace rebuilt from a killed program's records says its
+ * memory in the line of its rebuild).  Printed now, or kept with the lone
+ * line (one process: said once the trace is at -o). */
+static void finish_memory(finish *fi, const proc *p) {
+  char path[PATH_MAX + 64], lines[8192] = "";
+  snprintf(path, sizeof path, "%s/%ld.mem", fi->f->dir, (long)p->pid);
+  read_lines(path, lines, sizeof lines);
+  if (!lines[0]) return;
+  if (fi->lone[0]) {
+    size_t l = strlen(fi->lone);
+    snprintf(fi->lone + l, sizeof fi->lone - l, "%s", lines);
+  } else {
+    fputs(lines, stderr);
+  }
+}
+
 /* One process's trace: an input of the merge, said (or counted among those
  * that recorded nothing, or kept for the end when it is the only one). */
 static void finish_proc(finish *fi, proc *p) {
@@ -394,6 +411,7 @@ static void finish_proc(finish *fi, proc *p) {
     snprintf(fi->lone, sizeof fi->lone, "loom: %s: %llu events, %llu flows, %llu device%s, %llu "
              "dropped, %llu warning%s\n", f->out, d.events, d.flows, d.devices,
              d.devices == 1 ? "" : "s", d.dropped, d.warnings, d.warnings == 1 ? "" : "s");
+  finish_memory(fi, p);
 }
 
 /* Several traces into -o FILE.  0, or -1 (said; the caller keeps them). */

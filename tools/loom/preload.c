@@ -126,6 +126,18 @@ static void summary(const char *out, loom_status st, const loom_trace *t, unsign
   add_done_line(line);
 }
 
+/* <dir>/<pid>.mem: the summary's lines about the trace's memory (tools.h
+ * memory_lines), when it has memory events; loom record prints them. */
+static void memory_note(const loom_trace *t) {
+  char lines[8192], path[4096];
+  if (tools->memory_lines(t, lines, sizeof lines) != 0 || !lines[0]) return;
+  if (loom__rec_file(path, sizeof path, ".mem") != 0) return;
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fputs(lines, f);
+  fclose(f);
+}
+
 static atomic_uint windows_written, windows_failed;
 
 /* The trace is written: this process's arena is not needed any more (its
@@ -195,6 +207,7 @@ static void save(void) {
       fprintf(stderr, "loom: writing %s (%llu events)...\n", out, (unsigned long long)sum.events);
     st = loom_trace_save(t, out);
   }
+  if (st == LOOM_OK) memory_note(t);
   summary(out, st, t, 0);
   /* written: nothing for loom record to rebuild, and its shared memory is
    * freed now.  Else the session is not destroyed (that would free the
