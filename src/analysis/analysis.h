@@ -180,6 +180,7 @@ typedef struct loom__report {
   loom__rhta hta;
   struct loom__ranks *ranks; /* cross-rank figures (ranks.h) */
   struct loom__rcpu *cpu;    /* CPU samples and OS counters (cpu.h) */
+  struct loom__cpres *cp;    /* critical paths (critpath.h); NULL when left out */
 } loom__report;
 
 /* The text of a string id of the report (its trace's strings). */
@@ -193,10 +194,15 @@ typedef struct loom__report_opts {
   const char *const *more;  /* further inputs, one rank each (cross-rank figures) */
   size_t nmore;
   int64_t wait_threshold_ns; /* 0: LOOM__WAIT_THRESHOLD_NS; < 0: none */
+  int no_critical_path;      /* leave the critical path out */
+  const char *critical_path_trace; /* write the trace with the paths marked there */
 } loom__report_opts;
 
 loom_status loom__analyze(const char *path, const loom__report_opts *o, loom__report **out);
 void loom__report_free(loom__report *r);
+/* The critical-path section (report_critpath.c). */
+struct loom__model;
+void loom__report_critpath(const loom__report *r, struct loom__model *m);
 
 /* Writers (report.c: the report model of report_model.h, rendered) append
  * to o (a file or memory buffer); top = rows per table, 0 = all. */

@@ -173,6 +173,8 @@ typedef struct an {
   uint32_t dir_key;       /* "direction" */
   uint32_t dirs[LOOM__AREC_NDIRS]; /* distinct direction values (string ids) */
   unsigned ndirs;
+  uint32_t wait_key;      /* "wait_on_stream": a sync record's waited queue */
+  struct loom__cp *cp;    /* the critical path (critpath.h), NULL when not asked */
   int oom;
 } an;
 
