@@ -94,8 +94,8 @@ typedef struct loom__cpres {  /* what the report keeps */
 uint64_t loom__cp_key(int64_t pid, int64_t tid, int64_t ts, int64_t dur, const char *name);
 
 /* An empty state for the pass over t; stepped: the trace has steps (records outside them
- * are left out), else windows; cap: events per graph (from the sort budget); keep_path: remember the path's events for
- * loom__cp_write_trace.  NULL when out of memory. */
+ * are left out), else windows; cap: events per graph (from the sort budget); keep_path:
+ * remember the path's events for loom__cp_write_trace.  NULL when out of memory. */
 loom__cp *loom__cp_new(loom_trace *t, loom__report *rep, size_t cap, int stepped,
                        int keep_path);
 /* One record of the pass (time order).  queue: its queue index (device work and sync

@@ -89,7 +89,9 @@ loom_status loom__cp_write_trace(const loom__cpres *r, const char *in, const cha
     }
   }
   loom__jstream *w;
-  if ((st = loom__jstream_open(&w, t, out, 0)) != LOOM_OK) goto done;
+  size_t n = strlen(out); /* gzip level 6 for a .gz name, else plain (-1) */
+  int gz = n > 3 && !strcmp(out + n - 3, ".gz") ? 6 : -1;
+  if ((st = loom__jstream_open(&w, t, out, gz)) != LOOM_OK) goto done;
   int bad = 0;
   for (size_t i = 0; i < t->nev && !bad; i++) {
     uint64_t *ix = loom__map_get(&at, ev_key(t, &t->ev[i]));

@@ -98,7 +98,8 @@ static void evidence_rows(const loom__report *r, const loom__cpres *p, loom__tab
   char nb[64];
   size_t rows = 0;
   for (size_t i = 0; i < p->nsteps; i++)
-    for (int k = 0; k < LOOM__CP_NEVID; k++) rows += p->steps[i].ev[bound_cls[p->steps[i].bound]][k].count > 0;
+    for (int k = 0; k < LOOM__CP_NEVID; k++)
+      rows += p->steps[i].ev[bound_cls[p->steps[i].bound]][k].count > 0;
   size_t made = loom__model_limit(m, t, rows), done = 0;
   for (size_t i = 0; i < p->nsteps && done < made; i++) {
     const loom__cpstep *s = &p->steps[i];
