@@ -333,7 +333,7 @@ void loom__cpres_free(loom__cpres *r) {
   free(r->steps);
   free(r->names);
   free(r->spans);
-  free(r->seq);
+  free(r->edges);
   loom__map_free(&r->on_path);
   memset(r, 0, sizeof *r);
 }

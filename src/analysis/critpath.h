@@ -82,12 +82,23 @@ typedef struct loom__cpres {  /* what the report keeps */
   uint64_t sync_edges, xqueue_edges;
   loom__cpspan *spans;        /* where cross-rank waits may lie (at most LOOM__CP_SPANS) */
   size_t nspans, cap_spans;
-  /* with keep_path: each path event's key (critpath_trace.c) -> 1, and the keys in path
-   * order, a step's path after the one before */
+  /* with keep_path: each path event's key (critpath_trace.c) -> 1, and the path's
+   * dependency edges between events (not nesting) for the marked trace's flows */
   loom__map on_path;
-  uint64_t *seq;
-  size_t nseq, cap_seq;
+  struct loom__cpedge *edges;
+  size_t nedges, cap_edges;
 } loom__cpres;
+
+/* Edges of a path drawn as flows: thread order (one event's end to the next one's start on
+ * a thread), launch, queue order, cross-queue wait, sync. */
+enum { LOOM__CPE_THREAD, LOOM__CPE_LAUNCH, LOOM__CPE_QUEUE, LOOM__CPE_XQUEUE, LOOM__CPE_SYNC,
+       LOOM__CPE_COUNT_ };
+extern const char *const loom__cpe_name[LOOM__CPE_COUNT_];
+typedef struct loom__cpedge {
+  uint64_t from, to;          /* event keys */
+  int64_t from_t, to_t;       /* epoch ns of the two nodes */
+  uint8_t type;               /* LOOM__CPE_* */
+} loom__cpedge;
 
 /* The key of an event in both reads of a trace: its pid, tid, epoch start, duration and
  * name's text. */

@@ -13,6 +13,8 @@
 
 const char *const loom__cpc_name[LOOM__CPC_COUNT_] = {"host",  "launch", "compute", "copy",
                                                       "sync",  "communication", "waiting"};
+const char *const loom__cpe_name[LOOM__CPE_COUNT_] = {"thread", "launch", "queue",
+                                                      "cross_queue", "sync"};
 const char *const loom__bound_name[LOOM__BOUND_COUNT_] = {
     "none", "launch-bound", "host-bound", "sync-bound", "transfer-bound",
     "communication-bound", "waiting on a late rank", "compute-bound"};
@@ -92,6 +94,26 @@ static void on_path(loom__cp *c, loom__cpstep *s, int32_t i) {
   if (c->keep && LOOM__PUSH(c->back, c->nback, c->cap_back, i)) c->oom = 1;
 }
 
+static uint64_t key_of(const loom__cp *c, int32_t i) {
+  const cpe *e = &c->ev[i];
+  const loom__track *tr = &c->t->tracks[e->track];
+  return loom__cp_key(tr->pid, tr->tid, e->ts + c->t->base_ns, e->end - e->ts,
+                      loom__trace_cstr(c->t, e->name));
+}
+
+/* A dependency edge p -> n of the path between two events, kept for the marked trace
+ * (nesting edges are not drawn). */
+static void keep_edge(loom__cp *c, uint32_t p, uint32_t n, uint8_t et) {
+  static const int8_t type[] = {[ET_SELF] = -1,          [ET_SEQ] = LOOM__CPE_THREAD,
+                                [ET_LAUNCH] = LOOM__CPE_LAUNCH, [ET_QUEUE] = LOOM__CPE_QUEUE,
+                                [ET_XQUEUE] = LOOM__CPE_XQUEUE, [ET_SYNC] = LOOM__CPE_SYNC};
+  if (type[et] < 0 || (et == ET_SEQ && ((n & 1) || !(p & 1)))) return;
+  loom__cpedge x = {key_of(c, (int32_t)(p >> 1)), key_of(c, (int32_t)(n >> 1)),
+                    cp_time(c, p) + c->t->base_ns, cp_time(c, n) + c->t->base_ns,
+                    (uint8_t)type[et]};
+  if (LOOM__PUSH(c->res.edges, c->res.nedges, c->res.cap_edges, x)) c->oom = 1;
+}
+
 /* Back from the sink along the edges satisfied last. */
 static void walk(loom__cp *c, loom__cpstep *s, uint32_t n) {
   for (;;) {
@@ -102,6 +124,7 @@ static void walk(loom__cp *c, loom__cpstep *s, uint32_t n) {
     uint32_t p = e->pred[n & 1][k] - 1;
     int32_t owner;
     uint8_t cls = edge_class(c, n, p, e->et[n & 1][k], &owner);
+    if (c->keep) keep_edge(c, p, n, e->et[n & 1][k]);
     size_t ns0 = c->res.nspans;
     credit(c, s, owner, cls, cp_time(c, n) - cp_time(c, p));
     if (c->res.nspans > ns0) { /* the span is this edge's stretch */
@@ -193,17 +216,10 @@ uint8_t loom__cp_bound(const loom__cpstep *s) {
   return b;
 }
 
-/* The path events' keys, in path order, for the marked trace. */
+/* The path events' keys, for the marked trace. */
 static void keep_keys(loom__cp *c) {
-  for (size_t k = c->nback; k-- > 0;) {
-    const cpe *e = &c->ev[c->back[k]];
-    const loom__track *tr = &c->t->tracks[e->track];
-    uint64_t key = loom__cp_key(tr->pid, tr->tid, e->ts + c->t->base_ns, e->end - e->ts,
-                                loom__trace_cstr(c->t, e->name));
-    if (loom__map_put(&c->res.on_path, key, 1) ||
-        LOOM__PUSH(c->res.seq, c->res.nseq, c->res.cap_seq, key))
-      c->oom = 1;
-  }
+  for (size_t k = 0; k < c->nback; k++)
+    if (loom__map_put(&c->res.on_path, key_of(c, c->back[k]), 1)) c->oom = 1;
 }
 
 static uint32_t sink_of(const loom__cp *c) {

@@ -2,10 +2,11 @@
  * critpath_trace.c - `loom report --critical-path-trace OUT`: the input trace written
  * again as Chrome JSON with the critical paths marked, as Holistic Trace Analysis's
  * overlaid trace is: an argument "critical": 1 on each event on a path and a flow
- * (category and name "critical_path") from each path event to the next one on the same
- * path.  Events are found again by their key (process, thread, start, duration, name),
+ * (category "critical_path") for each dependency of a path between two events: thread
+ * order, launch, queue order, cross-queue wait, sync (nesting is left to the slices).  Events are found again by their key (process, thread, start, duration, name),
  * which the walk kept; the output is written as a stream from the loaded trace.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,19 +59,29 @@ static void put_flow(loom__jstream *w, const loom_trace *t, const loom__flow *f)
   loom__jstream_flow(w, 'f', f->id, b->track, end, 1, 0, 0);
 }
 
-/* Flows between consecutive events of the path sequence (event index per key in at). */
-static void put_path_flows(loom__jstream *w, const loom_trace *t, const loom__cpres *r,
-                           const loom__map *at, uint32_t name) {
+/* The paths' dependency edges as flows (event index per key in at), each named after its
+ * type ("critical_path: sync"), in category "critical_path".  A flow leaves its event at the
+ * node's time, an end node's a nanosecond before (a slice holds its start, not its end). */
+static int put_path_flows(loom__jstream *w, loom_trace *t, const loom__cpres *r,
+                          const loom__map *at, uint32_t cat) {
+  uint32_t names[LOOM__CPE_COUNT_];
+  for (int i = 0; i < LOOM__CPE_COUNT_; i++) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "critical_path: %s", loom__cpe_name[i]);
+    names[i] = loom__trace_str(t, buf);
+  }
   uint64_t id = t->nflows + 1;
-  for (size_t i = 0; i + 1 < r->nseq; i++) {
-    uint64_t *a = loom__map_get(at, r->seq[i]), *b = loom__map_get(at, r->seq[i + 1]);
-    if (!a || !b || *a == *b) continue;
-    const loom__ev *x = &t->ev[*a - 1], *y = &t->ev[*b - 1];
-    if (y->ts < x->ts) continue; /* the next step's path */
-    loom__jstream_flow(w, 's', id, x->track, x->ts, 0, name, name);
-    loom__jstream_flow(w, 'f', id, y->track, y->ts, 1, name, name);
+  for (size_t i = 0; i < r->nedges; i++) {
+    const loom__cpedge *x = &r->edges[i];
+    uint64_t *a = loom__map_get(at, x->from), *b = loom__map_get(at, x->to);
+    if (!a || !b) continue;
+    const loom__ev *f = &t->ev[*a - 1], *g = &t->ev[*b - 1];
+    int64_t from = x->from_t > f->ts && x->from_t == f->ts + f->dur ? x->from_t - 1 : x->from_t;
+    loom__jstream_flow(w, 's', id, f->track, from, 0, names[x->type], cat);
+    loom__jstream_flow(w, 'f', id, g->track, x->to_t, 1, names[x->type], cat);
     id++;
   }
+  return 0;
 }
 
 loom_status loom__cp_write_trace(const loom__cpres *r, const char *in, const char *out) {
@@ -78,6 +89,11 @@ loom_status loom__cp_write_trace(const loom__cpres *r, const char *in, const cha
   loom_status st = loom_trace_load(in, &t);
   if (st != LOOM_OK) return st;
   uint32_t crit = loom__trace_str(t, "critical"), name = loom__trace_str(t, "critical_path");
+  for (int i = 0; i < LOOM__CPE_COUNT_; i++) { /* every string in t before the header */
+    char buf[64];
+    snprintf(buf, sizeof buf, "critical_path: %s", loom__cpe_name[i]);
+    loom__trace_str(t, buf);
+  }
   loom__map at = {0};
   for (size_t i = 0; i < t->nev; i++) {
     uint64_t k = ev_key(t, &t->ev[i]);
