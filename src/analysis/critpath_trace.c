@@ -3,8 +3,9 @@
  * again as Chrome JSON with the critical paths marked, as Holistic Trace Analysis's
  * overlaid trace is: an argument "critical": 1 on each event on a path and a flow
  * (category "critical_path") for each dependency of a path between two events: thread
- * order, launch, queue order, cross-queue wait, sync (nesting is left to the slices).  Events are found again by their key (process, thread, start, duration, name),
- * which the walk kept; the output is written as a stream from the loaded trace.
+ * order, launch, queue order, cross-queue wait, sync (nesting is left to the slices).
+ * Events are found again by their key (process, thread, start, duration, name), which the
+ * walk kept; the output is written as a stream from the loaded trace.
  */
 #include <stdio.h>
 #include <stdlib.h>
