@@ -53,7 +53,7 @@ typedef struct loom__cpstep { /* one step's (or window's) path */
   uint8_t cut;                /* the step held more than the cap: its first events only */
 } loom__cpstep;
 
-typedef struct loom__cpspan { /* a stretch of a path in a communication or sync call */
+typedef struct loom__cpspan { /* a stretch of a path in a communication call */
   int64_t t0, t1;
   uint32_t step;              /* index in steps */
   uint32_t name;
