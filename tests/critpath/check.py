@@ -149,6 +149,28 @@ def late_rank():
     expect("late rank: names rank 1", "waiting for rank 1" in s["evidence"], s["evidence"])
 
 
+def windows():
+    """No steps: 1500 x (op [10i, 10i+8], launch inside, kernel), 4500 events.  With
+    --sort-memory 1 a graph holds at most 1 MiB / 4 / 104 = 2520 events: a window is cut
+    when it holds 2519, so two windows of 2519 and 1981 events, the first from 0 to the end of
+    its last node, the second from the next event's start."""
+    ev = [proc(100, "app"), proc(0, "GPU 0")]
+    for i in range(1500):
+        t = 10 * i
+        ev.append(x("cpu_op", "op", t, 8))
+        ev.append(x("x_runtime", "xLaunch", t + 1, 6, correlation=i + 1, loom_role="launch"))
+        ev.append(x("kernel", "tiny", t + 6, 1, pid=0, tid=7, correlation=i + 1))
+    cp = report(write("windows.json", ev), extra=("--sort-memory", "1"))
+    st = rows(cp["steps"])
+    expect("windows: two", [s["events"] for s in st] == [2519, 1981], [s["events"] for s in st])
+    expect("windows: names", st and st[0]["step"].startswith("window at"), st and st[0]["step"])
+    # window 1: 839 iterations, then op and launch 839: op [8390, 8398] ends it; window 2
+    # begins with kernel 839 [8396, 8397] (its launch call is in window 1)
+    expect("windows: first length", st and st[0]["length_ns"] == 8398 * US, st and st[0])
+    expect("windows: second start", len(st) > 1 and st[1]["start_ns"] == 8396 * US,
+           len(st) > 1 and st[1])
+
+
 def hta_simple_add():
     """HTA's simple_add trace (whole trace, as HTA's end-to-end test runs it): 618 of the 624
     events of HTA's path are on loom's; the other 6 are the last 5 kernels and a memset,
@@ -230,6 +252,7 @@ launch_bound()
 copy_bound()
 sync_bound()
 late_rank()
+windows()
 src, out, marked, nflows = hta_simple_add()
 have_tp = tp_checks(src, out, marked, nflows)
 shutil.rmtree(TMP, ignore_errors=True)
