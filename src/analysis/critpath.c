@@ -287,7 +287,7 @@ void loom__cp_record(loom__cp *c, const loom__arec *r, int32_t queue, int step, 
 }
 
 loom__cp *loom__cp_new(loom_trace *t, loom__report *rep, size_t cap, int stepped,
-                       int keep_path) {
+                       int keep_path, size_t max_spans) {
   loom__cp *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   c->t = t;
@@ -296,6 +296,7 @@ loom__cp *loom__cp_new(loom_trace *t, loom__report *rep, size_t cap, int stepped
   c->stepped = stepped;
   c->keep = keep_path;
   c->res.cap = c->cap;
+  c->res.max_spans = max_spans;
   c->th = calloc(t->ntracks ? t->ntracks : 1, sizeof *c->th);
   if (!c->th) {
     free(c);

@@ -69,7 +69,6 @@ typedef struct loom__cpname { /* a name's events on and off the paths */
 } loom__cpname;
 
 typedef struct loom__cp loom__cp;
-#define LOOM__CP_SPANS (1u << 20)
 
 typedef struct loom__cpres {  /* what the report keeps */
   loom__cpstep *steps;
@@ -80,8 +79,11 @@ typedef struct loom__cpres {  /* what the report keeps */
   size_t cap;                 /* events per graph at most (windows are cut there) */
   uint64_t cut;               /* steps cut short at the cap */
   uint64_t sync_edges, xqueue_edges;
-  loom__cpspan *spans;        /* where cross-rank waits may lie (at most LOOM__CP_SPANS) */
-  size_t nspans, cap_spans;
+  loom__cpspan *spans;        /* where cross-rank waits may lie: kept only when the input
+                               * has communication calls the ranks analysis matches, at
+                               * most max_spans (from the sort budget) */
+  size_t nspans, cap_spans, max_spans;
+  uint64_t spans_left;        /* stretches past max_spans: no cross-rank waiting laid on */
   /* with keep_path: each path event's key (critpath_trace.c) -> 1, and the path's
    * dependency edges between events (not nesting) for the marked trace's flows */
   loom__map on_path;
@@ -106,9 +108,10 @@ uint64_t loom__cp_key(int64_t pid, int64_t tid, int64_t ts, int64_t dur, const c
 
 /* An empty state for the pass over t; stepped: the trace has steps (records outside them
  * are left out), else windows; cap: events per graph (from the sort budget); keep_path:
- * remember the path's events for loom__cp_write_trace.  NULL when out of memory. */
+ * remember the path's events for loom__cp_write_trace; max_spans: stretches of
+ * communication calls kept for cross-rank waits (0: none).  NULL when out of memory. */
 loom__cp *loom__cp_new(loom_trace *t, loom__report *rep, size_t cap, int stepped,
-                       int keep_path);
+                       int keep_path, size_t max_spans);
 /* One record of the pass (time order).  queue: its queue index (device work and sync
  * records on a device), else -1; step: it is a step range (NF_STEP); launch: a launch or
  * copy call by its marks or name; comm: communication work or call. */

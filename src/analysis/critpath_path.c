@@ -78,7 +78,12 @@ static void credit(loom__cp *c, loom__cpstep *s, int32_t owner, uint8_t cls, int
   cpseg *g = &c->seg[*ix - 1];
   g->ns += dt;
   if (g->last != owner) g->count++, g->last = owner;
-  if (cls == LOOM__CPC_COMM && c->res.nspans < LOOM__CP_SPANS && c->t->tracks[e->track].device == LOOM_DEVICE_HOST) {
+  if (cls == LOOM__CPC_COMM && c->res.max_spans &&
+      c->t->tracks[e->track].device == LOOM_DEVICE_HOST) {
+    if (c->res.nspans == c->res.max_spans) {
+      c->res.spans_left++;
+      return;
+    }
     loom__cpspan sp = {0, 0, (uint32_t)c->res.nsteps, e->name, cls, e->kind};
     if (LOOM__PUSH(c->res.spans, c->res.nspans, c->res.cap_spans, sp)) c->oom = 1;
   }
