@@ -200,9 +200,6 @@ typedef struct loom__report_opts {
 
 loom_status loom__analyze(const char *path, const loom__report_opts *o, loom__report **out);
 void loom__report_free(loom__report *r);
-/* The critical-path section (report_critpath.c). */
-struct loom__model;
-void loom__report_critpath(const loom__report *r, struct loom__model *m);
 
 /* Writers (report.c: the report model of report_model.h, rendered) append
  * to o (a file or memory buffer); top = rows per table, 0 = all. */

@@ -195,6 +195,7 @@ static void work_rec(loom__cp *c, const loom__arec *r, int32_t qi, int comm) {
   loom__cp_order(c, CP_REF(i, 1));
   q->ring[q->n++ % CP_QRING] = i;
   c->busy += r->dur;
+  if (cls == LOOM__CPC_COMPUTE) c->kernels++, c->kernel_ns += r->dur;
 }
 
 /* The queue of the device process of track with thread id tid, or -1. */
@@ -252,7 +253,8 @@ static void open_graph(loom__cp *c, int64_t t0, int64_t tend, int32_t step) {
   c->tend = tend;
   c->step = step;
   c->nev = c->nord = c->ntouched = 0;
-  c->busy = 0;
+  c->busy = c->kernel_ns = 0;
+  c->kernels = 0;
   c->cut = 0;
   loom__map_free(&c->corr);
   memset(&c->corr, 0, sizeof c->corr);

@@ -44,9 +44,9 @@ typedef struct loom__cpstep { /* one step's (or window's) path */
   int64_t t0, t1;             /* relative ns: its start, the end of its last node */
   int64_t cls_ns[LOOM__CPC_COUNT_];
   uint64_t nevents, npath;    /* events in its graph, on the path */
-  uint64_t path_kernels;      /* device compute on the path */
-  int64_t path_kernel_ns;
   int64_t device_busy;        /* sum of device work durations in it (any queue) */
+  uint64_t kernels;           /* device compute work in it, and its time */
+  int64_t kernel_ns;
   uint8_t bound;
   int32_t late_rank;          /* world rank waited for most on the path, -1 */
   loom__cpevid ev[LOOM__CPC_COUNT_][LOOM__CP_NEVID]; /* top contributors per class */

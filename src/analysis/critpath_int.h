@@ -62,7 +62,8 @@ struct loom__cp {
   /* the open graph */
   int open, cut;
   int32_t step;
-  int64_t t0, tend, busy;
+  int64_t t0, tend, busy, kernel_ns;
+  uint64_t kernels;
   uint32_t gen;
   cpe *ev;
   size_t nev, cap_ev;

@@ -94,7 +94,6 @@ static void on_path(loom__cp *c, loom__cpstep *s, int32_t i) {
   if (e->flags & CPF_ON) return;
   e->flags |= CPF_ON;
   s->npath++;
-  if (e->cls == LOOM__CPC_COMPUTE) s->path_kernels++, s->path_kernel_ns += e->end - e->ts;
   if (c->keep && LOOM__PUSH(c->back, c->nback, c->cap_back, i)) c->oom = 1;
 }
 
@@ -243,6 +242,8 @@ void loom__cp_close(loom__cp *c) {
   s.t0 = c->t0;
   s.nevents = c->nev;
   s.device_busy = c->busy;
+  s.kernels = c->kernels;
+  s.kernel_ns = c->kernel_ns;
   s.late_rank = -1;
   s.cut = (uint8_t)c->cut;
   c->res.cut += c->cut;

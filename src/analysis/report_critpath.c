@@ -69,9 +69,9 @@ static void evidence(const loom__report *r, const loom__cpstep *s, char *buf, si
   if (k > 0 && (size_t)k < n && (s->bound == LOOM__BOUND_LAUNCH || s->bound == LOOM__BOUND_HOST))
     k += snprintf(buf + k, n - (size_t)k, "; device busy %.1f%% of the step",
                   pct(s->device_busy, len));
-  if (k > 0 && (size_t)k < n && s->bound == LOOM__BOUND_LAUNCH && s->path_kernels)
-    k += snprintf(buf + k, n - (size_t)k, "; kernels on the path average %.3f us",
-                  (double)s->path_kernel_ns / (double)s->path_kernels / 1e3);
+  if (k > 0 && (size_t)k < n && s->bound == LOOM__BOUND_LAUNCH && s->kernels)
+    k += snprintf(buf + k, n - (size_t)k, "; %llu kernels of %.3f us on average",
+                  (unsigned long long)s->kernels, (double)s->kernel_ns / (double)s->kernels / 1e3);
   if (k > 0 && (size_t)k < n && s->bound == LOOM__BOUND_LATE_RANK && s->late_rank >= 0)
     snprintf(buf + k, n - (size_t)k, "; waiting for rank %d", (int)s->late_rank);
 }

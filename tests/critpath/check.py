@@ -89,6 +89,9 @@ def launch_bound():
     cp = report(write("launch.json", ev))
     check_step("launch-bound", cp, 100, {"host": 40, "launch": 60, "compute": 0}, "launch-bound",
                21, 31)
+    ev = step_row(cp)["evidence"]
+    expect("launch-bound: evidence", ev == "launch 60.0% of the path, most in xLaunch (10, 0.060 ms)"
+           "; device busy 10.0% of the step; 10 kernels of 1.000 us on average", ev)
     tiny = [r for r in rows(cp["slack"]) if r["name"] == "tiny"]
     expect("launch-bound: kernels off the path", tiny and tiny[0]["off_path"] == 10, tiny)
     # the last kernel [96, 97] could end at the step's end: 3 us
