@@ -100,7 +100,7 @@ static size_t write_json(const char *path, size_t n) {
 }
 
 typedef struct res {
-  double secs;
+  double secs, cpu; /* wall and CPU (user + sys) seconds */
   long rss_kb;
   int ok;
 } res;
@@ -148,7 +148,7 @@ static int tokens_only(const char *path, int scan) {
  * budget, 3 = yajl alone, 4 = loom's tokenizer alone, 5 and 6 = 1 and 2
  * without the critical path) on path in a child. */
 static res run_child(int what, const char *path) {
-  res r = {0, 0, 0};
+  res r = {0, 0, 0, 0};
   double t0 = now();
   pid_t pid = fork();
   if (pid == 0) {
@@ -176,6 +176,8 @@ static res run_child(int what, const char *path) {
   wait4(pid, &status, 0, &ru);
   r.secs = now() - t0;
   r.rss_kb = ru.ru_maxrss;
+  r.cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+          (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
   r.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   return r;
 }
@@ -203,6 +205,8 @@ static void measure(const char *label, const char *path, size_t n) {
          "| the critical path adds %+.2f s %+.0f MB, 32 MiB: %+.2f s %+.0f MB\n", "", "",
          nb.secs, nb.rss_kb / 1024.0, ns.secs, ns.rss_kb / 1024.0, an.secs - nb.secs,
          (an.rss_kb - nb.rss_kb) / 1024.0, sm.secs - ns.secs, (sm.rss_kb - ns.rss_kb) / 1024.0);
+  printf("%-8s %9s  CPU time (user + sys), report with / without the critical path: "
+         "%.2f / %.2f s, 32 MiB: %.2f / %.2f s\n", "", "", an.cpu, nb.cpu, sm.cpu, ns.cpu);
   if (strstr(path, ".json")) {
     res y = run_child(3, path), sc = run_child(4, path);
     printf("%-8s %9s  yajl alone (no callbacks, one thread): %6.2f s %5.0f ns/event%s\n", "", "",
@@ -223,7 +227,7 @@ static void min_median(const char *what, double *v, int n) {
 }
 
 static int time_file(const char *path, int rounds) {
-  double rd[64], an[64], ya[64], sc[64], nc[64];
+  double rd[64], an[64], ya[64], sc[64], nc[64], ac[64], ncc[64];
   int json = strstr(path, ".json") != NULL;
   rounds = rounds < 1 ? 1 : rounds > 64 ? 64 : rounds;
   for (int i = 0; i < rounds; i++) {
@@ -234,11 +238,14 @@ static int time_file(const char *path, int rounds) {
       return 1;
     }
     rd[i] = a.secs, an[i] = b.secs, ya[i] = y.secs, sc[i] = c.secs, nc[i] = d.secs;
+    ac[i] = b.cpu, ncc[i] = d.cpu;
   }
   printf("%s, %d rounds interleaved:\n", path, rounds);
   min_median("read only", rd, rounds);
   min_median("report", an, rounds);
   min_median("report without the critical path", nc, rounds);
+  min_median("report, CPU time", ac, rounds);
+  min_median("report without it, CPU time", ncc, rounds);
   if (json) min_median("yajl alone", ya, rounds);
   if (json) min_median("loom's tokenizer alone", sc, rounds);
   return 0;

@@ -62,6 +62,7 @@ static int32_t new_ev(loom__cp *c, const loom__arec *r, uint8_t cls) {
   e->cls = cls;
   e->parent = -1;
   e->waitq = -1;
+  e->owner = c->nroots == 1 ? 0 : -1;
   return (int32_t)c->nev++;
 }
 
@@ -145,6 +146,14 @@ void loom__cp_pop_all(loom__cp *c) {
   }
 }
 
+/* The step of the graph on the process of track (several steps: one per process). */
+static int32_t owner_of(const loom__cp *c, uint32_t track) {
+  int64_t pid = c->t->tracks[track].pid;
+  for (size_t k = 0; k < c->nroots; k++)
+    if (c->t->tracks[c->ev[c->roots[k].ev].track].pid == pid) return (int32_t)k;
+  return -1;
+}
+
 static uint8_t host_class(const loom__arec *r, int launch, int comm) {
   if (r->kind == LOOM_KIND_SYNC) return LOOM__CPC_SYNC;
   if (comm || r->kind == LOOM_KIND_COLLECTIVE) return LOOM__CPC_COMM;
@@ -160,7 +169,15 @@ static void host_rec(loom__cp *c, const loom__arec *r, int step, int launch, int
   if (i < 0) return;
   cpe *e = &c->ev[i];
   e->parent = h->n ? h->st[h->n - 1] : -1;
-  if (step) e->flags |= CPF_STEP;
+  if (step) {
+    e->flags |= CPF_STEP;
+    struct cproot rt = {i, (int32_t)c->rep->nsteps - 1};
+    if (LOOM__PUSH(c->roots, c->nroots, c->cap_roots, rt)) c->oom = 1;
+    e = &c->ev[i];
+    if (c->nroots == 1)
+      for (size_t k = 0; k < c->nev; k++) c->ev[k].owner = 0;
+  }
+  if (c->nroots > 1) e->owner = step ? (int32_t)c->nroots - 1 : owner_of(c, r->track);
   if (r->kind == LOOM_KIND_SYNC) e->flags |= CPF_WAITANY; /* until a device record says */
   if (h->last) loom__cp_pred(c, i, 0, h->last - 1, ET_SEQ);
   loom__cp_order(c, CP_REF(i, 0));
@@ -181,9 +198,11 @@ static void work_rec(loom__cp *c, const loom__arec *r, int32_t qi, int comm) {
   c->ev[i].waitq = qi;
   uint64_t *l = r->corr ? loom__map_get(&c->corr, r->corr) : NULL;
   if (l) loom__cp_pred(c, i, 0, CP_REF(*l - 1, 0), ET_LAUNCH);
+  if (l) c->ev[i].owner = c->ev[*l - 1].owner; /* the step of its launch, else its queue's */
   if (q->n) {
     int32_t p = q->ring[(q->n - 1) % CP_QRING];
     if (c->ev[p].end <= r->ts) loom__cp_pred(c, i, 0, CP_REF(p, 1), ET_QUEUE);
+    if (!l) c->ev[i].owner = c->ev[p].owner;
   }
   if (q->xsrc >= 0 && c->ev[q->xsrc].end <= r->ts) {
     loom__cp_pred(c, i, 0, CP_REF(q->xsrc, 1), ET_XQUEUE);
@@ -246,13 +265,12 @@ static void sync_rec(loom__cp *c, const loom__arec *r, int32_t qi) {
 }
 
 /* ---- graphs: steps or windows ---------------------------------------------------------- */
-static void open_graph(loom__cp *c, int64_t t0, int64_t tend, int32_t step) {
+static void open_graph(loom__cp *c, int64_t t0, int64_t tend) {
   c->open = 1;
   c->gen++;
   c->t0 = t0;
   c->tend = tend;
-  c->step = step;
-  c->nev = c->nord = c->ntouched = 0;
+  c->nev = c->nord = c->ntouched = c->nroots = 0;
   c->busy = c->kernel_ns = 0;
   c->kernels = 0;
   c->cut = 0;
@@ -261,13 +279,18 @@ static void open_graph(loom__cp *c, int64_t t0, int64_t tend, int32_t step) {
   c->corr.runs = 1;
 }
 
-/* Where a record goes: 1 into the open graph (opened or cut over first), 0 nowhere. */
+/* Where a record goes: 1 into the open graph (opened or cut over first), 0 nowhere.  A
+ * step that begins before the open graph's steps end (another process's, in a merged
+ * trace of several ranks) joins it. */
 static int place(loom__cp *c, const loom__arec *r, int step) {
-  if (c->open && (step || (c->stepped && r->ts >= c->tend))) loom__cp_close(c);
+  if (c->open && step && r->ts < c->tend && !c->cut) {
+    if (r->ts + r->dur > c->tend) c->tend = r->ts + r->dur;
+  } else if (c->open && (step || (c->stepped && r->ts >= c->tend))) {
+    loom__cp_close(c);
+  }
   if (!c->open) {
     if (c->stepped && !step) return 0;
-    open_graph(c, r->ts, step ? r->ts + r->dur : INT64_MAX,
-               step ? (int32_t)c->rep->nsteps - 1 : -1);
+    open_graph(c, r->ts, step ? r->ts + r->dur : INT64_MAX);
   }
   if (c->nev + 2 > c->cap) {
     if (c->stepped) {
@@ -275,7 +298,7 @@ static int place(loom__cp *c, const loom__arec *r, int step) {
       return 0;
     }
     loom__cp_close(c);
-    open_graph(c, r->ts, INT64_MAX, -1);
+    open_graph(c, r->ts, INT64_MAX);
   }
   return 1;
 }
@@ -325,6 +348,7 @@ void loom__cp_free(loom__cp *c) {
   free(c->slack);
   free(c->back);
   free(c->seg);
+  free(c->roots);
   loom__map_free(&c->corr);
   loom__map_free(&c->segmap);
   loom__map_free(&c->name_of);

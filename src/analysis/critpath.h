@@ -41,6 +41,7 @@ typedef struct loom__cpevid { /* a contributor of the bound's class */
 
 typedef struct loom__cpstep { /* one step's (or window's) path */
   int32_t step;               /* index in rep->steps; -1: a window of a trace without steps */
+  int64_t pid;                /* the step's process (its host track's), -1: a window */
   int64_t t0, t1;             /* relative ns: its start, the end of its last node */
   int64_t cls_ns[LOOM__CPC_COUNT_];
   uint64_t nevents, npath;    /* events in its graph, on the path */

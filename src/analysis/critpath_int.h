@@ -27,6 +27,8 @@ typedef struct cpe { /* an event of the graph */
   uint8_t et[2][CP_NPRED];
   uint8_t kind, cls, flags;
   int32_t parent;             /* enclosing host event, -1 */
+  int32_t owner;              /* the step (index in roots) it belongs to, -1: none known */
+  uint32_t walk;              /* the last walk that found it on its path */
   int32_t waitq;              /* device work: its queue; a waiting call: the queue, -1 */
   uint32_t wtrack;            /* CPF_WAITDEV: the sync record's track (its device) */
 } cpe;
@@ -61,10 +63,12 @@ struct loom__cp {
   int stepped, keep, oom;
   /* the open graph */
   int open, cut;
-  int32_t step;
   int64_t t0, tend, busy, kernel_ns;
   uint64_t kernels;
-  uint32_t gen;
+  uint32_t gen, walkgen;
+  struct cproot { int32_t ev, step; } *roots; /* the graph's steps: overlapping steps (of
+                                                 several processes) share one graph */
+  size_t nroots, cap_roots;
   cpe *ev;
   size_t nev, cap_ev;
   uint32_t *order;            /* nodes in the order they were resolved */

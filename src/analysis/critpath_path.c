@@ -91,9 +91,11 @@ static void credit(loom__cp *c, loom__cpstep *s, int32_t owner, uint8_t cls, int
 
 static void on_path(loom__cp *c, loom__cpstep *s, int32_t i) {
   cpe *e = &c->ev[i];
-  if (e->flags & CPF_ON) return;
-  e->flags |= CPF_ON;
+  if (e->walk == c->walkgen) return;
+  e->walk = c->walkgen;
   s->npath++;
+  if (e->flags & CPF_ON) return; /* on another step's path of the graph too */
+  e->flags |= CPF_ON;
   if (c->keep && LOOM__PUSH(c->back, c->nback, c->cap_back, i)) c->oom = 1;
 }
 
@@ -172,8 +174,8 @@ static loom__cpname *cpname(loom__cp *c, uint32_t name, uint8_t kind, uint8_t cl
   return &c->res.names[c->res.nnames - 1];
 }
 
-/* Per name: events on the path, off it with their slack, the path's time. */
-static void names(loom__cp *c, loom__cpstep *s) {
+/* Per name: events on the paths, off them with their slack. */
+static void names(loom__cp *c) {
   for (size_t i = 0; i < c->nev; i++) {
     const cpe *e = &c->ev[i];
     loom__cpname *n = cpname(c, tally(c, e), e->kind, e->cls);
@@ -187,6 +189,10 @@ static void names(loom__cp *c, loom__cpstep *s) {
     n->slack_sum += sl;
     if (sl < n->slack_min) n->slack_min = sl;
   }
+}
+
+/* Per name the time of one step's path, and its top contributors per class. */
+static void path_names(loom__cp *c, loom__cpstep *s) {
   for (size_t g = 0; g < c->nseg; g++) {
     const cpseg *x = &c->seg[g];
     loom__cpname *n = cpname(c, x->name, x->kind, x->cls);
@@ -225,39 +231,57 @@ static void keep_keys(loom__cp *c) {
     if (loom__map_put(&c->res.on_path, key_of(c, c->back[k]), 1)) c->oom = 1;
 }
 
-static uint32_t sink_of(const loom__cp *c) {
-  size_t best = 0;
-  for (size_t i = 1; i < c->nev; i++)
-    if (c->ev[i].end >= c->ev[best].end) best = i;
-  return CP_REF(best, 1);
+/* The node that ends last among the events of step k (-1: all of them). */
+static uint32_t sink_of(const loom__cp *c, int32_t k) {
+  size_t best = SIZE_MAX;
+  for (size_t i = 0; i < c->nev; i++)
+    if ((k < 0 || c->ev[i].owner == k) &&
+        (best == SIZE_MAX || c->ev[i].end >= c->ev[best].end))
+      best = i;
+  return CP_REF(best == SIZE_MAX ? 0 : best, 1);
 }
 
-void loom__cp_close(loom__cp *c) {
-  c->open = 0;
-  loom__cp_pop_all(c);
-  if (!c->nev || c->oom) return;
+/* The path of step k of the graph (-1: the window), its figures pushed. */
+static void one_path(loom__cp *c, int32_t k) {
   loom__cpstep s;
   memset(&s, 0, sizeof s);
-  s.step = c->step;
-  s.t0 = c->t0;
-  s.nevents = c->nev;
+  s.step = k < 0 ? -1 : c->roots[k].step;
+  s.pid = k < 0 ? -1 : c->t->tracks[c->ev[c->roots[k].ev].track].pid;
+  s.t0 = k < 0 ? c->t0 : c->ev[c->roots[k].ev].ts;
+  for (size_t i = 0; i < c->nev; i++) s.nevents += k < 0 || c->ev[i].owner == k;
   s.device_busy = c->busy;
   s.kernels = c->kernels;
   s.kernel_ns = c->kernel_ns;
   s.late_rank = -1;
   s.cut = (uint8_t)c->cut;
-  c->res.cut += c->cut;
-  uint32_t sink = sink_of(c);
+  uint32_t sink = sink_of(c, k);
   s.t1 = cp_time(c, sink);
-  c->nback = c->nseg = 0;
+  c->nseg = 0;
+  c->walkgen++;
   loom__map_free(&c->segmap);
   memset(&c->segmap, 0, sizeof c->segmap);
   walk(c, &s, sink);
-  if (slacks(c, s.t1)) c->oom = 1;
-  else names(c, &s);
-  if (c->keep) keep_keys(c);
+  path_names(c, &s);
   s.bound = loom__cp_bound(&s);
   if (LOOM__PUSH(c->res.steps, c->res.nsteps, c->res.cap_steps, s)) c->oom = 1;
+}
+
+/* The graph's paths: its step's, or each of its steps' (one per process), or the
+ * window's.  Slack is measured to the end of the graph's last node. */
+void loom__cp_close(loom__cp *c) {
+  c->open = 0;
+  loom__cp_pop_all(c);
+  if (!c->nev || c->oom) return;
+  c->res.cut += c->cut;
+  c->nback = 0;
+  if (slacks(c, cp_time(c, sink_of(c, -1)))) {
+    c->oom = 1;
+    return;
+  }
+  if (c->nroots <= 1) one_path(c, c->nroots ? 0 : -1);
+  for (size_t k = 0; c->nroots > 1 && k < c->nroots; k++) one_path(c, (int32_t)k);
+  names(c);
+  if (c->keep) keep_keys(c);
 }
 
 /* ---- cross-rank waits ------------------------------------------------------------------- */

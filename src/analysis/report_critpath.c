@@ -18,7 +18,8 @@ static const loom__col cls_cols[] = {{"class", "class", LOOM__COL_STR},
                                      {"time_ns", "time", LOOM__COL_NS},
                                      {"share_pct", "share", LOOM__COL_PCT}};
 static const loom__col step_cols[] = {
-    {"step", "step", LOOM__COL_STR},         {"start_ns", "start", LOOM__COL_NS},
+    {"step", "step", LOOM__COL_STR},         {"pid", "pid", LOOM__COL_INT},
+    {"start_ns", "start", LOOM__COL_NS},
     {"length_ns", "length", LOOM__COL_NS},   {"host_ns", "host", LOOM__COL_NS},
     {"launch_ns", "launch", LOOM__COL_NS},   {"compute_ns", "compute", LOOM__COL_NS},
     {"copy_ns", "copy", LOOM__COL_NS},       {"sync_ns", "sync", LOOM__COL_NS},
@@ -82,6 +83,8 @@ static void step_rows(const loom__report *r, const loom__cpres *p, loom__table *
   for (size_t i = 0, made = loom__model_limit(m, t, p->nsteps); i < made; i++) {
     const loom__cpstep *s = &p->steps[i];
     loom__table_str(t, step_name(r, s, nb, sizeof nb));
+    if (s->pid >= 0) loom__table_int(t, s->pid);
+    else loom__table_null(t);
     loom__table_int(t, s->t0 - r->t0);
     loom__table_int(t, s->t1 - s->t0);
     for (int c = 0; c < LOOM__CPC_COUNT_; c++) loom__table_int(t, s->cls_ns[c]);

@@ -139,17 +139,27 @@ def late_rank():
     """Two ranks, step [0, 100] each.  Rank 0: work [0, 10], MPI_Allreduce [10, 80]; rank 1:
     work [0, 75], MPI_Allreduce [75, 80].  Rank 0's path: 10 host, the allreduce 70, 20
     host; rank 1 entered at 75: 65 of the 70 are waiting for rank 1, 5 communication."""
-    paths = []
+    paths, merged = [], []
     for r, work in ((0, 10), (1, 75)):
-        ev = [proc(100 + r, "rank %d: app" % r), x("user_annotation", "ProfilerStep#1", 0, 100, pid=100 + r),
+        ev = [proc(100 + r, "rank %d: app" % r),
+              x("user_annotation", "ProfilerStep#1", 0, 100, pid=100 + r),
               x("cpu_op", "work", 0, work, pid=100 + r),
               x("mpi", "MPI_Allreduce", work, 80 - work, pid=100 + r, comm=0, comm_size=2,
                 comm_rank=r, seq=0, loom_role="comm,nxn")]
         paths.append(write("rank%d.json" % r, ev))
+        merged += ev
     cp = report(*paths, extra=("--wait-threshold", "0"))
     s = check_step("late rank", cp, 100, {"host": 30, "communication": 5, "waiting": 65},
                    "waiting on a late rank", 3, 3)
     expect("late rank: names rank 1", "waiting for rank 1" in s["evidence"], s["evidence"])
+    # the same two ranks merged into one trace: overlapping steps share a graph, each has
+    # its own path; rank 1's: 75 host in its work, 5 in the allreduce, 20 host
+    cp = report(write("merged.json", merged), extra=("--wait-threshold", "0"))
+    st = rows(cp["steps"])
+    got = [(r["pid"], r["host_ns"] // US, r["communication_ns"] // US, r["waiting_ns"] // US,
+            r["bound"], r["on_path"]) for r in st]
+    expect("merged ranks: a path per rank", got == [
+        (100, 30, 5, 65, "waiting on a late rank", 3), (101, 95, 5, 0, "host-bound", 3)], got)
 
 
 def windows():
