@@ -548,12 +548,14 @@ static loom_status before_pass(an *a, const char *path) {
     return sort_failed(a, path);
   for (size_t i = 0; i < nt; i++) a->qof[i] = -1;
   if (loom__cpu_sorted(rep->cpu)) a->oom = 1;
-  /* a quarter of the sort budget for one step's graph (about 100 bytes an event); an
-   * eighth for the stretches of communication calls cross-rank waits may lie on, when
-   * this input has calls the ranks analysis matches */
+  /* a quarter of the sort budget for one step's graph (about 100 bytes an event), at least
+   * 65536 events, so that a small budget changes no figure of a small trace; an eighth for
+   * the stretches of communication calls cross-rank waits may lie on, when this input has
+   * calls the ranks analysis matches */
   size_t spans = rep->ranks->nev ? a->o->sort_budget / 8 / sizeof(loom__cpspan) : 0;
+  size_t cap = a->o->sort_budget / 4 / 104 > 65536 ? a->o->sort_budget / 4 / 104 : 65536;
   if (!a->o->no_critical_path &&
-      !(a->cp = loom__cp_new(a->t, rep, a->o->sort_budget / 4 / 104, a->step_names.n > 0,
+      !(a->cp = loom__cp_new(a->t, rep, cap, a->step_names.n > 0,
                              a->o->critical_path_trace != NULL, spans)))
     return sort_failed(a, path);
   return LOOM_OK;

@@ -163,24 +163,23 @@ def late_rank():
 
 
 def windows():
-    """No steps: 1500 x (op [10i, 10i+8], launch inside, kernel), 4500 events.  With
-    --sort-memory 1 a graph holds at most 1 MiB / 4 / 104 = 2520 events: a window is cut
-    when it holds 2519, so two windows of 2519 and 1981 events, the first from 0 to the end of
-    its last node, the second from the next event's start."""
+    """No steps: 22000 x (op [10i, 10i+8], launch inside, kernel), 66000 events.  A graph
+    holds at most a quarter of the sort budget's worth of events, at least 65536: with
+    --sort-memory 1, 65536; a window is cut when it holds 65535, so two windows of 65535
+    (21845 iterations) and 465 events."""
     ev = [proc(100, "app"), proc(0, "GPU 0")]
-    for i in range(1500):
+    for i in range(22000):
         t = 10 * i
         ev.append(x("cpu_op", "op", t, 8))
         ev.append(x("x_runtime", "xLaunch", t + 1, 6, correlation=i + 1, loom_role="launch"))
         ev.append(x("kernel", "tiny", t + 6, 1, pid=0, tid=7, correlation=i + 1))
     cp = report(write("windows.json", ev), extra=("--sort-memory", "1"))
     st = rows(cp["steps"])
-    expect("windows: two", [s["events"] for s in st] == [2519, 1981], [s["events"] for s in st])
+    expect("windows: two", [s["events"] for s in st] == [65535, 465], [s["events"] for s in st])
     expect("windows: names", st and st[0]["step"].startswith("window at"), st and st[0]["step"])
-    # window 1: 839 iterations, then op and launch 839: op [8390, 8398] ends it; window 2
-    # begins with kernel 839 [8396, 8397] (its launch call is in window 1)
-    expect("windows: first length", st and st[0]["length_ns"] == 8398 * US, st and st[0])
-    expect("windows: second start", len(st) > 1 and st[1]["start_ns"] == 8396 * US,
+    # window 1 ends with op 21844 [218440, 218448]; window 2 begins with op 21845
+    expect("windows: first length", st and st[0]["length_ns"] == 218448 * US, st and st[0])
+    expect("windows: second start", len(st) > 1 and st[1]["start_ns"] == 218450 * US,
            len(st) > 1 and st[1])
 
 
