@@ -3,7 +3,8 @@
   check.py LOOM_CLI TESTS_DIR
 
 Hand-built traces with a path worked out by hand (times in us, each step's figures in the
-comments): a launch-bound step, a step bound by a copy on a second queue, a sync-bound
+comments): a launch-bound step, a step bound by a copy on a second queue (a device sync,
+then a cross-queue wait), a sync-bound
 step, a rank that waits for a late rank (two rank traces); then HTA's simple_add trace
 against HTA's own overlaid critical-path trace (tests/data/critpath, MIT, LICENSE-hta),
 every difference counted by its documented reason; then the --critical-path-trace output
@@ -120,6 +121,27 @@ def copy_bound():
     ev_rows = rows(cp["evidence"])
     expect("transfer-bound: evidence", ev_rows and ev_rows[0]["name"] == "copy HtoD" and
            ev_rows[0]["time_ns"] == 128 * US, ev_rows)
+
+
+def cross_queue():
+    """Step [0, 160]: xMemcpyAsync [10, 14] -> copy [15, 120] on queue 8; a cross-queue wait
+    recorded on queue 7 at 17 (wait_on_stream 8, its call [15, 16]); xLaunch [20, 25] ->
+    kernel [121, 150] on queue 7; xDeviceSynchronize [30, 155].  Path: 5 host, sync 5
+    (kernel end -> sync end), compute 29, sync 1 (copy end -> kernel start, the cross-queue
+    wait), copy 105, launch 5, 10 host."""
+    ev = [proc(100, "app"), proc(0, "GPU 0"), x("user_annotation", "ProfilerStep#1", 0, 160),
+          x("x_runtime", "xMemcpyAsync", 10, 4, correlation=1, loom_role="memory"),
+          x("gpu_memcpy", "copy HtoD", 15, 105, pid=0, tid=8, correlation=1, direction="HtoD"),
+          x("x_runtime", "xStreamWaitEvent", 15, 1, correlation=2),
+          x("x_sync", "wait event", 17, 0, pid=0, tid=7, correlation=2, wait_on_stream=8),
+          x("x_runtime", "xLaunch", 20, 5, correlation=3, loom_role="launch"),
+          x("kernel", "k", 121, 29, pid=0, tid=7, correlation=3),
+          x("x_runtime", "xDeviceSynchronize", 30, 125, correlation=4),
+          x("x_sync", "device sync", 30, 125, pid=0, tid=0, correlation=4)]
+    cp = report(write("xqueue.json", ev))
+    check_step("cross-queue", cp, 160,
+               {"host": 15, "launch": 5, "copy": 105, "sync": 6, "compute": 29},
+               "transfer-bound", 5, 7)
 
 
 def sync_bound():
@@ -266,6 +288,7 @@ def tp_checks(out, marked, nflows):
 
 launch_bound()
 copy_bound()
+cross_queue()
 sync_bound()
 late_rank()
 windows()
