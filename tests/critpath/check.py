@@ -4,8 +4,8 @@
 
 Hand-built traces with a path worked out by hand (times in us, each step's figures in the
 comments): a launch-bound step, a step bound by a copy on a second queue (a device sync,
-then a cross-queue wait), a sync-bound
-step, a rank that waits for a late rank (two rank traces); then HTA's simple_add trace
+then a cross-queue wait), a sync-bound step, a rank that waits for a late rank (two rank
+traces, and the same merged), windows of a trace without steps; then HTA's simple_add trace
 against HTA's own overlaid critical-path trace (tests/data/critpath, MIT, LICENSE-hta),
 every difference counted by its documented reason; then the --critical-path-trace output
 in trace_processor (exact marked slices and flows, no error the input lacked).
