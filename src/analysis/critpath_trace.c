@@ -111,8 +111,10 @@ loom_status loom__cp_write_trace(const loom__cpres *r, const char *in, const cha
   if ((st = loom__jstream_open(&w, t, out, gz)) != LOOM_OK) goto done;
   int bad = 0;
   for (size_t i = 0; i < t->nev && !bad; i++) {
-    uint64_t *ix = loom__map_get(&at, ev_key(t, &t->ev[i]));
-    bad = put_event(w, t, &t->ev[i], crit, ix && *ix == i + 1);
+    /* events alike in every part of the key (calls of no length at one time) are all
+     * marked: the path passed through each */
+    int on = loom__map_get(&r->on_path, ev_key(t, &t->ev[i])) != NULL;
+    bad = put_event(w, t, &t->ev[i], crit, on);
   }
   for (size_t i = 0; i < t->nflows; i++) put_flow(w, t, &t->flows[i]);
   put_path_flows(w, t, r, &at, name);
