@@ -131,7 +131,7 @@ static size_t write_json(const char *path, size_t n) {
 }
 
 typedef struct res {
-  double secs;
+  double secs, cpu; /* wall and CPU (user + sys) seconds */
   long rss_kb;
   int ok;
 } res;
@@ -176,9 +176,10 @@ static int tokens_only(const char *path, int scan) {
 }
 
 /* Runs what (0 = read only, 1 = analyse, 2 = analyse with a 32 MiB sort
- * budget, 3 = yajl alone, 4 = loom's tokenizer alone) on path in a child. */
+ * budget, 3 = yajl alone, 4 = loom's tokenizer alone, 5 and 6 = 1 and 2
+ * without the critical path) on path in a child. */
 static res run_child(int what, const char *path) {
-  res r = {0, 0, 0};
+  res r = {0, 0, 0, 0};
   double t0 = now();
   pid_t pid = fork();
   if (pid == 0) {
@@ -192,8 +193,9 @@ static res run_child(int what, const char *path) {
       _exit(st == LOOM_OK && n > 0 ? 0 : 1);
     }
     loom__report *rep = NULL;
-    loom__report_opts small = {.sort_budget = (size_t)32 << 20};
-    if (loom__analyze(path, what == 2 ? &small : NULL, &rep) != LOOM_OK) {
+    loom__report_opts o = {.sort_budget = what == 2 || what == 6 ? (size_t)32 << 20 : 0,
+                           .no_critical_path = what >= 5};
+    if (loom__analyze(path, &o, &rep) != LOOM_OK) {
       fprintf(stderr, "analyse: %s\n", loom_last_error());
       _exit(1);
     }
@@ -205,6 +207,8 @@ static res run_child(int what, const char *path) {
   wait4(pid, &status, 0, &ru);
   r.secs = now() - t0;
   r.rss_kb = ru.ru_maxrss;
+  r.cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+          (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
   r.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   return r;
 }
@@ -223,6 +227,17 @@ static void measure(const char *label, const char *path, size_t n) {
          an.secs, an.secs * 1e9 / (double)n, an.rss_kb / 1024.0, an.secs / base.secs);
   printf("%-8s %9s  with a 32 MiB sort budget: %6.2f s %5.0f ns/event %6.0f MB RSS | ratio %.2fx\n", "", "",
          sm.secs, sm.secs * 1e9 / (double)n, sm.rss_kb / 1024.0, sm.secs / base.secs);
+  res nb = run_child(5, path), ns = run_child(6, path); /* without the critical path */
+  if (!nb.ok || !ns.ok) {
+    fprintf(stderr, "%s: a child failed\n", label);
+    exit(1);
+  }
+  printf("%-8s %9s  without the critical path: %6.2f s %6.0f MB RSS, 32 MiB: %6.2f s %6.0f MB RSS "
+         "| the critical path adds %+.2f s %+.0f MB, 32 MiB: %+.2f s %+.0f MB\n", "", "",
+         nb.secs, nb.rss_kb / 1024.0, ns.secs, ns.rss_kb / 1024.0, an.secs - nb.secs,
+         (an.rss_kb - nb.rss_kb) / 1024.0, sm.secs - ns.secs, (sm.rss_kb - ns.rss_kb) / 1024.0);
+  printf("%-8s %9s  CPU time (user + sys), report with / without the critical path: "
+         "%.2f / %.2f s, 32 MiB: %.2f / %.2f s\n", "", "", an.cpu, nb.cpu, sm.cpu, ns.cpu);
   if (strstr(path, ".json")) {
     res y = run_child(3, path), sc = run_child(4, path);
     printf("%-8s %9s  yajl alone (no callbacks, one thread): %6.2f s %5.0f ns/event%s\n", "", "",
@@ -243,21 +258,25 @@ static void min_median(const char *what, double *v, int n) {
 }
 
 static int time_file(const char *path, int rounds) {
-  double rd[64], an[64], ya[64], sc[64];
+  double rd[64], an[64], ya[64], sc[64], nc[64], ac[64], ncc[64];
   int json = strstr(path, ".json") != NULL;
   rounds = rounds < 1 ? 1 : rounds > 64 ? 64 : rounds;
   for (int i = 0; i < rounds; i++) {
-    res a = run_child(0, path), b = run_child(1, path);
+    res a = run_child(0, path), b = run_child(1, path), d = run_child(5, path);
     res y = json ? run_child(3, path) : a, c = json ? run_child(4, path) : a;
-    if (!a.ok || !b.ok || !y.ok || !c.ok) {
+    if (!a.ok || !b.ok || !y.ok || !c.ok || !d.ok) {
       fprintf(stderr, "%s: a child failed\n", path);
       return 1;
     }
-    rd[i] = a.secs, an[i] = b.secs, ya[i] = y.secs, sc[i] = c.secs;
+    rd[i] = a.secs, an[i] = b.secs, ya[i] = y.secs, sc[i] = c.secs, nc[i] = d.secs;
+    ac[i] = b.cpu, ncc[i] = d.cpu;
   }
   printf("%s, %d rounds interleaved:\n", path, rounds);
   min_median("read only", rd, rounds);
   min_median("report", an, rounds);
+  min_median("report without the critical path", nc, rounds);
+  min_median("report, CPU time", ac, rounds);
+  min_median("report without it, CPU time", ncc, rounds);
   if (json) min_median("yajl alone", ya, rounds);
   if (json) min_median("loom's tokenizer alone", sc, rounds);
   return 0;

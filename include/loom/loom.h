@@ -499,6 +499,11 @@ typedef struct loom_report_options {
   /* Waits shorter than this are noise, not wait states (docs/report.md,
    * "Ranks"); 0 = the default (1 ms), < 0 = every wait counts. */
   int64_t wait_threshold_ns;
+  /* The critical path of every step and its bound (docs/report.md, "Critical path"):
+   * 1 leaves it out.  critical_path_trace: also write the trace there (Chrome JSON) with
+   * the paths marked, for Perfetto; it is loaded whole for that. */
+  int no_critical_path;
+  const char *critical_path_trace;
 } loom_report_options;
 
 /* opts may be NULL (defaults).  LOOM_EFORMAT / LOOM_EIO as loom_trace_load,

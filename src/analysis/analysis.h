@@ -182,6 +182,7 @@ typedef struct loom__report {
   struct loom__ranks *ranks; /* cross-rank figures (ranks.h) */
   struct loom__rcpu *cpu;    /* CPU samples and OS counters (cpu.h) */
   loom__mem *mem;           /* memory events' accounting (trace/memory.h); NULL: none */
+  struct loom__cpres *cp;    /* critical paths (critpath.h); NULL when left out */
 } loom__report;
 
 /* The text of a string id of the report (its trace's strings). */
@@ -195,6 +196,8 @@ typedef struct loom__report_opts {
   const char *const *more;  /* further inputs, one rank each (cross-rank figures) */
   size_t nmore;
   int64_t wait_threshold_ns; /* 0: LOOM__WAIT_THRESHOLD_NS; < 0: none */
+  int no_critical_path;      /* leave the critical path out */
+  const char *critical_path_trace; /* write the trace with the paths marked there */
 } loom__report_opts;
 
 loom_status loom__analyze(const char *path, const loom__report_opts *o, loom__report **out);

@@ -30,6 +30,7 @@
 #include "analysis.h"
 #include "analyze_int.h"
 #include "cpu.h"
+#include "critpath.h"
 #include "base/base.h"
 #include "export/export.h"
 #include "ranks.h"
@@ -214,6 +215,16 @@ static void find_keys(an *a, const loom_trace *t) {
   if (!a->dir_key) a->dir_key = loom__strtab_find(&t->strs, "direction", 9);
   if (!a->cat_trace) a->cat_trace = loom__strtab_find(&t->strs, "Trace", 5);
   if (!a->cat_marker) a->cat_marker = loom__strtab_find(&t->strs, "marker", 6);
+  if (!a->wait_key) a->wait_key = loom__strtab_find(&t->strs, "wait_on_stream", 14);
+}
+
+/* A sync record's waited queue (its "wait_on_stream" argument: the thread id of a queue
+ * of the same device) as r->bytes = tid + 1, which sync records have no other use for. */
+static void waited_queue(const an *a, const loom__ev *e, const loom__targ *args, loom__arec *r) {
+  for (uint16_t i = 0; a->wait_key && i < e->nargs; i++)
+    if (args[i].key == a->wait_key && args[i].type != LOOM_ARG_STRING &&
+        args[i].type != LOOM_ARG_DOUBLE && args[i].v.i >= 0)
+      r->bytes = args[i].v.u + 1;
 }
 
 /* What every event read counts for: totals, kinds, the span. */
@@ -324,6 +335,7 @@ static int keep_event(an *a, const loom_trace *t, const loom__ev *e, const loom_
   }
   if ((r.hta || r.kind == LOOM_KIND_MARKER) && idle_category(a, t, e, &r)) return -1;
   work_class(a, e, args, nf, &r);
+  if (r.kind == LOOM_KIND_SYNC) waited_queue(a, e, args, &r);
   if (note_queue(a, t, &r)) return -1;
   a->rep->nkept++;
   return loom__esort_add(a->es, &r);
@@ -446,6 +458,7 @@ static void an_free(an *a) {
   loom__map_free(&a->flow_end);
   free(a->nfl);
   free(a->msp);
+  loom__cp_free(a->cp);
 }
 
 void loom__report_free(loom__report *r) {
@@ -466,6 +479,8 @@ void loom__report_free(loom__report *r) {
   if (r->cpu) loom__cpu_free(r->cpu);
   loom__mem_free(r->mem);
   free(r->cpu);
+  if (r->cp) loom__cpres_free(r->cp);
+  free(r->cp);
   free(r);
 }
 
@@ -473,12 +488,24 @@ void loom__report_free(loom__report *r) {
 static loom_status ranks_pass(loom__report *rep, const loom__report_opts *o) {
   if (loom__ranks_end_input(rep->ranks, rep->meta))
     return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", rep->path);
+  size_t nmine = rep->ranks->nranks;
+  uint8_t *mine = calloc(nmine + 1, 1); /* this input's ranks */
+  if (!mine) return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", rep->path);
+  for (size_t i = 0; i < rep->ranks->nev; i++)
+    if (rep->ranks->ev[i].rank >= 0) mine[rep->ranks->ev[i].rank] = 1;
   for (size_t i = 0; i < o->nmore; i++) {
     loom_status st = loom__ranks_read(rep->ranks, o->more[i]);
-    if (st != LOOM_OK) return st;
+    if (st != LOOM_OK) {
+      free(mine);
+      return st;
+    }
   }
-  if (loom__ranks_finish(rep->ranks))
+  if (loom__ranks_finish(rep->ranks)) {
+    free(mine);
     return loom__fail(LOOM_ENOMEM, "out of memory matching ranks");
+  }
+  if (rep->cp) loom__cp_ranks(rep->cp, rep->ranks, mine, nmine, rep->meta->base_ns);
+  free(mine);
   return LOOM_OK;
 }
 
@@ -525,7 +552,33 @@ static loom_status before_pass(an *a, const char *path) {
     return sort_failed(a, path);
   for (size_t i = 0; i < nt; i++) a->qof[i] = -1;
   if (loom__cpu_sorted(rep->cpu)) a->oom = 1;
+  /* a quarter of the sort budget for one step's graph (about 100 bytes an event), at least
+   * 65536 events, so that a small budget changes no figure of a small trace; an eighth for
+   * the stretches of communication calls cross-rank waits may lie on, when this input has
+   * calls the ranks analysis matches */
+  size_t spans = rep->ranks->nev ? a->o->sort_budget / 8 / sizeof(loom__cpspan) : 0;
+  size_t cap = a->o->sort_budget / 4 / 104 > 65536 ? a->o->sort_budget / 4 / 104 : 65536;
+  if (!a->o->no_critical_path &&
+      !(a->cp = loom__cp_new(a->t, rep, cap, a->step_names.n > 0,
+                             a->o->critical_path_trace != NULL, spans)))
+    return sort_failed(a, path);
   return LOOM_OK;
+}
+
+/* The critical path's view of a record the pass analysed. */
+static void cp_record(an *a, const loom__arec *r) {
+  const loom__track *k = &a->t->tracks[r->track];
+  unsigned nf = loom__an_name_flags(a, a->t, r->name);
+  int work = r->kind == LOOM_KIND_KERNEL || r->kind == LOOM_KIND_MEMCPY ||
+             r->kind == LOOM_KIND_MEMSET || r->kind == LOOM_KIND_COLLECTIVE;
+  int32_t q = -1;
+  if (k->device != LOOM_DEVICE_HOST || (work && r->kind != LOOM_KIND_COLLECTIVE)) {
+    if (!(work || r->kind == LOOM_KIND_SYNC) || a->qof[r->track] < 0) return;
+    q = a->qof[r->track];
+  }
+  int step = (r->kind == LOOM_KIND_USER_RANGE || r->kind == LOOM_KIND_CPU_OP) && (nf & NF_STEP);
+  loom__cp_record(a->cp, r, q, step, loom__an_is_launch_call(r, nf),
+                  loom__an_is_comm_work(r, nf));
 }
 
 /* One record of the pass, in time order, to what it is. */
@@ -553,6 +606,7 @@ static void pass_record(an *a, const loom__arec *r) {
   } else {
     loom__an_host_event(a, r);
   }
+  if (a->cp) cp_record(a, r);
 }
 
 /* Reads path into the sort, then one pass over the records in time order. */
@@ -572,6 +626,8 @@ static loom_status read_and_pass(an *a, const char *path) {
   for (const loom__arec *r; a->es && !a->oom && (r = loom__esort_next(a->es));) pass_record(a, r);
   if (a->es && loom__esort_error(a->es)[0])
     return loom__fail(LOOM_EIO, "%s: %s", path, loom__esort_error(a->es));
+  if (a->cp && (!(rep->cp = calloc(1, sizeof *rep->cp)) || loom__cp_finish(a->cp, rep->cp)))
+    a->oom = 1; /* before finish(): the paths use the queues' order of the pass */
   finish(a);
   if (a->oom) return loom__fail(LOOM_ENOMEM, "out of memory analysing %s", path);
   return ranks_pass(rep, a->o);
@@ -593,6 +649,8 @@ loom_status loom__analyze(const char *path, const loom__report_opts *opts, loom_
   a.last_step_ts = a.last_step_end = INT64_MIN;
   loom_status st = read_and_pass(&a, path);
   an_free(&a);
+  if (st == LOOM_OK && o.critical_path_trace && rep->cp)
+    st = loom__cp_write_trace(rep->cp, path, o.critical_path_trace);
   if (st != LOOM_OK) {
     loom__report_free(rep);
     return st;

@@ -179,6 +179,8 @@ typedef struct an {
                              records' (device, kind, producer, call) */
   size_t nmsp, cap_msp, last_msp;
   uint64_t mseq;          /* memory records made: their order in the file */
+  uint32_t wait_key;      /* "wait_on_stream": a sync record's waited queue */
+  struct loom__cp *cp;    /* the critical path (critpath.h), NULL when not asked */
   int oom;
 } an;
 

@@ -88,7 +88,7 @@ void loom__report_model(const loom__report *r, size_t top, loom__model *m) {
   static void (*const section[])(const loom__report *, loom__model *) = {
       loom__report_input, loom__report_devices, loom__report_kernels, loom__report_moves,
       loom__report_host,  loom__report_steps,   loom__report_memory,  loom__report_cpu,
-      loom__report_hta,   loom__report_ranks,   loom__report_unknown};
+      loom__report_hta,   loom__report_ranks,   loom__report_critpath, loom__report_unknown};
   memset(m, 0, sizeof *m);
   m->top = top;
   snprintf(m->title, sizeof m->title, "loom report: %s", r->path);
@@ -144,6 +144,11 @@ loom_status loom_report_open(const char *path, const loom_report_options *opts, 
     }
     if (opts->struct_size >= offsetof(loom_report_options, wait_threshold_ns) + sizeof(int64_t))
       o.wait_threshold_ns = opts->wait_threshold_ns;
+    if (opts->struct_size >=
+        offsetof(loom_report_options, critical_path_trace) + sizeof(const char *)) {
+      o.no_critical_path = opts->no_critical_path;
+      o.critical_path_trace = opts->critical_path_trace;
+    }
   }
   loom_report *h = calloc(1, sizeof *h);
   if (!h) return loom__fail(LOOM_ENOMEM, "out of memory");

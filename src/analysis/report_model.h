@@ -26,6 +26,7 @@ void loom__report_memory(const struct loom__report *r, loom__model *m); /* repor
 void loom__report_cpu(const struct loom__report *r, loom__model *m);    /* report_cpu.c */
 void loom__report_hta(const struct loom__report *r, loom__model *m);
 void loom__report_ranks(const struct loom__report *r, loom__model *m);   /* report_ranks.c */
+void loom__report_critpath(const struct loom__report *r, loom__model *m); /* report_critpath.c */
 void loom__report_unknown(const struct loom__report *r, loom__model *m); /* report_sections.c */
 
 /* count, mean, p50, p95, min, max, exact: the cells of a DIST. */

@@ -156,6 +156,8 @@ static void report_parse(int argc, char **argv, report_args *a, const char **mor
     else if (!strcmp(s, "--sort-memory") && more_args)
       o->sort_memory = strtoull(argv[++i], NULL, 10) << 20;
     else if (!strcmp(s, "--include-last-step")) o->hta_include_last_step = 1;
+    else if (!strcmp(s, "--no-critical-path")) o->no_critical_path = 1;
+    else if (!strcmp(s, "--critical-path-trace") && more_args) o->critical_path_trace = argv[++i];
     else if (!strcmp(s, "--wait-threshold") && more_args) {
       if (report_wait_threshold(argv[++i], o) != 0) {
         a->in = NULL;
@@ -208,6 +210,7 @@ static int cmd_report(int argc, char **argv) {
     fprintf(stderr, "usage: loom report TRACE... [--json] [-o FILE] [--html FILE] "
             "[--top N | --all]\n"
             "                   [--sort-memory MB] [--include-last-step] [--wait-threshold US]\n"
+            "                   [--no-critical-path] [--critical-path-trace OUT]\n"
             "  several traces: one rank each, compared across ranks\n");
   else
     rc = report_write(&a);
@@ -228,7 +231,8 @@ static void usage(FILE *f) {
              ".pftrace.gz)\n"
              "  report TRACE... [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
              "               analyse a trace: devices, kernels, transfers, launch latency,\n"
-             "               overlap, host ops, user ranges, steps, CPU samples, HTA's figures\n"
+             "               overlap, host ops, user ranges, steps, CPU samples, HTA's figures,\n"
+             "               the critical path and bound of every step\n"
              "  backends [--no-probe] [--plugin PATH]...\n"
              "               list the backends of every plug-in found, probed, with their\n"
              "               state and what loom record sets up for them\n"
