@@ -34,13 +34,15 @@ static cl_mem buffer(cl_mem_flags f, size_t size, void *host) {
 }
 
 /* A sub-buffer keeps its buffer: the buffer's free comes with the view's
- * last release (after a retain, so two releases). */
-static void views(void) {
+ * last release (after a retain, so two releases).  Each clFinish marks a
+ * point in the trace: a buffer's free must come after it. */
+static void views(cl_command_queue q) {
   cl_mem big = buffer(CL_MEM_READ_WRITE, 1 << 20, NULL);
   cl_buffer_region r = {0, 4096};
   cl_mem sub = clCreateSubBuffer(big, 0, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
   CHECK(err);
   CHECK(clReleaseMemObject(big));
+  CHECK(clFinish(q));
   CHECK(clRetainMemObject(sub));
   CHECK(clReleaseMemObject(sub));
   CHECK(clReleaseMemObject(sub));
@@ -52,6 +54,7 @@ static void views(void) {
   cl_mem img = clCreateImage(ctx, CL_MEM_READ_WRITE, &fmt, &d, NULL, &err);
   CHECK(err);
   CHECK(clReleaseMemObject(base));
+  CHECK(clFinish(q));
   CHECK(clReleaseMemObject(img));
 }
 
@@ -83,7 +86,7 @@ int main(void) {
   CHECK(err);
   cl_command_queue q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &err);
   CHECK(err);
-  views();
+  views(q);
   static char host[4096];
   cl_mem pinned = buffer(CL_MEM_ALLOC_HOST_PTR, 65536, NULL);
   cl_mem mine = buffer(CL_MEM_USE_HOST_PTR, sizeof host, host);
@@ -98,6 +101,7 @@ int main(void) {
   (void)leak;
   CHECK(clRetainMemObject(pinned));
   CHECK(clReleaseMemObject(pinned));
+  CHECK(clFinish(q));
   CHECK(clReleaseMemObject(pinned));
   CHECK(clReleaseMemObject(mine));
   CHECK(clReleaseMemObject(props));
