@@ -146,13 +146,19 @@ static void emit_mem(uint32_t name, uint16_t role, uint64_t t, uintptr_t addr, u
   ocl_host->emit(ocl_self, &r);
 }
 
-/* The session's index of ctx's (first) device; UINT32_MAX when unknown. */
+/* memmu held: ctx's entry, or NULL. */
+static struct ctxent *ctx_find(cl_context ctx) {
+  for (size_t i = 0; i < sizeof ctxs / sizeof ctxs[0]; i++)
+    if (ctxs[i].ctx == ctx) return &ctxs[i];
+  return NULL;
+}
+
+/* The session's index of ctx's (first) device; UINT32_MAX when unknown.
+ * Takes memmu, and ocl_mu when the device is new to the session. */
 static uint32_t ctx_device(cl_context ctx) {
   unsigned g = atomic_load_explicit(&ocl_gen, memory_order_relaxed);
   pthread_mutex_lock(&memmu);
-  struct ctxent *c = NULL;
-  for (size_t i = 0; i < sizeof ctxs / sizeof ctxs[0]; i++)
-    if (ctxs[i].ctx == ctx) c = &ctxs[i];
+  struct ctxent *c = ctx_find(ctx);
   uint32_t device = c && c->gen == g ? c->device : UINT32_MAX;
   cl_device_id dev = c ? c->dev : NULL;
   pthread_mutex_unlock(&memmu);
@@ -162,13 +168,27 @@ static uint32_t ctx_device(cl_context ctx) {
     return UINT32_MAX;
   if (ocl_session_device(ctx, dev, g, &device)) return UINT32_MAX;
   pthread_mutex_lock(&memmu);
-  c = NULL;
-  for (size_t i = 0; i < sizeof ctxs / sizeof ctxs[0]; i++)
-    if (ctxs[i].ctx == ctx) c = &ctxs[i];
+  c = ctx_find(ctx);
   if (!c) c = &ctxs[next_ctx++ % (sizeof ctxs / sizeof ctxs[0])];
   *c = (struct ctxent){ctx, dev, g, device};
   pthread_mutex_unlock(&memmu);
   return device;
+}
+
+/* Puts e, made in ctx, in the table with its device: one lock when ctx's
+ * device is known to the session (the usual case). */
+static void follow(ment *e, cl_context ctx) {
+  unsigned g = atomic_load_explicit(&ocl_gen, memory_order_relaxed);
+  pthread_mutex_lock(&memmu);
+  struct ctxent *c = ctx_find(ctx);
+  e->device = c && c->gen == g ? c->device : UINT32_MAX;
+  if (e->device != UINT32_MAX) put(e);
+  pthread_mutex_unlock(&memmu);
+  if (e->device != UINT32_MAX) return;
+  e->device = ctx_device(ctx);
+  pthread_mutex_lock(&memmu);
+  put(e);
+  pthread_mutex_unlock(&memmu);
 }
 
 /* A new context: a handle the runtime gives again names another one. */
@@ -192,11 +212,9 @@ static void created(cl_mem m, cl_context ctx, uint32_t name, cl_mem_flags flags,
     bytes = ocl_next.clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof sz, &sz, NULL) == CL_SUCCESS
                 ? sz : UINT64_MAX;
   }
-  ment e = {.key = (uintptr_t)m, .bytes = bytes, .refs = 1, .device = ctx_device(ctx),
+  ment e = {.key = (uintptr_t)m, .bytes = bytes, .refs = 1,
             .kind = (uint8_t)kind_of_flags(flags)};
-  pthread_mutex_lock(&memmu);
-  put(&e);
-  pthread_mutex_unlock(&memmu);
+  follow(&e, ctx);
   emit_mem(name, LOOM_RECORD_F_ALLOC, t, e.key, bytes, e.device, e.kind);
 }
 
@@ -383,11 +401,8 @@ static void *CL_API_CALL w_clSVMAlloc(cl_context ctx, cl_svm_mem_flags f, size_t
   void *p = ocl_next.clSVMAlloc(ctx, f, size, align);
   if (!p || !RECORDING()) return p;
   uint64_t t = ocl_now();
-  ment e = {.key = (uintptr_t)p, .bytes = size, .refs = 1, .device = ctx_device(ctx),
-            .kind = MK_SHARED};
-  pthread_mutex_lock(&memmu);
-  put(&e);
-  pthread_mutex_unlock(&memmu);
+  ment e = {.key = (uintptr_t)p, .bytes = size, .refs = 1, .kind = MK_SHARED};
+  follow(&e, ctx);
   emit_mem(OCL_NAME("clSVMAlloc"), LOOM_RECORD_F_ALLOC, t, e.key, size, e.device, MK_SHARED);
   return p;
 }
