@@ -390,6 +390,22 @@ static void test_opencl_and_vulkan(void **state) {
   }
   assert_true(cl_end[0] < vk_first);
   assert_true(vk_last < cl_start[1]);
+  /* each runtime's memory on its own device: the OpenCL buffer of each
+   * step (made and released), the three Vulkan buffers */
+  size_t cl_mem = 0, vk_mem = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    loom_arg a[8];
+    size_t na = loom_trace_event_args(t, i, a, 8);
+    for (size_t j = 0; j < na && j < 8; j++)
+      if (!strcmp(a[j].key, "device") && v.device == UINT32_MAX) {
+        cl_mem += !strncmp(v.name, "cl", 2) && a[j].v.i == (int64_t)cl_dev;
+        vk_mem += !strncmp(v.name, "vk", 2) && a[j].v.i == (int64_t)vk_dev;
+      }
+  }
+  assert_int_equal(cl_mem, 4);
+  assert_int_equal(vk_mem, 6);
   loom_trace_free(t);
   assert_int_equal(tp_errors(trace), 0);
   unlink_err(trace);
