@@ -4,8 +4,9 @@
  * test_opencl's memory test: buffers of each memory kind, one made with
  * properties (OpenCL 3.0), a sub-buffer that outlives its buffer's last
  * release, retains and releases, a 2D image, an image over a buffer (a view),
- * coarse-grained SVM freed by clSVMFree and by clEnqueueSVMFree, and one
- * buffer it never releases (a leak).  It prints what it did: "svm yes", or
+ * coarse-grained SVM freed by clSVMFree and by clEnqueueSVMFree, a thousand
+ * buffers alive at once released in a scrambled order, and one buffer it
+ * never releases (a leak).  It prints what it did: "svm yes", or
  * "svm no: REASON" where the device has no SVM (then no SVM call is made).
  * Each step's figures are in test_opencl.c.
  */
@@ -58,6 +59,23 @@ static void views(cl_command_queue q) {
   CHECK(clReleaseMemObject(img));
 }
 
+/* MANY buffers of 96 bytes alive at once, a third of them retained, all
+ * released in a scrambled order (the layer's table grows and deletes among
+ * collisions). */
+enum { MANY = 1000 };
+static void many(void) {
+  static cl_mem m[MANY];
+  for (int i = 0; i < MANY; i++) {
+    m[i] = buffer(CL_MEM_READ_WRITE, 96, NULL);
+    if (i % 3 == 0) CHECK(clRetainMemObject(m[i]));
+  }
+  for (int k = 0; k < MANY; k++) {
+    int i = (k * 7) % MANY; /* 7 and MANY are coprime: each once */
+    CHECK(clReleaseMemObject(m[i]));
+    if (i % 3 == 0) CHECK(clReleaseMemObject(m[i]));
+  }
+}
+
 static void svm(cl_device_id dev, cl_command_queue q) {
   cl_device_svm_capabilities caps = 0;
   if (clGetDeviceInfo(dev, CL_DEVICE_SVM_CAPABILITIES, sizeof caps, &caps, NULL) != CL_SUCCESS ||
@@ -106,6 +124,7 @@ int main(void) {
   CHECK(clReleaseMemObject(mine));
   CHECK(clReleaseMemObject(props));
   CHECK(clReleaseMemObject(img));
+  many();
   svm(dev, q);
   CHECK(clReleaseCommandQueue(q));
   return 0;
