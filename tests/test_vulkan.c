@@ -257,7 +257,7 @@ static void check_memory(const char *trace, const char *out) {
       for (int m = 0; m < 3 && !strcmp(a[j].key, "memory_kind"); m++)
         if (!strcmp(a[j].v.s, kinds[m])) k = m;
     }
-    if (k < 0 && v.kind != LOOM_KIND_MEMORY) continue; /* not a memory event */
+    if (v.kind != LOOM_KIND_MEMORY) continue;
     int is_free = !strcmp(v.name, "vkFreeMemory");
     if (k < 0 || heap < 0 || heap >= 8 || b < 0 || device < 0 || v.device != UINT32_MAX ||
         (!is_free && strcmp(v.name, "vkAllocateMemory"))) {
@@ -277,12 +277,14 @@ static void check_memory(const char *trace, const char *out) {
                  "of %llu", h, kinds[k], got[h][k][0], got[h][k][1], got[h][k][2], got[h][k][3],
                  want[h][k][0], want[h][k][1]);
   const char *q[] = {
-      "select count(*) from slice where name = 'vkAllocateMemory' and arg_set_id in (select "
-      "arg_set_id from args where key = 'args.heap')",
-      "select count(*) from slice where name = 'vkFreeMemory' and arg_set_id in (select "
-      "arg_set_id from args where key = 'args.heap')",
+      "select count(*) from slice s join args c on c.arg_set_id = s.arg_set_id and c.key = "
+      "'args.loom_call' and c.string_value = 'vkAllocateMemory' join args h on h.arg_set_id = "
+      "s.arg_set_id and h.key = 'args.heap' where s.name = '[memory]'",
+      "select count(*) from slice s join args c on c.arg_set_id = s.arg_set_id and c.key = "
+      "'args.loom_call' and c.string_value = 'vkFreeMemory' join args h on h.arg_set_id = "
+      "s.arg_set_id and h.key = 'args.heap' where s.name = '[memory]'",
       "select sum(b.int_value) from slice s join args b on b.arg_set_id = s.arg_set_id and "
-      "b.key = 'args.bytes' where s.name = 'vkAllocateMemory'"};
+      "b.key = 'args.Bytes' where s.name = '[memory]' and b.int_value > 0"};
   long long r[3];
   tp_ints(trace, q, r, 3);
   assert_int_equal(r[0], 5);
