@@ -13,6 +13,13 @@
  *          times, measures those builds' loom in the same rounds, e.g. before
  *          and after a change; else this build's)
  *        bench_opencl --child N    (the measured program itself)
+ *        bench_opencl alloc [PAIRS [ROUNDS]]
+ *          (default 20000, 9) what recording memory costs: PAIRS of
+ *          clCreateBuffer (256 bytes) and clReleaseMemObject, plain and under
+ *          `loom record`, interleaved rounds; ns per pair (one allocation and
+ *          its free: two memory records), min and median, of wall time and
+ *          of the thread's CPU time, and the goal line of issue 36 (at most
+ *          100 ns added per allocation, on the thread's CPU time, median)
  */
 #define _GNU_SOURCE
 #define CL_TARGET_OPENCL_VERSION 300
@@ -97,6 +104,28 @@ static int child(long n, int profiled) {
   return 0;
 }
 
+/* PAIRS clCreateBuffer + clReleaseMemObject; prints wall, process CPU and
+ * thread CPU ns per pair. */
+static int child_alloc(long n) {
+  cl_platform_id p;
+  cl_device_id d;
+  cl_int err;
+  if (clGetPlatformIDs(1, &p, NULL) || clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &d, NULL)) return 2;
+  cl_context ctx = clCreateContext(NULL, 1, &d, NULL, NULL, &err);
+  for (int i = 0; i < 64; i++) /* warm up: the first ones describe the device to loom */
+    clReleaseMemObject(clCreateBuffer(ctx, CL_MEM_READ_WRITE, 256, NULL, &err));
+  double t0 = now_ns(), c0 = cpu_ns(), mt0 = thread_ns();
+  for (long i = 0; i < n; i++) {
+    cl_mem m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 256, NULL, &err);
+    if (!m) return 3;
+    clReleaseMemObject(m);
+  }
+  double t = now_ns() - t0, c = cpu_ns() - c0, mt = thread_ns() - mt0;
+  printf("%.1f %.1f %.1f\n", t / n, c / n, mt / n);
+  clReleaseContext(ctx);
+  return 0;
+}
+
 /* One child: fills wall, process CPU and main-thread CPU ns per enqueue. */
 static int run(const char *cmd, double v[3]) {
   FILE *f = popen(cmd, "r");
@@ -121,8 +150,53 @@ static void stats(double *v, int n, double *mn, double *med) {
  * four times to compare builds in the same rounds; else this build's). */
 enum { MAXBIN = 4, WAYS = 2 + MAXBIN, MAXR = 101 };
 
+/* bench_opencl alloc [PAIRS [ROUNDS]]: plain and under loom record, in
+ * interleaved rounds. */
+static int alloc_main(int argc, char **argv) {
+  long n = argc > 2 ? atol(argv[2]) : 20000;
+  int rounds = argc > 3 ? atoi(argv[3]) : 9;
+  if (n < 1 || rounds < 1 || rounds > MAXR) {
+    fprintf(stderr, "usage: bench_opencl alloc [PAIRS >= 1 [ROUNDS 1..%d]]\n", MAXR);
+    return 2;
+  }
+  char self[512], cmd[2][1536], trace[64];
+  ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (k <= 0) return 1;
+  self[k] = 0;
+  snprintf(trace, sizeof trace, "/tmp/bench_opencl_alloc.%d.json", (int)getpid());
+  snprintf(cmd[0], sizeof cmd[0], "'%s' --child-alloc %ld", self, n);
+  snprintf(cmd[1], sizeof cmd[1], "'%s' record -o %s -- '%s' --child-alloc %ld 2>/dev/null",
+           LOOM_BIN, trace, self, n);
+  static double v[2][3][MAXR];
+  for (int r = 0; r < rounds; r++)
+    for (int w = 0; w < 2; w++) {
+      double x[3];
+      if (run(cmd[w], x) != 0) {
+        fprintf(stderr, "bench_opencl: a run failed (is an OpenCL device available?)\n");
+        return 1;
+      }
+      for (int m = 0; m < 3; m++) v[w][m][r] = x[m];
+    }
+  remove(trace);
+  double mn[2][3], md[2][3];
+  for (int w = 0; w < 2; w++)
+    for (int m = 0; m < 3; m++) stats(v[w][m], rounds, &mn[w][m], &md[w][m]);
+  static const char *metric[3] = {"wall time", "CPU time, all threads", "CPU time, the thread"};
+  printf("OpenCL, %ld clCreateBuffer (256 bytes) + clReleaseMemObject, %d interleaved rounds;\n"
+         "ns per allocation and its free, min / median:\n", n, rounds);
+  for (int m = 0; m < 3; m++)
+    printf("%s\n  %-26s %8.1f / %8.1f\n  %-26s %8.1f / %8.1f\n  %-26s %8.1f / %8.1f\n",
+           metric[m], "without loom", mn[0][m], md[0][m], "under loom record", mn[1][m], md[1][m],
+           "added by loom", mn[1][m] - mn[0][m], md[1][m] - md[0][m]);
+  double added = md[1][2] - md[0][2];
+  printf("goal alloc_cost: %.0f ns (target 100 ns) %s\n", added, added <= 100 ? "met" : "missed");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[1], "--child")) return child(atol(argv[2]), 0);
+  if (argc > 2 && !strcmp(argv[1], "--child-alloc")) return child_alloc(atol(argv[2]));
+  if (argc > 1 && !strcmp(argv[1], "alloc")) return alloc_main(argc, argv);
   if (argc > 2 && !strcmp(argv[1], "--child-profiled")) return child(atol(argv[2]), 1);
   const char *bins[MAXBIN];
   int nbins = 0;

@@ -11,6 +11,13 @@
  *             (the device executing the timestamp writes too).
  * usage: bench_vulkan [SUBMITS [DISPATCHES]]   (default 4000 and 4000)
  *        bench_vulkan --child SUBMITS DISPATCHES  (the measured program)
+ *        bench_vulkan alloc [PAIRS [ROUNDS]]  (default 20000, 9) what
+ *          recording memory costs: PAIRS of vkAllocateMemory (4096 bytes)
+ *          and vkFreeMemory, plain and under `loom record`, interleaved
+ *          rounds; ns per pair (an allocation and its free: two memory
+ *          records), min and median, of wall time and of the thread's CPU
+ *          time, and the goal line of issue 36 (at most 100 ns added per
+ *          allocation, on the thread's CPU time, median)
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -119,6 +126,34 @@ static int child(long submits, long dispatches) {
   return 0;
 }
 
+static double thread_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* PAIRS vkAllocateMemory + vkFreeMemory of 4096 bytes of memory type 0;
+ * prints wall and thread CPU ns per pair (twice: run() reads three). */
+static int child_alloc(long n) {
+  ctx c;
+  setup(&c);
+  VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                             .allocationSize = 4096, .memoryTypeIndex = 0};
+  VkDeviceMemory m;
+  for (int i = 0; i < 64; i++) { /* warm up: the first describes the device to loom */
+    OK(vkAllocateMemory(c.dev, &ai, NULL, &m));
+    vkFreeMemory(c.dev, m, NULL);
+  }
+  double t0 = now_ns(), c0 = thread_ns();
+  for (long i = 0; i < n; i++) {
+    OK(vkAllocateMemory(c.dev, &ai, NULL, &m));
+    vkFreeMemory(c.dev, m, NULL);
+  }
+  double t = now_ns() - t0, ct = thread_ns() - c0;
+  printf("%.1f %.1f %.1f\n", t / n, ct / n, ct / n);
+  return 0;
+}
+
 static int run(const char *cmd, double v[3]) {
   FILE *f = popen(cmd, "r");
   int ok = f && fscanf(f, "%lf %lf %lf", &v[0], &v[1], &v[2]) == 3;
@@ -133,8 +168,59 @@ static int cmp(const void *a, const void *b) {
 
 #define RUNS 7
 
+/* bench_vulkan alloc [PAIRS [ROUNDS]]: plain and under loom record, in
+ * interleaved rounds. */
+static int alloc_main(int argc, char **argv) {
+  long n = argc > 2 ? atol(argv[2]) : 20000;
+  int rounds = argc > 3 ? atoi(argv[3]) : 9;
+  if (n < 1 || rounds < 1 || rounds > 101) {
+    fprintf(stderr, "usage: bench_vulkan alloc [PAIRS >= 1 [ROUNDS 1..101]]\n");
+    return 2;
+  }
+  char self[512], cmd[2][1536], trace[64];
+  ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (k <= 0) return 1;
+  self[k] = 0;
+  snprintf(trace, sizeof trace, "/tmp/bench_vulkan_alloc.%d.json", (int)getpid());
+  snprintf(cmd[0], sizeof cmd[0], "'%s' --child-alloc %ld", self, n);
+  snprintf(cmd[1], sizeof cmd[1],
+           "'%s' record --devices cpu,vulkan -o %s -- '%s' --child-alloc %ld 2>/dev/null",
+           LOOM_BIN, trace, self, n);
+  static double v[2][2][101]; /* way, metric (wall, thread CPU), round */
+  for (int r = 0; r < rounds; r++)
+    for (int w = 0; w < 2; w++) {
+      double x[3];
+      if (!run(cmd[w], x)) {
+        fprintf(stderr, "bench_vulkan: a run failed (is a Vulkan driver installed?)\n");
+        return 1;
+      }
+      v[w][0][r] = x[0], v[w][1][r] = x[1];
+    }
+  remove(trace);
+  double mn[2][2], md[2][2];
+  for (int w = 0; w < 2; w++)
+    for (int m = 0; m < 2; m++) {
+      qsort(v[w][m], (size_t)rounds, sizeof v[w][m][0], cmp);
+      mn[w][m] = v[w][m][0];
+      md[w][m] = rounds % 2 ? v[w][m][rounds / 2]
+                            : (v[w][m][rounds / 2 - 1] + v[w][m][rounds / 2]) / 2;
+    }
+  static const char *metric[2] = {"wall time", "CPU time, the thread"};
+  printf("Vulkan, %ld vkAllocateMemory (4096 bytes) + vkFreeMemory, %d interleaved rounds;\n"
+         "ns per allocation and its free, min / median:\n", n, rounds);
+  for (int m = 0; m < 2; m++)
+    printf("%s\n  %-26s %8.1f / %8.1f\n  %-26s %8.1f / %8.1f\n  %-26s %8.1f / %8.1f\n",
+           metric[m], "without loom", mn[0][m], md[0][m], "under loom record", mn[1][m], md[1][m],
+           "added by loom", mn[1][m] - mn[0][m], md[1][m] - md[0][m]);
+  double added = md[1][1] - md[0][1];
+  printf("goal alloc_cost: %.0f ns (target 100 ns) %s\n", added, added <= 100 ? "met" : "missed");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 3 && !strcmp(argv[1], "--child")) return child(atol(argv[2]), atol(argv[3]));
+  if (argc > 2 && !strcmp(argv[1], "--child-alloc")) return child_alloc(atol(argv[2]));
+  if (argc > 1 && !strcmp(argv[1], "alloc")) return alloc_main(argc, argv);
   long submits = argc > 1 ? atol(argv[1]) : 4000, dispatches = argc > 2 ? atol(argv[2]) : 4000;
   char self[512], plain[1024], rec[2048], trace[64];
   ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);

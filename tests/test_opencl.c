@@ -6,7 +6,8 @@
  * named queue tracks; identical program output with and without loom; two
  * queues from two threads; a queue the application made with profiling; an
  * application passing its own events; exit() before the end, a crash and
- * SIGINT still leave a valid trace, and the exit status passes through.
+ * SIGINT still leave a valid trace, and the exit status passes through;
+ * every allocation and free of tests/opencl/clmem.c, exactly, by memory kind.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -440,6 +441,130 @@ static void test_framework_ops_link_device_work(void **state) {
 #endif
 }
 
+/* ---- memory (tests/opencl/clmem.c) ---------------------------------------- */
+/* Memory events of a trace by memory kind: allocations and frees, their
+ * bytes; when each free of a buffer of `watch` bytes happened (up to 4). */
+enum { MK_DEVICE, MK_PINNED, MK_HOST, MK_SHARED, MK_N };
+typedef struct mem_tally {
+  size_t allocs[MK_N], frees[MK_N], others, no_device;
+  unsigned long long alloc_bytes[MK_N], free_bytes[MK_N];
+  int64_t finish[8]; /* the clFinish calls' starts, in order */
+  size_t nfinish;
+  int64_t freed_at[3]; /* the frees of 1 MiB, 4096 device and 65536 bytes */
+} mem_tally;
+
+static int mem_kind(const char *k) {
+  static const char *const names[MK_N] = {"device", "host_pinned", "host", "shared"};
+  for (int i = 0; i < MK_N; i++)
+    if (k && !strcmp(k, names[i])) return i;
+  return -1;
+}
+
+static void mem_event(mem_tally *m, loom_trace *t, size_t i, const loom_event_view *v) {
+  loom_arg a[8];
+  size_t n = loom_trace_event_args(t, i, a, 8);
+  unsigned long long bytes = 0;
+  const char *kind = NULL;
+  int has_device = 0;
+  for (size_t k = 0; k < n && k < 8; k++) {
+    if (!strcmp(a[k].key, "bytes")) bytes = a[k].type == LOOM_ARG_INT ? (unsigned long long)a[k].v.i
+                                                                       : a[k].v.u;
+    if (!strcmp(a[k].key, "memory_kind")) kind = a[k].v.s;
+    has_device |= !strcmp(a[k].key, "device");
+  }
+  int mk = mem_kind(kind);
+  int is_free = !strncmp(v->name, "clRelease", 9) || strstr(v->name, "SVMFree") != NULL;
+  if (v->kind != LOOM_KIND_MEMORY) return;
+  if (mk < 0 || v->device != UINT32_MAX) {
+    m->others++;
+    return;
+  }
+  m->no_device += !has_device;
+  if (is_free) {
+    m->frees[mk]++;
+    m->free_bytes[mk] += bytes;
+    int w = bytes == 1048576 ? 0 : bytes == 4096 && mk == MK_DEVICE ? 1 : bytes == 65536 &&
+            mk == MK_PINNED ? 2 : -1;
+    if (w >= 0) m->freed_at[w] = v->start_ns;
+  } else {
+    m->allocs[mk]++;
+    m->alloc_bytes[mk] += bytes;
+  }
+}
+
+static mem_tally mem_count(loom_trace *t) {
+  mem_tally m = {0};
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    if (!strcmp(v.name, "clFinish") && m.nfinish < 8) m.finish[m.nfinish++] = v.start_ns;
+    mem_event(&m, t, i, &v);
+  }
+  return m;
+}
+
+/* Every allocation and free, exactly: by memory kind, counts and bytes; a
+ * sub-buffer and an image over a buffer are not counted, and their buffers
+ * are freed at the last release of the buffer and its views (after the
+ * clFinish the program makes before that release), as is a buffer the
+ * program retained; the leaked buffer has no free; SVM where the device
+ * has it; a thousand buffers alive at once, each freed once.
+ * trace_processor reads the same, with no error. */
+static void test_memory(void **state) {
+  (void)state;
+  tp_require();
+  char trace[256], *out = NULL;
+  tmp_path(trace, sizeof trace, ".json");
+  assert_int_equal(record(CLMEM, "", trace, &out), 0);
+  int svm = strstr(out, "svm yes") != NULL;
+  if (!svm) printf("test_memory: SVM not checked: %s", strstr(out, "svm no") ? out : "?\n");
+  free(out);
+  loom_trace *t = ts_load(trace);
+  mem_tally m = mem_count(t);
+  assert_int_equal(m.others, 0);
+  assert_int_equal(m.no_device, 0);
+  /* device: 1 MiB (with its sub-buffer), 4096 (under an image), 8192 (with
+   * properties), an 8192-byte image, 2048 leaked, 1000 of 96 bytes */
+  assert_int_equal(m.allocs[MK_DEVICE], 5 + 1000);
+  assert_int_equal(m.alloc_bytes[MK_DEVICE], 1048576 + 4096 + 8192 + 8192 + 2048 + 96000);
+  assert_int_equal(m.frees[MK_DEVICE], 4 + 1000);
+  assert_int_equal(m.free_bytes[MK_DEVICE], 1048576 + 4096 + 8192 + 8192 + 96000);
+  assert_int_equal(m.allocs[MK_PINNED], 1);
+  assert_int_equal(m.alloc_bytes[MK_PINNED], 65536);
+  assert_int_equal(m.frees[MK_PINNED], 1);
+  assert_int_equal(m.free_bytes[MK_PINNED], 65536);
+  assert_int_equal(m.allocs[MK_HOST], 1);
+  assert_int_equal(m.alloc_bytes[MK_HOST], 4096);
+  assert_int_equal(m.frees[MK_HOST], 1);
+  assert_int_equal(m.free_bytes[MK_HOST], 4096);
+  assert_int_equal(m.allocs[MK_SHARED], svm ? 2 : 0);
+  assert_int_equal(m.alloc_bytes[MK_SHARED], svm ? 65536 + 32768 : 0);
+  assert_int_equal(m.frees[MK_SHARED], svm ? 2 : 0);
+  assert_int_equal(m.free_bytes[MK_SHARED], svm ? 65536 + 32768 : 0);
+  assert_true(m.nfinish >= 3);
+  for (int w = 0; w < 3; w++) assert_true(m.freed_at[w] > m.finish[w]);
+  loom_trace_free(t);
+  /* Kineto's [memory] instants: the call in loom_call, Bytes negative on a
+   * free */
+  const char *q[] = {
+      "select count(*) from slice s join args c on c.arg_set_id = s.arg_set_id and c.key = "
+      "'args.loom_call' where s.name = '[memory]' and c.string_value not in "
+      "('clReleaseMemObject', 'clSVMFree', 'clEnqueueSVMFree')",
+      "select count(*) from slice s join args c on c.arg_set_id = s.arg_set_id and c.key = "
+      "'args.loom_call' where s.name = '[memory]' and c.string_value in "
+      "('clReleaseMemObject', 'clSVMFree', 'clEnqueueSVMFree')",
+      "select sum(b.int_value) from slice s join args b on b.arg_set_id = s.arg_set_id and "
+      "b.key = 'args.Bytes' where s.name = '[memory]' and b.int_value > 0",
+      "select count(*) from stats where value > 0 and severity in ('error','data_loss')"};
+  long long r[4];
+  tp_ints(trace, q, r, 4);
+  assert_int_equal(r[0], 1007 + (svm ? 2 : 0));
+  assert_int_equal(r[1], 1006 + (svm ? 2 : 0));
+  assert_int_equal(r[2], 1071104 + 96000 + 65536 + 4096 + (svm ? 98304 : 0));
+  assert_int_equal(r[3], 0);
+  unlink(trace);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linked),
@@ -454,6 +579,7 @@ int main(void) {
       cmocka_unit_test(test_sigint_forwarded),
       cmocka_unit_test(test_duration),
       cmocka_unit_test(test_framework_ops_link_device_work),
+      cmocka_unit_test(test_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,8 +6,9 @@
  * piece of its device work, every piece inside its submission's bracket
  * after clock conversion, a command buffer submitted again timed again, a
  * secondary command buffer's dispatch, the device's properties in the trace
- * and in `loom report`, no errors in trace_processor, and the program's
- * output unchanged.  Without a Vulkan driver, asking for vulkan warns why
+ * and in `loom report`, every vkAllocateMemory and vkFreeMemory with its
+ * bytes, heap and memory kind, no errors in trace_processor, and the
+ * program's output unchanged.  Without a Vulkan driver, asking for vulkan warns why
  * and records the rest.
  */
 #define _GNU_SOURCE
@@ -221,6 +222,76 @@ static void test_no_driver(void **state) {
  * direction, as trace_processor reads them; one flow from the submit to
  * each; loom report's transfers count them by direction; the program's
  * output unchanged. */
+/* The memory records of a trace against what vkapp says it allocated per
+ * heap and memory kind ("memory heap H KIND: N allocations, B bytes, all
+ * freed"): the same allocations and frees, the same bytes, on the host
+ * thread, each with its device; trace_processor reads as many. */
+static void check_memory(const char *trace, const char *out) {
+  unsigned long long want[8][3][2] = {{{0}}}, got[8][3][4] = {{{0}}}, total = 0, bytes = 0;
+  static const char *const kinds[3] = {"device", "host_pinned", "shared"};
+  for (const char *p = strstr(out, "memory heap "); p; p = strstr(p + 1, "memory heap ")) {
+    unsigned h;
+    char kind[16];
+    unsigned long long n, b;
+    assert_int_equal(sscanf(p, "memory heap %u %15[a-z_]: %llu allocations, %llu bytes", &h, kind,
+                            &n, &b), 4);
+    for (int k = 0; k < 3; k++)
+      if (h < 8 && !strcmp(kind, kinds[k])) want[h][k][0] = n, want[h][k][1] = b;
+    total += n, bytes += b;
+  }
+  assert_int_equal(total, 5); /* three buffers, two images */
+  loom_trace *t = ts_load(trace);
+  size_t others = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    loom_arg a[8];
+    size_t na = loom_trace_event_args(t, i, a, 8);
+    long long heap = -1, b = -1, device = -1;
+    int k = -1;
+    for (size_t j = 0; j < na && j < 8; j++) {
+      long long x = a[j].type == LOOM_ARG_INT ? a[j].v.i : (long long)a[j].v.u;
+      if (!strcmp(a[j].key, "heap")) heap = x;
+      if (!strcmp(a[j].key, "bytes")) b = x;
+      if (!strcmp(a[j].key, "device")) device = x;
+      for (int m = 0; m < 3 && !strcmp(a[j].key, "memory_kind"); m++)
+        if (!strcmp(a[j].v.s, kinds[m])) k = m;
+    }
+    if (v.kind != LOOM_KIND_MEMORY) continue;
+    int is_free = !strcmp(v.name, "vkFreeMemory");
+    if (k < 0 || heap < 0 || heap >= 8 || b < 0 || device < 0 || v.device != UINT32_MAX ||
+        (!is_free && strcmp(v.name, "vkAllocateMemory"))) {
+      others++;
+      continue;
+    }
+    got[heap][k][is_free * 2]++;
+    got[heap][k][is_free * 2 + 1] += (unsigned long long)b;
+  }
+  loom_trace_free(t);
+  assert_int_equal(others, 0);
+  for (int h = 0; h < 8; h++)
+    for (int k = 0; k < 3; k++)
+      if (got[h][k][0] != want[h][k][0] || got[h][k][1] != want[h][k][1] ||
+          got[h][k][2] != want[h][k][0] || got[h][k][3] != want[h][k][1])
+        fail_msg("heap %d %s: %llu allocations of %llu bytes and %llu frees of %llu, not %llu "
+                 "of %llu", h, kinds[k], got[h][k][0], got[h][k][1], got[h][k][2], got[h][k][3],
+                 want[h][k][0], want[h][k][1]);
+  const char *q[] = {
+      "select count(*) from slice s join args c on c.arg_set_id = s.arg_set_id and c.key = "
+      "'args.loom_call' and c.string_value = 'vkAllocateMemory' join args h on h.arg_set_id = "
+      "s.arg_set_id and h.key = 'args.heap' where s.name = '[memory]'",
+      "select count(*) from slice s join args c on c.arg_set_id = s.arg_set_id and c.key = "
+      "'args.loom_call' and c.string_value = 'vkFreeMemory' join args h on h.arg_set_id = "
+      "s.arg_set_id and h.key = 'args.heap' where s.name = '[memory]'",
+      "select sum(b.int_value) from slice s join args b on b.arg_set_id = s.arg_set_id and "
+      "b.key = 'args.Bytes' where s.name = '[memory]' and b.int_value > 0"};
+  long long r[3];
+  tp_ints(trace, q, r, 3);
+  assert_int_equal(r[0], 5);
+  assert_int_equal(r[1], 5);
+  assert_int_equal(r[2], (long long)bytes);
+}
+
 static void test_image_transfers(void **state) {
   (void)state;
   tp_require();
@@ -232,7 +303,7 @@ static void test_image_transfers(void **state) {
   assert_string_equal(plain, out);
   assert_non_null(strstr(out, "images:"));
   free(plain);
-  free(out);
+  char *printed = out; /* what it allocated, for check_memory */
   char copy2[32];
   loom_trace *t = ts_load(trace);
   snprintf(copy2, sizeof copy2, "%s", ts_saved_contains(t, "\"Vulkan version\":\"1.3") ? "vkCmdCopyImage2"
@@ -262,6 +333,8 @@ static void test_image_transfers(void **state) {
                                                       name, r[0], r[1], r[2]);
   }
   assert_int_equal(tp_errors(trace), 0);
+  check_memory(trace, printed);
+  free(printed);
   snprintf(cmd, sizeof cmd, "'%s' report '%s'", LOOM_BIN, trace);
   assert_int_equal(ts_run(cmd, &out), 0);
   /* buffer copies: 1 HtoD, 2 DtoH (a round and the last); the images add 1
@@ -319,6 +392,22 @@ static void test_opencl_and_vulkan(void **state) {
   }
   assert_true(cl_end[0] < vk_first);
   assert_true(vk_last < cl_start[1]);
+  /* each runtime's memory on its own device: the OpenCL buffer of each
+   * step (made and released), the three Vulkan buffers */
+  size_t cl_mem = 0, vk_mem = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    loom_arg a[8];
+    size_t na = loom_trace_event_args(t, i, a, 8);
+    for (size_t j = 0; j < na && j < 8; j++)
+      if (!strcmp(a[j].key, "device") && v.device == UINT32_MAX) {
+        cl_mem += !strncmp(v.name, "cl", 2) && a[j].v.i == (int64_t)cl_dev;
+        vk_mem += !strncmp(v.name, "vk", 2) && a[j].v.i == (int64_t)vk_dev;
+      }
+  }
+  assert_int_equal(cl_mem, 4);
+  assert_int_equal(vk_mem, 6);
   loom_trace_free(t);
   assert_int_equal(tp_errors(trace), 0);
   unlink_err(trace);

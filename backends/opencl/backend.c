@@ -207,7 +207,7 @@ static void add_device_props(cl_device_id d, loom_device_info *info, loom_arg *p
 
 /* The device entry of d for this session, described to loom on first use.
  * Called with ocl_mu held. */
-static dev_entry *session_device(cl_command_queue q, cl_device_id d, unsigned g) {
+static dev_entry *session_device(cl_context ctx, cl_device_id d, unsigned g) {
   dev_entry *e = NULL;
   for (size_t i = 0; i < ndevs; i++)
     if (devs[i].id == d) e = &devs[i];
@@ -227,11 +227,8 @@ static dev_entry *session_device(cl_command_queue q, cl_device_id d, unsigned g)
   info.props = props;
   info.nprops = n;
   if (ocl_host->device_add(ocl_self, &info, &e->device) != LOOM_OK) return NULL;
-  if (!e->probe_q) {
-    cl_context ctx = NULL;
-    ocl_next.clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL);
+  if (!e->probe_q)
     e->probe_q = ocl_next.clCreateCommandQueue(ctx, d, CL_QUEUE_PROFILING_ENABLE, NULL);
-  }
   uint64_t dts = 0, raw = 0;
   if (e->domain == -3 && e->probe_q) e->domain = detect_domain(e->probe_q, &dts, &raw);
   if (e->domain >= 0) {
@@ -252,7 +249,9 @@ int ocl_session_queue(cl_command_queue q, unsigned g, uint32_t *device, uint32_t
   queue_entry *qe = ocl_find_queue(q);
   if (!qe) return -1;
   if (qe->gen != g) {
-    dev_entry *de = session_device(q, qe->dev, g);
+    cl_context ctx = NULL;
+    ocl_next.clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL);
+    dev_entry *de = session_device(ctx, qe->dev, g);
     if (!de) return -1;
     char name[32];
     snprintf(name, sizeof name, "queue %llu", (unsigned long long)qe->native);
@@ -264,6 +263,14 @@ int ocl_session_queue(cl_command_queue q, unsigned g, uint32_t *device, uint32_t
   *device = qe->device;
   *resource = qe->resource;
   return 0;
+}
+
+int ocl_session_device(cl_context ctx, cl_device_id d, unsigned g, uint32_t *device) {
+  pthread_mutex_lock(&ocl_mu);
+  dev_entry *e = session_device(ctx, d, g);
+  if (e) *device = e->device;
+  pthread_mutex_unlock(&ocl_mu);
+  return e ? 0 : -1;
 }
 
 loom_clock ocl_device_clock(uint32_t device) {
@@ -350,6 +357,7 @@ static loom_status ocl_configure(loom_backend *b, uint32_t kinds) {
 static loom_status ocl_start(loom_backend *b) {
   ocl_self = b;
   atomic_fetch_add(&ocl_gen, 1);
+  ocl_memory_reset();
   atomic_store(&ocl_recording, 1);
   return LOOM_OK;
 }
@@ -434,7 +442,7 @@ static const loom_backend_ops ocl_ops = {
     .device_type = "opencl",
     .kinds = LOOM_KIND_BIT(LOOM_KIND_KERNEL) | LOOM_KIND_BIT(LOOM_KIND_MEMCPY) |
              LOOM_KIND_BIT(LOOM_KIND_MEMSET) | LOOM_KIND_BIT(LOOM_KIND_RUNTIME) |
-             LOOM_KIND_BIT(LOOM_KIND_SYNC),
+             LOOM_KIND_BIT(LOOM_KIND_SYNC) | LOOM_KIND_BIT(LOOM_KIND_MEMORY),
     .runtime_category = "opencl_runtime",
     .probe = ocl_probe,
     .configure = ocl_configure,

@@ -72,6 +72,9 @@ static inline ocl_cmd *ocl_ring_at(queue_entry *qe, size_t i) {
 queue_entry *ocl_find_queue(cl_command_queue q);
 int ocl_session_queue(cl_command_queue q, unsigned g, uint32_t *device, uint32_t *resource);
 loom_clock ocl_device_clock(uint32_t device);
+/* Takes ocl_mu: the session index of d (described to the session on first
+ * use, with a probe queue made in ctx); 0 on success. */
+int ocl_session_device(cl_context ctx, cl_device_id d, unsigned g, uint32_t *device);
 
 /* commands.c: emits and releases qe's oldest commands that ended: the first
  * `known` without asking, then the next ones while they ended (qe->lk held).

@@ -10,7 +10,8 @@
  *    retained, or one the layer creates and releases);
  *  - queues are created with profiling enabled, and the application still
  *    sees the properties it asked for (clGetCommandQueueInfo is wrapped);
- *  - finish, flush, waits, program builds and kernel creation are timed.
+ *  - finish, flush, waits, program builds and kernel creation are timed;
+ *  - memory objects and SVM allocations are followed (memory.c).
  * The application's own events and callbacks are untouched.
  */
 #define _GNU_SOURCE
@@ -376,6 +377,7 @@ EXPORT cl_int CL_API_CALL clInitLayer(cl_uint num_entries, const cl_icd_dispatch
   WRAP(clCreateKernel);
   WRAP(clReleaseKernel);
 #undef WRAP
+  ocl_memory_wrap(&layer_table);
   *layer_dispatch_ret = &layer_table;
   *num_entries_ret = (cl_uint)(sizeof layer_table / sizeof(void *));
   return CL_SUCCESS;

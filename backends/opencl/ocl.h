@@ -79,4 +79,9 @@ void ocl_queue_released(cl_command_queue q);
 uint32_t ocl_kernel_name(cl_kernel k);
 void ocl_kernel_forget(cl_kernel k);
 
+/* memory.c: puts the memory wrappers in the layer's table t; empties the
+ * table of followed memory objects (a session starts). */
+void ocl_memory_wrap(cl_icd_dispatch *t);
+void ocl_memory_reset(void);
+
 #endif

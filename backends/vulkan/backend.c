@@ -44,6 +44,14 @@ void vk_call(uint32_t name, uint64_t t0, uint16_t kind, uint64_t corr, uint16_t 
   vk_host->emit(vk_self, &r);
 }
 
+void vk_memory_emit(uint32_t name, uint16_t role, uint64_t t, const loom_arg *args, uint32_t n) {
+  if (!atomic_load(&vk_live)) return;
+  loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_MEMORY, .flags = role,
+                   .clock = host_clk, .device = LOOM_DEVICE_HOST, .start = t, .end = t,
+                   .name = name, .nargs = n, .args = args};
+  vk_host->emit(vk_self, &r);
+}
+
 void vk_lost(uint64_t n, const char *why) {
   if (n && atomic_load(&vk_live)) vk_host->count_lost(vk_self, n, why);
 }
@@ -320,7 +328,8 @@ static const loom_backend_ops vk_ops = {
     .device_type = "vulkan",
     .kinds = LOOM_KIND_BIT(LOOM_KIND_KERNEL) | LOOM_KIND_BIT(LOOM_KIND_MEMCPY) |
              LOOM_KIND_BIT(LOOM_KIND_MEMSET) | LOOM_KIND_BIT(LOOM_KIND_RUNTIME) |
-             LOOM_KIND_BIT(LOOM_KIND_SYNC) | LOOM_KIND_BIT(LOOM_KIND_USER_RANGE),
+             LOOM_KIND_BIT(LOOM_KIND_SYNC) | LOOM_KIND_BIT(LOOM_KIND_USER_RANGE) |
+             LOOM_KIND_BIT(LOOM_KIND_MEMORY),
     .runtime_category = "vulkan_runtime",
     .probe = vk_probe,
     .configure = vk_configure,

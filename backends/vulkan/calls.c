@@ -2,7 +2,8 @@
  * calls.c - host calls recorded as runtime records (waits as sync records),
  * and the objects the layer follows to name and describe device work:
  * pipelines (entry point or debug-utils name), shader modules, buffers and
- * the memory bound to them (for copy directions), queue names.
+ * the memory bound to them (for copy directions), queue names; memory.c has
+ * the device memory itself.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -83,40 +84,6 @@ static VkResult VKAPI_CALL L_CreateShaderModule(VkDevice dev, const VkShaderModu
   return rc;
 }
 
-static VkResult VKAPI_CALL L_AllocateMemory(VkDevice dev, const VkMemoryAllocateInfo *ai,
-                                            const VkAllocationCallbacks *a, VkDeviceMemory *out) {
-  vk_dev *d = vk_dev_of(dev);
-  uint64_t t0 = vk_now();
-  VkResult rc = d->f.AllocateMemory(dev, ai, a, out);
-  if (rc != VK_SUCCESS) return rc;
-  vk_mem *m = calloc(1, sizeof *m);
-  if (m) {
-    m->flags = ai->memoryTypeIndex < d->mem.memoryTypeCount
-                   ? d->mem.memoryTypes[ai->memoryTypeIndex].propertyFlags : 0;
-    if (vk_dev_put(d, &d->memory, VK_KEY(*out), m)) free(m);
-  }
-  if (RECORDING()) vk_call(VK_NAME("vkAllocateMemory"), t0, LOOM_KIND_RUNTIME, 0, 0);
-  return rc;
-}
-
-static void VKAPI_CALL L_FreeMemory(VkDevice dev, VkDeviceMemory mem,
-                                    const VkAllocationCallbacks *a) {
-  vk_dev *d = vk_dev_of(dev);
-  free(vk_dev_del(d, &d->memory, VK_KEY(mem)));
-  d->f.FreeMemory(dev, mem, a);
-}
-
-static VkResult VKAPI_CALL L_MapMemory(VkDevice dev, VkDeviceMemory mem, VkDeviceSize off,
-                                       VkDeviceSize size, VkMemoryMapFlags fl, void **p) {
-  vk_dev *d = vk_dev_of(dev);
-  VkResult rc = d->f.MapMemory(dev, mem, off, size, fl, p);
-  pthread_mutex_lock(&d->mu);
-  vk_mem *m = rc == VK_SUCCESS ? vk_map_get(&d->memory, VK_KEY(mem)) : NULL;
-  if (m) m->mapped = 1;
-  pthread_mutex_unlock(&d->mu);
-  return rc;
-}
-
 static VkResult VKAPI_CALL L_CreateBuffer(VkDevice dev, const VkBufferCreateInfo *ci,
                                           const VkAllocationCallbacks *a, VkBuffer *out) {
   vk_dev *d = vk_dev_of(dev);
@@ -177,12 +144,12 @@ PFN_vkVoidFunction vk_call_proc(const char *name) {
 #define P(n) if (!strcmp(name, "vk" #n)) return (PFN_vkVoidFunction)L_##n;
   P(QueueWaitIdle)
   P(DeviceWaitIdle) P(WaitForFences) P(CreateComputePipelines) P(DestroyPipeline)
-      P(CreateShaderModule) P(AllocateMemory) P(FreeMemory) P(MapMemory) P(CreateBuffer)
+      P(CreateShaderModule) P(CreateBuffer)
           P(DestroyBuffer) P(BindBufferMemory) P(BindBufferMemory2) P(SetDebugUtilsObjectNameEXT)
 #undef P
               if (!strcmp(name, "vkQueueSubmit")) return (PFN_vkVoidFunction)vk_QueueSubmit;
   if (!strcmp(name, "vkQueueSubmit2") || !strcmp(name, "vkQueueSubmit2KHR"))
     return (PFN_vkVoidFunction)vk_QueueSubmit2;
   if (!strcmp(name, "vkBindBufferMemory2KHR")) return (PFN_vkVoidFunction)L_BindBufferMemory2;
-  return NULL;
+  return vk_memory_proc(name);
 }

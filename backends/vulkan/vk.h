@@ -143,6 +143,8 @@ typedef struct vk_img {
 typedef struct vk_mem {
   VkMemoryPropertyFlags flags;
   int mapped;
+  uint64_t bytes;             /* allocationSize */
+  uint32_t heap;              /* its memory type's heap */
 } vk_mem;
 
 /* One recorded command timed by two of the recording's queries. */
@@ -256,6 +258,9 @@ void vk_queue_free(vk_queue *q);
 /* ---- calls.c ---- */
 PFN_vkVoidFunction vk_call_proc(const char *name);
 
+/* ---- memory.c: vkAllocateMemory, vkFreeMemory, vkMapMemory ---- */
+PFN_vkVoidFunction vk_memory_proc(const char *name);
+
 /* ---- backend.c ---- */
 extern atomic_int vk_recording;
 extern atomic_int vk_live; /* a session holds the backend (configure to flush) */
@@ -267,6 +272,9 @@ uint32_t vk_intern(const char *s);
 uint64_t vk_next_corr(void);
 /* A host call [t0, now) as a runtime (or sync) record. */
 void vk_call(uint32_t name, uint64_t t0, uint16_t kind, uint64_t corr, uint16_t roles);
+/* A memory record (LOOM_KIND_MEMORY, role LOOM_RECORD_F_ALLOC or _FREE) at
+ * t (vk_now) on the calling thread. */
+void vk_memory_emit(uint32_t name, uint16_t role, uint64_t t, const loom_arg *args, uint32_t n);
 /* Describes d (and its clock) to the current session if not yet; 0 ok.
  * d->mu held. */
 int vk_session_device(vk_dev *d);

@@ -20,8 +20,9 @@
  * image 1, image 1 -> image 2 (vkCmdCopyImage2 on Vulkan 1.3, else
  * vkCmdCopyImage), a blit of image 2 into the top-left 32x32 of image 1,
  * image 1 -> staging.
- * Per round it prints a checksum of the staging buffer; the output depends
- * only on the arguments.  Built with WITH_OPENCL (vkapp_cl) it also runs an OpenCL
+ * Per round it prints a checksum of the staging buffer, and at the end what
+ * it allocated (and freed) per memory heap; the output depends only on the
+ * arguments.  Built with WITH_OPENCL (vkapp_cl) it also runs an OpenCL
  * write, kernel and read (clstep.c) before and after the Vulkan part.
  */
 #include <stdint.h>
@@ -97,6 +98,25 @@ static uint32_t memtype(VkPhysicalDevice pd, uint32_t bits, VkMemoryPropertyFlag
   exit(2);
 }
 
+/* What the program allocated, per heap and memory kind as loom names them
+ * (device-local and host-visible: shared; host-visible only: host_pinned;
+ * else device), printed at the end: test_vulkan checks the trace's memory
+ * records against it. */
+static const char *const kinds[3] = {"device", "host_pinned", "shared"};
+static unsigned long long heap_allocs[VK_MAX_MEMORY_HEAPS][3], heap_bytes[VK_MAX_MEMORY_HEAPS][3];
+
+static void allocate(VkPhysicalDevice pd, const VkMemoryAllocateInfo *ai, VkDeviceMemory *mem) {
+  VkPhysicalDeviceMemoryProperties mp;
+  vkGetPhysicalDeviceMemoryProperties(pd, &mp);
+  CHECK(vkAllocateMemory(dev, ai, NULL, mem));
+  uint32_t heap = mp.memoryTypes[ai->memoryTypeIndex].heapIndex;
+  VkMemoryPropertyFlags f = mp.memoryTypes[ai->memoryTypeIndex].propertyFlags;
+  int visible = (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0;
+  int k = visible ? 1 + ((f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) != 0) : 0;
+  heap_allocs[heap][k]++;
+  heap_bytes[heap][k] += ai->allocationSize;
+}
+
 static VkBuffer buffer(VkPhysicalDevice pd, VkMemoryPropertyFlags want, VkDeviceMemory *mem) {
   VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = N * 4,
                            .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
@@ -107,7 +127,7 @@ static VkBuffer buffer(VkPhysicalDevice pd, VkMemoryPropertyFlags want, VkDevice
   vkGetBufferMemoryRequirements(dev, b, &mr);
   VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = mr.size,
                              .memoryTypeIndex = memtype(pd, mr.memoryTypeBits, want)};
-  CHECK(vkAllocateMemory(dev, &ai, NULL, mem));
+  allocate(pd, &ai, mem);
   CHECK(vkBindBufferMemory(dev, b, *mem, 0));
   return b;
 }
@@ -132,7 +152,7 @@ static void images(VkPhysicalDevice pd, VkQueue q, VkCommandPool pool, VkBuffer 
     vkGetImageMemoryRequirements(dev, img[i], &mr);
     VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = mr.size,
                                .memoryTypeIndex = memtype(pd, mr.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)};
-    CHECK(vkAllocateMemory(dev, &ai, NULL, &mem[i]));
+    allocate(pd, &ai, &mem[i]);
     CHECK(vkBindImageMemory(dev, img[i], mem[i], 0));
   }
   VkCommandBuffer cb;
@@ -405,6 +425,11 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 3; i++) vkDestroyBuffer(dev, bufs[i], NULL), vkFreeMemory(dev, mems[i], NULL);
   vkDestroyDevice(dev, NULL);
   vkDestroyInstance(inst, NULL);
+  for (uint32_t h = 0; h < VK_MAX_MEMORY_HEAPS; h++)
+    for (int k = 0; k < 3; k++)
+      if (heap_allocs[h][k])
+        printf("memory heap %u %s: %llu allocations, %llu bytes, all freed\n", h, kinds[k],
+               heap_allocs[h][k], heap_bytes[h][k]);
   cl_step("after");
   return 0;
 }

@@ -1,0 +1,100 @@
+/*
+ * memory.c - the Vulkan layer's device memory: vkAllocateMemory and
+ * vkFreeMemory as memory records (LOOM_KIND_MEMORY), and vkMapMemory (a
+ * mapped allocation is the host's, for copy directions).
+ *
+ * Every allocation is followed in its device's table (d->memory), recording
+ * or not, as the layer already did for copy directions: so a free while
+ * recording knows the bytes, heap and kind of memory allocated before.
+ * Records, on the calling thread, named after the call:
+ *  - vkAllocateMemory: "addr" (the VkDeviceMemory handle), "bytes"
+ *    (allocationSize), "device" (the session's index of the VkDevice),
+ *    "memory_kind" from its memory type's property flags (device-local and
+ *    host-visible: "shared"; host-visible only: "host_pinned"; else
+ *    "device") and "heap" (the type's heap index);
+ *  - vkFreeMemory: the same, stamped and emitted before the driver's free,
+ *    so that a handle the driver gives again is freed in the trace first.
+ * When no session records, each call costs what it did before: one flag
+ * check besides the table.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk.h"
+
+#define RECORDING() atomic_load_explicit(&vk_recording, memory_order_relaxed)
+
+static const char *kind_of(VkMemoryPropertyFlags f) {
+  int local = (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) != 0;
+  int visible = (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0;
+  return local && visible ? "shared" : visible ? "host_pinned" : "device";
+}
+
+static void record(vk_dev *d, uint32_t name, uint16_t role, uint64_t t, VkDeviceMemory h,
+                   const vk_mem *m) {
+  pthread_mutex_lock(&d->mu);
+  int known = vk_session_device(d) == 0;
+  uint32_t device = d->device;
+  pthread_mutex_unlock(&d->mu);
+  loom_arg args[5];
+  uint32_t n = 0;
+  args[n++] = (loom_arg){.key = "addr", .type = LOOM_ARG_UINT, .v.u = VK_KEY(h)};
+  args[n++] = (loom_arg){.key = "bytes", .type = LOOM_ARG_UINT, .v.u = m->bytes};
+  if (known) args[n++] = (loom_arg){.key = "device", .type = LOOM_ARG_UINT, .v.u = device};
+  args[n++] = (loom_arg){.key = "memory_kind", .type = LOOM_ARG_STRING, .v.s = kind_of(m->flags)};
+  args[n++] = (loom_arg){.key = "heap", .type = LOOM_ARG_UINT, .v.u = m->heap};
+  vk_memory_emit(name, role, t, args, n);
+}
+
+static VkResult VKAPI_CALL L_AllocateMemory(VkDevice dev, const VkMemoryAllocateInfo *ai,
+                                            const VkAllocationCallbacks *a, VkDeviceMemory *out) {
+  vk_dev *d = vk_dev_of(dev);
+  uint64_t t0 = vk_now();
+  VkResult rc = d->f.AllocateMemory(dev, ai, a, out);
+  if (rc != VK_SUCCESS) return rc;
+  vk_mem *m = calloc(1, sizeof *m), tmp = {0};
+  uint32_t type = ai->memoryTypeIndex;
+  if (type < d->mem.memoryTypeCount) {
+    tmp.flags = d->mem.memoryTypes[type].propertyFlags;
+    tmp.heap = d->mem.memoryTypes[type].heapIndex;
+  }
+  tmp.bytes = ai->allocationSize;
+  if (m) {
+    *m = tmp;
+    if (vk_dev_put(d, &d->memory, VK_KEY(*out), m)) free(m);
+  }
+  if (RECORDING()) {
+    uint64_t t1 = vk_now();
+    vk_call(VK_NAME("vkAllocateMemory"), t0, LOOM_KIND_RUNTIME, 0, 0);
+    record(d, VK_NAME("vkAllocateMemory"), LOOM_RECORD_F_ALLOC, t1, *out, &tmp);
+  }
+  return rc;
+}
+
+static void VKAPI_CALL L_FreeMemory(VkDevice dev, VkDeviceMemory mem,
+                                    const VkAllocationCallbacks *a) {
+  vk_dev *d = vk_dev_of(dev);
+  vk_mem *m = vk_dev_del(d, &d->memory, VK_KEY(mem));
+  if (m && RECORDING()) record(d, VK_NAME("vkFreeMemory"), LOOM_RECORD_F_FREE, vk_now(), mem, m);
+  free(m);
+  d->f.FreeMemory(dev, mem, a);
+}
+
+static VkResult VKAPI_CALL L_MapMemory(VkDevice dev, VkDeviceMemory mem, VkDeviceSize off,
+                                       VkDeviceSize size, VkMemoryMapFlags fl, void **p) {
+  vk_dev *d = vk_dev_of(dev);
+  VkResult rc = d->f.MapMemory(dev, mem, off, size, fl, p);
+  pthread_mutex_lock(&d->mu);
+  vk_mem *m = rc == VK_SUCCESS ? vk_map_get(&d->memory, VK_KEY(mem)) : NULL;
+  if (m) m->mapped = 1;
+  pthread_mutex_unlock(&d->mu);
+  return rc;
+}
+
+PFN_vkVoidFunction vk_memory_proc(const char *name) {
+  if (!strcmp(name, "vkAllocateMemory")) return (PFN_vkVoidFunction)L_AllocateMemory;
+  if (!strcmp(name, "vkFreeMemory")) return (PFN_vkVoidFunction)L_FreeMemory;
+  if (!strcmp(name, "vkMapMemory")) return (PFN_vkVoidFunction)L_MapMemory;
+  return NULL;
+}
