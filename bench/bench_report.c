@@ -293,7 +293,7 @@ static int time_memory(size_t n, const char *dir, int rounds) {
   size_t nm = write_json(mem, n), nmem = mem_ev;
   printf("bench_report --memory: %zu events without, %zu with (%zu memory events)\n", nb, nm, nmem);
   rounds = rounds < 1 ? 1 : rounds > 64 ? 64 : rounds;
-  double tb[64], tm[64], per[64], rper[64];
+  double tb[64], tm[64], per[64], rper[64], cper[64], crper[64], cbase[64];
   long rss_b = 0, rss_m = 0;
   for (int i = 0; i < rounds; i++) {
     res b = run_child(1, base), m = run_child(1, mem), rb = run_child(0, base),
@@ -304,6 +304,9 @@ static int time_memory(size_t n, const char *dir, int rounds) {
     }
     tb[i] = b.secs, tm[i] = m.secs, per[i] = (m.secs - b.secs) * 1e9 / (double)nmem;
     rper[i] = (rm.secs - rb.secs) * 1e9 / (double)nmem;
+    cper[i] = (m.cpu - b.cpu) * 1e9 / (double)nmem;
+    crper[i] = (rm.cpu - rb.cpu) * 1e9 / (double)nmem;
+    cbase[i] = b.cpu * 1e9 / (double)nb;
     rss_b = b.rss_kb > rss_b ? b.rss_kb : rss_b;
     rss_m = m.rss_kb > rss_m ? m.rss_kb : rss_m;
   }
@@ -315,6 +318,15 @@ static int time_memory(size_t n, const char *dir, int rounds) {
   qsort(rper, (size_t)rounds, sizeof *rper, cmp_double);
   printf("  %-34s %.1f / %.1f ns (min / median)\n", "of which reading it", rper[0],
          rper[rounds / 2]);
+  qsort(cper, (size_t)rounds, sizeof *cper, cmp_double);
+  printf("  %-34s %.1f / %.1f ns (min / median; CPU time, all threads)\n",
+         "per memory event, CPU", cper[0], cper[rounds / 2]);
+  qsort(crper, (size_t)rounds, sizeof *crper, cmp_double);
+  printf("  %-34s %.1f / %.1f ns (min / median)\n", "of which reading it, CPU", crper[0],
+         crper[rounds / 2]);
+  qsort(cbase, (size_t)rounds, sizeof *cbase, cmp_double);
+  printf("  %-34s %.1f / %.1f ns (min / median)\n", "per other event, CPU (baseline)", cbase[0],
+         cbase[rounds / 2]);
   printf("  %-34s %.0f / %.0f MB (without / with)\n", "peak RSS", rss_b / 1024.0, rss_m / 1024.0);
   res sb = run_child(2, base), sm = run_child(2, mem); /* memory bounded by the budget */
   printf("  %-34s %.0f / %.0f MB (without / with)\n", "peak RSS, 32 MiB sort budget",
