@@ -37,6 +37,7 @@
 #include "trace/trace.h"
 
 #define BASE 1700000000000000000ll
+#define PYTORCH_TRAIN LOOM_TESTS_DIR "/data/memory/pytorch_train.json"
 #define US(x) (BASE + (int64_t)(x) * 1000)
 
 static void range(loom_trace *t, uint32_t track, int kind, const char *name, int64_t s,
@@ -359,7 +360,7 @@ static void check_json(const char *text) {
 static void test_report_every_format(void **state) {
   (void)state;
   loom_trace *t = build();
-  const char *ext[] = {".pftrace"};
+  const char *ext[] = {".pftrace", ".json", ".json.gz"};
   for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
     print_message("report of the trace as %s\n", ext[i]);
     char *text = report_of(t, ext[i], LOOM_REPORT_JSON);
@@ -375,6 +376,79 @@ static void test_report_every_format(void **state) {
   text = report_of(t, ".pftrace", LOOM_REPORT_HTML);
   assert_non_null(strstr(text, "most bytes in use"));
   free(text);
+  loom_trace_free(t);
+}
+
+/* The report of a file as it is, in format fmt. */
+static char *report_file(const char *path, loom_report_format fmt) {
+  char out[256];
+  snprintf(out, sizeof out, "/tmp/loom-test-memory-%d.out", (int)getpid());
+  loom_report_options o = {.struct_size = sizeof o, .top = 20};
+  loom_report *r = NULL;
+  if (loom_report_open(path, &o, &r) != LOOM_OK) fail_msg("report: %s", loom_last_error());
+  assert_int_equal(loom_report_write(r, fmt, out), LOOM_OK);
+  loom_report_free(r);
+  char *text = slurp(out);
+  unlink(out);
+  return text;
+}
+
+/* The same trace as PyTorch writes it (profile_memory=True: Kineto's
+ * [memory] instants, host memory with Device Id -1, the CUDA caching
+ * allocator's blocks as a pool with its Total Reserved), where the host's
+ * first block is an allocation of the profile (PyTorch has no window
+ * start): the same figures but the host's 2 allocations of 100 B. */
+static void test_report_pytorch_json(void **state) {
+  (void)state;
+  char *text = report_file(PYTORCH_TRAIN, LOOM_REPORT_JSON);
+  char err[256];
+  yajl_val doc = yajl_tree_parse(text, err, sizeof err);
+  if (!doc) fail_msg("report JSON: %s", err);
+  yajl_val memv = at(doc, "memory"), series = at(memv, "series");
+  assert_int_equal(series->u.array.len, 2);
+  yajl_val h = item(series, 0), d = item(series, 1);
+  assert_string_equal(str(h, "kind"), "host");
+  assert_int_equal(num(h, "allocations"), 2);
+  assert_int_equal(num(h, "allocated_bytes"), 100);
+  assert_int_equal(num(h, "live_at_start"), 0);
+  assert_int_equal(num(h, "peak_bytes"), 100);
+  assert_int_equal(num(h, "peak_ns"), 600000);
+  assert_int_equal(num(h, "leaked_bytes"), 36);
+  assert_string_equal(str(d, "device"), "GPU 0");
+  assert_string_equal(str(d, "kind"), "pool");
+  assert_int_equal(num(d, "peak_bytes"), 550);
+  assert_int_equal(num(d, "peak_ns"), 1150000);
+  assert_string_equal(str(d, "peak_op"), "aten::relu");
+  assert_string_equal(str(d, "peak_range"), "bwd");
+  assert_string_equal(str(d, "peak_step"), "ProfilerStep#2");
+  assert_int_equal(num(d, "reserved_peak_bytes"), 2048);
+  assert_int_equal(num(d, "leaks"), 2);
+  assert_int_equal(num(d, "unknown_frees"), 1);
+  assert_int_equal(num(d, "unknown_free_bytes"), 77);
+  yajl_val top = at(memv, "top_ops_by_allocated");
+  assert_int_equal(top->u.array.len, 4);
+  assert_string_equal(str(item(top, 1), "op"), "aten::mm");
+  assert_int_equal(num(item(top, 1), "bytes"), 350);
+  yajl_val pk = at(memv, "top_ops_at_peak");
+  assert_string_equal(str(item(pk, 1), "op"), "aten::mm");
+  assert_int_equal(num(item(pk, 1), "bytes"), 350);
+  yajl_val lk = at(memv, "leaks");
+  assert_string_equal(str(item(lk, 1), "addr"), "0x4000");
+  assert_string_equal(str(item(lk, 1), "op"), "aten::relu");
+  assert_string_equal(str(item(at(memv, "unknown_frees"), 0), "addr"), "0x9999");
+  yajl_tree_free(doc);
+  free(text);
+  text = report_file(PYTORCH_TRAIN, LOOM_REPORT_TEXT);
+  assert_non_null(strstr(text, "GPU 0  pool      4           650      550        1.150 "
+                               "aten::relu ProfilerStep#2        250     2        250"));
+  free(text);
+  /* loom's summary lines from the trace loaded whole: the same peak */
+  loom_trace *t = NULL;
+  assert_int_equal(loom_trace_load(PYTORCH_TRAIN, &t), LOOM_OK);
+  char lines[2048];
+  assert_int_equal(loom__mem_lines(t, lines, sizeof lines), 0);
+  assert_non_null(strstr(lines, "loom:   memory GPU 0 (pool): peak 550 B at 1.150 ms in aten::relu "
+                                "(ProfilerStep#2); held at the peak by aten::mm 350 B"));
   loom_trace_free(t);
 }
 
@@ -401,6 +475,7 @@ int main(void) {
       cmocka_unit_test(test_summary_lines),
       cmocka_unit_test(test_report_every_format),
       cmocka_unit_test(test_report_without_memory),
+      cmocka_unit_test(test_report_pytorch_json),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,3 +97,23 @@ def test_report_memory_section(trace_path):
         (550, 1150000, "aten::relu", "ProfilerStep#2")
     assert (dev["leaks"], dev["leaked_bytes"], dev["unknown_frees"]) == (2, 250, 1)
 
+
+PYTORCH_TRAIN = __file__.replace("python/test_trace_memory.py", "data/memory/pytorch_train.json")
+
+
+def test_memory_dataframe_of_pytorch_trace():
+    """The same trace as PyTorch writes it (Kineto's [memory] instants): the
+    same rows, PyTorch's host block at 50 us an allocation of the profile."""
+    df = loom.load(PYTORCH_TRAIN).memory()
+    assert len(df) == 10
+    assert list(df.allocated) == [64, 100, 400, 450, 350, 100, 36, 550, 250, 250]
+    assert list(df.bytes) == [64, 100, 300, 50, -100, 36, -64, 200, -300, -77]
+    dev = df[df.device == 0]
+    assert set(dev.kind) == {"pool"}
+    assert list(dev.reserved) == [1024, 1024, 1024, 1024, 2048, 2048, 2048]
+    peak = dev.loc[dev.allocated.idxmax()]
+    assert (peak.allocated, peak.op, peak.range, peak.step) == \
+        (550, "aten::relu", "bwd", "ProfilerStep#2")
+    assert list(df[df.unknown_free].addr) == [0x9999]
+    assert not df.live_at_start.any()
+    assert set(df[df.device == -1].kind) == {"host"}
