@@ -25,8 +25,9 @@
  *
  * --memory: the cost of memory events in the report.  Two traces of the
  * same iterations, the second with an allocation in each op and the free of
- * the allocation of 8 iterations before (a pool on device 0, its reserved
- * bytes on each); both reports in interleaved rounds (default 3): ns per
+ * the allocation of 8 iterations before, as PyTorch's [memory] events (the
+ * CUDA caching allocator on device 0, its reserved bytes on each); both
+ * reports in interleaved rounds (default 3): ns per
  * memory event = (time with - time without) / memory events, min and
  * median, and both peak RSS (the live allocations stay few: memory must not
  * grow with the number of memory events).
@@ -58,20 +59,26 @@ static double now(void) {
 static size_t mem_ev; /* memory events the last write_json wrote */
 
 /* --memory: an allocation in the op of iteration i and the free of the one
- * of iteration i - 8 (2 events). */
+ * of iteration i - 8 (2 events), as PyTorch writes them with
+ * profile_memory=True: Kineto's [memory] instants, the CUDA caching
+ * allocator's running totals. */
 static int with_memory;
 static size_t memory_events(FILE *f, size_t i, long long ts) {
   if (!with_memory) return 0;
   unsigned long long addr = 0x7f0000000000ull + (unsigned long long)i * 4096;
-  fprintf(f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"memory\",\"name\":\"alloc\",\"pid\":1,\"tid\":1,"
-             "\"ts\":%lld.%03lld,\"args\":{\"loom_role\":\"alloc\",\"addr\":%llu,\"bytes\":%zu,"
-             "\"device\":0,\"memory_kind\":\"pool\",\"reserved\":%zu}},\n",
-          (ts + 200) / 1000, (ts + 200) % 1000, addr, 4096 + (i % 7) * 512, (size_t)1 << 26);
+  size_t bytes = 4096 + (i % 7) * 512, total = 8 * 6144, reserved = (size_t)1 << 26;
+  fprintf(f, "{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"s\":\"t\",\"name\":\"[memory]\","
+             "\"pid\":1,\"tid\":1,\"ts\":%lld.%03lld,\"args\":{\"Total Reserved\":%zu,"
+             "\"Total Allocated\":%zu,\"Bytes\":%zu,\"Addr\":%llu,\"Device Type\":1,"
+             "\"Device Id\":0}},\n",
+          (ts + 200) / 1000, (ts + 200) % 1000, reserved, total + bytes, bytes, addr);
   if (i < 8) return 1;
-  fprintf(f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"memory\",\"name\":\"free\",\"pid\":1,\"tid\":1,"
-             "\"ts\":%lld.%03lld,\"args\":{\"loom_role\":\"free\",\"addr\":%llu,\"device\":0,"
-             "\"memory_kind\":\"pool\",\"reserved\":%zu}},\n",
-          (ts + 300) / 1000, (ts + 300) % 1000, addr - 8 * 4096, (size_t)1 << 26);
+  fprintf(f, "{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"s\":\"t\",\"name\":\"[memory]\","
+             "\"pid\":1,\"tid\":1,\"ts\":%lld.%03lld,\"args\":{\"Total Reserved\":%zu,"
+             "\"Total Allocated\":%zu,\"Bytes\":-%zu,\"Addr\":%llu,\"Device Type\":1,"
+             "\"Device Id\":0}},\n",
+          (ts + 300) / 1000, (ts + 300) % 1000, reserved, total, 4096 + ((i - 8) % 7) * 512,
+          addr - 8 * 4096);
   return 2;
 }
 
