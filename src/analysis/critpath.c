@@ -8,8 +8,10 @@
  * correlation id), the previous work on the same queue, the work a cross-queue wait
  * names, and for a call that waited for a device (a sync record with its correlation id,
  * or a host record of kind sync) the last device work on the waited queue(s) that ended
- * before the call did.  Nodes are numbered in the order they are resolved, which is a
- * topological order: critpath_path.c walks and measures it when the step ends.
+ * before the call did, and for a launch or copy call the work it launched that ran inside
+ * it (the call blocked until that work ended).  Nodes are numbered in the order they are
+ * resolved, which is a topological order: critpath_path.c walks and measures it when the
+ * step ends.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +191,19 @@ static void host_rec(loom__cp *c, const loom__arec *r, int step, int launch, int
 }
 
 /* ---- device work and sync records ----------------------------------------------------- */
+/* A launch or copy call h that was still running when its work i began and ended no
+ * earlier than it: the call blocked until the work was done (a blocking copy, a runtime
+ * that runs the work inside its enqueue call), so its end waited for the work's end, as
+ * a sync's does.  Its end node is not resolved yet: the work began before the call ended,
+ * so no later record of its thread has closed it. */
+static void blocked(loom__cp *c, int32_t h, int32_t i) {
+  const cpe *call = &c->ev[h], *w = &c->ev[i];
+  if (call->kind != LOOM_KIND_RUNTIME && call->kind != LOOM_KIND_DRIVER) return;
+  if (w->ts < call->ts || w->ts >= call->end || w->end > call->end) return;
+  loom__cp_pred(c, h, 1, CP_REF(i, 1), ET_SYNC);
+  c->res.block_edges++;
+}
+
 static void work_rec(loom__cp *c, const loom__arec *r, int32_t qi, int comm) {
   cpq *q = queue_of(c, qi);
   uint8_t cls = r->kind == LOOM_KIND_MEMCPY || r->kind == LOOM_KIND_MEMSET ? LOOM__CPC_COPY
@@ -199,6 +214,7 @@ static void work_rec(loom__cp *c, const loom__arec *r, int32_t qi, int comm) {
   uint64_t *l = r->corr ? loom__map_get(&c->corr, r->corr) : NULL;
   if (l) loom__cp_pred(c, i, 0, CP_REF(*l - 1, 0), ET_LAUNCH);
   if (l) c->ev[i].owner = c->ev[*l - 1].owner; /* the step of its launch, else its queue's */
+  if (l) blocked(c, (int32_t)*l - 1, i);
   if (q->n) {
     int32_t p = q->ring[(q->n - 1) % CP_QRING];
     if (c->ev[p].end <= r->ts) loom__cp_pred(c, i, 0, CP_REF(p, 1), ET_QUEUE);

@@ -80,6 +80,7 @@ typedef struct loom__cpres {  /* what the report keeps */
   size_t cap;                 /* events per graph at most (windows are cut there) */
   uint64_t cut;               /* steps cut short at the cap */
   uint64_t sync_edges, xqueue_edges;
+  uint64_t block_edges;        /* calls whose end waited for the work they launched */
   loom__cpspan *spans;        /* where cross-rank waits may lie: kept only when the input
                                * has communication calls the ranks analysis matches, at
                                * most max_spans (from the sort budget) */

@@ -50,6 +50,7 @@ typedef struct cpq {
 typedef struct cpseg { /* a name's share of one path, per class */
   uint32_t name;
   uint8_t kind, cls;
+  uint8_t ecls;               /* the events' own class (cls is the time's) */
   uint64_t count;
   int64_t ns;
   int32_t last;               /* the last event counted */

@@ -68,7 +68,7 @@ static void credit(loom__cp *c, loom__cpstep *s, int32_t owner, uint8_t cls, int
   uint64_t key = ((uint64_t)cls << 40 | (uint64_t)e->kind << 32 | nm) + 1;
   uint64_t *ix = loom__map_get(&c->segmap, key);
   if (!ix) {
-    cpseg z = {nm, e->kind, cls, 0, 0, -1};
+    cpseg z = {nm, e->kind, cls, e->cls, 0, 0, -1};
     if (LOOM__PUSH(c->seg, c->nseg, c->cap_seg, z) || loom__map_put(&c->segmap, key, c->nseg)) {
       c->oom = 1;
       return;
@@ -195,7 +195,7 @@ static void names(loom__cp *c) {
 static void path_names(loom__cp *c, loom__cpstep *s) {
   for (size_t g = 0; g < c->nseg; g++) {
     const cpseg *x = &c->seg[g];
-    loom__cpname *n = cpname(c, x->name, x->kind, x->cls);
+    loom__cpname *n = cpname(c, x->name, x->kind, x->ecls);
     if (n) n->ns += x->ns;
     loom__cpevid *ev = s->ev[x->cls];
     for (int k = 0; k < LOOM__CP_NEVID; k++) { /* top contributors, most time first */

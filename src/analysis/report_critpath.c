@@ -193,8 +193,10 @@ void loom__report_critpath(const loom__report *r, loom__model *m) {
     loom__table_note(t, "%llu stretches of communication calls past the first %zu: no "
                      "cross-rank waiting laid on them (raise --sort-memory)",
                      (unsigned long long)p->spans_left, p->max_spans);
-  if (t) loom__table_note(t, "%llu sync and %llu cross-queue dependencies seen",
-                          (unsigned long long)p->sync_edges, (unsigned long long)p->xqueue_edges);
+  if (t) loom__table_note(t, "%llu sync, %llu cross-queue and %llu blocking-call "
+                          "dependencies seen", (unsigned long long)p->sync_edges,
+                          (unsigned long long)p->xqueue_edges,
+                          (unsigned long long)p->block_edges);
   if ((t = loom__model_add(m, "critical_path.steps", "Critical path per step", step_cols,
                            NCOLS(step_cols), 0)))
     step_rows(r, p, t, m);

@@ -78,9 +78,11 @@ def check_step(what, cp, length, classes, bound, on_path, events):
 
 
 def launch_bound():
-    """Step [0, 100]: 10 x (op [10i, 10i+8] holding launch [10i+1, 10i+7], kernel of 1 us).
-    Path: the thread: per op 6 us in the launch call, 2 us op self, 2 us between ops (the
-    step's own time); the kernels end before their next launch: off the path."""
+    """Step [0, 100]: 10 x (op [10i, 10i+8] holding launch [10i+1, 10i+7], kernel [10i+6,
+    10i+7]).  Each kernel ends as its launch call returns, so the call's end waits for it
+    (a blocking call, docs/report.md): per op 5 us of launch (call start -> kernel start),
+    1 us compute, 0 sync, 2 us op self, 2 us between ops (the step's own time).  Launch
+    still outweighs compute 5 to 1: launch-bound, every kernel on the path."""
     ev = [proc(100, "app"), proc(0, "GPU 0"), x("user_annotation", "ProfilerStep#1", 0, 100)]
     for i in range(10):
         t = 10 * i
@@ -88,15 +90,14 @@ def launch_bound():
         ev.append(x("x_runtime", "xLaunch", t + 1, 6, correlation=i + 1, loom_role="launch"))
         ev.append(x("kernel", "tiny", t + 6, 1, pid=0, tid=7, correlation=i + 1))
     cp = report(write("launch.json", ev))
-    check_step("launch-bound", cp, 100, {"host": 40, "launch": 60, "compute": 0}, "launch-bound",
-               21, 31)
+    check_step("launch-bound", cp, 100, {"host": 40, "launch": 50, "compute": 10, "sync": 0},
+               "launch-bound", 31, 31)
     ev = step_row(cp)["evidence"]
-    expect("launch-bound: evidence", ev == "launch 60.0% of the path, most in xLaunch (10, 0.060 ms)"
+    expect("launch-bound: evidence", ev == "launch 50.0% of the path, most in xLaunch (10, 0.050 ms)"
            "; device busy 10.0% of the step; 10 kernels of 1.000 us on average", ev)
-    tiny = [r for r in rows(cp["slack"]) if r["name"] == "tiny"]
-    expect("launch-bound: kernels off the path", tiny and tiny[0]["off_path"] == 10, tiny)
-    # the last kernel [96, 97] could end at the step's end: 3 us
-    expect("launch-bound: least slack", tiny and tiny[0]["min_slack_ns"] == 3 * US, tiny)
+    tiny = [r for r in rows(cp["on_path"]) if r["name"] == "tiny"]
+    expect("launch-bound: kernels on the path", tiny and (tiny[0]["on_path"], tiny[0]["off_path"],
+           tiny[0]["class"]) == (10, 0, "compute"), tiny)
 
 
 def copy_bound():
@@ -157,6 +158,55 @@ def sync_bound():
                "sync-bound", 3, 4)
 
 
+def blocking():
+    """A runtime that runs device work inside the call that enqueued it (a CPU device, a
+    blocking copy).  Step [0, 120]: op [5, 95] holding xLaunch [10, 90] -> gemm [15, 85]
+    on queue 7 (inside its call) and xLaunch [91, 93] -> relu [94, 99] (after its call);
+    xReadBuffer [100, 115] -> copy DtoH [102, 112] on queue 8 (inside its call).  Path back
+    from the step's end: 5 host (step), sync 3 (copy end -> read end), copy 10, launch 2
+    (read start -> copy start), 5 host (op end -> read start), 2 host (op), launch 2 (the
+    second xLaunch), 1 host (op), sync 5 (gemm end -> call end), compute 70, launch 5
+    (call start -> gemm start), 5 host (op), 5 host (step): compute-bound.  relu ended after its call
+    returned: nothing waited for it, off the path with 21 us of slack."""
+    ev = [proc(100, "app"), proc(0, "GPU 0"), x("user_annotation", "ProfilerStep#1", 0, 120),
+          x("cpu_op", "forward", 5, 90),
+          x("x_runtime", "xLaunch", 10, 80, correlation=1, loom_role="launch"),
+          x("kernel", "gemm", 15, 70, pid=0, tid=7, correlation=1),
+          x("x_runtime", "xLaunch", 91, 2, correlation=2, loom_role="launch"),
+          x("kernel", "relu", 94, 5, pid=0, tid=7, correlation=2),
+          x("x_runtime", "xReadBuffer", 100, 15, correlation=3, loom_role="memory"),
+          x("gpu_memcpy", "copy DtoH", 102, 10, pid=0, tid=8, correlation=3, direction="DtoH")]
+    path = write("blocking.json", ev)
+    cp = report(path)
+    s = check_step("blocking", cp, 120, {"host": 23, "launch": 9, "compute": 70, "copy": 10,
+                                         "sync": 8}, "compute-bound", 7, 8)
+    expect("blocking: evidence", s["evidence"] == "compute 58.3% of the path, most in gemm "
+           "(1, 0.070 ms)", s["evidence"])
+    on = {r["name"]: (r["class"], r["on_path"], r["time_ns"] // US) for r in rows(cp["on_path"])}
+    expect("blocking: on the path", on.get("gemm") == ("compute", 1, 70) and
+           on.get("xLaunch") == ("launch", 2, 12) and on.get("xReadBuffer") == ("launch", 1, 5)
+           and on.get("copy DtoH") == ("copy", 1, 10) and "relu" not in on, on)
+    relu = [r for r in rows(cp["slack"]) if r["name"] == "relu"]
+    expect("blocking: relu off the path", relu and relu[0]["min_slack_ns"] == 21 * US, relu)
+    # the marked trace: exactly these events, and the two blocking waits drawn as sync flows
+    out = os.path.join(TMP, "blocking-marked.json")
+    subprocess.run([LOOM, "report", path, "--critical-path-trace", out, "-o", os.devnull],
+                   check=True)
+    with open(out) as f:
+        doc = json.load(f)["traceEvents"]
+    marked = sorted((e["name"], e["ts"]) for e in doc
+                    if e["ph"] == "X" and e.get("args", {}).get("critical"))
+    expect("blocking: marked events", marked == sorted([
+        ("ProfilerStep#1", 0), ("forward", 5), ("xLaunch", 10), ("gemm", 15), ("xLaunch", 91),
+        ("xReadBuffer", 100), ("copy DtoH", 102)]), marked)
+    # flows start at their source node: the calls' starts, the work's ends, and the ends
+    # before the next event on the thread (the first xLaunch's, the op's)
+    flows = sorted((e["name"][15:], round(float(e["ts"]))) for e in doc
+                   if e.get("cat") == "critical_path" and e["ph"] == "s")
+    expect("blocking: flows", flows == [("launch", 10), ("launch", 100), ("sync", 85),
+                                        ("sync", 112), ("thread", 90), ("thread", 95)], flows)
+
+
 def late_rank():
     """Two ranks, step [0, 100] each.  Rank 0: work [0, 10], MPI_Allreduce [10, 80]; rank 1:
     work [0, 75], MPI_Allreduce [75, 80].  Rank 0's path: 10 host, the allreduce 70, 20
@@ -211,9 +261,12 @@ def hta_simple_add():
     which ended 235 us before the cudaDeviceSynchronize call began (HTA weighs the time
     between top-level ops 0, loom does not).  loom's path also holds the 8 user
     annotations (HTA leaves them out of its graph), 66 zero-length calls (HTA's longest
-    path may skip a zero-length event, loom's follows the thread through it), the 13
-    calls and ops that ran on the host while those kernels ran, and the last
-    cudaDeviceSynchronize (the end of the trace: HTA gives its wait no weight)."""
+    path may skip a zero-length event, loom's follows the thread through it), the kernel
+    that ran inside the trace's first cudaLaunchKernel (a 4.219 s call, CUDA loading its
+    modules, which returned 4 us after its 4 us kernel ended: a blocking call by loom's
+    rule, its end waits for the kernel), the 13 calls and ops that ran on the host while
+    the last kernels ran, and the last cudaDeviceSynchronize (the end of the trace: HTA
+    gives its wait no weight)."""
     src = os.path.join(TESTS, "data", "kineto", "hta_gpu_simple_add.json.gz")
     out = os.path.join(TMP, "marked.json")
     subprocess.run([LOOM, "report", src, "--critical-path-trace", out, "-o", os.devnull],
@@ -235,24 +288,28 @@ def hta_simple_add():
     ann = [e for e in only_l if e["cat"] == "user_annotation"]
     zero = [e for e in only_l if e["cat"] != "user_annotation" and float(e["dur"]) == 0]
     rest = sorted((e for e in only_l if e not in ann and e not in zero), key=lambda e: float(e["ts"]))
-    expect("simple_add: loom only", (len(ann), len(zero), len(rest)) == (8, 66, 14),
+    expect("simple_add: loom only", (len(ann), len(zero), len(rest)) == (8, 66, 15),
            (len(ann), len(zero), len(rest)))
+    expect("simple_add: loom only: the kernel in the first launch",
+           rest and rest[0]["cat"] == "kernel" and float(rest[0]["ts"]) == 10009743542 and
+           float(rest[0]["dur"]) == 4, rest and rest[0])
     expect("simple_add: loom only: host while the kernels ran, then the last sync",
-           rest and all(10010096364 <= float(e["ts"]) <= 10010096880 for e in rest[:-1]) and
+           rest and all(10010096364 <= float(e["ts"]) <= 10010096880 for e in rest[1:-1]) and
            rest[-1]["name"] == "cudaDeviceSynchronize", [(e["ts"], e["name"]) for e in rest])
     # a flow per dependency of the path between two events; HTA's overlaid trace has 17
-    # launch and 17 sync flows: the same 16 of each (the memcpys and their stream syncs)
-    # and the last kernel's (the difference above); its 158 dependency flows join top-level
-    # ops only, loom's thread flows every event to the next on its thread
+    # launch and 17 sync flows: the same 16 of each (the memcpys and their stream syncs);
+    # its 17th of each is the last kernel's (the difference above), loom's the blocking
+    # first launch's (its kernel, then the call's end); its 158 dependency flows join
+    # top-level ops only, loom's thread flows every event to the next on its thread
     flows = [e for e in mine if e.get("cat") == "critical_path" and e["ph"] == "s"]
     by = {}
     for e in flows:
         by[e["name"]] = by.get(e["name"], 0) + 1
     expect("simple_add: path flows", by == {"critical_path: thread": 445,
-           "critical_path: sync": 16, "critical_path: launch": 16} and len(loom) == 706, by)
+           "critical_path: sync": 17, "critical_path: launch": 17} and len(loom) == 707, by)
     # 8 of the path's calls have a twin (same thread, time, length and name): both marked
     marked = sum(1 for e in mine if e["ph"] == "X" and e.get("args", {}).get("critical"))
-    expect("simple_add: marked events", marked == 714, marked)
+    expect("simple_add: marked events", marked == 715, marked)
     return src, out, marked, len(flows)
 
 
@@ -282,8 +339,8 @@ def tp_checks(out, marked, nflows):
     if b is None:
         return False
     if b:
-        expect("tp: marked slices", b[0][0]["n"] == marked == 714, (b[0][0]["n"], marked))
-        expect("tp: path flows", b[1][0]["n"] - own == nflows == 477, (b[1][0]["n"], own, nflows))
+        expect("tp: marked slices", b[0][0]["n"] == marked == 715, (b[0][0]["n"], marked))
+        expect("tp: path flows", b[1][0]["n"] - own == nflows == 479, (b[1][0]["n"], own, nflows))
         expect("tp: no error stat the input lacks",
                b[2] == [{"name": "slice_drop_overlapping_complete_event", "v": 7}], b[2])
     return True
@@ -293,6 +350,7 @@ launch_bound()
 copy_bound()
 cross_queue()
 sync_bound()
+blocking()
 late_rank()
 windows()
 src, out, marked, nflows = hta_simple_add()
