@@ -9,6 +9,14 @@
  * before the C library's (interpose.c), and asks for the device type.
  * Anywhere else the backend says why it cannot record (probe).
  *
+ * Two ways to record, chosen at configure: through loom's host recorder
+ * (loom_memory_alloc/free, found in the process with dlsym: per-thread
+ * buffers, no lock; the events are named "[memory]" as the program's own
+ * calls to those functions are), the default; or with heap.names=1 (or
+ * with a libloom that lacks them) through the backend's host->emit, each
+ * named after its call, at several times the cost (a lock and the
+ * backend's arrays per record).
+ *
  * loom's own allocations are not the program's: nothing is recorded on a
  * thread while it is inside a record (the core's allocations as it takes
  * one), nor for a call made directly from loom's libraries (libloom*,
@@ -20,6 +28,7 @@
 #include "heap.h" /* first: _GNU_SOURCE */
 
 #define LOOM_PLUGIN_WANT_ATTACH
+#include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
@@ -33,6 +42,9 @@ static loom_backend *heap_self;
 static loom_clock heap_clk;
 static int wanted; /* the session asked for memory records */
 static loom_string_id names[HC_COUNT_];
+typedef void (*memory_fn)(uint64_t addr, uint64_t bytes, loom_memory_kind kind, int32_t device,
+                          uint64_t reserved);
+static memory_fn rec_alloc, rec_free; /* loom_memory_alloc/free; NULL: through emit */
 static __thread int inside __attribute__((tls_model("initial-exec")));
 static atomic_int forking, inflight;
 
@@ -77,6 +89,12 @@ uint64_t heap_now(void) {
 void heap_note(int alloc, int call, const void *p, size_t n, uint64_t t, const void *ra) {
   if (inside || by_loom(ra)) return;
   inside = 1;
+  memory_fn fast = alloc ? rec_alloc : rec_free;
+  if (fast) { /* the host recorder: lock-free, fork-safe */
+    fast((uint64_t)(uintptr_t)p, n, LOOM_MEMORY_HOST, -1, 0);
+    inside = 0;
+    return;
+  }
   atomic_fetch_add(&inflight, 1);
   if (!atomic_load(&forking)) {
     loom_arg a[2] = {{.key = "addr", .type = LOOM_ARG_UINT, .v.u = (uint64_t)(uintptr_t)p},
@@ -117,6 +135,11 @@ static loom_status heap_configure(loom_backend *b, uint32_t kinds) {
   loom_status st = heap_host->clock_declare(b, d, "host", &heap_clk);
   if (st != LOOM_OK) return st;
   for (int i = 0; i < HC_COUNT_; i++) names[i] = heap_host->intern(b, call_names[i], SIZE_MAX);
+  const char *v = heap_host->config_get(b, "heap.names");
+  int named = v && (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"));
+  rec_alloc = named ? NULL : (memory_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "loom_memory_alloc");
+  rec_free = named ? NULL : (memory_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "loom_memory_free");
+  if (!rec_alloc || !rec_free) rec_alloc = rec_free = NULL;
   int n = 0;
   atomic_store(&nown, 0);
   dl_iterate_phdr(add_module, &n);
@@ -141,8 +164,14 @@ static const loom_backend_enable heap_enable = {
     .flags = LOOM_ENABLE_F_PRELOAD_WHEN_ASKED,
 };
 
+static const loom_option_desc heap_options[] = {
+    {"heap.names", "1: each record named after its call (malloc, calloc, realloc, free...), "
+                   "through the backend at several times the cost (default 0: \"[memory]\")"},
+    {NULL, NULL}};
+
 static const loom_backend_ops heap_ops = {
     .struct_size = sizeof(loom_backend_ops),
+    .options = heap_options,
     .abi_major = LOOM_ABI_MAJOR,
     .abi_minor = LOOM_ABI_MINOR,
     .name = "heap",

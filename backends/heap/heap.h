@@ -35,9 +35,11 @@ int heap_interposed(void);
  * next definitions are found first when they were not yet. */
 void heap_set_recording(int on);
 
-/* Records an allocation of n bytes at p (0 when p is NULL), or a free of p
- * (alloc 0), made by `call` whose caller's return address is ra, at time t
- * (heap_now()).  Nothing for the calls loom itself makes: those on a thread
+/* Records an allocation of n bytes at p, or a free of p (alloc 0), made by
+ * `call` whose caller's return address is ra, at time t (heap_now(); the
+ * host recorder, when it records, reads its own clock).  A free is noted
+ * before the memory goes back.  Nothing for the calls loom itself makes:
+ * those on a thread
  * already inside a record (the core's own allocations while it takes one)
  * and those whose caller is in loom's own libraries. */
 void heap_note(int alloc, int call, const void *p, size_t n, uint64_t t, const void *ra);

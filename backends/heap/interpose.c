@@ -11,9 +11,9 @@
  *
  * dlsym may allocate (its error buffer) before the next malloc is known:
  * those first allocations come from a static buffer, never freed, never
- * given to the next allocator.  A free at the start of a record is timed
- * before the memory goes back, so another thread's allocation of the same
- * address is always later.
+ * given to the next allocator.  A free is recorded before the memory goes
+ * back, so another thread's allocation of the same address is always
+ * later; realloc's free of the old block is timed before the call.
  */
 #include "heap.h" /* first: _GNU_SOURCE */
 
@@ -142,9 +142,8 @@ static __attribute__((noinline)) void slow_free(void *p, const void *ra) {
     return;
   }
   int e = errno;
-  uint64_t t = heap_now();
+  heap_note(0, HC_FREE, p, 0, heap_now(), ra); /* before another thread can have p */
   next.free(p);
-  heap_note(0, HC_FREE, p, 0, t, ra);
   errno = e;
 }
 static void heap_free(void *p) {
