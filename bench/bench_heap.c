@@ -7,7 +7,9 @@
  * default way (loom_memory_alloc/free into the host recorder, where libloom
  * has them; else the same as the next) and with heap.names=1 (through the
  * backend's host->emit, records kept in the heap as without loom record).
- * Each round measures the four in turn (the order rotates),
+ * Recording writes its records to new memory, so the figures include the
+ * page faults that brings (bench_pages measures them alone).  Each round
+ * measures the four in turn (the order rotates),
  * a fresh session for the recorded one; min and median over the rounds of
  * ns per pair, and of the cost added over the baseline in the same round.
  *

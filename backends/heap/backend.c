@@ -99,9 +99,10 @@ void heap_note(int alloc, int call, const void *p, size_t n, uint64_t t, const v
   if (!atomic_load(&forking)) {
     loom_arg a[2] = {{.key = "addr", .type = LOOM_ARG_UINT, .v.u = (uint64_t)(uintptr_t)p},
                      {.key = "bytes", .type = LOOM_ARG_UINT, .v.u = n}};
+    uint64_t ts = t ? t : heap_now();
     loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_MEMORY,
                      .flags = alloc ? LOOM_RECORD_F_ALLOC : LOOM_RECORD_F_FREE,
-                     .clock = heap_clk, .device = LOOM_DEVICE_HOST, .start = t, .end = t,
+                     .clock = heap_clk, .device = LOOM_DEVICE_HOST, .start = ts, .end = ts,
                      .name = names[call], .nargs = alloc ? 2 : 1, .args = a};
     heap_host->emit(heap_self, &r);
   }

@@ -36,9 +36,9 @@ int heap_interposed(void);
 void heap_set_recording(int on);
 
 /* Records an allocation of n bytes at p, or a free of p (alloc 0), made by
- * `call` whose caller's return address is ra, at time t (heap_now(); the
- * host recorder, when it records, reads its own clock).  A free is noted
- * before the memory goes back.  Nothing for the calls loom itself makes:
+ * `call` whose caller's return address is ra, at time t (heap_now(), or 0
+ * for now; the host recorder, when it records, reads its own clock).  A
+ * free is noted before the memory goes back.  Nothing for the calls loom itself makes:
  * those on a thread
  * already inside a record (the core's own allocations while it takes one)
  * and those whose caller is in loom's own libraries. */

@@ -104,7 +104,7 @@ void heap_set_recording(int on) {
 /* Notes a result: errno as the allocator left it. */
 static void *noted(int call, void *p, size_t n, const void *ra) {
   int e = errno;
-  if (p) heap_note(1, call, p, n, heap_now(), ra);
+  if (p) heap_note(1, call, p, n, 0, ra);
   errno = e;
   return p;
 }
@@ -142,7 +142,7 @@ static __attribute__((noinline)) void slow_free(void *p, const void *ra) {
     return;
   }
   int e = errno;
-  heap_note(0, HC_FREE, p, 0, heap_now(), ra); /* before another thread can have p */
+  heap_note(0, HC_FREE, p, 0, 0, ra); /* before another thread can have p */
   next.free(p);
   errno = e;
 }
@@ -173,7 +173,7 @@ static __attribute__((noinline)) void *slow_realloc(void *p, size_t n, const voi
   int e = errno;
   /* NULL: p is untouched (a failure), or was freed (a size of 0) */
   if (q || !n) heap_note(0, HC_REALLOC, p, 0, t, ra);
-  if (q) heap_note(1, HC_REALLOC, q, n, heap_now(), ra);
+  if (q) heap_note(1, HC_REALLOC, q, n, 0, ra);
   errno = e;
   return q;
 }

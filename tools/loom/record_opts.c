@@ -38,7 +38,7 @@ static int usage(void) {
       "                   LOOM_PLUGIN_PATH folders and LOOM_PLUGINS files always load\n"
       "  --memory host    also record the program's heap: every malloc, calloc,\n"
       "                   realloc, free... (device type heap, off by default: the\n"
-      "                   program runs with libloom-heap.so preloaded; docs/memory.md).\n"
+      "                   program runs with libloom-heap.so preloaded; docs/heap.md)\n"
       "                   (device memory comes with its runtime's backend)\n"
       "window options (docs/triggers.md): record only part of the run\n"
       "  --start-step N --steps K   steps N..N+K-1 (loom_step, PyTorch's ProfilerStep#N)\n"
