@@ -33,11 +33,23 @@ def arg(name, s="s"):
 DEVICE_WORK = "category in ('kernel', 'gpu_memcpy', 'gpu_memset')"
 
 
+# A memory event: in .json Kineto's [memory] instant (the call in loom_call, Bytes negative on a
+# free); in .pftrace an instant named after its call, marked alloc or free (docs/formats.md).
+IS_MEM = f"(s.name = '[memory]' or {arg('loom_role')} in ('alloc', 'free'))"
+MEM_CALL = f"coalesce({arg('loom_call')}, s.name)"
+
+
 def mem(call, signed_bytes, kind, device_type):
-    """The [memory] events of call with Bytes (negative: a free), kind and Device Type."""
-    return (f"select count(*) as n from slice s where s.name = '[memory]' and "
-            f"{arg('loom_call')} = '{call}' and {arg('Bytes')} = {signed_bytes} and "
-            f"{arg('loom_memory_kind')} = '{kind}' and {arg('Device Type')} = {device_type}")
+    """The memory events of call with its bytes (negative: a free), kind and device or none."""
+    role = "alloc" if signed_bytes > 0 else "free"
+    as_json = (f"(s.name = '[memory]' and {arg('loom_call')} = '{call}' and "
+               f"{arg('Bytes')} = {signed_bytes} and {arg('loom_memory_kind')} = '{kind}' and "
+               f"{arg('Device Type')} = {device_type})")
+    as_pftrace = (f"(s.name = '{call}' and s.dur = 0 and {arg('loom_role')} = '{role}' and "
+                  f"{arg('bytes')} = {abs(signed_bytes)} and {arg('memory_kind')} = '{kind}' and "
+                  f"({arg('device')} is not null) = {device_type})")
+    return f"select count(*) as n from slice s where {as_json} or {as_pftrace}"
+
 
 CHECKS = [
     ("kernels", EAGER_KERNELS + GRAPH_KERNELS,
@@ -99,13 +111,14 @@ CHECKS = [
     ("memory: cudaFree of the managed one", 1, mem("cudaFree", -MANAGED_BYTES, "shared", 1)),
     ("memory: cudaFreeHost", STREAMS, mem("cudaFreeHost", -BUFFER_BYTES, "host_pinned", 0)),
     ("memory: records without their call", 0,
-     f"select count(*) as n from slice s where s.name = '[memory]' and "
-     f"coalesce({arg('loom_call')}, '') in ('', 'CUDA memory allocation', 'CUDA memory release')"),
+     f"select count(*) as n from slice s where {IS_MEM} and "
+     f"coalesce({MEM_CALL}, '') in ('', '[memory]', 'CUDA memory allocation', "
+     f"'CUDA memory release')"),
     ("memory: on another thread than their call", 0,
      f"select count(*) as n from slice s join thread_track tt on s.track_id = tt.id "
-     f"where s.name = '[memory]' and {arg('loom_call')} like 'cuda%' and not exists "
+     f"where {IS_MEM} and {MEM_CALL} like 'cuda%' and not exists "
      f"(select 1 from slice c join thread_track ct on c.track_id = ct.id where "
-     f"c.category = 'cuda_runtime' and c.name = {arg('loom_call')} and ct.utid = tt.utid)"),
+     f"c.category = 'cuda_runtime' and c.name = {MEM_CALL} and ct.utid = tt.utid)"),
     ("trace_processor error kinds", 0,
      "select count(*) as n from stats where value > 0 and severity in ('error', 'data_loss')"),
 ]
