@@ -523,6 +523,18 @@ static void test_memory(void **state) {
   check_memev(mem_named(m, n, "CUDA memory release"), "host_pinned", 0x200000000, 4096, 0,
               getpid());
   assert_int_equal(loom_trace_warning_count(t), 0);
+  /* written as Kineto's [memory] instants and read back: the same events */
+  char path[256];
+  tmp_path(path, sizeof path, ".json");
+  assert_int_equal(loom_trace_save(t, path), LOOM_OK);
+  loom_trace *back = ts_load(path);
+  memev mb[16];
+  assert_int_equal(memory_events(back, mb, 16), 6);
+  check_memev(mem_named(mb, 6, "cudaMallocAsync"), "pool", 0x7d0000000000, 2048, 1, tid);
+  assert_int_equal(mem_named(mb, 6, "cudaMallocAsync")->reserved, 32 << 20);
+  check_memev(mem_named(mb, 6, "cudaFree"), "device", 0x7f0000000000, 1 << 20, 1, tid);
+  loom_trace_free(back);
+  unlink(path);
   loom_trace_free(t);
 }
 

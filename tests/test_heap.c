@@ -38,12 +38,6 @@ typedef struct tally {
   size_t leaked;
 } tally;
 
-static const char *arg_s(const loom_arg *a, size_t n, const char *key) {
-  for (size_t k = 0; k < n; k++)
-    if (!strcmp(a[k].key, key) && a[k].type == LOOM_ARG_STRING) return a[k].v.s;
-  return NULL;
-}
-
 static int arg_u(const loom_arg *a, size_t n, const char *key, uint64_t *v) {
   for (size_t k = 0; k < n; k++)
     if (!strcmp(a[k].key, key) && a[k].type != LOOM_ARG_STRING) {
@@ -53,22 +47,21 @@ static int arg_u(const loom_arg *a, size_t n, const char *key, uint64_t *v) {
   return 0;
 }
 
-/* One memory event: its call, address, bytes (0 on a free) and whether it
- * frees; 0 when event i is no memory event. */
+/* One memory event (as read back: named after its call, marked alloc or
+ * free): its call, address, bytes (0 on a free) and whether it frees; 0
+ * when event i is no memory event. */
 static int memory_event(const loom_trace *t, size_t i, const loom_event_view *v,
                         const char **call, uint64_t *addr, uint64_t *bytes, int *is_free) {
+  if (v->kind != LOOM_KIND_MEMORY) return 0;
   loom_arg a[24];
   size_t n = loom_trace_event_args(t, i, a, 24);
   if (n > 24) n = 24;
-  if (v->kind != LOOM_KIND_MEMORY && !arg_u(a, n, "addr", addr)) return 0;
-  const char *c = arg_s(a, n, "loom_call"), *role = arg_s(a, n, "loom_role");
-  *call = c ? c : v->name;
-  if (!arg_u(a, n, "addr", addr)) arg_u(a, n, "Addr", addr);
-  /* a free: its mark; else no size, or Kineto's negative Bytes */
-  int sized = arg_u(a, n, "bytes", bytes) || arg_u(a, n, "Bytes", bytes);
-  *is_free = (v->roles & LOOM_RECORD_F_FREE) || (role && !strcmp(role, "free")) || !sized ||
-             (int64_t)*bytes < 0;
-  if (*is_free) *bytes = 0;
+  *call = v->name;
+  *is_free = (v->roles & LOOM_RECORD_F_FREE) != 0;
+  *addr = *bytes = 0;
+  assert_true(arg_u(a, n, "addr", addr));
+  if (!*is_free) assert_true(arg_u(a, n, "bytes", bytes));
+  assert_true(*is_free || (v->roles & LOOM_RECORD_F_ALLOC));
   return 1;
 }
 
@@ -161,8 +154,8 @@ static void check_recorded(const char *how, int by_name) {
     return;
   }
   const char *q[] = {
-      "select count(*) from slice where coalesce(extract_arg(arg_set_id, 'args.bytes'), "
-      "extract_arg(arg_set_id, 'args.Bytes')) = 3331",
+      "select count(*) from slice where name = '[memory]' and "
+      "extract_arg(arg_set_id, 'args.Bytes') = 3331",
       "select count(*) from stats where value > 0 and severity in ('error','data_loss')"};
   long long r[2];
   tp_ints(trace, q, r, 2);

@@ -8,7 +8,8 @@
  *             (bytes, direction), fills, barriers and runtime calls, a flow
  *             per command, device times (offset + 500 ppm drift, 32-bit
  *             kernel timestamps) inside their host brackets within 1 us,
- *             named queue/list tracks, trace_processor counts, no errors;
+ *             named queue/list tracks, its device buffer's allocation and
+ *             free ([memory] events), trace_processor counts, no errors;
  *             identical program output with and without loom.
  *   late      "xpu" asked for with the plug-in absent (the warning says how
  *             to load plug-ins), then the plug-in dlopen()ed during a session
@@ -37,6 +38,8 @@
 
 typedef struct counts {
   size_t kernels, scale, square, copies, fills, barriers, calls, syncs, flows;
+  size_t allocs, frees; /* memory events */
+  uint64_t alloc_bytes;
   size_t inside_call, after_call; /* device work within its call / after it */
   int brackets_ok;
   int marks_ok; /* append calls are marked for loom report by what they append */
@@ -54,6 +57,14 @@ static counts inspect(loom_trace *t) {
       c.kernels++;
       c.scale += !strcmp(v.name, "scale");
       c.square += !strcmp(v.name, "square");
+    }
+    if (v.kind == LOOM_KIND_MEMORY) {
+      loom_arg a[16];
+      size_t na = loom_trace_event_args(t, i, a, 16);
+      for (size_t k = 0; k < na && k < 16; k++)
+        if (!strcmp(a[k].key, "bytes") && (v.roles & LOOM_RECORD_F_ALLOC)) c.alloc_bytes += a[k].v.u;
+      c.allocs += (v.roles & LOOM_RECORD_F_ALLOC) && !strcmp(v.name, "zeMemAllocDevice");
+      c.frees += (v.roles & LOOM_RECORD_F_FREE) && !strcmp(v.name, "zeMemFree");
     }
     c.copies += v.kind == LOOM_KIND_MEMCPY;
     c.fills += v.kind == LOOM_KIND_MEMSET;
@@ -116,6 +127,10 @@ static void test_record(void **state) {
   assert_int_equal(c.barriers, 2);
   assert_int_equal(c.flows, 13);
   assert_int_equal(c.syncs, 2); /* zeEventHostSynchronize, zeCommandQueueSynchronize */
+  /* its one device buffer: allocated and freed */
+  assert_int_equal(c.allocs, 1);
+  assert_int_equal(c.frees, 1);
+  assert_int_equal(c.alloc_bytes, 16384);
   /* every traced call zeapp makes (zeInit, zeDriverGet and zeDeviceGet are
    * not traced by this backend; the two host syncs are xpu_sync) */
   assert_int_equal(c.calls, 39);
@@ -154,9 +169,13 @@ static void test_record(void **state) {
       "select count(*) from slice join args using(arg_set_id) where slice.category = 'gpu_memset' "
       "and args.key = 'args.bytes' and args.int_value in (1024, 512)",
       "select count(*) from slice where category = 'xpu_runtime'",
-      "select count(*) from stats where value > 0 and severity in ('error','data_loss')"};
-  long long r[14];
-  tp_ints(trace, q, r, 14);
+      "select count(*) from stats where value > 0 and severity in ('error','data_loss')",
+      "select count(*) from slice join args using(arg_set_id) where slice.name = '[memory]' and "
+      "args.key = 'args.Bytes' and args.int_value in (16384, -16384)",
+      "select count(*) from slice join args using(arg_set_id) where slice.name = '[memory]' and "
+      "args.key = 'args.loom_call' and args.display_value in ('zeMemAllocDevice', 'zeMemFree')"};
+  long long r[16];
+  tp_ints(trace, q, r, 16);
   assert_int_equal(r[0], (long long)loom_trace_event_count(t) + 1);
   assert_int_equal(r[1], 13);
   assert_int_equal(r[2], 5);
@@ -171,6 +190,8 @@ static void test_record(void **state) {
   assert_int_equal(r[11], 2);
   assert_int_equal(r[12], 39);
   assert_int_equal(r[13], 0);
+  assert_int_equal(r[14], 2); /* Kineto's [memory]: +16384, then -16384 */
+  assert_int_equal(r[15], 2);
   loom_trace_free(t);
   unlink(trace);
 }
