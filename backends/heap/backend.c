@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "loom/plugin.h"
@@ -120,8 +121,13 @@ static void fork_done(void) { atomic_store(&forking, 0); }
 static loom_status heap_probe(loom_backend *b, char *why, size_t n) {
   heap_self = b;
   if (heap_interposed()) return LOOM_OK;
-  snprintf(why, n, "libloom-heap.so is not preloaded, so the program's malloc is not its own: "
-           "record with 'loom record --memory host' (or put it first in LD_PRELOAD)");
+  const char *pre = getenv("LD_PRELOAD");
+  if (pre && strstr(pre, "libloom-heap"))
+    snprintf(why, n, "the program's malloc comes before libloom-heap.so's although it is "
+             "preloaded (the program defines malloc itself): its heap cannot be recorded");
+  else
+    snprintf(why, n, "libloom-heap.so is not preloaded, so the program's malloc is not its own: "
+             "record with 'loom record --memory host' (or put it first in LD_PRELOAD)");
   return LOOM_ENOTFOUND;
 }
 
