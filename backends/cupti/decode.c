@@ -19,8 +19,9 @@
  * call.  The API record usually comes after the memory record (CUPTI writes
  * it when the call returns), so a memory record whose call is not known yet
  * waits (up to PENDING_MAX of them) until that call's record is decoded;
- * the ones still waiting at flush go to the process's main thread (its id is
- * the record's processId) under a generic name.
+ * the ones whose call never comes (a call 65536 ids later arrived, or flush)
+ * go to the process's main thread (its id is the record's processId) under
+ * a generic name.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -127,7 +128,7 @@ typedef struct pending_mem {
   uint64_t ts, addr, bytes, reserved;
   const char *kind;        /* a static string */
 } pending_mem;
-#define PENDING_MAX 65536
+#define PENDING_MAX 4096
 static pending_mem *pending;
 static size_t npending, cap_pending;
 
@@ -431,17 +432,19 @@ static void emit_memory_alone(const pending_mem *m) {
                                                                : "CUDA memory release"));
 }
 
-/* The memory records that waited for correlation corr's call. */
+/* The memory records that waited for correlation corr's call; on the way,
+ * those whose call is ORPHAN_AGE ids older than corr (ids grow: it is not
+ * coming) go to the main thread, so few ever wait. */
+#define ORPHAN_AGE 65536u
 static void release_pending(uint32_t corr, uint32_t tid, loom_string_id name) {
-  for (size_t i = 0; i < npending;) {
-    if (pending[i].corr != corr) {
-      i++;
-      continue;
-    }
-    emit_memory(&pending[i], tid, name);
-    memmove(&pending[i], &pending[i + 1], (npending - i - 1) * sizeof *pending);
-    npending--;
+  size_t kept = 0;
+  for (size_t i = 0; i < npending; i++) {
+    if (pending[i].corr == corr) emit_memory(&pending[i], tid, name);
+    else if (corr > ORPHAN_AGE && pending[i].corr < corr - ORPHAN_AGE)
+      emit_memory_alone(&pending[i]);
+    else pending[kept++] = pending[i];
   }
+  npending = kept;
 }
 
 static void wait_for_call(const pending_mem *m) {
