@@ -5,7 +5,8 @@
  * every supported kind, replayed through the documented test seam
  * (cupti.replay=1, loom_cupti_replay), come out as the right events, flows,
  * external ids, tracks, device properties and times, and load cleanly in
- * trace_processor; the activity-buffer memory cap refuses buffers and the
+ * trace_processor; memory records (MEMORY2) on their calls' threads with
+ * exact bytes and kinds; the activity-buffer memory cap refuses buffers and the
  * refusals reach the trace as dropped records with their reason.
  *
  * Modes (argv[1]): "nodriver" (default) runs everything but the stub check;
@@ -395,6 +396,148 @@ static void test_correlations_roll_over(void **state) {
   loom_trace_free(t);
 }
 
+/* ---- memory --------------------------------------------------------------- */
+static void add_memory(buf *b, int alloc, CUpti_ActivityMemoryKind kind, uint32_t corr,
+                       uint64_t addr, uint64_t bytes, uint64_t ts, uint64_t pool_size) {
+  CUpti_ActivityMemory4 *m = ADD(b, CUPTI_ACTIVITY_KIND_MEMORY2, CUpti_ActivityMemory4);
+  m->memoryOperationType = alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                                 : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  m->memoryKind = kind;
+  m->correlationId = corr;
+  m->address = addr;
+  m->bytes = bytes;
+  m->timestamp = ts;
+  m->processId = (uint32_t)getpid();
+  m->deviceId = 0;
+  m->contextId = 1;
+  if (pool_size) {
+    m->isAsync = 1;
+    m->memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+    m->memoryPoolConfig.pool.size = pool_size;
+  }
+}
+
+typedef struct memev {
+  const char *name, *kind;
+  uint64_t addr, bytes, reserved, ext;
+  int has_device;
+  int64_t tid;
+} memev;
+
+static size_t memory_events(const loom_trace *t, memev *out, size_t max) {
+  size_t n = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t) && n < max; i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    if (v.kind != LOOM_KIND_MEMORY) continue;
+    memev m = {.name = v.name, .kind = "", .tid = v.tid, .ext = v.external_id};
+    loom_arg a[16];
+    size_t na = loom_trace_event_args(t, i, a, 16);
+    for (size_t k = 0; k < na && k < 16; k++) {
+      if (!strcmp(a[k].key, "addr")) m.addr = a[k].v.u;
+      if (!strcmp(a[k].key, "bytes")) m.bytes = a[k].v.u;
+      if (!strcmp(a[k].key, "reserved")) m.reserved = a[k].v.u;
+      if (!strcmp(a[k].key, "memory_kind")) m.kind = a[k].v.s;
+      if (!strcmp(a[k].key, "device")) m.has_device = 1;
+    }
+    out[n++] = m;
+  }
+  return n;
+}
+
+static const memev *mem_named(const memev *m, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(m[i].name, name)) return &m[i];
+  fail_msg("no memory record named %s", name);
+  return NULL;
+}
+
+static void check_memev(const memev *m, const char *kind, uint64_t addr, uint64_t bytes,
+                        int has_device, int64_t tid) {
+  assert_string_equal(m->kind, kind);
+  assert_int_equal(m->addr, addr);
+  assert_int_equal(m->bytes, bytes);
+  assert_int_equal(m->has_device, has_device);
+  assert_int_equal(m->tid, tid);
+}
+
+/* MEMORY2 records: each on the thread of its API call (whose record comes
+ * after it, or before), named after that call, with the call's op; one whose
+ * call never comes lands on the main thread at flush.  Pool memory
+ * (cudaMallocAsync) carries the pool's size as reserved bytes. */
+static void test_memory(void **state) {
+  (void)state;
+  replay_fn replay = (replay_fn)(uintptr_t)plugin_sym("loom_cupti_replay");
+  uint32_t tid = (uint32_t)syscall(SYS_gettid) + 1000000; /* a thread not this one */
+  loom_session *s = ts_start("cpu,cuda", "cupti.replay=1");
+  uint64_t base = now_realtime();
+  buf b = {0};
+  CUpti_ActivityExternalCorrelation *x =
+      ADD(&b, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUpti_ActivityExternalCorrelation);
+  x->externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, x->externalId = 77;
+  x->correlationId = 20;
+  add_memory(&b, 1, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 20, 0x7f0000000000, 1 << 20, base + 1500, 0);
+  add_api(&b, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 20, tid,
+          base + 1000, base + 2000);
+  add_api(&b, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020, 21, tid,
+          base + 3000, base + 4000);
+  add_memory(&b, 1, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 21, 0x200000000, 4096, base + 3500, 0);
+  add_memory(&b, 1, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED, 22, 0x7e0000000000, 65536, base + 5500, 0);
+  add_api(&b, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000, 22,
+          tid, base + 5000, base + 6000);
+  add_memory(&b, 1, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 23, 0x7d0000000000, 2048, base + 7500,
+             32 << 20);
+  add_api(&b, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020, 23,
+          tid, base + 7000, base + 8000);
+  add_memory(&b, 0, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 24, 0x7f0000000000, 1 << 20, base + 9500, 0);
+  add_api(&b, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, 24, tid,
+          base + 9000, base + 10000);
+  /* its call's record never comes */
+  add_memory(&b, 0, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 25, 0x200000000, 4096, base + 11500, 0);
+  assert_int_equal(replay(b.p, b.n), 12);
+  free(b.p);
+  usleep(2000);
+  loom_trace *t = ts_finish(s);
+  memev m[16];
+  size_t n = memory_events(t, m, 16), allocs = 0, frees = 0;
+  uint64_t abytes = 0, fbytes = 0;
+  for (size_t i = 0; i < n; i++) {
+    int is_free = strstr(m[i].name, "Free") || strstr(m[i].name, "release");
+    allocs += !is_free, frees += is_free;
+    if (is_free) fbytes += m[i].bytes;
+    else abytes += m[i].bytes;
+  }
+  assert_int_equal(allocs, 4);
+  assert_int_equal(frees, 2);
+  assert_int_equal(abytes, (1 << 20) + 4096 + 65536 + 2048);
+  assert_int_equal(fbytes, (1 << 20) + 4096);
+  const memev *a = mem_named(m, n, "cudaMalloc");
+  check_memev(a, "device", 0x7f0000000000, 1 << 20, 1, tid);
+  assert_int_equal(a->ext, 77);
+  check_memev(mem_named(m, n, "cudaMallocHost"), "host_pinned", 0x200000000, 4096, 0, tid);
+  check_memev(mem_named(m, n, "cudaMallocManaged"), "shared", 0x7e0000000000, 65536, 1, tid);
+  const memev *p = mem_named(m, n, "cudaMallocAsync");
+  check_memev(p, "pool", 0x7d0000000000, 2048, 1, tid);
+  assert_int_equal(p->reserved, 32 << 20);
+  check_memev(mem_named(m, n, "cudaFree"), "device", 0x7f0000000000, 1 << 20, 1, tid);
+  check_memev(mem_named(m, n, "CUDA memory release"), "host_pinned", 0x200000000, 4096, 0,
+              getpid());
+  assert_int_equal(loom_trace_warning_count(t), 0);
+  /* written as Kineto's [memory] instants and read back: the same events */
+  char path[256];
+  tmp_path(path, sizeof path, ".json");
+  assert_int_equal(loom_trace_save(t, path), LOOM_OK);
+  loom_trace *back = ts_load(path);
+  memev mb[16];
+  assert_int_equal(memory_events(back, mb, 16), 6);
+  check_memev(mem_named(mb, 6, "cudaMallocAsync"), "pool", 0x7d0000000000, 2048, 1, tid);
+  assert_int_equal(mem_named(mb, 6, "cudaMallocAsync")->reserved, 32 << 20);
+  check_memev(mem_named(mb, 6, "cudaFree"), "device", 0x7f0000000000, 1 << 20, 1, tid);
+  loom_trace_free(back);
+  unlink(path);
+  loom_trace_free(t);
+}
+
 /* The CUDA driver's injection entry point registers (again) harmlessly. */
 /* CUDA_INJECTION64_PATH: the driver calls InitializeInjection in cuInit;
  * here it returns 1 (loom is in the process, the plug-in registered).  In a
@@ -425,6 +568,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_replay),
       cmocka_unit_test(test_buffer_cap),
       cmocka_unit_test(test_correlations_roll_over),
+      cmocka_unit_test(test_memory),
       cmocka_unit_test(test_injection_entry),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

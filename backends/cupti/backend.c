@@ -7,7 +7,8 @@
  * the options and declares the REALTIME clock (cuptiGetTimestamp's clock);
  * start registers the buffer callbacks and enables the activity kinds the
  * session asks for; stop disables them; flush forces CUPTI to complete every
- * buffer (cuptiActivityFlushAll), which decodes them (decode.c).
+ * buffer (cuptiActivityFlushAll), which decodes them (decode.c), then
+ * emits the memory records whose API call never came.
  *
  * Test seams (docs/cupti.md): the option cupti.replay=1 makes probe,
  * configure and start succeed without touching the driver or libcupti, and
@@ -53,11 +54,12 @@ static const kind_map kinds_wanted[] = {
     {K(KERNEL), CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
     {K(MEMCPY), CUPTI_ACTIVITY_KIND_MEMCPY},
     {K(MEMSET), CUPTI_ACTIVITY_KIND_MEMSET},
-    {K(RUNTIME), CUPTI_ACTIVITY_KIND_RUNTIME},
+    {K(RUNTIME) | K(MEMORY), CUPTI_ACTIVITY_KIND_RUNTIME}, /* memory: the calls' threads */
     {K(DRIVER), CUPTI_ACTIVITY_KIND_DRIVER},
     {K(SYNC), CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
-    {K(RUNTIME) | K(DRIVER) | K(KERNEL) | K(MEMCPY) | K(MEMSET),
+    {K(RUNTIME) | K(DRIVER) | K(KERNEL) | K(MEMCPY) | K(MEMSET) | K(MEMORY),
      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION},
+    {K(MEMORY), CUPTI_ACTIVITY_KIND_MEMORY2},
     {K(OVERHEAD), CUPTI_ACTIVITY_KIND_OVERHEAD},
     {LOOM_KINDS_ALL, CUPTI_ACTIVITY_KIND_DEVICE},
 };
@@ -141,8 +143,12 @@ static loom_status cupti_stop(loom_backend *b) {
 }
 
 static loom_status cupti_flush(loom_backend *b) {
-  if (atomic_load(&replay_mode) || !atomic_load(&cupti_loaded)) return LOOM_OK;
+  if (atomic_load(&replay_mode) || !atomic_load(&cupti_loaded)) {
+    cupti_decode_finish();
+    return LOOM_OK;
+  }
   CUptiResult r = cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  cupti_decode_finish();
   if (r != CUPTI_SUCCESS) {
     cupti_host->report(b, LOOM_SEV_WARNING, "cuptiActivityFlushAll failed: %s (%d)",
                        cupti_error(r), (int)r);
@@ -205,7 +211,7 @@ static const loom_backend_ops cupti_ops = {
     .kinds = LOOM_KIND_BIT(LOOM_KIND_KERNEL) | LOOM_KIND_BIT(LOOM_KIND_MEMCPY) |
              LOOM_KIND_BIT(LOOM_KIND_MEMSET) | LOOM_KIND_BIT(LOOM_KIND_RUNTIME) |
              LOOM_KIND_BIT(LOOM_KIND_DRIVER) | LOOM_KIND_BIT(LOOM_KIND_SYNC) |
-             LOOM_KIND_BIT(LOOM_KIND_OVERHEAD),
+             LOOM_KIND_BIT(LOOM_KIND_OVERHEAD) | LOOM_KIND_BIT(LOOM_KIND_MEMORY),
     .flags = LOOM_BACKEND_F_LAZY,
     .runtime_category = "cuda_runtime",
     .driver_category = "cuda_driver",

@@ -57,6 +57,9 @@ extern loom_clock cupti_clock;
 
 /* Per-session decoder state (devices, streams, correlation maps). */
 void cupti_decode_reset(void);
+/* Emits the memory records still waiting for their API call's record (at
+ * flush: on the process's main thread). */
+void cupti_decode_finish(void);
 /* Decodes one activity record; 1 when it was a supported kind, else 0. */
 int cupti_decode_record(const CUpti_Activity *rec);
 /* Size of a record of this kind in a buffer (0 for an unsupported kind). */

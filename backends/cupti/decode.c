@@ -9,8 +9,19 @@
  * record, or as "CUDA device N" on first use), stream id -> loom resource
  * ("stream N", native id N), context id -> device (for synchronisation
  * records, which carry no device), and correlation id -> (external id, host
- * thread) from EXTERNAL_CORRELATION and API records.  All timestamps are
- * CLOCK_REALTIME ns (cuptiGetTimestamp), the clock cupti_clock declares.
+ * thread, API name) from EXTERNAL_CORRELATION and API records.  All
+ * timestamps are CLOCK_REALTIME ns (cuptiGetTimestamp), the clock
+ * cupti_clock declares.
+ *
+ * Memory (MEMORY2 records: an allocation or a release with its address,
+ * bytes, memory kind and device) becomes LOOM_KIND_MEMORY records on the
+ * host thread of the API call with the same correlation id, named after that
+ * call.  The API record usually comes after the memory record (CUPTI writes
+ * it when the call returns), so a memory record whose call is not known yet
+ * waits (up to PENDING_MAX of them) until that call's record is decoded;
+ * the ones whose call never comes (a call 65536 ids later arrived, or flush)
+ * go to the process's main thread (its id is the record's processId) under
+ * a generic name.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -30,7 +41,7 @@ loom_clock cupti_clock;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* the tables below */
 
 /* ---- small open-addressing maps keyed by a nonzero 64-bit id ------------- */
-typedef struct map_entry { uint64_t key, a, b; } map_entry;
+typedef struct map_entry { uint64_t key, a, b, c; } map_entry;
 typedef struct map { map_entry *e; size_t cap, n; } map;
 
 #define MAP_LIMIT (1u << 22) /* entries kept before a map starts over */
@@ -85,7 +96,8 @@ static map_entry *map_put(map *m, uint64_t key) {
 static map devices;  /* cupti device id + 1 -> a: loom device */
 static map streams;  /* stream id + 1 -> a: loom device, b: resource */
 static map contexts; /* context id + 1 -> a: cupti device id */
-/* correlation id -> a: external id, b: host thread.  Two generations: a
+/* correlation id -> a: external id, b: host thread, c: the API call's name
+ * (a loom_string_id; 0 before its record is decoded).  Two generations: a
  * full one becomes the old one (the one before is dropped), so that work
  * still in flight when the ids roll over keeps its external id and thread. */
 static map corrs, corrs_old;
@@ -105,12 +117,26 @@ static map_entry *corr_put(uint64_t corr) {
   map_entry *e = map_put(&corrs, corr), *old;
   /* new in this generation but met in the last (just before the roll over) */
   if (e && corrs.n != before && corrs_old.n && (old = map_find(&corrs_old, corr)))
-    e->a = old->a, e->b = old->b;
+    e->a = old->a, e->b = old->b, e->c = old->c;
   return e;
 }
 
+/* Memory records waiting for their API call's record (mu held). */
+typedef struct pending_mem {
+  uint16_t flag;           /* LOOM_RECORD_F_ALLOC or _FREE */
+  uint32_t corr, dev, pid; /* dev: loom device, LOOM_DEVICE_HOST for none */
+  uint64_t ts, addr, bytes, reserved;
+  const char *kind;        /* a static string */
+} pending_mem;
+#define PENDING_MAX 4096
+static pending_mem *pending;
+static size_t npending, cap_pending;
+
 void cupti_decode_reset(void) {
   pthread_mutex_lock(&mu);
+  free(pending);
+  pending = NULL;
+  npending = cap_pending = 0;
   const char *v = getenv("LOOM_TEST_CUPTI_MAP_LIMIT");
   map_limit = v && strtoull(v, NULL, 10) >= 4 ? (size_t)strtoull(v, NULL, 10) : MAP_LIMIT;
   map_clear(&devices);
@@ -191,6 +217,12 @@ typedef struct cbid_name { uint32_t cbid; const char *name; } cbid_name;
 static const cbid_name runtime_names[] = {
     {CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc"},
     {CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree"},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020, "cudaMallocHost"},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, "cudaFreeHost"},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020, "cudaHostAlloc"},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000, "cudaMallocManaged"},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020, "cudaMallocAsync"},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020, "cudaFreeAsync"},
     {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy"},
     {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync"},
     {CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, "cudaMemset"},
@@ -382,6 +414,96 @@ static void decode_memset(const CUpti_ActivityMemset4 *m) {
   emit(LOOM_KIND_MEMSET, dev, res, m->start, m->end, intern(name), m->correlationId, a, n);
 }
 
+/* ---- memory (mu held) ------------------------------------------------------ */
+static void emit_memory(const pending_mem *m, uint32_t tid, loom_string_id name) {
+  loom_arg a[5];
+  uint32_t n = 0;
+  a[n++] = ARG_U("addr", m->addr);
+  a[n++] = ARG_U("bytes", m->bytes);
+  a[n++] = ARG_S("memory_kind", m->kind);
+  if (m->dev != LOOM_DEVICE_HOST) a[n++] = ARG_U("device", m->dev);
+  if (m->reserved) a[n++] = ARG_U("reserved", m->reserved);
+  emit_as(LOOM_KIND_MEMORY, m->flag, LOOM_DEVICE_HOST, tid, m->ts, m->ts, name, m->corr, a, n);
+}
+
+/* Without its call: the main thread, a generic name. */
+static void emit_memory_alone(const pending_mem *m) {
+  emit_memory(m, m->pid, intern(m->flag == LOOM_RECORD_F_ALLOC ? "CUDA memory allocation"
+                                                               : "CUDA memory release"));
+}
+
+/* The memory records that waited for correlation corr's call; on the way,
+ * those whose call is ORPHAN_AGE ids older than corr (ids grow: it is not
+ * coming) go to the main thread, so few ever wait. */
+#define ORPHAN_AGE 65536u
+static void release_pending(uint32_t corr, uint32_t tid, loom_string_id name) {
+  size_t kept = 0;
+  for (size_t i = 0; i < npending; i++) {
+    if (pending[i].corr == corr) emit_memory(&pending[i], tid, name);
+    else if (corr > ORPHAN_AGE && pending[i].corr < corr - ORPHAN_AGE)
+      emit_memory_alone(&pending[i]);
+    else pending[kept++] = pending[i];
+  }
+  npending = kept;
+}
+
+static void wait_for_call(const pending_mem *m) {
+  if (npending == cap_pending && npending < PENDING_MAX) {
+    size_t nc = cap_pending ? cap_pending * 2 : 64;
+    pending_mem *p = realloc(pending, nc * sizeof *p);
+    if (p) pending = p, cap_pending = nc;
+  }
+  if (npending < cap_pending) pending[npending++] = *m;
+  else emit_memory_alone(m);
+}
+
+/* loom's memory kind of CUPTI's; *on_device: the memory lives on the
+ * record's device (not host memory). */
+static const char *memory_kind_of(unsigned k, int *on_device) {
+  *on_device = 1;
+  switch (k) {
+  case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: *on_device = 0; return "host";
+  case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: *on_device = 0; return "host_pinned";
+  case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
+  case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "shared";
+  default: return "device"; /* device, device static, array, unknown */
+  }
+}
+
+/* A MEMORY2 record.  Only the fields every version of the struct shares
+ * (up to memoryPoolConfig) are read.  Memory from a CUDA memory pool
+ * (cudaMallocAsync: a local pool) is the kind "pool", with the pool's size
+ * as its reserved bytes. */
+static void decode_memory(const CUpti_ActivityMemory4 *r) {
+  unsigned op = r->memoryOperationType;
+  if (op != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION &&
+      op != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
+    return;
+  int on_device;
+  pending_mem m = {.flag = op == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                               ? LOOM_RECORD_F_ALLOC : LOOM_RECORD_F_FREE,
+                   .corr = r->correlationId, .pid = r->processId, .ts = r->timestamp,
+                   .addr = r->address, .bytes = r->bytes,
+                   .kind = memory_kind_of(r->memoryKind, &on_device)};
+  m.dev = on_device ? device_of(r->deviceId) : LOOM_DEVICE_HOST;
+  if (r->memoryPoolConfig.memoryPoolType == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL) {
+    m.kind = "pool";
+    m.reserved = r->memoryPoolConfig.pool.size;
+  } else if (r->memoryPoolConfig.memoryPoolType == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED) {
+    m.kind = "pool";
+  }
+  map_entry *e = corr_find(r->correlationId);
+  if (e && e->c) emit_memory(&m, (uint32_t)e->b, (loom_string_id)e->c);
+  else wait_for_call(&m);
+}
+
+void cupti_decode_finish(void) {
+  pthread_mutex_lock(&mu);
+  for (size_t i = 0; i < npending; i++) emit_memory_alone(&pending[i]);
+  npending = 0;
+  pthread_mutex_unlock(&mu);
+}
+
 static void decode_api(const CUpti_ActivityAPI *api) {
   int runtime = api->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
   uint32_t tid = api->threadId;
@@ -389,8 +511,10 @@ static void decode_api(const CUpti_ActivityAPI *api) {
   if (e) e->b = tid;
   uint16_t roles;
   loom_string_id name = api_name(runtime, api->cbid, &roles);
+  if (e && !e->c) e->c = name;
   emit_as(runtime ? LOOM_KIND_RUNTIME : LOOM_KIND_DRIVER, roles, LOOM_DEVICE_HOST, tid, api->start,
           api->end, name, api->correlationId, NULL, 0);
+  if (npending) release_pending(api->correlationId, tid, e ? (loom_string_id)e->c : name);
 }
 
 static void decode_external(const CUpti_ActivityExternalCorrelation *x) {
@@ -456,6 +580,7 @@ size_t cupti_record_size(CUpti_ActivityKind kind) {
   case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
   case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
   case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
+  case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(CUpti_ActivityMemory4);
   default: return 0;
   }
 }
@@ -472,6 +597,7 @@ static int decode_locked(const CUpti_Activity *r) {
   case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: decode_sync((const void *)r); break;
   case CUPTI_ACTIVITY_KIND_OVERHEAD: decode_overhead((const void *)r); break;
   case CUPTI_ACTIVITY_KIND_DEVICE: decode_device((const void *)r); break;
+  case CUPTI_ACTIVITY_KIND_MEMORY2: decode_memory((const void *)r); break;
   default: return 0;
   }
   return 1;

@@ -6,7 +6,8 @@
  * Host side: the loader's tracing layer (ZE_ENABLE_TRACING_LAYER=1, which
  * `loom record` sets) calls a prologue and an epilogue around each traced
  * API call on the calling thread; the epilogue emits a RUNTIME (or SYNC)
- * record with the thread's id.
+ * record with the thread's id; allocations and frees also give memory
+ * records (memory.c).
  *
  * Device side: every kernel launch, copy, fill and barrier gets a signal
  * event: the application's own, or (when it passed none) one of the
@@ -25,7 +26,8 @@
  *
  * This file: the loader and the backend's entry points; objects.c keeps
  * devices, queues, lists and event pools and reads device records, calls.c
- * holds the tracing callbacks, backend.h what they share.
+ * holds the tracing callbacks, memory.c those of allocations, backend.h
+ * what they share.
  */
 #include "backend.h"
 
@@ -276,7 +278,7 @@ static const loom_backend_ops ze_ops = {
     .device_type = "xpu",
     .kinds = LOOM_KIND_BIT(LOOM_KIND_KERNEL) | LOOM_KIND_BIT(LOOM_KIND_MEMCPY) |
              LOOM_KIND_BIT(LOOM_KIND_MEMSET) | LOOM_KIND_BIT(LOOM_KIND_RUNTIME) |
-             LOOM_KIND_BIT(LOOM_KIND_SYNC),
+             LOOM_KIND_BIT(LOOM_KIND_SYNC) | LOOM_KIND_BIT(LOOM_KIND_MEMORY),
     .flags = LOOM_BACKEND_F_LAZY,
     .runtime_category = "xpu_runtime",
     .probe = ze_probe,

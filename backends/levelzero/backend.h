@@ -1,8 +1,9 @@
 /*
  * backend.h - what the Level Zero backend's files share: backend.c (the
  * loader, the backend's entry points), objects.c (devices, queues, lists,
- * kernels, own event pools; device records read from completed commands)
- * and calls.c (the tracing layer's callbacks).
+ * kernels, own event pools; device records read from completed commands),
+ * calls.c (the tracing layer's callbacks) and memory.c (those of memory
+ * allocations and frees).
  */
 #ifndef LOOM_ZE_BACKEND_H
 #define LOOM_ZE_BACKEND_H
@@ -30,6 +31,7 @@
   X(zeDeviceGetGlobalTimestamps) X(zeEventPoolCreate) X(zeEventPoolDestroy)           \
   X(zeEventCreate) X(zeEventDestroy) X(zeEventQueryStatus) X(zeEventHostReset)        \
   X(zeEventQueryKernelTimestamp) X(zeMemGetAllocProperties) X(zeKernelGetName)        \
+  X(zeMemGetAddressRange)                                                             \
   X(zelTracerCreate) X(zelTracerSetEnabled)
 
 /* Traced calls: name, params struct, kind handler. */
@@ -141,6 +143,9 @@ void sync_point(xdev *d);
 size_t harvest(obj *o, uint64_t wait_until);
 void harvest_all(uint64_t wait_until);
 const char *result_name(ze_result_t r);
+/* The session's device index of h, or LOOM_DEVICE_HOST when h is not a
+ * device described in the current session. */
+uint32_t device_index(ze_device_handle_t h);
 
 /* The tracing layer's callbacks (calls.c), registered in ze_probe. */
 #define ZE_CB_DECL(n, p)                                                               \

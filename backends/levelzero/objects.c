@@ -236,3 +236,12 @@ void harvest_all(uint64_t wait_until) {
   for (size_t i = 0; i < nobjs; i++)
     if (objs[i].type != OBJ_LIST) harvest(&objs[i], wait_until);
 }
+
+uint32_t device_index(ze_device_handle_t h) {
+  if (!h) return LOOM_DEVICE_HOST;
+  pthread_mutex_lock(&mu);
+  xdev *d = find_dev(h);
+  uint32_t i = d && d->gen == atomic_load(&gen) ? d->index : LOOM_DEVICE_HOST;
+  pthread_mutex_unlock(&mu);
+  return i;
+}

@@ -384,7 +384,12 @@ enum {
   /* Do not load the plug-in in the program through LOOM_PLUGINS (which
    * loom record does by default for every plug-in it finds): for a file
    * that only its runtime may load. */
-  LOOM_ENABLE_F_NO_PLUGIN_LOAD = 1u << 2
+  LOOM_ENABLE_F_NO_PLUGIN_LOAD = 1u << 2,
+  /* Put the plug-in file itself into LD_PRELOAD only when the program is
+   * recorded with the backend's device type (--devices names it, or "all"):
+   * an interposer that must cost nothing unless asked for (the host heap's).
+   * ABI 1.5; a loom record that predates it never preloads the file. */
+  LOOM_ENABLE_F_PRELOAD_WHEN_ASKED = 1u << 3
 };
 typedef struct loom_backend_enable {
   uint32_t struct_size;      /* sizeof(loom_backend_enable) */

@@ -10,7 +10,11 @@
 //     (cudaStreamWaitEvent) and by the host (cudaEventSynchronize);
 //   - a CUDA graph captured on stream 1 (GRAPH_KERNELS kernels), launched
 //     once;
-//   - cudaStreamSynchronize on both streams, then cudaDeviceSynchronize.
+//   - cudaStreamSynchronize on both streams, then cudaDeviceSynchronize;
+//   - memory: per stream a pinned host buffer (cudaMallocHost) and a device
+//     buffer (cudaMalloc) of N floats, freed at the end; a managed buffer
+//     (cudaMallocManaged, MANAGED_BYTES) freed with cudaFree; and a device
+//     buffer of LEAK_BYTES never freed (a leak).
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +22,8 @@
 #include "loom/loom.h"
 
 #define N (1 << 16)
+#define MANAGED_BYTES (1 << 20)
+#define LEAK_BYTES 4096
 #define KERNELS_PER_STREAM 3
 #define GRAPH_KERNELS 2
 
@@ -62,6 +68,9 @@ int main(void) {
   }
   cudaEvent_t ev;
   CK(cudaEventCreate(&ev));
+  void *managed, *leak;
+  CK(cudaMallocManaged(&managed, MANAGED_BYTES, cudaMemAttachGlobal));
+  CK(cudaMalloc(&leak, LEAK_BYTES));
 
   loom_op_begin("step", 100);
   for (int i = 0; i < 2; i++) {
@@ -92,6 +101,7 @@ int main(void) {
   CK(cudaGraphExecDestroy(ge));
   CK(cudaGraphDestroy(g));
   CK(cudaEventDestroy(ev));
+  CK(cudaFree(managed));
   for (int i = 0; i < 2; i++) {
     CK(cudaStreamDestroy(s[i]));
     CK(cudaFree(d[i]));

@@ -20,6 +20,9 @@ KERNELS_PER_STREAM = 3
 GRAPH_KERNELS = 2
 EAGER_KERNELS = STREAMS * KERNELS_PER_STREAM
 COPIES_EACH_WAY = STREAMS
+BUFFER_BYTES = 4 * (1 << 16)   # N floats
+MANAGED_BYTES = 1 << 20
+LEAK_BYTES = 4096
 
 # trace_processor keeps JSON arguments under "args.", protobuf ones under "debug."
 def arg(name, s="s"):
@@ -28,6 +31,26 @@ def arg(name, s="s"):
 
 
 DEVICE_WORK = "category in ('kernel', 'gpu_memcpy', 'gpu_memset')"
+
+
+# A memory event: in .json Kineto's [memory] instant (the call in loom_call, Bytes negative on a
+# free); in .pftrace an instant named after its call, marked alloc or free (docs/formats.md).
+IS_MEM = f"(s.name = '[memory]' or {arg('loom_role')} in ('alloc', 'free'))"
+MEM_CALL = f"coalesce({arg('loom_call')}, s.name)"
+
+
+def mem(call, signed_bytes, kind, device_type):
+    """The memory events of call with its bytes (negative: a free), kind and device or none."""
+    role = "alloc" if signed_bytes > 0 else "free"
+    as_json = (f"(s.name = '[memory]' and {arg('loom_call')} = '{call}' and "
+               f"{arg('Bytes')} = {signed_bytes} and {arg('loom_memory_kind')} = '{kind}' and "
+               f"{arg('Device Type')} = {device_type})")
+    as_pftrace = (f"(s.name = '{call}' and s.dur = 0 and {arg('loom_role')} = '{role}' and "
+                  f"{arg('bytes')} = {abs(signed_bytes)} and {arg('memory_kind')} = '{kind}' and "
+                  f"({arg('device')} is not null) = {device_type})")
+    return f"select count(*) as n from slice s where {as_json} or {as_pftrace}"
+
+
 CHECKS = [
     ("kernels", EAGER_KERNELS + GRAPH_KERNELS,
      "select count(*) as n from slice where category = 'kernel'"),
@@ -79,6 +102,23 @@ CHECKS = [
      "select count(*) as n from slice where category = 'cuda_sync' and name = 'Stream Sync'"),
     ("sync: Context Sync", 1,
      "select count(*) as n from slice where category = 'cuda_sync' and name = 'Context Sync'"),
+    # memory: Kineto's [memory] instants, named by their call in loom_call
+    ("memory: cudaMalloc of a buffer", STREAMS, mem("cudaMalloc", BUFFER_BYTES, "device", 1)),
+    ("memory: cudaMalloc leaked", 1, mem("cudaMalloc", LEAK_BYTES, "device", 1)),
+    ("memory: cudaMallocHost", STREAMS, mem("cudaMallocHost", BUFFER_BYTES, "host_pinned", 0)),
+    ("memory: cudaMallocManaged", 1, mem("cudaMallocManaged", MANAGED_BYTES, "shared", 1)),
+    ("memory: cudaFree of a buffer", STREAMS, mem("cudaFree", -BUFFER_BYTES, "device", 1)),
+    ("memory: cudaFree of the managed one", 1, mem("cudaFree", -MANAGED_BYTES, "shared", 1)),
+    ("memory: cudaFreeHost", STREAMS, mem("cudaFreeHost", -BUFFER_BYTES, "host_pinned", 0)),
+    ("memory: records without their call", 0,
+     f"select count(*) as n from slice s where {IS_MEM} and "
+     f"coalesce({MEM_CALL}, '') in ('', '[memory]', 'CUDA memory allocation', "
+     f"'CUDA memory release')"),
+    ("memory: on another thread than their call", 0,
+     f"select count(*) as n from slice s join thread_track tt on s.track_id = tt.id "
+     f"where {IS_MEM} and {MEM_CALL} like 'cuda%' and not exists "
+     f"(select 1 from slice c join thread_track ct on c.track_id = ct.id where "
+     f"c.category = 'cuda_runtime' and c.name = {MEM_CALL} and ct.utid = tt.utid)"),
     ("trace_processor error kinds", 0,
      "select count(*) as n from stats where value > 0 and severity in ('error', 'data_loss')"),
 ]

@@ -15,6 +15,8 @@ GPU.  FAULT makes one thing wrong, which check.py must notice:
   no-graph-id     the graph kernels without "graph id"
   lost-sync       no Stream Wait Event record
   one-stream      every kernel on the same stream
+  memory          one cudaFree's [memory] event missing, and one without its
+                  call (loom_call generic)
 """
 import json
 import sys
@@ -37,6 +39,20 @@ def x(cat, name, pid, tid, ts, dur, **args):
         e["args"] = args
     events.append(e)
     return e
+
+
+live = [0]
+
+
+def memory(call_name, addr, nbytes, kind, on_device, ext=0):
+    """A runtime call and its [memory] instant (nbytes < 0: a free)."""
+    call(call_name, ext)
+    live[0] += nbytes
+    a = {"Device Type": int(on_device), "Device Id": DEV if on_device else -1, "Addr": addr,
+         "Bytes": nbytes, "Total Allocated": live[0], "Total Reserved": 0,
+         "loom_call": call_name, "loom_memory_kind": kind}
+    events.append({"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]",
+                   "pid": HOST, "tid": TID, "ts": round(now[0] + 1.0, 3), "args": a})
 
 
 def call(name, ext, device_work=()):
@@ -62,6 +78,12 @@ def main():
     fault = sys.argv[2] if len(sys.argv) > 2 else ""
     streams = [13, 14] if fault != "one-stream" else [13, 13]
     kernels = ["scale(float*, float, int)", "add(float*, float, int)", "square(float*, int)"]
+    buf = 262144
+    for i in range(2):
+        memory("cudaMallocHost", 0x200000000 + i * buf, buf, "host_pinned", False)
+        memory("cudaMalloc", 0x7f0000000000 + i * buf, buf, "device", True)
+    memory("cudaMallocManaged", 0x7e0000000000, 1 << 20, "shared", True)
+    memory("cudaMalloc", 0x7d0000000000, 4096, "device", True)
     op = x("cpu_op", "step", HOST, TID, tick(), 0, **{"External id": 100})
     for i, s in enumerate(streams):
         call("cudaMemcpyAsync", 100, [("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", s,
@@ -102,6 +124,13 @@ def main():
         x("cuda_sync", "Stream Sync", DEV, s, tick(), 1.0, correlation=c)
     c = call("cudaDeviceSynchronize", 0)
     x("cuda_sync", "Context Sync", HOST, TID, tick(), 1.0, correlation=c)
+    memory("cudaFree", 0x7e0000000000, -(1 << 20), "shared", True)
+    for i in range(2):
+        if not (fault == "memory" and i == 1):
+            memory("cudaFree", 0x7f0000000000 + i * buf, -buf, "device", True)
+        memory("cudaFreeHost", 0x200000000 + i * buf, -buf, "host_pinned", False)
+    if fault == "memory":
+        events[-1]["args"]["loom_call"] = "CUDA memory release"
     meta = [
         {"ph": "M", "name": "process_name", "pid": HOST, "tid": 0, "args": {"name": "app"}},
         {"ph": "M", "name": "process_name", "pid": DEV, "tid": 0,

@@ -4,10 +4,13 @@
 # On a machine with an NVIDIA GPU and CUDA 13 (nvcc under /usr/local/cuda):
 # builds loom (BUILD_DIR, default build-gpu) with the CUPTI backend, builds
 # tests/gpu/app.cu (several kernels, copies both ways, two streams, a CUDA
-# graph, an event sync, framework ops marked through loom's API), records it
+# graph, an event sync, framework ops marked through loom's API, device,
+# pinned and managed allocations and a leak), records it
 # with `loom record --devices cpu,cuda`, converts the trace to .pftrace, and
 # checks both with tests/gpu/check.py in trace_processor: exact kernel and
-# copy counts, flows, External ids, graph ids and sync records, as a table.
+# copy counts, flows, External ids, graph ids, sync records, and the memory
+# records of each allocation and free (count, bytes, kind, device, on its
+# call's thread), as a table.
 # Exit 0: every check passes; 1: a check fails or a step breaks; 77: no nvcc
 # or no GPU here (nothing was run).  The checks themselves are tested
 # without a GPU by tests/gpu/selftest.sh (ctest gpu_check_selftest).

@@ -24,7 +24,7 @@ for t in "$tmp/good.json" "$tmp/good.pftrace"; do
     fail=1
   fi
 done
-for fault in lost-kernel lost-flow wrong-external no-graph-id lost-sync one-stream; do
+for fault in lost-kernel lost-flow wrong-external no-graph-id lost-sync one-stream memory; do
   $py "$here/make_trace.py" "$tmp/$fault.json" "$fault" || exit 1
   $py "$here/check.py" "$tmp/$fault.json" > "$tmp/$fault.out"
   rc=$?

@@ -52,7 +52,7 @@ typedef struct fcmd {
   uint64_t dur;
 } fcmd;
 typedef struct flist { int immediate, closed; fcmd *c; size_t n, cap; } flist;
-typedef struct falloc { void *p; size_t size; int type; } falloc;
+typedef struct falloc { void *p; size_t size; int type; ze_device_handle_t dev; } falloc;
 
 static int drv, dev, ctxobj, modobj;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -281,24 +281,34 @@ static ze_result_t ZE_APICALL f_kArg(ze_kernel_handle_t k, uint32_t i, size_t s,
   (void)k, (void)i, (void)s, (void)v;
   return ZE_RESULT_SUCCESS;
 }
-static void *track(size_t size, size_t align, int type) {
+/* NULL past the device's maxMemAllocSize (the call then fails). */
+static void *track(size_t size, size_t align, int type, ze_device_handle_t dv) {
   void *p = NULL;
+  if (size > (1ull << 32)) return NULL;
   if (posix_memalign(&p, align < 64 ? 64 : align, size ? size : 1)) return NULL;
   pthread_mutex_lock(&mu);
-  if (nallocs < 1024) allocs[nallocs++] = (falloc){p, size, type};
+  if (nallocs < 1024) allocs[nallocs++] = (falloc){p, size, type, dv};
   pthread_mutex_unlock(&mu);
   return p;
 }
 static ze_result_t ZE_APICALL f_allocDevice(ze_context_handle_t c, const ze_device_mem_alloc_desc_t *d, size_t size,
                                             size_t align, ze_device_handle_t dv, void **p) {
-  (void)c, (void)d, (void)dv;
-  *p = track(size, align, ZE_MEMORY_TYPE_DEVICE);
+  (void)c, (void)d;
+  *p = track(size, align, ZE_MEMORY_TYPE_DEVICE, dv);
   return *p ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
 }
 static ze_result_t ZE_APICALL f_allocHost(ze_context_handle_t c, const ze_host_mem_alloc_desc_t *d, size_t size,
                                           size_t align, void **p) {
   (void)c, (void)d;
-  *p = track(size, align, ZE_MEMORY_TYPE_HOST);
+  *p = track(size, align, ZE_MEMORY_TYPE_HOST, NULL);
+  return *p ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+}
+/* Shared memory with no device is allowed (it may migrate to any). */
+static ze_result_t ZE_APICALL f_allocShared(ze_context_handle_t c, const ze_device_mem_alloc_desc_t *dd,
+                                            const ze_host_mem_alloc_desc_t *hd, size_t size, size_t align,
+                                            ze_device_handle_t dv, void **p) {
+  (void)c, (void)dd, (void)hd;
+  *p = track(size, align, ZE_MEMORY_TYPE_SHARED, dv);
   return *p ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
 }
 static ze_result_t ZE_APICALL f_free(ze_context_handle_t c, void *p) {
@@ -319,10 +329,25 @@ static ze_result_t ZE_APICALL f_allocProps(ze_context_handle_t c, const void *p,
   for (size_t i = 0; i < nallocs; i++)
     if ((const char *)p >= (char *)allocs[i].p && (const char *)p < (char *)allocs[i].p + allocs[i].size) {
       pr->type = (ze_memory_type_t)allocs[i].type;
-      if (d && allocs[i].type == ZE_MEMORY_TYPE_DEVICE) *d = (ze_device_handle_t)&dev;
+      if (d) *d = allocs[i].dev; /* the device it was made for, NULL for none */
     }
   pthread_mutex_unlock(&mu);
   return ZE_RESULT_SUCCESS;
+}
+
+/* The allocation that holds p: its base and size. */
+static ze_result_t ZE_APICALL f_addressRange(ze_context_handle_t c, const void *p, void **base, size_t *size) {
+  (void)c;
+  ze_result_t r = ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  pthread_mutex_lock(&mu);
+  for (size_t i = 0; i < nallocs; i++)
+    if ((const char *)p >= (char *)allocs[i].p && (const char *)p < (char *)allocs[i].p + allocs[i].size) {
+      if (base) *base = allocs[i].p;
+      if (size) *size = allocs[i].size;
+      r = ZE_RESULT_SUCCESS;
+    }
+  pthread_mutex_unlock(&mu);
+  return r;
 }
 
 #include "tables.inc"

@@ -187,7 +187,8 @@ static void check_enable(const loom_backend_enable *e, const char *path) {
     return;
   }
   uint32_t known =
-      LOOM_ENABLE_F_DEFAULT | LOOM_ENABLE_F_PRELOAD_SELF | LOOM_ENABLE_F_NO_PLUGIN_LOAD;
+      LOOM_ENABLE_F_DEFAULT | LOOM_ENABLE_F_PRELOAD_SELF | LOOM_ENABLE_F_NO_PLUGIN_LOAD |
+      LOOM_ENABLE_F_PRELOAD_WHEN_ASKED;
   if (e->flags & ~known) error("enable: unknown flags 0x%x", (unsigned)(e->flags & ~known));
   if (e->nenv && !e->env) error("enable: nenv is %u but env is NULL", (unsigned)e->nenv);
   for (uint32_t i = 0; e->env && i < e->nenv; i++) {
@@ -200,7 +201,8 @@ static void check_enable(const loom_backend_enable *e, const char *path) {
       error("enable: env[%u] has unknown how %u (LOOM_ENV_SET_IF_UNSET, LOOM_ENV_OVERRIDE or "
             "LOOM_ENV_PREPEND_PATH)", (unsigned)i, (unsigned)s->how);
   }
-  int loads = (e->flags & LOOM_ENABLE_F_PRELOAD_SELF) || e->nenv;
+  int loads = (e->flags & (LOOM_ENABLE_F_PRELOAD_SELF | LOOM_ENABLE_F_PRELOAD_WHEN_ASKED)) ||
+              e->nenv;
   for (const char *const *p = e->preload; p && *p; p++) {
     char *dir = enable_subst("$DIR", path);
     char full[4096];

@@ -227,7 +227,21 @@ static void devices_add(char *devices, size_t n, const char *type) {
   if (len + tl + 2 <= n) snprintf(devices + len, n - len, "%s%s", len ? "," : "", type);
 }
 
+/* 1 when the list "a,b,c" holds type, or "all". */
+static int devices_has(const char *devices, const char *type) {
+  size_t tl = strlen(type);
+  for (const char *p = devices; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t l = e ? (size_t)(e - p) : strlen(p);
+    if ((l == tl && !strncmp(p, type, l)) || (l == 3 && !strncmp(p, "all", 3))) return 1;
+    p += l + (e != NULL);
+  }
+  return 0;
+}
+
 typedef struct enable_ctx {
+  const char *asked; /* the devices the user named, NULL: the default ones */
+  const char *also;  /* types recorded beside them (loom record --memory host) */
   const plugin_set *ps;
   char **skip;  /* per plug-in: 1 = not through LOOM_PLUGINS */
   strlist preload;
@@ -303,16 +317,22 @@ static void apply_one(const loom_backend_info *b, void *user) {
     else setenv(s->name, v, s->how == LOOM_ENV_OVERRIDE);
     free(v);
   }
-  if (en->flags & LOOM_ENABLE_F_PRELOAD_SELF) apply_preload(c, b, "");
+  if ((en->flags & LOOM_ENABLE_F_PRELOAD_SELF) ||
+      ((en->flags & LOOM_ENABLE_F_PRELOAD_WHEN_ASKED) &&
+       (devices_has(c->asked ? c->asked : c->devices, b->device_type) ||
+        devices_has(c->also, b->device_type))))
+    apply_preload(c, b, "");
   for (const char *const *p = en->preload; p && *p; p++)
     if (**p) apply_preload(c, b, *p);
 }
 
-int plugins_enable(const plugin_set *ps, const char *preload_first, char *devices, size_t n) {
+int plugins_enable(const plugin_set *ps, const char *preload_first, const char *asked,
+                   const char *also, char *devices, size_t n) {
   char *skip = calloc(ps->n + 1, 1);
   if (!skip) return -1;
   snprintf(devices, n, "cpu");
-  enable_ctx c = {.ps = ps, .skip = &skip, .devices = devices, .ndevices = n};
+  enable_ctx c = {.asked = asked, .also = also, .ps = ps, .skip = &skip, .devices = devices,
+                  .ndevices = n};
   loom_backends_list(apply_one, &c);
   /* Every plug-in found goes to the program by name; folders are resolved
    * here, so a file that asks not to be loaded is not found there again
@@ -369,6 +389,8 @@ void enable_describe(FILE *f, const loom_backend_info *b) {
     free(v);
   }
   if (en->flags & LOOM_ENABLE_F_PRELOAD_SELF) fprintf(f, "      preloads %s\n", b->origin);
+  if (en->flags & LOOM_ENABLE_F_PRELOAD_WHEN_ASKED)
+    fprintf(f, "      preloads %s only when %s is recorded\n", b->origin, b->device_type);
   for (const char *const *p = en->preload; p && *p; p++) fprintf(f, "      preloads %s\n", *p);
   fprintf(f, "      %s\n", en->flags & LOOM_ENABLE_F_NO_PLUGIN_LOAD
                                ? "not loaded through LOOM_PLUGINS (only its runtime loads it)"

@@ -37,9 +37,12 @@ void plugins_free(plugin_set *ps);
  * plug-in found but those that ask not to be), each backend's settings, and
  * LD_PRELOAD (the backends' preloads, then preload_first).  Writes the
  * default device list ("cpu" and every LOOM_ENABLE_F_DEFAULT type whose
- * check passes) into devices.  Returns 0, or -1 on a message printed. */
-int plugins_enable(const plugin_set *ps, const char *preload_first,
-                   char *devices, size_t n);
+ * check passes) into devices.  asked: the device list the user named
+ * (NULL: the default one); it and `also` (types recorded beside it, "a,b"
+ * or NULL) decide the preloads of LOOM_ENABLE_F_PRELOAD_WHEN_ASKED.  Returns
+ * 0, or -1 on a message printed. */
+int plugins_enable(const plugin_set *ps, const char *preload_first, const char *asked,
+                   const char *also, char *devices, size_t n);
 
 /* Prints what a backend's table asks of loom record (for `loom backends`),
  * indented by four spaces. */

@@ -115,12 +115,12 @@ static const char *record_output(const record_opts *ro, char **argv, char *buf, 
  * options too); default_devices: what they serve.  0, or 2 after a
  * message. */
 static int record_plugins(const record_opts *ro, const char *libdir, const char *preload,
-                          char *default_devices, size_t n) {
+                          const char *also, char *default_devices, size_t n) {
   plugin_set found = {0};
   int bad = plugins_discover(&found, libdir, (char *const *)ro->plugins, ro->nplugins,
                              "loom record");
   if (!bad && (check_namespaces(ro->options) || check_options(ro->options))) bad = 1;
-  if (!bad && plugins_enable(&found, preload, default_devices, n) != 0) bad = 1;
+  if (!bad && plugins_enable(&found, preload, ro->devices, also, default_devices, n) != 0) bad = 1;
   plugins_free(&found);
   return bad ? 2 : 0;
 }
@@ -184,18 +184,24 @@ int cmd_record(int argc, char **argv) {
   if (!out) return 2;
   loom_follow fw;
   if (loom__follow_setup(&fw, out, ro.follow) != 0) return 2;
-  fw.asked = ro.devices;
+  /* --memory host: the type "heap" beside the others */
+  const char *also = ro.memory_host ? "heap" : NULL;
+  char asked[1100];
+  if (ro.devices && also) snprintf(asked, sizeof asked, "%s,%s", ro.devices, also);
+  fw.asked = ro.devices && also ? asked : ro.devices;
   if (to_dir && record_opts_check_out(out, 1)) {
     loom__follow_abandon(&fw);
     rmdir(out); /* made by the setup (or empty) */
     return 2;
   }
-  if (record_plugins(&ro, libdir, preload, default_devices, sizeof default_devices) != 0) {
+  if (record_plugins(&ro, libdir, preload, also, default_devices, sizeof default_devices) != 0) {
     loom__follow_abandon(&fw);
     return 2;
   }
   setenv("LOOM_RECORD_OUTPUT", out, 1);
-  setenv("LOOM_RECORD_DEVICES", ro.devices ? ro.devices : default_devices, 1);
+  const char *devices = ro.devices ? ro.devices : default_devices;
+  if (also) snprintf(asked, sizeof asked, "%s,%s", devices, also);
+  setenv("LOOM_RECORD_DEVICES", also ? asked : devices, 1);
   setenv("LOOM_RECORD_NAME", argv[ro.prog], 1);
   if (*ro.options) setenv("LOOM_RECORD_OPTIONS", ro.options, 1);
   return record_run(&fw, argv, ro.prog);

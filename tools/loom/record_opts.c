@@ -20,6 +20,7 @@
 static int usage(void) {
   fprintf(stderr,
       "usage: loom record [-o FILE|DIR/] [--follow none|exec|all] [--devices LIST]\n"
+      "                   [--memory host]\n"
       "                   [--duration SECONDS] [--option KEY=VALUE]... [--plugin PATH]...\n"
       "                   [window options] -- PROGRAM [ARGS...]\n"
       "  -o FILE          trace to write (.json, .json.gz, .pftrace[.gz]), every process\n"
@@ -35,6 +36,10 @@ static int usage(void) {
       "  --option K=V     session option (repeatable)\n"
       "  --plugin PATH    load this plug-in too (repeatable); the installed ones,\n"
       "                   LOOM_PLUGIN_PATH folders and LOOM_PLUGINS files always load\n"
+      "  --memory host    also record the program's heap: every malloc, calloc,\n"
+      "                   realloc, free... (device type heap, off by default: the\n"
+      "                   program runs with libloom-heap.so preloaded; docs/heap.md)\n"
+      "                   (device memory comes with its runtime's backend)\n"
       "window options (docs/triggers.md): record only part of the run\n"
       "  --start-step N --steps K   steps N..N+K-1 (loom_step, PyTorch's ProfilerStep#N)\n"
       "  --delay SEC --duration SEC begin after SEC seconds, stop after SEC seconds\n"
@@ -134,6 +139,14 @@ int record_opts_parse(record_opts *o, int argc, char **argv) {
     if (!strcmp(a, "-o")) o->out = v;
     else if (!strcmp(a, "--devices")) o->devices = v;
     else if (!strcmp(a, "--follow")) o->follow = v;
+    else if (!strcmp(a, "--memory")) {
+      if (strcmp(v, "host")) {
+        fprintf(stderr, "loom record: --memory takes 'host' (the heap; device memory is "
+                        "recorded with its runtime), not '%s'\n", v);
+        return 2;
+      }
+      o->memory_host = 1;
+    }
     else if (!strcmp(a, "--option")) {
       if (add_option(o, v)) return 2;
     } else if (!strcmp(a, "--plugin")) {

@@ -14,6 +14,7 @@ typedef struct record_opts {
   const char *plugins[64];
   size_t nplugins;
   int prog;             /* argv index of the program */
+  int memory_host;      /* --memory host: the host heap too (device type "heap") */
 } record_opts;
 
 /* Parses argv[2..]; 0, or 2 after a message (or the usage text). */
