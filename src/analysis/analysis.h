@@ -78,6 +78,9 @@ double loom__qs_quantile(loom__qs *q, double p);
 double loom__qs_mean(const loom__qs *q);
 double loom__qs_stddev(const loom__qs *q); /* population */
 int loom__qs_exact(const loom__qs *q);
+/* Calls fn with each distinct value in ascending order and how many times
+ * it came (past the exact limit: each used bucket's middle and count). */
+void loom__qs_each(loom__qs *q, void (*fn)(void *ctx, double v, uint64_t count), void *ctx);
 void loom__qs_free(loom__qs *q);
 
 /* ---- Holistic Trace Analysis's name lists (hta_names.c) ------------------- */
@@ -190,8 +193,21 @@ static inline const char *loom__report_str(const loom__report *r, uint32_t id) {
   return loom__trace_cstr(r->meta, id);
 }
 
+/* One figure of the pass for a caller that wants them one by one (loom
+ * diff, diff.c): a host frame as it closes, or device work.  group:
+ * LOOM__G_*; name: the trace's string id, tallied as the report tallies
+ * it (every step "ProfilerStep#*", copies by direction); step: index in
+ * rep->steps of the step it belongs to, -1 for none (HTA's rule: host work
+ * by its start, device work by its launch call's); self: host frames' time
+ * minus their direct children's, else dur; kind: its loom_kind. */
+struct loom__report;
+typedef void (*loom__item_fn)(void *ctx, const struct loom__report *rep, int group, uint32_t name,
+                              int32_t step, int64_t dur, int64_t self, int kind);
+
 typedef struct loom__report_opts {
   size_t sort_budget;       /* bytes; 0 = default (256 MiB) */
+  loom__item_fn on_item;    /* NULL: none */
+  void *item_ctx;
   int hta_include_last_step;
   const char *const *more;  /* further inputs, one rank each (cross-rank figures) */
   size_t nmore;
