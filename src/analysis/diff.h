@@ -83,7 +83,8 @@ typedef struct loom__drow {  /* a name of either run */
   int32_t e[2];        /* its entry in base and new, -1 when absent */
   int64_t added;       /* new measure - base measure (new scaled to base's step count) */
   double change_pct;   /* added / base measure; NAN when base has none */
-  double med[2];       /* median measure per step (or per occurrence) */
+  double med[2];       /* typical measure: interquartile mean per step (by
+                          occurrence: the median occurrence) */
   double p;            /* Holm-adjusted p of the test; NAN: not tested */
   int basis;           /* LOOM__DT_* */
   int verdict;         /* 1 slower, -1 faster, 0 neither */
@@ -107,6 +108,7 @@ typedef struct loom__diff {
   int basis;           /* LOOM__DT_STEPS when both runs have enough steps */
   size_t tested;       /* names tested (the Holm family) */
   double step_p;       /* step times: U test p, NAN when not tested */
+  double step_iqm;     /* base's typical step: interquartile mean of its step times */
 } loom__diff;
 
 /* Reads both runs (each a list of traces or folders of them, one rank per

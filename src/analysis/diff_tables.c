@@ -120,8 +120,8 @@ static const loom__col verdict_cols[] = {
     {"new_ns", "new", LOOM__COL_US},
     {"added_ns", "added", LOOM__COL_US},
     {"change_pct", "change", LOOM__COL_PCT},
-    {"base_median_ns", "base median", LOOM__COL_US},
-    {"new_median_ns", "new median", LOOM__COL_US},
+    {"base_typical_ns", "base typical", LOOM__COL_US},
+    {"new_typical_ns", "new typical", LOOM__COL_US},
     {"p_value", "p", LOOM__COL_NUM, 0, 6},
     {"test", "across", LOOM__COL_STR}};
 
@@ -192,20 +192,26 @@ static void gone_table(const loom__diff *d, loom__model *m, int side) {
 }
 
 /* ---- per group -------------------------------------------------------------- */
+/* Text and HTML show base, new and their difference side by side; JSON
+ * nests each run's figures in one object ("base", "new"). */
+#define TXT LOOM__CF_NOJSON
+#define JSN LOOM__CF_JSON_ONLY
+#define RUN_FIGS(s)                                                                             \
+  {s ".count", s, LOOM__COL_INT, JSN}, {s ".total_ns", s, LOOM__COL_US, JSN},                 \
+      {s ".mean_ns", s, LOOM__COL_US, JSN}, {s ".p50_ns", s, LOOM__COL_US, JSN},               \
+      {s ".self_ns", s, LOOM__COL_US, JSN}
 static const loom__col name_cols[] = {
     {"name", "name", LOOM__COL_STR},
-    {"base.count", "count base", LOOM__COL_INT},
-    {"new.count", "new", LOOM__COL_INT},
-    {"count_diff", "diff", LOOM__COL_INT},
-    {"base.total_ns", "total base", LOOM__COL_US},
-    {"new.total_ns", "new", LOOM__COL_US},
-    {"total_diff_ns", "diff", LOOM__COL_US},
-    {"base.mean_ns", "mean base", LOOM__COL_US},
-    {"new.mean_ns", "new", LOOM__COL_US},
-    {"base.p50_ns", "p50 base", LOOM__COL_US},
-    {"new.p50_ns", "new", LOOM__COL_US},
-    {"base.self_ns", "self base", LOOM__COL_US, LOOM__CF_JSON_ONLY},
-    {"new.self_ns", "self new", LOOM__COL_US, LOOM__CF_JSON_ONLY},
+    {"", "count base", LOOM__COL_INT, TXT}, {"", "new", LOOM__COL_INT, TXT},
+    {"", "diff", LOOM__COL_INT, TXT},
+    {"", "total base", LOOM__COL_US, TXT}, {"", "new", LOOM__COL_US, TXT},
+    {"", "diff", LOOM__COL_US, TXT},
+    {"", "mean base", LOOM__COL_US, TXT}, {"", "new", LOOM__COL_US, TXT},
+    {"", "p50 base", LOOM__COL_US, TXT}, {"", "new", LOOM__COL_US, TXT},
+    RUN_FIGS("base"),
+    RUN_FIGS("new"),
+    {"count_diff", "count diff", LOOM__COL_INT, JSN},
+    {"total_diff_ns", "total diff", LOOM__COL_US, JSN},
     {"added_ns", "added", LOOM__COL_US},
     {"change_pct", "change", LOOM__COL_PCT},
     {"p_value", "p", LOOM__COL_NUM, 0, 6},
@@ -221,6 +227,8 @@ static const struct {
                              {"names.runtime_calls", "Runtime calls"},
                              {"names.waits", "Waits (synchronisation calls)"}};
 
+/* One run's figures of a name: count, total, mean, p50 (what = 0..3),
+ * measure (4). */
 static void side_cells(loom__table *t, const loom__dent *e, int what) {
   loom__qs *q = e ? (loom__qs *)&e->q : NULL; /* quantiles sort samples in place */
   if (what == 0) loom__table_int(t, e ? (int64_t)e->count : 0);
@@ -232,17 +240,18 @@ static void side_cells(loom__table *t, const loom__dent *e, int what) {
 
 static void name_row(const loom__diff *d, loom__table *t, const loom__drow *r) {
   const loom__dent *b = ent(d, r, 0), *n = ent(d, r, 1);
+  int64_t dc = (int64_t)(n ? n->count : 0) - (int64_t)(b ? b->count : 0);
+  int64_t dt = (n ? n->total : 0) - (b ? b->total : 0);
   loom__table_str(t, S(d, r->sid));
-  side_cells(t, b, 0);
-  side_cells(t, n, 0);
-  loom__table_int(t, (int64_t)(n ? n->count : 0) - (int64_t)(b ? b->count : 0));
-  side_cells(t, b, 1);
-  side_cells(t, n, 1);
-  loom__table_int(t, (n ? n->total : 0) - (b ? b->total : 0));
-  for (int what = 2; what <= 4; what++) {
+  for (int what = 0; what < 4; what++) { /* text: base, new (, diff) side by side */
     side_cells(t, b, what);
     side_cells(t, n, what);
+    if (what < 2) loom__table_int(t, what ? dt : dc);
   }
+  for (int k = 0; k < 2; k++) /* JSON: each run's figures together */
+    for (int what = 0; what < 5; what++) side_cells(t, k ? n : b, what);
+  loom__table_int(t, dc);
+  loom__table_int(t, dt);
   loom__table_int(t, r->added);
   pct_or_null(t, r->change_pct);
   num_or_null(t, r->p);
@@ -272,8 +281,8 @@ static void group_table(const loom__diff *d, loom__model *m, int g) {
 /* ---- steps and ranks ------------------------------------------------------------ */
 static const loom__col step_cols[] = {{"index", "step", LOOM__COL_INT},
                                       {"base.name", "base", LOOM__COL_STR},
-                                      {"new.name", "new", LOOM__COL_STR},
                                       {"base.dur_ns", "base time", LOOM__COL_NS},
+                                      {"new.name", "new", LOOM__COL_STR},
                                       {"new.dur_ns", "new time", LOOM__COL_NS},
                                       {"diff_ns", "diff", LOOM__COL_NS}};
 
@@ -286,43 +295,38 @@ static void steps_table(const loom__diff *d, loom__model *m) {
     const loom__dstep *x = i < b->nsteps ? &b->steps[i] : NULL;
     const loom__dstep *y = i < n->nsteps ? &n->steps[i] : NULL;
     loom__table_int(t, (int64_t)i);
-    if (x) loom__table_str(t, S(d, x->name));
-    else loom__table_null(t);
-    if (y) loom__table_str(t, S(d, y->name));
-    else loom__table_null(t);
-    if (x) loom__table_int(t, x->dur);
-    else loom__table_null(t);
-    if (y) loom__table_int(t, y->dur);
-    else loom__table_null(t);
+    for (const loom__dstep *v = x;; v = y) {
+      if (v) loom__table_str(t, S(d, v->name)), loom__table_int(t, v->dur);
+      else loom__table_null(t), loom__table_null(t);
+      if (v == y) break;
+    }
     if (x && y) loom__table_int(t, y->dur - x->dur);
     else loom__table_null(t);
   }
 }
 
-static const loom__col rank_cols[] = {{"rank", "rank", LOOM__COL_INT},
-                                      {"base.trace", "base trace", LOOM__COL_STR, LOOM__CF_NOTEXT},
-                                      {"new.trace", "new trace", LOOM__COL_STR, LOOM__CF_NOTEXT},
-                                      {"base.steps", "steps base", LOOM__COL_INT},
-                                      {"new.steps", "new", LOOM__COL_INT},
-                                      {"base.step_time_ns", "step time base", LOOM__COL_NS},
-                                      {"new.step_time_ns", "new", LOOM__COL_NS},
-                                      {"base.work_ns", "device work base", LOOM__COL_NS},
-                                      {"new.work_ns", "new", LOOM__COL_NS},
-                                      {"work_diff_ns", "diff", LOOM__COL_NS}};
+#define RANK_COLS(s)                                                                          \
+  {s ".trace", s " trace", LOOM__COL_STR, LOOM__CF_NOTEXT}, {s ".steps", s " steps", LOOM__COL_INT}, \
+      {s ".step_time_ns", s " step time", LOOM__COL_NS},                                       \
+      {s ".work_ns", s " device work", LOOM__COL_NS}
+static const loom__col rank_cols[] = {{"rank", "rank", LOOM__COL_INT}, RANK_COLS("base"),
+                                      RANK_COLS("new"),
+                                      {"work_diff_ns", "work diff", LOOM__COL_NS}};
 
 static void rank_cells(const loom__diff *d, loom__table *t, const loom__drank *x,
                        const loom__drank *y) {
   loom__table_int(t, x ? x->rank : y->rank);
   const loom__drank *v[2] = {x, y};
-  for (int k = 0; k < 2; k++)
-    if (v[k]) loom__table_str(t, S(d, v[k]->path));
-    else loom__table_null(t);
-  for (int f = 0; f < 3; f++)
-    for (int k = 0; k < 2; k++) {
-      if (!v[k]) loom__table_null(t);
-      else loom__table_int(t, f == 0 ? (int64_t)v[k]->steps : f == 1 ? v[k]->step_time
-                                                                     : v[k]->work);
+  for (int k = 0; k < 2; k++) {
+    if (!v[k]) {
+      for (int f = 0; f < 4; f++) loom__table_null(t);
+      continue;
     }
+    loom__table_str(t, S(d, v[k]->path));
+    loom__table_int(t, (int64_t)v[k]->steps);
+    loom__table_int(t, v[k]->step_time);
+    loom__table_int(t, v[k]->work);
+  }
   if (x && y) loom__table_int(t, y->work - x->work);
   else loom__table_null(t);
 }
