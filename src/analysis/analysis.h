@@ -88,6 +88,9 @@ enum { LOOM__HTA_COMPUTE = 0, LOOM__HTA_COMM = 1, LOOM__HTA_MEMORY = 2, LOOM__HT
 int loom__hta_kernel_type(const char *name);   /* LOOM__HTA_*, by HTA's name patterns */
 int loom__hta_launch_name(const char *name);   /* a launch call of HTA's launch statistics */
 int loom__hta_idle_category(const char *cat);  /* a category HTA's idle-time breakdown uses */
+/* A call that blocks until device work ends, by the backends' names
+ * (report-names.def, SYNC) for traces that do not mark it (analyze.c). */
+int loom__sync_name(const char *name);
 
 /* ---- the report ------------------------------------------------------------ */
 /* Measures of unions of device work by class: index = bit mask of classes

@@ -28,14 +28,16 @@ typedef struct input_ctx {
   int oom;
 } input_ctx;
 
-static int dgroup(int group, int kind) {
+/* A diff group: a call is a wait when it is a synchronisation (its kind, or
+ * a name the backends list as one). */
+static int dgroup(int group, int kind, const char *name) {
   switch (group) {
   case LOOM__G_KERNEL: return LOOM__DG_KERNEL;
   case LOOM__G_COPY: return LOOM__DG_COPY;
   case LOOM__G_FILL: return LOOM__DG_FILL;
   case LOOM__G_OP: return LOOM__DG_OP;
   case LOOM__G_RANGE: return LOOM__DG_RANGE;
-  default: return kind == LOOM_KIND_SYNC ? LOOM__DG_WAIT : LOOM__DG_CALL;
+  default: return kind == LOOM_KIND_SYNC || loom__sync_name(name) ? LOOM__DG_WAIT : LOOM__DG_CALL;
   }
 }
 
@@ -66,14 +68,16 @@ static int step_kept(input_ctx *c, const loom__report *rep, int32_t st) {
   return c->keep[st] == 1;
 }
 
-/* The run's entry of (group, the trace's name id): looked up by its text
- * once per input. */
-static loom__dent *entry(input_ctx *c, const loom__report *rep, int g, uint32_t name,
-                         size_t *idx) {
-  uint64_t lk = (uint64_t)g << 32 | name, *li = loom__map_get(&c->local, lk);
+/* The run's entry of a name of the report (its group, kind and the trace's
+ * name id): looked up by its text once per input. */
+static loom__dent *entry(input_ctx *c, const loom__report *rep, int group, int kind,
+                         uint32_t name, size_t *idx) {
+  uint64_t lk = (uint64_t)group << 40 | (uint64_t)kind << 32 | name;
+  uint64_t *li = loom__map_get(&c->local, lk);
   loom__dside *s = c->s;
   if (li) return &s->e[*idx = *li - 1];
   const char *txt = loom__report_str(rep, name);
+  int g = dgroup(group, kind, txt);
   uint32_t sid = loom__strtab_intern(&c->d->strs, txt, strlen(txt));
   if (!sid) return NULL;
   uint64_t key = (uint64_t)g << 32 | sid, *gi = loom__map_get(&s->of, key);
@@ -110,13 +114,13 @@ static void on_item(void *ctx, const loom__report *rep, int group, uint32_t name
                     int64_t dur, int64_t self, int kind) {
   input_ctx *c = ctx;
   if (c->oom || !step_kept(c, rep, step)) return;
-  int g = dgroup(group, kind), host = g == LOOM__DG_OP || g == LOOM__DG_RANGE;
   size_t idx;
-  loom__dent *e = entry(c, rep, g, name, &idx);
+  loom__dent *e = entry(c, rep, group, kind, name, &idx);
   if (!e) {
     c->oom = 1;
     return;
   }
+  int g = e->group, host = g == LOOM__DG_OP || g == LOOM__DG_RANGE;
   int64_t m = host ? self : dur;
   e->count++;
   e->total += dur;

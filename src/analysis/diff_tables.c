@@ -305,9 +305,10 @@ static void steps_table(const loom__diff *d, loom__model *m) {
   }
 }
 
-#define RANK_COLS(s)                                                                          \
-  {s ".trace", s " trace", LOOM__COL_STR, LOOM__CF_NOTEXT}, {s ".steps", s " steps", LOOM__COL_INT}, \
-      {s ".step_time_ns", s " step time", LOOM__COL_NS},                                       \
+#define RANK_COLS(s)                                                                        \
+  {s ".trace", s " trace", LOOM__COL_STR, LOOM__CF_NOTEXT},                                  \
+      {s ".steps", s " steps", LOOM__COL_INT},                                               \
+      {s ".step_time_ns", s " step time", LOOM__COL_NS},                                     \
       {s ".work_ns", s " device work", LOOM__COL_NS}
 static const loom__col rank_cols[] = {{"rank", "rank", LOOM__COL_INT}, RANK_COLS("base"),
                                       RANK_COLS("new"),
