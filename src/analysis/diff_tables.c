@@ -212,6 +212,8 @@ static const loom__col name_cols[] = {
     RUN_FIGS("new"),
     {"count_diff", "count diff", LOOM__COL_INT, JSN},
     {"total_diff_ns", "total diff", LOOM__COL_US, JSN},
+    {"mean_diff_ns", "mean diff", LOOM__COL_US, LOOM__CF_NOTEXT},
+    {"p50_diff_ns", "p50 diff", LOOM__COL_US, LOOM__CF_NOTEXT},
     {"added_ns", "added", LOOM__COL_US},
     {"change_pct", "change", LOOM__COL_PCT},
     {"p_value", "p", LOOM__COL_NUM, 0, 6},
@@ -252,6 +254,10 @@ static void name_row(const loom__diff *d, loom__table *t, const loom__drow *r) {
     for (int what = 0; what < 5; what++) side_cells(t, k ? n : b, what);
   loom__table_int(t, dc);
   loom__table_int(t, dt);
+  loom__qs *qb = b ? (loom__qs *)&b->q : NULL, *qn = n ? (loom__qs *)&n->q : NULL;
+  real_or_null(t, b && n ? (double)n->total / (double)n->count - (double)b->total / (double)b->count
+                         : NAN);
+  real_or_null(t, b && n ? loom__qs_quantile(qn, 0.5) - loom__qs_quantile(qb, 0.5) : NAN);
   loom__table_int(t, r->added);
   pct_or_null(t, r->change_pct);
   num_or_null(t, r->p);
@@ -309,10 +315,23 @@ static void steps_table(const loom__diff *d, loom__model *m) {
   {s ".trace", s " trace", LOOM__COL_STR, LOOM__CF_NOTEXT},                                  \
       {s ".steps", s " steps", LOOM__COL_INT},                                               \
       {s ".step_time_ns", s " step time", LOOM__COL_NS},                                     \
+      {s ".step_mean_ns", s " step mean", LOOM__COL_NS},                                     \
+      {s ".step_p50_ns", s " step p50", LOOM__COL_NS},                                       \
       {s ".work_ns", s " device work", LOOM__COL_NS}
 static const loom__col rank_cols[] = {{"rank", "rank", LOOM__COL_INT}, RANK_COLS("base"),
                                       RANK_COLS("new"),
                                       {"work_diff_ns", "work diff", LOOM__COL_NS}};
+
+/* Mean and p50 of the steps of rank index ri of a run (NAN without). */
+static void rank_steps(const loom__dside *s, size_t ri, double *mean, double *p50) {
+  loom__dside one;
+  memset(&one, 0, sizeof one);
+  one.steps = malloc((s->nsteps + 1) * sizeof *one.steps);
+  for (size_t i = 0; one.steps && i < s->nsteps; i++)
+    if (s->steps[i].rank == ri) one.steps[one.nsteps++] = s->steps[i];
+  step_stats(&one, mean, p50);
+  free(one.steps);
+}
 
 static void rank_cells(const loom__diff *d, loom__table *t, const loom__drank *x,
                        const loom__drank *y) {
@@ -320,32 +339,43 @@ static void rank_cells(const loom__diff *d, loom__table *t, const loom__drank *x
   const loom__drank *v[2] = {x, y};
   for (int k = 0; k < 2; k++) {
     if (!v[k]) {
-      for (int f = 0; f < 4; f++) loom__table_null(t);
+      for (int f = 0; f < 6; f++) loom__table_null(t);
       continue;
     }
+    const loom__dside *s = &d->side[k];
+    double mean, p50;
+    rank_steps(s, (size_t)(v[k] - s->ranks), &mean, &p50);
     loom__table_str(t, S(d, v[k]->path));
     loom__table_int(t, (int64_t)v[k]->steps);
     loom__table_int(t, v[k]->step_time);
+    real_or_null(t, mean);
+    real_or_null(t, p50);
     loom__table_int(t, v[k]->work);
   }
   if (x && y) loom__table_int(t, y->work - x->work);
   else loom__table_null(t);
 }
 
+/* The rank of new that pairs with base's rank i: the same rank number when
+ * both runs have the same numbers, else the same place among the inputs
+ * (the HTA demo's control is rank 3, its test rank 1). */
+static const loom__drank *pair_of(const loom__dside *b, const loom__dside *n, size_t i,
+                                  int by_number) {
+  if (!by_number) return i < n->nranks ? &n->ranks[i] : NULL;
+  for (size_t j = 0; j < n->nranks; j++)
+    if (n->ranks[j].rank == b->ranks[i].rank) return &n->ranks[j];
+  return NULL;
+}
+
 static void ranks_table(const loom__diff *d, loom__model *m) {
   const loom__dside *b = &d->side[0], *n = &d->side[1];
   loom__table *t = loom__model_add(m, "ranks", "Ranks", rank_cols, NCOLS(rank_cols), LOOM__TF_ALL);
-  for (size_t i = 0; i < b->nranks; i++) {
-    const loom__drank *y = NULL;
-    for (size_t j = 0; j < n->nranks && !y; j++)
-      if (n->ranks[j].rank == b->ranks[i].rank) y = &n->ranks[j];
-    rank_cells(d, t, &b->ranks[i], y);
-  }
-  for (size_t j = 0; j < n->nranks; j++) {
-    size_t i = 0;
-    while (i < b->nranks && b->ranks[i].rank != n->ranks[j].rank) i++;
-    if (i == b->nranks) rank_cells(d, t, NULL, &n->ranks[j]);
-  }
+  int by_number = b->nranks == n->nranks;
+  for (size_t i = 0; i < b->nranks && by_number; i++)
+    by_number = pair_of(b, n, i, 1) != NULL;
+  for (size_t i = 0; i < b->nranks; i++)
+    rank_cells(d, t, &b->ranks[i], pair_of(b, n, i, by_number));
+  for (size_t j = b->nranks; j < n->nranks; j++) rank_cells(d, t, NULL, &n->ranks[j]);
 }
 
 void loom__diff_model(const loom__diff *d, size_t top, loom__model *m) {
