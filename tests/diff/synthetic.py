@@ -217,5 +217,11 @@ with tempfile.TemporaryDirectory() as tmp:
           f"folders: gemm {gr}")
     err = diff(os.path.join(tmp, "nothing"), new, rc=1)
     check("cannot open" in err or "nothing" in err, f"missing input: {err}")
+for args, want in [([], "usage: loom diff"), (["a.json"], "usage: loom diff"),
+                  (["a", "b", "--alpha", "x"], "--alpha wants a number"),
+                  (["a", "b", "--step", "-3"], "a step is a number"),
+                  (["a", "b", "--bogus"], "unknown or incomplete option '--bogus'")]:
+    r = subprocess.run([loom, "diff", *args], capture_output=True, text=True)
+    check(r.returncode == 2 and want in r.stderr, f"loom diff {args}: {r.returncode} {r.stderr}")
 print("FAIL" if failures else "ok", len(failures), "failures")
 sys.exit(1 if failures else 0)
