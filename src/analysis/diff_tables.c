@@ -150,9 +150,10 @@ static void verdict_table(const loom__diff *d, loom__model *m, int verdict) {
                                    verdict_cols, NCOLS(verdict_cols), LOOM__TF_OWN_COUNT);
   if (!t) return;
   size_t made = loom__model_limit(m, t, n);
-  loom__table_retitle(t, "%s (%zu names%s; by time %s, self time for ops and ranges)",
+  loom__table_retitle(t, "%s (%zu name%s%s; by time %s, self time for ops and ranges)",
                       verdict > 0 ? "Regressions: slower in new" : "Improvements: faster in new",
-                      n, made < n ? ", top shown" : "", verdict > 0 ? "added" : "saved");
+                      n, n == 1 ? "" : "s", made < n ? ", top shown" : "",
+                      verdict > 0 ? "added" : "saved");
   /* rows are ordered by the size of the change: regressions by time added */
   for (size_t i = 0, k = 0; i < d->nrows && k < made; i++)
     if (d->rows[i].verdict == verdict) verdict_row(d, t, &d->rows[i]), k++;
@@ -177,8 +178,8 @@ static void gone_table(const loom__diff *d, loom__model *m, int side) {
                                    NCOLS(gone_cols), LOOM__TF_OWN_COUNT);
   if (!t) return;
   size_t made = loom__model_limit(m, t, n);
-  loom__table_retitle(t, "%s (%zu names%s)", side ? "Names only in new" : "Names only in base",
-                      n, made < n ? ", top shown" : "");
+  loom__table_retitle(t, "%s (%zu name%s%s)", side ? "Names only in new" : "Names only in base",
+                      n, n == 1 ? "" : "s", made < n ? ", top shown" : "");
   for (size_t i = 0, k = 0; i < d->nrows && k < made; i++) {
     const loom__drow *r = &d->rows[i];
     if (r->e[!side] >= 0) continue;
@@ -272,8 +273,8 @@ static void group_table(const loom__diff *d, loom__model *m, int g) {
                                    LOOM__TF_OWN_COUNT);
   if (!t) return;
   size_t made = loom__model_limit(m, t, n);
-  loom__table_retitle(t, "%s (%zu names%s; by the size of the change)", groups[g].title, n,
-                      made < n ? ", top shown" : "");
+  loom__table_retitle(t, "%s (%zu name%s%s; by the size of the change)", groups[g].title, n,
+                      n == 1 ? "" : "s", made < n ? ", top shown" : "");
   for (size_t i = 0, k = 0; i < d->nrows && k < made; i++)
     if (d->rows[i].group == g) name_row(d, t, &d->rows[i]), k++;
   if (g == LOOM__DG_OP || g == LOOM__DG_RANGE)

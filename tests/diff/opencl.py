@@ -103,7 +103,7 @@ with tempfile.TemporaryDirectory() as tmp:
               f"{k['new']['p50_ns']} ns (p50)")
         check(flagged(d) == [], f"identical runs {a} vs {b}: flagged {flagged(d)}")
     text = diff(runs["b1"], runs["s1"])
-    check("Regressions: slower in new (1 names" in text, "text: regressions title")
+    check("Regressions: slower in new (1 name;" in text, "text: regressions title")
     after = text.split("Regressions: slower in new", 1)[-1].splitlines()
     check(len(after) > 2 and after[2].split()[:2] == ["kernel", "heavy"], "text: heavy first")
     page = os.path.join(tmp, "d.html")
