@@ -21,7 +21,10 @@ typedef struct input_ctx {
   int side;
   uint32_t rank;           /* its index in the run */
   uint64_t step0;          /* global index of its first step */
-  loom__map local;         /* group << 32 | the trace's name id -> entry index + 1 */
+  /* per report group (twice: calls of kind sync apart) and the trace's name
+   * id: the run's entry index + 1 (ids are dense: arrays, not a map) */
+  uint32_t *local[2 * LOOM__G_COUNT_];
+  size_t nlocal[2 * LOOM__G_COUNT_];
   uint8_t *keep;           /* per step of the input: 0 not judged, 1 compared, 2 not */
   size_t nkeep;
   int64_t work;
@@ -72,10 +75,18 @@ static int step_kept(input_ctx *c, const loom__report *rep, int32_t st) {
  * name id): looked up by its text once per input. */
 static loom__dent *entry(input_ctx *c, const loom__report *rep, int group, int kind,
                          uint32_t name, size_t *idx) {
-  uint64_t lk = (uint64_t)group << 40 | (uint64_t)kind << 32 | name;
-  uint64_t *li = loom__map_get(&c->local, lk);
+  size_t k = (size_t)group * 2 + (kind == LOOM_KIND_SYNC);
   loom__dside *s = c->s;
-  if (li) return &s->e[*idx = *li - 1];
+  if (name < c->nlocal[k] && c->local[k][name]) return &s->e[*idx = c->local[k][name] - 1];
+  if (name >= c->nlocal[k]) {
+    size_t n = c->nlocal[k] ? c->nlocal[k] : 256;
+    while (n <= name) n *= 2;
+    uint32_t *v = realloc(c->local[k], n * sizeof *v);
+    if (!v) return NULL;
+    memset(v + c->nlocal[k], 0, (n - c->nlocal[k]) * sizeof *v);
+    c->local[k] = v;
+    c->nlocal[k] = n;
+  }
   const char *txt = loom__report_str(rep, name);
   int g = dgroup(group, kind, txt);
   uint32_t sid = loom__strtab_intern(&c->d->strs, txt, strlen(txt));
@@ -89,7 +100,7 @@ static loom__dent *entry(input_ctx *c, const loom__report *rep, int group, int k
     if (LOOM__PUSH(s->e, s->n, s->cap, z) || loom__map_put(&s->of, key, s->n)) return NULL;
     gi = loom__map_get(&s->of, key);
   }
-  if (loom__map_put(&c->local, lk, *gi)) return NULL;
+  c->local[k][name] = (uint32_t)*gi;
   return &s->e[*idx = *gi - 1];
 }
 
@@ -174,7 +185,7 @@ static loom_status read_input(loom__diff *d, int side, const char *path) {
                       (long long)d->o.step[side], (long long)d->o.step[side]);
     loom__report_free(rep);
   }
-  loom__map_free(&c.local);
+  for (size_t k = 0; k < 2 * LOOM__G_COUNT_; k++) free(c.local[k]);
   free(c.keep);
   return st;
 }
