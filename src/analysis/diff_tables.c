@@ -97,6 +97,22 @@ static void run_cells(const loom__diff *d, loom__table *t, int k, double *mean) 
   real_or_null(t, p50);
 }
 
+/* What was tested, and whether any test could succeed, under the runs. */
+static void test_notes(const loom__diff *d, loom__table *t) {
+  loom__table_note(t, "%zu names tested (Mann-Whitney U across %s, Holm-corrected, alpha %g): "
+                   "only changes of %g%% of a name's base time and %g%% of base's run time or "
+                   "more; waits (synchronisation calls) are never tested",
+                   d->tested, d->basis == LOOM__DT_STEPS ? "steps" : "occurrences", d->o.alpha,
+                   100 * d->o.min_change, 100 * d->o.min_share);
+  if (d->basis != LOOM__DT_STEPS || !d->tested) return;
+  double nb = (double)d->side[0].nsteps, nn = (double)d->side[1].nsteps;
+  double least = 2 * exp(lgamma(nb + 1) + lgamma(nn + 1) - lgamma(nb + nn + 1));
+  if (least * (double)d->tested >= d->o.alpha)
+    loom__table_note(t, "%g and %g steps: no test of %zu names can reach alpha %g (the least p is "
+                     "%.2g, times the names tested); record more steps", nb, nn, d->tested,
+                     d->o.alpha, least);
+}
+
 static void runs_table(const loom__diff *d, loom__model *m) {
   loom__table *t = loom__model_add(m, "", "Runs", run_cols, NCOLS(run_cols), LOOM__TF_RECORD);
   double mean[2];
@@ -110,6 +126,7 @@ static void runs_table(const loom__diff *d, loom__model *m) {
   loom__table_pct(t, 100 * d->o.min_change);
   loom__table_pct(t, 100 * d->o.min_share);
   loom__table_int(t, (int64_t)d->tested);
+  test_notes(d, t);
 }
 
 /* ---- regressions and improvements ------------------------------------------ */
@@ -157,12 +174,6 @@ static void verdict_table(const loom__diff *d, loom__model *m, int verdict) {
   /* rows are ordered by the size of the change: regressions by time added */
   for (size_t i = 0, k = 0; i < d->nrows && k < made; i++)
     if (d->rows[i].verdict == verdict) verdict_row(d, t, &d->rows[i]), k++;
-  if (verdict > 0)
-    loom__table_note(t, "%zu names tested (Mann-Whitney U across %s, Holm-corrected, alpha %g): "
-                     "only changes of %g%% of a name's base time and %g%% of base's run time or "
-                     "more; waits (synchronisation calls) are never tested",
-                     d->tested, d->basis == LOOM__DT_STEPS ? "steps" : "occurrences",
-                     d->o.alpha, 100 * d->o.min_change, 100 * d->o.min_share);
 }
 
 /* ---- names that appear or disappear ------------------------------------------- */
