@@ -48,7 +48,7 @@ static const loom__col run_cols[] = {
     RUN_COLS("base"),
     RUN_COLS("new"),
     {"step_time.change_pct", "step time change", LOOM__COL_PCT},
-    {"step_time.p_value", "step time p (U test)", LOOM__COL_NUM, 0, 6},
+    {"step_time.p_value", "step time p (U test)", LOOM__COL_NUM, 0, 6, 15},
     {"test.basis", "test across", LOOM__COL_STR},
     {"test.alpha", "alpha", LOOM__COL_NUM},
     {"test.min_change_pct", "min change", LOOM__COL_PCT},
@@ -99,10 +99,11 @@ static void run_cells(const loom__diff *d, loom__table *t, int k, double *mean) 
 
 /* What was tested, and whether any test could succeed, under the runs. */
 static void test_notes(const loom__diff *d, loom__table *t) {
-  loom__table_note(t, "%zu names tested (Mann-Whitney U across %s, Holm-corrected, alpha %g): "
+  loom__table_note(t, "%zu name%s tested (Mann-Whitney U across %s, Holm-corrected, alpha %g): "
                    "only changes of %g%% of a name's base time and %g%% of base's run time or "
                    "more; waits (synchronisation calls) are never tested",
-                   d->tested, d->basis == LOOM__DT_STEPS ? "steps" : "occurrences", d->o.alpha,
+                   d->tested, d->tested == 1 ? "" : "s",
+                   d->basis == LOOM__DT_STEPS ? "steps" : "occurrences", d->o.alpha,
                    100 * d->o.min_change, 100 * d->o.min_share);
   if (d->basis != LOOM__DT_STEPS || !d->tested) return;
   double nb = (double)d->side[0].nsteps, nn = (double)d->side[1].nsteps;
@@ -139,7 +140,7 @@ static const loom__col verdict_cols[] = {
     {"change_pct", "change", LOOM__COL_PCT},
     {"base_typical_ns", "base typical", LOOM__COL_US},
     {"new_typical_ns", "new typical", LOOM__COL_US},
-    {"p_value", "p", LOOM__COL_NUM, 0, 6},
+    {"p_value", "p", LOOM__COL_NUM, 0, 6, 15},
     {"test", "across", LOOM__COL_STR}};
 
 static const loom__dent *ent(const loom__diff *d, const loom__drow *r, int k) {
@@ -228,7 +229,7 @@ static const loom__col name_cols[] = {
     {"p50_diff_ns", "p50 diff", LOOM__COL_US, LOOM__CF_NOTEXT},
     {"added_ns", "added", LOOM__COL_US},
     {"change_pct", "change", LOOM__COL_PCT},
-    {"p_value", "p", LOOM__COL_NUM, 0, 6},
+    {"p_value", "p", LOOM__COL_NUM, 0, 6, 15},
     {"verdict", "verdict", LOOM__COL_STR}};
 
 static const struct {
