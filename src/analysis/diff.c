@@ -174,7 +174,9 @@ static int input_done(input_ctx *c, const loom__report *rep, const char *path) {
 static loom_status read_input(loom__diff *d, int side, const char *path) {
   loom__dside *s = &d->side[side];
   input_ctx c = {.d = d, .s = s, .side = side, .rank = (uint32_t)s->nranks, .step0 = s->nglobal};
-  loom__report_opts o = {.sort_budget = d->o.sort_budget, .on_item = on_item, .item_ctx = &c};
+  /* the critical path is the report's, not the diff's: left out */
+  loom__report_opts o = {.sort_budget = d->o.sort_budget, .on_item = on_item, .item_ctx = &c,
+                         .no_critical_path = 1};
   loom__report *rep;
   loom_status st = loom__analyze(path, &o, &rep);
   if (st == LOOM_OK) {
