@@ -515,6 +515,46 @@ LOOM_EXTERN loom_status loom_report_write(const loom_report *r, loom_report_form
                                           const char *path);
 LOOM_EXTERN void loom_report_free(loom_report *r);
 
+/* ==== comparing two runs (`loom diff`) ====================================
+ * Two runs (each one trace, or one trace per rank: files or folders of
+ * .json, .json.gz, .pftrace files) read through the report's streaming
+ * pass, then compared per kernel, copy direction, fill, framework op, user
+ * range, runtime call and wait: count, total, mean and p50 of both and
+ * their differences, names that appear or disappear, steps and ranks side
+ * by side.  A name is called slower or faster only when Mann-Whitney's U
+ * test of its per-step times (its occurrences' when either run has fewer
+ * than 5 steps) says so after Holm's correction over the names tested, and
+ * the change is at least min_change of its base time and min_share of the
+ * base run's time.  Memory: one report's at a time, plus the names and up
+ * to 2^20 (name, step) cells per run.  Output formats as the report's
+ * (JSON schema "loom-diff/1"); definitions in docs/report.md, "loom diff". */
+typedef struct loom_diff loom_diff;
+
+typedef struct loom_diff_options {
+  loom_struct_size struct_size; /* sizeof(loom_diff_options) */
+  size_t top;                /* rows per table; 0 = all */
+  size_t sort_memory;        /* the report's sort budget per trace; 0 = 256 MiB */
+  /* 1: compare only the step numbered base_step (ProfilerStep#N) of the
+   * base run with new_step of the new one (HTA's TraceDiff iterations). */
+  int steps_set;
+  int64_t base_step, new_step;
+  double alpha;              /* family-wise error rate of the tests; 0 = 0.01 */
+  double min_change;         /* fraction of a name's base time; 0 = 0.10, < 0 = no minimum */
+  double min_share;          /* fraction of the base run's time; 0 = 0.01, < 0 = no minimum */
+} loom_diff_options;
+
+/* base and newer: nbase and nnew paths (traces or folders of them, one
+ * rank per trace).  opts may be NULL (defaults).  Errors as
+ * loom_report_open; LOOM_EINVAL when a run has no traces or lacks the step
+ * asked for, with the reason in loom_last_error. */
+LOOM_EXTERN loom_status loom_diff_open(const char *const *base, size_t nbase,
+                                       const char *const *newer, size_t nnew,
+                                       const loom_diff_options *opts, loom_diff **out);
+/* Writes the comparison to path (atomically), or to stdout for NULL or "-". */
+LOOM_EXTERN loom_status loom_diff_write(const loom_diff *d, loom_report_format format,
+                                        const char *path);
+LOOM_EXTERN void loom_diff_free(loom_diff *d);
+
 /* ==== merging traces of several processes and ranks ======================
  * One timeline from several traces (any format loom reads, also per-rank
  * Kineto traces): one process group per rank in rank order, every rank's

@@ -22,8 +22,8 @@ from collections import namedtuple
 from . import _loom
 from ._loom import Error, counter, mark, pop, push, range, step, thread_name
 
-__all__ = ["Error", "Event", "LoomWarning", "Trace", "backends", "counter", "load", "mark", "pop",
-           "profile", "push", "range", "schedule", "step", "thread_name", "trace_handler"]
+__all__ = ["Error", "Event", "LoomWarning", "Trace", "backends", "counter", "diff", "load", "mark",
+           "pop", "profile", "push", "range", "schedule", "step", "thread_name", "trace_handler"]
 __version__ = _loom.version
 
 #: True in a process that `loom record` runs: its session records this
@@ -400,3 +400,43 @@ class Trace:
         s = self._t.summary()
         return "<loom.Trace %d events, %d devices, %d warnings, %d dropped>" % (
             s["events"], s["devices"], s["warnings"], s["dropped"])
+
+
+def _run_paths(run, stack):
+    """A run of loom.diff as a list of paths: a path, a Trace, or a list of them."""
+    items = run if isinstance(run, (list, tuple)) else [run]
+    return [r._file(stack) if isinstance(r, Trace) else os.fspath(r) for r in items]
+
+
+def diff(base, new, step=None, steps=None, alpha=0.0, min_change=0.0, min_share=0.0, top=0,
+         format="json", html=None):
+    """`loom diff BASE NEW` (docs/report.md, "loom diff"): what changed
+    between two runs, per kernel, copy direction, op, user range, call,
+    step and rank, with the regressions a test across steps finds.  base,
+    new: a trace path, a folder of per-rank traces, a Trace, or a list of
+    them.  step=N compares ProfilerStep#N of both runs, steps=(B, N) B of
+    base with N of new.  alpha, min_change, min_share (fractions; 0: the
+    defaults 0.01, 0.10, 0.01; < 0: no minimum).  Returns the JSON document
+    ("loom-diff/1") as a dict, or the text for format="text"; html=PATH also
+    writes the page."""
+    if steps is None and step is not None:
+        steps = (step, step)
+    fd, out = tempfile.mkstemp(prefix="loom-py-diff-")
+    os.close(fd)
+    tmps = []
+    try:
+        b, n = _run_paths(base, tmps), _run_paths(new, tmps)
+        sel = steps if steps is not None else (0, 0)
+        args = (top, steps is not None, int(sel[0]), int(sel[1]), float(alpha),
+                float(min_change), float(min_share))
+        fmt = {"text": 0, "json": 1}[format]
+        _loom._diff(b, n, fmt, out, *args)
+        if html is not None:
+            _loom._diff(b, n, 2, os.fspath(html), *args)
+        with open(out, encoding="utf-8") as f:
+            text = f.read()
+        return json.loads(text) if fmt == 1 else text
+    finally:
+        os.unlink(out)
+        for t in tmps:
+            os.unlink(t)

@@ -367,7 +367,57 @@ static PyObject *py_report(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* The strings of a list into a new array (NULL with an exception set). */
+static const char **str_list(PyObject *list, Py_ssize_t *n) {
+  *n = PyList_GET_SIZE(list);
+  const char **v = calloc((size_t)*n + 1, sizeof *v);
+  if (!v) return (const char **)PyErr_NoMemory();
+  for (Py_ssize_t i = 0; i < *n; i++)
+    if (!(v[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(list, i)))) {
+      free(v);
+      return NULL;
+    }
+  return v;
+}
+
+/* _diff(base, new, format, out_path, top, steps_set, base_step, new_step,
+ * alpha, min_change, min_share): writes loom diff of two runs (lists of
+ * trace paths) to out_path. */
+static PyObject *py_diff(PyObject *self, PyObject *args) {
+  PyObject *bl, *nl;
+  const char *out;
+  int fmt, steps_set;
+  Py_ssize_t top, nb, nn;
+  long long bs, ns;
+  double alpha, min_change, min_share;
+  if (!PyArg_ParseTuple(args, "O!O!isnpLLddd:_diff", &PyList_Type, &bl, &PyList_Type, &nl, &fmt,
+                        &out, &top, &steps_set, &bs, &ns, &alpha, &min_change, &min_share))
+    return NULL;
+  const char **bv = str_list(bl, &nb), **nv = bv ? str_list(nl, &nn) : NULL;
+  if (!nv) {
+    free(bv);
+    return NULL;
+  }
+  loom_diff_options o = {.struct_size = sizeof o, .top = (size_t)(top < 0 ? 0 : top),
+                         .steps_set = steps_set, .base_step = bs, .new_step = ns,
+                         .alpha = alpha, .min_change = min_change, .min_share = min_share};
+  loom_diff *d = NULL;
+  loom_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = loom_diff_open(bv, (size_t)nb, nv, (size_t)nn, &o, &d);
+  if (st == LOOM_OK) {
+    st = loom_diff_write(d, (loom_report_format)fmt, out);
+    loom_diff_free(d);
+  }
+  Py_END_ALLOW_THREADS
+  free(bv);
+  free(nv);
+  if (st) return lpy_raise(st);
+  Py_RETURN_NONE;
+}
+
 PyMethodDef lpy_trace_functions[] = {
     {"_load", py_load, METH_VARARGS, NULL},
     {"_report", py_report, METH_VARARGS, NULL},
+    {"_diff", py_diff, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};

@@ -78,6 +78,9 @@ double loom__qs_quantile(loom__qs *q, double p);
 double loom__qs_mean(const loom__qs *q);
 double loom__qs_stddev(const loom__qs *q); /* population */
 int loom__qs_exact(const loom__qs *q);
+/* Calls fn with each distinct value in ascending order and how many times
+ * it came (past the exact limit: each used bucket's middle and count). */
+void loom__qs_each(loom__qs *q, void (*fn)(void *ctx, double v, uint64_t count), void *ctx);
 void loom__qs_free(loom__qs *q);
 
 /* ---- Holistic Trace Analysis's name lists (hta_names.c) ------------------- */
@@ -85,6 +88,9 @@ enum { LOOM__HTA_COMPUTE = 0, LOOM__HTA_COMM = 1, LOOM__HTA_MEMORY = 2, LOOM__HT
 int loom__hta_kernel_type(const char *name);   /* LOOM__HTA_*, by HTA's name patterns */
 int loom__hta_launch_name(const char *name);   /* a launch call of HTA's launch statistics */
 int loom__hta_idle_category(const char *cat);  /* a category HTA's idle-time breakdown uses */
+/* A call that blocks until device work ends, by the backends' names
+ * (report-names.def, SYNC) for traces that do not mark it (analyze.c). */
+int loom__sync_name(const char *name);
 
 /* ---- the report ------------------------------------------------------------ */
 /* Measures of unions of device work by class: index = bit mask of classes
@@ -190,8 +196,21 @@ static inline const char *loom__report_str(const loom__report *r, uint32_t id) {
   return loom__trace_cstr(r->meta, id);
 }
 
+/* One figure of the pass for a caller that wants them one by one (loom
+ * diff, diff.c): a host frame as it closes, or device work.  group:
+ * LOOM__G_*; name: the trace's string id, tallied as the report tallies
+ * it (every step "ProfilerStep#*", copies by direction); step: index in
+ * rep->steps of the step it belongs to, -1 for none (HTA's rule: host work
+ * by its start, device work by its launch call's); self: host frames' time
+ * minus their direct children's, else dur; kind: its loom_kind. */
+struct loom__report;
+typedef void (*loom__item_fn)(void *ctx, const struct loom__report *rep, int group, uint32_t name,
+                              int32_t step, int64_t dur, int64_t self, int kind);
+
 typedef struct loom__report_opts {
   size_t sort_budget;       /* bytes; 0 = default (256 MiB) */
+  loom__item_fn on_item;    /* NULL: none */
+  void *item_ctx;
   int hta_include_last_step;
   const char *const *more;  /* further inputs, one rank each (cross-rank figures) */
   size_t nmore;

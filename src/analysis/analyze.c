@@ -41,7 +41,7 @@
  * "direction": any runtime is understood without loom knowing its names.
  * Events without a mark (traces of other tools, Kineto's) are judged by
  * the names runtimes' backends list (backends/x/report-names.def). */
-enum { N_LAUNCH, N_LAUNCH_MEMORY, N_COMM_PREFIX, N_COMM_SUBSTR };
+enum { N_LAUNCH, N_LAUNCH_MEMORY, N_COMM_PREFIX, N_COMM_SUBSTR, N_SYNC };
 static const struct { int kind; const char *s; } rule_names[] = {
 #define LOOM_REPORT_NAME(k, str) {N_##k, str},
 #define LOOM_REPORT_ROLES(str, marks) /* marks of older traces' calls: ranks.c */
@@ -58,6 +58,12 @@ static int is_comm_name(const char *n) {
       return 1;
     if (rule_names[i].kind == N_COMM_SUBSTR && strstr(n, rule_names[i].s)) return 1;
   }
+  return 0;
+}
+
+int loom__sync_name(const char *n) {
+  for (size_t i = 0; rule_names[i].s; i++)
+    if (rule_names[i].kind == N_SYNC && !strcmp(n, rule_names[i].s)) return 1;
   return 0;
 }
 

@@ -82,6 +82,7 @@ typedef struct frame {
   int64_t ts, end, child;
   uint32_t name;
   uint8_t kind;
+  int32_t step;     /* the step it began in (index in rep->steps) or -1 */
 } frame;
 
 typedef struct hstate { /* a host thread */

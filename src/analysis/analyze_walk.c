@@ -68,9 +68,10 @@ void loom__an_finalize(an *a, const frame *f) {
         : f->kind == LOOM_KIND_USER_RANGE ? LOOM__G_RANGE : LOOM__G_CALL;
   loom__rname *n = rname(a, g, g == LOOM__G_CALL ? f->name : tally_name(a, f->name));
   if (!n) return;
-  int64_t dur = f->end - f->ts;
+  int64_t dur = f->end - f->ts, self = dur - f->child > 0 ? dur - f->child : 0;
   add_dur(n, dur);
-  n->self += dur - f->child > 0 ? dur - f->child : 0;
+  n->self += self;
+  if (a->o->on_item) a->o->on_item(a->o->item_ctx, a->rep, g, n->name, f->step, dur, self, f->kind);
 }
 
 /* Whether nm is already among names[0..n): a look along them while few,
@@ -241,12 +242,13 @@ void loom__an_host_event(an *a, const loom__arec *r) {
   int64_t end = r->ts + r->dur;
   while (h->n && h->st[h->n - 1].end <= r->ts) loom__an_finalize(a, &h->st[--h->n]);
   if (h->n && end <= h->st[h->n - 1].end) h->st[h->n - 1].child += r->dur;
-  frame f = {r->ts, end, 0, r->name, r->kind};
-  if (LOOM__PUSH(h->st, h->n, h->cap, f)) a->oom = 1;
+  frame f = {r->ts, end, 0, r->name, r->kind, -1};
   unsigned nf = loom__an_name_flags(a, a->t, r->name);
-  host_slices(a, r, nf);
-  if (!r->corr || r->kind == LOOM_KIND_CPU_OP || r->kind == LOOM_KIND_USER_RANGE) return;
+  host_slices(a, r, nf); /* a step is known before loom__an_step_at looks for it */
   int32_t step = loom__an_step_at(a, r->ts);
+  f.step = step;
+  if (LOOM__PUSH(h->st, h->n, h->cap, f)) a->oom = 1;
+  if (!r->corr || r->kind == LOOM_KIND_CPU_OP || r->kind == LOOM_KIND_USER_RANGE) return;
   launch l = {r->corr, r->ts, r->dur, stack_id(a, h), step, (uint8_t)loom__an_is_launch_call(r, nf),
               (uint8_t)(!(r->role & ROLE_MASK) || loom__an_is_launch_call(r, nf)),
               (uint8_t)((r->role & LOOM_RECORD_F_MEMORY) != 0),
@@ -395,6 +397,9 @@ void loom__an_device_event(an *a, const loom__arec *r) {
       add_dur(n, r->dur);
       n->cls = r->cls;
       n->bytes += r->bytes;
+      if (a->o->on_item)
+        a->o->on_item(a->o->item_ctx, rep, n->group, n->name, l ? l->step : -1, r->dur, r->dur,
+                      r->kind);
     }
     if (l) {
       if (l->timed && loom__qs_add(&d->launch, s - l->ts)) a->oom = 1;

@@ -110,6 +110,24 @@ double loom__qs_stddev(const loom__qs *q) {
 
 int loom__qs_exact(const loom__qs *q) { return q->hist == NULL; }
 
+void loom__qs_each(loom__qs *q, void (*fn)(void *ctx, double v, uint64_t count), void *ctx) {
+  if (!q->hist) {
+    qsort(q->vals, q->nvals, sizeof *q->vals, cmp_i64);
+    for (size_t i = 0, j; i < q->nvals; i = j) {
+      for (j = i + 1; j < q->nvals && q->vals[j] == q->vals[i];) j++;
+      fn(ctx, (double)q->vals[i], j - i);
+    }
+    return;
+  }
+  for (size_t b = 0; b < NOCT * SUB; b++) {
+    if (!q->hist[b / SUB]) {
+      b += SUB - 1;
+      continue;
+    }
+    if (q->hist[b / SUB][b % SUB]) fn(ctx, bucket_mid(b), q->hist[b / SUB][b % SUB]);
+  }
+}
+
 void loom__qs_free(loom__qs *q) {
   free(q->vals);
   for (size_t i = 0; q->hist && i < NOCT; i++) free(q->hist[i]);

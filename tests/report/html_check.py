@@ -5,6 +5,8 @@ and its screenshot is not blank (many colours; most of it not background).
 
   /usr/bin/python3 html_check.py LOOM_BIN TRACE...
 
+A TRACE of the form diff:BASE,NEW checks `loom diff BASE NEW --html`.
+
 The console check is first proved on a page that logs an error on purpose.
 Exits 77 (skipped) when Chromium is not installed."""
 import os
@@ -84,7 +86,9 @@ with tempfile.TemporaryDirectory() as tmp:
         sys.exit(1)
     for trace in sys.argv[2:]:
         html, png = os.path.join(tmp, "r.html"), os.path.join(tmp, "r.png")
-        subprocess.run([sys.argv[1], "report", trace, "--html", html, "-o", os.devnull], check=True)
+        cmd = (["diff"] + trace[5:].split(",", 1) if trace.startswith("diff:") else
+               ["report", trace])
+        subprocess.run([sys.argv[1], *cmd, "--html", html, "-o", os.devnull], check=True)
         console = render(html, png)
         colours, inked = not_blank(png)
         ok = not console and colours >= 8 and inked >= 0.02

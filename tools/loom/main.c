@@ -117,6 +117,7 @@ static int cmd_convert(int argc, char **argv) {
 int cmd_record(int argc, char **argv);        /* record.c */
 int cmd_check_backend(int argc, char **argv); /* check.c */
 int cmd_merge(int argc, char **argv);         /* merge.c */
+int cmd_diff(int argc, char **argv);          /* diff.c */
 int cmd_trigger(int argc, char **argv);       /* trigger.c */
 int cmd_salvage(int argc, char **argv);       /* salvage.c */
 
@@ -233,6 +234,9 @@ static void usage(FILE *f) {
              "               analyse a trace: devices, kernels, transfers, launch latency,\n"
              "               overlap, host ops, user ranges, steps, CPU samples, HTA's figures,\n"
              "               the critical path and bound of every step\n"
+             "  diff BASE NEW [--json] [-o FILE] [--html FILE] [--step N]\n"
+             "               what changed between two runs: per name, step and rank, with\n"
+             "               the regressions a test across steps finds\n"
              "  backends [--no-probe] [--plugin PATH]...\n"
              "               list the backends of every plug-in found, probed, with their\n"
              "               state and what loom record sets up for them\n"
@@ -259,6 +263,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "convert")) return cmd_convert(argc, argv);
   if (!strcmp(argv[1], "report")) return cmd_report(argc, argv);
   if (!strcmp(argv[1], "merge")) return cmd_merge(argc, argv);
+  if (!strcmp(argv[1], "diff")) return cmd_diff(argc, argv);
   /* these reach the library's insides: checked before anything is done */
   if (!strcmp(argv[1], "record")) return cli_tools(), cmd_record(argc, argv);
   if (!strcmp(argv[1], "check-backend")) return cli_tools(), cmd_check_backend(argc, argv);
