@@ -179,6 +179,61 @@ static void test_kineto(void **state) {
                                "and name != 'slice_drop_overlapping_complete_event'"), 0);
 }
 
+/* Device memory of two inputs whose devices share pid 0: the second
+ * input's device is renumbered, and so is the "device" of its memory
+ * events, so each allocation names its own device and the running totals
+ * (Total Allocated) stay per device. */
+static void mem_rank(const char *name, int rank, const char *kernel, long long bytes) {
+  FILE *f = open_rank(name, rank, "hostA", 4242);
+  ev(f, 0, kernel, "kernel", T0 + 2000, 1000, "\"device\":0,\"stream\":7");
+  fprintf(f, ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\","
+             "\"pid\":4242,\"tid\":4242,\"ts\":%lld.000,\"args\":{\"Device Type\":1,"
+             "\"Device Id\":0,\"Addr\":4096,\"Bytes\":%lld,\"Total Allocated\":%lld,"
+             "\"Total Reserved\":%lld,\"loom_call\":\"cudaMalloc\",\"loom_memory_kind\":\"device\"}}",
+          (T0 + 1000) / 1000, bytes, bytes, bytes);
+  close_rank(f);
+}
+
+static void test_device_memory(void **state) {
+  (void)state;
+  mem_rank("m0.json", 0, "ka", 100);
+  mem_rank("m1.json", 1, "kb", 200);
+  char p0[512], p1[512], out[512];
+  path_of(p0, sizeof p0, "m0.json");
+  path_of(p1, sizeof p1, "m1.json");
+  path_of(out, sizeof out, "mem.json");
+  const char *in[] = {p0, p1};
+  loom_merge_result r;
+  assert_int_equal(merge(in, 2, out, 0, &r), LOOM_OK);
+  loom_trace *t = ts_load(out);
+  int64_t dev_of[2] = {-1, -1}, mem_dev[2] = {-2, -2};
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    if (!strcmp(v.name, "ka") || !strcmp(v.name, "kb")) dev_of[v.name[1] == 'b'] = v.pid;
+    if (!(v.roles & LOOM_RECORD_F_ALLOC)) continue;
+    loom_arg a[16];
+    size_t k = loom_trace_event_args(t, i, a, 16);
+    int64_t bytes = 0, dev = -3;
+    for (size_t j = 0; j < k && j < 16; j++) {
+      if (!strcmp(a[j].key, "bytes")) bytes = a[j].type == LOOM_ARG_INT ? a[j].v.i : (int64_t)a[j].v.u;
+      if (!strcmp(a[j].key, "device")) dev = a[j].v.i;
+    }
+    mem_dev[bytes == 200] = dev;
+  }
+  loom_trace_free(t);
+  assert_int_equal(dev_of[0], 0);
+  assert_int_not_equal(dev_of[1], 0); /* renumbered */
+  assert_int_equal(mem_dev[0], dev_of[0]);
+  assert_int_equal(mem_dev[1], dev_of[1]);
+  char *text = slurp(out), want[160];
+  assert_non_null(text);
+  snprintf(want, sizeof want, "\"Device Id\":%lld,\"Addr\":4096,\"Bytes\":200,\"Total Allocated\":200,",
+           (long long)dev_of[1]);
+  assert_non_null(strstr(text, want));
+  free(text);
+}
+
 /* Every argument of every input reaches the merged trace as a whole read
  * keeps it: strings, nested values, true/false/null, integers past 64 bits
  * (as their text), whether "args" comes after "ph" or before it; through
@@ -521,7 +576,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_two_ranks),         cmocka_unit_test(test_kineto),            cmocka_unit_test(test_arguments_kept),
       cmocka_unit_test(test_clock_alignment),   cmocka_unit_test(test_bad_input), cmocka_unit_test(test_long_metadata_keys),
-      cmocka_unit_test(test_no_clock_relation), cmocka_unit_test(test_spill),
+      cmocka_unit_test(test_no_clock_relation), cmocka_unit_test(test_spill), cmocka_unit_test(test_device_memory),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   if (!getenv("LOOM_TEST_KEEP")) {

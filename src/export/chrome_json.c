@@ -309,7 +309,7 @@ static void memory(jw *w, const loom__ev *e, const loom__targ *args, uint32_t in
   const loom__memstate *st = w->streaming ? NULL : loom__memplan_get(&w->plan, index);
   loom__memstate now;
   if (!st) {
-    if (loom__memacc_add(&w->plan.acc, w->t, &w->plan.keys, e, &m, &now)) {
+    if (loom__memacc_add(&w->plan.acc, w->t, e, args, &now)) {
       if (!w->o->failed) w->o->failed = ENOMEM;
       return;
     }

@@ -1,8 +1,9 @@
 /*
  * memory.c - memory events in the file formats (memory.h): an event's
  * arguments, the running totals per device and per series (device and
- * memory kind) that the writers add, in time order, and Kineto's [memory]
- * instant turned back into the model's memory event by the JSON reader.
+ * memory kind) that the writers add, in time order, from the trace layer's
+ * accounting (trace/memory.h), and Kineto's [memory] instant turned back
+ * into the model's memory event by the JSON reader.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include <stdio.h>
@@ -69,99 +70,48 @@ const char *loom__memev_kind(const loom_trace *t, const loom__memev *m) {
   return m->has_device ? "device" : "host";
 }
 
-/* ---- running totals ------------------------------------------------------ */
-static uint64_t mix(uint64_t a, uint64_t b) {
-  return loom__hash_u64(a * 0x9e3779b97f4a7c15ull ^ b);
-}
-
-static long dev_index(loom__memacc *a, int is_device, int64_t pid) {
-  int added;
-  uint64_t *v = loom__map_slot(&a->dev_of, mix((uint64_t)is_device, (uint64_t)pid), &added);
-  if (!v) return -1;
-  if (!added) return (long)*v - 1;
-  struct loom__memdev d = {0, 0};
-  if (LOOM__PUSH(a->devs, a->ndevs, a->cap_devs, d)) return -1;
-  *v = a->ndevs; /* the pointer is still valid: no put since */
-  return (long)a->ndevs - 1;
-}
-
+/* ---- running totals: the trace layer's accounting ---------------------- */
 /* The series' name, once: counters are written under it. */
-static void series_name(loom__memseries *s) {
-  if (s->is_device)
-    snprintf(s->name, sizeof s->name, "Memory (device %lld, %.40s)", (long long)s->device,
-             s->kind);
-  else if (!strcmp(s->kind, "host"))
+static void series_name(loom__memseries *s, const loom_trace *t, const loom__mem_ev *m) {
+  const char *kind = loom__mem_kind_name(t, m->device, m->kind);
+  if (m->device != LOOM__MEM_HOST)
+    snprintf(s->name, sizeof s->name, "Memory (device %lld, %.40s)", (long long)m->device,
+             kind);
+  else if (!m->kind)
     snprintf(s->name, sizeof s->name, "Memory (host)");
   else
-    snprintf(s->name, sizeof s->name, "Memory (host, %.40s)", s->kind);
+    snprintf(s->name, sizeof s->name, "Memory (host, %.40s)", kind);
 }
 
-static long series_index(loom__memacc *a, const loom_trace *t, const loom__memkeys *k,
-                         const loom__ev *e, const loom__memev *m) {
-  int64_t pid = m->has_device ? m->device : t->tracks[e->track].pid;
-  /* the kind by string id; the default one as its name's id (or, where the
-   * trace lacks the name, a number no string has) */
-  uint64_t kind = m->kind ? m->kind : m->has_device ? (k->v_device ? k->v_device : UINT32_MAX)
-                                     : k->v_host ? k->v_host : UINT32_MAX - 1ull;
-  uint64_t key = mix(mix((uint64_t)m->has_device, (uint64_t)pid), kind);
-  if (a->last && a->last_key == key) return (long)a->last - 1;
-  uint64_t *v = loom__map_get(&a->series_of, key);
-  if (v) return a->last_key = key, a->last = (size_t)*v, (long)*v - 1;
-  long dev = dev_index(a, m->has_device, pid);
-  if (dev < 0) return -1;
-  loom__memseries s = {.pid = pid, .is_device = m->has_device, .device = m->device,
-                       .kind = loom__memev_kind(t, m), .dev = (uint32_t)dev};
-  series_name(&s);
-  if (LOOM__PUSH(a->series, a->nseries, a->cap_series, s) ||
-      loom__map_put(&a->series_of, key, a->nseries))
-    return -1;
-  return (long)a->nseries - 1;
-}
-
-/* What a series adds to its device's reserved bytes: what its pool
- * reported, or, for memory not from a pool, what is in use. */
-static uint64_t reserved_part(const loom__memseries *s) {
-  return s->has_reserved ? s->reserved : s->in_use;
-}
-
-int loom__memacc_add(loom__memacc *a, const loom_trace *t, const loom__memkeys *k,
-                     const loom__ev *e, const loom__memev *m, loom__memstate *out) {
-  long si = series_index(a, t, k, e, m);
+int loom__memacc_add(loom__memacc *a, const loom_trace *t, const loom__ev *e,
+                     const loom__targ *args, loom__memstate *out) {
+  if (!a->m && !(a->m = loom__mem_new(0, 1, 0))) return -1;
+  loom__mem_keys_find(&a->keys, t);
+  loom__mem_ev m;
+  loom__mem_read(&a->keys, e, args, &m);
+  if (m.device == LOOM__MEM_HOST) m.pid = t->tracks[e->track].pid; /* each process's own */
+  loom__mem_after af;
+  long si = loom__mem_add(a->m, &m, &af);
   if (si < 0) return -1;
-  loom__memseries *s = &a->series[si];
-  struct loom__memdev *d = &a->devs[s->dev];
+  if ((size_t)si == a->nseries) {
+    loom__memseries s = {.pid = m.device == LOOM__MEM_HOST ? m.pid : m.device};
+    series_name(&s, t, &m);
+    if (LOOM__PUSH(a->series, a->nseries, a->cap_series, s)) return -1;
+  }
   memset(out, 0, sizeof *out);
   out->series = (uint32_t)si;
-  d->res -= reserved_part(s);
-  uint64_t key = mix((uint64_t)si + 1, m->addr);
-  uint64_t *live = loom__map_get(&a->live, key);
-  out->bytes = m->bytes;
-  if (m->is_free && !live) {
-    out->unknown = 1;
-  } else if (m->is_free) {
-    if (!m->bytes) out->bytes = *live; /* 0: the caller did not know (loom.h) */
-    s->in_use -= *live, d->alloc -= *live;
-    loom__map_del(&a->live, key);
-  } else {
-    if (live) s->in_use -= *live, d->alloc -= *live; /* its free was never seen */
-    s->in_use += m->bytes, d->alloc += m->bytes;
-    if (loom__map_put(&a->live, key, m->bytes)) return -1;
-  }
-  if (m->has_reserved) s->has_reserved = 1, s->reserved = m->reserved;
-  d->res += reserved_part(s);
-  out->counted = !out->unknown || m->has_reserved;
-  out->total_alloc = d->alloc, out->total_res = d->res;
-  out->in_use = s->in_use, out->reserved = s->reserved;
-  out->has_reserved = (uint8_t)s->has_reserved;
+  out->bytes = m.bytes ? m.bytes : af.bytes; /* as the event said, else its allocation's */
+  out->unknown = af.unknown;
+  out->counted = !af.unknown || (m.flags & LOOM__MEM_HAS_RESERVED);
+  out->total_alloc = af.dev_in_use, out->total_res = af.dev_reserved;
+  out->in_use = af.in_use, out->reserved = af.reserved;
+  out->has_reserved = af.has_reserved;
   return 0;
 }
 
 void loom__memacc_free(loom__memacc *a) {
-  loom__map_free(&a->live);
-  loom__map_free(&a->series_of);
-  loom__map_free(&a->dev_of);
+  loom__mem_free(a->m);
   free(a->series);
-  free(a->devs);
   memset(a, 0, sizeof *a);
 }
 
@@ -210,9 +160,7 @@ int loom__memplan_build(loom__memplan *p, const loom_trace *t) {
   for (size_t i = 0; !rc && i < p->n; i++) {
     size_t slot = order ? order[i] : i;
     const loom__ev *e = &t->ev[p->ev[slot]];
-    loom__memev m;
-    loom__memev_of(&p->keys, e, e->nargs ? t->args + e->args_off : NULL, &m);
-    rc = loom__memacc_add(&p->acc, t, &p->keys, e, &m, &p->st[slot]);
+    rc = loom__memacc_add(&p->acc, t, e, e->nargs ? t->args + e->args_off : NULL, &p->st[slot]);
   }
   free(order);
   return rc;

@@ -4,14 +4,17 @@
  * totals the writers add (Kineto's "Total Allocated" and "Total Reserved",
  * the counter tracks of bytes in use per device and memory kind), and
  * Kineto's [memory] instant read back into the model.  The totals are
- * derived from the events alone, in time order, so that every writer of the
- * same trace writes the same figures and a reader can leave them out.
+ * derived from the events alone, in time order, by the trace layer's
+ * accounting (trace/memory.h, host memory told apart per process), so that
+ * every writer of the same trace writes the same figures as `loom report`
+ * and a reader can leave them out.
  */
 #ifndef LOOM_EXPORT_MEMORY_H
 #define LOOM_EXPORT_MEMORY_H
 
 #include <stdint.h>
 
+#include "trace/memory.h"
 #include "trace/trace.h"
 #include "util/util.h"
 
@@ -49,15 +52,10 @@ void loom__memev_of(const loom__memkeys *k, const loom__ev *e, const loom__targ 
 /* The memory kind's name (the default when the event has none). */
 const char *loom__memev_kind(const loom_trace *t, const loom__memev *m);
 
-/* A series: the memory of one kind on one device (or in one host process). */
+/* A series as the writers name it: the memory of one kind on one device
+ * (or in one host process); the accounting's series of the same index. */
 typedef struct loom__memseries {
   int64_t pid;          /* the process it is written under: the device's, or the host's */
-  int is_device;
-  int64_t device;
-  const char *kind;     /* memory kind name (the trace's string, or a literal) */
-  int has_reserved;     /* an event of it carried "reserved" */
-  uint32_t dev;         /* index of its device's totals */
-  uint64_t in_use, reserved;
   char name[96];        /* its counter's ("Memory (device 0, pool)", "Memory (host)") */
 } loom__memseries;
 
@@ -72,22 +70,18 @@ typedef struct loom__memstate {
   uint8_t has_reserved; /* the series' pool has said what it reserved, by then */
 } loom__memstate;
 
-/* Running totals over events given in time order. */
+/* Running totals over events given in time order: the accounting's
+ * (never finished), with the writers' name of each of its series. */
 typedef struct loom__memacc {
-  loom__map live;       /* hash(series, addr) -> bytes */
-  loom__map series_of;  /* hash(pid, device, kind) -> series index + 1 */
-  uint64_t last_key;    /* the last series looked up (events come in runs): its key, */
-  size_t last;          /* its index + 1 */
+  loom__mem *m;         /* NULL until the first event */
+  loom__mem_keys keys;
   loom__memseries *series;
   size_t nseries, cap_series;
-  struct loom__memdev { uint64_t alloc, res; } *devs;
-  size_t ndevs, cap_devs;
-  loom__map dev_of;     /* hash(is_device, pid) -> device index + 1 */
 } loom__memacc;
-/* Adds e (a memory event on track pid) and fills *out.  0, or -1 when
- * out of memory. */
-int loom__memacc_add(loom__memacc *a, const loom_trace *t, const loom__memkeys *k,
-                     const loom__ev *e, const loom__memev *m, loom__memstate *out);
+/* Adds e (a memory event, its arguments args) and fills *out.  0, or -1
+ * when out of memory. */
+int loom__memacc_add(loom__memacc *a, const loom_trace *t, const loom__ev *e,
+                     const loom__targ *args, loom__memstate *out);
 void loom__memacc_free(loom__memacc *a);
 
 /* A whole trace's memory events in time order (ties: pid, tid, index),

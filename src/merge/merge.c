@@ -457,11 +457,36 @@ typedef struct counts {
 
 static int is_flow_end(uint8_t ph) { return ph == 's' || ph == 't' || ph == 'f'; }
 
-/* Writes one record; returns -1 when out of memory. */
-static int emit(const cursor *c, loom__jstream *w, loom__match *mt, counts *n) {
+/* A memory event's "device" (the device's pid in its input) as the pid
+ * that device has in the output: into *buf (freed by the caller) when it
+ * was renumbered.  The arguments to write; NULL when out of memory. */
+static const loom__targ *memory_device(const loom__minput *in, const loom__ev *e,
+                                       const loom__targ *args, uint32_t k_device,
+                                       loom__targ **buf) {
+  for (uint16_t i = 0; k_device && i < e->nargs; i++) {
+    const loom__targ *a = &args[i];
+    if (a->key != k_device || (a->type != LOOM_ARG_INT && a->type != LOOM_ARG_UINT)) continue;
+    const uint64_t *o = loom__map_get(&in->pmap, LOOM__PID_KEY(a->v.i));
+    if (!o || (int64_t)*o == a->v.i) return args;
+    if (!(*buf = malloc(e->nargs * sizeof **buf))) return NULL;
+    memcpy(*buf, args, e->nargs * sizeof **buf);
+    (*buf)[i].type = LOOM_ARG_INT;
+    (*buf)[i].v.i = (int64_t)*o;
+    return *buf;
+  }
+  return args;
+}
+
+/* Writes one record (k_device: the output's string "device", 0 when it
+ * has none); returns -1 when out of memory. */
+static int emit(const cursor *c, loom__jstream *w, loom__match *mt, counts *n,
+                uint32_t k_device) {
   const loom__minput *in = c->in;
   loom__ev e = c->rec->e;
   const loom__targ *args = (const loom__targ *)(c->rec + 1);
+  loom__targ *own = NULL;
+  if (e.kind == LOOM_KIND_MEMORY && !(args = memory_device(in, &e, args, k_device, &own)))
+    return -1;
   uint32_t track = in->tmap[e.track];
   if (is_flow_end(e.ph)) {
     loom__jstream_flow(w, (char)e.ph, uniq(e.correlation, in->k), track, c->ts, e.kind, e.name,
@@ -473,10 +498,11 @@ static int emit(const cursor *c, loom__jstream *w, loom__match *mt, counts *n) {
   e.dur = c->dur;
   e.track = track;
   e.correlation = uniq(e.correlation, in->k), e.external_id = uniq(e.external_id, in->k);
-  if (mt && loom__match_event(mt, &e, args, w)) return -1;
-  loom__jstream_event(w, &e, args);
-  n->events++;
-  return 0;
+  int rc = mt ? loom__match_event(mt, &e, args, w) : 0;
+  if (!rc) loom__jstream_event(w, &e, args);
+  free(own);
+  n->events += !rc;
+  return rc ? -1 : 0;
 }
 
 /* The matcher of messages, knowing each output track's rank (*ranks, which
@@ -498,10 +524,10 @@ static loom__match *match_open(const merger *m, size_t ninputs, int64_t **ranks,
 
 /* Every record out of the sort into w. */
 static loom_status pass(loom__xsort *s, const loom__minput *in, loom__jstream *w, loom__match *mt,
-                        const char *path, counts *n) {
+                        const char *path, counts *n, uint32_t k_device) {
   for (const loom__mrec *rec; (rec = loom__xsort_next(s));) {
     cursor c = shifted(in, rec);
-    if (emit(&c, w, mt, n))
+    if (emit(&c, w, mt, n, k_device))
       return loom__fail(LOOM_ENOMEM, "out of memory merging traces into %s", path);
   }
   if (loom__xsort_error(s)[0]) return sort_failed(s); /* a run could not be read */
@@ -519,7 +545,8 @@ static loom_status stream_out(loom__xsort *s, merger *m, loom__minput *in, size_
   loom__jstream *w = NULL;
   loom_status st = err ? loom__fail(LOOM_ENOMEM, "out of memory merging traces into %s", path)
                        : loom__jstream_open(&w, out, path, gzip);
-  if (st == LOOM_OK) st = pass(s, in, w, mt, path, n);
+  uint32_t k_device = loom__strtab_find(&out->strs, "device", 6);
+  if (st == LOOM_OK) st = pass(s, in, w, mt, path, n, k_device);
   loom__match_free(mt, &n->matched, &n->unmatched);
   free(ranks);
   n->flows += n->matched;

@@ -29,13 +29,14 @@ typedef struct blk { /* a live allocation */
 } blk;
 
 typedef struct space { /* addresses of one producer in one series */
-  int64_t device;
+  int64_t device, pid;
   uint32_t kind, series;
   uint16_t src;
   loom__map live; /* addr -> block index + 1 */
 } space;
 
 typedef struct sstate {
+  uint32_t dev; /* its device's totals */
   uint32_t *dirty;
   size_t ndirty, cap_dirty;
   size_t cur; /* open timeline bucket + 1, 0: none yet */
@@ -49,6 +50,8 @@ struct loom__mem {
   size_t ns, cap_s, cap_ss;
   space *sp;
   size_t nsp, cap_sp, last_sp;
+  struct mdev { int64_t device, pid; uint64_t in_use, res; } *dv; /* per device */
+  size_t ndv, cap_dv;
   tally *tl;
   size_t ntl, cap_tl;
   loom__map tally_of; /* series << 32 | op -> tally index + 1 */
@@ -81,6 +84,7 @@ void loom__mem_free(loom__mem *m) {
   free(m->s);
   free(m->ss);
   free(m->sp);
+  free(m->dv);
   free(m->tl);
   loom__map_free(&m->tally_of);
   free(m->bl);
@@ -96,14 +100,25 @@ void loom__mem_span(const loom__mem *m, int64_t *t0, int64_t *t1, size_t *nbucke
   *nbuckets = m->nb;
 }
 
-static long new_series(loom__mem *m, int64_t device, uint32_t kind) {
+/* The index of (device, pid)'s totals, made when new; -1 out of memory. */
+static long dev_of(loom__mem *m, int64_t device, int64_t pid) {
+  for (size_t i = 0; i < m->ndv; i++)
+    if (m->dv[i].device == device && m->dv[i].pid == pid) return (long)i;
+  struct mdev z = {device, pid, 0, 0};
+  return LOOM__PUSH(m->dv, m->ndv, m->cap_dv, z) ? -1 : (long)m->ndv - 1;
+}
+
+static long new_series(loom__mem *m, int64_t device, int64_t pid, uint32_t kind) {
   for (size_t i = 0; i < m->ns; i++)
-    if (m->s[i].device == device && m->s[i].kind == kind) return (long)i;
+    if (m->s[i].device == device && m->s[i].pid == pid && m->s[i].kind == kind) return (long)i;
+  long dev = dev_of(m, device, pid);
+  if (dev < 0) return -1;
   loom__mem_series z;
   memset(&z, 0, sizeof z);
   z.device = device;
+  z.pid = pid;
   z.kind = kind;
-  sstate zs = {0};
+  sstate zs = {(uint32_t)dev, NULL, 0, 0, 0};
   if (m->nb && (!(z.bmax = calloc(m->nb, sizeof *z.bmax)) ||
                 !(z.bres = calloc(m->nb, sizeof *z.bres)))) {
     free(z.bmax);
@@ -124,22 +139,27 @@ static long new_series(loom__mem *m, int64_t device, uint32_t kind) {
   return (long)m->ns - 1;
 }
 
-/* The space of (device, kind, src), made with its series when new. */
+static int same_space(const space *c, const loom__mem_ev *e) {
+  return c->device == e->device && c->pid == e->pid && c->kind == e->kind && c->src == e->src;
+}
+
+/* The space of (device, pid, kind, src), made with its series when new. */
 static space *space_of(loom__mem *m, const loom__mem_ev *e) {
   space *c = m->nsp ? &m->sp[m->last_sp] : NULL;
-  if (c && c->device == e->device && c->kind == e->kind && c->src == e->src) return c;
+  if (c && same_space(c, e)) return c;
   for (size_t i = 0; i < m->nsp; i++) {
     c = &m->sp[i];
-    if (c->device == e->device && c->kind == e->kind && c->src == e->src) {
+    if (same_space(c, e)) {
       m->last_sp = i;
       return c;
     }
   }
-  long s = new_series(m, e->device, e->kind);
+  long s = new_series(m, e->device, e->pid, e->kind);
   if (s < 0) return NULL;
   space z;
   memset(&z, 0, sizeof z);
   z.device = e->device;
+  z.pid = e->pid;
   z.kind = e->kind;
   z.src = e->src;
   z.series = (uint32_t)s;
@@ -286,10 +306,19 @@ static int free_ev(loom__mem *m, space *sp, const loom__mem_ev *e, loom__mem_aft
   return drop_block(m, sp, (uint32_t)(*bi - 1));
 }
 
+/* What a series adds to its device's reserved bytes: what its pool
+ * reported, or, for memory not from a pool, what is in use. */
+static uint64_t reserved_part(const loom__mem_series *se) {
+  return se->has_reserved ? se->reserved : se->in_use;
+}
+
 long loom__mem_add(loom__mem *m, const loom__mem_ev *e, loom__mem_after *after) {
   space *sp = space_of(m, e);
   if (!sp) return -1;
   size_t s = sp->series;
+  struct mdev *d = &m->dv[m->ss[s].dev];
+  d->in_use -= m->s[s].in_use; /* the series' part taken out, put back after */
+  d->res -= reserved_part(&m->s[s]);
   size_t b = m->nb ? bucket_open(m, s, e->ts) : 0;
   loom__mem_after af = {.bytes = e->bytes};
   int rc = e->flags & LOOM__MEM_FREE ? free_ev(m, sp, e, &af) : alloc_ev(m, sp, e);
@@ -308,8 +337,13 @@ long loom__mem_add(loom__mem *m, const loom__mem_ev *e, loom__mem_after *after) 
     if (se->bmax[b] < se->in_use) se->bmax[b] = se->in_use;
     if (se->bres[b] < se->reserved) se->bres[b] = se->reserved;
   }
+  d->in_use += se->in_use;
+  d->res += reserved_part(se);
   af.in_use = se->in_use;
   af.reserved = se->reserved;
+  af.has_reserved = (uint8_t)se->has_reserved;
+  af.dev_in_use = d->in_use;
+  af.dev_reserved = d->res;
   if (after) *after = af;
   return (long)s;
 }
@@ -332,6 +366,7 @@ static int cmp_block(const void *pa, const void *pb) {
 static int cmp_series(const void *pa, const void *pb) {
   const loom__mem_series *a = pa, *b = pb;
   if (a->device != b->device) return a->device < b->device ? -1 : 1;
+  if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
   return a->kind < b->kind ? -1 : a->kind > b->kind;
 }
 

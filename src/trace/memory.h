@@ -45,6 +45,8 @@ typedef struct loom__mem_ev {
   int64_t ts;
   uint64_t addr, bytes, reserved;
   int64_t device;   /* the device's pid in the trace, LOOM__MEM_HOST for host memory */
+  int64_t pid;      /* host memory: its process's pid where the caller tells processes
+                       apart (the file writers), else 0 (every process's in one series) */
   uint32_t kind;    /* memory kind (string id; 0 = the default, see loom__mem_kind_name) */
   uint32_t call;    /* the call that allocated or freed (the event's name) */
   uint32_t op;      /* innermost framework op open on its thread, 0 = none */
@@ -71,7 +73,7 @@ typedef struct loom__mem_block {
 } loom__mem_block;
 
 typedef struct loom__mem_series {
-  int64_t device;
+  int64_t device, pid;
   uint32_t kind;
   uint64_t nalloc, alloc_bytes;  /* allocations of the window */
   uint64_t nfree, free_bytes;    /* frees of known allocations */
@@ -109,13 +111,19 @@ loom__mem *loom__mem_new(int64_t t0, int64_t t1, size_t nbuckets);
 /* What one event did to its series. */
 typedef struct loom__mem_after {
   uint64_t in_use, reserved; /* the series' bytes after it */
+  /* its device's (device and pid) over all its series after it: bytes in
+   * use, and reserved (a pool's reserved bytes, else what is in use):
+   * Kineto's "Total Allocated" and "Total Reserved" */
+  uint64_t dev_in_use, dev_reserved;
   uint64_t bytes;     /* what it moved: an allocation's size, the size of what a free
                          freed (an unknown address: what the free said) */
   uint32_t alloc_op;  /* a free: the op that allocated what it frees (0: none known) */
   uint8_t unknown;    /* a free of an address never seen allocated (nothing moved) */
+  uint8_t has_reserved; /* the series' pool has said what it reserved, by then */
 } loom__mem_after;
 /* One event, in time order; *after (may be NULL) says what it did.
- * Returns the series' index, or -1 when out of memory. */
+ * Returns the series' index (a new series takes the next; they keep their
+ * index until loom__mem_finish), or -1 when out of memory. */
 long loom__mem_add(loom__mem *m, const loom__mem_ev *e, loom__mem_after *after);
 /* Ends input: the leaks, top ops and timeline of every series, series
  * sorted by device then kind.  0, or -1 when out of memory. */

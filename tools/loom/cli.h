@@ -12,10 +12,4 @@
  * and exits with status 1: never a call through a table of another shape. */
 const loom_tools *cli_tools(void);
 
-/* ", host memory peak 172.0 MiB at 1.234 s (op 'grow' 108.0 MiB, ...)" for
- * the trace file at trace (memsum.c): the peak of live bytes on the host and
- * each device, and the ops holding most then; "" when it holds no memory
- * events (or cannot be read). */
-void record_memory_summary(const char *trace, char *out, size_t n);
-
 #endif

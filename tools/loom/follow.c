@@ -370,9 +370,8 @@ static int finish_rebuild(finish *fi, proc *p, const done_line *d) {
 }
 
 /* The summary's memory lines of process p's trace, as its preload wrote
- * them (<pid>.mem; a trace rebuilt from a killed program's records says its
- * memory in the line of its rebuild).  Printed now, or kept with the lone
- * line (one process: said once the trace is at -o). */
+ * them, or its rebuild for a killed program (<pid>.mem).  Printed now, or
+ * kept with the lone line (one process: said once the trace is at -o). */
 static void finish_memory(finish *fi, const proc *p) {
   char path[PATH_MAX + 64], lines[8192] = "";
   snprintf(path, sizeof path, "%s/%ld.mem", fi->f->dir, (long)p->pid);

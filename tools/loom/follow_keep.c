@@ -89,6 +89,24 @@ void follow_ended(const loom_follow *f, pid_t pid, pid_t top, int top_status, co
   else death(f, pid, top, top_status, how, n);
 }
 
+/* <dir>/<pid>.mem for a rebuilt trace: the summary's lines about its
+ * memory (tools.h memory_lines), as the preload writes them for a trace it
+ * saved, so a program that died of memory names its peak and top holders
+ * the same way (printed with the process's line). */
+static void memory_note(const loom_follow *f, pid_t pid, const char *trace) {
+  char lines[8192], path[PATH_MAX + 64];
+  loom_trace *t = NULL;
+  if (loom_trace_load(trace, &t) != LOOM_OK) return;
+  int rc = cli_tools()->memory_lines(t, lines, sizeof lines);
+  loom_trace_free(t);
+  if (rc != 0 || !lines[0]) return;
+  snprintf(path, sizeof path, "%s/%ld.mem", f->dir, (long)pid);
+  FILE *o = fopen(path, "w");
+  if (!o) return;
+  fputs(lines, o);
+  fclose(o);
+}
+
 /* Rebuilds p's trace from its arena into the session folder (-o FILE:
  * merged from there) or where it would have written it (-o DIR/), as its
  * .done line; a line about it in msg.  failed: its own save's message ("to
@@ -136,11 +154,10 @@ int follow_rebuild(const loom_follow *f, proc *p, pid_t top, int top_status, con
   else if (r.bk_lost)
     snprintf(unres + strlen(unres), sizeof unres - strlen(unres),
              ", %llu backend records lost with its memory", (unsigned long long)r.bk_lost);
-  char mem[1024] = ""; /* a program that died of memory: how much, and who held it */
-  if (!failed[0]) record_memory_summary(r.out, mem, sizeof mem);
+  if (!failed[0]) memory_note(f, p->pid, r.out);
   snprintf(msg, n, "%s; loom rebuilt its trace from shared memory: %llu range%s and %llu "
-           "op%s kept%s%s%s", how, (unsigned long long)r.ranges, r.ranges == 1 ? "" : "s",
-           (unsigned long long)r.ops, r.ops == 1 ? "" : "s", open_at, unres, mem);
+           "op%s kept%s%s", how, (unsigned long long)r.ranges, r.ranges == 1 ? "" : "s",
+           (unsigned long long)r.ops, r.ops == 1 ? "" : "s", open_at, unres);
   return 0;
 }
 
