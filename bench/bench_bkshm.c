@@ -33,10 +33,21 @@ static loom_backend *bk;
 static loom_clock clk;
 static uint32_t dev, queue;
 
-static double now_ns(void) {
+static double clock_ns(clockid_t c) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(c, &ts);
   return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* What one measurement gives: ns per record of the thread's CPU and wall. */
+typedef struct cost { double cpu, wall; } cost;
+static double t0_cpu, t0_wall;
+static void start_clock(void) {
+  t0_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID), t0_wall = clock_ns(CLOCK_MONOTONIC);
+}
+static cost stop_clock(long n) {
+  return (cost){(clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0_cpu) / (double)n,
+                (clock_ns(CLOCK_MONOTONIC) - t0_wall) / (double)n};
 }
 
 static loom_status b_configure(loom_backend *b, uint32_t kinds) {
@@ -52,28 +63,47 @@ static loom_status b_stop(loom_backend *b) { (void)b; return LOOM_OK; }
 static loom_status b_flush(loom_backend *b) { (void)b; return LOOM_OK; }
 static const loom_backend_ops ops = {
     .struct_size = sizeof ops, .abi_major = LOOM_ABI_MAJOR, .abi_minor = LOOM_ABI_MINOR,
-    .name = "benchbk", .device_type = "benchbk", .kinds = LOOM_KIND_BIT(LOOM_KIND_KERNEL),
+    .name = "benchbk", .device_type = "benchbk",
+    .kinds = LOOM_KIND_BIT(LOOM_KIND_KERNEL) | LOOM_KIND_BIT(LOOM_KIND_MEMORY),
     .configure = b_configure, .start = b_start, .stop = b_stop, .flush = b_flush};
 
+/* Emits nrec kernel records, or (memory) nrec/2 allocations and their frees. */
+static void emit_loop(int memory) {
+  uint32_t name = host->intern(bk, memory ? "alloc" : "kernel", SIZE_MAX);
+  loom_arg args[4] = {{.key = "grid", .type = LOOM_ARG_UINT},
+                      {.key = "block", .type = LOOM_ARG_UINT, .v.u = 256}};
+  if (memory) {
+    args[0] = (loom_arg){.key = "addr", .type = LOOM_ARG_UINT};
+    args[1] = (loom_arg){.key = "bytes", .type = LOOM_ARG_UINT, .v.u = 256};
+    args[2] = (loom_arg){.key = "device", .type = LOOM_ARG_UINT, .v.u = dev};
+    args[3] = (loom_arg){.key = "memory_kind", .type = LOOM_ARG_STRING, .v.s = "device"};
+  }
+  loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_KERNEL, .clock = clk, .device = dev,
+                   .resource = queue, .name = name, .nargs = 2, .args = args};
+  if (memory) r.kind = LOOM_KIND_MEMORY, r.device = LOOM_DEVICE_HOST, r.resource = 0;
+  for (long i = 0; i < nrec; i++) {
+    r.start = (uint64_t)i * 10, r.end = r.start + 5, r.correlation = (uint64_t)i + 1;
+    args[0].v.u = memory ? 0x10000 + (uint64_t)(i / 2) * 256 : (uint64_t)i;
+    if (memory) {
+      r.flags = i % 2 ? LOOM_RECORD_F_FREE : LOOM_RECORD_F_ALLOC;
+      r.nargs = i % 2 ? 1 : 4;
+      r.end = r.start;
+    }
+    if (host->emit(bk, &r) != LOOM_OK) exit(3);
+  }
+}
+
 /* ns per emit in a session of this process. */
-static double emits(void) {
+static cost emits(int memory) {
   host = loom_host_get(LOOM_ABI_MAJOR);
-  if (!host || host->backend_register(&ops, "bench_bkshm")) return 0;
+  if (!host || host->backend_register(&ops, "bench_bkshm")) return (cost){0, 0};
   loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu,benchbk",
                              .options = "backend_memory_cap=4g"};
   loom_session *s;
-  if (loom_session_create(&cfg, &s) || loom_session_start(s) || !bk) return 0;
-  uint32_t name = host->intern(bk, "kernel", SIZE_MAX);
-  loom_arg args[2] = {{.key = "grid", .type = LOOM_ARG_UINT}, {.key = "block", .type = LOOM_ARG_UINT, .v.u = 256}};
-  loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_KERNEL, .clock = clk, .device = dev,
-                   .resource = queue, .name = name, .nargs = 2, .args = args};
-  double t0 = now_ns();
-  for (long i = 0; i < nrec; i++) {
-    r.start = (uint64_t)i * 10, r.end = r.start + 5, r.correlation = (uint64_t)i + 1;
-    args[0].v.u = (uint64_t)i;
-    host->emit(bk, &r);
-  }
-  double t = (now_ns() - t0) / (double)nrec;
+  if (loom_session_create(&cfg, &s) || loom_session_start(s) || !bk) return (cost){0, 0};
+  start_clock();
+  emit_loop(memory);
+  cost t = stop_clock(nrec);
   loom_session_stop(s, NULL);
   loom_session_destroy(s);
   return t;
@@ -91,36 +121,38 @@ __attribute__((noinline)) static void floor_one(frec *r, farg *g, long i) {
   pthread_mutex_unlock(&fmu);
 }
 
-static double run_floor(void) {
+static cost run_floor(void) {
   frec *r = malloc(sizeof *r * (size_t)nrec);
   farg *g = malloc(sizeof *g * 2 * (size_t)nrec);
-  if (!r || !g) return 0;
-  double t0 = now_ns();
+  if (!r || !g) return (cost){0, 0};
+  start_clock();
   for (long i = 0; i < nrec; i++) floor_one(r, g, i);
-  double t = (now_ns() - t0) / (double)nrec;
+  cost t = stop_clock(nrec);
   free(r);
   free(g);
   return t;
 }
 
-/* One measurement in a fresh process: 0 floor, 1 heap, 2 arena. */
-static double measure(int kind, const char *dir) {
+/* One measurement in a fresh process: 0 floor, 1 heap, 2 arena, 3 memory
+ * records in the arena. */
+enum { WAYS = 4 };
+static cost measure(int kind, const char *dir) {
   int fds[2];
-  if (pipe(fds)) return 0;
+  if (pipe(fds)) return (cost){0, 0};
   pid_t p = fork();
   if (p == 0) {
-    double t = 0;
+    cost t = {0, 0};
     char path[4096];
     snprintf(path, sizeof path, "%s/bench_bkshm-%d.arena", dir, (int)getpid());
     if (kind == 0) t = run_floor();
-    else if (kind == 1 || LOOM_TOOLS_GET()->arena_begin(path, "") == 0) t = emits();
-    if (kind == 2) unlink(path);
+    else if (kind == 1 || LOOM_TOOLS_GET()->arena_begin(path, "") == 0) t = emits(kind == 3);
+    if (kind >= 2) unlink(path);
     if (write(fds[1], &t, sizeof t) != sizeof t) _exit(1);
     _exit(0);
   }
   close(fds[1]);
-  double t = 0;
-  if (read(fds[0], &t, sizeof t) != sizeof t) t = 0;
+  cost t = {0, 0};
+  if (read(fds[0], &t, sizeof t) != sizeof t) t = (cost){0, 0};
   close(fds[0]);
   waitpid(p, NULL, 0);
   return t;
@@ -132,28 +164,36 @@ static int cmp(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
+  const char *shm = getenv("LOOM_SHM_DIR");
   if (argc > 1) nrec = atol(argv[1]);
   int rounds = argc > 2 ? atoi(argv[2]) : 7;
-  const char *dir = argc > 3 ? argv[3] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-  if (nrec < 1 || rounds < 1 || rounds > 1000) {
-    fprintf(stderr, "usage: bench_bkshm [RECORDS [ROUNDS [DIR]]]\n");
+  const char *dir = argc > 3 ? argv[3] : shm && *shm ? shm : "/dev/shm";
+  if (nrec < 2 || rounds < 1 || rounds > 1000) {
+    fprintf(stderr, "usage: bench_bkshm [RECORDS >= 2 [ROUNDS [DIR]]]\n");
     return 2;
   }
   setenv("LOOM_LOG", "error", 1);
-  double *t[3];
-  for (int k = 0; k < 3; k++) t[k] = calloc((size_t)rounds, sizeof(double));
+  static double t[WAYS][2][1000];
   for (int r = 0; r < rounds; r++)
-    for (int k = 0; k < 3; k++) t[k][r] = measure(k, dir);
-  const char *names[] = {"floor (lock + copy)", "emit, heap records", "emit, arena records"};
-  double med[3], mn[3];
-  for (int k = 0; k < 3; k++) {
-    qsort(t[k], (size_t)rounds, sizeof(double), cmp);
-    mn[k] = t[k][0], med[k] = t[k][rounds / 2];
-    printf("%-22s %8.2f ns/record min %8.2f median\n", names[k], mn[k], med[k]);
+    for (int k = 0; k < WAYS; k++) {
+      cost c = measure(k, dir);
+      t[k][0][r] = c.cpu, t[k][1][r] = c.wall;
+    }
+  const char *names[WAYS] = {"floor (lock + copy)", "emit, heap records", "emit, arena records",
+                             "emit, memory records"};
+  double mn[WAYS][2], med[WAYS][2];
+  printf("ns per record, %ld records, %d interleaved rounds, arena in %s;\n"
+         "%-22s %21s %21s\n", nrec, rounds, dir, "min / median", "thread CPU", "wall");
+  for (int k = 0; k < WAYS; k++) {
+    for (int m = 0; m < 2; m++) {
+      qsort(t[k][m], (size_t)rounds, sizeof(double), cmp);
+      mn[k][m] = t[k][m][0], med[k][m] = t[k][m][rounds / 2];
+    }
+    printf("%-22s %9.1f / %9.1f %9.1f / %9.1f\n", names[k], mn[k][0], med[k][0], mn[k][1],
+           med[k][1]);
   }
-  if (mn[1] > 0 && med[1] > 0)
-    printf("arena / heap: %.2fx (min) %.2fx (median); %ld records, %d rounds\n", mn[2] / mn[1],
-           med[2] / med[1], nrec, rounds);
-  for (int k = 0; k < 3; k++) free(t[k]);
-  return mn[1] > 0 && mn[2] > 0 ? 0 : 1;
+  if (mn[1][0] > 0 && med[1][0] > 0)
+    printf("arena / heap (thread CPU): %.2fx (min) %.2fx (median)\n", mn[2][0] / mn[1][0],
+           med[2][0] / med[1][0]);
+  return mn[1][0] > 0 && mn[2][0] > 0 && mn[3][0] > 0 ? 0 : 1;
 }

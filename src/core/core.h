@@ -110,6 +110,11 @@ typedef struct loom__bsess {
   /* Loss counts by reason (the first few distinct reasons; others join the
    * last slot's count). */
   struct { char *reason; uint64_t n; } lost_by[4];
+  /* The session's devices that are this backend's (device_add), a bit per
+   * session device index: a memory record's "device" is checked here under
+   * b->mu alone, with no session lock per record. */
+  uint64_t *devbits;
+  size_t ndevbits;
   /* Ring mode: the allocations among the records dropped to stay within
    * the ring and not freed by one (memring.c): a dump starts from them. */
   struct loom__bmem *gone_mem;

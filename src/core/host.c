@@ -223,6 +223,20 @@ static int copy_args(loom__targ **dst, size_t *n, size_t *cap,
   return 0;
 }
 
+/* Marks device index i as b's (b->mu held).  Out of memory: not marked, so
+ * its memory records are refused (named, counted), never wrongly taken. */
+static void own_device(loom__bsess *bs, uint32_t i) {
+  size_t w = i / 64, n = bs->ndevbits;
+  if (w >= n && loom__grow((void **)&bs->devbits, &bs->ndevbits, w + 1, sizeof *bs->devbits))
+    return;
+  if (bs->ndevbits > n) memset(bs->devbits + n, 0, (bs->ndevbits - n) * sizeof *bs->devbits);
+  bs->devbits[w] |= 1ull << (i % 64);
+}
+
+static int owns_device(const loom__bsess *bs, uint64_t i) {
+  return i / 64 < bs->ndevbits && (bs->devbits[i / 64] >> (i % 64) & 1);
+}
+
 static loom_status svc_device_add(loom_backend *b, const loom_device_info *info,
                                   uint32_t *out) {
   if (!b || !info || !out || info->struct_size < offsetof(loom_device_info, props))
@@ -248,6 +262,7 @@ static loom_status svc_device_add(loom_backend *b, const loom_device_info *info,
     *out = (uint32_t)(s->ndevs - 1);
     s->devs[*out].arena =
         loom__bkarena_device(loom__bkarena_serial(b, b->bs), *out, &s->devs[*out]);
+    own_device(b->bs, *out);
   }
   pthread_mutex_unlock(&s->mu);
   pthread_mutex_unlock(&b->mu);
@@ -332,19 +347,99 @@ static void ring_make_room(loom__bsess *bs, uint64_t need) {
   loom__bkarena_ring_state(bs);
 }
 
-/* What is wrong with memory record r (LOOM_KIND_MEMORY, plugin.h), or NULL:
- * one mark of the two, "addr", "bytes" on an allocation, a "device" that is
- * one of b's devices (b->mu held; s->mu taken), "memory_kind" a known name. */
-static const char *memory_problem(loom_backend *b, struct loom_session *s, const loom_record *r,
-                                  const loom_arg *args, uint32_t nargs) {
-  static const char *const kinds[] = {"host", "device", "host_pinned", "shared", "pool"};
+/* The reserved argument keys and memory kinds of plugin.h, interned once:
+ * a memory record is checked by comparing ids, no string compared. */
+enum { R_ADDR, R_BYTES, R_DEVICE, R_MKIND, R_HOST, R_PINNED, R_SHARED, R_POOL, R_N };
+static uint32_t rid[R_N];
+static int rid_ok; /* all interned (else memory records take the raw check) */
+static pthread_once_t rid_once = PTHREAD_ONCE_INIT;
+
+static void rid_init(void) {
+  static const char *const names[R_N] = {"addr", "bytes", "device", "memory_kind",
+                                         "host", "host_pinned", "shared", "pool"};
+  rid_ok = 1;
+  for (int i = 0; i < R_N; i++) rid_ok &= (rid[i] = loom__intern(names[i], SIZE_MAX)) != 0;
+}
+
+static const char *const bad_kind = "memory record refused: \"memory_kind\" is not host, "
+                                    "device, host_pinned, shared or pool";
+
+/* What is wrong with the marks of memory record r, or NULL. */
+static const char *memory_marks(const loom_backend *b, const loom_record *r) {
   if (b->ops.abi_major == 1 && b->ops.abi_minor < 5)
     return "memory record refused: LOOM_KIND_MEMORY needs plug-in ABI 1.5";
   unsigned m = r->flags & (LOOM_RECORD_F_ALLOC | LOOM_RECORD_F_FREE);
   if (m != LOOM_RECORD_F_ALLOC && m != LOOM_RECORD_F_FREE)
     return "memory record refused: it needs exactly one of LOOM_RECORD_F_ALLOC and _FREE";
+  return NULL;
+}
+
+/* What is wrong with memory record r (LOOM_KIND_MEMORY, plugin.h) whose n
+ * arguments t were converted whole (strings interned), or NULL: one mark of
+ * the two, "addr", "bytes" on an allocation, a "device" that is one of b's
+ * devices (bs->devbits: b->mu held, no other lock), "memory_kind" a known
+ * name.  A key loom could not intern (0) is no reserved key. */
+static const char *memory_problem(const loom_backend *b, const loom__bsess *bs,
+                                  const loom_record *r, const loom__targ *t, size_t n) {
+  const char *why = memory_marks(b, r);
+  if (why) return why;
   int addr = 0, bytes = 0;
-  for (uint32_t i = 0; i < nargs; i++) {
+  for (size_t i = 0; i < n; i++) {
+    const loom__targ *a = &t[i];
+    int num = a->type == LOOM_ARG_UINT || (a->type == LOOM_ARG_INT && a->v.i >= 0);
+    if (!a->key) continue;
+    if (a->key == rid[R_ADDR]) {
+      if (!num) return "memory record refused: \"addr\" is not an unsigned integer";
+      addr = 1;
+    } else if (a->key == rid[R_BYTES]) {
+      if (!num) return "memory record refused: \"bytes\" is not an unsigned integer";
+      bytes = 1;
+    } else if (a->key == rid[R_DEVICE]) {
+      if (!num || !owns_device(bs, a->v.u))
+        return "memory record refused: \"device\" is not one of the backend's devices";
+    } else if (a->key == rid[R_MKIND]) {
+      uint32_t v = a->type == LOOM_ARG_STRING ? a->v.s : 0;
+      if (!v || (v != rid[R_HOST] && v != rid[R_DEVICE] && v != rid[R_PINNED] &&
+                 v != rid[R_SHARED] && v != rid[R_POOL]))
+        return bad_kind;
+    }
+  }
+  if (!addr) return "memory record refused: it has no \"addr\"";
+  if ((r->flags & LOOM_RECORD_F_ALLOC) && !bytes)
+    return "memory record refused: an allocation without \"bytes\"";
+  return NULL;
+}
+
+/* Converts args into t (strings interned): the count kept.  *odd: one was
+ * left out (a type loom does not know) or a string could not be interned,
+ * so a memory record is checked on args themselves (memory_problem_raw). */
+static size_t convert_args(loom__targ *t, const loom_arg *args, size_t nargs, int *odd) {
+  size_t n = 0;
+  for (size_t i = 0; i < nargs; i++) {
+    loom__targ a = {.key = intern_cached(args[i].key ? args[i].key : "?"),
+                    .type = (uint8_t)args[i].type};
+    switch (args[i].type) {
+    case LOOM_ARG_INT: a.v.i = args[i].v.i; break;
+    case LOOM_ARG_UINT: a.v.u = args[i].v.u; break;
+    case LOOM_ARG_DOUBLE: a.v.d = args[i].v.d; break;
+    case LOOM_ARG_STRING: a.v.s = intern_cached(args[i].v.s ? args[i].v.s : ""); break;
+    default: *odd = 1; continue;
+    }
+    if (!a.key || (a.type == LOOM_ARG_STRING && !a.v.s)) *odd = 1;
+    t[n++] = a;
+  }
+  return n;
+}
+
+/* memory_problem on the arguments as the backend gave them (strings
+ * compared): for the rare record convert_args could not take whole. */
+static const char *memory_problem_raw(const loom_backend *b, const loom__bsess *bs,
+                                      const loom_record *r, const loom_arg *args, size_t n) {
+  static const char *const kinds[] = {"host", "device", "host_pinned", "shared", "pool"};
+  const char *why = memory_marks(b, r);
+  if (why) return why;
+  int addr = 0, bytes = 0;
+  for (size_t i = 0; i < n; i++) {
     const loom_arg *a = &args[i];
     if (!a->key) continue;
     int num = a->type == LOOM_ARG_UINT || (a->type == LOOM_ARG_INT && a->v.i >= 0);
@@ -356,74 +451,89 @@ static const char *memory_problem(loom_backend *b, struct loom_session *s, const
       if (!num) return "memory record refused: \"bytes\" is not an unsigned integer";
       bytes = 1;
     } else if (!strcmp(a->key, "device")) {
-      pthread_mutex_lock(&s->mu);
-      int ok = num && v < s->ndevs && s->devs[v].b == b;
-      pthread_mutex_unlock(&s->mu);
-      if (!ok) return "memory record refused: \"device\" is not one of the backend's devices";
+      if (!num || !owns_device(bs, v))
+        return "memory record refused: \"device\" is not one of the backend's devices";
     } else if (!strcmp(a->key, "memory_kind")) {
       size_t k = 0;
       while (a->type == LOOM_ARG_STRING && a->v.s && k < 5 && strcmp(a->v.s, kinds[k])) k++;
-      if (a->type != LOOM_ARG_STRING || k == 5)
-        return "memory record refused: \"memory_kind\" is not host, device, host_pinned, "
-               "shared or pool";
+      if (a->type != LOOM_ARG_STRING || k == 5) return bad_kind;
     }
   }
   if (!addr) return "memory record refused: it has no \"addr\"";
-  if (m == LOOM_RECORD_F_ALLOC && !bytes) return "memory record refused: an allocation without "
-                                                 "\"bytes\"";
+  if ((r->flags & LOOM_RECORD_F_ALLOC) && !bytes)
+    return "memory record refused: an allocation without \"bytes\"";
   return NULL;
 }
+
+/* Appends r with its n converted arguments t (b->mu held, bs open). */
+static loom_status append(loom_backend *b, loom__bsess *bs, const loom_record *r,
+                          const loom__targ *t, size_t n) {
+  const char *cat = r->struct_size >= offsetof(loom_record, args) ? r->category : NULL;
+  loom__drec d = {r->start, r->end, r->correlation, r->external_id, r->name,
+                  cat ? intern_cached(cat) : 0, r->clock, r->device,
+                  r->resource, /* or, the same bytes, a host record's tid */
+                  0, (uint16_t)n, r->kind, 0};
+  /* Marks exist from ABI 1.1 on; bits loom does not know are not kept. */
+  if (b->ops.abi_minor >= 1 || b->ops.abi_major > 1)
+    d.roles = (uint16_t)(r->flags & LOOM__ROLE_ALL);
+  if (d.device == LOOM_DEVICE_HOST && !d.resource) d.resource = loom__tid();
+  uint64_t need = sizeof d + n * sizeof(loom__targ);
+  struct loom_session *s = bs->s;
+  if (s->ring && bs->bytes + need > s->ring_bk_bytes) ring_make_room(bs, need);
+  d.args_off = (uint32_t)bs->nargs;
+  if (bs->bytes + need > s->bk_cap) { /* per backend */
+    lost_locked(b, bs, 1, "backend memory cap (backend_memory_cap) reached");
+    return LOOM_ENOMEM;
+  }
+  if (loom__bkarena_reserve(b, bs, n)) { /* room first: nothing below moves */
+    lost_locked(b, bs, 1, "out of memory");
+    return LOOM_ENOMEM;
+  }
+  if (n) memcpy(bs->args + bs->nargs, t, n * sizeof *t);
+  bs->nargs += n;
+  bs->recs[bs->nrecs++] = d;
+  bs->bytes += need;
+  loom__bkarena_publish(b, bs); /* whole: readable by a salvage */
+  return LOOM_OK;
+}
+
+/* Arguments are converted into a buffer on the stack (a heap one past
+ * LOCAL_ARGS), checked there when the record is a memory record, then
+ * copied once into the backend's arrays. */
+#define LOCAL_ARGS 16
 
 static loom_status svc_emit(loom_backend *b, const loom_record *r) {
   if (!b || !r || r->struct_size < offsetof(loom_record, category)) return LOOM_EINVAL;
   if (r->kind >= LOOM_KIND_COUNT_) return LOOM_EINVAL;
+  const loom_arg *args = r->struct_size >= sizeof *r ? r->args : NULL;
+  size_t nin = args ? r->nargs : 0;
+  loom__targ local[LOCAL_ARGS], *t = nin <= LOCAL_ARGS ? local : malloc(nin * sizeof *t);
+  if (r->kind == LOOM_KIND_MEMORY) pthread_once(&rid_once, rid_init);
   loom_status st = LOOM_OK;
-  const char *why;
   pthread_mutex_lock(&b->mu);
   loom__bsess *bs = b->bs;
+  int mem = r->kind == LOOM_KIND_MEMORY, odd = 0;
   if (!bs) {
     st = LOOM_ESTATE;
   } else if (bs->closed) {
     lost_locked(b, bs, 1, "records emitted after the backend was flushed");
     st = LOOM_ESTATE;
-  } else if (r->kind == LOOM_KIND_MEMORY &&
-             (why = memory_problem(b, bs->s, r, r->struct_size >= sizeof *r ? r->args : NULL,
-                                   r->struct_size >= sizeof *r && r->args ? r->nargs : 0))) {
-    lost_locked(b, bs, 1, why); /* named in the trace's warnings, counted */
-    st = LOOM_EINVAL;
-  } else if (bs->kinds & LOOM_KIND_BIT(r->kind)) {
-    const char *cat = r->struct_size >= offsetof(loom_record, args) ? r->category : NULL;
-    const loom_arg *args = r->struct_size >= sizeof *r ? r->args : NULL;
-    loom__drec d = {r->start, r->end, r->correlation, r->external_id, r->name,
-                    cat ? intern_cached(cat) : 0, r->clock, r->device,
-                    r->resource, /* or, the same bytes, a host record's tid */
-                    (uint32_t)bs->nargs, 0, r->kind, 0};
-    /* Marks exist from ABI 1.1 on; bits loom does not know are not kept. */
-    if (b->ops.abi_minor >= 1 || b->ops.abi_major > 1)
-      d.roles = (uint16_t)(r->flags & LOOM__ROLE_ALL);
-    if (d.device == LOOM_DEVICE_HOST && !d.resource) d.resource = loom__tid();
-    size_t before = bs->nargs, nin = args ? r->nargs : 0;
-    uint64_t need = sizeof d + nin * sizeof(loom__targ);
-    struct loom_session *s = bs->s;
-    if (s->ring && bs->bytes + need > s->ring_bk_bytes) ring_make_room(bs, need);
-    before = bs->nargs;
-    d.args_off = (uint32_t)bs->nargs;
-    if (bs->bytes + need > s->bk_cap) { /* per backend; b->mu is held */
-      lost_locked(b, bs, 1, "backend memory cap (backend_memory_cap) reached");
-      st = LOOM_ENOMEM;
-    } else if (loom__bkarena_reserve(b, bs, nin) || /* room first: the pushes do not move */
-               copy_args(&bs->args, &bs->nargs, &bs->cap_args, args, nin) ||
-               LOOM__PUSH(bs->recs, bs->nrecs, bs->cap_recs, d) != 0) {
-      bs->nargs = before;
-      lost_locked(b, bs, 1, "out of memory");
-      st = LOOM_ENOMEM;
-    } else {
-      bs->bytes += need;
-      bs->recs[bs->nrecs - 1].nargs = (uint16_t)(bs->nargs - before);
-      loom__bkarena_publish(b, bs); /* whole: readable by a salvage */
+  } else if (!t) {
+    lost_locked(b, bs, 1, "out of memory");
+    st = LOOM_ENOMEM;
+  } else if (mem || (bs->kinds & LOOM_KIND_BIT(r->kind))) {
+    size_t n = convert_args(t, args, nin, &odd);
+    const char *why = !mem ? NULL : odd || !rid_ok ? memory_problem_raw(b, bs, r, args, nin)
+                                        : memory_problem(b, bs, r, t, n);
+    if (why) {
+      lost_locked(b, bs, 1, why); /* named in the trace's warnings, counted */
+      st = LOOM_EINVAL;
+    } else if (bs->kinds & LOOM_KIND_BIT(r->kind)) {
+      st = append(b, bs, r, t, n);
     }
   }
   pthread_mutex_unlock(&b->mu);
+  if (t != local) free(t);
   return st;
 }
 

@@ -106,6 +106,7 @@ void loom__bsess_free(loom__bsess *bs) {
   free(bs->recs);
   free(bs->args);
   loom__bmem_free(bs);
+  free(bs->devbits);
   for (size_t i = 0; i < sizeof bs->lost_by / sizeof bs->lost_by[0]; i++)
     free(bs->lost_by[i].reason);
   free(bs);
