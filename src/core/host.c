@@ -182,30 +182,36 @@ static struct loom_session *lock_open_session(loom_backend *b) {
   return s;
 }
 
-/* Copies args into dst (strings interned). */
 /* A string of a record (its category, an argument's key or text value) as an
  * interned id.  Backends pass the same few strings on every record (an
  * annotation domain's name, literal keys, a kernel's name kept per kernel),
  * so a per-thread cache by pointer saves the interner's global lock; a hit
  * is checked against the interned copy, so a caller that reuses a buffer
- * for other text stays exact.  (Sampling bench_opencl under loom record put
- * that lock in 3% of the enqueuing thread's time.) */
-#define STR_SLOTS 64
+ * for other text stays exact.  The literals of one record lie a few bytes
+ * apart: the slot comes from a multiplicative hash of the whole pointer,
+ * and each pointer may sit in either of two slots (a miss costs two locks:
+ * "addr" and "bytes" sharing a slot made every memory record miss). */
+#define STR_SLOTS 128
 static __thread struct str_slot { /* dynamic TLS model: see hostrec.c */
   const char *ptr, *str;
   uint32_t id;
 } str_cache[STR_SLOTS];
 
 static uint32_t intern_cached(const char *p) {
-  uintptr_t h = (uintptr_t)p;
-  struct str_slot *c = &str_cache[((h >> 3) ^ (h >> 9)) & (STR_SLOTS - 1)];
-  if (c->ptr == p && !strcmp(c->str, p)) return c->id;
+  uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+  struct str_slot *c = str_cache, *a = &c[h >> 57], *b = &c[(h >> 57) ^ 1];
+  if (a->ptr == p && !strcmp(a->str, p)) return a->id;
+  if (b->ptr == p && !strcmp(b->str, p)) return b->id;
   uint32_t id = loom__intern(p, SIZE_MAX);
   const char *str = id ? loom__intern_get(id) : NULL;
-  if (str) *c = (struct str_slot){p, str, id};
+  if (str) { /* the newest in a, the one it displaces in b */
+    *b = *a;
+    *a = (struct str_slot){p, str, id};
+  }
   return id;
 }
 
+/* Copies args into dst (strings interned). */
 static int copy_args(loom__targ **dst, size_t *n, size_t *cap,
                      const loom_arg *args, size_t nargs) {
   for (size_t i = 0; i < nargs; i++) {
