@@ -34,7 +34,8 @@ static const struct {
     {"external_correlation", 0}, /* loom links them always: nothing to select */
     {"cuda_runtime", LOOM_KIND_BIT(LOOM_KIND_RUNTIME)},
     {"cuda_driver", LOOM_KIND_BIT(LOOM_KIND_DRIVER)},
-    {"cpu_instant_event", LOOM_KIND_BIT(LOOM_KIND_INSTANT)},
+    /* PyTorch writes its [memory] events (profile_memory) as cpu_instant_event */
+    {"cpu_instant_event", LOOM_KIND_BIT(LOOM_KIND_INSTANT) | LOOM_KIND_BIT(LOOM_KIND_MEMORY)},
     {"python_function", 0},
     {"overhead", LOOM_KIND_BIT(LOOM_KIND_OVERHEAD)},
     {"mtia_runtime", LOOM_KIND_BIT(LOOM_KIND_RUNTIME)},
