@@ -39,9 +39,20 @@ from collections import Counter
 from decimal import Decimal
 
 FAILS = []
-# Losses known and not yet fixed, file name -> the loss: reported on every
-# run; a listed file that loses more, or stops losing, fails.  None now.
-KNOWN_LOSSES = {}
+# Losses known and not yet fixed, file name -> the loss (a message prefix,
+# or a tuple of them): reported on every run; a listed file that loses more,
+# or stops losing, fails.
+KNOWN_LOSSES = {
+    # HTA's critical-path overlay of simple_add (tests/data/critpath, the
+    # critical path's reference) reuses Kineto's ac2g flow ids: 155 starts and
+    # 315 ends, several ends per id.  Which start an end of a reused id closes
+    # is ambiguous in the Chrome format: loom pairs 2 of them otherwise than
+    # this checker does, and trace_processor links 296 of the 342 flows loom
+    # writes to .pftrace (the same 342 that the JSON holds).
+    "hta_simple_add_overlaid.json.gz": (
+        "original -> JSON: flows 342 -> 342 (lost: [(((493459, 493459, 1694040010077641000",
+        "pftrace: trace_processor links 296 flows, the JSON holds 342;"),
+}
 
 
 def fail(path, msg):
