@@ -3,9 +3,10 @@ region per step) that knows nothing of loom.
 
   torch_model.py          runs it
   torch_model.py profile  runs it under PyTorch's own profiler and prints
-                          "profiler ops N user M": the events that start
-                          inside the "workload" region, ops and user ranges
-                          (record_function and optimizer USER_SCOPE); then
+                          "profiler ops N user M": the events inside the
+                          "workload" region in PyTorch's event tree, ops
+                          and user ranges (record_function and optimizer
+                          USER_SCOPE); then
                           their nesting in the profiler's event tree:
                           "profiler nesting P>C=N;..." (N events named C
                           whose parent is named P, "-" for none; sorted by
@@ -40,29 +41,30 @@ def work():
 if len(sys.argv) > 1 and sys.argv[1] == "profile":
     with torch.autograd.profiler.profile() as prof:
         work()
-    w = next(e for e in prof.function_events if e.name == "workload")
-    ev = [e for e in prof.function_events if e is not w and
-          w.time_range.start <= e.time_range.start <= w.time_range.end]
-    user = sum(1 for e in ev if e.name == "train_step" or e.name.startswith("Optimizer."))
-    print("profiler ops %d user %d" % (len(ev) - user, user))
-    # PyTorch's own event tree (nested by its ns times; the function_events'
-    # cpu_parent is rebuilt from whole microseconds and now and then puts a
-    # short op's child under its grandparent).
-    pairs, depth = {}, 0
-    stack = [(n, 0) for n in prof.kineto_results.experimental_event_tree()]
+    # PyTorch's own event tree, nested by its ns times.  (Its function_events
+    # are rebuilt from whole microseconds: now and then they lose a zero-length
+    # op such as aten::resolve_conj, and cpu_parent puts a short op's child
+    # under its grandparent.)
+    stack = list(prof.kineto_results.experimental_event_tree())
     root = None
     while stack and root is None:
-        n, _ = stack.pop()
+        n = stack.pop()
         if n.name == "workload":
             root = n
-        stack.extend((c, 0) for c in n.children)
+        stack.extend(n.children)
+    pairs, depth, user, ops = {}, 0, 0, 0
     stack = [(c, 1) for c in root.children]
     while stack:
         n, d = stack.pop()
         key = (n.parent.name, n.name)
         pairs[key] = pairs.get(key, 0) + 1
         depth = max(depth, d)
+        if n.name == "train_step" or n.name.startswith("Optimizer."):
+            user += 1
+        else:
+            ops += 1
         stack.extend((c, d + 1) for c in n.children)
+    print("profiler ops %d user %d" % (ops, user))
     print("profiler nesting %s" % ";".join("%s>%s=%d" % (k[0], k[1], n) for k, n in sorted(pairs.items())))
     print("profiler depth %d" % depth)
 else:
