@@ -167,6 +167,18 @@ static int model_pid(pf_reader *r, pf_track *k) {
   return 1;
 }
 
+/* Whether a CounterDescriptor says its unit is bytes (UNIT_SIZE_BYTES). */
+static int counter_in_bytes(int wire, pb_span msg) {
+  uint32_t f;
+  int w;
+  uint64_t v, unit = 0;
+  pb_span sub;
+  if (wire != PB_LEN) return 0;
+  while (rd_field(&msg, &f, &w, &v, &sub))
+    if (f == 3 && w == PB_VARINT) unit = v;
+  return unit == 3;
+}
+
 void loom__pfr_descriptor(pf_reader *r, pb_span msg) {
   pf_track k;
   memset(&k, 0, sizeof k);
@@ -180,7 +192,7 @@ void loom__pfr_descriptor(pf_reader *r, pb_span msg) {
     else if (f == PF_TD_PARENT_UUID && w == PB_VARINT) k.parent = v;
     else if (f == PF_TD_NAME && w == PB_LEN) k.name = str_of(r, &sub);
     else if (f == PF_TD_DESCRIPTION && w == PB_LEN) k.desc = str_of(r, &sub);
-    else if (f == PF_TD_COUNTER) k.is_counter = 1;
+    else if (f == PF_TD_COUNTER) k.is_counter = 1 + counter_in_bytes(w, sub);
     else if ((f == PF_TD_PROCESS || f == PF_TD_THREAD) && w == PB_LEN) {
       int proc = f == PF_TD_PROCESS;
       (proc ? &k.is_proc : &k.is_thread)[0] = 1;
@@ -193,7 +205,9 @@ void loom__pfr_descriptor(pf_reader *r, pb_span msg) {
       }
     }
   }
-  k.derived = k.is_counter && k.desc &&
+  /* loom writes its derived counters in bytes and data counters without a
+   * unit: a data counter whose key is the marker stays data */
+  k.derived = k.is_counter == 2 && k.desc &&
               !strcmp(loom__trace_cstr(r->t, k.desc), LOOM__MEM_COUNTER_DESC);
   int device = model_pid(r, &k);
   if (k.is_proc) {

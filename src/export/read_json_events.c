@@ -347,7 +347,9 @@ void loom__rj_end_event(reader *r) {
     metadata_event(r);
     return;
   }
-  if (c->ph == 'C' && c->cat == r->mem.counter_cat) return; /* derived from [memory] */
+  /* loom's counters derived from [memory] events name no thread; every
+   * event of a track does, so a data counter of that category stays data */
+  if (c->ph == 'C' && c->cat == r->mem.counter_cat && !c->has_tid) return;
   int kind = event_kind(r);
   if (kind < 0) return;
   uint32_t track = track_of(r, c->pid, c->tid);
