@@ -468,6 +468,49 @@ static void test_report_without_memory(void **state) {
   loom_trace_free(t);
 }
 
+/* Two processes' host memory (a merged trace of a program and its child):
+ * a series each, with its own peak, named by pid in the walk's summary and
+ * in the report; peaks are never summed across processes. */
+static loom_trace *two_hosts(void) {
+  loom_trace *t = loom__trace_new();
+  uint32_t a, b;
+  assert_int_equal(loom__trace_track(t, 100, 100, "parent", LOOM_DEVICE_HOST, &a), 0);
+  assert_int_equal(loom__trace_track(t, 200, 200, "child", LOOM_DEVICE_HOST, &b), 0);
+  mem(t, a, 10, 1000, 0x1000, -1, NULL, -1, 0);
+  mem(t, b, 20, 300, 0x1000, -1, NULL, -1, 0); /* the same address, another process */
+  mem(t, a, 30, -1000, 0x1000, -1, NULL, -1, 0);
+  mem(t, b, 40, 500, 0x2000, -1, NULL, -1, 0);
+  t->start_ns = US(0);
+  t->end_ns = US(100);
+  assert_int_equal(loom__trace_process(t), 0);
+  return t;
+}
+
+static void test_host_per_process(void **state) {
+  (void)state;
+  loom_trace *t = two_hosts();
+  loom__mem *m = NULL;
+  assert_int_equal(loom__mem_walk(t, 10, NULL, NULL, &m), 0);
+  assert_int_equal(loom__mem_count(m), 2);
+  char buf[64];
+  for (size_t i = 0; i < 2; i++) {
+    const loom__mem_series *s = loom__mem_series_at(m, i);
+    int parent = s->pid == 100;
+    assert_true(parent || s->pid == 200);
+    assert_int_equal(s->peak, parent ? 1000 : 800);
+    assert_int_equal(s->in_use, parent ? 0 : 800);
+    assert_int_equal(s->nunknown, 0); /* the child's 0x1000 is its own */
+    assert_string_equal(loom__mem_device_name(t, m, s, buf, sizeof buf),
+                        parent ? "host (pid 100)" : "host (pid 200)");
+  }
+  loom__mem_free(m);
+  char *text = report_of(t, ".json", LOOM_REPORT_TEXT);
+  assert_non_null(strstr(text, "host (pid 100)"));
+  assert_non_null(strstr(text, "host (pid 200)"));
+  free(text);
+  loom_trace_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_walk_figures),
@@ -475,6 +518,7 @@ int main(void) {
       cmocka_unit_test(test_summary_lines),
       cmocka_unit_test(test_report_every_format),
       cmocka_unit_test(test_report_without_memory),
+      cmocka_unit_test(test_host_per_process),
       cmocka_unit_test(test_report_pytorch_json),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -67,6 +67,8 @@ void loom__an_memory(an *a, const loom__arec *r) {
   loom__mem_ev e = {.ts = r->ts, .addr = r->corr, .bytes = r->bytes,
                     .reserved = r->name | (uint64_t)r->stream << 32, .device = sp->device,
                     .kind = sp->kind, .call = sp->call, .src = sp->src, .flags = r->role};
+  if (e.device == LOOM__MEM_HOST && r->track < a->t->ntracks)
+    e.pid = a->t->tracks[r->track].pid; /* each process's host memory its own */
   if (!(e.flags & LOOM__MEM_AT_START)) enclosing(a, r, &e);
   int32_t s = loom__an_step_at(a, r->ts);
   e.step = s >= 0 ? rep->steps[s].name : 0;

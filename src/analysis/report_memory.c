@@ -73,13 +73,13 @@ static void name_cell(loom__table *t, const loom__report *r, uint32_t id) {
 
 static void series_key(loom__table *t, const loom__report *r, const loom__mem_series *s) {
   char buf[64];
-  loom__table_str(t, loom__mem_device_name(r->meta, s->device, buf, sizeof buf));
+  loom__table_str(t, loom__mem_device_name(r->meta, r->mem, s, buf, sizeof buf));
   loom__table_str(t, loom__mem_kind_name(r->meta, s->device, s->kind));
 }
 
 static void series_row(loom__table *t, const loom__report *r, const loom__mem_series *s) {
   char buf[64];
-  loom__table_str(t, loom__mem_device_name(r->meta, s->device, buf, sizeof buf));
+  loom__table_str(t, loom__mem_device_name(r->meta, r->mem, s, buf, sizeof buf));
   if (s->device == LOOM__MEM_HOST) loom__table_null(t);
   else loom__table_int(t, s->device);
   loom__table_str(t, loom__mem_kind_name(r->meta, s->device, s->kind));
@@ -185,7 +185,7 @@ static void timeline(const loom__report *r, loom__model *m, const loom__mem *mem
     const loom__mem_series *s = loom__mem_series_at(mem, i);
     char buf[64], label[256];
     snprintf(label, sizeof label, "%s, %s",
-             loom__mem_device_name(r->meta, s->device, buf, sizeof buf),
+             loom__mem_device_name(r->meta, r->mem, s, buf, sizeof buf),
              loom__mem_kind_name(r->meta, s->device, s->kind));
     loom__table_str(t, label);
     series_key(t, r, s);

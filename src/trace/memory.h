@@ -45,8 +45,8 @@ typedef struct loom__mem_ev {
   int64_t ts;
   uint64_t addr, bytes, reserved;
   int64_t device;   /* the device's pid in the trace, LOOM__MEM_HOST for host memory */
-  int64_t pid;      /* host memory: its process's pid where the caller tells processes
-                       apart (the file writers), else 0 (every process's in one series) */
+  int64_t pid;      /* host memory: its process's pid (each process's host memory is a
+                       series of its own), else 0 */
   uint32_t kind;    /* memory kind (string id; 0 = the default, see loom__mem_kind_name) */
   uint32_t call;    /* the call that allocated or freed (the event's name) */
   uint32_t op;      /* innermost framework op open on its thread, 0 = none */
@@ -137,9 +137,11 @@ void loom__mem_free(loom__mem *m);
 /* The memory kind's name: the string, else the default ("device" for
  * device memory, "host"). */
 const char *loom__mem_kind_name(const loom_trace *t, int64_t device, uint32_t kind);
-/* The device's name for people: "host", else its process's name, else
- * "device <pid>"; into buf. */
-const char *loom__mem_device_name(const loom_trace *t, int64_t device, char *buf, size_t n);
+/* The device's name for people of series s of m: "host" ("host (pid P)"
+ * when m has host memory of several processes), else its process's name,
+ * else "device <pid>"; into buf. */
+const char *loom__mem_device_name(const loom_trace *t, const loom__mem *m,
+                                  const loom__mem_series *s, char *buf, size_t n);
 
 /* The argument keys of memory events in a trace's strings, looked up again
  * by loom__mem_keys_find when the table grew (a streaming read). */

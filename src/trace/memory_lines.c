@@ -37,7 +37,7 @@ static void series_line(const loom_trace *t, const loom__mem_series *s, int64_t 
                         size_t n) {
   char dev[64], b[32];
   size_t l = (size_t)snprintf(line, n, "loom:   memory %s (%s): peak %s",
-                              loom__mem_device_name(t, s->device, dev, sizeof dev),
+                              loom__mem_device_name(t, lines_mem, s, dev, sizeof dev),
                               loom__mem_kind_name(t, s->device, s->kind),
                               loom__mem_bytes_text(s->peak, b, sizeof b));
 #define ADD(...) (l < n ? l += (size_t)snprintf(line + l, n - l, __VA_ARGS__) : 0)

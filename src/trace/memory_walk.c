@@ -17,8 +17,23 @@ const char *loom__mem_kind_name(const loom_trace *t, int64_t device, uint32_t ki
   return device == LOOM__MEM_HOST ? "host" : "device";
 }
 
-const char *loom__mem_device_name(const loom_trace *t, int64_t device, char *buf, size_t n) {
-  if (device == LOOM__MEM_HOST) return "host";
+/* Whether m has host memory of a process other than pid's. */
+static int other_host(const loom__mem *m, int64_t pid) {
+  for (size_t i = 0; i < loom__mem_count(m); i++) {
+    const loom__mem_series *s = loom__mem_series_at(m, i);
+    if (s->device == LOOM__MEM_HOST && s->pid != pid) return 1;
+  }
+  return 0;
+}
+
+const char *loom__mem_device_name(const loom_trace *t, const loom__mem *m,
+                                  const loom__mem_series *s, char *buf, size_t n) {
+  int64_t device = s->device;
+  if (device == LOOM__MEM_HOST && !other_host(m, s->pid)) return "host";
+  if (device == LOOM__MEM_HOST) {
+    snprintf(buf, n, "host (pid %lld)", (long long)s->pid);
+    return buf;
+  }
   for (size_t i = 0; i < t->nprocs; i++)
     if (t->procs[i].pid == device && t->procs[i].name) return loom__trace_cstr(t, t->procs[i].name);
   for (size_t i = 0; i < t->ndevs; i++)
@@ -143,6 +158,7 @@ static int collect(const loom_trace *t, const uint32_t *idx, size_t n, wev *out,
     wev *w = &out[*nout];
     if (loom__mem_read(&k, e, &t->args[e->args_off], &w->e)) continue;
     w->ev = idx[i];
+    if (w->e.device == LOOM__MEM_HOST) w->e.pid = t->tracks[e->track].pid; /* each its own */
     if (!(w->e.flags & LOOM__MEM_AT_START)) enclosing(t, st, nst, &w->e); /* made before */
     ++*nout;
   }
