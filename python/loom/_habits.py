@@ -65,16 +65,16 @@ class _Node:
 
     @property
     def cpu_total(self):
-        return 0.0 if self.device else (self.end - self.start) / 1000.0
+        return 0.0 if self.device is not None else (self.end - self.start) / 1000.0
 
     @property
     def self_cpu(self):
-        if self.device:
+        if self.device is not None:
             return 0.0
         return self.cpu_total - sum(c.cpu_total for c in self.children)
 
     def device_total(self):
-        if self.device:
+        if self.device is not None:
             return (self.end - self.start) / 1000.0
         return self.kernels + sum(c.device_total() for c in self.children)
 
@@ -287,14 +287,22 @@ def _host_key(name):
     return "ProfilerStep*" if name.startswith("ProfilerStep#") else name
 
 
-def _device_label(trace, types):
-    if not types:
+def _device_kind(d):
+    """A device's type as torch names it: loom's device type, upper case; a
+    Kineto trace's GPUs (no type, an NVIDIA or AMD name): CUDA, torch's
+    name for both."""
+    t = d.get("device_type") or ""
+    if not t and (d.get("name") or "").startswith(("NVIDIA", "AMD")):
+        t = "cuda"
+    return t.upper() or "DEVICE"
+
+
+def _device_label(trace, pids):
+    """The device columns' word ("Self CUDA"): one type, else Device."""
+    if not pids:
         return None
-    names = {}
-    for d in trace.devices:
-        names[d["pid"]] = d.get("device_type") or ""
-    kinds = {names.get(t, "") for t in types}
-    return kinds.pop().upper() if len(kinds) == 1 and "" not in kinds else "Device"
+    kinds = {_device_kind(d) for d in trace.devices if d["pid"] in pids}
+    return kinds.pop() if len(kinds) == 1 and "DEVICE" not in kinds else "Device"
 
 
 def key_averages(trace, group_by_input_shape=False):
@@ -327,7 +335,7 @@ def key_averages(trace, group_by_input_shape=False):
         kept += _fold_duplicates(nodes)
     kept.sort(key=lambda n: (n.start, -n.end))
     label = _device_label(trace, dev_types)
-    names = {d["pid"]: d.get("device_type") or "device" for d in trace.devices}
+    names = {d["pid"]: _device_kind(d).lower() for d in trace.devices}
     stats = {}
     for n in kept + device:
         shapes = n.shapes if group_by_input_shape and n.shapes is not None else []
