@@ -9,12 +9,13 @@ import json
 import os
 import re
 import socket
+import subprocess
 import sys
 
 import pytest
 
 import loom
-from conftest import TESTS
+from conftest import HERE, TESTS
 
 # The TensorBoard profiler plugin's pattern of the files it lists
 # (kineto tb_plugin/torch_tb_profiler/consts.py): worker, optional span.
@@ -254,3 +255,31 @@ def test_repr_html_is_the_report_page(both, tmp_path):
         assert html.unescape(m.group(1)) == f.read()
     assert html.unescape(re.match(r'^<iframe srcdoc="([^"]*)"',
                                   p._repr_html_()).group(1)).lower().startswith("<!doctype html")
+
+
+def test_device_columns_of_a_loom_recording(tmp_path):
+    """loom's own device work (OpenCL on POCL, tests/python/workload.py):
+    the kernels and copies are OPENCL rows, and their time is the device time
+    of the range around the calls that enqueued them (flows: loom's
+    correlation of each command with its call)."""
+    out = str(tmp_path / "w.pftrace")
+    r = subprocess.run([sys.executable, os.path.join(HERE, "workload.py"), "api", out],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    t = loom.load(out)
+    dev = [e for e in t.events() if e.kind in ("kernel", "memcpy")]
+    assert len(dev) == 8
+    avgs = {e.key: e for e in t.key_averages()}
+    assert avgs["scale"].count == 6 and avgs["scale"].device_type == "opencl"
+    total = sum(e.dur_ns for e in dev) / 1000.0
+    w = avgs["workload"]
+    assert w.self_device_time_total == pytest.approx(total)
+    assert w.device_time_total == w.cuda_time_total == pytest.approx(total)
+    assert avgs["scale"].self_device_time_total == pytest.approx(
+        sum(e.dur_ns for e in dev if e.name == "scale") / 1000.0)
+    table = t.key_averages().table(sort_by="self_opencl_time_total", row_limit=3)
+    lines = table.splitlines()
+    assert "Self OPENCL" in lines[1] and "OPENCL time avg" in lines[1]
+    assert lines[3].split()[0] == "workload"  # sorted by its device time
+    assert lines[-1] == "Self OPENCL time total: %.3fms" % (total / 1000.0) or \
+        lines[-1] == "Self OPENCL time total: %.3fus" % total
