@@ -24,7 +24,8 @@ from ._habits import tensorboard_trace_handler
 from ._loom import Error, counter, mark, pop, push, range, step, thread_name
 
 __all__ = ["Error", "Event", "LoomWarning", "Trace", "backends", "counter", "diff", "load", "mark",
-           "pop", "profile", "push", "range", "schedule", "step", "tensorboard_trace_handler", "thread_name", "trace_handler"]
+           "pop", "profile", "push", "range", "schedule", "step", "thread_name", "trace_handler"]
+__all__ += ["tensorboard_trace_handler"]  # torch.profiler's habits (_habits.py)
 __version__ = _loom.version
 
 #: True in a process that `loom record` runs: its session records this

@@ -9,13 +9,12 @@ import json
 import os
 import re
 import socket
-import subprocess
 import sys
 
 import pytest
 
 import loom
-from conftest import HERE, TESTS
+from conftest import TESTS
 
 # The TensorBoard profiler plugin's pattern of the files it lists
 # (kineto tb_plugin/torch_tb_profiler/consts.py): worker, optional span.
@@ -222,6 +221,18 @@ def test_tensorboard_file_names(tmp_path, gz):
     assert len({TB_WORKER.match(n).group(2) for n in names}) == 4  # none overwritten
 
 
+def test_torch_handler_takes_loom_windows(tmp_path):
+    """torch.profiler.tensorboard_trace_handler itself as on_trace_ready: it
+    calls export_chrome_trace on what it is given, which a loom.Trace has."""
+    torch = pytest.importorskip("torch")
+    d = str(tmp_path / "tb")
+    _windows(torch.profiler.tensorboard_trace_handler(d, worker_name="w"), steps=1)
+    (name,) = os.listdir(d)
+    assert TB_WORKER.match(name).group(1) == "w"
+    names = collections.Counter(e.name for e in loom.load(os.path.join(d, name)).events())
+    assert names["step body"] == 1 and names["ProfilerStep#0"] == 1
+
+
 def test_tensorboard_directory_loads_in_hta(tmp_path):
     """HTA lists the directory and parses the traces (LOOM_HTA_SRC: its
     source tree; skipped without it)."""
@@ -258,14 +269,16 @@ def test_repr_html_is_the_report_page(both, tmp_path):
 
 
 def test_device_columns_of_a_loom_recording(tmp_path):
-    """loom's own device work (OpenCL on POCL, tests/python/workload.py):
+    """loom's own device work (OpenCL on POCL, tests/python/workload.py's):
     the kernels and copies are OPENCL rows, and their time is the device time
     of the range around the calls that enqueued them (flows: loom's
     correlation of each command with its call)."""
+    import workload  # libOpenCL through ctypes (its layer set by `import loom`)
+    with loom.profile(devices=["cpu", "opencl"]) as p:
+        with loom.range("workload"):
+            workload.opencl()
     out = str(tmp_path / "w.pftrace")
-    r = subprocess.run([sys.executable, os.path.join(HERE, "workload.py"), "api", out],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    p.export_chrome_trace(out)
     t = loom.load(out)
     dev = [e for e in t.events() if e.kind in ("kernel", "memcpy")]
     assert len(dev) == 8
