@@ -69,6 +69,12 @@ def test_table_has_torch_names_and_counts(both):
             assert mh == rh  # the same columns, in the same widths
             assert mrows == rrows, (mrows - rrows, rrows - mrows)
             assert mine.splitlines()[-1].startswith("Self CPU time total: ")
+    top = dict(sort_by="count", row_limit=1000, top_level_events_only=True, header="H")
+    mine, ref = p.key_averages().table(**top), tp.key_averages().table(**top)
+    assert mine.splitlines()[:4] == ref.splitlines()[:4]  # "=", H, "=", the top-level line
+    mh, mrows = _rows("\n".join(mine.splitlines()[4:]))
+    assert (mh, mrows) == _rows("\n".join(ref.splitlines()[4:]))
+    assert ("workload", 1, None) in mrows and ("train_step", 3, None) not in mrows
     avgs = p.key_averages()
     counts = {e.key: e.count for e in avgs}
     assert counts == {e.key: e.count for e in tp.key_averages()}
