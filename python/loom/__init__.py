@@ -19,11 +19,13 @@ import tempfile
 import warnings as _warnings
 from collections import namedtuple
 
-from . import _loom
+from . import _habits, _loom
+from ._habits import tensorboard_trace_handler
 from ._loom import Error, counter, mark, pop, push, range, step, thread_name
 
 __all__ = ["Error", "Event", "LoomWarning", "Trace", "backends", "counter", "diff", "load", "mark",
            "pop", "profile", "push", "range", "schedule", "step", "thread_name", "trace_handler"]
+__all__ += ["tensorboard_trace_handler"]  # torch.profiler's habits (_habits.py)
 __version__ = _loom.version
 
 #: True in a process that `loom record` runs: its session records this
@@ -218,6 +220,27 @@ class profile:
     def warnings(self):
         return self._s.warnings() if self._s is not None else list(getattr(self, "_warnings", []))
 
+    # torch.profiler's habits (docs/python.md): on the trace of stop().
+    def _stopped_trace(self, what):
+        if self.trace is None:
+            raise Error("profile.%s(): no trace (the session is not stopped, or its windows "
+                        "went to on_trace_ready, whose traces have %s too)" % (what, what))
+        return self.trace
+
+    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
+        """torch.profiler's key_averages() of the trace (Trace.key_averages)."""
+        return self._stopped_trace("key_averages").key_averages(group_by_input_shape,
+                                                                group_by_stack_n)
+
+    def export_chrome_trace(self, path):
+        return self._stopped_trace("export_chrome_trace").export_chrome_trace(path)
+
+    def export_stacks(self, path, metric="self_cpu_time_total"):
+        return self._stopped_trace("export_stacks").export_stacks(path, metric)
+
+    def _repr_html_(self):
+        return None if self.trace is None else self.trace._repr_html_()
+
     def __enter__(self):
         return self.start()
 
@@ -378,6 +401,30 @@ class Trace:
         """loom report --html: one self-contained page."""
         self._report(2, os.fspath(path), top, include_last_step, more)
         return path
+
+    # torch.profiler's habits (loom/_habits.py, docs/python.md).
+    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
+        """Per-name statistics as torch.profiler's key_averages() gives them:
+        a list of FunctionEventAvg (key, count, self_cpu_time_total,
+        cpu_time_total, cpu_time, device_time_total, ..., input_shapes; us)
+        with .table(sort_by=..., row_limit=...)."""
+        if group_by_stack_n:
+            raise ValueError("group_by_stack_n: loom's ops carry no Python stacks "
+                             "(export_stacks writes the CPU samples' native stacks)")
+        return _habits.key_averages(self, group_by_input_shape)
+
+    def export_chrome_trace(self, path):
+        """Chrome JSON (gzipped for .gz), .pftrace by its suffix."""
+        return _habits.export_chrome_trace(self, path)
+
+    def export_stacks(self, path, metric="self_cpu_time_total"):
+        """The CPU samples' call stacks in the collapsed format flame graph
+        tools read; metric "self_cpu_time_total" (us) or "samples"."""
+        return _habits.export_stacks(self, path, metric)
+
+    def _repr_html_(self):
+        """A notebook shows the trace as loom report --html's page."""
+        return _habits.repr_html(self)
 
     def close(self):
         """Frees the trace now (also at the end of a `with` block)."""

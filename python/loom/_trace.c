@@ -1,6 +1,7 @@
 /*
  * _trace.c - loom.Trace over loom_trace: save (any format by extension),
- * load, summary, events, flows, devices, warnings, memory events, and the report
+ * load, summary, events and their arguments, flows, devices, warnings,
+ * metadata, memory events, and the report
  * (`loom report`) of a trace file.  Long calls run without the GIL.  A
  * trace is freed by close() (or `with`), else when the object is collected.
  *
@@ -191,6 +192,74 @@ static PyObject *trace_events(lpy_trace *o, PyObject *args) {
   return l;
 }
 
+/* One argument's value: ints, doubles, strings (a nested value read from a
+ * file comes as its JSON text, as loom_trace_event_args says). */
+static PyObject *arg_value(const loom_arg *a) {
+  switch (a->type) {
+  case LOOM_ARG_INT: return PyLong_FromLongLong((long long)a->v.i);
+  case LOOM_ARG_UINT: return PyLong_FromUnsignedLongLong((unsigned long long)a->v.u);
+  case LOOM_ARG_DOUBLE: return PyFloat_FromDouble(a->v.d);
+  default: return str_or_none(a->v.s);
+  }
+}
+
+static PyObject *args_dict(const loom_trace *t, size_t i) {
+  loom_arg buf[32];
+  size_t n = loom_trace_event_args(t, i, buf, 32);
+  loom_arg *a = n > 32 ? malloc(n * sizeof *a) : buf;
+  if (!a) return PyErr_NoMemory();
+  if (a != buf) loom_trace_event_args(t, i, a, n);
+  PyObject *d = PyDict_New();
+  for (size_t k = 0; d && k < n; k++) {
+    PyObject *v = arg_value(&a[k]);
+    if (!v || PyDict_SetItemString(d, a[k].key ? a[k].key : "", v) < 0) Py_CLEAR(d);
+    Py_XDECREF(v);
+  }
+  if (a != buf) free(a);
+  return d;
+}
+
+/* _args(indices): the arguments of the events at those indices, one dict
+ * each (key -> int, float or str). */
+static PyObject *trace_args(lpy_trace *o, PyObject *args) {
+  PyObject *idx;
+  if (!PyArg_ParseTuple(args, "O:_args", &idx)) return NULL;
+  loom_trace *t = live(o);
+  PyObject *seq = t ? PySequence_Fast(idx, "_args: a sequence of event indices") : NULL;
+  if (!seq) return NULL;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  size_t count = loom_trace_event_count(t);
+  PyObject *l = PyList_New(n);
+  for (Py_ssize_t k = 0; l && k < n; k++) {
+    Py_ssize_t i = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, k), PyExc_IndexError);
+    PyObject *d = NULL;
+    if (i >= 0 && (size_t)i < count) d = args_dict(t, (size_t)i);
+    else if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "event index out of range");
+    if (!d) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, k, d);
+  }
+  Py_DECREF(seq);
+  return l;
+}
+
+/* _meta(): the trace's metadata as a dict of strings. */
+static PyObject *trace_meta(lpy_trace *o, PyObject *noargs) {
+  loom_trace *t = live(o);
+  PyObject *d = t ? PyDict_New() : NULL;
+  size_t n = d ? loom_trace_meta_count(t) : 0;
+  for (size_t i = 0; d && i < n; i++) {
+    const char *k = NULL, *v = NULL;
+    if (loom_trace_meta(t, i, &k, &v) != LOOM_OK || !k) continue;
+    PyObject *s = str_or_none(v);
+    if (!s || PyDict_SetItemString(d, k, s) < 0) Py_CLEAR(d);
+    Py_XDECREF(s);
+  }
+  return d;
+}
+
 static PyObject *trace_len(lpy_trace *o, PyObject *noargs) {
   loom_trace *t = live(o);
   return t ? PyLong_FromSize_t(loom_trace_event_count(t)) : NULL;
@@ -295,6 +364,8 @@ static PyMethodDef trace_methods[] = {
     {"_events", (PyCFunction)trace_events, METH_VARARGS, NULL},
     {"_len", (PyCFunction)trace_len, METH_NOARGS, NULL},
     {"_memory", (PyCFunction)trace_memory, METH_NOARGS, NULL},
+    {"_args", (PyCFunction)trace_args, METH_VARARGS, NULL},
+    {"_meta", (PyCFunction)trace_meta, METH_NOARGS, NULL},
     {"flows", (PyCFunction)trace_flows, METH_NOARGS, "flows as (from, to) event indices"},
     {"devices", (PyCFunction)trace_devices, METH_NOARGS, "the devices the trace describes"},
     {"close", (PyCFunction)trace_close, METH_NOARGS, "free the trace now"},
