@@ -6,8 +6,8 @@ requirements: it works with pip's build isolation on or off) and no setuptools.
 Which libloom, in this order:
   1. LOOM_BUILD_DIR=DIR, or `pip install . --config-settings build-dir=DIR` (absolute, or
      relative to the source tree, where PEP 517 runs the backend): a CMake build tree of loom
-     (DIR/libloom.so, the headers of the source tree DIR was configured from, plug-ins in DIR/plugins, the
-     Kineto bridge DIR/libloom-kineto.so).
+     (DIR/libloom.so, the headers of the source tree DIR was configured from, plug-ins in
+     DIR/plugins, the Kineto bridge DIR/libloom-kineto.so).
   2. `pkg-config loom` (PKG_CONFIG_PATH=P/lib/pkgconfig for a prefix of `cmake --install`):
      an installed libloom, its headers, plug-ins in LIBDIR/loom.
 The extension's RUNPATH names that libloom's folder, and the package ships no copy of it:
