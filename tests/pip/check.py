@@ -54,6 +54,9 @@ p.trace.save(out)
 for t in (p.trace, loom.load(out)):
     got = collections.Counter((e.cat, e.name) for e in t.events())
     assert got == want, (out, got)
+if kineto != "-":  # loom.kineto finds the bridge beside that libloom, as from a build tree
+    import loom.kineto
+    assert (loom.kineto.path, loom.kineto.status) == (kineto, 0)
 
 # What a trace viewer reads: trace_processor's counts, and no error it reports.
 tp_dir = os.environ.get("LOOM_TP_DIR", "")
