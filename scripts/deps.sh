@@ -11,9 +11,10 @@ pkgs="$pkgs g++ libtorch-dev python3-torch"
 # loom report's tests: pandas for the independent Holistic Trace Analysis
 # figures, Chromium to render the HTML page headless.
 pkgs="$pkgs python3-pandas chromium"
-# The Python package (python/loom): headers for its extension module, and
-# Debian's pytest for its tests (run by ctest with /usr/bin/python3).
-pkgs="$pkgs python3-dev python3-pytest"
+# The Python package (python/loom): headers for its extension module,
+# Debian's pytest for its tests (run by ctest with /usr/bin/python3), and the
+# venv module with its pip for the `pip install .` test (tests/pip).
+pkgs="$pkgs python3-dev python3-pytest python3-venv"
 # MPI backend (PMPI wrappers built against OpenMPI's mpi.h) and its mpirun tests.
 pkgs="$pkgs openmpi-bin libopenmpi-dev"
 # The clang build of scripts/test.sh (ASan + the complete UBSan) and the
