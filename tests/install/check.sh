@@ -18,6 +18,17 @@ test "$(pkg-config --modversion loom)" = "0.1.0"
 data="$work/prefix/share"
 test -s "$data/doc/loom/writing-a-backend.md" || { echo "guide not installed"; exit 1; }
 test -s "$data/loom/examples/plugin-sim/sim.c" || { echo "example not installed"; exit 1; }
+# The man pages (`man loom-record` finds them under the prefix) and the bash
+# completion, made from the description --help prints (docs/cli.md).
+for p in loom loom-record loom-report loom-trigger; do
+  test -s "$data/man/man1/$p.1" || { echo "man page $p.1 not installed"; exit 1; }
+done
+if command -v man >/dev/null; then
+  test "$(MANPATH="$data/man" man -w loom-record)" = "$data/man/man1/loom-record.1" ||
+    { echo "man loom-record does not find the installed page"; exit 1; }
+fi
+grep -q '^complete -F _loom loom$' "$data/bash-completion/completions/loom" ||
+  { echo "bash completion not installed"; exit 1; }
 # The installed example plug-in against the installed headers only.
 cc -std=c11 -shared -fPIC -fvisibility=hidden $(pkg-config --cflags loom) \
    "$data/loom/examples/plugin-sim/sim.c" -o "$work/libloom-sim.so" -lpthread

@@ -21,6 +21,7 @@
 
 #include "cli.h"
 #include "enable.h"
+#include "spec.h"
 
 enum { MAX_TABLES = 16, MAX_IDS = 256, MAX_EMIT_ERRORS = 5 };
 
@@ -309,11 +310,9 @@ static void run_session(const char *devices, int expect_records) {
     note("emitted %llu records in an idle session", (unsigned long long)w.emitted);
 }
 
+/* The synopsis (spec.c) on stderr; 2, the status of a wrong command line. */
 static int usage(void) {
-  fprintf(stderr, "usage: loom check-backend [--expect-records] PLUGIN.so\n"
-                  "  checks a plug-in's table, enable description, probe and a short\n"
-                  "  session, and prints what to fix; exit status 1 on any error\n"
-                  "  --expect-records  an idle session must emit records\n");
+  cli_usage(stderr, cli_command("check-backend"));
   return 2;
 }
 

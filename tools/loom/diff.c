@@ -9,18 +9,11 @@
 #include <string.h>
 
 #include "loom/loom.h"
+#include "spec.h"
 
+/* The synopsis (spec.c) on stderr; 2, the status of a wrong command line. */
 static int usage(void) {
-  fprintf(stderr,
-          "usage: loom diff BASE NEW [--json] [-o FILE] [--html FILE] [--top N | --all]\n"
-          "                 [--step N | --steps B N] [--alpha A] [--min-change PCT]\n"
-          "                 [--min-share PCT] [--sort-memory MB]\n"
-          "  BASE, NEW: a trace, or a folder of traces (one per rank); more with\n"
-          "  --base PATH / --new PATH\n"
-          "  --step N: compare ProfilerStep#N of both runs (--steps B N: B of base, N of new)\n"
-          "  a name is slower or faster when Mann-Whitney's U test across steps says so\n"
-          "  (alpha 0.01 after Holm's correction) and the change is at least --min-change\n"
-          "  (10) %% of its base time and --min-share (1) %% of the base run's time\n");
+  cli_usage(stderr, cli_command("diff"));
   return 2;
 }
 

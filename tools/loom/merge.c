@@ -10,15 +10,11 @@
 #include <string.h>
 
 #include "loom/loom.h"
+#include "spec.h"
 
+/* The synopsis (spec.c) on stderr; 2, the status of a wrong command line. */
 static int usage(void) {
-  fprintf(stderr, "usage: loom merge TRACE... -o OUT [--sort-memory SIZE] [--no-align]\n"
-                  "  OUT: .json, .json.gz, .pftrace or .pftrace.gz; one process group per rank, "
-                  "clocks\n"
-                  "  aligned from the traces' clock_sync points, messages as flows\n"
-                  "  --sort-memory SIZE: memory for the sort (default 256m, at least 1m;\n"
-                  "  k, m, g suffixes; a plain number is MiB); beyond it, sorted runs go\n"
-                  "  to temporary files in $TMPDIR\n");
+  cli_usage(stderr, cli_command("merge"));
   return 2;
 }
 

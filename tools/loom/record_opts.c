@@ -16,46 +16,11 @@
 #include <unistd.h>
 
 #include "record_opts.h"
+#include "spec.h"
 
+/* The synopsis (spec.c) on stderr; 2, the status of a wrong command line. */
 static int usage(void) {
-  fprintf(stderr,
-      "usage: loom record [-o FILE|DIR/] [--follow none|exec|all] [--devices LIST]\n"
-      "                   [--memory host]\n"
-      "                   [--duration SECONDS] [--option KEY=VALUE]... [--plugin PATH]...\n"
-      "                   [window options] -- PROGRAM [ARGS...]\n"
-      "  -o FILE          trace to write (.json, .json.gz, .pftrace[.gz]), every process\n"
-      "                   merged into it; default loom-PROGRAM.json.  With windows,\n"
-      "                   a pattern: {pid} {rank} {seq} {program}; without {seq},\n"
-      "                   several windows write FILE-<seq>.EXT\n"
-      "  -o DIR/          one trace per process: DIR/PROGRAM-PID[-rankR].json\n"
-      "  --follow MODE    processes to record: all (default; also children forked\n"
-      "                   without exec), exec (those that exec'ed), none (PROGRAM)\n"
-      "  --devices LIST   device types to record (default: cpu and each plug-in's\n"
-      "                   type that asks to be recorded by default where its\n"
-      "                   runtime is installed; `loom backends` shows which)\n"
-      "  --option K=V     session option (repeatable)\n"
-      "  --plugin PATH    load this plug-in too (repeatable); the installed ones,\n"
-      "                   LOOM_PLUGIN_PATH folders and LOOM_PLUGINS files always load\n"
-      "  --memory host    also record the program's heap: every malloc, calloc,\n"
-      "                   realloc, free... (device type heap, off by default: the\n"
-      "                   program runs with libloom-heap.so preloaded; docs/heap.md)\n"
-      "                   (device memory comes with its runtime's backend)\n"
-      "window options (docs/triggers.md): record only part of the run\n"
-      "  --start-step N --steps K   steps N..N+K-1 (loom_step, PyTorch's ProfilerStep#N)\n"
-      "  --delay SEC --duration SEC begin after SEC seconds, stop after SEC seconds\n"
-      "  --wait W --warmup U --active A --repeat R [--skip-first S]\n"
-      "                   torch.profiler's schedule: a file per cycle of active steps;\n"
-      "                   --repeat 0: until the program ends\n"
-      "  --on-demand      nothing until `loom trigger PID` asks for a window\n"
-      "                   (session option windows=on); with --ring: record, and\n"
-      "                   each trigger dumps the ring (as without --on-demand)\n"
-      "flight recorder (docs/ring.md): keep only the most recent records\n"
-      "  --ring SIZE      host records within SIZE (suffix k, m, g), each backend's\n"
-      "                   too; the trace at the end holds the last window\n"
-      "  --slow-step K    with --ring: a step K times slower than the running median\n"
-      "                   dumps the ring (a file per dump, as windows)\n"
-      "exit status: the program's; 74 when it succeeded but its trace could not be\n"
-      "written (every record is kept: the command `loom salvage DIR -o OUT` is printed)\n");
+  cli_usage(stderr, cli_command("record"));
   return 2;
 }
 

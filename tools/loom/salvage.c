@@ -23,15 +23,11 @@
 #include "kept.h"
 #include "loom/loom.h"
 #include "record_opts.h"
+#include "spec.h"
 
+/* The synopsis (spec.c) on stderr; 2, the status of a wrong command line. */
 static int usage(void) {
-  fprintf(stderr,
-          "usage: loom salvage [DIR] -o OUT\n"
-          "  writes the records that `loom record` kept when it could not write its trace\n"
-          "  DIR      the folder it named (default: your newest loom-kept-* folder in\n"
-          "           $LOOM_SHM_DIR or /dev/shm, or $TMPDIR or /tmp)\n"
-          "  -o OUT   a trace (.json, .json.gz, .pftrace, .pftrace.gz): every process\n"
-          "           merged; OUT/ (ends with '/'): one trace per process\n");
+  cli_usage(stderr, cli_command("salvage"));
   return 2;
 }
 

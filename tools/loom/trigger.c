@@ -25,25 +25,11 @@
 
 #include "cli.h"
 #include "loom/tools.h"
+#include "spec.h"
 
+/* The synopsis (spec.c) on stderr; 2, the status of a wrong command line. */
 static int usage(void) {
-  fprintf(stderr,
-      "usage: loom trigger PID [--duration SEC | --steps K [--start-step N]] [--delay SEC]\n"
-      "                        [-o FILE] [--config FILE|TEXT] [--no-wait]\n"
-      "       loom trigger --list\n"
-      "  ask process PID (under loom record, or a program whose session has\n"
-      "  on_demand=on) for one window, written to its own file; waits for the\n"
-      "  window to end and prints the file.  A process in ring mode dumps its ring\n"
-      "  now instead: all it holds, or with --duration SEC its last SEC seconds\n"
-      "  --duration SEC   a window of SEC seconds, from now (or after --delay)\n"
-      "  --steps K        a window of K steps, from the next step (or --start-step N)\n"
-      "  -o FILE          where the window goes (default: the recording's -o pattern)\n"
-      "  --config X       Kineto's on-demand keys (ACTIVITIES_DURATION_MSECS,\n"
-      "                   ACTIVITIES_ITERATIONS, PROFILE_START_ITERATION[_ROUNDUP],\n"
-      "                   ACTIVITIES_WARMUP_ITERATIONS, ACTIVITIES_LOG_FILE,\n"
-      "                   ACTIVITY_TYPES) from file X, or X itself: 'K=V\\nK=V'\n"
-      "  --no-wait        return once the window is armed\n"
-      "  --list           the processes that accept triggers, with their state\n");
+  cli_usage(stderr, cli_command("trigger"));
   return 2;
 }
 
