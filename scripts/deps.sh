@@ -31,6 +31,8 @@ pkgs="$pkgs libdw-dev libelf-dev"
 # Kineto's pinned source by scripts/kineto.sh, which needs fmt's headers and
 # python3 (Kineto reads its source lists at configure time).
 pkgs="$pkgs libfmt-dev python3"
+# The man pages' check (ctest cli_help_options renders them with groff and man).
+pkgs="$pkgs groff-base man-db"
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 missing=""
