@@ -8,12 +8,14 @@
 #   (c) the options the command's parser compares arguments with (the option
 #       literals of its source file) are exactly the options its help lists;
 #   (d) every option's text says its default, actions (--help, --version,
-#       --list) aside.
+#       --list) aside;
+#   (e) docs/cli.md's table has every command with its summary.
 # usage: help.sh LOOM MAN_DIR SOURCE_DIR
 set -u
 loom=$1
 man=$2
-src=$3/tools/loom
+root=$3
+src=$root/tools/loom
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export LC_ALL=C.UTF-8 MANWIDTH=80
@@ -94,6 +96,14 @@ $(cat "$tmp/diff")"
     grep -vE '^  (-h, --help|--version|--list) ' | grep -v 'default: ' |
     while read -r l; do echo "FAIL: loom $c: no default: $l"; done | grep . && bad=1
 done
+# docs/cli.md lists every command with its summary.
+"$loom" help | awk '/^commands:/ { on = 1; next } on && /^$/ { exit }
+                   on && /^  [a-z]/ { if (c) print c "|" t; c = $1; $1 = ""; t = $0; next }
+                   on { t = t $0 } END { print c "|" t }' | sed 's/  */ /g; s/| /|/' |
+  while IFS='|' read -r c t; do
+    grep -qF "| \`$c\` | $t | \`loom-$c(1)\` |" "$root/docs/cli.md" ||
+      echo "FAIL: docs/cli.md: no row '| \`$c\` | $t | ...'"
+  done | grep . && bad=1
 # A wrong command line: the synopsis on stderr, status 2.
 "$loom" report > /dev/null 2> "$tmp/err"
 [ $? -eq 2 ] && grep -q '^usage: loom report TRACE' "$tmp/err" &&
