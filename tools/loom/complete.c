@@ -1,10 +1,10 @@
 /*
  * complete.c - the bash completion of loom, rendered from the commands'
  * description (spec.c): the commands, each command's options, and what each
- * option's value and each command's arguments are.  Device names come from
- * `loom backends --no-probe` and process ids from `loom trigger --list`,
- * read at completion time from the loom being completed; trace files are
- * .json, .json.gz, .pftrace and .pftrace.gz.  The script needs bash alone
+ * option's value and each command's arguments are.  Device names and the
+ * options backends declare come from `loom backends --no-probe`, process
+ * ids from `loom trigger --list`, read at completion time from the loom
+ * being completed; trace files are .json, .json.gz, .pftrace, .pftrace.gz.  The script needs bash alone
  * (bash-completion's helpers are used when loaded: _command_offset for
  * record's program).
  */
@@ -16,7 +16,8 @@ static const char *const kinds[] = {
     [CLI_V_NONE] = "", [CLI_V_TEXT] = "text", [CLI_V_TRACE] = "trace",
     [CLI_V_TRACE_OUT] = "trace", [CLI_V_FILE] = "file", [CLI_V_DIR] = "dir",
     [CLI_V_DEVICES] = "devices", [CLI_V_PLUGIN] = "plugin", [CLI_V_WORDS] = "words",
-    [CLI_V_PROGRAM] = "program", [CLI_V_PID] = "pid", [CLI_V_COMMAND] = "command"};
+    [CLI_V_PROGRAM] = "program", [CLI_V_PID] = "pid", [CLI_V_COMMAND] = "command",
+    [CLI_V_OPTION] = "option"};
 
 /* The fixed part: how a kind of value is completed, and the walk over the
  * words before the cursor (an option's values skipped, record's program
@@ -57,6 +58,11 @@ static const char *const engine[] = {
     "      w=\"all cpu $w\"",
     "    fi",
     "    mapfile -t COMPREPLY < <(compgen -P \"$pre\" -W \"$w\" -- \"${cur##*,}\") ;;",
+    "  option) # NAME.KEY= of the options the backends declare",
+    "    w=$(\"$loom\" backends --no-probe 2>/dev/null |",
+    "        sed -n 's/^      \\([a-z0-9_]*\\.[a-z0-9_]*\\) .*/\\1=/p' | sort -u)",
+    "    mapfile -t COMPREPLY < <(compgen -W \"$w\" -- \"$cur\")",
+    "    compopt -o nospace 2>/dev/null ;;",
     "  pid)",
     "    w=$(\"$loom\" trigger --list 2>/dev/null | awk '$1 ~ /^[0-9]+$/ { print $1 }')",
     "    mapfile -t COMPREPLY < <(compgen -W \"$w\" -- \"$cur\") ;;",

@@ -54,7 +54,7 @@ static const cli_opt record_opts[] = {
      "also record the program's heap: every malloc, calloc, realloc, free... (device type "
      "heap; the program runs with libloom-heap.so preloaded; docs/heap.md).  Device memory "
      "comes with its runtime's backend", "off"},
-    {"--option", "KEY=VALUE", CLI_V_TEXT, NULL,
+    {"--option", "KEY=VALUE", CLI_V_OPTION, NULL,
      "a session option, or NAME.KEY=VALUE for backend NAME (loom backends lists them), or "
      "meta.KEY=VALUE for the trace's metadata; repeatable", "none"},
     {"--plugin", "PATH", CLI_V_PLUGIN, NULL,

@@ -25,7 +25,8 @@ typedef enum cli_val {
   CLI_V_WORDS,     /* one of the words of `words` */
   CLI_V_PROGRAM,   /* a program and its arguments */
   CLI_V_PID,       /* a process recording (`loom trigger --list`) */
-  CLI_V_COMMAND    /* one of loom's commands */
+  CLI_V_COMMAND,   /* one of loom's commands */
+  CLI_V_OPTION     /* KEY=VALUE: a backend's option (`loom backends`) */
 } cli_val;
 
 /* One option ("-o", "--top"), argument ("TRACE...") or, with name NULL and
