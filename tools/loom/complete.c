@@ -4,9 +4,9 @@
  * option's value and each command's arguments are.  Device names and the
  * options backends declare come from `loom backends --no-probe`, process
  * ids from `loom trigger --list`, read at completion time from the loom
- * being completed; trace files are .json, .json.gz, .pftrace, .pftrace.gz.  The script needs bash alone
- * (bash-completion's helpers are used when loaded: _command_offset for
- * record's program).
+ * being completed; trace files are .json, .json.gz, .pftrace, .pftrace.gz.
+ * The script needs bash alone (bash-completion's helpers are used when
+ * loaded: _command_offset for record's program).
  */
 #include <string.h>
 
