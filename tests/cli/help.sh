@@ -9,7 +9,8 @@
 #       literals of its source file) are exactly the options its help lists;
 #   (d) every option's text says its default, actions (--help, --version,
 #       --list) aside;
-#   (e) docs/cli.md's table has every command with its summary.
+#   (e) docs/cli.md's table has every command with its summary, and main.c's
+#       table of commands holds the commands described.
 # usage: help.sh LOOM MAN_DIR SOURCE_DIR
 set -u
 loom=$1
@@ -52,7 +53,10 @@ words() {
 
 cmds=$("$loom" help | awk '/^commands:/ { on = 1; next } on && /^$/ { exit }
                            on && /^  [a-z]/ { print $1 }')
-[ "$(echo "$cmds" | wc -l)" -eq 11 ] || fail "loom help lists $(echo "$cmds" | wc -l) commands"
+# main.c's table of commands and the described ones are the same
+grep -oE '\{"[a-z-]+", cmd_' "$src/main.c" | cut -d'"' -f2 | sort > "$tmp/table"
+echo "$cmds" | sort | diff "$tmp/table" - > "$tmp/diff" ||
+  fail "main.c's commands (<) vs the commands loom help describes (>): $(cat "$tmp/diff")"
 for c in loom $cmds; do
   if [ "$c" = loom ]; then page=loom; set -- --help; else page=loom-$c; set -- "$c" --help; fi
   "$loom" "$@" > "$tmp/help" 2> "$tmp/err" || fail "loom $* exits $?"
