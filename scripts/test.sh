@@ -31,6 +31,10 @@ run() { # name, cmake args..., then ctest args after --
 # release build folder (scripts/kineto.sh; a minute or so the first time).
 kineto=$(sh "$here/scripts/kineto.sh" "$here/build-release")
 run release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_KINETO_DIR="$kineto" --
+# The Debian packages from the release build (scripts/debs.sh): installed
+# here, used with /usr/bin/loom, /usr/bin/python3 and libloom-dev, purged.
+echo "== packages: build, install, use, purge"
+sh "$here/tests/install/packages.sh" "$here/build-release"
 # clang: AddressSanitizer and the complete UndefinedBehaviorSanitizer (no
 # recovery), the whole suite, then each fuzz target for FUZZ_SECONDS (60),
 # two at a time.  It replaced GCC's ASan build (the time); GCC still builds
