@@ -61,7 +61,8 @@ analyses a trace.
 .
 The plug-ins in ${CMAKE_INSTALL_FULL_LIBDIR}/loom load their runtime only
 when a program uses it: none needs it installed, and a device whose runtime
-is missing is not recorded, silently.  What each device needs:${_needs}
+is missing is left out without a warning (unless --devices names it).
+What each device needs:${_needs}
 .
 python3-loom is the Python module; libloom-dev is for building against
 libloom and for writing plug-ins.")
