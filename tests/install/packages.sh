@@ -160,7 +160,9 @@ else bad "python: $(cat "$work/py.out")"; fi
 
 # ---- purge: nothing left behind ----------------------------------------------
 dpkg --purge $pkgs >"$work/purge.log" 2>&1 || bad "dpkg --purge: $(cat "$work/purge.log")"
-if grep -q 'not empty' "$work/purge.log"; then bad "purge: $(grep 'not empty' "$work/purge.log")"; fi
+if grep -q 'not empty' "$work/purge.log"; then
+  bad "purge: $(grep 'not empty' "$work/purge.log")"
+fi
 cat "$work/listed" "$work/contents" | sort -u | comm -23 - "$work/existed" >"$work/ours"
 left=$(while read -r f; do [ -e "$f" ] || [ -L "$f" ] && echo "$f"; done <"$work/ours" || true)
 if [ -z "$left" ]; then ok "purge: all $(wc -l <"$work/ours") files and folders gone"
