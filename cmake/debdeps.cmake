@@ -5,7 +5,8 @@
 # its runtime is in the process).  Done here, not by CPackDeb's own
 # SHLIBDEPS, which needs file(1) and puts every library into Depends.
 # python3-loom also depends on the Python minor version its extension is
-# built for.
+# built for.  Man pages are compressed first, as Debian's policy asks
+# (gzip -9n, as dh_compress).
 cmake_policy(VERSION 3.25)
 find_program(LOOM_SHLIBDEPS dpkg-shlibdeps)
 if(NOT LOOM_SHLIBDEPS)
@@ -71,6 +72,15 @@ endfunction()
 foreach(comp IN LISTS CPACK_COMPONENTS_ALL)
   string(TOUPPER "${comp}" COMP)
   set(stage "${_top}/${comp}")
+  file(GLOB_RECURSE mans LIST_DIRECTORIES false "${stage}${_prefix}/share/man/*")
+  foreach(m IN LISTS mans)
+    if(NOT IS_SYMLINK "${m}" AND NOT m MATCHES "\\.gz$")
+      execute_process(COMMAND gzip -9nf "${m}" RESULT_VARIABLE rc)
+      if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "debdeps: gzip ${m} failed")
+      endif()
+    endif()
+  endforeach()
   loom_elf_files("${stage}" dep sug)
   set(auto_dep "")
   set(auto_sug "")

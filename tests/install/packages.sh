@@ -11,6 +11,8 @@
 #           with CMake's find_package(loom); both run (libloom found through
 #           the loader's cache) and their traces hold the plug-in's device
 #           work; loom check-backend passes on the plug-in
+#   man     the man pages (compressed) and the bash completion, which bash
+#           drives
 #   python  /usr/bin/python3 -I imports loom from python3-loom and records
 #   purge   every file and folder the packages put there is gone after
 #           dpkg --purge, and libloom left the loader's cache
@@ -101,6 +103,20 @@ for f in /usr/lib/*/loom/libloom-*.so; do
 done
 if [ -z "$missing" ] && [ $n -gt 0 ]; then ok "loom backends lists the $n installed plug-ins"
 else bad "loom backends misses:$missing"; fi
+
+# ---- man pages and bash completion -------------------------------------------
+want=$(ls "$build"/man/*.1 2>/dev/null | wc -l)
+got=0
+for m in $(grep '^/usr/share/man/man1/loom.*\.1\.gz$' "$work/listed"); do
+  zcat "$m" | grep -q '^\.TH' && got=$((got + 1))
+done
+if [ "$want" -gt 0 ] && [ "$got" = "$want" ]; then ok "man: $got man pages, gzip -9n"
+else bad "man: $got of $want man pages installed as /usr/share/man/man1/*.1.gz"; fi
+comp=$(grep '/bash-completion/completions/loom$' "$work/listed" || true)
+if [ -n "$comp" ] && bash -c '. "$1" && COMP_WORDS=(loom rec) COMP_CWORD=1 COMP_LINE="loom rec" &&
+    COMP_POINT=8 && _loom loom rec loom && [[ " ${COMPREPLY[*]} " == *" record "* ]]' \
+    sh "$comp" >"$work/comp.out" 2>&1; then ok "bash completion: loom rec<TAB> gives record"
+else bad "bash completion ($comp): $(cat "$work/comp.out")"; fi
 
 # ---- build the example plug-in against libloom-dev ---------------------------
 # sim_checks TAG DIR: the program (linked with the plug-in) records 3 steps.
