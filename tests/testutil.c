@@ -17,7 +17,7 @@ typedef struct fake {
   loom_backend_ops ops;
   int fail;
   loom_backend *b;
-  loom_clock clk;
+  loom_clock clk, mclk; /* realtime; the recorder's domain (fake_memory) */
   uint32_t dev, res[2];
   atomic_int recording;
   atomic_uint_fast64_t corr;
@@ -69,6 +69,9 @@ static loom_status f_configure(loom_backend *b, uint32_t kinds) {
       host->resource_add(b, f->dev, "stream 7", 7, &f->res[0]) ||
       host->resource_add(b, f->dev, "stream 8", 8, &f->res[1]))
     return LOOM_EBACKEND;
+  loom_clock_domain md;
+  host->recorder_now(&md);
+  if (host->clock_declare(b, md, "recorder", &f->mclk)) return LOOM_EBACKEND;
   return LOOM_OK;
 }
 
@@ -121,6 +124,15 @@ loom_status fake_emit(int i, const char *name, loom_record *r) {
   if (!r->start) r->start = r->end = now_real();
   r->name = host->intern(f->b, name, SIZE_MAX);
   return host->emit(f->b, r);
+}
+
+loom_status fake_memory(int i, const char *name, int fast, loom_memory_event *m) {
+  fake *f = &fakes[i];
+  m->struct_size = sizeof *m;
+  m->clock = fast ? f->mclk : f->clk;
+  m->ts = fast ? host->recorder_now(NULL) : now_real();
+  m->name = host->intern(f->b, name, SIZE_MAX);
+  return host->memory(f->b, m);
 }
 
 uint32_t fake_device(int i) { return fakes[i].dev; }

@@ -31,6 +31,11 @@ const loom_backend_ops *fake_ops(int i);
 /* Emits r as fake i's record named name (its clock set here; its time now
  * when r->start is 0); emit's status. */
 loom_status fake_emit(int i, const char *name, loom_record *r);
+/* Records *m as fake i's memory record named name through host->memory
+ * (ABI 1.6): fast, on a clock in the recorder's domain (the host record
+ * way when the session records the host); else on its realtime clock
+ * (emit's way).  Its status. */
+loom_status fake_memory(int i, const char *name, int fast, loom_memory_event *m);
 /* Fake i's device (device_add's index). */
 uint32_t fake_device(int i);
 /* The backend counts n records lost for reason (host->count_lost). */

@@ -38,7 +38,7 @@ pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 atomic_int recording;
 atomic_uint gen;
 atomic_uint_fast64_t next_corr;
-loom_clock host_clk;
+loom_clock host_clk, mem_clk;
 static zel_tracer_handle_t tracer;
 static ze_result_t init_result = ZE_RESULT_ERROR_UNINITIALIZED;
 static int loaded;
@@ -187,6 +187,11 @@ static loom_status ze_configure(loom_backend *b, uint32_t kinds) {
   ze_self = b;
   loom_status st = ze_host->clock_declare(b, LOOM_CLOCK_MONOTONIC_RAW, "host", &host_clk);
   if (st != LOOM_OK) return st;
+  mem_clk = 0; /* memory records through host->memory (ABI 1.6) take the recorder's clock */
+  loom_clock_domain md;
+  if (LOOM_HOST_HAS(ze_host, memory) && LOOM_HOST_HAS(ze_host, recorder_now) &&
+      (ze_host->recorder_now(&md), ze_host->clock_declare(b, md, "host recorder", &mem_clk)))
+    mem_clk = 0;
   unsigned g = atomic_load(&gen) + 1; /* the generation start will begin */
   ze_driver_handle_t drivers[8];
   uint32_t nd = 8;

@@ -118,6 +118,9 @@ extern atomic_int recording;
 extern atomic_uint gen;           /* session generation */
 extern atomic_uint_fast64_t next_corr;
 extern loom_clock host_clk;
+/* The clock of host->recorder_now when memory records go through
+ * host->memory (ABI 1.6), else 0. */
+extern loom_clock mem_clk;
 extern __thread int busy;         /* inside the backend's own Level Zero calls */
 extern xdev devs[16];
 extern size_t ndevs;

@@ -34,6 +34,18 @@ static void emit_runtime(const char *api) {
  * kind NULL when not known (a free's), dev LOOM_DEVICE_HOST for none. */
 static void emit_memory(const char *api, uint16_t flag, const void *p, uint64_t bytes,
                         const char *kind, uint32_t dev) {
+  if (mem_clk) { /* a host record on this thread, no lock */
+    uint16_t k = !kind ? (dev != LOOM_DEVICE_HOST ? LOOM_MEMORY_DEVICE : LOOM_MEMORY_HOST)
+                 : !strcmp(kind, "shared") ? LOOM_MEMORY_SHARED
+                 : !strcmp(kind, "host_pinned") ? LOOM_MEMORY_HOST_PINNED
+                 : !strcmp(kind, "host") ? LOOM_MEMORY_HOST : LOOM_MEMORY_DEVICE;
+    loom_memory_event m = {.struct_size = sizeof m, .flags = flag, .kind = k, .clock = mem_clk,
+                           .device = dev, .name = ze_host->intern(ze_self, api, SIZE_MAX),
+                           .ts = ze_host->recorder_now(NULL), .addr = (uint64_t)(uintptr_t)p,
+                           .bytes = bytes};
+    ze_host->memory(ze_self, &m);
+    return;
+  }
   loom_arg a[4];
   uint32_t n = 0;
   a[n++] = (loom_arg){.key = "addr", .type = LOOM_ARG_UINT, .v.u = (uint64_t)(uintptr_t)p};

@@ -129,8 +129,21 @@ void ocl_memory_reset(void) {
 }
 
 /* ---- records ------------------------------------------------------------- */
+static const uint16_t kind_loom[] = {LOOM_MEMORY_DEVICE, LOOM_MEMORY_HOST, LOOM_MEMORY_HOST_PINNED,
+                                     LOOM_MEMORY_SHARED};
+
+/* One memory record: through host->memory (ABI 1.6: a host record on this
+ * thread, no lock) where the core has it, else through emit.  bytes
+ * UINT64_MAX: not known; device UINT32_MAX (LOOM_DEVICE_HOST): none. */
 static void emit_mem(uint32_t name, uint16_t role, uint64_t t, uintptr_t addr, uint64_t bytes,
                      uint32_t device, int kind) {
+  if (LOOM_HOST_HAS(ocl_host, memory) && (bytes != UINT64_MAX || role == LOOM_RECORD_F_FREE)) {
+    loom_memory_event m = {.struct_size = sizeof m, .flags = role, .kind = kind_loom[kind],
+                           .clock = ocl_host_clk, .device = device, .name = name, .ts = t,
+                           .addr = addr, .bytes = bytes == UINT64_MAX ? 0 : bytes};
+    ocl_host->memory(ocl_self, &m);
+    return;
+  }
   loom_arg args[4];
   uint32_t n = 0;
   args[n++] = (loom_arg){.key = "addr", .type = LOOM_ARG_UINT, .v.u = addr};

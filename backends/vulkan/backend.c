@@ -25,6 +25,9 @@ const loom_host *vk_host;
 loom_backend *vk_self;
 static atomic_uint_fast64_t corr_serial;
 static loom_clock host_clk;
+/* The clock of host->recorder_now when memory records go through
+ * host->memory (ABI 1.6: its fast way takes the recorder's clock), else 0. */
+static loom_clock mem_clk;
 
 uint64_t vk_now(void) {
   struct timespec ts;
@@ -44,11 +47,27 @@ void vk_call(uint32_t name, uint64_t t0, uint16_t kind, uint64_t corr, uint16_t 
   vk_host->emit(vk_self, &r);
 }
 
-void vk_memory_emit(uint32_t name, uint16_t role, uint64_t t, const loom_arg *args, uint32_t n) {
+void vk_memory_emit(loom_memory_event *m) {
+  static const char *const kinds[] = {"host", "device", "host_pinned", "shared", "pool"};
   if (!atomic_load(&vk_live)) return;
-  loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_MEMORY, .flags = role,
-                   .clock = host_clk, .device = LOOM_DEVICE_HOST, .start = t, .end = t,
-                   .name = name, .nargs = n, .args = args};
+  m->clock = host_clk;
+  if (mem_clk) { /* ABI 1.6: a host record, no lock */
+    m->clock = mem_clk;
+    m->ts = vk_host->recorder_now(NULL);
+    vk_host->memory(vk_self, m);
+    return;
+  }
+  loom_arg a[5];
+  uint32_t n = 0;
+  a[n++] = (loom_arg){.key = "addr", .type = LOOM_ARG_UINT, .v.u = m->addr};
+  a[n++] = (loom_arg){.key = "bytes", .type = LOOM_ARG_UINT, .v.u = m->bytes};
+  if (m->device != LOOM_DEVICE_HOST)
+    a[n++] = (loom_arg){.key = "device", .type = LOOM_ARG_UINT, .v.u = m->device};
+  a[n++] = (loom_arg){.key = "memory_kind", .type = LOOM_ARG_STRING, .v.s = kinds[m->kind % 5]};
+  if (m->heap) a[n++] = (loom_arg){.key = "heap", .type = LOOM_ARG_UINT, .v.u = m->heap - 1};
+  loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_MEMORY, .flags = m->flags,
+                   .clock = host_clk, .device = LOOM_DEVICE_HOST, .start = m->ts, .end = m->ts,
+                   .name = m->name, .nargs = n, .args = a};
   vk_host->emit(vk_self, &r);
 }
 
@@ -248,6 +267,11 @@ static loom_status vk_configure(loom_backend *b, uint32_t kinds) {
   (void)kinds;
   vk_self = b;
   atomic_store(&vk_live, 1);
+  mem_clk = 0;
+  loom_clock_domain md;
+  if (LOOM_HOST_HAS(vk_host, memory) && LOOM_HOST_HAS(vk_host, recorder_now) &&
+      (vk_host->recorder_now(&md), vk_host->clock_declare(b, md, "host recorder", &mem_clk)))
+    mem_clk = 0;
   return vk_host->clock_declare(b, LOOM_CLOCK_MONOTONIC_RAW, "host", &host_clk);
 }
 

@@ -25,10 +25,11 @@
 
 #define RECORDING() atomic_load_explicit(&vk_recording, memory_order_relaxed)
 
-static const char *kind_of(VkMemoryPropertyFlags f) {
+static uint16_t kind_of(VkMemoryPropertyFlags f) {
   int local = (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) != 0;
   int visible = (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0;
-  return local && visible ? "shared" : visible ? "host_pinned" : "device";
+  return local && visible ? LOOM_MEMORY_SHARED : visible ? LOOM_MEMORY_HOST_PINNED
+                                                         : LOOM_MEMORY_DEVICE;
 }
 
 static void record(vk_dev *d, uint32_t name, uint16_t role, uint64_t t, VkDeviceMemory h,
@@ -37,14 +38,10 @@ static void record(vk_dev *d, uint32_t name, uint16_t role, uint64_t t, VkDevice
   int known = vk_session_device(d) == 0;
   uint32_t device = d->device;
   pthread_mutex_unlock(&d->mu);
-  loom_arg args[5];
-  uint32_t n = 0;
-  args[n++] = (loom_arg){.key = "addr", .type = LOOM_ARG_UINT, .v.u = VK_KEY(h)};
-  args[n++] = (loom_arg){.key = "bytes", .type = LOOM_ARG_UINT, .v.u = m->bytes};
-  if (known) args[n++] = (loom_arg){.key = "device", .type = LOOM_ARG_UINT, .v.u = device};
-  args[n++] = (loom_arg){.key = "memory_kind", .type = LOOM_ARG_STRING, .v.s = kind_of(m->flags)};
-  args[n++] = (loom_arg){.key = "heap", .type = LOOM_ARG_UINT, .v.u = m->heap};
-  vk_memory_emit(name, role, t, args, n);
+  loom_memory_event e = {.struct_size = sizeof e, .flags = role, .kind = kind_of(m->flags),
+                         .device = known ? device : LOOM_DEVICE_HOST, .name = name,
+                         .heap = m->heap + 1, .ts = t, .addr = VK_KEY(h), .bytes = m->bytes};
+  vk_memory_emit(&e);
 }
 
 static VkResult VKAPI_CALL L_AllocateMemory(VkDevice dev, const VkMemoryAllocateInfo *ai,

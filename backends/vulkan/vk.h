@@ -272,9 +272,9 @@ uint32_t vk_intern(const char *s);
 uint64_t vk_next_corr(void);
 /* A host call [t0, now) as a runtime (or sync) record. */
 void vk_call(uint32_t name, uint64_t t0, uint16_t kind, uint64_t corr, uint16_t roles);
-/* A memory record (LOOM_KIND_MEMORY, role LOOM_RECORD_F_ALLOC or _FREE) at
- * t (vk_now) on the calling thread. */
-void vk_memory_emit(uint32_t name, uint16_t role, uint64_t t, const loom_arg *args, uint32_t n);
+/* The memory record *m (its ts from vk_now; the clock is filled in) on the
+ * calling thread: host->memory where the core has it (ABI 1.6), else emit. */
+void vk_memory_emit(loom_memory_event *m);
 /* Describes d (and its clock) to the current session if not yet; 0 ok.
  * d->mu held. */
 int vk_session_device(vk_dev *d);

@@ -52,8 +52,9 @@ extern "C" {
  * meta_set, loom_backend_ops.enable and the LOOM_RECORD_F_* marks; 1.2
  * LOOM_KIND_SAMPLE; 1.3 loom_backend_ops.options; 1.4 loom_host.recorder_now
  * and the name loom_record.tid for what host records carry in `resource`;
- * 1.5 LOOM_KIND_MEMORY with the marks LOOM_RECORD_F_ALLOC and _FREE. */
-#define LOOM_ABI_MINOR 5
+ * 1.5 LOOM_KIND_MEMORY with the marks LOOM_RECORD_F_ALLOC and _FREE; 1.6
+ * loom_host.memory and loom_memory_event. */
+#define LOOM_ABI_MINOR 6
 
 /* True when the host table `host` (a const loom_host *) is large enough to
  * hold `slot` and the slot is set: the check to make before calling any slot
@@ -168,6 +169,25 @@ enum {
  *                 after this call (PyTorch's reserved beside allocated)
  * A buffer that is a view of another (an OpenCL sub-buffer) is not an
  * allocation: emit nothing for it, so no byte is counted twice. */
+
+/* A memory record in fixed fields (ABI 1.6): what host->memory takes, the
+ * same record as a LOOM_KIND_MEMORY loom_record with its reserved arguments
+ * (above), without building them. */
+typedef struct loom_memory_event {
+  uint32_t struct_size;  /* sizeof(loom_memory_event) */
+  uint16_t flags;        /* LOOM_RECORD_F_ALLOC or LOOM_RECORD_F_FREE */
+  uint16_t kind;         /* loom_memory_kind (loom.h): "memory_kind" */
+  loom_clock clock;      /* the declared clock of ts */
+  uint32_t device;       /* "device": an index from device_add, or
+                            LOOM_DEVICE_HOST for host memory (no "device") */
+  loom_string_id name;   /* the call, from host->intern */
+  uint32_t heap;         /* "heap" + 1: the runtime's memory heap it is in
+                            (Vulkan's heap index); 0: none */
+  uint64_t ts;           /* when, in `clock` */
+  uint64_t addr;         /* "addr" */
+  uint64_t bytes;        /* "bytes"; on a free 0 when not known */
+  uint64_t reserved;     /* "reserved"; 0: none (not a pool's) */
+} loom_memory_event;
 
 /* Description of a device.  Strings and props are copied by the core. */
 typedef struct loom_device_info {
@@ -327,6 +347,22 @@ typedef struct loom_host {
    * Without this slot (an older core) use clock_now in a domain of your
    * choice. */
   uint64_t (*recorder_now)(loom_clock_domain *domain);
+
+  /* ---- ABI 1.6 (check LOOM_HOST_HAS before calling) ---- */
+  /* Records an allocation or a free (*m) made on the calling thread: the
+   * record emit would take as a LOOM_KIND_MEMORY record with its arguments
+   * (device LOOM_DEVICE_HOST, tid 0, external_id 0), at the cost of one of
+   * loom's own host records.  When m->clock is a clock the backend declared
+   * in the recorder's domain (recorder_now) and the session records the
+   * host, the record goes straight into the calling thread's buffer of host
+   * records (no lock; in shared memory under `loom record`, so it outlives
+   * a killed process); otherwise it takes emit's way.  Same contract as
+   * emit: valid in a session; LOOM_EINVAL for a record emit refuses (its
+   * marks, its kind); a "device" that is not one of the backend's is left
+   * out and counted when the trace is made.  Call it on the thread that
+   * made the call (a record made later on another thread goes through
+   * emit, with its tid). */
+  loom_status (*memory)(loom_backend *b, const loom_memory_event *m);
 } loom_host;
 
 /* ---- backend state -------------------------------------------------------

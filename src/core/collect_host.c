@@ -111,6 +111,10 @@ typedef struct host_ctx {
    * trace may lack (they carry the allocation's time) */
   uint32_t n_mem;
   int ledger;
+  /* backends' records (LOOM__HR_BMEM): the backend of each producer
+   * number, and the records left out for naming a device not theirs */
+  loom_backend *bk_of_src[LOOM__BMEM_SRC_MAX + 1];
+  uint64_t bmem_bad;
   loom__map allocs;
   struct pre_free {
     loom__mem_live m;
@@ -372,25 +376,44 @@ static int point_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int64_
 static const char *const mem_kind_names[LOOM_MEMORY_KIND_COUNT_] = {
     "host", "device", "host_pinned", "shared", "pool"};
 
+/* A backend's record m (m->src set) is kept: its backend is in the trace,
+ * records memory, and owns the device m names (else counted). */
+static int bmem_kept(host_ctx *h, const loom__mem_live *m) {
+  loom_backend *b = m->src <= LOOM__BMEM_SRC_MAX ? h->bk_of_src[m->src] : NULL;
+  int32_t dev = loom__mem_bkdev_device(m->device);
+  if (!b) return 0;
+  if (dev >= 0 && ((size_t)dev >= h->s->ndevs || h->s->devs[dev].b != b)) {
+    h->bmem_bad++;
+    return 0;
+  }
+  return 1;
+}
+
 /* The memory event of m on track (trace.h's model); live_at: for an
  * allocation made before the trace's start, its time (then flagged
- * "live_at_start"), else 0.  0, or -1 out of memory. */
+ * "live_at_start"), else 0.  A backend's (m->src) is named after its call
+ * and is its backend's (src).  0, or -1 out of memory. */
 static int mem_event(host_ctx *h, uint32_t track, int64_t ts, uint64_t ext, int is_free,
                      const loom__mem_live *m, int64_t live_at) {
   if (!(h->s->kinds & LOOM_KIND_BIT(LOOM_KIND_MEMORY))) return 0;
+  if (m->src && !bmem_kept(h, m)) return 0;
   loom_trace *t = h->t;
   unsigned role = is_free ? LOOM_RECORD_F_FREE : LOOM_RECORD_F_ALLOC;
-  loom__ev e = {.ts = ts, .external_id = ext, .name = h->n_mem, .cat = h->c_instant,
-                .track = track, .kind = LOOM_KIND_MEMORY, .ph = LOOM__PH_INSTANT,
+  loom__ev e = {.ts = ts, .external_id = ext,
+                .name = m->src ? name_of(&h->nm, m->name, LOOM__HR_F_ID) : h->n_mem,
+                .cat = h->c_instant, .track = track, .kind = LOOM_KIND_MEMORY,
+                .ph = LOOM__PH_INSTANT, .src = m->src,
                 .flags = (uint16_t)(role << LOOM__EV_ROLE_SHIFT)};
-  uint32_t kind = m->kind < LOOM_MEMORY_KIND_COUNT_ ? m->kind : LOOM_MEMORY_HOST;
+  uint32_t kind = LOOM__MEM_KIND(m->kind), heap1 = LOOM__MEM_HEAP1(m->kind);
+  if (kind >= LOOM_MEMORY_KIND_COUNT_) kind = LOOM_MEMORY_HOST;
+  int32_t dev = m->src ? loom__mem_bkdev_device(m->device) : m->device;
   loom__targ a = {.key = loom__trace_str(t, "addr"), .type = LOOM_ARG_UINT, .v.u = m->addr};
   int rc = loom__trace_add_ev(t, &e) || loom__trace_add_arg(t, &a);
   if (rc == 0 && (m->bytes || !is_free)) {
     a = (loom__targ){.key = loom__trace_str(t, "bytes"), .type = LOOM_ARG_UINT, .v.u = m->bytes};
     rc = loom__trace_add_arg(t, &a);
   }
-  if (rc == 0 && m->device >= 0) rc = loom__trace_add_arg_int(t, "device", m->device);
+  if (rc == 0 && dev >= 0) rc = loom__trace_add_arg_int(t, "device", dev);
   if (rc == 0) {
     a = (loom__targ){.key = loom__trace_str(t, "memory_kind"), .type = LOOM_ARG_STRING,
                      .v.s = loom__trace_str(t, mem_kind_names[kind])};
@@ -399,6 +422,10 @@ static int mem_event(host_ctx *h, uint32_t track, int64_t ts, uint64_t ext, int 
   if (rc == 0 && (m->reserved || kind == LOOM_MEMORY_POOL)) {
     a = (loom__targ){.key = loom__trace_str(t, "reserved"), .type = LOOM_ARG_UINT,
                      .v.u = m->reserved};
+    rc = loom__trace_add_arg(t, &a);
+  }
+  if (rc == 0 && heap1) {
+    a = (loom__targ){.key = loom__trace_str(t, "heap"), .type = LOOM_ARG_UINT, .v.u = heap1 - 1};
     rc = loom__trace_add_arg(t, &a);
   }
   if (rc == 0 && live_at)
@@ -415,7 +442,15 @@ static int mem_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int64_t 
   int is_free = (r->flags & LOOM__HR_F_FREE) != 0;
   loom__mem_live m = {.addr = r->name, .bytes = r->a, .device = (int32_t)r->spare,
                       .kind = (r->flags >> LOOM__HR_MEM_KIND_SHIFT) & 7u, .tid = (uint32_t)tid};
-  if (m.device < 0) m.device = -1;
+  if (r->type == LOOM__HR_BMEM) { /* a backend's (record.h) */
+    m.bytes = r->a & LOOM__BMEM_BYTES_MAX;
+    m.src = (uint16_t)((r->flags >> LOOM__HR_BMEM_SRC_SHIFT) & LOOM__BMEM_SRC_MAX);
+    m.device = loom__mem_bkdev(m.src, (uint32_t)(r->a >> 48));
+    m.name = r->spare;
+    m.kind = (uint16_t)(m.kind | ((r->flags >> LOOM__HR_BMEM_HEAP_SHIFT) & LOOM__BMEM_HEAP_MAX) << 8);
+  } else if (m.device < 0) {
+    m.device = -1;
+  }
   if (x && x->name == r->name) m.reserved = x->a, m.ts = x->ts;
   uint64_t ext = w->no ? w->ops[w->no - 1].ext : 0;
   if (h->ledger && !is_free && loom__map_put(&h->allocs, mem_key(m.addr, m.device, r->ts), 1))
@@ -532,7 +567,8 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
       continue;
     }
     int64_t ts = loom__timeline_convert(&h->s->tl, h->dom, r->ts);
-    if (r->type == LOOM__HR_MEM) rc = mem_record(h, &w, r, ts, memx.type ? &memx : NULL, tb->tid);
+    if (r->type == LOOM__HR_MEM || r->type == LOOM__HR_BMEM)
+      rc = mem_record(h, &w, r, ts, memx.type ? &memx : NULL, tb->tid);
     else rc = is_nesting(r->type) ? nesting_record(h, &w, r, ts) : point_record(h, &w, r, ts);
     memx.type = 0;
   }
@@ -574,6 +610,17 @@ static int host_async(host_ctx *h) {
   return rc;
 }
 
+/* The backends of the trace by producer number (their BMEM records'). */
+static void bk_sources(host_ctx *h) {
+  for (size_t i = 0; i < h->s->nbk; i++) {
+    loom_backend *b = h->s->bk[i];
+    pthread_mutex_lock(&b->mu);
+    uint32_t src = b->bs ? b->bs->src : 0;
+    pthread_mutex_unlock(&b->mu);
+    if (src && src <= LOOM__BMEM_SRC_MAX) h->bk_of_src[src] = b;
+  }
+}
+
 int loom__collect_host(loom_session *s, loom_trace *t, loom__rec_image *img, loom__ring_info *ri) {
   host_ctx h = {.s = s, .t = t, .nm = {t, {0}, img}, .dom = img->dom, .pid = img->pid, .img = img};
   h.c_user = loom__trace_str(t, "user_annotation");
@@ -589,6 +636,7 @@ int loom__collect_host(loom_session *s, loom_trace *t, loom__rec_image *img, loo
   int rc = n == SIZE_MAX ? -1 : 0; /* out of memory: no trace rather than a part */
   h.n_mem = loom__trace_str(t, "[memory]");
   h.ledger = (s->windows || s->ring) && !img->dead;
+  bk_sources(&h);
   for (size_t i = 0; i < n && rc == 0; i++) rc = host_thread(&h, cp ? &cp[i].view : th[i]);
   if (rc == 0) rc = host_async(&h);
   if (rc == 0 && h.ledger) rc = live_at_start(&h);
@@ -599,6 +647,9 @@ int loom__collect_host(loom_session *s, loom_trace *t, loom__rec_image *img, loo
   ri->host_over = h.ring_over;
   ri->host_cut = h.ring_cut;
   ri->start = h.ring_start;
+  if (h.bmem_bad)
+    loom__collect_warn(s, "%llu memory records of backends named a device that is not "
+                       "their backend's: left out", (unsigned long long)h.bmem_bad);
   if (h.unmatched)
     loom__collect_warn(s, "%llu range ends without a matching begin were ignored",
                        (unsigned long long)h.unmatched);

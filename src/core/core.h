@@ -38,6 +38,11 @@ struct loom_backend {
   struct loom__bsess *bs;    /* per-session data while in a session */
   /* push/pop_external as the recorder calls them; set at registration. */
   loom__ext_hook hook;
+  /* host->memory's fast way (host.c): while b is in a session that records
+   * the host, its producer number there (bs->src, when it fits a host
+   * record), else 0; and the first clock it declared in the recorder's
+   * domain in that session, else 0.  Written under mu, read without it. */
+  _Atomic uint32_t mem_src, rec_clock;
 };
 
 /* Calls loom_init once; every public entry point does. */

@@ -30,6 +30,8 @@ static loom_status svc_clock_declare(loom_backend *b, loom_clock_domain d,
   else *out = (loom_clock)bs->nclocks;
   if (st != LOOM_OK) free(c.name);
   else loom__bkarena_clock(b, bs, bs->nclocks - 1); /* for a salvage */
+  if (st == LOOM_OK && d == loom__hostrec_domain() && !atomic_load(&b->rec_clock))
+    atomic_store(&b->rec_clock, *out); /* host->memory's fast way takes it */
   pthread_mutex_unlock(&b->mu);
   return st;
 }
@@ -543,6 +545,50 @@ static loom_status svc_emit(loom_backend *b, const loom_record *r) {
   return st;
 }
 
+/* host->memory's slow way: the record as emit takes it. */
+static loom_status memory_emit(loom_backend *b, const loom_memory_event *m) {
+  static const char *const kinds[LOOM_MEMORY_KIND_COUNT_] = {"host", "device", "host_pinned",
+                                                             "shared", "pool"};
+  loom_arg a[6];
+  uint32_t n = 0;
+  a[n++] = (loom_arg){.key = "addr", .type = LOOM_ARG_UINT, .v.u = m->addr};
+  if (m->bytes || !(m->flags & LOOM_RECORD_F_FREE))
+    a[n++] = (loom_arg){.key = "bytes", .type = LOOM_ARG_UINT, .v.u = m->bytes};
+  if (m->device != LOOM_DEVICE_HOST)
+    a[n++] = (loom_arg){.key = "device", .type = LOOM_ARG_UINT, .v.u = m->device};
+  a[n++] = (loom_arg){.key = "memory_kind", .type = LOOM_ARG_STRING,
+                      .v.s = m->kind < LOOM_MEMORY_KIND_COUNT_ ? kinds[m->kind] : "?"};
+  if (m->reserved) a[n++] = (loom_arg){.key = "reserved", .type = LOOM_ARG_UINT, .v.u = m->reserved};
+  if (m->heap) a[n++] = (loom_arg){.key = "heap", .type = LOOM_ARG_UINT, .v.u = m->heap - 1};
+  loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_MEMORY, .flags = m->flags,
+                   .clock = m->clock, .device = LOOM_DEVICE_HOST, .start = m->ts, .end = m->ts,
+                   .name = m->name, .nargs = n, .args = a};
+  return svc_emit(b, &r);
+}
+
+/* The fast way when b's session records the host and m fits a host record
+ * (record.h, LOOM__HR_BMEM); else emit's. */
+static loom_status svc_memory(loom_backend *b, const loom_memory_event *m) {
+  if (!b || !m || m->struct_size < offsetof(loom_memory_event, reserved) + sizeof m->reserved)
+    return LOOM_EINVAL;
+  uint32_t src = atomic_load_explicit(&b->mem_src, memory_order_relaxed);
+  unsigned role = m->flags & (LOOM_RECORD_F_ALLOC | LOOM_RECORD_F_FREE);
+  if (LOOM__LIKELY(src && m->clock && m->flags == role &&
+                   (role == LOOM_RECORD_F_ALLOC || role == LOOM_RECORD_F_FREE) &&
+                   m->clock == atomic_load_explicit(&b->rec_clock, memory_order_relaxed) &&
+                   m->kind < LOOM_MEMORY_KIND_COUNT_ && m->bytes <= LOOM__BMEM_BYTES_MAX &&
+                   m->heap <= LOOM__BMEM_HEAP_MAX &&
+                   (m->device == LOOM_DEVICE_HOST || m->device < LOOM__BMEM_HOST_DEV))) {
+    uint32_t dev16 = m->device == LOOM_DEVICE_HOST ? LOOM__BMEM_HOST_DEV : m->device;
+    loom__mem_live e = {.addr = m->addr, .bytes = m->bytes, .reserved = m->reserved, .ts = m->ts,
+                        .device = loom__mem_bkdev(src, dev16),
+                        .kind = (uint16_t)(m->kind | m->heap << 8),
+                        .src = (uint16_t)src, .name = m->name};
+    if (loom__hostrec_bk_memory(&e, role == LOOM_RECORD_F_FREE)) return LOOM_OK;
+  }
+  return memory_emit(b, m);
+}
+
 static void svc_count_lost(loom_backend *b, uint64_t n, const char *reason) {
   if (!b) return;
   pthread_mutex_lock(&b->mu);
@@ -628,6 +674,7 @@ static const loom_host host_table = {
     .clock_auto_sync = svc_clock_auto_sync,
     .meta_set = svc_meta_set,
     .recorder_now = svc_recorder_now,
+    .memory = svc_memory,
 };
 
 const loom_host *loom__host(void) { return &host_table; }

@@ -82,6 +82,8 @@ static int join(loom_session *s, loom_backend *b) {
   }
   pthread_mutex_lock(&b->mu);
   b->bs = bs;
+  atomic_store(&b->rec_clock, 0); /* clocks are the session's */
+  atomic_store(&b->mem_src, s->host && bs->src <= LOOM__BMEM_SRC_MAX ? bs->src : 0);
   pthread_mutex_unlock(&b->mu);
   return 0;
 }
@@ -91,6 +93,7 @@ static void leave(loom_backend *b) {
   pthread_mutex_lock(&b->mu);
   loom__bsess *bs = b->bs;
   b->bs = NULL;
+  atomic_store(&b->mem_src, 0);
   pthread_mutex_unlock(&b->mu);
   loom__bsess_free(bs);
 }
@@ -498,6 +501,7 @@ static void stop_all(loom_session *s) {
                          "held are lost", b->ops.name, loom_strerror(st));
     pthread_mutex_lock(&b->mu);
     b->bs->closed = 1;
+    atomic_store(&b->mem_src, 0); /* what comes now is counted lost (emit) */
     pthread_mutex_unlock(&b->mu);
   }
 }

@@ -771,7 +771,7 @@ void loom_memory_alloc(uint64_t addr, uint64_t bytes, loom_memory_kind kind, int
   uint64_t ts = now();
   if (m & MEM_LEDGER) {
     loom__mem_live e = {addr, bytes, reserved, ts, device < 0 ? -1 : device, loom__tid(),
-                        (uint32_t)kind, 0};
+                        (uint16_t)kind, 0, 0};
     loom__memledger_alloc(&e);
   }
   if (m & MEM_REC) mem_record(ts, mem_flags(kind), addr, bytes, device, reserved, 0);
@@ -789,6 +789,35 @@ void loom_memory_free(uint64_t addr, uint64_t bytes, loom_memory_kind kind, int3
   }
   if (m & MEM_REC)
     mem_record(ts, mem_flags(kind) | LOOM__HR_F_FREE, addr, bytes, device, reserved, alloc_ts);
+}
+
+/* A backend's record (host->memory): one BMEM, after a MEMX when there is
+ * more to say, as mem_record. */
+int loom__hostrec_bk_memory(loom__mem_live *m, int is_free) {
+  unsigned on = atomic_load_explicit(&mem_on, memory_order_relaxed);
+  if (LOOM__UNLIKELY(!on)) return 0;
+  if (!m->ts) m->ts = now();
+  uint64_t alloc_ts = 0;
+  if (on & MEM_LEDGER) {
+    loom__mem_live e;
+    if (!is_free) {
+      m->tid = loom__tid();
+      loom__memledger_alloc(m);
+    } else if (loom__memledger_free(m->addr, m->device, &e)) {
+      alloc_ts = e.ts;
+      if (!m->bytes) m->bytes = e.bytes;
+    }
+  }
+  if (!(on & MEM_REC)) return 1;
+  if (LOOM__UNLIKELY(m->reserved || alloc_ts))
+    put_at(alloc_ts, LOOM__HR_MEMX, 0, m->addr, m->reserved, 0);
+  uint16_t fl = (uint16_t)((is_free ? LOOM__HR_F_FREE : 0) |
+                           mem_flags((loom_memory_kind)LOOM__MEM_KIND(m->kind)) |
+                           (m->src << LOOM__HR_BMEM_SRC_SHIFT) |
+                           (LOOM__MEM_HEAP1(m->kind) << LOOM__HR_BMEM_HEAP_SHIFT));
+  uint64_t a = (m->bytes & LOOM__BMEM_BYTES_MAX) | ((uint64_t)(m->device & 0xffff) << 48);
+  put_at(m->ts, LOOM__HR_BMEM, fl, m->addr, a, m->name);
+  return 1;
 }
 
 /* A window that ends at a step boundary (trigger.c) closes the step in

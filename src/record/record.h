@@ -46,13 +46,27 @@ enum {
   LOOM__HR_MEM = 12,     /* loom_memory_alloc/free: name: addr; a: bytes;
                             spare: device (int32); flags: LOOM__HR_F_FREE,
                             the loom_memory_kind << LOOM__HR_MEM_KIND_SHIFT */
-  LOOM__HR_MEMX = 13     /* what a MEM record right after it adds, when it
-                            has more: name: the same addr; a: reserved
-                            bytes; ts: for a free, the host ticks of the
-                            allocation it frees (the ledger's), else 0 */
+  LOOM__HR_MEMX = 13,    /* what a MEM or BMEM record right after it adds,
+                            when it has more: name: the same addr; a:
+                            reserved bytes; ts: for a free, the host ticks of
+                            the allocation it frees (the ledger's), else 0 */
+  LOOM__HR_BMEM = 14     /* a backend's memory record (host->memory): name:
+                            addr; a: bytes (low 48 bits) and the device (high
+                            16, LOOM__BMEM_HOST_DEV: host memory); spare: the
+                            call's interned name; flags: LOOM__HR_F_FREE, the
+                            kind << LOOM__HR_MEM_KIND_SHIFT, the backend's
+                            producer number (its trace src, 1..31) <<
+                            LOOM__HR_BMEM_SRC_SHIFT, its "heap" + 1 (0:
+                            none; 1..31) << LOOM__HR_BMEM_HEAP_SHIFT */
 };
 #define LOOM__HR_F_FREE 4u     /* on a MEM: a free, not an allocation */
 #define LOOM__HR_MEM_KIND_SHIFT 8
+#define LOOM__HR_BMEM_SRC_SHIFT 11
+#define LOOM__HR_BMEM_HEAP_SHIFT 3
+#define LOOM__BMEM_SRC_MAX 31u
+#define LOOM__BMEM_HEAP_MAX 31u
+#define LOOM__BMEM_BYTES_MAX ((1ull << 48) - 1)
+#define LOOM__BMEM_HOST_DEV 0xffffu
 #define LOOM__RAW_HEAD 16u
 #define LOOM__HR_F_ID 1u /* name holds an interned id, not a pointer */
 #define LOOM__HR_F_STEP_END 2u /* on a STEP: closes the step, opens none */
@@ -200,11 +214,34 @@ void loom__hostrec_forked(void);
 typedef struct loom__mem_live {
   uint64_t addr, bytes, reserved;
   uint64_t ts;     /* host ticks of the allocation (never 0 in the ledger) */
-  int32_t device;  /* -1: host memory */
+  int32_t device;  /* -1: host memory; a backend's: loom__mem_bkdev */
   uint32_t tid;    /* the thread that allocated */
-  uint32_t kind;   /* loom_memory_kind */
-  uint32_t pad;
+  uint16_t kind;   /* loom_memory_kind; a backend's: its "heap" + 1 << 8 */
+  uint16_t src;    /* 0: loom_memory_alloc; else the backend's producer number */
+  uint32_t name;   /* a backend's: the call's interned name */
 } loom__mem_live;
+
+/* The device of a backend's allocation as the ledger keys it: its producer
+ * number and device (LOOM__BMEM_HOST_DEV: host memory) in one positive
+ * number that no framework's device number (loom_memory_alloc's) reaches,
+ * so one runtime's handles never meet another's. */
+static inline int32_t loom__mem_bkdev(uint32_t src, uint32_t dev16) {
+  return (int32_t)((src << 16) | (dev16 & 0xffffu));
+}
+/* A backend's allocation (src != 0): the device it names, -1 for host. */
+static inline int32_t loom__mem_bkdev_device(int32_t bkdev) {
+  uint32_t d = (uint32_t)bkdev & 0xffffu;
+  return d == LOOM__BMEM_HOST_DEV ? -1 : (int32_t)d;
+}
+/* Records a backend's allocation or free (host->memory's fast path) in the
+ * calling thread's buffer, with the ledger when one is kept: m's addr,
+ * bytes (<= LOOM__BMEM_BYTES_MAX), reserved, ts (host ticks, 0: now),
+ * device (loom__mem_bkdev), kind, src (1..LOOM__BMEM_SRC_MAX) and name.
+ * 1 when done (recorded, or outside a window: only the ledger), 0 when the
+ * host recorder is off (the caller takes the slow way). */
+int loom__hostrec_bk_memory(loom__mem_live *m, int is_free);
+#define LOOM__MEM_KIND(k) ((k) & 0xffu)
+#define LOOM__MEM_HEAP1(k) ((uint32_t)(k) >> 8)
 void loom__memledger_start(void);
 void loom__memledger_stop(void);
 /* In a child forked without exec (hostrec.c's fork handlers). */

@@ -247,6 +247,71 @@ static void test_backend_records(void **state) {
   loom_trace_free(t);
 }
 
+/* The same through host->memory (ABI 1.6): the host record way (fast) and
+ * emit's (a clock not in the recorder's domain), with the same result. */
+static void backend_service(int fast) {
+  loom_session *s = ts_start("cpu,fake", "");
+  uint32_t dev = fake_device(0);
+  loom_op_begin("model_op", 55);
+  for (int i = 0; i < 10; i++) {
+    loom_memory_event m = {.flags = LOOM_RECORD_F_ALLOC, .kind = LOOM_MEMORY_DEVICE,
+                           .device = dev, .addr = 0x1000 + (uint64_t)i, .bytes = 4096};
+    assert_int_equal(fake_memory(0, "fakeAlloc", fast, &m), LOOM_OK);
+  }
+  loom_op_end();
+  for (int i = 0; i < 9; i++) {
+    loom_memory_event m = {.flags = LOOM_RECORD_F_FREE, .kind = LOOM_MEMORY_DEVICE,
+                           .device = dev, .addr = 0x1000 + (uint64_t)i};
+    assert_int_equal(fake_memory(0, "fakeFree", fast, &m), LOOM_OK);
+  }
+  loom_memory_event m = {.flags = LOOM_RECORD_F_ALLOC, .kind = LOOM_MEMORY_HOST_PINNED,
+                         .device = LOOM_DEVICE_HOST, .heap = 3, .addr = 0x9000, .bytes = 100};
+  assert_int_equal(fake_memory(0, "fakeAlloc", fast, &m), LOOM_OK);
+  m = (loom_memory_event){.flags = LOOM_RECORD_F_ALLOC | LOOM_RECORD_F_FREE, .addr = 1};
+  assert_int_equal(fake_memory(0, "fakeAlloc", fast, &m), LOOM_EINVAL);
+  /* a device not the backend's: refused by emit, left out by the trace */
+  m = (loom_memory_event){.flags = LOOM_RECORD_F_ALLOC, .device = dev + 7, .addr = 3, .bytes = 8};
+  assert_int_equal(fake_memory(0, "fakeAlloc", fast, &m), fast ? LOOM_OK : LOOM_EINVAL);
+  loom_trace *t = ts_finish(s);
+  d_want = dev;
+  ext_want = 55;
+  name_want = "fakeAlloc";
+  mem_sum ms = sum_memory(t);
+  name_want = "[memory]";
+  assert_int_equal(ms.allocs, 11);
+  assert_int_equal(ms.frees, 9);
+  assert_int_equal(ms.alloc_bytes, 10 * 4096 + 100);
+  assert_int_equal(ms.unknown_bytes, 9);
+  assert_int_equal(ms.on_device, 19);
+  assert_int_equal(ms.with_ext, 10);
+  assert_int_equal(ms.named, 11);
+  size_t pinned = 0, heap = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    if (v.kind != LOOM_KIND_MEMORY) continue;
+    assert_int_equal(v.device, UINT32_MAX);
+    assert_string_equal(v.category, "cpu_instant_event");
+    loom_arg a[8];
+    size_t n = loom_trace_event_args(t, i, a, 8);
+    uint64_t h;
+    for (size_t k = 0; k < n; k++)
+      pinned += !strcmp(a[k].key, "memory_kind") && !strcmp(a[k].v.s, "host_pinned");
+    heap += arg_u(a, n, "heap", &h) && h == 2;
+  }
+  assert_int_equal(pinned, 1);
+  assert_int_equal(heap, 1);
+  assert_true(ts_warned(t, fast ? "named a device that is not their backend's"
+                                : "not one of the backend's devices", NULL));
+  loom_trace_free(t);
+}
+
+static void test_backend_service(void **state) {
+  (void)state;
+  backend_service(1);
+  backend_service(0);
+}
+
 /* ---- windows and ring dumps start from what was live ------------------------ */
 static mem_sum win_sum;
 static int64_t win_start;
@@ -347,6 +412,7 @@ int main(void) {
       cmocka_unit_test(test_host_calls),
       cmocka_unit_test(test_kind_filter),
       cmocka_unit_test(test_backend_records),
+      cmocka_unit_test(test_backend_service),
       cmocka_unit_test(test_window_live_at_start),
       cmocka_unit_test(test_ring_dump_live_at_start),
       cmocka_unit_test(test_backend_ring_live_at_start),
