@@ -13,8 +13,9 @@
  * (loom_memory_alloc/free, found in the process with dlsym: per-thread
  * buffers, no lock; the events are named "[memory]" as the program's own
  * calls to those functions are), the default; or with heap.names=1 (or
- * with a libloom that lacks them) through the backend's host->emit, each
- * named after its call, at several times the cost (a lock and the
+ * with a libloom that lacks them) as the backend's records, each named
+ * after its call: through host->memory (ABI 1.6: a host record as well,
+ * no lock), else host->emit at several times the cost (a lock and the
  * backend's arrays per record).
  *
  * loom's own allocations are not the program's: nothing is recorded on a
@@ -97,7 +98,15 @@ void heap_note(int alloc, int call, const void *p, size_t n, uint64_t t, const v
     return;
   }
   atomic_fetch_add(&inflight, 1);
-  if (!atomic_load(&forking)) {
+  if (!atomic_load(&forking) && LOOM_HOST_HAS(heap_host, memory)) { /* ABI 1.6: no lock */
+    loom_memory_event m = {.struct_size = sizeof m,
+                           .flags = alloc ? LOOM_RECORD_F_ALLOC : LOOM_RECORD_F_FREE,
+                           .kind = LOOM_MEMORY_HOST, .clock = heap_clk,
+                           .device = LOOM_DEVICE_HOST, .name = names[call],
+                           .ts = t ? t : heap_now(), .addr = (uint64_t)(uintptr_t)p,
+                           .bytes = alloc ? n : 0};
+    heap_host->memory(heap_self, &m);
+  } else if (!atomic_load(&forking)) {
     loom_arg a[2] = {{.key = "addr", .type = LOOM_ARG_UINT, .v.u = (uint64_t)(uintptr_t)p},
                      {.key = "bytes", .type = LOOM_ARG_UINT, .v.u = n}};
     uint64_t ts = t ? t : heap_now();

@@ -447,7 +447,8 @@ static int mem_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int64_t 
     m.src = (uint16_t)((r->flags >> LOOM__HR_BMEM_SRC_SHIFT) & LOOM__BMEM_SRC_MAX);
     m.device = loom__mem_bkdev(m.src, (uint32_t)(r->a >> 48));
     m.name = r->spare;
-    m.kind = (uint16_t)(m.kind | ((r->flags >> LOOM__HR_BMEM_HEAP_SHIFT) & LOOM__BMEM_HEAP_MAX) << 8);
+    uint32_t heap1 = (r->flags >> LOOM__HR_BMEM_HEAP_SHIFT) & LOOM__BMEM_HEAP_MAX;
+    m.kind = (uint16_t)(m.kind | heap1 << 8);
   } else if (m.device < 0) {
     m.device = -1;
   }
@@ -457,6 +458,7 @@ static int mem_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int64_t 
     return -1;
   if (h->ledger && is_free && m.ts) {
     struct pre_free p = {m, w->track, ts};
+    if (m.src && x->spare) p.m.name = x->spare; /* the allocation's call (a backend's) */
     if (LOOM__PUSH(h->pre, h->npre, h->cap_pre, p)) return -1;
   }
   return mem_event(h, w->track, ts, ext, is_free, &m, 0);

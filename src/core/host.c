@@ -558,7 +558,8 @@ static loom_status memory_emit(loom_backend *b, const loom_memory_event *m) {
     a[n++] = (loom_arg){.key = "device", .type = LOOM_ARG_UINT, .v.u = m->device};
   a[n++] = (loom_arg){.key = "memory_kind", .type = LOOM_ARG_STRING,
                       .v.s = m->kind < LOOM_MEMORY_KIND_COUNT_ ? kinds[m->kind] : "?"};
-  if (m->reserved) a[n++] = (loom_arg){.key = "reserved", .type = LOOM_ARG_UINT, .v.u = m->reserved};
+  if (m->reserved)
+    a[n++] = (loom_arg){.key = "reserved", .type = LOOM_ARG_UINT, .v.u = m->reserved};
   if (m->heap) a[n++] = (loom_arg){.key = "heap", .type = LOOM_ARG_UINT, .v.u = m->heap - 1};
   loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_MEMORY, .flags = m->flags,
                    .clock = m->clock, .device = LOOM_DEVICE_HOST, .start = m->ts, .end = m->ts,

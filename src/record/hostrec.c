@@ -798,6 +798,7 @@ int loom__hostrec_bk_memory(loom__mem_live *m, int is_free) {
   if (LOOM__UNLIKELY(!on)) return 0;
   if (!m->ts) m->ts = now();
   uint64_t alloc_ts = 0;
+  uint32_t alloc_name = 0;
   if (on & MEM_LEDGER) {
     loom__mem_live e;
     if (!is_free) {
@@ -805,12 +806,13 @@ int loom__hostrec_bk_memory(loom__mem_live *m, int is_free) {
       loom__memledger_alloc(m);
     } else if (loom__memledger_free(m->addr, m->device, &e)) {
       alloc_ts = e.ts;
+      alloc_name = e.name;
       if (!m->bytes) m->bytes = e.bytes;
     }
   }
   if (!(on & MEM_REC)) return 1;
   if (LOOM__UNLIKELY(m->reserved || alloc_ts))
-    put_at(alloc_ts, LOOM__HR_MEMX, 0, m->addr, m->reserved, 0);
+    put_at(alloc_ts, LOOM__HR_MEMX, 0, m->addr, m->reserved, alloc_name);
   uint16_t fl = (uint16_t)((is_free ? LOOM__HR_F_FREE : 0) |
                            mem_flags((loom_memory_kind)LOOM__MEM_KIND(m->kind)) |
                            (m->src << LOOM__HR_BMEM_SRC_SHIFT) |

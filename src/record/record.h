@@ -49,7 +49,9 @@ enum {
   LOOM__HR_MEMX = 13,    /* what a MEM or BMEM record right after it adds,
                             when it has more: name: the same addr; a:
                             reserved bytes; ts: for a free, the host ticks of
-                            the allocation it frees (the ledger's), else 0 */
+                            the allocation it frees (the ledger's), else 0;
+                            spare: before a BMEM free, that allocation's
+                            call name (the ledger's), else 0 */
   LOOM__HR_BMEM = 14     /* a backend's memory record (host->memory): name:
                             addr; a: bytes (low 48 bits) and the device (high
                             16, LOOM__BMEM_HOST_DEV: host memory); spare: the

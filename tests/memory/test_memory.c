@@ -377,6 +377,40 @@ static void test_ring_dump_live_at_start(void **state) {
   loom_trace_free(t);
 }
 
+/* The same for a backend's records through host->memory (host records, in
+ * the threads' ring): the dump starts from its allocations live then, named
+ * after the backend's call, on its device; a free knows the size. */
+static void test_service_ring_live_at_start(void **state) {
+  (void)state;
+  loom_session *s = ts_start("cpu,fake", "mode=ring,buffer_size=1k,ring_size=4160");
+  uint32_t dev = fake_device(0);
+  for (uint64_t i = 0; i < 3; i++) {
+    loom_memory_event m = {.flags = LOOM_RECORD_F_ALLOC, .kind = LOOM_MEMORY_DEVICE,
+                           .device = dev, .addr = 0x7000 + i, .bytes = 10 + i};
+    assert_int_equal(fake_memory(0, "fakeAlloc", 1, &m), LOOM_OK);
+  }
+  for (int i = 0; i < 2000; i++) loom_instant("filler"); /* overwrites them */
+  loom_memory_event f = {.flags = LOOM_RECORD_F_FREE, .kind = LOOM_MEMORY_DEVICE, .device = dev,
+                         .addr = 0x7000};
+  assert_int_equal(fake_memory(0, "fakeFree", 1, &f), LOOM_OK);
+  loom_trace *d = NULL;
+  assert_int_equal(loom_session_dump(s, "test", &d), LOOM_OK);
+  d_want = dev;
+  ext_want = 0;
+  name_want = "fakeAlloc";
+  mem_sum m = sum_memory(d);
+  name_want = "[memory]";
+  assert_int_equal(m.live_at_start, 3);
+  assert_int_equal(m.allocs, 3);
+  assert_int_equal(m.frees, 1);
+  assert_int_equal(m.free_bytes, 10);
+  assert_int_equal(m.live_bytes, 10 + 11 + 12); /* 0x7000 too: freed inside, made before */
+  assert_int_equal(m.on_device, 4);
+  assert_int_equal(m.named, 3);
+  loom_trace_free(d);
+  loom_trace_free(ts_finish(s));
+}
+
 /* A backend's ring drops its oldest records: the allocations among them
  * that no record freed are live at the dump's start. */
 static void test_backend_ring_live_at_start(void **state) {
@@ -416,6 +450,7 @@ int main(void) {
       cmocka_unit_test(test_window_live_at_start),
       cmocka_unit_test(test_ring_dump_live_at_start),
       cmocka_unit_test(test_backend_ring_live_at_start),
+      cmocka_unit_test(test_service_ring_live_at_start),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
