@@ -19,11 +19,17 @@
  *          `loom record`, interleaved rounds; ns per pair (one allocation and
  *          its free: two memory records), min and median, of wall time and
  *          of the thread's CPU time, and the goal line of issue 36 (at most
- *          100 ns added per allocation, on the thread's CPU time, median)
+ *          100 ns added per allocation, on the thread's CPU time, median);
+ *          with the floor of the same rounds: PAIRS pairs of loom's own
+ *          host records (loom_memory_alloc/free) under `loom record`, no
+ *          runtime: what two records in new shared memory cost here
+ *        bench_opencl --child-floor N   (that floor's program)
  */
 #define _GNU_SOURCE
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +132,27 @@ static int child_alloc(long n) {
   return 0;
 }
 
+/* PAIRS pairs of loom_memory_alloc/free (libloom is in the process under
+ * loom record): the floor of two memory records; the same figures. */
+static int child_floor(long n) {
+  typedef void (*mem_fn)(uint64_t, uint64_t, int, int32_t, uint64_t);
+  mem_fn al = (mem_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "loom_memory_alloc");
+  mem_fn fr = (mem_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "loom_memory_free");
+  if (!al || !fr) return 3;
+  for (uint64_t i = 0; i < 64; i++) { /* warm up, as the runtime's loop */
+    al(0x1000 + i, 256, 1, 0, 0);
+    fr(0x1000 + i, 0, 1, 0, 0);
+  }
+  double t0 = now_ns(), c0 = cpu_ns(), mt0 = thread_ns();
+  for (long i = 0; i < n; i++) {
+    al(0x100000 + (uint64_t)i, 256, 1, 0, 0);
+    fr(0x100000 + (uint64_t)i, 0, 1, 0, 0);
+  }
+  double t = now_ns() - t0, c = cpu_ns() - c0, mt = thread_ns() - mt0;
+  printf("%.1f %.1f %.1f\n", t / n, c / n, mt / n);
+  return 0;
+}
+
 /* One child: fills wall, process CPU and main-thread CPU ns per enqueue. */
 static int run(const char *cmd, double v[3]) {
   FILE *f = popen(cmd, "r");
@@ -159,7 +186,7 @@ static int alloc_main(int argc, char **argv) {
     fprintf(stderr, "usage: bench_opencl alloc [PAIRS >= 1 [ROUNDS 1..%d]]\n", MAXR);
     return 2;
   }
-  char self[512], cmd[2][1536], trace[64];
+  char self[512], cmd[3][1536], trace[64];
   ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
   if (k <= 0) return 1;
   self[k] = 0;
@@ -167,9 +194,11 @@ static int alloc_main(int argc, char **argv) {
   snprintf(cmd[0], sizeof cmd[0], "'%s' --child-alloc %ld", self, n);
   snprintf(cmd[1], sizeof cmd[1], "'%s' record -o %s -- '%s' --child-alloc %ld 2>/dev/null",
            LOOM_BIN, trace, self, n);
-  static double v[2][3][MAXR];
+  snprintf(cmd[2], sizeof cmd[2], "'%s' record -o %s -- '%s' --child-floor %ld 2>/dev/null",
+           LOOM_BIN, trace, self, n);
+  static double v[3][3][MAXR];
   for (int r = 0; r < rounds; r++)
-    for (int w = 0; w < 2; w++) {
+    for (int w = 0; w < 3; w++) {
       double x[3];
       if (run(cmd[w], x) != 0) {
         fprintf(stderr, "bench_opencl: a run failed (is an OpenCL device available?)\n");
@@ -178,8 +207,8 @@ static int alloc_main(int argc, char **argv) {
       for (int m = 0; m < 3; m++) v[w][m][r] = x[m];
     }
   remove(trace);
-  double mn[2][3], md[2][3];
-  for (int w = 0; w < 2; w++)
+  double mn[3][3], md[3][3];
+  for (int w = 0; w < 3; w++)
     for (int m = 0; m < 3; m++) stats(v[w][m], rounds, &mn[w][m], &md[w][m]);
   static const char *metric[3] = {"wall time", "CPU time, all threads", "CPU time, the thread"};
   printf("OpenCL, %ld clCreateBuffer (256 bytes) + clReleaseMemObject, %d interleaved rounds;\n"
@@ -188,6 +217,8 @@ static int alloc_main(int argc, char **argv) {
     printf("%s\n  %-26s %8.1f / %8.1f\n  %-26s %8.1f / %8.1f\n  %-26s %8.1f / %8.1f\n",
            metric[m], "without loom", mn[0][m], md[0][m], "under loom record", mn[1][m], md[1][m],
            "added by loom", mn[1][m] - mn[0][m], md[1][m] - md[0][m]);
+  printf("floor: two of loom's own memory records (loom_memory_alloc/free) per pair under loom\n"
+         "record, no runtime, the thread's CPU time  %8.1f / %8.1f\n", mn[2][2], md[2][2]);
   double added = md[1][2] - md[0][2];
   printf("goal alloc_cost: %.0f ns (target 100 ns) %s\n", added, added <= 100 ? "met" : "missed");
   return 0;
@@ -196,6 +227,7 @@ static int alloc_main(int argc, char **argv) {
 int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[1], "--child")) return child(atol(argv[2]), 0);
   if (argc > 2 && !strcmp(argv[1], "--child-alloc")) return child_alloc(atol(argv[2]));
+  if (argc > 2 && !strcmp(argv[1], "--child-floor")) return child_floor(atol(argv[2]));
   if (argc > 1 && !strcmp(argv[1], "alloc")) return alloc_main(argc, argv);
   if (argc > 2 && !strcmp(argv[1], "--child-profiled")) return child(atol(argv[2]), 1);
   const char *bins[MAXBIN];

@@ -17,9 +17,14 @@
  *          rounds; ns per pair (an allocation and its free: two memory
  *          records), min and median, of wall time and of the thread's CPU
  *          time, and the goal line of issue 36 (at most 100 ns added per
- *          allocation, on the thread's CPU time, median)
+ *          allocation, on the thread's CPU time, median); with the floor of
+ *          the same rounds: PAIRS pairs of loom's own host records
+ *          (loom_memory_alloc/free) under `loom record`, no runtime
+ *        bench_vulkan --child-floor N   (that floor's program)
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +159,27 @@ static int child_alloc(long n) {
   return 0;
 }
 
+/* PAIRS pairs of loom_memory_alloc/free (libloom is in the process under
+ * loom record): the floor of two memory records; the same figures. */
+static int child_floor(long n) {
+  typedef void (*mem_fn)(uint64_t, uint64_t, int, int32_t, uint64_t);
+  mem_fn al = (mem_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "loom_memory_alloc");
+  mem_fn fr = (mem_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "loom_memory_free");
+  if (!al || !fr) return 3;
+  for (uint64_t i = 0; i < 64; i++) { /* warm up, as the runtime's loop */
+    al(0x1000 + i, 4096, 1, 0, 0);
+    fr(0x1000 + i, 0, 1, 0, 0);
+  }
+  double t0 = now_ns(), c0 = thread_ns();
+  for (long i = 0; i < n; i++) {
+    al(0x100000 + (uint64_t)i, 4096, 1, 0, 0);
+    fr(0x100000 + (uint64_t)i, 0, 1, 0, 0);
+  }
+  double t = now_ns() - t0, ct = thread_ns() - c0;
+  printf("%.1f %.1f %.1f\n", t / n, ct / n, ct / n);
+  return 0;
+}
+
 static int run(const char *cmd, double v[3]) {
   FILE *f = popen(cmd, "r");
   int ok = f && fscanf(f, "%lf %lf %lf", &v[0], &v[1], &v[2]) == 3;
@@ -177,7 +203,7 @@ static int alloc_main(int argc, char **argv) {
     fprintf(stderr, "usage: bench_vulkan alloc [PAIRS >= 1 [ROUNDS 1..101]]\n");
     return 2;
   }
-  char self[512], cmd[2][1536], trace[64];
+  char self[512], cmd[3][1536], trace[64];
   ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
   if (k <= 0) return 1;
   self[k] = 0;
@@ -186,9 +212,11 @@ static int alloc_main(int argc, char **argv) {
   snprintf(cmd[1], sizeof cmd[1],
            "'%s' record --devices cpu,vulkan -o %s -- '%s' --child-alloc %ld 2>/dev/null",
            LOOM_BIN, trace, self, n);
-  static double v[2][2][101]; /* way, metric (wall, thread CPU), round */
+  snprintf(cmd[2], sizeof cmd[2], "'%s' record -o %s -- '%s' --child-floor %ld 2>/dev/null",
+           LOOM_BIN, trace, self, n);
+  static double v[3][2][101]; /* way (plain, loom, floor), metric (wall, thread CPU), round */
   for (int r = 0; r < rounds; r++)
-    for (int w = 0; w < 2; w++) {
+    for (int w = 0; w < 3; w++) {
       double x[3];
       if (!run(cmd[w], x)) {
         fprintf(stderr, "bench_vulkan: a run failed (is a Vulkan driver installed?)\n");
@@ -197,8 +225,8 @@ static int alloc_main(int argc, char **argv) {
       v[w][0][r] = x[0], v[w][1][r] = x[1];
     }
   remove(trace);
-  double mn[2][2], md[2][2];
-  for (int w = 0; w < 2; w++)
+  double mn[3][2], md[3][2];
+  for (int w = 0; w < 3; w++)
     for (int m = 0; m < 2; m++) {
       qsort(v[w][m], (size_t)rounds, sizeof v[w][m][0], cmp);
       mn[w][m] = v[w][m][0];
@@ -212,6 +240,8 @@ static int alloc_main(int argc, char **argv) {
     printf("%s\n  %-26s %8.1f / %8.1f\n  %-26s %8.1f / %8.1f\n  %-26s %8.1f / %8.1f\n",
            metric[m], "without loom", mn[0][m], md[0][m], "under loom record", mn[1][m], md[1][m],
            "added by loom", mn[1][m] - mn[0][m], md[1][m] - md[0][m]);
+  printf("floor: two of loom's own memory records (loom_memory_alloc/free) per pair under loom\n"
+         "record, no runtime, the thread's CPU time  %8.1f / %8.1f\n", mn[2][1], md[2][1]);
   double added = md[1][1] - md[0][1];
   printf("goal alloc_cost: %.0f ns (target 100 ns) %s\n", added, added <= 100 ? "met" : "missed");
   return 0;
@@ -220,6 +250,7 @@ static int alloc_main(int argc, char **argv) {
 int main(int argc, char **argv) {
   if (argc > 3 && !strcmp(argv[1], "--child")) return child(atol(argv[2]), atol(argv[3]));
   if (argc > 2 && !strcmp(argv[1], "--child-alloc")) return child_alloc(atol(argv[2]));
+  if (argc > 2 && !strcmp(argv[1], "--child-floor")) return child_floor(atol(argv[2]));
   if (argc > 1 && !strcmp(argv[1], "alloc")) return alloc_main(argc, argv);
   long submits = argc > 1 ? atol(argv[1]) : 4000, dispatches = argc > 2 ? atol(argv[2]) : 4000;
   char self[512], plain[1024], rec[2048], trace[64];
