@@ -5,8 +5,9 @@
  * functions while no session records the heap (one load and one branch
  * each), and while a session records it (two memory records per pair), the
  * default way (loom_memory_alloc/free into the host recorder, where libloom
- * has them; else the same as the next) and with heap.names=1 (through the
- * backend's host->emit, records kept in the heap as without loom record).
+ * has them; else the same as the next) and with heap.names=1 (the
+ * backend's records named after the calls, through host->memory: host
+ * records too, where libloom has it; else host->emit).
  * Recording writes its records to new memory, so the figures include the
  * page faults that brings (bench_pages measures them alone).  Each round
  * measures the four in turn (the order rotates),
@@ -29,7 +30,7 @@
 enum { BASE, OFF, ON, NAMED, NMODES };
 static const char *const mode_name[NMODES] = {
     "C library malloc/free (baseline)", "through libloom-heap, not recording",
-    "recording (default way)", "recording, heap.names=1 (host->emit)"};
+    "recording (default way)", "recording, heap.names=1 (host->memory)"};
 
 typedef void *(*malloc_fn)(size_t);
 typedef void (*free_fn)(void *);
