@@ -7,7 +7,9 @@
  * file and offset; a full disk leaves no file and the trace can be saved
  * elsewhere afterwards; a .pftrace whose first packet length reads as
  * '{' is still protobuf; counter events that Perfetto's series could not
- * keep apart come back apart.
+ * keep apart come back apart; a kind the category does not imply (oneDNN's
+ * ITT tasks as user ranges) survives every format, said by "loom_kind" on
+ * exactly the events that need it.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -762,6 +765,166 @@ static void test_full_disk(void **state) {
   loom_trace_free(t);
 }
 
+/* ---- kinds the category does not imply ("loom_kind", docs/formats.md) ---- */
+typedef struct kind_case {
+  const char *name, *cat;
+  uint16_t kind, flags;
+  int instant, needs; /* needs: the writers must say the kind ("loom_kind") */
+} kind_case;
+
+static const kind_case kind_cases[] = {
+    {"dnnl conv", "dnnl::primitive::execute", LOOM_KIND_USER_RANGE, 0, 0, 1},
+    {"plain range", NULL, LOOM_KIND_USER_RANGE, 0, 0, 0},
+    {"mpi recv", "mpi", LOOM_KIND_INSTANT, LOOM_RECORD_F_COMM | LOOM_RECORD_F_RECV, 1, 0},
+    {"mpi send", "mpi", LOOM_KIND_RUNTIME, LOOM_RECORD_F_SEND | LOOM_RECORD_F_WAIT, 0, 0},
+    {"mpi allreduce", "mpi", LOOM_KIND_COLLECTIVE, LOOM_RECORD_F_COMM | LOOM_RECORD_F_NXN, 0, 0},
+    {"mpi unmarked", "mpi", LOOM_KIND_RUNTIME, 0, 0, 1},
+    {"mpi irecv", "mpi", LOOM_KIND_COLLECTIVE, LOOM_RECORD_F_POST, 0, 1},
+    {"dnnl op", "dnnl", LOOM_KIND_CPU_OP, 0, 0, 1},
+    {"instant as kernel", "kernel", LOOM_KIND_INSTANT, 0, 1, 1},
+    {"mpi marker", "mpi", LOOM_KIND_MARKER, 0, 1, 1},
+    {"itt overhead", "itt", LOOM_KIND_OVERHEAD, 0, 0, 1},
+    {"ze sync", "level_zero_sync", LOOM_KIND_SYNC, 0, 0, 0},
+};
+enum { NKIND_CASES = sizeof kind_cases / sizeof kind_cases[0], KIND_NEEDS = 7 };
+
+static loom_trace *kinds_recorded(void) {
+  static int registered;
+  if (!registered++) assert_int_equal(fake_register(1, "fakek", "fakek", 0), LOOM_OK);
+  loom_session *s = ts_start("fakek", NULL);
+  usleep(2000); /* the records lie in the window: from 1.5 ms back, 10 us apart */
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  uint64_t t0 = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec - 1500000;
+  for (int i = 0; i < NKIND_CASES; i++) {
+    const kind_case *c = &kind_cases[i];
+    uint64_t start = t0 + (uint64_t)i * 10000;
+    loom_record r = {.struct_size = sizeof r, .kind = c->kind, .flags = c->flags,
+                     .device = LOOM_DEVICE_HOST, .start = start,
+                     .end = start + (c->instant ? 0 : 5000), .category = c->cat};
+    assert_int_equal(fake_emit(1, c->name, &r), LOOM_OK);
+  }
+  fake_launch(1, 0, "k", 1000);
+  return ts_finish(s);
+}
+
+/* Event i's argument named key as text ("" when it has none). */
+static const char *event_arg(const loom_trace *t, size_t i, const char *key) {
+  loom_arg a[16];
+  size_t n = loom_trace_event_args(t, i, a, 16);
+  for (size_t k = 0; k < n && k < 16; k++)
+    if (!strcmp(a[k].key, key)) return a[k].type == LOOM_ARG_STRING ? a[k].v.s : "?";
+  return "";
+}
+
+/* Every event of a has one of b's kind (events named apart), and no
+ * "loom_kind" argument is left in b. */
+static void same_kinds(const loom_trace *a, const loom_trace *b, const char *what) {
+  assert_int_equal(loom_trace_event_count(a), loom_trace_event_count(b));
+  for (size_t i = 0; i < loom_trace_event_count(a); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(a, i, &v);
+    int found = 0;
+    for (size_t j = 0; j < loom_trace_event_count(b) && !found; j++) {
+      loom_event_view w = {.struct_size = sizeof w};
+      loom_trace_event(b, j, &w);
+      if (strcmp(v.name, w.name) || v.start_ns != w.start_ns) continue;
+      found = 1;
+      if (v.kind != w.kind)
+        fail_msg("%s: %s: kind %s, was %s", what, v.name, loom_kind_name(w.kind),
+                 loom_kind_name(v.kind));
+      assert_string_equal(event_arg(b, j, "loom_kind"), "");
+    }
+    if (!found) fail_msg("%s: %s is gone", what, v.name);
+  }
+}
+
+static size_t count_of(const char *text, const char *needle) {
+  size_t n = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+static void test_kinds_categories_do_not_imply(void **state) {
+  (void)state;
+  loom_trace *t = kinds_recorded();
+  assert_int_equal(loom_trace_event_count(t), NKIND_CASES + 2);
+  for (size_t i = 0; i < NKIND_CASES; i++) { /* as emitted, before any file */
+    loom_event_view v = {.struct_size = sizeof v};
+    for (size_t j = 0; j < loom_trace_event_count(t); j++)
+      if (loom_trace_event(t, j, &v) == LOOM_OK && !strcmp(v.name, kind_cases[i].name)) break;
+    assert_string_equal(v.name, kind_cases[i].name);
+    assert_int_equal(v.kind, kind_cases[i].kind);
+  }
+  /* .json -> .pftrace -> .json.gz -> .json: every hop keeps every kind */
+  const char *ext[] = {".json", ".pftrace", ".json.gz", ".json"};
+  char path[4][256];
+  loom_trace *prev = t;
+  for (int f = 0; f < 4; f++) {
+    tmp_path(path[f], sizeof path[f], ext[f]);
+    assert_int_equal(loom_trace_save(prev, path[f]), LOOM_OK);
+    loom_trace *back = ts_load(path[f]);
+    same_kinds(t, back, path[f]);
+    assert_int_equal(loom_trace_warning_count(back), loom_trace_warning_count(t));
+    if (prev != t) loom_trace_free(prev);
+    prev = back;
+  }
+  loom_trace_free(prev);
+  size_t n;
+  char *text = read_file(path[0], &n);
+  assert_non_null(text);
+  assert_int_equal(count_of(text, "\"loom_kind\":"), KIND_NEEDS);
+  assert_int_equal(count_of(text, "\"loom_kind\":\"user_range\""), 1);
+  free(text);
+  text = read_file(path[3], &n); /* the same bytes after the trip */
+  assert_int_equal(count_of(text, "\"loom_kind\":"), KIND_NEEDS);
+  free(text);
+  if (getenv("LOOM_TP_DIR")) { /* shown as an argument where the kind is said, no error */
+    assert_int_equal(tp_int(path[0], "select count(*) from args where key = 'args.loom_kind'"),
+                     KIND_NEEDS);
+    assert_int_equal(tp_int(path[1], "select count(*) from args where key = 'debug.loom_kind'"),
+                     KIND_NEEDS);
+    assert_int_equal(tp_errors(path[0]), 0);
+    assert_int_equal(tp_errors(path[1]), 0);
+  }
+  for (int f = 0; f < 4; f++) unlink(path[f]);
+  loom_trace_free(t);
+}
+
+/* A file's loom_kind values (tests/data/kinds): known ones are the kinds;
+ * an unknown one leaves the kind the category gives, is kept as an
+ * argument, and is said once, naming the file, in JSON and in .pftrace. */
+static void test_kind_values_read(void **state) {
+  (void)state;
+  const char *in = LOOM_TESTS_DIR "/data/kinds/loom_kind.json";
+  static const struct { const char *name; loom_kind kind; const char *arg; } want[] = {
+      {"convolution", LOOM_KIND_USER_RANGE, ""}, {"reorder", LOOM_KIND_MARKER, ""},
+      {"MPI_Send", LOOM_KIND_COLLECTIVE, ""}, {"MPI_Recv", LOOM_KIND_MARKER, ""},
+      {"future", LOOM_KIND_MARKER, "hologram"}};
+  char pf[256];
+  tmp_path(pf, sizeof pf, ".pftrace");
+  loom_trace *t = ts_load(in);
+  assert_int_equal(loom_trace_save(t, pf), LOOM_OK);
+  loom_trace *b = ts_load(pf);
+  for (int k = 0; k < 2; k++) {
+    loom_trace *x = k ? b : t;
+    assert_int_equal(loom_trace_event_count(x), 5);
+    for (size_t i = 0; i < 5; i++) {
+      loom_event_view v = {.struct_size = sizeof v};
+      loom_trace_event(x, i, &v);
+      size_t w = 0;
+      while (w < 5 && strcmp(want[w].name, v.name)) w++;
+      assert_true(w < 5);
+      assert_int_equal(v.kind, want[w].kind);
+      assert_string_equal(event_arg(x, i, "loom_kind"), want[w].arg);
+    }
+    assert_true(ts_warned(x, k ? pf : in, "\"loom_kind\" values this loom does not know"));
+  }
+  unlink(pf);
+  loom_trace_free(t);
+  loom_trace_free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_same_counts_in_every_format),
@@ -773,6 +936,8 @@ int main(void) {
       cmocka_unit_test(test_counters_kept_apart),
       cmocka_unit_test(test_many_arguments), cmocka_unit_test(test_end_arguments_and_left_out), cmocka_unit_test(test_long_frame_names), cmocka_unit_test(test_deep_and_broken_frames), cmocka_unit_test(test_missing_numeric_frame), cmocka_unit_test(test_other_producers_pftrace), cmocka_unit_test(test_long_keys),
       cmocka_unit_test(test_full_disk),
+      cmocka_unit_test(test_kinds_categories_do_not_imply),
+      cmocka_unit_test(test_kind_values_read),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

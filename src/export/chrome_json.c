@@ -45,6 +45,7 @@ typedef struct jw {
    * running totals so far (plan.acc, in the order events come). */
   loom__memplan plan;
   uint32_t s_memory, s_instant; /* "[memory]", "cpu_instant_event" (0: absent) */
+  loom__cat_bytes cats;         /* category id -> class: which events need "loom_kind" */
 } jw;
 
 static int jw_prepare(jw *w) {
@@ -87,6 +88,7 @@ static void jw_release(jw *w) {
   free(w->esc_len);
   free(w->pt);
   free(w->pt_len);
+  free(w->cats.b);
 }
 
 static void jstr(jw *w, uint32_t id) {
@@ -153,6 +155,38 @@ static void ts_field(jw *w, const char *key, size_t klen, int64_t ns) {
   w->o->len += loom__fmt_us(d, ns);
 }
 
+/* The model's fields kept as arguments: External id, correlation, the
+ * marks ("loom_role") and a kind the category does not imply ("loom_kind",
+ * docs/formats.md).  Returns 1 when none was written. */
+static int reserved_args(jw *w, const loom__ev *e, int async, unsigned roles, int kind) {
+  int first = 1;
+  if (e->external_id) {
+    loom__out_lit(w->o, "\"External id\":");
+    jint(w, (int64_t)e->external_id);
+    first = 0;
+  }
+  if (e->correlation && !async) {
+    if (!first) loom__out_lit(w->o, ",");
+    loom__out_lit(w->o, "\"correlation\":");
+    jint(w, (int64_t)e->correlation);
+    first = 0;
+  }
+  if (roles) { /* the report vocabulary (docs/formats.md) */
+    char v[LOOM__ROLE_BUF];
+    if (!first) loom__out_lit(w->o, ",");
+    loom__out_lit(w->o, "\"loom_role\":");
+    jcstr(w, (loom__role_format(roles, v), v));
+    first = 0;
+  }
+  if (kind >= 0) {
+    if (!first) loom__out_lit(w->o, ",");
+    loom__out_lit(w->o, "\"loom_kind\":");
+    jcstr(w, loom_kind_name((loom_kind)kind));
+    first = 0;
+  }
+  return first;
+}
+
 static void event(jw *w, const loom__ev *e, const loom__targ *args) {
   int async = e->ph == LOOM__PH_ASYNC, open = loom__ev_open_in_file(w->t, e, args);
   for (int pass = 0; pass < (async ? 2 : 1); pass++) {
@@ -172,31 +206,14 @@ static void event(jw *w, const loom__ev *e, const loom__targ *args) {
       jint(w, (int64_t)e->correlation);
     }
     unsigned roles = LOOM__EV_ROLE_OF(e);
-    if (pass == 1 || (!e->external_id && (!e->correlation || async) && !e->nargs && !roles)) {
+    int kind = pass ? -1 : loom__kind_to_write(&w->cats, w->t, e);
+    if (pass == 1 ||
+        (!e->external_id && (!e->correlation || async) && !e->nargs && !roles && kind < 0)) {
       loom__out_lit(w->o, "},\n");
       continue;
     }
     loom__out_lit(w->o, ",\"args\":{");
-    int first = 1;
-    if (e->external_id) {
-      loom__out_lit(w->o, "\"External id\":");
-      jint(w, (int64_t)e->external_id);
-      first = 0;
-    }
-    if (e->correlation && !async) {
-      if (!first) loom__out_lit(w->o, ",");
-      loom__out_lit(w->o, "\"correlation\":");
-      jint(w, (int64_t)e->correlation);
-      first = 0;
-    }
-    if (roles) { /* the report vocabulary (docs/formats.md) */
-      char v[LOOM__ROLE_BUF];
-      if (!first) loom__out_lit(w->o, ",");
-      loom__out_lit(w->o, "\"loom_role\":");
-      jcstr(w, (loom__role_format(roles, v), v));
-      first = 0;
-    }
-    jargs(w, args, e->nargs, first);
+    jargs(w, args, e->nargs, reserved_args(w, e, async, roles, kind));
     loom__out_lit(w->o, "}},\n");
   }
 }

@@ -381,6 +381,7 @@ static void reader_init(pf_reader *r, const char *path, const loom__sink *sink,
   r->ext_key = loom__trace_str(r->t, "External id");
   r->corr_key = loom__trace_str(r->t, "correlation");
   r->role_key = loom__trace_str(r->t, "loom_role");
+  r->kind_key = loom__trace_str(r->t, "loom_kind");
   r->json_key = loom__trace_str(r->t, "loom_json");
   r->unclosed_key = loom__trace_str(r->t, "loom_unclosed");
   r->counter_key = loom__trace_str(r->t, "loom_counter");
@@ -389,6 +390,7 @@ static void reader_init(pf_reader *r, const char *path, const loom__sink *sink,
 /* The warnings of a read that went through: what was not kept, counted. */
 static loom_status read_warnings(pf_reader *r, const char *path) {
   if (r->role_unknown && loom__role_warning(r->t, path)) return LOOM_ENOMEM;
+  if (r->kind_unknown && loom__kind_warning(r->t, path)) return LOOM_ENOMEM;
   if (r->flows_over) {
     char msg[256];
     snprintf(msg, sizeof msg, "%s: %llu flow ends past %d on one event were not kept", path,

@@ -115,7 +115,7 @@ typedef struct pf_reader {
   const char *path;
   loom__map iids[IID_TABLES];  /* IID_*: (sequence, iid) -> string id ([0] unused) */
   struct iid_slot { uint64_t key; uint32_t val, table; } iidc[1024]; /* in front of those four */
-  loom__kind_cache kinds;      /* category id -> kind */
+  loom__kind_cache kinds;      /* category id -> class (loom__cat_class) */
   loom__map tracks;            /* uuid -> index into trks */
   size_t trk_hit[64];          /* 1 + index into trks of recently found uuids (trk_of) */
   pf_track *trks;
@@ -144,6 +144,9 @@ typedef struct pf_reader {
   size_t counter_instant;     /* 1 + the index of the last such counter (joins no series) */
   int header_bad;             /* loom_header is not JSON (message set) */
   int role_unknown;           /* a loom_role word loom does not know was read */
+  uint32_t kind_key;          /* interned "loom_kind": becomes the event's kind */
+  int ev_kind;                /* 1 + the kind the event being read names, 0: none */
+  int kind_unknown;           /* a loom_kind value loom does not know was read */
   size_t flush_at;            /* streaming: flush when this many events are held */
   uint64_t flows_over;        /* flow ends past PF_EVENT_FLOWS on one event: not kept */
   uint64_t wrong_wire;        /* packet fields of a wire type they cannot have: skipped */

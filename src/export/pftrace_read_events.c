@@ -291,6 +291,7 @@ typedef struct event_fields {
   int nout, nin;
   pb_span ann[64], whole; /* its debug annotations, read once the event is added */
   int nann, more;         /* more: annotations past the 64 kept here (read again) */
+  unsigned cls;           /* its category's class (loom__cat_class) */
 } event_fields;
 
 /* "loom_json" (written after the arguments): the positions of e's
@@ -333,6 +334,16 @@ static void json_marks(pf_reader *r, const loom__ev *e, const char *s) {
       t->args[e->args_off + i].json = 1;
     s = *end == ',' ? end + 1 : end;
   }
+}
+
+/* A "loom_kind" value: 1 when it names a kind (the event's, then), else 0
+ * (kept as an argument, said once). */
+static int kind_arg(pf_reader *r, uint32_t s) {
+  const char *v = loom__trace_cstr(r->t, s);
+  int k = loom__kind_parse(v, strlen(v));
+  if (k < 0) r->kind_unknown = 1;
+  else r->ev_kind = k + 1;
+  return k >= 0;
 }
 
 static void annotation(pf_reader *r, pb_span msg, loom__ev *e) {
@@ -382,6 +393,7 @@ static void annotation(pf_reader *r, pb_span msg, loom__ev *e) {
     const char *val = loom__trace_cstr(r->t, a.v.s);
     e->flags |=
         (uint16_t)(loom__role_parse(val, strlen(val), &r->role_unknown) << LOOM__EV_ROLE_SHIFT);
+  } else if (a.key == r->kind_key && a.type == LOOM_ARG_STRING && kind_arg(r, a.v.s)) {
   } else if (a.key == r->unclosed_key && a.type == LOOM_ARG_INT) {
     e->flags |= LOOM__EV_UNCLOSED;
   } else if (a.key == r->counter_key && a.type == LOOM_ARG_INT && e->ph == LOOM__PH_INSTANT) {
@@ -481,14 +493,10 @@ static void annotate(pf_reader *r, loom__ev *added, event_fields *f, const pf_tr
   for (int i = 0; i < f->nann; i++) annotation(r, f->ann[i], added);
   for (int i = 0; f->more && rd_field(&f->whole, &fn, &w, &v, &sub);) /* the rest, read again */
     if (fn == PF_TE_DEBUG_ANNOTATIONS && w == PB_LEN && i++ >= 64) annotation(r, sub, added);
-  added->kind = (uint8_t)loom__kind_of_marks((loom_kind)added->kind, LOOM__EV_ROLE_OF(added),
-                                             added->ph == LOOM__PH_INSTANT);
-  if (LOOM__EV_ROLE_OF(added) & (LOOM_RECORD_F_ALLOC | LOOM_RECORD_F_FREE))
-    added->kind = LOOM_KIND_MEMORY; /* the marks only memory events carry */
-  if (added->ph == LOOM__PH_COUNTER) { /* an instant marked loom_counter */
-    added->kind = LOOM_KIND_COUNTER;
-    r->counter_instant = t->nev;
-  }
+  added->kind = (uint8_t)(r->ev_kind ? (loom_kind)(r->ev_kind - 1)
+                                      : loom__kind_derive(f->cls, added->ph,
+                                                          LOOM__EV_ROLE_OF(added)));
+  if (added->ph == LOOM__PH_COUNTER) r->counter_instant = t->nev; /* marked loom_counter */
   if (added->ph == LOOM__PH_ASYNC)
     added->correlation = strtoull(loom__trace_cstr(t, own->desc) + 6, NULL, 10);
   if (loom__kind_on_device(added->kind) && t->tracks[k->track].device == LOOM_DEVICE_HOST)
@@ -540,16 +548,15 @@ void loom__pfr_track_event(pf_reader *r, pb_span msg) {
                 .name = f.name,
                 .cat = f.cat,
                 .track = k->track,
-                .kind = (uint8_t)loom__kind_of_cat_id(&r->kinds, t, f.cat),
                 .ph = LOOM__PH_COMPLETE};
   if (f.type == PF_TYPE_COUNTER) {
     add_counter(r, &e, own, f.dvalue);
     return;
   }
+  f.cls = loom__cat_class_of_id(&r->kinds, t, f.cat);
+  r->ev_kind = 0;
   if (f.type == PF_TYPE_INSTANT) {
     e.ph = LOOM__PH_INSTANT;
-    if (e.kind == LOOM_KIND_MARKER && strcmp(loom__trace_cstr(t, f.cat), "marker"))
-      e.kind = LOOM_KIND_INSTANT;
   } else if (own != k && own->desc && !strncmp(loom__trace_cstr(t, own->desc), "async ", 6)) {
     e.ph = LOOM__PH_ASYNC;
   }

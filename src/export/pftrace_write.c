@@ -62,6 +62,7 @@ void loom__pfw_emit_packet(writer *w, pb_buf *pkt) {
 static const char *field_arg_name(const writer *w, uint32_t id) {
   return id == w->iid_ext ? "External id" : id == w->iid_corr ? "correlation"
        : id == w->iid_role ? "loom_role" : id == w->iid_json ? "loom_json"
+       : id == w->iid_kind ? "loom_kind"
        : loom__trace_cstr(w->t, id);
 }
 
@@ -272,9 +273,12 @@ static int repeats_key(const loom_trace *t, const loom__ev *e) {
  * again.  So is one whose series repeat a key, and one that follows a
  * counter event written as series at the same time on the same thread
  * with the same name and category: the reader joins such series into one
- * event (a counter's values at one time come as one packet per series). */
+ * event (a counter's values at one time come as one packet per series).
+ * So is a counter event of another kind: series cannot say "loom_kind". */
 static int counter_as_series(const loom_trace *t, const loom__ev *e, size_t last_series) {
-  if (!e->nargs || numeric_series(t, e) != e->nargs || repeats_key(t, e)) return 0;
+  if (!e->nargs || numeric_series(t, e) != e->nargs || repeats_key(t, e) ||
+      e->kind != LOOM_KIND_COUNTER)
+    return 0;
   const loom__ev *p = last_series ? &t->ev[last_series - 1] : NULL;
   return !p || p->track != e->track || p->ts != e->ts || p->name != e->name || p->cat != e->cat;
 }
@@ -365,6 +369,8 @@ static void write_event(writer *w, lane *L, uint32_t ev, int what, uint64_t trac
   if (e->correlation && e->ph != LOOM__PH_ASYNC)
     annotation(w, L, te, w->iid_corr, LOOM_ARG_UINT, 0, e->correlation, 0, 0);
   if (LOOM__EV_ROLE_OF(e)) role_annotation(w, L, te, LOOM__EV_ROLE_OF(e));
+  int kind = loom__kind_to_write(&w->cats, t, e);
+  if (kind >= 0) text_annotation(w, L, te, w->iid_kind, loom_kind_name((loom_kind)kind));
   for (uint16_t k = 0; k < e->nargs; k++) {
     const loom__targ *a = &t->args[e->args_off + k];
     annotation(w, L, te, a->key, a->type, a->v.i, a->v.u, a->v.d, a->v.s);
@@ -617,6 +623,7 @@ static int writer_init(writer *w, const loom_trace *t, uint32_t **idx) {
   w->iid_corr = (uint32_t)nstr + 1;
   w->iid_role = (uint32_t)nstr + 2;
   w->iid_json = (uint32_t)nstr + 3;
+  w->iid_kind = (uint32_t)nstr + 4;
   w->track_uuid = calloc(t->ntracks + 1, sizeof *w->track_uuid);
   w->lane0 = malloc((t->ntracks + 1) * sizeof *w->lane0);
   if (w->lane0) memset(w->lane0, 0xff, (t->ntracks + 1) * sizeof *w->lane0);
@@ -652,6 +659,7 @@ static void writer_free(writer *w) {
   loom__map_free(&w->proc_uuids);
   loom__memplan_free(&w->mem);
   loom__pfw_samples_free(w);
+  free(w->cats.b);
 }
 
 /* Tracks, the header, every event in the planned order, then what the

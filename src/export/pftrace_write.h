@@ -126,6 +126,8 @@ typedef struct writer {
   uint32_t iid_ext, iid_corr;   /* ids of "External id", "correlation" */
   uint32_t iid_role;            /* id of "loom_role" (the event's marks) */
   uint32_t iid_json;            /* id of "loom_json" (which arguments are JSON) */
+  uint32_t iid_kind;            /* id of "loom_kind" (a kind the category does not imply) */
+  loom__cat_bytes cats;         /* category id -> class: which events need "loom_kind" */
   uint64_t dropped_overlap;
   uint64_t laned;               /* slices put on a track of overlapping slices */
   size_t last_series;           /* 1 + the last event written, when a counter's series */

@@ -268,6 +268,8 @@ static loom_status parsed(reader *r, const jinput *in, const char *path, loom_st
   if (st == LOOM_OK) st = loom__rj_not_a_trace(r, path);
   if (st == LOOM_OK && r->role_unknown && loom__role_warning(r->t, path))
     st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
+  if (st == LOOM_OK && r->kind_unknown && loom__kind_warning(r->t, path))
+    st = loom__fail(LOOM_ENOMEM, "out of memory reading %s", path);
   /* "samples" + "stackFrames" (json_samples.c) before the bad values are
    * said: a sample's time is clamped as an event's is */
   if (st == LOOM_OK && !r->oom && loom__json_samples_read(r->t))
@@ -285,6 +287,7 @@ static void reader_keys(reader *r) {
   r->ext_key = loom__trace_str(r->t, "External id");
   r->corr_key = loom__trace_str(r->t, "correlation");
   r->role_key = loom__trace_str(r->t, "loom_role");
+  r->kind_key = loom__trace_str(r->t, "loom_kind");
   r->dir_key = loom__trace_str(r->t, "direction");
   r->stack_key = loom__trace_str(r->t, "stack");
   if (loom__memread_init(&r->mem, r->t)) r->oom = 1;

@@ -46,6 +46,7 @@ typedef struct cur_ev {
   int bp_e, global;
   uint64_t correlation, external_id;
   unsigned roles;       /* from "loom_role": LOOM_RECORD_F_* */
+  int kind;             /* 1 + the kind "loom_kind" names, 0: none (derived) */
   size_t nargs;         /* in the reader's ev_args */
 } cur_ev;
 
@@ -53,7 +54,7 @@ enum { AT_TOP, AT_EVENTS, AT_EVENT, AT_ARGS, AT_DEVPROPS, AT_DEVICE, AT_WARNINGS
 
 typedef struct reader {
   loom_trace *t;
-  loom__kind_cache kinds; /* category id -> kind */
+  loom__kind_cache kinds; /* category id -> class (loom__cat_class) */
   const char *path;
   int depth;
   int where;          /* AT_* of the current container */
@@ -101,6 +102,8 @@ typedef struct reader {
   uint32_t stack_key;         /* "stack": a CPU sample's stack, read even when streaming */
   loom__memread mem;          /* [memory] instants; their string args read even when streaming */
   int role_unknown;           /* a loom_role word loom does not know was read */
+  uint32_t kind_key;          /* "loom_kind": the event's kind, read even when streaming */
+  int kind_unknown;           /* a loom_kind value loom does not know was read */
   size_t flush_at;        /* streaming: flush when this many events are held */
   uint64_t nstrings;      /* strings and keys parsed so far */
   int oom;

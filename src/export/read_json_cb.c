@@ -287,6 +287,15 @@ static void device_field(reader *r, const loom__targ *a, int64_t i) {
   else r->dev.nargs++;
 }
 
+/* A "loom_kind" value: 1 when it names a kind (the event's, then), else 0
+ * (kept as an argument, said once). */
+static int kind_arg(reader *r, uint32_t s) {
+  int k = loom__kind_parse(loom__trace_cstr(r->t, s), loom__strtab_len(&r->t->strs, s));
+  if (k < 0) r->kind_unknown = 1;
+  else r->ev.kind = k + 1;
+  return k >= 0;
+}
+
 /* An argument of the event (or a property of a device) being read. */
 static void arg_value(reader *r, loom_arg_type type, int64_t i, double d, uint32_t s) {
   cur_ev *c = &r->ev;
@@ -302,7 +311,8 @@ static void arg_value(reader *r, loom_arg_type type, int64_t i, double d, uint32
   else if (a.key == r->role_key && type == LOOM_ARG_STRING && !a.json)
     c->roles |= loom__role_parse(loom__trace_cstr(r->t, s), loom__strtab_len(&r->t->strs, s),
                                  &r->role_unknown);
-  else loom__rj_add_arg(r, a);
+  else if (a.key == r->kind_key && type == LOOM_ARG_STRING && !a.json && kind_arg(r, s)) {
+  } else loom__rj_add_arg(r, a);
 }
 
 /* A value at the top level of the file. */
@@ -422,7 +432,8 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   /* Streaming keeps memory flat: string arguments of events are not
    * interned (they can be unique per event); metadata's are, and so are the
    * report's reserved ones, whose values are a handful of words. */
-  if (r->where == AT_ARGS && (r->key_id == r->role_key || r->key_id == r->dir_key ||
+  if (r->where == AT_ARGS && (r->key_id == r->role_key || r->key_id == r->kind_key ||
+                               r->key_id == r->dir_key ||
                                r->key_id == r->mem.k_call || r->key_id == r->mem.k_kind ||
                                r->key_id == r->mem.k_cat))
     return on_value(r, LOOM_ARG_STRING, 0, 0, cached_str(r, s, n), NULL, 0);

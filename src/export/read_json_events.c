@@ -286,22 +286,22 @@ static void flow_end(reader *r, uint32_t track) {
   if (LOOM__PUSH(r->flows, r->nflows, r->cap_flows, f)) r->oom = 1;
 }
 
-/* The event's kind from its category, phase and marks; -1 when the event
- * is the global "Record Window End" instant (it becomes the window's end). */
+/* The event's kind: the one "loom_kind" names, else from its category,
+ * phase and marks; -1 when the event is the global "Record Window End"
+ * instant (it becomes the window's end). */
 static int event_kind(reader *r) {
   cur_ev *c = &r->ev;
   const char *cat = loom__trace_cstr(r->t, c->cat);
-  loom_kind kind = loom__kind_of_cat_id(&r->kinds, r->t, c->cat);
-  if (c->ph == 'C') kind = LOOM_KIND_COUNTER;
-  if (c->ph == 'i' || c->ph == 'I') {
-    if (c->global && !strcmp(loom__trace_cstr(r->t, c->name), "Record Window End")) {
-      r->t->window_end = 1; /* the writers put it back, at the window's end */
-      r->window_end_ts = c->ts;
-      return -1;
-    }
-    if (kind == LOOM_KIND_MARKER && strcmp(cat, "marker")) kind = LOOM_KIND_INSTANT;
+  int instant = c->ph == 'i' || c->ph == 'I';
+  if (instant && c->global && !strcmp(loom__trace_cstr(r->t, c->name), "Record Window End")) {
+    r->t->window_end = 1; /* the writers put it back, at the window's end */
+    r->window_end_ts = c->ts;
+    return -1;
   }
-  kind = loom__kind_of_marks(kind, c->roles, 0);
+  int ph = instant ? LOOM__PH_INSTANT : c->ph == 'C' ? LOOM__PH_COUNTER : LOOM__PH_COMPLETE;
+  loom_kind kind = c->kind ? (loom_kind)(c->kind - 1)
+                           : loom__kind_derive(loom__cat_class_of_id(&r->kinds, r->t, c->cat),
+                                               ph, c->roles);
   if (loom__kind_on_device(kind) || !strcmp(cat, "gpu_user_annotation"))
     loom__rj_mark_device(r, c->pid);
   return (int)kind;

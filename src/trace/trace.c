@@ -260,6 +260,52 @@ loom_kind loom__kind_of_category(const char *cat) {
   return LOOM_KIND_MARKER;
 }
 
+unsigned loom__cat_class(const char *cat) {
+  unsigned cls = (unsigned)loom__kind_of_category(cat);
+  return cat && !strcmp(cat, "marker") ? cls | LOOM__CAT_MARKER : cls;
+}
+
+loom_kind loom__kind_derive(unsigned cls, int ph, unsigned roles) {
+  loom_kind kind = (loom_kind)(cls & LOOM__CAT_KIND);
+  if (ph == LOOM__PH_COUNTER) return LOOM_KIND_COUNTER;
+  if (roles & (LOOM_RECORD_F_ALLOC | LOOM_RECORD_F_FREE))
+    return LOOM_KIND_MEMORY; /* the marks only memory events carry */
+  int instant = ph == LOOM__PH_INSTANT;
+  if (instant && kind == LOOM_KIND_MARKER && !(cls & LOOM__CAT_MARKER)) return LOOM_KIND_INSTANT;
+  return loom__kind_of_marks(kind, roles, instant);
+}
+
+unsigned loom__cat_class_slow(loom__cat_bytes *c, const loom_trace *t, uint32_t cat) {
+  unsigned cls = loom__cat_class(loom__trace_cstr(t, cat));
+  if (cat >= c->n) { /* the ids met so far, with room for those interned later */
+    size_t n = (size_t)cat + 1 > 2 * c->n ? (size_t)cat + 1 : 2 * c->n;
+    if (n < t->strs.n) n = t->strs.n;
+    uint8_t *b = realloc(c->b, n);
+    if (!b) return cls;
+    memset(b + c->n, 0, n - c->n);
+    c->b = b;
+    c->n = n;
+  }
+  c->b[cat] = (uint8_t)(cls | 0x80u);
+  return cls;
+}
+
+int loom__kind_parse(const char *s, size_t n) {
+  for (int k = 0; k < LOOM_KIND_COUNT_; k++) {
+    const char *name = loom_kind_name((loom_kind)k);
+    if (strlen(name) == n && !memcmp(name, s, n)) return k;
+  }
+  return -1;
+}
+
+int loom__kind_warning(loom_trace *t, const char *path) {
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s: \"loom_kind\" values this loom does not know (a newer "
+           "loom's?): those events have the kind their category gives and keep the value "
+           "as an argument", path);
+  return loom__trace_add_warning(t, msg);
+}
+
 loom_kind loom__kind_of_marks(loom_kind kind, unsigned roles, int instant) {
   if (kind != LOOM_KIND_MARKER || !(roles & LOOM__ROLE_ALL)) return kind;
   if (instant) return LOOM_KIND_INSTANT;

@@ -244,26 +244,63 @@ const char *loom__trace_top(const loom_trace *t, const char *key);
 /* The record kind a category string stands for (Kineto's names and loom's
  * "<type>_runtime" style), or LOOM_KIND_MARKER when unknown. */
 loom_kind loom__kind_of_category(const char *cat);
-/* The same by the category's string id in t, through a small cache the
- * reader keeps (events carry the same few categories; zeroed to start). */
+/* What a category says of its events' kinds (loom__kind_derive): its kind
+ * in the low bits, LOOM__CAT_MARKER set when the category is "marker"
+ * itself (whose instants stay markers). */
+#define LOOM__CAT_KIND 0x0fu
+#define LOOM__CAT_MARKER 0x10u
+unsigned loom__cat_class(const char *cat);
+/* The kind every reader gives an event whose file names none ("loom_kind"),
+ * and that writers compare an event's kind with: the category's (cls, from
+ * loom__cat_class), made by the phase (LOOM__PH_*: a counter is a counter;
+ * an instant of a category naming no kind, "marker" aside, is an instant)
+ * and by the marks (alloc or free: a memory event; others: see
+ * loom__kind_of_marks). */
+loom_kind loom__kind_derive(unsigned cls, int ph, unsigned roles);
+/* The category class by the category's string id in t, through a small cache
+ * the reader keeps (events carry the same few categories; zeroed to start). */
 typedef struct loom__kind_cache {
   uint32_t id1[16]; /* string id + 1 */
-  uint8_t kind[16];
+  uint8_t cls[16];
 } loom__kind_cache;
-static inline loom_kind loom__kind_of_cat_id(loom__kind_cache *c, const loom_trace *t,
+static inline unsigned loom__cat_class_of_id(loom__kind_cache *c, const loom_trace *t,
                                              uint32_t cat) {
   unsigned slot = (cat * 2654435761u) >> 28;
   if (c->id1[slot] != cat + 1) {
-    c->kind[slot] = (uint8_t)loom__kind_of_category(loom__trace_cstr(t, cat));
+    c->cls[slot] = (uint8_t)loom__cat_class(loom__trace_cstr(t, cat));
     c->id1[slot] = cat + 1;
   }
-  return (loom_kind)c->kind[slot];
+  return c->cls[slot];
 }
-/* Readers: the kind of an event whose category gave kind and that carries
- * the marks roles.  A category that names no kind (LOOM_KIND_MARKER: a
- * runtime's own) with marks is a call of that runtime: a collective
- * when a collective pattern is marked, else a runtime call (an instant
- * stays an instant). */
+/* Writers: the category class by string id, in a byte table (0: not known
+ * yet, else the class | 0x80) that grows to the ids met; zeroed to start,
+ * freed with free(b).  Out of memory, the class is worked out each time. */
+typedef struct loom__cat_bytes {
+  uint8_t *b;
+  size_t n;
+} loom__cat_bytes;
+unsigned loom__cat_class_slow(loom__cat_bytes *c, const loom_trace *t, uint32_t cat);
+static inline unsigned loom__cat_class_at(loom__cat_bytes *c, const loom_trace *t,
+                                          uint32_t cat) {
+  return cat < c->n && c->b[cat] ? c->b[cat] & 0x7fu : loom__cat_class_slow(c, t, cat);
+}
+/* Writers: e's kind when a reader would derive another from its category,
+ * phase and marks (it is then written as the reserved argument "loom_kind",
+ * docs/formats.md), else -1. */
+static inline int loom__kind_to_write(loom__cat_bytes *c, const loom_trace *t,
+                                      const loom__ev *e) {
+  unsigned cls = loom__cat_class_at(c, t, e->cat);
+  loom_kind d = loom__kind_derive(cls, e->ph, LOOM__EV_ROLE_OF(e));
+  return d == (loom_kind)e->kind ? -1 : (int)e->kind;
+}
+/* "loom_kind" values: the kind named s[0..n) (loom_kind_name), or -1. */
+int loom__kind_parse(const char *s, size_t n);
+/* Readers: the warning that some loom_kind values of path were not known. */
+int loom__kind_warning(loom_trace *t, const char *path);
+/* A kind from what a category with no kind of its own and the marks say:
+ * a category that names no kind (LOOM_KIND_MARKER: a runtime's own) with
+ * marks is a call of that runtime: a collective when a collective pattern
+ * is marked, else a runtime call (an instant stays an instant). */
 loom_kind loom__kind_of_marks(loom_kind kind, unsigned roles, int instant);
 /* Kinds that run on a device track. */
 static inline int loom__kind_on_device(int kind) {
