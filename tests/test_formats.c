@@ -891,18 +891,34 @@ static void test_kinds_categories_do_not_imply(void **state) {
   loom_trace_free(t);
 }
 
-/* A file's loom_kind values (tests/data/kinds): known ones are the kinds;
- * an unknown one leaves the kind the category gives, is kept as an
- * argument, and is said once, naming the file, in JSON and in .pftrace. */
+/* A file's loom_kind values: known ones are the kinds; an unknown one
+ * leaves the kind the category gives, is kept as an argument, and is said
+ * once, naming the file, in JSON and in .pftrace. */
 static void test_kind_values_read(void **state) {
   (void)state;
-  const char *in = LOOM_TESTS_DIR "/data/kinds/loom_kind.json";
+  static const char text[] =
+      "{\"traceEvents\":[\n"
+      "{\"ph\":\"X\",\"cat\":\"dnnl::primitive::execute\",\"name\":\"convolution\",\"pid\":1,"
+      "\"tid\":1,\"ts\":10,\"dur\":5,\"args\":{\"loom_kind\":\"user_range\"}},\n"
+      "{\"ph\":\"X\",\"cat\":\"dnnl::primitive::execute\",\"name\":\"reorder\",\"pid\":1,"
+      "\"tid\":1,\"ts\":20,\"dur\":1},\n"
+      "{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":\"MPI_Send\",\"pid\":1,\"tid\":1,\"ts\":30,"
+      "\"dur\":2,\"args\":{\"loom_role\":\"comm,send\",\"loom_kind\":\"collective\"}},\n"
+      "{\"ph\":\"i\",\"cat\":\"mpi\",\"name\":\"MPI_Recv\",\"pid\":1,\"tid\":1,\"ts\":40,"
+      "\"s\":\"t\",\"args\":{\"loom_role\":\"comm,recv\",\"loom_kind\":\"marker\"}},\n"
+      "{\"ph\":\"X\",\"cat\":\"nccl\",\"name\":\"future\",\"pid\":1,\"tid\":1,\"ts\":50,"
+      "\"dur\":3,\"args\":{\"loom_kind\":\"hologram\"}}]}\n";
   static const struct { const char *name; loom_kind kind; const char *arg; } want[] = {
       {"convolution", LOOM_KIND_USER_RANGE, ""}, {"reorder", LOOM_KIND_MARKER, ""},
       {"MPI_Send", LOOM_KIND_COLLECTIVE, ""}, {"MPI_Recv", LOOM_KIND_MARKER, ""},
       {"future", LOOM_KIND_MARKER, "hologram"}};
-  char pf[256];
+  char in[256], pf[256];
+  tmp_path(in, sizeof in, ".json");
   tmp_path(pf, sizeof pf, ".pftrace");
+  FILE *f = fopen(in, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
   loom_trace *t = ts_load(in);
   assert_int_equal(loom_trace_save(t, pf), LOOM_OK);
   loom_trace *b = ts_load(pf);
@@ -919,7 +935,9 @@ static void test_kind_values_read(void **state) {
       assert_string_equal(event_arg(x, i, "loom_kind"), want[w].arg);
     }
     assert_true(ts_warned(x, k ? pf : in, "\"loom_kind\" values this loom does not know"));
+    assert_int_equal(loom_trace_warning_count(x), 1 + k); /* the JSON's travels */
   }
+  unlink(in);
   unlink(pf);
   loom_trace_free(t);
   loom_trace_free(b);
