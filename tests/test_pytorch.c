@@ -177,7 +177,11 @@ static counts record_once(const char *trace) {
     loom_trace_event(t, i, &v);
     if (v.start_ns < ws || v.start_ns > we || !strcmp(v.name, "workload")) continue;
     if (v.kind == LOOM_KIND_CPU_OP) c.lops++;
-    else if (v.kind == LOOM_KIND_USER_RANGE && v.phase == 'X') c.luser++;
+    /* record_function and optimizer ranges, not oneDNN's ITT tasks (user
+     * ranges of the ITT domain's category, which the profiler has not) */
+    else if (v.kind == LOOM_KIND_USER_RANGE && v.phase == 'X' && v.category &&
+             !strcmp(v.category, "user_annotation"))
+      c.luser++;
     else continue;
     c.other_thread += v.tid != wtid;
   }
