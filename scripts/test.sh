@@ -36,13 +36,13 @@ run release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_KINETO_DIR="$kineto" --
 echo "== packages: build, install, use, purge"
 sh "$here/tests/install/packages.sh" "$here/build-release"
 # clang: AddressSanitizer and the complete UndefinedBehaviorSanitizer (no
-# recovery), the whole suite, then each fuzz target for FUZZ_SECONDS (60),
+# recovery), the whole suite, then each fuzz target for FUZZ_SECONDS (45),
 # two at a time.  It replaced GCC's ASan build (the time); GCC still builds
 # and replays every fuzz input in the release build above.
 run clang-asan -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Debug -DLOOM_SANITIZE="$clang_sanitize" \
   -DLOOM_BUILD_BENCH=OFF -DLOOM_FUZZ=ON --
-echo "== clang-asan: fuzz targets, ${FUZZ_SECONDS:-60} s each"
-sh "$here/scripts/fuzz.sh" "$here/build-clang-asan" "${FUZZ_SECONDS:-60}" 2
+echo "== clang-asan: fuzz targets, ${FUZZ_SECONDS:-45} s each"
+sh "$here/scripts/fuzz.sh" "$here/build-clang-asan" "${FUZZ_SECONDS:-45}" 2
 # The concurrent tests (not heap: ThreadSanitizer owns malloc, so the heap
 # backend's malloc interposer cannot run in a TSan program).
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
