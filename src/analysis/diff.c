@@ -12,6 +12,7 @@
 
 #include "base/base.h"
 #include "diff.h"
+#include "ranks.h"
 #include "util/util.h"
 
 /* One input's pass. */
@@ -141,19 +142,10 @@ static void on_item(void *ctx, const loom__report *rep, int group, uint32_t name
   if (step >= 0) add_cell(c, e, idx, c->step0 + (uint64_t)step, m);
 }
 
-static int64_t meta_rank(const loom_trace *t) {
-  for (size_t i = 0; i < t->nmeta; i++)
-    if (!strcmp(loom__trace_cstr(t, t->meta[i].key), "rank")) {
-      const char *v = loom__trace_cstr(t, t->meta[i].value);
-      if (*v >= '0' && *v <= '9') return strtoll(v, NULL, 10);
-    }
-  return -1;
-}
-
 /* After an input's pass: its steps and its line among the run's ranks. */
 static int input_done(input_ctx *c, const loom__report *rep, const char *path) {
   loom__dside *s = c->s;
-  loom__drank r = {.rank = meta_rank(rep->meta), .events = rep->nevents,
+  loom__drank r = {.rank = loom__ranks_meta_rank(rep->meta), .events = rep->nevents,
                    .span = rep->t1 - rep->t0, .work = c->work};
   if (r.rank < 0) r.rank = c->rank;
   if (!(r.path = loom__strtab_intern(&c->d->strs, path, strlen(path)))) return -1;

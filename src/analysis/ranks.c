@@ -255,7 +255,7 @@ static int64_t rank_of_proc(const loom_trace *t, int64_t pid) {
   return -1;
 }
 
-static int64_t meta_rank(const loom_trace *t) {
+int64_t loom__ranks_meta_rank(const loom_trace *t) {
   for (size_t i = 0; i < t->nmeta; i++)
     if (!strcmp(loom__trace_cstr(t, t->meta[i].key), "rank")) {
       const char *v = loom__trace_cstr(t, t->meta[i].value);
@@ -274,7 +274,7 @@ static int64_t free_rank(const loom__ranks *k, int64_t from) {
 }
 
 int loom__ranks_end_input(loom__ranks *k, const loom_trace *meta) {
-  int64_t whole = meta_rank(meta); /* the input is one rank */
+  int64_t whole = loom__ranks_meta_rank(meta); /* the input is one rank */
   if (whole < 0 && k->input > 0) whole = free_rank(k, k->input);
   loom__map seen = {0};         /* pid + 1 -> rank index + 1 (one rank per process) */
   for (size_t i = k->file0; i < k->nev && !k->oom; i++) {

@@ -114,6 +114,8 @@ int loom__ranks_event(loom__ranks *k, const loom_trace *t, const loom__ev *e,
                       const loom__targ *args);
 /* After an input is read: times to epoch ns, pids to ranks. */
 int loom__ranks_end_input(loom__ranks *k, const loom_trace *meta);
+/* The rank a trace's metadata names ("rank": a number), else -1. */
+int64_t loom__ranks_meta_rank(const loom_trace *t);
 /* Reads another input (one rank's trace) with the streaming readers. */
 loom_status loom__ranks_read(loom__ranks *k, const char *path);
 /* Matching and wait states; 0 or -1 (out of memory). */

@@ -213,20 +213,25 @@ static uint32_t intern_cached(const char *p) {
   return id;
 }
 
+/* One argument in the trace's form (strings interned) into *a; -1 for a
+ * type loom does not know (left out). */
+static int convert_arg(const loom_arg *in, loom__targ *a) {
+  *a = (loom__targ){.key = intern_cached(in->key ? in->key : "?"), .type = (uint8_t)in->type};
+  switch (in->type) {
+  case LOOM_ARG_INT: a->v.i = in->v.i; return 0;
+  case LOOM_ARG_UINT: a->v.u = in->v.u; return 0;
+  case LOOM_ARG_DOUBLE: a->v.d = in->v.d; return 0;
+  case LOOM_ARG_STRING: a->v.s = intern_cached(in->v.s ? in->v.s : ""); return 0;
+  default: return -1;
+  }
+}
+
 /* Copies args into dst (strings interned). */
 static int copy_args(loom__targ **dst, size_t *n, size_t *cap,
                      const loom_arg *args, size_t nargs) {
   for (size_t i = 0; i < nargs; i++) {
-    loom__targ a = {.key = intern_cached(args[i].key ? args[i].key : "?"),
-                    .type = (uint8_t)args[i].type};
-    switch (args[i].type) {
-    case LOOM_ARG_INT: a.v.i = args[i].v.i; break;
-    case LOOM_ARG_UINT: a.v.u = args[i].v.u; break;
-    case LOOM_ARG_DOUBLE: a.v.d = args[i].v.d; break;
-    case LOOM_ARG_STRING: a.v.s = intern_cached(args[i].v.s ? args[i].v.s : ""); break;
-    default: continue;
-    }
-    if (LOOM__PUSH(*dst, *n, *cap, a) != 0) return -1;
+    loom__targ a;
+    if (convert_arg(&args[i], &a) == 0 && LOOM__PUSH(*dst, *n, *cap, a) != 0) return -1;
   }
   return 0;
 }
@@ -424,14 +429,10 @@ static const char *memory_problem(const loom_backend *b, const loom__bsess *bs,
 static size_t convert_args(loom__targ *t, const loom_arg *args, size_t nargs, int *odd) {
   size_t n = 0;
   for (size_t i = 0; i < nargs; i++) {
-    loom__targ a = {.key = intern_cached(args[i].key ? args[i].key : "?"),
-                    .type = (uint8_t)args[i].type};
-    switch (args[i].type) {
-    case LOOM_ARG_INT: a.v.i = args[i].v.i; break;
-    case LOOM_ARG_UINT: a.v.u = args[i].v.u; break;
-    case LOOM_ARG_DOUBLE: a.v.d = args[i].v.d; break;
-    case LOOM_ARG_STRING: a.v.s = intern_cached(args[i].v.s ? args[i].v.s : ""); break;
-    default: *odd = 1; continue;
+    loom__targ a;
+    if (convert_arg(&args[i], &a)) {
+      *odd = 1;
+      continue;
     }
     if (!a.key || (a.type == LOOM_ARG_STRING && !a.v.s)) *odd = 1;
     t[n++] = a;
