@@ -53,6 +53,15 @@ q() {
   sed 's/},{/}\n{/g' "$1.tp" | sed -n 's/.*"name":"\([^"]*\)","n":\([0-9]*\).*/\1=\2/p' | tr '\n' ' '
   sed -n 's/.*"f":\([0-9]*\).*/flows=\1/p' "$1.tp"
 }
+# why: trace_processor's error and data-loss stats of TRACE and the step
+# slices per thread (printed when a count differs, to tell a slice it left
+# out from a record loom lost)
+why() {
+  node "$TP" --tp-dir "$TP_DIR" "$1" \
+    "select name, idx, value from stats where value > 0 and severity in ('error', 'data_loss')" \
+    "select thread.name as t, count(*) as n from slice join thread_track on slice.track_id = thread_track.id join thread using (utid) where slice.name = 'step' group by thread.name" 2>&1 | tr '\n' ' '
+  grep -o '"name":"step"' "$1" 2>/dev/null | wc -l | sed 's/^/; step events in the file: /'
+}
 # the folder named in the printed command, and the command's -o
 kept_dir() { sed -n 's/^loom: write them with: loom salvage \([^ ]*\) -o .*/\1/p' "$1"; }
 empty() { [ -z "$(ls -A "$1")" ]; }
@@ -102,7 +111,7 @@ for ext in json pftrace; do
   d=$(kept_dir "$W/f1.err")
   "$LOOM" salvage "$d" -o "$W/s1.$ext" 2>"$W/s1.err" || fail "$ext salvage: $(cat "$W/s1.err")"
   got=$(q "$W/s1.$ext")
-  [ "$got" = "$ONE" ] || fail "$ext salvaged: '$got', want '$ONE'"
+  [ "$got" = "$ONE" ] || fail "$ext salvaged: '$got', want '$ONE': $(why "$W/s1.$ext")"
   grep -q "could not write its trace: cannot write $W/full/t.$ext: No space left on device" "$W/s1.$ext" ||
     [ $ext = pftrace ] || fail "$ext salvaged: the trace does not say why it was rebuilt"
   [ -e "$d" ] && fail "$ext salvage: $d left"
@@ -120,7 +129,7 @@ rc=$?
 grep -q "Read-only file system" "$W/ro.err" || fail "read-only at exit: $(cat "$W/ro.err")"
 d=$(kept_dir "$W/ro.err")
 "$LOOM" salvage "$d" -o "$W/sro.json" 2>"$W/sro.err" || fail "read-only salvage: $(cat "$W/sro.err")"
-[ "$(q "$W/sro.json")" = "$ONE" ] || fail "read-only salvaged: '$(q "$W/sro.json")', want '$ONE'"
+[ "$(q "$W/sro.json")" = "$ONE" ] || fail "read-only salvaged: '$(q "$W/sro.json")', want '$ONE': $(why "$W/sro.json")"
 empty "$W/shm" && empty "$W/tmp" || fail "read-only salvage: left $(ls "$W/shm" "$W/tmp")"
 ok "no permission at exit: exit 74, salvaged whole"
 
@@ -137,7 +146,7 @@ grep -q "the records of 3 processes are kept" "$W/f2.err" || fail "merge full: $
 # DIR left out: this user's newest kept folder
 "$LOOM" salvage -o "$W/s2.json" 2>"$W/s2.err" || fail "merge salvage: $(cat "$W/s2.err")"
 got=$(q "$W/s2.json")
-[ "$got" = "$TWO" ] || fail "merge salvaged: '$got', want '$TWO'"
+[ "$got" = "$TWO" ] || fail "merge salvaged: '$got', want '$TWO': $(why "$W/s2.json")"
 empty "$W/shm" && empty "$W/tmp" || fail "merge salvage: left $(ls "$W/shm" "$W/tmp")"
 ok "several processes, -o FILE full: salvaged whole ($TWO)"
 
@@ -175,7 +184,7 @@ rc=$?
 d=$(kept_dir "$W/f4.err")
 "$LOOM" salvage "$d" -o "$W/s4.json" 2>"$W/s4.err" || fail "tmpdir salvage: $(cat "$W/s4.err")"
 got=$(q "$W/s4.json")
-[ "$got" = "$TWO" ] || fail "tmpdir salvaged: '$got', want '$TWO': $(cat "$W/f4.err" "$W/s4.err")"
+[ "$got" = "$TWO" ] || fail "tmpdir salvaged: '$got', want '$TWO': $(why "$W/s4.json") $(cat "$W/f4.err" "$W/s4.err")"
 empty "$W/shm" && empty "$W/full" || fail "tmpdir salvage: left $(ls "$W/shm" "$W/full")"
 ok "full \$TMPDIR: salvaged whole ($TWO)"
 
