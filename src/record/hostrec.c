@@ -116,7 +116,8 @@ uint32_t loom__tid(void) {
  * arena cannot grow: the live trace keeps those records). */
 loom__chunk *loom__chunk_alloc(size_t bytes) {
   if (loom__arena_on()) {
-    loom__chunk *c = loom__arena_alloc(LOOM__AO_CHUNK, bytes);
+    loom__chunk *c = loom__pager_take(bytes);
+    if (!c) c = loom__arena_alloc(LOOM__AO_CHUNK, bytes);
     if (c) return c;
   }
   return malloc(bytes);
@@ -407,6 +408,7 @@ static void fork_child(void) {
   atomic_store(&rec_on, 0);
   atomic_store(&mem_on, 0);
   loom__memledger_forked();
+  loom__pager_forked();
   atomic_store(&step_watch, NULL);
   atomic_fetch_add(&loom__hr_epoch, 1);
   loom__hr_threads = NULL;
@@ -865,6 +867,7 @@ void loom__hostrec_forked(void) {
   atomic_store(&rec_on, 0);
   atomic_store(&mem_on, 0);
   loom__memledger_forked();
+  loom__pager_forked();
   atomic_store(&step_watch, NULL);
   pthread_mutex_init(&loom__hr_list_mu, NULL);
   loom__hr_threads = NULL;

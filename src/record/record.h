@@ -105,6 +105,11 @@ typedef struct loom__chunk {
  * killed process.  bytes: sizeof(loom__chunk) + cap * sizeof(loom__hrec).
  * NULL when none can be had. */
 loom__chunk *loom__chunk_alloc(size_t bytes);
+/* A chunk of `bytes` whose pages a thread of loom's made present ahead of
+ * use (pager.c), or NULL (none ready; the caller allocates its own); asks
+ * for the next ones. */
+void *loom__pager_take(size_t bytes);
+void loom__pager_forked(void);
 void loom__chunk_free(loom__chunk *c);
 
 typedef struct loom__tbuf {

@@ -54,6 +54,33 @@ elif [ -n "${LOOM_TP_REQUIRED:-}" ]; then
 fi
 
 EXTRA= run unshare unshare
+
+# The pager (src/record/pager.c), loom's one thread that no feature asks
+# for: only in a program that already runs a thread of its own, one while it
+# records, none a second after; every range kept, also in the trace rebuilt
+# after a SIGKILL.  (closefds above, single-threaded, had none.)
+N=300000
+ranges() { # FILE: "paged" slices and error stats, as trace_processor counts them
+  node "$TP" --tp-dir "$TP_DIR" "$1" "select count(*) as n from slice where name = 'paged'" \
+    "select count(*) as e from stats where severity in ('error', 'data_loss') and value > 0"
+}
+mkdir -p "$W/pager" "$W/pagerk"
+"$LOOM" record -o "$W/pager.json" -- "$PROG" pager "$W/pager" $N >"$W/pager.out" 2>&1 ||
+  fail "pager: $(cat "$W/pager.out")"
+[ "$(cat "$W/pager/pagers_recording")" = 1 ] ||
+  fail "pager: $(cat "$W/pager/pagers_recording") loom-pager threads while recording, want 1"
+[ "$(cat "$W/pager/pagers_idle")" = 0 ] ||
+  fail "pager: $(cat "$W/pager/pagers_idle") loom-pager threads a second after, want 0"
+"$LOOM" record -o "$W/pagerk.json" -- "$PROG" pager "$W/pagerk" $N kill >"$W/pagerk.out" 2>&1
+[ -s "$W/pagerk.json" ] || fail "pager, killed: no trace rebuilt: $(cat "$W/pagerk.out")"
+if command -v node >/dev/null && [ -f "$TP_DIR/trace_processor.wasm" ]; then
+  for t in pager pagerk; do
+    ranges "$W/$t.json" >"$W/$t.tp" || fail "$t: trace_processor failed"
+    grep -q "\"n\":$N}" "$W/$t.tp" && grep -q '"e":0' "$W/$t.tp" ||
+      fail "$t: trace_processor counted $(cat "$W/$t.tp"), want $N ranges and no error"
+  done
+  ok "pager: one loom-pager while recording, none after; $N ranges kept, also after SIGKILL"
+fi
 if [ "$(id -u)" = 0 ]; then
   EXTRA= run ids ids
   # the commands the issue named, as they are

@@ -17,6 +17,11 @@
  *                         writes who it is
  *   prog unshare DIR      unshare(CLONE_NEWUSER), which needs a process with
  *                         one thread, and writes the result
+ *   prog pager DIR N [kill]  a program with a thread of its own (as a
+ *                         device runtime has) that records N ranges: writes
+ *                         how many loom-pager threads ran then, and after
+ *                         1.5 s without recording; with "kill" it is killed
+ *                         (SIGKILL) right after the ranges instead
  *
  * Each mode also writes the number of threads of the process: loom starts
  * none in a program that does not ask for one.
@@ -30,6 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <signal.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -110,10 +117,51 @@ static int do_unshare(const char *dir) {
   return rc == 0 ? 0 : 1;
 }
 
+/* Threads named loom-pager (src/record/pager.c). */
+static long pagers(void) {
+  DIR *d = opendir("/proc/self/task");
+  long n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char path[300], name[32] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = e->d_name[0] != '.' ? fopen(path, "re") : NULL;
+    if (f && fgets(name, sizeof name, f) && !strcmp(name, "loom-pager\n")) n++;
+    if (f) fclose(f);
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+static int quit_fd[2];
+
+static void *waiter(void *arg) {
+  char c;
+  (void)arg;
+  return read(quit_fd[0], &c, 1) < 0 ? NULL : NULL;
+}
+
+static int pager(const char *dir, long n, int die) {
+  pthread_t th;
+  if (pipe(quit_fd) != 0 || pthread_create(&th, NULL, waiter, NULL) != 0) return 3;
+  for (long i = 0; i < n; i++) {
+    loom_range_push("paged");
+    loom_range_pop();
+  }
+  if (die) kill(getpid(), SIGKILL);
+  put(dir, "pagers_recording", "%ld\n", pagers());
+  if (write(quit_fd[1], "q", 1) != 1 || pthread_join(th, NULL) != 0) return 3;
+  usleep(1500 * 1000);
+  put(dir, "pagers_idle", "%ld\n", pagers());
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) return 2;
   if (!strcmp(argv[1], "closefds") && argc > 3) return closefds(argv[2], atol(argv[3]));
   if (!strcmp(argv[1], "ids")) return ids(argv[2]);
   if (!strcmp(argv[1], "unshare")) return do_unshare(argv[2]);
+  if (!strcmp(argv[1], "pager") && argc > 3)
+    return pager(argv[2], atol(argv[3]), argc > 4 && !strcmp(argv[4], "kill"));
   return 2;
 }
