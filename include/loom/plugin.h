@@ -53,8 +53,8 @@ extern "C" {
  * LOOM_KIND_SAMPLE; 1.3 loom_backend_ops.options; 1.4 loom_host.recorder_now
  * and the name loom_record.tid for what host records carry in `resource`;
  * 1.5 LOOM_KIND_MEMORY with the marks LOOM_RECORD_F_ALLOC and _FREE; 1.6
- * loom_host.memory and loom_memory_event. */
-#define LOOM_ABI_MINOR 6
+ * loom_host.memory and loom_memory_event; 1.7 loom_host.call. */
+#define LOOM_ABI_MINOR 7
 
 /* True when the host table `host` (a const loom_host *) is large enough to
  * hold `slot` and the slot is set: the check to make before calling any slot
@@ -363,6 +363,23 @@ typedef struct loom_host {
    * made the call (a record made later on another thread goes through
    * emit, with its tid). */
   loom_status (*memory)(loom_backend *b, const loom_memory_event *m);
+
+  /* ---- ABI 1.7 (check LOOM_HOST_HAS before calling) ---- */
+  /* Records a host-side call of the runtime that the calling thread just
+   * made: the record emit would take, at the cost of one of loom's own host
+   * records.  When r is a call loom can hold in one host record (kind
+   * LOOM_KIND_RUNTIME, _DRIVER or _SYNC; device LOOM_DEVICE_HOST; tid 0; no
+   * arguments, category or external_id; marks among LOOM_RECORD_F_LAUNCH
+   * to _NXN; end >= start; clock a clock the backend declared in the
+   * recorder's domain, see recorder_now) and the session records the host,
+   * the record goes straight into the calling thread's buffer of host
+   * records: no lock, in shared memory under `loom record` (it outlives a
+   * killed process, and in ring mode it lives in the thread's ring).  Any
+   * other record takes emit's way, with emit's result.  The trace holds the
+   * same event either way (its correlation links it to device work emitted
+   * later; its external id is the enclosing op's).  Call it on the thread
+   * that made the call. */
+  loom_status (*call)(loom_backend *b, const loom_record *r);
 } loom_host;
 
 /* ---- backend state -------------------------------------------------------

@@ -35,10 +35,9 @@ void loom__collect_warn(loom_session *s, const char *fmt, ...) {
 }
 
 /* ---- backend records ----------------------------------------------------- */
-static const char *default_cat(const loom_backend *b, const loom__drec *d,
-                               char *buf, size_t n) {
-  int host = d->device == LOOM_DEVICE_HOST;
-  switch (d->kind) {
+const char *loom__bk_category(const loom_backend *b, uint16_t kind, int host, char *buf,
+                              size_t n) {
+  switch (kind) {
   case LOOM_KIND_KERNEL: return "kernel";
   case LOOM_KIND_MEMCPY: return "gpu_memcpy";
   case LOOM_KIND_MEMSET: return "gpu_memset";
@@ -173,12 +172,30 @@ static int record_track(loom_session *s, loom_trace *t, loom_backend *b, const l
   return loom__trace_track(t, d->device, tid, rname, d->device, track) ? -1 : 1;
 }
 
+/* The calls of one backend inside the window: the ones it emitted (own)
+ * and the ones that came as host records (hc, under its producer number). */
+typedef struct launch_set {
+  loom__map own;
+  const loom__host_calls *hc;
+  uint16_t src;
+} launch_set;
+
+static int launched_by(const launch_set *l, uint64_t corr) {
+  if (loom__map_get(&l->own, corr)) return 1;
+  const uint64_t *v = l->src <= LOOM__BMEM_SRC_MAX ? loom__map_get(&l->hc->corr, corr) : NULL;
+  return v && (*v >> l->src & 1);
+}
+
+static int records_launches(const launch_set *l) {
+  return l->own.n || (l->src <= LOOM__BMEM_SRC_MAX && l->hc->n[l->src]);
+}
+
 /* d's start and end in epoch ns; 0 when it is not kept: outside the window
  * (device work launched inside it is kept), or, in a ring that overwrote,
  * device work whose launching call is gone (when the backend records its
  * launches at all). */
 static int record_times(loom_session *s, const loom_trace *t, const loom__bsess *bs,
-                        const loom__drec *d, bk_stats *st, const loom__map *launched,
+                        const loom__drec *d, bk_stats *st, const launch_set *launched,
                         int64_t *ts, int64_t *te) {
   int host = d->device == LOOM_DEVICE_HOST;
   loom__clock *c = &bs->clocks[d->clock - 1];
@@ -189,11 +206,12 @@ static int record_times(loom_session *s, const loom_trace *t, const loom__bsess 
     *te = *ts;
   }
   if (*te < t->start_ns ||
-      (*ts > t->end_ns && !(d->corr && !host && loom__map_get(launched, d->corr)))) {
+      (*ts > t->end_ns && !(d->corr && !host && launched_by(launched, d->corr)))) {
     st->outside++;
     return 0;
   }
-  if (bs->overwritten && d->corr && !host && launched->n && !loom__map_get(launched, d->corr)) {
+  if (bs->overwritten && d->corr && !host && records_launches(launched) &&
+      !launched_by(launched, d->corr)) {
     st->cut++;
     return 0;
   }
@@ -207,7 +225,9 @@ static int record_times(loom_session *s, const loom_trace *t, const loom__bsess 
 static int record_event(loom_trace *t, loom_backend *b, const loom__bsess *bs,
                         const loom__drec *d, uint32_t track, int64_t ts, int64_t te) {
   char buf[96];
-  const char *cat = d->cat ? loom__intern_get(d->cat) : default_cat(b, d, buf, sizeof buf);
+  const char *cat = d->cat ? loom__intern_get(d->cat)
+                           : loom__bk_category(b, d->kind, d->device == LOOM_DEVICE_HOST, buf,
+                                               sizeof buf);
   uint8_t ph = d->kind == LOOM_KIND_INSTANT || d->kind == LOOM_KIND_MARKER ||
                        d->kind == LOOM_KIND_SAMPLE || d->kind == LOOM_KIND_MEMORY
                    ? LOOM__PH_INSTANT
@@ -236,7 +256,7 @@ static int record_event(loom_trace *t, loom_backend *b, const loom__bsess *bs,
  * b's records (a dump's copy of them). */
 static int backend_record(loom_session *s, loom_trace *t, loom_backend *b, loom__bsess *bs,
                           const loom__drec *d, int64_t pid, bk_stats *st,
-                          const loom__map *launched) {
+                          const launch_set *launched) {
   if (!d->clock || d->clock > bs->nclocks) {
     st->bad_ref++;
     return 0;
@@ -280,7 +300,7 @@ static int gone_memory(loom_session *s, loom_trace *t, loom_backend *b, loom__bs
 }
 
 static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, loom__bsess *bs,
-                           int64_t pid, loom__ring_info *ri) {
+                           int64_t pid, loom__ring_info *ri, const loom__host_calls *hc) {
   for (size_t i = 0; i < bs->nclocks; i++) {
     loom__clock_finalize(&s->tl, &bs->clocks[i]);
     char why[512];
@@ -288,19 +308,19 @@ static int collect_backend(loom_session *s, loom_trace *t, loom_backend *b, loom
       loom__collect_warn(s, "backend '%s': %s", b->ops.name, why);
   }
   bk_stats st = {0, 0, 0, 0, INT64_MAX};
-  loom__map launched = {0};
+  launch_set launched = {.hc = hc, .src = bs->src};
   for (size_t i = 0; i < bs->nrecs; i++) {
     const loom__drec *d = &bs->recs[i];
     if (d->corr && d->device == LOOM_DEVICE_HOST && d->clock && d->clock <= bs->nclocks &&
         (d->kind == LOOM_KIND_RUNTIME || d->kind == LOOM_KIND_DRIVER)) {
       int64_t ts = loom__clock_convert(&s->tl, &bs->clocks[d->clock - 1], d->start);
-      if (ts <= t->end_ns && loom__map_put(&launched, d->corr, 1)) return -1;
+      if (ts <= t->end_ns && loom__map_put(&launched.own, d->corr, 1)) return -1;
     }
   }
   int rc = 0;
   for (size_t i = 0; i < bs->nrecs && rc == 0; i++)
     rc = backend_record(s, t, b, bs, &bs->recs[i], pid, &st, &launched);
-  loom__map_free(&launched);
+  loom__map_free(&launched.own);
   if (rc == 0 && bs->ngone)
     rc = gone_memory(s, t, b, bs, pid, &st, st.first != INT64_MAX ? st.first : t->start_ns);
   if (rc) return -1;
@@ -472,7 +492,8 @@ static int trace_frame(loom_session *s, loom_trace *t, const loom__rec_image *im
  * of each backend's records, or none at all when the copy fails). */
 static int trace_records(loom_session *s, loom_trace *t, loom__rec_image *img,
                          loom__ring_info *ri) {
-  int rc = s->host ? loom__collect_host(s, t, img, ri) : 0;
+  loom__host_calls hc = {0};
+  int rc = s->host ? loom__collect_host(s, t, img, ri, &hc) : 0;
   if (rc == 0) {
     pthread_mutex_lock(&s->mu); /* backends may add devices meanwhile */
     rc = add_devices(s, t);
@@ -481,10 +502,14 @@ static int trace_records(loom_session *s, loom_trace *t, loom__rec_image *img,
   int dump = img->dump != NULL;
   for (size_t i = 0; i < s->nbk && rc == 0; i++) {
     loom__bsess *bs = dump ? bsess_copy(s->bk[i]) : s->bk[i]->bs;
-    if (dump && !bs) return -1; /* no dump rather than one without this backend */
-    rc = collect_backend(s, t, s->bk[i], bs, img->pid, ri);
+    if (dump && !bs) {
+      rc = -1; /* no dump rather than one without this backend */
+      break;
+    }
+    rc = collect_backend(s, t, s->bk[i], bs, img->pid, ri, &hc);
     if (dump) bsess_free_copy(bs);
   }
+  loom__map_free(&hc.corr);
   return rc;
 }
 

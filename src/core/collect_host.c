@@ -115,6 +115,12 @@ typedef struct host_ctx {
    * number, and the records left out for naming a device not theirs */
   loom_backend *bk_of_src[LOOM__BMEM_SRC_MAX + 1];
   uint64_t bmem_bad;
+  /* backends' host calls (LOOM__HR_BCALL): their category by producer and
+   * kind code (0: not yet looked up), the calls noted for the backends'
+   * device work, and the records of no backend in the trace */
+  uint32_t call_cat[LOOM__BMEM_SRC_MAX + 1][3];
+  loom__host_calls *hc;
+  uint64_t bcall_bad;
   loom__map allocs;
   struct pre_free {
     loom__mem_live m;
@@ -464,6 +470,42 @@ static int mem_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int64_t 
   return mem_event(h, w->track, ts, ext, is_free, &m, 0);
 }
 
+/* ---- backends' host calls -------------------------------------------------- */
+static const uint16_t call_kinds[3] = {LOOM_KIND_RUNTIME, LOOM_KIND_DRIVER, LOOM_KIND_SYNC};
+
+/* A BCALL record (host->call): the event emit's record would have made, on
+ * the thread's track; its correlation noted for the device work it
+ * launched.  0, or -1 out of memory. */
+static int call_record(host_ctx *h, const thread_walk *w, const loom__hrec *r, int64_t ts) {
+  uint32_t src = (r->flags >> LOOM__HR_BMEM_SRC_SHIFT) & LOOM__BMEM_SRC_MAX;
+  uint32_t code = (r->flags >> LOOM__HR_BCALL_KIND_SHIFT) & 3u;
+  loom_backend *b = h->bk_of_src[src];
+  if (!b || code > 2) {
+    h->bcall_bad++;
+    return 0;
+  }
+  if (!h->call_cat[src][code]) {
+    char buf[96];
+    h->call_cat[src][code] =
+        loom__trace_str(h->t, loom__bk_category(b, call_kinds[code], 1, buf, sizeof buf));
+  }
+  int64_t te = loom__timeline_convert(&h->s->tl, h->dom, r->a);
+  loom__ev e = {.ts = ts, .dur = te > ts ? te - ts : 0, .correlation = r->name,
+                .name = name_of(&h->nm, r->spare, LOOM__HR_F_ID),
+                .cat = h->call_cat[src][code], .track = w->track,
+                .kind = (uint8_t)call_kinds[code], .ph = LOOM__PH_COMPLETE, .src = (uint16_t)src,
+                .flags = (uint16_t)((r->flags & LOOM__HR_BCALL_ROLES) << LOOM__EV_ROLE_SHIFT)};
+  if (loom__trace_add_ev(h->t, &e)) return -1;
+  h->hc->n[src]++;
+  if (!r->name || ts > h->t->end_ns) return 0;
+  uint64_t *v = loom__map_get(&h->hc->corr, r->name);
+  if (v) {
+    *v |= 1ull << src;
+    return 0;
+  }
+  return loom__map_put(&h->hc->corr, r->name, 1ull << src) ? -1 : 0;
+}
+
 /* The track of thread tid of this process, made when the trace has none. */
 static int tid_track(host_ctx *h, uint32_t tid, uint32_t *track) {
   long k = loom__trace_find_track(h->t, h->pid, tid);
@@ -571,6 +613,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
     int64_t ts = loom__timeline_convert(&h->s->tl, h->dom, r->ts);
     if (r->type == LOOM__HR_MEM || r->type == LOOM__HR_BMEM)
       rc = mem_record(h, &w, r, ts, memx.type ? &memx : NULL, tb->tid);
+    else if (r->type == LOOM__HR_BCALL) rc = call_record(h, &w, r, ts);
     else rc = is_nesting(r->type) ? nesting_record(h, &w, r, ts) : point_record(h, &w, r, ts);
     memx.type = 0;
   }
@@ -623,8 +666,10 @@ static void bk_sources(host_ctx *h) {
   }
 }
 
-int loom__collect_host(loom_session *s, loom_trace *t, loom__rec_image *img, loom__ring_info *ri) {
-  host_ctx h = {.s = s, .t = t, .nm = {t, {0}, img}, .dom = img->dom, .pid = img->pid, .img = img};
+int loom__collect_host(loom_session *s, loom_trace *t, loom__rec_image *img, loom__ring_info *ri,
+                       loom__host_calls *hc) {
+  host_ctx h = {.s = s, .t = t, .nm = {t, {0}, img}, .dom = img->dom, .pid = img->pid, .img = img,
+                .hc = hc};
   h.c_user = loom__trace_str(t, "user_annotation");
   h.c_op = loom__trace_str(t, "cpu_op");
   h.c_instant = loom__trace_str(t, "cpu_instant_event");
@@ -652,6 +697,9 @@ int loom__collect_host(loom_session *s, loom_trace *t, loom__rec_image *img, loo
   if (h.bmem_bad)
     loom__collect_warn(s, "%llu memory records of backends named a device that is not "
                        "their backend's: left out", (unsigned long long)h.bmem_bad);
+  if (h.bcall_bad)
+    loom__collect_warn(s, "%llu host call records named a backend that is not in the trace: "
+                       "left out", (unsigned long long)h.bcall_bad);
   if (h.unmatched)
     loom__collect_warn(s, "%llu range ends without a matching begin were ignored",
                        (unsigned long long)h.unmatched);

@@ -41,8 +41,10 @@ struct loom_backend {
   /* host->memory's fast way (host.c): while b is in a session that records
    * the host, its producer number there (bs->src, when it fits a host
    * record), else 0; and the first clock it declared in the recorder's
-   * domain in that session, else 0.  Written under mu, read without it. */
-  _Atomic uint32_t mem_src, rec_clock;
+   * domain in that session, else 0.  Written under mu, read without it.
+   * call_kinds: with mem_src, the host call kinds the session keeps (bits of
+   * LOOM_KIND_RUNTIME, _DRIVER, _SYNC) for host->call's fast way. */
+  _Atomic uint32_t mem_src, rec_clock, call_kinds;
 };
 
 /* Calls loom_init once; every public entry point does. */

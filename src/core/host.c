@@ -591,6 +591,28 @@ static loom_status svc_memory(loom_backend *b, const loom_memory_event *m) {
   return memory_emit(b, m);
 }
 
+/* host->call's fast way: r fits a BCALL host record (record.h) and the
+ * session records the host and keeps r's kind; else emit's. */
+static loom_status svc_call(loom_backend *b, const loom_record *r) {
+  if (!b || !r || r->struct_size < offsetof(loom_record, category)) return LOOM_EINVAL;
+  uint32_t src = atomic_load_explicit(&b->mem_src, memory_order_relaxed);
+  uint32_t code = r->kind == LOOM_KIND_RUNTIME ? 0 : r->kind == LOOM_KIND_DRIVER ? 1
+                : r->kind == LOOM_KIND_SYNC ? 2 : 3;
+  const char *cat = r->struct_size >= offsetof(loom_record, args) ? r->category : NULL;
+  int plain = !cat && !(r->struct_size >= sizeof *r && r->args && r->nargs);
+  if (LOOM__LIKELY(src && code < 3 && plain && r->device == LOOM_DEVICE_HOST && !r->tid &&
+                   !r->external_id && !(r->flags & ~LOOM__HR_BCALL_ROLES) &&
+                   r->end >= r->start && r->clock &&
+                   r->clock == atomic_load_explicit(&b->rec_clock, memory_order_relaxed) &&
+                   (atomic_load_explicit(&b->call_kinds, memory_order_relaxed) &
+                    LOOM_KIND_BIT(r->kind)))) {
+    uint16_t fl = (uint16_t)(r->flags | code << LOOM__HR_BCALL_KIND_SHIFT |
+                             src << LOOM__HR_BMEM_SRC_SHIFT);
+    if (loom__hostrec_bk_call(fl, r->name, r->start, r->end, r->correlation)) return LOOM_OK;
+  }
+  return svc_emit(b, r);
+}
+
 static void svc_count_lost(loom_backend *b, uint64_t n, const char *reason) {
   if (!b) return;
   pthread_mutex_lock(&b->mu);
@@ -677,6 +699,7 @@ static const loom_host host_table = {
     .meta_set = svc_meta_set,
     .recorder_now = svc_recorder_now,
     .memory = svc_memory,
+    .call = svc_call,
 };
 
 const loom_host *loom__host(void) { return &host_table; }

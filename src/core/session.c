@@ -84,6 +84,9 @@ static int join(loom_session *s, loom_backend *b) {
   b->bs = bs;
   atomic_store(&b->rec_clock, 0); /* clocks are the session's */
   atomic_store(&b->mem_src, s->host && bs->src <= LOOM__BMEM_SRC_MAX ? bs->src : 0);
+  atomic_store(&b->call_kinds, bs->kinds & (LOOM_KIND_BIT(LOOM_KIND_RUNTIME) |
+                                            LOOM_KIND_BIT(LOOM_KIND_DRIVER) |
+                                            LOOM_KIND_BIT(LOOM_KIND_SYNC)));
   pthread_mutex_unlock(&b->mu);
   return 0;
 }
@@ -94,6 +97,7 @@ static void leave(loom_backend *b) {
   loom__bsess *bs = b->bs;
   b->bs = NULL;
   atomic_store(&b->mem_src, 0);
+  atomic_store(&b->call_kinds, 0);
   pthread_mutex_unlock(&b->mu);
   loom__bsess_free(bs);
 }
@@ -502,6 +506,7 @@ static void stop_all(loom_session *s) {
     pthread_mutex_lock(&b->mu);
     b->bs->closed = 1;
     atomic_store(&b->mem_src, 0); /* what comes now is counted lost (emit) */
+    atomic_store(&b->call_kinds, 0);
     pthread_mutex_unlock(&b->mu);
   }
 }

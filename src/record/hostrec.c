@@ -824,6 +824,13 @@ int loom__hostrec_bk_memory(loom__mem_live *m, int is_free) {
   return 1;
 }
 
+int loom__hostrec_bk_call(uint16_t flags, uint32_t name, uint64_t t0, uint64_t t1,
+                          uint64_t corr) {
+  if (IDLE()) return 0;
+  put_at(t0, LOOM__HR_BCALL, flags, corr, t1, name);
+  return 1;
+}
+
 /* A window that ends at a step boundary (trigger.c) closes the step in
  * progress here, so the window's last step is complete. */
 void loom__hostrec_step_end(void) {

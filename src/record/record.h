@@ -52,7 +52,7 @@ enum {
                             the allocation it frees (the ledger's), else 0;
                             spare: before a BMEM free, that allocation's
                             call name (the ledger's), else 0 */
-  LOOM__HR_BMEM = 14     /* a backend's memory record (host->memory): name:
+  LOOM__HR_BMEM = 14,    /* a backend's memory record (host->memory): name:
                             addr; a: bytes (low 48 bits) and the device (high
                             16, LOOM__BMEM_HOST_DEV: host memory); spare: the
                             call's interned name; flags: LOOM__HR_F_FREE, the
@@ -60,7 +60,16 @@ enum {
                             producer number (its trace src, 1..31) <<
                             LOOM__HR_BMEM_SRC_SHIFT, its "heap" + 1 (0:
                             none; 1..31) << LOOM__HR_BMEM_HEAP_SHIFT */
+  LOOM__HR_BCALL = 15    /* a backend's host call (host->call): ts: its
+                            start; a: its end (host ticks); name: its
+                            correlation; spare: its interned name; flags:
+                            its marks (LOOM_RECORD_F_*, bits 0-8), its kind
+                            (LOOM__HR_BCALL_KIND_SHIFT: 0 runtime, 1 driver,
+                            2 sync) and its backend's producer number <<
+                            LOOM__HR_BMEM_SRC_SHIFT */
 };
+#define LOOM__HR_BCALL_ROLES 0x1ffu
+#define LOOM__HR_BCALL_KIND_SHIFT 9
 #define LOOM__HR_F_FREE 4u     /* on a MEM: a free, not an allocation */
 #define LOOM__HR_MEM_KIND_SHIFT 8
 #define LOOM__HR_BMEM_SRC_SHIFT 11
@@ -247,6 +256,10 @@ static inline int32_t loom__mem_bkdev_device(int32_t bkdev) {
  * 1 when done (recorded, or outside a window: only the ledger), 0 when the
  * host recorder is off (the caller takes the slow way). */
 int loom__hostrec_bk_memory(loom__mem_live *m, int is_free);
+/* A backend's host call (host->call) as one BCALL record: flags as the
+ * record's; 0 when the host is not recorded (the caller emits it). */
+int loom__hostrec_bk_call(uint16_t flags, uint32_t name, uint64_t t0, uint64_t t1,
+                          uint64_t corr);
 #define LOOM__MEM_KIND(k) ((k) & 0xffu)
 #define LOOM__MEM_HEAP1(k) ((uint32_t)(k) >> 8)
 void loom__memledger_start(void);

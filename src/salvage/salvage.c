@@ -260,7 +260,8 @@ static void last_ts(salv *v) {
           r += loom__raw_slots(r->spare);
           continue;
         }
-        if (r->type && (!v->have_ts || r->ts > v->last_ts)) v->last_ts = r->ts, v->have_ts = 1;
+        uint64_t ts = r->type == LOOM__HR_BCALL && r->a > r->ts ? r->a : r->ts; /* its end */
+        if (r->type && (!v->have_ts || ts > v->last_ts)) v->last_ts = ts, v->have_ts = 1;
       }
     }
   }
