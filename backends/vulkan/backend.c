@@ -24,10 +24,11 @@ atomic_uint vk_gen;
 const loom_host *vk_host;
 loom_backend *vk_self;
 static atomic_uint_fast64_t corr_serial;
+/* The clock of the host call and memory records: the host recorder's
+ * (host->recorder_now, ABI 1.4; host->memory's fast way takes it), else
+ * CLOCK_MONOTONIC_RAW ns. */
 static loom_clock host_clk;
-/* The clock of host->recorder_now when memory records go through
- * host->memory (ABI 1.6: its fast way takes the recorder's clock), else 0. */
-static loom_clock mem_clk;
+static uint64_t (*recorder_now)(loom_clock_domain *domain);
 
 uint64_t vk_now(void) {
   struct timespec ts;
@@ -35,25 +36,32 @@ uint64_t vk_now(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t vk_stamp(void) { return recorder_now ? recorder_now(NULL) : vk_now(); }
+
 uint32_t vk_intern(const char *s) { return vk_host ? vk_host->intern(vk_self, s, SIZE_MAX) : 0; }
 
 uint64_t vk_next_corr(void) { return atomic_fetch_add(&corr_serial, 1) + 1; }
 
-void vk_call(uint32_t name, uint64_t t0, uint16_t kind, uint64_t corr, uint16_t roles) {
+void vk_call_at(uint32_t name, uint64_t t0, uint64_t t1, uint16_t kind, uint64_t corr,
+                uint16_t roles) {
   if (!atomic_load(&vk_live)) return;
   loom_record r = {.struct_size = sizeof r, .kind = kind, .flags = roles, .clock = host_clk,
-                   .device = LOOM_DEVICE_HOST, .start = t0, .end = vk_now(), .name = name,
+                   .device = LOOM_DEVICE_HOST, .start = t0, .end = t1, .name = name,
                    .correlation = corr};
-  vk_host->emit(vk_self, &r);
+  /* host->call (ABI 1.7): one host record on this thread, no lock */
+  if (LOOM_HOST_HAS(vk_host, call)) vk_host->call(vk_self, &r);
+  else vk_host->emit(vk_self, &r);
+}
+
+void vk_call(uint32_t name, uint64_t t0, uint16_t kind, uint64_t corr, uint16_t roles) {
+  vk_call_at(name, t0, vk_stamp(), kind, corr, roles);
 }
 
 void vk_memory_emit(loom_memory_event *m) {
   static const char *const kinds[] = {"host", "device", "host_pinned", "shared", "pool"};
   if (!atomic_load(&vk_live)) return;
   m->clock = host_clk;
-  if (mem_clk) { /* ABI 1.6: a host record, no lock */
-    m->clock = mem_clk;
-    m->ts = vk_host->recorder_now(NULL);
+  if (LOOM_HOST_HAS(vk_host, memory)) { /* ABI 1.6: a host record, no lock */
     vk_host->memory(vk_self, m);
     return;
   }
@@ -267,12 +275,10 @@ static loom_status vk_configure(loom_backend *b, uint32_t kinds) {
   (void)kinds;
   vk_self = b;
   atomic_store(&vk_live, 1);
-  mem_clk = 0;
-  loom_clock_domain md;
-  if (LOOM_HOST_HAS(vk_host, memory) && LOOM_HOST_HAS(vk_host, recorder_now) &&
-      (vk_host->recorder_now(&md), vk_host->clock_declare(b, md, "host recorder", &mem_clk)))
-    mem_clk = 0;
-  return vk_host->clock_declare(b, LOOM_CLOCK_MONOTONIC_RAW, "host", &host_clk);
+  loom_clock_domain calls = LOOM_CLOCK_MONOTONIC_RAW;
+  recorder_now = LOOM_HOST_HAS(vk_host, recorder_now) ? vk_host->recorder_now : NULL;
+  if (recorder_now) recorder_now(&calls);
+  return vk_host->clock_declare(b, calls, "host", &host_clk);
 }
 
 static loom_status vk_start(loom_backend *b) {

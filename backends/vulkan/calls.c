@@ -32,7 +32,7 @@ void *vk_dev_del(vk_dev *d, vk_map *m, uint64_t key) {
   static VkResult VKAPI_CALL L_##fn PARAMS {                             \
     vk_dev *d = vk_dev_of(handle);                                       \
     if (!RECORDING()) return d->f.fn ARGS;                               \
-    uint64_t t0 = vk_now();                                              \
+    uint64_t t0 = vk_stamp();                                              \
     VkResult rc = d->f.fn ARGS;                                          \
     vk_call(VK_NAME("vk" #fn), t0, LOOM_KIND_SYNC, 0, 0);                \
     vk_harvest(d, 0);                                                    \
@@ -49,7 +49,7 @@ static VkResult VKAPI_CALL L_CreateComputePipelines(VkDevice dev, VkPipelineCach
                                                     const VkAllocationCallbacks *a,
                                                     VkPipeline *out) {
   vk_dev *d = vk_dev_of(dev);
-  uint64_t t0 = vk_now();
+  uint64_t t0 = vk_stamp();
   VkResult rc = d->f.CreateComputePipelines(dev, cache, n, ci, a, out);
   if (rc < 0 && rc != VK_PIPELINE_COMPILE_REQUIRED) return rc;
   for (uint32_t i = 0; i < n; i++) {
@@ -78,7 +78,7 @@ static VkResult VKAPI_CALL L_CreateShaderModule(VkDevice dev, const VkShaderModu
                                                 VkShaderModule *out) {
   vk_dev *d = vk_dev_of(dev);
   if (!RECORDING()) return d->f.CreateShaderModule(dev, ci, a, out);
-  uint64_t t0 = vk_now();
+  uint64_t t0 = vk_stamp();
   VkResult rc = d->f.CreateShaderModule(dev, ci, a, out);
   vk_call(VK_NAME("vkCreateShaderModule"), t0, LOOM_KIND_RUNTIME, 0, 0);
   return rc;

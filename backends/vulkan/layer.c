@@ -422,6 +422,7 @@ static void VKAPI_CALL L_DestroyDevice(VkDevice dev, const VkAllocationCallbacks
    * dispatch key finds nothing, and nothing points into freed memory. */
   free(d->pools), free(d->free_chunks);
   vk_map_free(&d->pipelines), vk_map_free(&d->modules);
+  vk_memory_forget(d);
   vk_map_free(&d->buffers), vk_map_free(&d->memory), vk_map_free(&d->images);
   destroy(dev, a);
 }

@@ -32,39 +32,74 @@ static uint16_t kind_of(VkMemoryPropertyFlags f) {
                                                          : LOOM_MEMORY_DEVICE;
 }
 
-static void record(vk_dev *d, uint32_t name, uint16_t role, uint64_t t, VkDeviceMemory h,
-                   const vk_mem *m) {
-  pthread_mutex_lock(&d->mu);
-  int known = vk_session_device(d) == 0;
-  uint32_t device = d->device;
-  pthread_mutex_unlock(&d->mu);
+/* The memory record of allocation or free h (t: when) on the calling
+ * thread; known: d is described to the session (then its index `device`). */
+static void record(uint32_t name, uint16_t role, uint64_t t, VkDeviceMemory h, const vk_mem *m,
+                   int known, uint32_t device) {
   loom_memory_event e = {.struct_size = sizeof e, .flags = role, .kind = kind_of(m->flags),
                          .device = known ? device : LOOM_DEVICE_HOST, .name = name,
                          .heap = m->heap + 1, .ts = t, .addr = VK_KEY(h), .bytes = m->bytes};
   vk_memory_emit(&e);
 }
 
+/* A block for a new allocation's entry (d->mu held): a spare one, else a
+ * new one.  Reused, never freed while the device lives: a malloc and a free
+ * per allocation would leave small free chunks that make glibc consolidate
+ * at the driver's next large allocation. */
+static vk_mem *mem_take(vk_dev *d) {
+  vk_mem *m = d->mem_spare;
+  if (m) d->mem_spare = m->next_spare;
+  else m = malloc(sizeof *m);
+  return m;
+}
+
+static void mem_give(vk_dev *d, vk_mem *m) {
+  m->next_spare = d->mem_spare;
+  d->mem_spare = m;
+}
+
+void vk_memory_forget(vk_dev *d) {
+  for (size_t i = 0; i < d->memory.cap; i++)
+    if (d->memory.keys[i]) free(d->memory.vals[i]);
+  for (vk_mem *m = d->mem_spare, *nx; m; m = nx) nx = m->next_spare, free(m);
+  d->mem_spare = NULL;
+}
+
+/* Follows the allocation h of d (its entry: *tmp); with rec, whether d is
+ * described to the session and its index there (one lock for both). */
+static void follow(vk_dev *d, VkDeviceMemory h, const vk_mem *tmp, int rec, int *known,
+                   uint32_t *device) {
+  pthread_mutex_lock(&d->mu);
+  vk_mem *m = mem_take(d);
+  if (m) {
+    *m = *tmp;
+    if (vk_map_put(&d->memory, VK_KEY(h), m)) mem_give(d, m);
+  }
+  *known = rec && vk_session_device(d) == 0;
+  *device = d->device;
+  pthread_mutex_unlock(&d->mu);
+}
+
 static VkResult VKAPI_CALL L_AllocateMemory(VkDevice dev, const VkMemoryAllocateInfo *ai,
                                             const VkAllocationCallbacks *a, VkDeviceMemory *out) {
   vk_dev *d = vk_dev_of(dev);
-  uint64_t t0 = vk_now();
+  int rec = RECORDING();
+  uint64_t t0 = rec ? vk_stamp() : 0;
   VkResult rc = d->f.AllocateMemory(dev, ai, a, out);
   if (rc != VK_SUCCESS) return rc;
-  vk_mem *m = calloc(1, sizeof *m), tmp = {0};
-  uint32_t type = ai->memoryTypeIndex;
+  uint64_t t1 = rec ? vk_stamp() : 0;
+  vk_mem tmp = {0};
+  uint32_t type = ai->memoryTypeIndex, device;
   if (type < d->mem.memoryTypeCount) {
     tmp.flags = d->mem.memoryTypes[type].propertyFlags;
     tmp.heap = d->mem.memoryTypes[type].heapIndex;
   }
   tmp.bytes = ai->allocationSize;
-  if (m) {
-    *m = tmp;
-    if (vk_dev_put(d, &d->memory, VK_KEY(*out), m)) free(m);
-  }
-  if (RECORDING()) {
-    uint64_t t1 = vk_now();
-    vk_call(VK_NAME("vkAllocateMemory"), t0, LOOM_KIND_RUNTIME, 0, 0);
-    record(d, VK_NAME("vkAllocateMemory"), LOOM_RECORD_F_ALLOC, t1, *out, &tmp);
+  int known;
+  follow(d, *out, &tmp, rec, &known, &device);
+  if (rec) {
+    vk_call_at(VK_NAME("vkAllocateMemory"), t0, t1, LOOM_KIND_RUNTIME, 0, 0);
+    record(VK_NAME("vkAllocateMemory"), LOOM_RECORD_F_ALLOC, t1, *out, &tmp, known, device);
   }
   return rc;
 }
@@ -72,9 +107,18 @@ static VkResult VKAPI_CALL L_AllocateMemory(VkDevice dev, const VkMemoryAllocate
 static void VKAPI_CALL L_FreeMemory(VkDevice dev, VkDeviceMemory mem,
                                     const VkAllocationCallbacks *a) {
   vk_dev *d = vk_dev_of(dev);
-  vk_mem *m = vk_dev_del(d, &d->memory, VK_KEY(mem));
-  if (m && RECORDING()) record(d, VK_NAME("vkFreeMemory"), LOOM_RECORD_F_FREE, vk_now(), mem, m);
-  free(m);
+  int rec = RECORDING(), known = 0;
+  uint64_t t = rec ? vk_stamp() : 0;
+  pthread_mutex_lock(&d->mu);
+  vk_mem *m = mem ? vk_map_del(&d->memory, VK_KEY(mem)) : NULL, was = {0};
+  if (m) {
+    was = *m;
+    mem_give(d, m);
+    known = rec && vk_session_device(d) == 0;
+  }
+  uint32_t device = d->device;
+  pthread_mutex_unlock(&d->mu);
+  if (m && rec) record(VK_NAME("vkFreeMemory"), LOOM_RECORD_F_FREE, t, mem, &was, known, device);
   d->f.FreeMemory(dev, mem, a);
 }
 

@@ -323,7 +323,7 @@ typedef struct plan {
 
 static int plan_init(plan *p, vk_queue *q, uint32_t n, size_t total) {
   memset(p, 0, sizeof *p);
-  p->q = q, p->n = n, p->t0 = vk_now(), p->corr = vk_next_corr();
+  p->q = q, p->n = n, p->t0 = vk_stamp(), p->corr = vk_next_corr();
   p->cnt = calloc(3 * (size_t)n + 1, sizeof *p->cnt);
   p->in = malloc((total + 1) * sizeof *p->in);
   p->out = malloc((total + 2 * (size_t)n + 1) * sizeof *p->out);

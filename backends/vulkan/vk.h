@@ -121,6 +121,7 @@ struct vk_dev {
   vk_map modules;             /* VkShaderModule -> name id (debug name) */
   vk_map buffers;             /* VkBuffer -> vk_buf* */
   vk_map memory;              /* VkDeviceMemory -> vk_mem* */
+  struct vk_mem *mem_spare;   /* freed vk_mem blocks, reused (memory.c) */
   vk_map images;              /* VkImage -> vk_img* */
   /* loom session */
   unsigned gen;
@@ -145,7 +146,10 @@ typedef struct vk_mem {
   int mapped;
   uint64_t bytes;             /* allocationSize */
   uint32_t heap;              /* its memory type's heap */
+  struct vk_mem *next_spare;  /* in vk_dev.mem_spare */
 } vk_mem;
+/* d's followed allocations' blocks freed (d->mu held; at device destroy). */
+void vk_memory_forget(vk_dev *d);
 
 /* One recorded command timed by two of the recording's queries. */
 enum { VK_CMD_WORK = 0, VK_CMD_LABEL = 1, VK_CMD_EXEC = 2 };
@@ -267,12 +271,18 @@ extern atomic_int vk_live; /* a session holds the backend (configure to flush) *
 extern const loom_host *vk_host;
 extern loom_backend *vk_self;
 extern atomic_uint vk_gen;
-uint64_t vk_now(void);           /* CLOCK_MONOTONIC_RAW ns */
+uint64_t vk_now(void);           /* CLOCK_MONOTONIC_RAW ns (deadlines) */
+/* A record's time on the host calls' clock (the host recorder's when the
+ * core offers it: one rdtsc, not a clock_gettime). */
+uint64_t vk_stamp(void);
 uint32_t vk_intern(const char *s);
 uint64_t vk_next_corr(void);
 /* A host call [t0, now) as a runtime (or sync) record. */
 void vk_call(uint32_t name, uint64_t t0, uint16_t kind, uint64_t corr, uint16_t roles);
-/* The memory record *m (its ts from vk_now; the clock is filled in) on the
+/* The same, ended at t1 (a time the caller already took). */
+void vk_call_at(uint32_t name, uint64_t t0, uint64_t t1, uint16_t kind, uint64_t corr,
+                uint16_t roles);
+/* The memory record *m (its ts from vk_stamp; the clock is filled in) on the
  * calling thread: host->memory where the core has it (ABI 1.6), else emit. */
 void vk_memory_emit(loom_memory_event *m);
 /* Describes d (and its clock) to the current session if not yet; 0 ok.
