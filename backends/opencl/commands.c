@@ -47,7 +47,9 @@ static void emit_call(uint32_t api, uint64_t t0, uint64_t t1, uint64_t corr, int
                    .end = t1,
                    .name = api,
                    .correlation = corr};
-  ocl_host->emit(ocl_self, &r);
+  /* host->call (ABI 1.7): one host record on this thread, no lock */
+  if (LOOM_HOST_HAS(ocl_host, call)) ocl_host->call(ocl_self, &r);
+  else ocl_host->emit(ocl_self, &r);
 }
 
 /* c's sizes as "[x, y, z]" strings, formatted only when they differ from the

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "spin.h"
 
 #define RECORDING() atomic_load_explicit(&ocl_recording, memory_order_relaxed)
 
@@ -52,7 +53,8 @@ typedef struct ment {
 
 /* Open addressing, linear probing, deletion by backward shift: no tombstone
  * to slow a long-running program's lookups. */
-static pthread_mutex_t memmu = PTHREAD_MUTEX_INITIALIZER; /* everything below */
+/* everything below; a spin lock (spin.h): taken twice per allocation and free */
+static loom_spin memmu = LOOM_SPIN_INIT;
 static ment *tab;
 static size_t cap_tab, ntab;
 
@@ -121,11 +123,11 @@ static void del(ment *m) {
 /* A session starts: what an earlier one followed may have been released
  * since, unseen. */
 void ocl_memory_reset(void) {
-  pthread_mutex_lock(&memmu);
+  loom_spin_lock(&memmu);
   free(tab);
   tab = NULL;
   cap_tab = ntab = 0;
-  pthread_mutex_unlock(&memmu);
+  loom_spin_unlock(&memmu);
 }
 
 /* ---- records ------------------------------------------------------------- */
@@ -170,21 +172,21 @@ static struct ctxent *ctx_find(cl_context ctx) {
  * Takes memmu, and ocl_mu when the device is new to the session. */
 static uint32_t ctx_device(cl_context ctx) {
   unsigned g = atomic_load_explicit(&ocl_gen, memory_order_relaxed);
-  pthread_mutex_lock(&memmu);
+  loom_spin_lock(&memmu);
   struct ctxent *c = ctx_find(ctx);
   uint32_t device = c && c->gen == g ? c->device : UINT32_MAX;
   cl_device_id dev = c ? c->dev : NULL;
-  pthread_mutex_unlock(&memmu);
+  loom_spin_unlock(&memmu);
   if (device != UINT32_MAX) return device;
   if (!dev && ocl_next.clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof dev, &dev, NULL) !=
                   CL_SUCCESS && !dev)
     return UINT32_MAX;
   if (ocl_session_device(ctx, dev, g, &device)) return UINT32_MAX;
-  pthread_mutex_lock(&memmu);
+  loom_spin_lock(&memmu);
   c = ctx_find(ctx);
   if (!c) c = &ctxs[next_ctx++ % (sizeof ctxs / sizeof ctxs[0])];
   *c = (struct ctxent){ctx, dev, g, device};
-  pthread_mutex_unlock(&memmu);
+  loom_spin_unlock(&memmu);
   return device;
 }
 
@@ -192,24 +194,24 @@ static uint32_t ctx_device(cl_context ctx) {
  * device is known to the session (the usual case). */
 static void follow(ment *e, cl_context ctx) {
   unsigned g = atomic_load_explicit(&ocl_gen, memory_order_relaxed);
-  pthread_mutex_lock(&memmu);
+  loom_spin_lock(&memmu);
   struct ctxent *c = ctx_find(ctx);
   e->device = c && c->gen == g ? c->device : UINT32_MAX;
   if (e->device != UINT32_MAX) put(e);
-  pthread_mutex_unlock(&memmu);
+  loom_spin_unlock(&memmu);
   if (e->device != UINT32_MAX) return;
   e->device = ctx_device(ctx);
-  pthread_mutex_lock(&memmu);
+  loom_spin_lock(&memmu);
   put(e);
-  pthread_mutex_unlock(&memmu);
+  loom_spin_unlock(&memmu);
 }
 
 /* A new context: a handle the runtime gives again names another one. */
 static void ctx_forget(cl_context ctx) {
-  pthread_mutex_lock(&memmu);
+  loom_spin_lock(&memmu);
   for (size_t i = 0; i < sizeof ctxs / sizeof ctxs[0]; i++)
     if (ctxs[i].ctx == ctx) ctxs[i].ctx = NULL;
-  pthread_mutex_unlock(&memmu);
+  loom_spin_unlock(&memmu);
 }
 
 static int kind_of_flags(cl_mem_flags f) {
@@ -235,11 +237,11 @@ static void created(cl_mem m, cl_context ctx, uint32_t name, cl_mem_flags flags,
 static void viewed(cl_mem v, cl_mem of) {
   if (!v) return;
   ment e = {.key = (uintptr_t)v, .of = (uintptr_t)of, .refs = 1, .device = UINT32_MAX};
-  pthread_mutex_lock(&memmu);
+  loom_spin_lock(&memmu);
   ment *p = find((uintptr_t)of);
   if (p) p->refs++;
   put(&e); /* also when `of` is older than the session: its last release is asked for */
-  pthread_mutex_unlock(&memmu);
+  loom_spin_unlock(&memmu);
 }
 
 /* The last release of m, older than the session (not in the table): asked
@@ -268,7 +270,7 @@ static void released(cl_mem m) {
   uint64_t t = ocl_now();
   ment gone[4];
   size_t n = 0;
-  pthread_mutex_lock(&memmu);
+  loom_spin_lock(&memmu);
   ment *e = find((uintptr_t)m);
   int known = e != NULL;
   while (e && --e->refs == 0 && n < 4) {
@@ -277,7 +279,7 @@ static void released(cl_mem m) {
     del(e);
     e = of ? find(of) : NULL;
   }
-  pthread_mutex_unlock(&memmu);
+  loom_spin_unlock(&memmu);
   if (!known) released_unknown(m, t);
   for (size_t i = 0; i < n; i++)
     if (!gone[i].of)
@@ -286,10 +288,10 @@ static void released(cl_mem m) {
 }
 
 static void svm_freed(uint32_t name, cl_context ctx, void *p, uint64_t t) {
-  pthread_mutex_lock(&memmu);
+  loom_spin_lock(&memmu);
   ment *e = find((uintptr_t)p), g = {.bytes = UINT64_MAX, .device = UINT32_MAX};
   if (e) g = *e, del(e);
-  pthread_mutex_unlock(&memmu);
+  loom_spin_unlock(&memmu);
   if (!e && ctx) g.device = ctx_device(ctx);
   emit_mem(name, LOOM_RECORD_F_FREE, t, (uintptr_t)p, g.bytes, g.device, MK_SHARED);
 }
@@ -396,10 +398,10 @@ static cl_mem CL_API_CALL w_clCreatePipe(cl_context ctx, cl_mem_flags f, cl_uint
 static cl_int CL_API_CALL w_clRetainMemObject(cl_mem m) {
   cl_int rc = ocl_next.clRetainMemObject(m);
   if (rc == CL_SUCCESS && RECORDING()) {
-    pthread_mutex_lock(&memmu);
+    loom_spin_lock(&memmu);
     ment *e = find((uintptr_t)m);
     if (e) e->refs++;
-    pthread_mutex_unlock(&memmu);
+    loom_spin_unlock(&memmu);
   }
   return rc;
 }
