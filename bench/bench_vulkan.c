@@ -32,6 +32,8 @@
 #include <unistd.h>
 #include <vulkan/vulkan.h>
 
+#include "memfloor.h"
+
 #define OK(x) do { if ((x) != VK_SUCCESS) { fprintf(stderr, "bench_vulkan: %s failed\n", #x); exit(2); } } while (0)
 
 static double now_ns(void) {
@@ -159,24 +161,11 @@ static int child_alloc(long n) {
   return 0;
 }
 
-/* PAIRS pairs of loom_memory_alloc/free (libloom is in the process under
- * loom record): the floor of two memory records; the same figures. */
+/* The floor (memfloor.h): the same figures. */
 static int child_floor(long n) {
-  typedef void (*mem_fn)(uint64_t, uint64_t, int, int32_t, uint64_t);
-  mem_fn al = (mem_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "loom_memory_alloc");
-  mem_fn fr = (mem_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "loom_memory_free");
-  if (!al || !fr) return 3;
-  for (uint64_t i = 0; i < 64; i++) { /* warm up, as the runtime's loop */
-    al(0x1000 + i, 4096, 1, 0, 0);
-    fr(0x1000 + i, 0, 1, 0, 0);
-  }
-  double t0 = now_ns(), c0 = thread_ns();
-  for (long i = 0; i < n; i++) {
-    al(0x100000 + (uint64_t)i, 4096, 1, 0, 0);
-    fr(0x100000 + (uint64_t)i, 0, 1, 0, 0);
-  }
-  double t = now_ns() - t0, ct = thread_ns() - c0;
-  printf("%.1f %.1f %.1f\n", t / n, ct / n, ct / n);
+  memfloor f;
+  if (memfloor_run(n, 4096, &f)) return 3;
+  printf("%.1f %.1f %.1f\n", f.wall, f.thread, f.cpu);
   return 0;
 }
 
