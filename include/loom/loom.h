@@ -502,10 +502,11 @@ LOOM_EXTERN loom_status loom_meta_set(const char *key, const char *value);
  * whichever check it makes.
  *
  * Define LOOM_NO_INLINE_CHECK before including this header to call the
- * exported functions directly (no reference to loom_active_v1: a program
- * that finds libloom only at run time, with dlopen, needs that).  The
- * macros below are function-like: &loom_range_push and (loom_range_push)(x)
- * still name the exported function. */
+ * exported functions directly, with no reference to loom_active_v1: for a
+ * program that must also run with a libloom older than the flag, or that
+ * finds libloom only at run time (dlopen).  The macros below are
+ * function-like: &loom_range_push and (loom_range_push)(x) still name the
+ * exported function. */
 #define LOOM_ACTIVE_VERSION 1
 #define LOOM_ACTIVE_HOST 0x1u
 #define LOOM_ACTIVE_STEPS 0x2u
