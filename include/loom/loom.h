@@ -477,7 +477,8 @@ LOOM_EXTERN loom_status loom_meta_set(const char *key, const char *value);
  * tool attached), not a call into a shared library.  The exported
  * functions stay, with their own check: a program compiled with an older
  * header, or one that takes their addresses or finds them with dlsym,
- * calls them and works as before.
+ * calls them and works as before.  docs/triggers.md: "The inline idle
+ * check", and its cost in "Cost while waiting" (bench/bench_trigger_idle).
  *
  * loom_active_v1 is exported by libloom and written only by it.  Its bits
  * (version 1 of the flag, LOOM_ACTIVE_VERSION):
