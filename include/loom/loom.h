@@ -9,16 +9,16 @@
  *
  * Contents, by topic: version; errors; common types (struct sizes, thread
  * ids, string ids, typed arguments, record kinds); the library and its
- * backends; sessions and their options; recording calls; reports; merging
- * traces; traces.
+ * backends; sessions and their options; recording calls; the inline idle
+ * check; reports; merging traces; traces.
  *
  * Conventions:
  *  - Control calls return a loom_status; LOOM_OK is 0.  loom_strerror() names
  *    a status and loom_last_error() gives the details of the calling thread's
  *    last failure.
  *  - Recording calls (loom_range_push, loom_instant, ...) return nothing,
- *    never fail visibly and cost one predictable branch when no session
- *    records.
+ *    never fail visibly and, when no session records, cost a load and a
+ *    branch inlined in the caller (see "the inline idle check").
  *  - Structs the caller fills start with a loom_struct_size struct_size; set
  *    it with sizeof(the struct) so that newer libraries can read older
  *    callers.  Fields are only ever added at the end of a struct, and read
@@ -468,6 +468,145 @@ LOOM_EXTERN void loom_thread_name(uint64_t tid, const char *name);
  * (the PyTorch adapter sets them from torch.distributed's process group).
  * Takes a lock: not a recording call. */
 LOOM_EXTERN loom_status loom_meta_set(const char *key, const char *value);
+
+/* ==== the inline idle check ==============================================
+ * Each recording call above is, in a program compiled with this header, an
+ * inline function that loads loom_active_v1 and calls into libloom only
+ * when a bit it needs is set: with no session recording a call costs a
+ * load, a test and a branch not taken in the caller (NVTX's path with no
+ * tool attached), not a call into a shared library.  The exported
+ * functions stay, with their own check: a program compiled with an older
+ * header, or one that takes their addresses or finds them with dlsym,
+ * calls them and works as before.  docs/triggers.md: "The inline idle
+ * check", and its cost in "Cost while waiting" (bench/bench_trigger_idle).
+ *
+ * loom_active_v1 is exported by libloom and written only by it.  Its bits
+ * (version 1 of the flag, LOOM_ACTIVE_VERSION):
+ *   LOOM_ACTIVE_HOST    the host records (a session with "cpu" records, in
+ *                       ring mode, or inside a window in window mode): any
+ *                       recording call may record
+ *   LOOM_ACTIVE_STEPS   something counts steps (a session in window mode,
+ *                       waiting for its window or in it): loom_step and
+ *                       loom_step_mark
+ *   LOOM_ACTIVE_MEMORY  the ledger of live allocations is kept (a session
+ *                       in window or ring mode): loom_memory_alloc/_free
+ * The contract: while the bits a call tests (HOST, and STEPS or MEMORY for
+ * the calls named) are clear, the exported function does nothing
+ * observable, so skipping it changes nothing.  Libraries may set bits this
+ * header does not name; a header tests only its own.  A library that ever
+ * needs a meaning these bits cannot carry exports loom_active_v2 beside
+ * this flag and keeps loom_active_v1 all ones, so that programs compiled
+ * with this header call every time and the library decides.
+ *
+ * The load is relaxed (no ordering), as libloom's own check is: a call made
+ * while another thread starts or stops a session may be recorded or not,
+ * whichever check it makes.
+ *
+ * Define LOOM_NO_INLINE_CHECK before including this header to call the
+ * exported functions directly, with no reference to loom_active_v1: for a
+ * program that must also run with a libloom older than the flag, or that
+ * finds libloom only at run time (dlopen).  The macros below are
+ * function-like: &loom_range_push and (loom_range_push)(x) still name the
+ * exported function. */
+#define LOOM_ACTIVE_VERSION 1
+#define LOOM_ACTIVE_HOST 0x1u
+#define LOOM_ACTIVE_STEPS 0x2u
+#define LOOM_ACTIVE_MEMORY 0x4u
+LOOM_EXTERN extern uint32_t loom_active_v1;
+
+#if !defined(LOOM_NO_INLINE_CHECK) && !defined(LOOM_BUILDING_LIBRARY)
+#if defined(__GNUC__) || defined(__clang__)
+#define LOOM__ACTIVE(bits) \
+  __builtin_expect((__atomic_load_n(&loom_active_v1, __ATOMIC_RELAXED) & (bits)) != 0, 0)
+#else
+#define LOOM__ACTIVE(bits) ((*(const volatile uint32_t *)&loom_active_v1 & (bits)) != 0)
+#endif
+#define LOOM__ON LOOM__ACTIVE(LOOM_ACTIVE_HOST)
+
+static inline void loom__i_range_push(const char *name) {
+  if (LOOM__ON) (loom_range_push)(name);
+}
+static inline void loom__i_range_push_id(loom_string_id name) {
+  if (LOOM__ON) (loom_range_push_id)(name);
+}
+static inline void loom__i_range_push_str(const char *name) {
+  if (LOOM__ON) (loom_range_push_str)(name);
+}
+static inline void loom__i_range_pop(void) {
+  if (LOOM__ON) (loom_range_pop)();
+}
+static inline void loom__i_range_begin(uint64_t id, const char *name) {
+  if (LOOM__ON) (loom_range_begin)(id, name);
+}
+static inline void loom__i_range_end(uint64_t id) {
+  if (LOOM__ON) (loom_range_end)(id);
+}
+static inline void loom__i_op_begin(const char *name, uint64_t external_id) {
+  if (LOOM__ON) (loom_op_begin)(name, external_id);
+}
+static inline void loom__i_op_begin_id(loom_string_id name, uint64_t external_id) {
+  if (LOOM__ON) (loom_op_begin_id)(name, external_id);
+}
+static inline void loom__i_op_begin_args(const char *name, uint64_t external_id,
+                                         const loom_arg *args, uint32_t nargs) {
+  if (LOOM__ON) (loom_op_begin_args)(name, external_id, args, nargs);
+}
+static inline void loom__i_op_begin_raw(const char *name, uint64_t external_id,
+                                        const loom_arg *args, uint32_t nargs, const void *raw,
+                                        uint32_t nraw, loom_raw_format_fn format) {
+  if (LOOM__ON) (loom_op_begin_raw)(name, external_id, args, nargs, raw, nraw, format);
+}
+static inline void loom__i_op_end(void) {
+  if (LOOM__ON) (loom_op_end)();
+}
+static inline uint64_t loom__i_op_current(void) {
+  return LOOM__ON ? (loom_op_current)() : 0;
+}
+static inline void loom__i_instant(const char *name) {
+  if (LOOM__ON) (loom_instant)(name);
+}
+static inline void loom__i_counter(const char *name, double value) {
+  if (LOOM__ON) (loom_counter)(name, value);
+}
+static inline void loom__i_memory_alloc(uint64_t addr, uint64_t bytes, loom_memory_kind kind,
+                                        int32_t device, uint64_t reserved) {
+  if (LOOM__ACTIVE(LOOM_ACTIVE_HOST | LOOM_ACTIVE_MEMORY))
+    (loom_memory_alloc)(addr, bytes, kind, device, reserved);
+}
+static inline void loom__i_memory_free(uint64_t addr, uint64_t bytes, loom_memory_kind kind,
+                                       int32_t device, uint64_t reserved) {
+  if (LOOM__ACTIVE(LOOM_ACTIVE_HOST | LOOM_ACTIVE_MEMORY))
+    (loom_memory_free)(addr, bytes, kind, device, reserved);
+}
+static inline void loom__i_step(void) {
+  if (LOOM__ACTIVE(LOOM_ACTIVE_HOST | LOOM_ACTIVE_STEPS)) (loom_step)();
+}
+static inline void loom__i_step_mark(uint64_t step) {
+  if (LOOM__ACTIVE(LOOM_ACTIVE_HOST | LOOM_ACTIVE_STEPS)) (loom_step_mark)(step);
+}
+
+#define loom_range_push(name) loom__i_range_push(name)
+#define loom_range_push_id(name) loom__i_range_push_id(name)
+#define loom_range_push_str(name) loom__i_range_push_str(name)
+#define loom_range_pop() loom__i_range_pop()
+#define loom_range_begin(id, name) loom__i_range_begin(id, name)
+#define loom_range_end(id) loom__i_range_end(id)
+#define loom_op_begin(name, ext) loom__i_op_begin(name, ext)
+#define loom_op_begin_id(name, ext) loom__i_op_begin_id(name, ext)
+#define loom_op_begin_args(name, ext, args, n) loom__i_op_begin_args(name, ext, args, n)
+#define loom_op_begin_raw(name, ext, args, n, raw, nraw, fmt) \
+  loom__i_op_begin_raw(name, ext, args, n, raw, nraw, fmt)
+#define loom_op_end() loom__i_op_end()
+#define loom_op_current() loom__i_op_current()
+#define loom_instant(name) loom__i_instant(name)
+#define loom_counter(name, value) loom__i_counter(name, value)
+#define loom_memory_alloc(addr, bytes, kind, dev, res) \
+  loom__i_memory_alloc(addr, bytes, kind, dev, res)
+#define loom_memory_free(addr, bytes, kind, dev, res) \
+  loom__i_memory_free(addr, bytes, kind, dev, res)
+#define loom_step() loom__i_step()
+#define loom_step_mark(step) loom__i_step_mark(step)
+#endif /* !LOOM_NO_INLINE_CHECK */
 
 /* ==== reports (`loom report`) ============================================
  * Analyses a trace file (any format loom_trace_load reads) in one streaming

@@ -34,7 +34,7 @@
 #define TLS __thread
 
 /* ---- shared state -------------------------------------------------------- */
-static atomic_int rec_on;            /* the one branch of an idle call */
+static atomic_int rec_on;            /* the exported calls' one idle branch */
 atomic_uint loom__hr_epoch;          /* session number (hostrec_int.h) */
 static atomic_uint_fast64_t bytes_used;
 static atomic_uint_fast64_t chunk_bytes = 256 * 1024, cap_bytes;
@@ -57,6 +57,28 @@ static _Atomic(loom__step_fn) step_watch;
  * session in window or ring mode keeps the ledger (memledger.c). */
 enum { MEM_REC = 1, MEM_LEDGER = 2 };
 static atomic_uint mem_on;
+
+/* loom.h's inline idle check: loom_active_v1 mirrors rec_on, step_watch and
+ * mem_on's ledger bit, published after every change to them.  publish()
+ * stores again until what it computed from is unchanged: of several
+ * threads publishing at once, the last store's recheck (all seq_cst) sees
+ * every change made before it, so the flag ends right.  No lock: it also
+ * runs in a forked child. */
+uint32_t loom_active_v1;
+
+static uint32_t active_now(void) {
+  return (atomic_load(&rec_on) ? LOOM_ACTIVE_HOST : 0) |
+         (atomic_load(&step_watch) ? LOOM_ACTIVE_STEPS : 0) |
+         (atomic_load(&mem_on) & MEM_LEDGER ? LOOM_ACTIVE_MEMORY : 0);
+}
+
+static void publish(void) {
+  uint32_t v;
+  do {
+    v = active_now();
+    __atomic_store_n(&loom_active_v1, v, __ATOMIC_SEQ_CST);
+  } while (active_now() != v);
+}
 
 pthread_mutex_t loom__hr_list_mu = PTHREAD_MUTEX_INITIALIZER; /* hostrec_int.h */
 loom__tbuf *loom__hr_threads;
@@ -345,6 +367,7 @@ void loom__hostrec_resume(uint64_t chunk, uint64_t cap) {
   loom__arena_epoch(atomic_fetch_add(&loom__hr_epoch, 1) + 1);
   atomic_store(&rec_on, atomic_load(&ring_on) && atomic_load(&watch_name) ? REC_WATCH : 1);
   atomic_fetch_or(&mem_on, MEM_REC);
+  publish();
 }
 
 void loom__hostrec_start(uint64_t chunk, uint64_t cap) {
@@ -354,16 +377,21 @@ void loom__hostrec_start(uint64_t chunk, uint64_t cap) {
 
 void loom__hostrec_reset_steps(void) { atomic_store(&step_no, 0); }
 
-void loom__hostrec_watch_steps(loom__step_fn fn) { atomic_store(&step_watch, fn); }
+void loom__hostrec_watch_steps(loom__step_fn fn) {
+  atomic_store(&step_watch, fn);
+  publish();
+}
 
 void loom__hostrec_stop(void) {
   atomic_store(&rec_on, 0);
   atomic_fetch_and(&mem_on, ~(unsigned)MEM_REC);
+  publish();
 }
 
 void loom__hostrec_memory_mode(int ledger) {
   if (ledger) atomic_fetch_or(&mem_on, MEM_LEDGER);
   else atomic_fetch_and(&mem_on, ~(unsigned)MEM_LEDGER);
+  publish();
 }
 
 void loom__hostrec_set_ring(const loom__ring_hooks *h) {
@@ -410,6 +438,7 @@ static void fork_child(void) {
   loom__memledger_forked();
   loom__pager_forked();
   atomic_store(&step_watch, NULL);
+  publish();
   atomic_fetch_add(&loom__hr_epoch, 1);
   loom__hr_threads = NULL;
   pthread_mutex_init(&loom__hr_list_mu, NULL);
@@ -876,6 +905,7 @@ void loom__hostrec_forked(void) {
   loom__memledger_forked();
   loom__pager_forked();
   atomic_store(&step_watch, NULL);
+  publish();
   pthread_mutex_init(&loom__hr_list_mu, NULL);
   loom__hr_threads = NULL;
   atomic_store(&bytes_used, 0);
