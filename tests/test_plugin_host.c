@@ -6,7 +6,10 @@
  * record stamped with it lands in the trace in order with the application's
  * annotations; the memory service (ABI 1.6) puts a backend's allocation in
  * the same order, and a backend built against ABI 1.5 still has its memory
- * records (through emit) kept.  Run twice by ctest: as the machine chooses, and with
+ * records (through emit) kept.  The call service (ABI 1.7) gives the trace
+ * the same event, flow and external id as emit for the same call, falls
+ * back to emit for what a host record cannot hold and when the session does
+ * not record the host.  Run twice by ctest: as the machine chooses, and with
  * LOOM_NO_TSC=1 (argument "notsc"), where the domain must be CLOCK_MONOTONIC.
  */
 #include <setjmp.h>
@@ -188,12 +191,158 @@ static void test_abi15_memory_through_emit(void **state) {
   loom_trace_free(t);
 }
 
+/* A backend with one device and queue whose launches go through host->call
+ * (ABI 1.7) or emit, to compare what the trace makes of each. */
+static struct {
+  loom_backend *self;
+  loom_clock host_clk, dev_clk;
+  uint32_t dev, q;
+} hc;
+
+static loom_status hc_configure(loom_backend *b, uint32_t kinds) {
+  (void)kinds;
+  hc.self = b;
+  loom_clock_domain d;
+  g.host->recorder_now(&d);
+  loom_device_info info = {.struct_size = sizeof info, .name = "hc0", .type = "accelerator"};
+  if (g.host->clock_declare(b, d, "host", &hc.host_clk) ||
+      g.host->clock_declare(b, LOOM_CLOCK_MONOTONIC, "device", &hc.dev_clk) ||
+      g.host->device_add(b, &info, &hc.dev) || g.host->resource_add(b, hc.dev, "q", 1, &hc.q))
+    return LOOM_EINVAL;
+  return LOOM_OK;
+}
+
+static const loom_backend_ops hc_ops = {
+    .struct_size = sizeof(loom_backend_ops),
+    .abi_major = LOOM_ABI_MAJOR,
+    .abi_minor = LOOM_ABI_MINOR,
+    .name = "hcall",
+    .device_type = "hcall",
+    .configure = hc_configure,
+    .start = rn_start,
+    .stop = rn_stop,
+};
+
+/* A call named `name` that launches kernel `corr` (through call or emit),
+ * inside op `op` (external id ext), and the kernel itself. */
+static void launch(int via_call, const char *op, uint64_t ext, const char *name, uint64_t corr) {
+  loom_op_begin(op, ext);
+  uint64_t t0 = g.host->recorder_now(NULL);
+  loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_RUNTIME,
+                   .flags = LOOM_RECORD_F_LAUNCH, .clock = hc.host_clk,
+                   .device = LOOM_DEVICE_HOST, .start = t0, .end = t0 + 1000,
+                   .name = g.host->intern(hc.self, name, SIZE_MAX), .correlation = corr};
+  assert_int_equal((via_call ? g.host->call : g.host->emit)(hc.self, &r), LOOM_OK);
+  loom_op_end();
+  uint64_t d0 = g.host->clock_now(LOOM_CLOCK_MONOTONIC);
+  loom_record k = {.struct_size = sizeof k, .kind = LOOM_KIND_KERNEL, .clock = hc.dev_clk,
+                   .device = hc.dev, .resource = hc.q, .start = d0, .end = d0 + 500,
+                   .name = g.host->intern(hc.self, "hcKernel", SIZE_MAX), .correlation = corr};
+  assert_int_equal(g.host->emit(hc.self, &k), LOOM_OK);
+}
+
+static const loom_event_view *find_ev(loom_event_view *all, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(all[i].name, name)) return &all[i];
+  fail_msg("no event named %s in the trace", name);
+  return NULL;
+}
+
+/* One session with the host (cpu) or without: the events and flows of a
+ * launch through call and one through emit, and a sync and a call with an
+ * argument (emit's way) through call. */
+static void run_calls(const char *devices, int host) {
+  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = devices};
+  loom_session *s;
+  assert_int_equal(loom_session_create(&cfg, &s), LOOM_OK);
+  assert_int_equal(loom_session_start(s), LOOM_OK);
+  launch(1, "opCall", 501, "hcLaunch", 42);
+  launch(0, "opEmit", 502, "hcLaunchEmit", 43);
+  uint64_t t = g.host->recorder_now(NULL);
+  loom_arg a = {.key = "bytes", .type = LOOM_ARG_UINT, .v.u = 8};
+  loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_SYNC, .clock = hc.host_clk,
+                   .device = LOOM_DEVICE_HOST, .start = t, .end = t + 10,
+                   .name = g.host->intern(hc.self, "hcSync", SIZE_MAX)};
+  assert_int_equal(g.host->call(hc.self, &r), LOOM_OK);
+  r.kind = LOOM_KIND_RUNTIME, r.name = g.host->intern(hc.self, "hcArgs", SIZE_MAX);
+  r.nargs = 1, r.args = &a;
+  assert_int_equal(g.host->call(hc.self, &r), LOOM_OK);
+  loom_trace *tr;
+  assert_int_equal(loom_session_stop(s, &tr), LOOM_OK);
+  loom_session_destroy(s);
+  size_t n = loom_trace_event_count(tr);
+  loom_event_view *ev = calloc(n, sizeof *ev);
+  for (size_t i = 0; i < n; i++) {
+    ev[i].struct_size = sizeof ev[i];
+    assert_int_equal(loom_trace_event(tr, i, &ev[i]), LOOM_OK);
+  }
+  const loom_event_view *c = find_ev(ev, n, "hcLaunch"), *e = find_ev(ev, n, "hcLaunchEmit");
+  assert_string_equal(c->category, "hcall_runtime");
+  assert_string_equal(c->category, e->category);
+  assert_int_equal(c->kind, LOOM_KIND_RUNTIME);
+  assert_int_equal(c->roles, e->roles);
+  assert_int_equal(c->roles, LOOM_RECORD_F_LAUNCH);
+  assert_int_equal(c->dur_ns, e->dur_ns);
+  assert_int_equal(c->tid, e->tid);
+  assert_int_equal(c->correlation, 42);
+  assert_int_equal(c->external_id, host ? 501 : 0); /* no host: no ops */
+  assert_int_equal(e->external_id, host ? 502 : 0);
+  assert_string_equal(find_ev(ev, n, "hcSync")->category, "hcall_sync");
+  assert_int_equal(find_ev(ev, n, "hcArgs")->kind, LOOM_KIND_RUNTIME);
+  /* each launch -> its kernel */
+  assert_int_equal(loom_trace_flow_count(tr), 2);
+  for (size_t i = 0; i < 2; i++) {
+    size_t from, to;
+    assert_int_equal(loom_trace_flow(tr, i, &from, &to), LOOM_OK);
+    assert_string_equal(ev[to].name, "hcKernel");
+    assert_int_equal(ev[to].correlation, ev[from].correlation);
+    assert_true(ev[from].correlation == 42 || ev[from].correlation == 43);
+  }
+  assert_int_equal(loom_trace_warning_count(tr), 0);
+  free(ev);
+  loom_trace_free(tr);
+}
+
+static void test_call_as_emit(void **state) {
+  (void)state;
+  g.host = loom_host_get(LOOM_ABI_MAJOR);
+  assert_true(LOOM_HOST_HAS(g.host, call));
+  assert_int_equal(g.host->backend_register(&hc_ops, "test"), LOOM_OK);
+  run_calls("cpu,hcall", 1); /* host recorded: call's host records */
+  run_calls("hcall", 0);     /* no host: call takes emit's way */
+  /* With no room for a single emitted record, a call still goes in: it is a
+   * host record, not the backend's. */
+  loom_session_config cfg = {.struct_size = sizeof cfg, .devices = "cpu,hcall",
+                             .options = "backend_memory_cap=1"};
+  loom_session *s;
+  assert_int_equal(loom_session_create(&cfg, &s), LOOM_OK);
+  assert_int_equal(loom_session_start(s), LOOM_OK);
+  uint64_t t = g.host->recorder_now(NULL);
+  loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_RUNTIME, .clock = hc.host_clk,
+                   .device = LOOM_DEVICE_HOST, .start = t, .end = t + 10,
+                   .name = g.host->intern(hc.self, "hcRoom", SIZE_MAX)};
+  assert_int_equal(g.host->emit(hc.self, &r), LOOM_ENOMEM);
+  assert_int_equal(g.host->call(hc.self, &r), LOOM_OK);
+  loom_trace *tr;
+  assert_int_equal(loom_session_stop(s, &tr), LOOM_OK);
+  loom_session_destroy(s);
+  size_t kept = 0;
+  for (size_t i = 0; i < loom_trace_event_count(tr); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    assert_int_equal(loom_trace_event(tr, i, &v), LOOM_OK);
+    kept += !strcmp(v.name, "hcRoom");
+  }
+  assert_int_equal(kept, 1);
+  loom_trace_free(tr);
+}
+
 int main(int argc, char **argv) {
   want_no_tsc = argc > 1 && !strcmp(argv[1], "notsc");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_has_follows_the_size_stamp),
       cmocka_unit_test(test_recorder_now_is_the_recorders_clock),
       cmocka_unit_test(test_abi15_memory_through_emit),
+      cmocka_unit_test(test_call_as_emit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
