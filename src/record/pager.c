@@ -27,7 +27,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "arena.h"
@@ -64,18 +63,14 @@ static long threads_now(void) {
   return v;
 }
 
-/* Every page of [p, p + bytes) populated, then written once (a byte
- * rewritten with its value: the chunk is the pager's alone until handed
- * over): both are needed for the other threads' first write to cost nothing
- * (populating alone leaves the first user access to trap; a read maps the
- * page read-only), and together they cost half of what a fault does. */
+/* Every page of [p, p + bytes) written once (a byte rewritten with its
+ * value: the chunk is the pager's alone until handed over).  The arena made
+ * them present when it handed out the chunk (MADV_POPULATE_WRITE, arena.c);
+ * a first write from user space is still needed for the other threads'
+ * first write to cost nothing (populating alone leaves it to trap; a read
+ * maps the page read-only). */
 static void make_present(void *p, size_t bytes) {
-  uintptr_t a = (uintptr_t)p, e = a + bytes;
-#ifdef MADV_POPULATE_WRITE
-  uintptr_t pa = a & ~(uintptr_t)4095;
-  (void)madvise((void *)pa, e - pa, MADV_POPULATE_WRITE);
-#endif
-  for (uintptr_t q = a; q < e; q = (q | 4095) + 1) {
+  for (uintptr_t q = (uintptr_t)p, e = q + bytes; q < e; q = (q | 4095) + 1) {
     volatile unsigned char *b = (volatile unsigned char *)q;
     *b = *b;
   }
