@@ -9,8 +9,15 @@
  * interleaved rounds of the same run: CPU ns per event (the process's CPU
  * time: the figure holds on a busy machine), min and median, and the cost a
  * [memory] event adds.
+ * With "pftrace": the .pftrace's bytes per event of each event class (op
+ * with its External id, launch call, kernel) against the smallest exact
+ * encoding of the same events in Perfetto's track-event format, computed
+ * from the protobuf encoding (pf_bound.c), on the Kineto-like and the
+ * host-only trace; the write's CPU ns per event over interleaved rounds of
+ * .pftrace and .pftrace.gz, min and median; the goal lines of issue 38.6.
  * usage: bench_writers [EVENTS...]   (default: 1000000 10000000)
  *        bench_writers memory [EVENTS [ROUNDS]]   (default: 1000000 5)
+ *        bench_writers pftrace [EVENTS [ROUNDS]]  (default: 1000000 5)
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -21,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pf_bound.h"
 #include "trace/trace.h"
 
 static double now_ns(void) {
@@ -172,6 +180,93 @@ static void memory_bench(size_t n, int rounds) {
   loom_trace_free(t[1]);
 }
 
+/* Per class, loom's .pftrace bytes per event against the smallest exact
+ * encoding (pf_bound.c); with total, the whole mix and the file. */
+static void print_classes(const pfb_sizes *s, size_t nev) {
+  printf("  %-18s %8s %10s %10s %6s   bound per event: end args flows\n", "class", "events",
+         "loom B/ev", "bound B/ev", "ratio");
+  uint64_t loom = 0, bound = 0;
+  for (int c = 0; c < PFB_NCLASS; c++) {
+    double n = (double)s->events[c];
+    loom += s->loom[c];
+    bound += s->bound[c];
+    if (!s->events[c]) continue;
+    printf("  %-18s %8llu %10.2f %10.2f %6.3f   %16.2f %4.2f %5.2f\n", pfb_class_name(c),
+           (unsigned long long)s->events[c], s->loom[c] / n, s->bound[c] / n,
+           (double)s->loom[c] / (double)s->bound[c], s->bound_end[c] / n,
+           s->bound_args[c] / n, s->bound_flows[c] / n);
+  }
+  printf("  %-18s %8zu %10.2f %10.2f %6.3f   (interning entries in the bound: %llu bytes)\n",
+         "all events", nev, (double)loom / nev, (double)bound / nev, (double)loom / bound,
+         (unsigned long long)s->bound_interned);
+  printf("  packets of no event (descriptors, clock snapshots, header): %llu bytes, %.4f B/event, "
+         "not in the bound\n", (unsigned long long)s->loom_fixed, (double)s->loom_fixed / nev);
+  printf("  whole file %.2f bytes/event: %.3fx the bound; %llu slices of whole microseconds\n",
+         (double)s->loom_total / nev, (double)s->loom_total / bound,
+         (unsigned long long)s->whole_us);
+}
+
+/* Writes t as .pftrace and .pftrace.gz in interleaved rounds (CPU ns per
+ * event, min and median), the sizes into bytes[2] and the bound and loom's
+ * classes into s.  -1 when a write or the analysis fails. */
+static int pftrace_rounds(const loom_trace *t, int rounds, pfb_sizes *s, double bytes[2],
+                          double ns[2][64]) {
+  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  const char *ext[] = {".pftrace", ".pftrace.gz"};
+  char path[2][512];
+  int rc = pfb_bound(t, s);
+  for (int f = 0; f < 2; f++)
+    snprintf(path[f], sizeof path[f], "%s/bench_writers.%d%s", dir, (int)getpid(), ext[f]);
+  for (int r = 0; r < rounds && !rc; r++)
+    for (int f = 0; f < 2 && !rc; f++) {
+      double t0 = cpu_ns();
+      if (loom_trace_save(t, path[f]) != LOOM_OK) {
+        printf("  failed: %s\n", loom_last_error());
+        rc = -1;
+      }
+      ns[f][r] = (cpu_ns() - t0) / (double)t->nev;
+      struct stat st;
+      bytes[f] = stat(path[f], &st) ? 0 : (double)st.st_size / (double)t->nev;
+    }
+  if (!rc && pfb_attribute(path[0], s)) {
+    printf("  cannot take %s apart\n", path[0]);
+    rc = -1;
+  }
+  for (int f = 0; f < 2; f++) unlink(path[f]);
+  for (int f = 0; f < 2; f++) qsort(ns[f], (size_t)rounds, sizeof ns[f][0], cmp_double);
+  return rc;
+}
+
+/* .pftrace size against the smallest exact track-event encoding of the
+ * same events, per class, on the Kineto-like mix (the goals) and the
+ * host-only one; .pftrace.gz bytes per event. */
+static int pftrace_bench(size_t n, int rounds) {
+  double ratio = 0, gz = 0;
+  for (int host_only = 0; host_only < 2; host_only++) {
+    loom_trace *t = synthetic(n, host_only);
+    pfb_sizes s;
+    double bytes[2], ns[2][64];
+    printf("%zu events (%zu flows), %s; %d rounds (interleaved), CPU time:\n", t->nev, t->nflows,
+           host_only ? "host cpu_ops only" : "Kineto-like: cpu_op + launch + kernel, args, flows",
+           rounds);
+    int rc = pftrace_rounds(t, rounds, &s, bytes, ns);
+    if (!rc) {
+      for (int f = 0; f < 2; f++)
+        printf("  %-12s %6.1f bytes/event  write %6.1f ns/event median, %6.1f min\n",
+               f ? ".pftrace.gz" : ".pftrace", bytes[f], ns[f][rounds / 2], ns[f][0]);
+      print_classes(&s, t->nev);
+    }
+    uint64_t bound = 0;
+    for (int c = 0; c < PFB_NCLASS; c++) bound += s.bound[c];
+    if (!host_only && !rc) ratio = (double)s.loom_total / (double)bound, gz = bytes[1];
+    loom_trace_free(t);
+    if (rc) return 1;
+  }
+  printf("goal pftrace_size: %.3f (target 1.05) %s\n", ratio, ratio <= 1.05 ? "met" : "missed");
+  printf("goal pftrace_gz: %.1f bytes/event (target 10) %s\n", gz, gz <= 10 ? "met" : "missed");
+  return 0;
+}
+
 /* What people write first: fprintf per event, no escaping, no caching. */
 static double naive(const loom_trace *t, const char *path) {
   FILE *f = fopen(path, "w");
@@ -209,6 +304,11 @@ static void run(const loom_trace *t, const char *label, const char *path, int is
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "pftrace")) {
+    int rounds = argc > 3 ? atoi(argv[3]) : 5;
+    return pftrace_bench(argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000,
+                         rounds < 1 ? 1 : rounds > 64 ? 64 : rounds);
+  }
   if (argc > 1 && !strcmp(argv[1], "memory")) {
     int rounds = argc > 3 ? atoi(argv[3]) : 5;
     memory_bench(argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000,
