@@ -14,7 +14,8 @@
  * format allows: one sequence per thread or queue (its track the sequence's
  * default: no track_uuid), the busiest tracks the smallest sequence ids, each
  * sequence's clock in the largest unit that divides all its times, names,
- * categories, argument names and string values interned per sequence (iids
+ * categories, argument names and string values of two bytes or more (a
+ * value's iid takes three) interned per sequence (iids
  * in order of first use: one byte while a sequence has fewer than 128 of a
  * kind, as in the benchmark's mixes; each entry counted once, with the
  * sequence flag of the packet that carries it), integer arguments as varints,
@@ -97,6 +98,8 @@ static uint64_t arg_bytes(bctx *c, uint32_t key, const loom__targ *a, uint64_t u
     v += uintf(3, a->v.u);
   else if (a->type == LOOM_ARG_INT) v += uintf(4, a->v.u); /* int64: ten bytes */
   else if (a->type == LOOM_ARG_DOUBLE) v += 9;
+  else if (strlen(loom__trace_cstr(c->t, a->v.s)) <= 1) /* in place: no longer than an iid */
+    v += lenf(6, strlen(loom__trace_cstr(c->t, a->v.s)));
   else v += uintf(17, iid_of(c, 3, a->v.s)); /* string_value_iid */
   return lenf(4, v);
 }

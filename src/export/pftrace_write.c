@@ -63,6 +63,7 @@ static const char *field_arg_name(const writer *w, uint32_t id) {
   return id == w->iid_ext ? "External id" : id == w->iid_corr ? "correlation"
        : id == w->iid_role ? "loom_role" : id == w->iid_json ? "loom_json"
        : id == w->iid_kind ? "loom_kind"
+       : id >= w->text_base ? loom__strtab_get(&w->texts, id - w->text_base)
        : loom__trace_cstr(w->t, id);
 }
 
@@ -102,6 +103,16 @@ static void pb_interned(writer *w, lane *L, pb_buf *b, uint32_t table, uint32_t 
   else pb_str(b, field_str, field_arg_name(w, id));
 }
 
+/* A string value v (string id, 0: none) as its iid when that is smaller:
+ * string_value_iid's tag takes two bytes, so a value of one byte or none
+ * (three bytes or two in place) is written in place. */
+static void value_text(writer *w, lane *L, pb_buf *m, uint32_t id, const char *v) {
+  if (id && v[0] && v[1])
+    pb_interned(w, L, m, PF_ID_DEBUG_ANNOTATION_STRING_VALUES, PF_DA_STRING_VALUE_IID, PF_DA_STRING,
+                id);
+  else pb_str(m, PF_DA_STRING, v);
+}
+
 static void annotation(writer *w, lane *L, pb_buf *te, uint32_t key, int type, int64_t i,
                        uint64_t u, double d, uint32_t s) {
   pb_buf *m = &w->names; /* scratch for the annotation body */
@@ -112,18 +123,34 @@ static void annotation(writer *w, lane *L, pb_buf *te, uint32_t key, int type, i
   case LOOM_ARG_UINT: pb_uint(m, PF_DA_UINT, u); break;
   case LOOM_ARG_DOUBLE: pb_double(m, PF_DA_DOUBLE, d); break;
   default: /* repeated values (shapes, types) cost an iid after the first time */
-    pb_interned(w, L, m, PF_ID_DEBUG_ANNOTATION_STRING_VALUES, PF_DA_STRING_VALUE_IID, PF_DA_STRING,
-                s);
+    value_text(w, L, m, s, loom__trace_cstr(w->t, s));
     break;
   }
   pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
 }
 
+/* Texts the writer makes (marks, kinds, loom_json's positions) it keeps at
+ * most, to intern them as values; past it, a new one is written in place. */
+enum { PF_TEXTS_MAX = 1 << 12 };
+
+/* The string id of a text the writer makes: the trace's own when it holds
+ * the text, else one past w->text_base; 0: written in place. */
+static uint32_t text_id(writer *w, const char *v) {
+  size_t n = strlen(v);
+  uint32_t id = loom__strtab_find(&w->t->strs, v, n);
+  if (id) return id;
+  if (w->texts.n >= PF_TEXTS_MAX) id = loom__strtab_find(&w->texts, v, n);
+  else if (!(id = loom__strtab_intern(&w->texts, v, n))) w->oom = 1;
+  return id && (uint64_t)w->text_base + id <= UINT32_MAX ? w->text_base + id : 0;
+}
+
+/* A string annotation whose value repeats over the events (a mark, a kind,
+ * which arguments are JSON): its value interned as the arguments' are. */
 static void text_annotation(writer *w, lane *L, pb_buf *te, uint32_t key, const char *v) {
   pb_buf *m = &w->names;
   m->n = 0;
   pb_interned(w, L, m, PF_ID_DEBUG_ANNOTATION_NAMES, PF_DA_NAME_IID, PF_DA_NAME, key);
-  pb_str(m, PF_DA_STRING, v);
+  value_text(w, L, m, v[0] && v[1] ? text_id(w, v) : 0, v);
   pb_msg(te, PF_TE_DEBUG_ANNOTATIONS, m);
 }
 
@@ -624,6 +651,8 @@ static int writer_init(writer *w, const loom_trace *t, uint32_t **idx) {
   w->iid_role = (uint32_t)nstr + 2;
   w->iid_json = (uint32_t)nstr + 3;
   w->iid_kind = (uint32_t)nstr + 4;
+  w->text_base = (uint32_t)nstr + 5;
+  loom__strtab_init(&w->texts);
   w->track_uuid = calloc(t->ntracks + 1, sizeof *w->track_uuid);
   w->lane0 = malloc((t->ntracks + 1) * sizeof *w->lane0);
   if (w->lane0) memset(w->lane0, 0xff, (t->ntracks + 1) * sizeof *w->lane0);
@@ -653,6 +682,7 @@ static void writer_free(writer *w) {
   free(w->interned.p);
   free(w->names.p);
   loom__map_free(&w->iids);
+  loom__strtab_free(&w->texts);
   loom__map_free(&w->counter_tracks);
   loom__map_free(&w->async_tracks);
   loom__map_free(&w->mem_tracks);

@@ -127,6 +127,8 @@ typedef struct writer {
   uint32_t iid_role;            /* id of "loom_role" (the event's marks) */
   uint32_t iid_json;            /* id of "loom_json" (which arguments are JSON) */
   uint32_t iid_kind;            /* id of "loom_kind" (a kind the category does not imply) */
+  loom__strtab texts;           /* texts the writer makes, as values: id text_base + theirs */
+  uint32_t text_base;
   loom__cat_bytes cats;         /* category id -> class: which events need "loom_kind" */
   uint64_t dropped_overlap;
   uint64_t laned;               /* slices put on a track of overlapping slices */
