@@ -3,29 +3,25 @@
  * track-event format, from the protobuf wire format alone, and loom's
  * .pftrace of the same trace taken apart into the same event classes.
  *
- * What an exact encoding cannot do without (trace_processor v55, read with
- * tests/tp/tp.mjs): every packet is a Trace.packet field (tag, length); a
- * TrackEvent without trusted_packet_sequence_id is dropped, and only a
- * sequence-scoped clock may be incremental, so each packet carries its
- * sequence id and a timestamp, the smallest being a delta on the sequence's
- * incremental clock.  Perfetto's track event has no exact duration (the
- * legacy complete event holds whole microseconds), so a slice is two packets,
- * a begin and an end, each with its type.  Everything else is as small as the
- * format allows: one sequence per thread or queue (its track the sequence's
- * default: no track_uuid), the busiest tracks the smallest sequence ids, each
- * sequence's clock in the largest unit that divides all its times, names,
- * categories, argument names and string values of two bytes or more (a
- * value's iid takes three) interned per sequence (iids
- * in order of first use: one byte while a sequence has fewer than 128 of a
- * kind, as in the benchmark's mixes; each entry counted once, with the
- * sequence flag of the packet that carries it), integer arguments as varints,
- * flow ids as varints (flow_ids_old / terminating_flow_ids_old) with the ids
- * the trace gives (trace_processor shows them: flow.trace_id).  What a file
- * needs once (descriptors, clock snapshots, the header) is left out of the
- * bound, which makes it smaller than any real file by that much.  Slices are
- * taken to nest on their track (the benchmark's mixes do); slices of whole
- * microseconds, where the legacy complete event would be exact, are counted
- * (whole_us) so a mix that has them says so.
+ * What an exact encoding cannot do without (trace_processor v55, read with tests/tp/tp.mjs):
+ * every packet is a Trace.packet field (tag, length); a TrackEvent without
+ * trusted_packet_sequence_id is dropped, and only a sequence-scoped clock may be incremental,
+ * so each packet carries its sequence id and a timestamp, the smallest being a delta on the
+ * sequence's incremental clock. Perfetto's track event has no exact duration (the legacy
+ * complete event holds whole microseconds), so a slice is two packets, a begin and an end, each
+ * with its type, unless it lasts whole microseconds. Everything else is as small as the format
+ * allows: one sequence per thread or queue (its track the sequence's default: no track_uuid),
+ * the busiest tracks the smallest sequence ids, each sequence's clock in the largest unit that
+ * divides all its times, names, categories, argument names and string values of two bytes or
+ * more (a value's iid takes three bytes) interned per sequence (iids in order of first use: one
+ * byte while a sequence has fewer than 128 of a kind, as in the benchmark's mixes; each entry
+ * counted once, with the sequence flag of the packet that carries it), integer arguments as
+ * varints, flow ids as varints (flow_ids_old / terminating_flow_ids_old) with the ids the trace
+ * gives (trace_processor shows them: flow.trace_id). What a file needs once (descriptors, clock
+ * snapshots, the header) is left out of the bound, which makes it smaller than any real file by
+ * that much.  Slices are taken to nest on their track (the benchmark's mixes do); a slice of
+ * whole microseconds is one packet, the legacy complete event being exact for it on a thread's
+ * track (counted in whole_us: none in the benchmark's mixes, whose times are ns).
  */
 #include "pf_bound.h"
 
@@ -122,13 +118,22 @@ static uint64_t begin_bytes(bctx *c, uint32_t ev, int cls) {
   return te + args + c->flowb[ev];
 }
 
+/* A slice of whole microseconds is one packet, a legacy complete event
+ * (no type; LegacyEvent phase 'X' and duration_us): smaller than a begin
+ * and an end while it lasts under 2^35 us. */
+static int whole_us(const loom__ev *e) {
+  return e->ph == LOOM__PH_COMPLETE && e->dur > 0 && e->dur % 1000 == 0;
+}
+
 /* One packet of the sequence: a slice's begin or end at ts. */
 static void packet(void *ctx, uint32_t ev, int end, int64_t ts) {
   bctx *c = ctx;
   const loom__ev *e = &c->t->ev[ev];
   int cls = class_of(e);
+  if (end && whole_us(e)) return;
   c->q.interned = 0;
   uint64_t te = end ? uintf(9, 2) : begin_bytes(c, ev, cls);
+  if (!end && whole_us(e)) te += lenf(6, uintf(2, 'X') + uintf(3, (uint64_t)e->dur / 1000)) - 2;
   uint64_t p = uintf(8, (uint64_t)((ts - c->q.last) / c->q.unit)) + c->q.seq_len + lenf(11, te);
   if (c->q.interned)
     p += lenf(12, c->q.interned) + uintf(13, 2); /* SEQ_NEEDS_INCREMENTAL_STATE */
@@ -152,8 +157,9 @@ static uint64_t gcd(uint64_t a, uint64_t b) {
 
 /* Pass 1 of a sequence: the clock's unit, the gcd of its times' distances. */
 static void unit_of(void *ctx, uint32_t ev, int end, int64_t ts) {
-  bseq *q = &((bctx *)ctx)->q;
-  (void)ev, (void)end;
+  bctx *c = ctx;
+  bseq *q = &c->q;
+  if (end && whole_us(&c->t->ev[ev])) return;
   q->unit = (int64_t)gcd((uint64_t)q->unit, (uint64_t)(ts - q->first));
 }
 
@@ -259,7 +265,7 @@ int pfb_bound(const loom_trace *t, pfb_sizes *s) {
     const loom__ev *e = &t->ev[i];
     if (e->ph == LOOM__PH_ASYNC || e->ph == LOOM__PH_COUNTER) continue; /* not in the mixes */
     idx[n++] = (uint32_t)i;
-    s->whole_us += e->ph == LOOM__PH_COMPLETE && e->dur % 1000 == 0;
+    s->whole_us += whole_us(e);
   }
   bctx c = {.t = t, .s = s, .flowb = idx ? flow_bytes(t) : NULL};
   uint64_t *seqlen = c.flowb ? seq_lens(t, idx, n) : NULL;

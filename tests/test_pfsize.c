@@ -3,7 +3,8 @@
  * events (bench/pf_bound.c, docs/formats.md "Size"): on a Kineto-like trace
  * (per op a cpu_op with its External id, its launch call and the kernel with
  * correlation, device and stream, a flow from the call to the kernel) every
- * class's packets take exactly the bound's bytes, and the file reads back
+ * class's packets take exactly the bound's bytes (a slice of whole
+ * microseconds one packet, a legacy complete event), and the file reads back
  * with every event, argument and flow; the strings loom adds to an event
  * (which arguments are JSON) are interned as values, so a kernel with a
  * JSON argument costs the same bytes each time.
@@ -36,23 +37,25 @@ static loom_trace *new_trace(uint32_t *host, uint32_t q[2]) {
   return t;
 }
 
-/* n ops as bench_writers makes them (ids from first: their varint sizes). */
-static loom_trace *kineto_like(size_t n, uint64_t first) {
+/* n ops as bench_writers makes them (ids from first: their varint sizes);
+ * with us, every slice lasts whole microseconds (one packet each). */
+static loom_trace *kineto_like(size_t n, uint64_t first, int us) {
   static const char *ops[] = {"aten::mm", "aten::add", "aten::relu", "aten::view"};
   uint32_t host, q[2];
   loom_trace *t = new_trace(&host, q);
   int64_t ts = t->start_ns;
-  for (uint64_t c = first; c < first + n; c++, ts += 3000) {
+  const int64_t d[4] = {us ? 3000 : 2500, us ? 1000 : 500, us ? 1000 : 1200, us ? 2000 : 1800};
+  for (uint64_t c = first; c < first + n; c++, ts += us ? 4000 : 3000) {
     char kn[64];
     snprintf(kn, sizeof kn, "kernel_%s", ops[c % 4] + 6);
-    loom__ev op = {.ts = ts, .dur = 2500, .external_id = c, .name = loom__trace_str(t, ops[c % 4]),
+    loom__ev op = {.ts = ts, .dur = d[0], .external_id = c, .name = loom__trace_str(t, ops[c % 4]),
                    .cat = loom__trace_str(t, "cpu_op"), .track = host,
                    .kind = LOOM_KIND_CPU_OP, .ph = LOOM__PH_COMPLETE};
-    loom__ev rt = {.ts = ts + 500, .dur = 1200, .correlation = c, .external_id = c,
+    loom__ev rt = {.ts = ts + d[1], .dur = d[2], .correlation = c, .external_id = c,
                    .name = loom__trace_str(t, "cudaLaunchKernel"),
                    .cat = loom__trace_str(t, "cuda_runtime"), .track = host,
                    .kind = LOOM_KIND_RUNTIME, .ph = LOOM__PH_COMPLETE};
-    loom__ev kr = {.ts = ts + 3000, .dur = 1800, .correlation = c, .external_id = c,
+    loom__ev kr = {.ts = ts + d[0], .dur = d[3], .correlation = c, .external_id = c,
                    .name = loom__trace_str(t, kn), .cat = loom__trace_str(t, "kernel"),
                    .track = q[c % 2], .kind = LOOM_KIND_KERNEL, .ph = LOOM__PH_COMPLETE};
     loom__trace_add_ev(t, &op);
@@ -107,18 +110,20 @@ static void same_events(const loom_trace *a, const loom_trace *b) {
   free(y);
 }
 
-/* Ids of one, two and three bytes: each class exactly at the bound. */
+/* Ids of one, two and three bytes, slices of ns and of whole us: each
+ * class exactly at the bound. */
 static void test_kineto_like_at_the_bound(void **state) {
   (void)state;
-  const uint64_t firsts[] = {1, 200, 20000};
-  for (int k = 0; k < 3; k++) {
-    loom_trace *t = kineto_like(100, firsts[k]);
+  const uint64_t firsts[] = {1, 200, 20000, 1, 20000};
+  for (int k = 0; k < 5; k++) {
+    loom_trace *t = kineto_like(100, firsts[k], k >= 3);
     char pf[512];
     tmp_path(pf, sizeof pf, ".pftrace");
     assert_int_equal(loom_trace_save(t, pf), LOOM_OK);
     pfb_sizes s;
     assert_int_equal(pfb_bound(t, &s), 0);
     assert_int_equal(pfb_attribute(pf, &s), 0);
+    assert_int_equal(s.whole_us, k >= 3 ? 300 : 0);
     for (int c = PFB_OP; c <= PFB_KERNEL; c++) {
       assert_int_equal(s.events[c], 100);
       if (s.loom[c] != s.bound[c])

@@ -70,6 +70,9 @@ enum {
   PF_TE_TERMINATING_FLOW_IDS_OLD = 42,
   PF_TE_FLOW_IDS = 47,         /* fixed64: what loom wrote before */
   PF_TE_TERMINATING_FLOW_IDS = 48,
+  PF_TE_LEGACY_EVENT = 6,
+  PF_LE_PHASE = 2,             /* LegacyEvent: 'X', a complete event */
+  PF_LE_DURATION_US = 3,
   PF_TYPE_SLICE_BEGIN = 1,
   PF_TYPE_SLICE_END = 2,
   PF_TYPE_INSTANT = 3,

@@ -287,6 +287,8 @@ typedef struct event_fields {
   uint32_t name, cat;
   double dvalue;
   int has_value;
+  int legacy_x;       /* a legacy complete event (phase 'X'), of legacy_us microseconds */
+  uint64_t legacy_us;
   uint64_t flows_out[PF_EVENT_FLOWS], flows_in[PF_EVENT_FLOWS];
   int nout, nin;
   pb_span ann[64], whole; /* its debug annotations, read once the event is added */
@@ -411,13 +413,26 @@ static int is_flow(uint32_t f, int w, int way) {
              : (f == PF_TE_FLOW_IDS && w == PB_I64) || (f == PF_TE_FLOW_IDS_OLD && w == PB_VARINT);
 }
 
+/* A LegacyEvent: whether it is a complete event ('X'), and its duration. */
+static void read_legacy(pb_span msg, event_fields *f) {
+  uint32_t fn;
+  int w;
+  uint64_t v, phase = 0;
+  pb_span sub;
+  while (rd_field(&msg, &fn, &w, &v, &sub))
+    if (fn == PF_LE_PHASE && w == PB_VARINT) phase = v;
+    else if (fn == PF_LE_DURATION_US && w == PB_VARINT) f->legacy_us = v;
+  f->legacy_x = phase == 'X';
+}
+
 /* The fields of msg into f (the flow arrays are read up to nout and nin
  * only: not cleared, 1 KiB an event). */
 static void read_event_fields(pf_reader *r, pb_span msg, event_fields *f) {
   f->type = f->name_iid = f->cat_iid = 0;
   f->name = f->cat = 0;
   f->dvalue = 0;
-  f->has_value = f->nout = f->nin = f->nann = f->more = 0;
+  f->has_value = f->nout = f->nin = f->nann = f->more = f->legacy_x = 0;
+  f->legacy_us = 0;
   f->uuid = r->cur ? r->cur->track : 0; /* the sequence's default track */
   f->whole = msg;
   uint32_t fn;
@@ -438,6 +453,7 @@ static void read_event_fields(pf_reader *r, pb_span msg, event_fields *f) {
     else if (is_flow(fn, w, 0) && f->nout < PF_EVENT_FLOWS) f->flows_out[f->nout++] = v;
     else if (is_flow(fn, w, 1) && f->nin < PF_EVENT_FLOWS) f->flows_in[f->nin++] = v;
     else if (is_flow(fn, w, 0) || is_flow(fn, w, 1)) r->flows_over++;
+    else if (fn == PF_TE_LEGACY_EVENT && w == PB_LEN) read_legacy(sub, f);
     else if (fn == PF_TE_DEBUG_ANNOTATIONS && w == PB_LEN) {
       if (f->nann < 64) f->ann[f->nann++] = sub;
       else f->more = 1;
@@ -463,6 +479,20 @@ static void end_slice(pf_reader *r, uint64_t uuid) {
     r->nopen--;
     return;
   }
+}
+
+/* A legacy complete event's duration (loom writes a slice of whole
+ * microseconds so): past the model's time limit, clamped there, counted. */
+static void legacy_duration(pf_reader *r, loom__ev *e, uint64_t us) {
+  if (us <= (uint64_t)LOOM__TIME_LIMIT / 1000) {
+    e->dur = (int64_t)us * 1000;
+    return;
+  }
+  char text[40];
+  int n = snprintf(text, sizeof text, "%llu us", (unsigned long long)us);
+  loom__trace_bad(r->t, LOOM__BAD_TIME_RANGE, "dur", text, (size_t)n,
+                  loom__trace_cstr(r->t, e->name));
+  e->dur = LOOM__TIME_LIMIT;
 }
 
 /* A counter value: one sample of its track's series, joined to the
@@ -553,6 +583,7 @@ void loom__pfr_track_event(pf_reader *r, pb_span msg) {
     add_counter(r, &e, own, f.dvalue);
     return;
   }
+  if (!f.type && f.legacy_x) legacy_duration(r, &e, f.legacy_us);
   f.cls = loom__cat_class_of_id(&r->kinds, t, f.cat);
   r->ev_kind = 0;
   if (f.type == PF_TYPE_INSTANT) {

@@ -381,13 +381,37 @@ static void write_flows(writer *w, pb_buf *te, uint32_t ev, int way) {
  * lane L; on the misc lane (async ranges) with its track's uuid. */
 enum { E_END = 0, E_BEGIN = 1, E_POINT = 2 };
 
+/* Whether a slice on lane L is one packet, a legacy complete event (phase
+ * 'X' and duration_us, no type): exact when it lasts whole microseconds, and
+ * 10-12 bytes smaller than a begin and an end.  trace_processor nests it
+ * among begins and ends as it nests those, on a thread's own track only (on
+ * a track of overlapping slices it leaves it out): lane 0; and it nests a
+ * slice that starts when one of no duration does in that one: a slice of
+ * no duration keeps its end.  Not a slice open in the file: its end is
+ * written at its start, marked. */
+static int whole_us(const loom_trace *t, const lane *L, const loom__ev *e) {
+  if (L->num || !L->uuid || e->ph != LOOM__PH_COMPLETE || e->dur <= 0 || e->dur % 1000) return 0;
+  return !loom__ev_open_in_file(t, e, e->nargs ? t->args + e->args_off : NULL);
+}
+
+static void legacy_complete(pb_buf *te, int64_t dur) {
+  uint8_t m[16] = {PF_LE_PHASE << 3 | PB_VARINT, 'X', PF_LE_DURATION_US << 3 | PB_VARINT};
+  size_t k = 3;
+  uint64_t us = (uint64_t)(dur / 1000);
+  for (; us >= 0x80; us >>= 7) m[k++] = (uint8_t)(us | 0x80);
+  m[k++] = (uint8_t)us;
+  pb_lenbytes(te, PF_TE_LEGACY_EVENT, m, k);
+}
+
 static void write_event(writer *w, lane *L, uint32_t ev, int what, uint64_t track) {
   const loom_trace *t = w->t;
   const loom__ev *e = &t->ev[ev];
   pb_buf *te = &w->te;
   te->n = 0;
   w->interned.n = 0;
-  pb_uint(te, PF_TE_TYPE, what == E_POINT ? PF_TYPE_INSTANT : PF_TYPE_SLICE_BEGIN);
+  int x = what == E_BEGIN && !track && whole_us(t, L, e);
+  if (x) legacy_complete(te, e->dur);
+  else pb_uint(te, PF_TE_TYPE, what == E_POINT ? PF_TYPE_INSTANT : PF_TYPE_SLICE_BEGIN);
   if (track) pb_uint(te, PF_TE_TRACK_UUID, track);
   pb_interned(w, L, te, PF_ID_EVENT_NAMES, PF_TE_NAME_IID, PF_TE_NAME, e->name);
   if (e->cat)
@@ -428,7 +452,7 @@ static void write_end(writer *w, lane *L, int64_t ts, uint64_t track) {
 static void lane_pop(writer *w, lane *L, int64_t ts) {
   while (L->depth && L->send[L->depth - 1] <= ts) {
     L->depth--;
-    write_end(w, L, L->send[L->depth], 0);
+    if (!whole_us(w->t, L, &w->t->ev[L->sev[L->depth]])) write_end(w, L, L->send[L->depth], 0);
   }
 }
 
