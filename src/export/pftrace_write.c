@@ -9,10 +9,12 @@
  * is a delta from the previous packet's, which keeps timestamps at 1-3
  * bytes while absolute (Unix epoch) times survive.  Descriptors go first,
  * one per process, thread/queue, counter series and async range; then the
- * events as TrackEvent slice begin/end pairs, instants and counters, in
- * time order on each lane.  Names, categories and argument names are
- * interned per sequence in the packet that first uses them.  Flows use
- * flow_ids on the source slice and terminating_flow_ids on the target.
+ * events as TrackEvent slice begin/end pairs (a slice of whole microseconds
+ * on a thread's track: one legacy complete event), instants and counters,
+ * in time order on each lane.  Names, categories, argument names and
+ * repeated string values are interned per sequence in the packet that
+ * first uses them.  Flows use flow_ids on the source slice and
+ * terminating_flow_ids on the target.
  * Field numbers come from Perfetto's perfetto_trace.proto.
  *
  * This file: lanes, packets, events, flows and the plan; descriptors and
@@ -394,6 +396,7 @@ static int whole_us(const loom_trace *t, const lane *L, const loom__ev *e) {
   return !loom__ev_open_in_file(t, e, e->nargs ? t->args + e->args_off : NULL);
 }
 
+/* TrackEvent.legacy_event: phase 'X' and the duration in microseconds. */
 static void legacy_complete(pb_buf *te, int64_t dur) {
   uint8_t m[16] = {PF_LE_PHASE << 3 | PB_VARINT, 'X', PF_LE_DURATION_US << 3 | PB_VARINT};
   size_t k = 3;
