@@ -4,7 +4,7 @@
  * measured in the same run.  Each runs in its own child process so its peak
  * RSS is its own.
  *
- *   bench_report [EVENTS] [DIR]     (default 10,000,000 events, $TMPDIR)
+ *   bench_report [EVENTS] [DIR] [ROUNDS]  (default 10,000,000 events, $TMPDIR, 3)
  *   bench_report --file PATH [ROUNDS]
  *   bench_report --memory [EVENTS] [DIR] [ROUNDS]
  *
@@ -22,6 +22,21 @@
  * file also the tokenizers alone over the mapped file, callbacks that do
  * nothing, on one thread: yajl, and loom's own (json_scan.h), which the
  * reader's parser thread runs (tokens only, no model).
+ *
+ * Then the goals of issue 38.5, ROUNDS interleaved rounds of loom's
+ * tokenizer alone and the report of the JSON file, the read-only pass and
+ * the report of the .pftrace.  The clock is CPU time: user + sys of each
+ * child, all its threads (wait4's rusage), since the report keeps two
+ * threads busy where the floors use one.  R is the median over the rounds
+ * of each round's ratio (the wall-clock ratios are printed too):
+ *   goal report_json: R (target 1.5)     report / tokenizer alone, JSON
+ *   goal report_pftrace: R (target 1.5)  report / read-only pass, .pftrace
+ *   goal report_memory: PEAK MB          peak RSS of the reports with a
+ *     32 MiB sort budget, the larger of the two files, against that budget
+ *     plus 64 MB for the results and the reader (96 MB): the report's memory
+ *     is the sort budget plus the results, whatever the trace's size.  The
+ *     default 256 MiB budget's peak (bound 320 MB) is printed above it.
+ * --file prints the goal line of its file's kind from its own rounds.
  *
  * --memory: the cost of memory events in the report.  Two traces of the
  * same iterations, the second with an allocation in each op and the free of
@@ -150,6 +165,10 @@ static res run_child(int what, const char *path) {
   return r;
 }
 
+/* Peak RSS (KiB) of the reports measure() ran with a 32 MiB sort budget,
+ * and of those with the default budget in the goal rounds. */
+static long peak_small_kb, peak_default_kb;
+
 static void measure(const char *label, const char *path, size_t n) {
   struct stat st;
   stat(path, &st);
@@ -158,6 +177,7 @@ static void measure(const char *label, const char *path, size_t n) {
     fprintf(stderr, "%s: a child failed\n", label);
     exit(1);
   }
+  peak_small_kb = sm.rss_kb > peak_small_kb ? sm.rss_kb : peak_small_kb;
   printf("%-8s %6.0f MB  read only: %6.2f s %5.0f ns/event %6.0f MB RSS | report: %6.2f s %5.0f ns/event "
          "%6.0f MB RSS | ratio %.2fx\n",
          label, (double)st.st_size / 1e6, base.secs, base.secs * 1e9 / (double)n, base.rss_kb / 1024.0,
@@ -194,8 +214,56 @@ static void min_median(const char *what, double *v, int n) {
   printf("  %-34s %.3f / %.3f s (min / median)\n", what, v[0], v[n / 2]);
 }
 
+/* The median over the rounds of num[i] / den[i] (the pairs of one round). */
+static double median_ratio(const double *num, const double *den, int rounds) {
+  double r[64];
+  for (int i = 0; i < rounds; i++) r[i] = num[i] / den[i];
+  qsort(r, (size_t)rounds, sizeof *r, cmp_double);
+  return r[rounds / 2];
+}
+
+static void goal_ratio(const char *name, double r) {
+  printf("goal %s: %.2f (target 1.5) %s\n", name, r, r <= 1.5 ? "met" : "missed");
+}
+
+/* The goal rounds of the default form (header comment): CPU times. */
+static int goal_rounds(const char *json, const char *pf, int rounds) {
+  double tj[64], rj[64], bp[64], rp[64], wj[64], wp[64];
+  rounds = rounds < 1 ? 1 : rounds > 64 ? 64 : rounds;
+  for (int i = 0; i < rounds; i++) {
+    res t = run_child(4, json), a = run_child(1, json), b = run_child(0, pf), p = run_child(1, pf);
+    if (!t.ok || !a.ok || !b.ok || !p.ok) {
+      fprintf(stderr, "goal rounds: a child failed\n");
+      return 1;
+    }
+    tj[i] = t.cpu, rj[i] = a.cpu, bp[i] = b.cpu, rp[i] = p.cpu;
+    wj[i] = a.secs / t.secs, wp[i] = p.secs / b.secs;
+    peak_default_kb = a.rss_kb > peak_default_kb ? a.rss_kb : peak_default_kb;
+    peak_default_kb = p.rss_kb > peak_default_kb ? p.rss_kb : peak_default_kb;
+  }
+  double gj = median_ratio(rj, tj, rounds), gp = median_ratio(rp, bp, rounds);
+  printf("goals, %d rounds interleaved, CPU time (user + sys, all threads of each child):\n",
+         rounds);
+  min_median("json: loom's tokenizer alone", tj, rounds);
+  min_median("json: report", rj, rounds);
+  min_median("pftrace: read only", bp, rounds);
+  min_median("pftrace: report", rp, rounds);
+  qsort(wj, (size_t)rounds, sizeof *wj, cmp_double);
+  qsort(wp, (size_t)rounds, sizeof *wp, cmp_double);
+  printf("  wall-clock ratios instead (median): json %.2f, pftrace %.2f\n", wj[rounds / 2],
+         wp[rounds / 2]);
+  double pd = peak_default_kb / 1024.0, ps = peak_small_kb / 1024.0;
+  printf("  peak RSS of the report, default 256 MiB sort budget: %.0f MB (bound 256 + 64 = 320 MB, "
+         "%s)\n", pd, pd <= 320 ? "within" : "over");
+  goal_ratio("report_json", gj);
+  goal_ratio("report_pftrace", gp);
+  printf("goal report_memory: %.0f MB (target: at most the 32 MiB sort budget + 64 MB of results "
+         "and reader = 96 MB) %s\n", ps, ps <= 96 ? "met" : "missed");
+  return 0;
+}
+
 static int time_file(const char *path, int rounds) {
-  double rd[64], an[64], ya[64], sc[64], nc[64], ac[64], ncc[64];
+  double rd[64], an[64], ya[64], sc[64], nc[64], ac[64], ncc[64], rdc[64], scc[64];
   int json = strstr(path, ".json") != NULL;
   rounds = rounds < 1 ? 1 : rounds > 64 ? 64 : rounds;
   for (int i = 0; i < rounds; i++) {
@@ -206,8 +274,9 @@ static int time_file(const char *path, int rounds) {
       return 1;
     }
     rd[i] = a.secs, an[i] = b.secs, ya[i] = y.secs, sc[i] = c.secs, nc[i] = d.secs;
-    ac[i] = b.cpu, ncc[i] = d.cpu;
+    ac[i] = b.cpu, ncc[i] = d.cpu, rdc[i] = a.cpu, scc[i] = c.cpu;
   }
+  double g = median_ratio(ac, json ? scc : rdc, rounds); /* before the sorts below */
   printf("%s, %d rounds interleaved:\n", path, rounds);
   min_median("read only", rd, rounds);
   min_median("report", an, rounds);
@@ -216,6 +285,8 @@ static int time_file(const char *path, int rounds) {
   min_median("report without it, CPU time", ncc, rounds);
   if (json) min_median("yajl alone", ya, rounds);
   if (json) min_median("loom's tokenizer alone", sc, rounds);
+  min_median(json ? "tokenizer alone, CPU time" : "read only, CPU time", json ? scc : rdc, rounds);
+  goal_ratio(json ? "report_json" : "report_pftrace", g);
   return 0;
 }
 
@@ -304,11 +375,12 @@ int main(int argc, char **argv) {
   }
   measure("json", json, n);
   measure("pftrace", pf, n);
+  int rc = goal_rounds(json, pf, argc > 3 ? atoi(argv[3]) : 3);
   if (!getenv("BENCH_REPORT_KEEP")) { /* kept for profiling when set */
     unlink(json);
     unlink(pf);
   } else {
     printf("kept %s and %s\n", json, pf);
   }
-  return 0;
+  return rc;
 }
