@@ -11,7 +11,8 @@
  * reads /proc/PID/maps of every process with an arena (<pid>.arena in the
  * arenas folder) and, when its readable file mappings changed, writes them
  * to <pid>.maps beside it (a temporary name, then renamed: the salvager
- * never reads half of one).
+ * never reads half of one).  The thread waits on a condition variable, so
+ * that stopping it when the program has ended costs no part of a wait.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -35,7 +36,10 @@ typedef struct seen {
 static struct {
   char dir[4096];
   pthread_t th;
-  atomic_int stop, running;
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* signalled by loom__mapsnap_stop; on CLOCK_MONOTONIC */
+  int stop;          /* under mu */
+  atomic_int running;
   seen *v;
   size_t n, cap;
 } M;
@@ -127,26 +131,47 @@ static void round_once(void) {
 
 static void *run(void *arg) {
   (void)arg;
-  while (!atomic_load(&M.stop)) {
+  pthread_mutex_lock(&M.mu);
+  while (!M.stop) {
+    pthread_mutex_unlock(&M.mu);
     round_once();
-    struct timespec ts = {0, 500 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += 500 * 1000 * 1000;
+    if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+    pthread_mutex_lock(&M.mu);
+    while (!M.stop) /* until stopped, or the half second is over */
+      if (pthread_cond_timedwait(&M.cv, &M.mu, &until) != 0) break;
   }
+  pthread_mutex_unlock(&M.mu);
   return NULL;
 }
 
 void loom__mapsnap_start(const char *arenas) {
   if (atomic_load(&M.running) || strlen(arenas) >= sizeof M.dir) return;
   snprintf(M.dir, sizeof M.dir, "%s", arenas);
-  atomic_store(&M.stop, 0);
+  pthread_condattr_t ca;
+  if (pthread_condattr_init(&ca) != 0) return;
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  int rc = pthread_cond_init(&M.cv, &ca);
+  pthread_condattr_destroy(&ca);
+  if (rc != 0) return;
+  pthread_mutex_init(&M.mu, NULL);
+  M.stop = 0;
   /* loom record's signals stay with its main thread */
   if (loom__thread_start(&M.th, run, NULL) == 0) atomic_store(&M.running, 1);
+  else pthread_cond_destroy(&M.cv), pthread_mutex_destroy(&M.mu);
 }
 
 void loom__mapsnap_stop(void) {
   if (!atomic_exchange(&M.running, 0)) return;
-  atomic_store(&M.stop, 1);
+  pthread_mutex_lock(&M.mu);
+  M.stop = 1;
+  pthread_cond_signal(&M.cv);
+  pthread_mutex_unlock(&M.mu);
   pthread_join(M.th, NULL);
+  pthread_cond_destroy(&M.cv);
+  pthread_mutex_destroy(&M.mu);
   free(M.v);
   M.v = NULL;
   M.n = M.cap = 0;
