@@ -28,7 +28,11 @@ profiler's event count (ops, not the record_function / optimizer ranges).
 Printed: each way's added us per op over plain, min and median over the
 rounds with the median's bootstrap standard error; loom's cost above the
 floor with the same information (no shapes: floor; shapes: floor, inputs),
-per round, paired; and loom's added cost against torch.profiler's.
+per round, paired; loom's added cost against torch.profiler's; and issue
+38's goal lines for the last build given, by the median of those paired
+differences: `goal torch_op: X us (target 0.10) met|missed` (loom without
+shapes above the floor) and `goal torch_op_shapes: X us (target 0.20) ...`
+(loom, input shapes and types, above the floor asking for the inputs).
 """
 import argparse
 import ctypes
@@ -185,12 +189,20 @@ def main():
         line(name, v)
     print("\nloom above the floor with the same information (paired per round), us/op")
     pairs = [("loom, no shapes", "floor")] + [(n, "floor, inputs") for n, _ in ways[6:]]
+    above = {}
     for l, f in pairs:
-        line("%s - %s" % (l, f), [x - y for x, y in zip(added[l], added[f])])
+        above[l] = [x - y for x, y in zip(added[l], added[f])]
+        line("%s - %s" % (l, f), above[l])
     print("\nloom's added cost / torch.profiler's (ratio of medians; goal <= 0.5)")
     for l, p in [("loom, no shapes", "torch.profiler")] + [(n, "torch.profiler, shapes") for n, _ in ways[6:]]:
         print("%-40s %6.2f" % ("%s / %s" % (l, p),
                                statistics.median(added[l]) / statistics.median(added[p])))
+    # issue 38's goals: the last build given, by median of the paired differences
+    for name, l, target in (("torch_op", "loom, no shapes", 0.10),
+                            ("torch_op_shapes", ways[-1][0], 0.20)):
+        m = statistics.median(above[l])
+        print("goal %s: %.3f us (target %.2f) %s" % (name, m, target,
+                                                    "met" if m <= target else "missed"))
 
 
 if __name__ == "__main__":
