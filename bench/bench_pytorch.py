@@ -4,7 +4,7 @@ any RecordFunction observer pays, all measured in the same run.  A benchmark,
 run by hand, never a test:
 
   /usr/bin/python3 bench/bench_pytorch.py [--loom-bin PATH]... [--floor SO]
-                   [--steps N] [--rounds R] [--clock cpu|wall]
+                   [--steps N] [--rounds R] [--clock cpu|wall] [--idle-thread]
 
 Ways, each in its own fresh child process (`bench_pytorch.py --child N --mode
 M`), in R interleaved rounds (default 15), so that a machine's drift hits all
@@ -22,7 +22,10 @@ PATH defaults to $LOOM_BIN, else the build next to this file, else
 last one also without shapes).  Each child warms up 20 steps, times N steps
 (default 200) 3 times and keeps the best.  --clock cpu (default) times the
 stepping thread's CPU time (steadier on a shared machine; the model runs on
-one thread), --clock wall the wall time.  Ops per step come from the
+one thread), --clock wall the wall time.  --idle-thread: every child
+starts a Python thread that only sleeps before it imports torch, so the
+process is multi-threaded, as one with an intra-op pool or a data loading
+thread is (loom's pager, src/record/pager.c, runs only in such a process).  Ops per step come from the
 profiler's event count (ops, not the record_function / optimizer ranges).
 
 Printed: each way's added us per op over plain, min and median over the
@@ -51,7 +54,10 @@ USER_PREFIXES = ("train_step", "Optimizer.")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def child(steps, mode, floor):
+def child(steps, mode, floor, idle_thread):
+    if idle_thread:
+        import threading
+        threading.Thread(target=time.sleep, args=(1e6,), daemon=True).start()
     import torch
     from torch import nn
 
@@ -144,19 +150,22 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--clock", default="cpu", choices=("wall", "cpu"))
+    ap.add_argument("--idle-thread", action="store_true")
     ap.add_argument("--child", type=int)
     ap.add_argument("--mode", default="plain",
                     choices=("plain", "floor", "floor-inputs", "profiler", "shapes"))
     a = ap.parse_args()
     if a.child:
-        return child(a.child, a.mode, os.path.abspath(a.floor))
+        return child(a.child, a.mode, os.path.abspath(a.floor), a.idle_thread)
     if not os.path.exists(a.floor):
         sys.exit("no %s: build it (cmake --build build --target bench_rf_floor) or give --floor" % a.floor)
     looms = a.loom_bin or [default_loom()]
-    me = [sys.executable, os.path.abspath(__file__), "--floor", os.path.abspath(a.floor),
-          "--child", str(a.steps), "--mode"]
-    print("PyTorch %s, %d steps x best of %d per process, %d interleaved rounds, %s time; loom: %s"
-          % (__import__("torch").__version__, a.steps, REPEATS, a.rounds, a.clock, " ".join(looms)))
+    me = [sys.executable, os.path.abspath(__file__), "--floor", os.path.abspath(a.floor)]
+    me += ["--idle-thread"] if a.idle_thread else []
+    me += ["--child", str(a.steps), "--mode"]
+    print("PyTorch %s, %d steps x best of %d per process, %d interleaved rounds, %s time%s; loom: %s"
+          % (__import__("torch").__version__, a.steps, REPEATS, a.rounds, a.clock,
+             ", an idle thread" if a.idle_thread else "", " ".join(looms)))
     ways = [("plain", lambda: spawn(me + ["plain"], a.clock)),
             ("floor", lambda: spawn(me + ["floor"], a.clock)),
             ("floor, inputs", lambda: spawn(me + ["floor-inputs"], a.clock)),
