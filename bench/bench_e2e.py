@@ -46,6 +46,7 @@ import ctypes
 import os
 import random
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -55,7 +56,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"  # Debian's python3-torch is for this one
 TRAIN = os.path.join(HERE, "e2e_train.py")
-SUMMARY = re.compile(r"^loom: .*: (\d+) events, .* (\d+) dropped, (\d+) warnings", re.M)
+SUMMARY = re.compile(r"^loom: .*: (\d+) events, .* (\d+) dropped, (\d+) warnings?", re.M)
 
 
 def default_loom():
@@ -93,13 +94,12 @@ class Runner:
     (RUSAGE_CHILDREN: each command is waited for before the next starts)."""
 
     def __call__(self, cmd):
-        before = os.times()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wall = time.perf_counter() - t0
-        after = os.times()
-        cpu = (after.children_user - before.children_user) + (after.children_system
-                                                              - before.children_system)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if p.returncode:
             sys.exit("failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd), p.stdout, p.stderr))
         return {"wall": wall, "cpu": cpu, "out": p.stdout, "err": p.stderr}
@@ -203,7 +203,7 @@ def bench(title, ways, rounds):
             res[name].append(fn())
         print("round %d: %s" % (i + 1, ", ".join(
             "%s %.3f s" % (n, res[n][-1]["wall"]) for n, _ in ways)), flush=True)
-    return summarize(title, ways, res)
+    return summarize(title, ways, res), res
 
 
 def main():
@@ -231,7 +231,12 @@ def main():
         steps, prog, ways = torch_configs(a, loom, tmp, perf_ok)
         print("torch: %s (calibrated: %d steps for ~%.0f s of training loop)"
               % (" ".join(prog), steps, a.seconds), flush=True)
-        t = bench("torch: whole command wall time, s", ways, a.rounds)
+        t, res = bench("torch: whole command wall time, s", ways, a.rounds)
+        loop = statistics.median(float(r["out"].split()[1]) for r in res["plain"])
+        ev = statistics.median(r["events"] for r in res["torch.profiler"])
+        print("plain training loop: %.3f ms per step; torch.profiler: %.0f events per step, "
+              "so %.1f us of plain loop per event" % (loop * 1e3 / steps, ev / (steps + 5),
+                                                     loop * 1e6 / steps / (ev / (steps + 5))))
         goals += [("e2e_torch_default", t["loom"], "1.03", 1.03),
                   ("e2e_torch_ring", t["loom --ring 64m"], "1.02", 1.02)]
         if perf_ok:
@@ -245,7 +250,7 @@ def main():
         prog = [pipe, str(a.batches)]
         ways, _, _ = configs(prog, loom, tmp, "cpu,opencl,perf", perf_ok)
         print("\nopencl: %s" % " ".join(prog), flush=True)
-        o = bench("opencl: whole command wall time, s", ways, a.rounds)
+        o, _ = bench("opencl: whole command wall time, s", ways, a.rounds)
         goals += [("e2e_opencl_default", o["loom"], "1.03", 1.03),
                   ("e2e_opencl_ring", o["loom --ring 64m"], "1.02", 1.02)]
         if perf_ok:

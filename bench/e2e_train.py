@@ -5,6 +5,7 @@ Linear layer) trained with SGD on synthetic 32x32 RGB batches, on one
 thread, knowing nothing of loom.
 
   e2e_train.py STEPS [--batch B] [--profile off|on|shapes] [--trace FILE]
+               [--malloc-default]
 
 STEPS optimizer steps (each: zero_grad, forward, cross-entropy, backward,
 step, inside a record_function("train_step") region) after 5 warm-up steps,
@@ -13,10 +14,18 @@ generator.  --profile on / shapes: the program profiles itself with
 torch.profiler (CPU activity, record_shapes off / on) around the warm-up and
 the steps, and writes the profiler's trace with export_chrome_trace to
 --trace FILE (required then): the export is part of the program, as it is
-for a user.  Prints "loop_s S steps N" (the steps' own wall time, warm-up
+for a user.  The program first raises glibc's mmap and trim thresholds
+(mallopt, 64 MiB and 256 MiB), as a training job tuned for speed does (or
+one using jemalloc/tcmalloc): with glibc's defaults this loop's freed
+activation buffers go back to the kernel and are faulted in again every step
+(~340 page faults a step, the loop 2-3x slower), and how often depends on
+the heap's layout, which any profiler's own allocations change (with
+torch.profiler the loop ran twice as fast as plain).  --malloc-default keeps
+glibc's defaults.  Prints "loop_s S steps N" (the steps' own wall time, warm-up
 and export excluded) and, profiling, "profiler_events E".
 """
 import argparse
+import ctypes
 import time
 
 import torch
@@ -51,7 +60,12 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--profile", default="off", choices=("off", "on", "shapes"))
     ap.add_argument("--trace")
+    ap.add_argument("--malloc-default", action="store_true")
     a = ap.parse_args()
+    if not a.malloc_default:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 64 << 20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD
     if a.profile != "off" and not a.trace:
         ap.error("--profile needs --trace FILE")
     model, opt, data = build(a.batch)
