@@ -173,6 +173,7 @@ int vk_session_device(vk_dev *d) {
                     "clock: its device times cannot be placed on the timeline",
                     p->deviceName);
   d->gen = g;
+  atomic_store_explicit(&d->described, g, memory_order_release);
   vk_sync_point(d);
   return 0;
 }

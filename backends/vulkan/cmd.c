@@ -245,11 +245,11 @@ static void VKAPI_CALL L_CmdDispatchIndirect(VkCommandBuffer cb, VkBuffer buf, V
 }
 
 int vk_mem_on_host(vk_dev *d, VkDeviceMemory mem) {
-  pthread_mutex_lock(&d->mu);
+  loom_spin_lock(&d->mem_lk);
   vk_mem *m = vk_map_get(&d->memory, VK_KEY(mem));
   int host = m && (m->mapped || ((m->flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
                                  !(m->flags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)));
-  pthread_mutex_unlock(&d->mu);
+  loom_spin_unlock(&d->mem_lk);
   return host;
 }
 

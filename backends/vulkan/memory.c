@@ -42,7 +42,7 @@ static void record(uint32_t name, uint16_t role, uint64_t t, VkDeviceMemory h, c
   vk_memory_emit(&e);
 }
 
-/* A block for a new allocation's entry (d->mu held): a spare one, else a
+/* A block for a new allocation's entry (d->mem_lk held): a spare one, else a
  * new one.  Reused, never freed while the device lives: a malloc and a free
  * per allocation would leave small free chunks that make glibc consolidate
  * at the driver's next large allocation. */
@@ -65,19 +65,30 @@ void vk_memory_forget(vk_dev *d) {
   d->mem_spare = NULL;
 }
 
-/* Follows the allocation h of d (its entry: *tmp); with rec, whether d is
- * described to the session and its index there (one lock for both). */
-static void follow(vk_dev *d, VkDeviceMemory h, const vk_mem *tmp, int rec, int *known,
-                   uint32_t *device) {
+/* Whether d is described to the session (then its index in *device):
+ * without a lock once it is; the first time, under d->mu. */
+static int described(vk_dev *d, uint32_t *device) {
+  unsigned g = atomic_load(&vk_gen);
+  if (atomic_load_explicit(&d->described, memory_order_acquire) == g) {
+    *device = d->device;
+    return 1;
+  }
   pthread_mutex_lock(&d->mu);
+  int known = vk_session_device(d) == 0;
+  *device = d->device;
+  pthread_mutex_unlock(&d->mu);
+  return known;
+}
+
+/* Follows the allocation h of d (its entry: *tmp). */
+static void follow(vk_dev *d, VkDeviceMemory h, const vk_mem *tmp) {
+  loom_spin_lock(&d->mem_lk);
   vk_mem *m = mem_take(d);
   if (m) {
     *m = *tmp;
     if (vk_map_put(&d->memory, VK_KEY(h), m)) mem_give(d, m);
   }
-  *known = rec && vk_session_device(d) == 0;
-  *device = d->device;
-  pthread_mutex_unlock(&d->mu);
+  loom_spin_unlock(&d->mem_lk);
 }
 
 static VkResult VKAPI_CALL L_AllocateMemory(VkDevice dev, const VkMemoryAllocateInfo *ai,
@@ -95,9 +106,9 @@ static VkResult VKAPI_CALL L_AllocateMemory(VkDevice dev, const VkMemoryAllocate
     tmp.heap = d->mem.memoryTypes[type].heapIndex;
   }
   tmp.bytes = ai->allocationSize;
-  int known;
-  follow(d, *out, &tmp, rec, &known, &device);
+  follow(d, *out, &tmp);
   if (rec) {
+    int known = described(d, &device);
     vk_call_at(VK_NAME("vkAllocateMemory"), t0, t1, LOOM_KIND_RUNTIME, 0, 0);
     record(VK_NAME("vkAllocateMemory"), LOOM_RECORD_F_ALLOC, t1, *out, &tmp, known, device);
   }
@@ -107,18 +118,20 @@ static VkResult VKAPI_CALL L_AllocateMemory(VkDevice dev, const VkMemoryAllocate
 static void VKAPI_CALL L_FreeMemory(VkDevice dev, VkDeviceMemory mem,
                                     const VkAllocationCallbacks *a) {
   vk_dev *d = vk_dev_of(dev);
-  int rec = RECORDING(), known = 0;
+  int rec = RECORDING();
   uint64_t t = rec ? vk_stamp() : 0;
-  pthread_mutex_lock(&d->mu);
+  loom_spin_lock(&d->mem_lk);
   vk_mem *m = mem ? vk_map_del(&d->memory, VK_KEY(mem)) : NULL, was = {0};
   if (m) {
     was = *m;
     mem_give(d, m);
-    known = rec && vk_session_device(d) == 0;
   }
-  uint32_t device = d->device;
-  pthread_mutex_unlock(&d->mu);
-  if (m && rec) record(VK_NAME("vkFreeMemory"), LOOM_RECORD_F_FREE, t, mem, &was, known, device);
+  loom_spin_unlock(&d->mem_lk);
+  uint32_t device = 0;
+  if (m && rec) {
+    int known = described(d, &device);
+    record(VK_NAME("vkFreeMemory"), LOOM_RECORD_F_FREE, t, mem, &was, known, device);
+  }
   d->f.FreeMemory(dev, mem, a);
 }
 
@@ -126,10 +139,10 @@ static VkResult VKAPI_CALL L_MapMemory(VkDevice dev, VkDeviceMemory mem, VkDevic
                                        VkDeviceSize size, VkMemoryMapFlags fl, void **p) {
   vk_dev *d = vk_dev_of(dev);
   VkResult rc = d->f.MapMemory(dev, mem, off, size, fl, p);
-  pthread_mutex_lock(&d->mu);
+  loom_spin_lock(&d->mem_lk);
   vk_mem *m = rc == VK_SUCCESS ? vk_map_get(&d->memory, VK_KEY(mem)) : NULL;
   if (m) m->mapped = 1;
-  pthread_mutex_unlock(&d->mu);
+  loom_spin_unlock(&d->mem_lk);
   return rc;
 }
 

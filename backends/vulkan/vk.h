@@ -13,6 +13,7 @@
 #define LOOM_VK_H
 
 #include <loom/plugin.h>
+#include "spin.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -120,13 +121,19 @@ struct vk_dev {
   vk_map pipelines;           /* VkPipeline -> (uintptr_t) name id */
   vk_map modules;             /* VkShaderModule -> name id (debug name) */
   vk_map buffers;             /* VkBuffer -> vk_buf* */
-  vk_map memory;              /* VkDeviceMemory -> vk_mem* */
-  struct vk_mem *mem_spare;   /* freed vk_mem blocks, reused (memory.c) */
+  vk_map memory;              /* VkDeviceMemory -> vk_mem*: under mem_lk, not mu */
+  struct vk_mem *mem_spare;   /* freed vk_mem blocks, reused (memory.c): under mem_lk */
   vk_map images;              /* VkImage -> vk_img* */
   /* loom session */
   unsigned gen;
   uint32_t device;
   loom_clock clk;
+  /* gen once device is set, published with release: read without mu (the
+   * memory calls' check that d is described to the session) */
+  atomic_uint described;
+  /* the memory table's lock (spin.h: taken twice per allocation and free;
+   * never held while taking mu) */
+  loom_spin mem_lk;
 };
 
 typedef struct vk_buf {
@@ -148,7 +155,7 @@ typedef struct vk_mem {
   uint32_t heap;              /* its memory type's heap */
   struct vk_mem *next_spare;  /* in vk_dev.mem_spare */
 } vk_mem;
-/* d's followed allocations' blocks freed (d->mu held; at device destroy). */
+/* d's followed allocations' blocks freed (at device destroy). */
 void vk_memory_forget(vk_dev *d);
 
 /* One recorded command timed by two of the recording's queries. */
