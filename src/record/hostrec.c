@@ -138,8 +138,7 @@ uint32_t loom__tid(void) {
  * arena cannot grow: the live trace keeps those records). */
 loom__chunk *loom__chunk_alloc(size_t bytes) {
   if (loom__arena_on()) {
-    loom__chunk *c = loom__pager_take(bytes);
-    if (!c) c = loom__arena_alloc(LOOM__AO_CHUNK, bytes);
+    loom__chunk *c = loom__arena_alloc(LOOM__AO_CHUNK, bytes);
     if (c) return c;
   }
   return malloc(bytes);
@@ -228,14 +227,27 @@ static size_t chunk_recs(void) {
 }
 
 /* A new chunk within the memory cap (any size when force), not yet linked
- * (NULL: over the cap or out of memory). */
-static loom__chunk *alloc_chunk(int force) {
+ * (NULL: over the cap or out of memory): one the pager made ready (pager.c)
+ * when there is one; while the pager is behind, a quarter of a chunk
+ * (bridge), whose new pages the thread pays, until its next one is ready.
+ * Ring mode takes no bridge (its budget counts whole chunks). */
+static loom__chunk *alloc_chunk(int force, int bridge) {
   size_t n = chunk_recs();
   size_t bytes = sizeof(loom__chunk) + n * sizeof(loom__hrec);
+  int behind = 0;
+  loom__chunk *c = loom__arena_on() ? loom__pager_take(bytes, &behind) : NULL;
+  if (!c && behind && bridge && n >= 64) {
+    n /= 4;
+    bytes = sizeof(loom__chunk) + n * sizeof(loom__hrec);
+  }
   uint64_t used = atomic_fetch_add(&bytes_used, bytes) + bytes;
   uint64_t cap = atomic_load_explicit(&cap_bytes, memory_order_relaxed);
-  loom__chunk *c = NULL;
-  if (force || !cap || used <= cap) c = loom__chunk_alloc(bytes);
+  if (force || !cap || used <= cap) {
+    if (!c) c = loom__chunk_alloc(bytes);
+  } else if (c) {
+    loom__chunk_free(c);
+    c = NULL;
+  }
   if (!c) {
     atomic_fetch_sub(&bytes_used, bytes);
     return NULL;
@@ -260,8 +272,8 @@ static loom__chunk *ring_take(loom__tbuf *t) {
   uint64_t share = cap / bytes / (live ? live : 1);
   if (share < 2) share = 2;
   loom__chunk *c = NULL;
-  if (t->nchunks < 2 || atomic_load(&loom__hr_dump_active)) return alloc_chunk(1);
-  if (t->nchunks < share && (c = alloc_chunk(0))) return c;
+  if (t->nchunks < 2 || atomic_load(&loom__hr_dump_active)) return alloc_chunk(1, 0);
+  if (t->nchunks < share && (c = alloc_chunk(0, 0))) return c;
   for (;;) {
     c = t->head;
     t->head = c->next;
@@ -277,7 +289,7 @@ static loom__chunk *ring_take(loom__tbuf *t) {
 }
 
 static loom__chunk *new_chunk(loom__tbuf *t) {
-  if (!atomic_load_explicit(&ring_on, memory_order_relaxed)) return alloc_chunk(0);
+  if (!atomic_load_explicit(&ring_on, memory_order_relaxed)) return alloc_chunk(0, 1);
   pthread_mutex_lock(&t->mu);
   loom__chunk *c = ring_take(t);
   pthread_mutex_unlock(&t->mu);

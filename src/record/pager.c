@@ -10,7 +10,8 @@
  * loom's (the pager) takes the next chunks from the arena before anyone
  * asks, populates them and reads one byte per page, which makes them present
  * for every thread of the process; a recording thread that needs a chunk
- * takes a ready one (loom__pager_take) and pays nothing per page.
+ * takes a ready one (loom__pager_take) and pays nothing per page (while the
+ * pager is behind, it takes a quarter of a chunk of its own: hostrec.c).
  *
  * The pager is a thread in the program, so it starts only where one more
  * thread cannot change what the program does: in a process that already
@@ -118,7 +119,7 @@ static int may_start(void) {
   return threads_now() > 1;
 }
 
-void *loom__pager_take(size_t bytes) {
+void *loom__pager_take(size_t bytes, int *behind) {
   void *c = NULL, *drop[READY_MAX];
   int ndrop = 0;
   pthread_mutex_lock(&mu);
@@ -132,6 +133,7 @@ void *loom__pager_take(size_t bytes) {
   if (running) pthread_cond_signal(&cv);
   else if (may_start() && loom__thread_start(NULL, pager_main, NULL) == 0)
     running = 1;
+  *behind = !c && running;
   pthread_mutex_unlock(&mu);
   for (int i = 0; i < ndrop; i++) loom__arena_free(drop[i]);
   return c;

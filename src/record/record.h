@@ -115,9 +115,10 @@ typedef struct loom__chunk {
  * NULL when none can be had. */
 loom__chunk *loom__chunk_alloc(size_t bytes);
 /* A chunk of `bytes` whose pages a thread of loom's made present ahead of
- * use (pager.c), or NULL (none ready; the caller allocates its own); asks
- * for the next ones. */
-void *loom__pager_take(size_t bytes);
+ * use (pager.c), or NULL (none ready; the caller allocates its own, and
+ * *behind says whether the pager runs, so that one will be ready soon);
+ * asks for the next ones. */
+void *loom__pager_take(size_t bytes, int *behind);
 void loom__pager_forked(void);
 void loom__chunk_free(loom__chunk *c);
 
