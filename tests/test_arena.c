@@ -29,6 +29,7 @@
 
 #include "loom/tools.h"
 #include "testutil.h"
+#include "harmless/pagers.h"
 
 /* The shared-memory arena and its rebuild, as loom-preload and loom record
  * reach them. */
@@ -149,22 +150,6 @@ static void test_full_filesystem(void **state) {
   assert_int_equal(in_child(fill_up, arena, NULL), 0);
 }
 
-/* Threads named loom-pager in this process. */
-static int pagers(void) {
-  DIR *d = opendir("/proc/self/task");
-  int n = 0;
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    char path[300], name[32] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-    FILE *f = e->d_name[0] != '.' ? fopen(path, "re") : NULL;
-    if (f && fgets(name, sizeof name, f) && !strcmp(name, "loom-pager\n")) n++;
-    if (f) fclose(f);
-  }
-  if (d) closedir(d);
-  return n;
-}
-
 enum { THREADS = 4 };
 
 static void *recorder(void *arg) {
@@ -183,7 +168,7 @@ static int paged(const char *arena, const char *out) {
     if (pthread_create(&th[i], NULL, recorder, (void *)(intptr_t)(PAIRS / THREADS))) return 5;
   int seen = 0;
   for (int i = 0; i < 200 && !seen; i++) { /* while they record */
-    seen = pagers() == 1;
+    seen = loom_test_pagers() == 1;
     if (!seen) usleep(1000);
   }
   for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "loom/loom.h"
+#include "pagers.h"
 
 static int threads(void) {
   DIR *d = opendir("/proc/self/task");
@@ -117,22 +118,6 @@ static int do_unshare(const char *dir) {
   return rc == 0 ? 0 : 1;
 }
 
-/* Threads named loom-pager (src/record/pager.c). */
-static long pagers(void) {
-  DIR *d = opendir("/proc/self/task");
-  long n = 0;
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    char path[300], name[32] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-    FILE *f = e->d_name[0] != '.' ? fopen(path, "re") : NULL;
-    if (f && fgets(name, sizeof name, f) && !strcmp(name, "loom-pager\n")) n++;
-    if (f) fclose(f);
-  }
-  if (d) closedir(d);
-  return n;
-}
-
 static int quit_fd[2];
 
 static void *waiter(void *arg) {
@@ -149,10 +134,10 @@ static int pager(const char *dir, long n, int die) {
     loom_range_pop();
   }
   if (die) kill(getpid(), SIGKILL);
-  put(dir, "pagers_recording", "%ld\n", pagers());
+  put(dir, "pagers_recording", "%ld\n", loom_test_pagers());
   if (write(quit_fd[1], "q", 1) != 1 || pthread_join(th, NULL) != 0) return 3;
   usleep(1500 * 1000);
-  put(dir, "pagers_idle", "%ld\n", pagers());
+  put(dir, "pagers_idle", "%ld\n", loom_test_pagers());
   return 0;
 }
 
