@@ -173,7 +173,7 @@ int vk_session_device(vk_dev *d) {
                     "clock: its device times cannot be placed on the timeline",
                     p->deviceName);
   d->gen = g;
-  atomic_store_explicit(&d->described, g, memory_order_release);
+  atomic_store_explicit(&d->described, (uint64_t)g << 32 | d->device, memory_order_relaxed);
   vk_sync_point(d);
   return 0;
 }

@@ -68,9 +68,9 @@ void vk_memory_forget(vk_dev *d) {
 /* Whether d is described to the session (then its index in *device):
  * without a lock once it is; the first time, under d->mu. */
 static int described(vk_dev *d, uint32_t *device) {
-  unsigned g = atomic_load(&vk_gen);
-  if (atomic_load_explicit(&d->described, memory_order_acquire) == g) {
-    *device = d->device;
+  uint64_t v = atomic_load_explicit(&d->described, memory_order_relaxed);
+  if ((unsigned)(v >> 32) == atomic_load(&vk_gen)) {
+    *device = (uint32_t)v;
     return 1;
   }
   pthread_mutex_lock(&d->mu);

@@ -128,9 +128,9 @@ struct vk_dev {
   unsigned gen;
   uint32_t device;
   loom_clock clk;
-  /* gen once device is set, published with release: read without mu (the
-   * memory calls' check that d is described to the session) */
-  atomic_uint described;
+  /* gen << 32 | device once d is described to session gen: read without
+   * mu (the memory calls' check), both in one load */
+  _Atomic uint64_t described;
   /* the memory table's lock (spin.h: taken twice per allocation and free;
    * never held while taking mu) */
   loom_spin mem_lk;

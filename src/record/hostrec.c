@@ -444,19 +444,26 @@ static inline const loom__ext_hook *hook(int i) {
 
 /* A forked child must not write (or later save) the parent's records: it
  * starts with recording off and forgets the parent's buffers. */
-static void fork_child(void) {
+/* What a forked child forgets in both ways it is told of a fork (this
+ * file's atfork handler, loom__hostrec_forked): recording off, the parent's
+ * buffers, ledger, pager and hooks gone. */
+static void forget_parent(void) {
   atomic_store(&rec_on, 0);
   atomic_store(&mem_on, 0);
   loom__memledger_forked();
   loom__pager_forked();
   atomic_store(&step_watch, NULL);
   publish();
-  atomic_fetch_add(&loom__hr_epoch, 1);
-  loom__hr_threads = NULL;
   pthread_mutex_init(&loom__hr_list_mu, NULL);
+  loom__hr_threads = NULL;
   tls_buf = NULL;
   atomic_store(&bytes_used, 0);
   atomic_store(&nhooks, 0);
+}
+
+static void fork_child(void) {
+  forget_parent();
+  atomic_fetch_add(&loom__hr_epoch, 1);
 }
 
 __attribute__((constructor)) static void hostrec_init(void) {
@@ -912,19 +919,9 @@ void loom_step_mark(uint64_t step) {
  * another thread may have held list_mu at the fork) and stop recording, so
  * that a new session in the child starts from nothing. */
 void loom__hostrec_forked(void) {
-  atomic_store(&rec_on, 0);
-  atomic_store(&mem_on, 0);
-  loom__memledger_forked();
-  loom__pager_forked();
-  atomic_store(&step_watch, NULL);
-  publish();
-  pthread_mutex_init(&loom__hr_list_mu, NULL);
-  loom__hr_threads = NULL;
-  atomic_store(&bytes_used, 0);
-  atomic_store(&nhooks, 0);
-  for (int i = 0; i < LOOM__MAX_HOOKS; i++) atomic_store(&hooks[i], NULL);
   if (tls_buf) pthread_setspecific(exit_key, NULL);
-  tls_buf = NULL;
+  forget_parent();
+  for (int i = 0; i < LOOM__MAX_HOOKS; i++) atomic_store(&hooks[i], NULL);
   tls_dead = 0;
   tls_tid = 0;
   op_depth = 0;
