@@ -282,7 +282,10 @@ static void run_calls(const char *devices, int host) {
   assert_int_equal(c->kind, LOOM_KIND_RUNTIME);
   assert_int_equal(c->roles, e->roles);
   assert_int_equal(c->roles, LOOM_RECORD_F_LAUNCH);
-  assert_int_equal(c->dur_ns, e->dur_ns);
+  /* The same 1000 recorder ticks from different starts: each end is
+   * rounded to a nanosecond on its own, so the spans agree within 1 ns. */
+  assert_true(c->dur_ns > 0);
+  assert_true(c->dur_ns + 1 >= e->dur_ns && e->dur_ns + 1 >= c->dur_ns);
   assert_int_equal(c->tid, e->tid);
   assert_int_equal(c->correlation, 42);
   assert_int_equal(c->external_id, host ? 501 : 0); /* no host: no ops */
