@@ -228,6 +228,14 @@ static void sample_meta(loom_backend *b, pf_state *s, pf_unwinder *u, uint64_t k
   META("perf.symbolize_ns", sym_ns);
   META("perf.unwind_ns", unw_ns);
   META("perf.threads_at_start", pf_events_threads(s->ev));
+  uint64_t indexed, by_dwfl;
+  int64_t mismatched;
+  pf_unwinder_names(u, &indexed, &by_dwfl, &mismatched);
+  META("perf.names_indexed", indexed);
+  META("perf.names_dwfl", by_dwfl);
+  if (mismatched >= 0) {
+    META("perf.names_mismatched", mismatched);
+  }
 #undef META
 }
 

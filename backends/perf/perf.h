@@ -91,6 +91,11 @@ long pf_unwind_sample(pf_unwinder *u, const pf_sample *s, const uint8_t *data, c
  * unwinding. */
 void pf_unwinder_stats(const pf_unwinder *u, uint64_t *distinct, uint64_t *sym_ns,
                        uint64_t *unwind_ns, uint64_t *reached_dwarf, uint64_t *used_fp);
+/* How the distinct frames with a module were named: from the module's
+ * symbol index, or by libdwfl's own search; *mismatched: index answers
+ * that differ from libdwfl's, -1 unless LOOM_PERF_CHECK_NAMES=1 checked. */
+void pf_unwinder_names(const pf_unwinder *u, uint64_t *indexed, uint64_t *dwfl,
+                       int64_t *mismatched);
 /* Samples whose stacks reached the most frames kept (*max_frames): their
  * outermost frames are left out. */
 uint64_t pf_unwinder_cut(const pf_unwinder *u, unsigned *max_frames);

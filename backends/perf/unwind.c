@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "perf.h"
+#include "symidx.h"
 
 #define MAX_FRAMES 256
 
@@ -50,6 +51,8 @@ struct pf_unwinder {
   sym_ent *tab;
   size_t ntab, cap_tab;
   uint64_t sym_ns, unwind_ns, dwarf_ok, used_fp;
+  uint64_t names_indexed, names_dwfl, names_mismatched;
+  int check_names; /* LOOM_PERF_CHECK_NAMES=1: every indexed name checked against libdwfl */
   /* kernel symbols (/proc/kallsyms), read at the first kernel address */
   struct ksym { uint64_t addr; char *name; } *ksyms;
   size_t nksyms;
@@ -231,6 +234,8 @@ pf_unwinder *pf_unwinder_new(const pf_map *maps, size_t nmaps, char *why, size_t
   }
   u->maps = maps;
   u->nmaps = nmaps;
+  const char *chk = getenv("LOOM_PERF_CHECK_NAMES");
+  u->check_names = chk && *chk == '1';
   u->dwfl = dwfl_begin(&cbs);
   if (!u->dwfl) {
     snprintf(why, why_len, "libdw: %s", dwfl_errmsg(-1));
@@ -243,9 +248,19 @@ pf_unwinder *pf_unwinder_new(const pf_map *maps, size_t nmaps, char *why, size_t
   return u;
 }
 
+static int free_index(Dwfl_Module *m, void **slot, const char *name, Dwarf_Addr start, void *arg) {
+  (void)m, (void)name, (void)start, (void)arg;
+  pf_symidx_free(*slot);
+  *slot = NULL;
+  return DWARF_CB_OK;
+}
+
 void pf_unwinder_free(pf_unwinder *u) {
   if (!u) return;
-  if (u->dwfl) dwfl_end(u->dwfl);
+  if (u->dwfl) {
+    dwfl_getmodules(u->dwfl, free_index, NULL, 0);
+    dwfl_end(u->dwfl);
+  }
   for (size_t i = 0; i < u->cap_tab; i++) free(u->tab[i].line);
   for (size_t i = 0; i < u->nksyms; i++) free(u->ksyms[i].name);
   free(u->ksyms);
@@ -260,6 +275,13 @@ void pf_unwinder_stats(const pf_unwinder *u, uint64_t *distinct, uint64_t *sym_n
   *unwind_ns = u->unwind_ns;
   *reached_dwarf = u->dwarf_ok;
   *used_fp = u->used_fp;
+}
+
+void pf_unwinder_names(const pf_unwinder *u, uint64_t *indexed, uint64_t *dwfl,
+                       int64_t *mismatched) {
+  *indexed = u->names_indexed;
+  *dwfl = u->names_dwfl;
+  *mismatched = u->check_names ? (int64_t)u->names_mismatched : -1;
 }
 
 uint64_t pf_unwinder_cut(const pf_unwinder *u, unsigned *max_frames) {
@@ -288,6 +310,28 @@ static const char *dwarf_name(Dwfl_Module *m, uint64_t pc) {
   return name;
 }
 
+/* dwfl_module_addrinfo's name for pc, from the module's index when it can
+ * tell (symidx.c), checked against libdwfl under LOOM_PERF_CHECK_NAMES=1. */
+static const char *symbol_name(pf_unwinder *u, Dwfl_Module *m, uint64_t pc) {
+  void **slot;
+  dwfl_module_info(m, &slot, NULL, NULL, NULL, NULL, NULL, NULL);
+  if (!*slot) *slot = pf_symidx_build(m);
+  const char *fn = NULL;
+  uint64_t start;
+  GElf_Sym sym;
+  GElf_Off soff;
+  if (pf_symidx_lookup(*slot, pc, &fn, &start) >= 0) {
+    u->names_indexed++;
+    if (u->check_names) {
+      const char *want = dwfl_module_addrinfo(m, pc, &soff, &sym, NULL, NULL, NULL);
+      if (!want != !fn || (fn && strcmp(fn, want))) u->names_mismatched++;
+    }
+    return fn;
+  }
+  u->names_dwfl++;
+  return dwfl_module_addrinfo(m, pc, &soff, &sym, NULL, NULL, NULL);
+}
+
 static char *name_pc(pf_unwinder *u, uint64_t pc) {
   const char *fn = NULL, *mod = NULL;
   uint64_t off = pc;
@@ -296,9 +340,7 @@ static char *name_pc(pf_unwinder *u, uint64_t pc) {
   if (m) {
     Dwarf_Addr start;
     mod = dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL);
-    GElf_Sym sym;
-    GElf_Off soff;
-    fn = dwfl_module_addrinfo(m, pc, &soff, &sym, NULL, NULL, NULL);
+    fn = symbol_name(u, m, pc);
     if (!fn) fn = dwarf_name(m, pc);
     Dwarf_Addr bias = 0;
     if (dwfl_module_getelf(m, &bias)) off = pc - bias;

@@ -70,6 +70,15 @@ def check_meta(trace, samples):
     check(n == len(trace.get("samples", [])),
           "perf.samples=%d but %d samples in the trace" % (n, len(trace.get("samples", []))))
     check(int(trace.get("perf.distinct_frames", 0)) > 0, "perf.distinct_frames is 0")
+    # Frames named from loom's index of a module's symbols, each checked
+    # against libdwfl's own search (LOOM_PERF_CHECK_NAMES=1, set in main).
+    indexed = int(trace.get("perf.names_indexed", 0))
+    check(indexed > 0, "perf.names_indexed is %d: no frame named from the symbol index" % indexed)
+    check(trace.get("perf.names_mismatched") == "0",
+          "perf.names_mismatched is %r: the index named frames unlike libdwfl" %
+          trace.get("perf.names_mismatched"))
+    print("names: %d from the index (all as libdwfl names them), %s by libdwfl" %
+          (indexed, trace.get("perf.names_dwfl")))
 
 
 def mode_split(loom, split, outdir):
@@ -226,6 +235,7 @@ def mode_python(loom, split, outdir):
     trace, _ = record(loom, [py, script], out)
     sf = frames_of(trace)
     smp = main_samples(trace)
+    check_meta(trace, smp)
     check(len(smp) >= 1000, "only %d samples of the main thread (expected about 1500)" % len(smp))
     native = 0
     for s in smp:
@@ -289,6 +299,7 @@ def main():
         sys.exit(__doc__)
     mode, loom, split, outdir = sys.argv[1:]
     os.makedirs(outdir, exist_ok=True)
+    os.environ["LOOM_PERF_CHECK_NAMES"] = "1"
     rc = {"split": mode_split, "sleep": mode_sleep, "fallback": mode_fallback, "deep": mode_deep,
           "python": mode_python}[mode](loom, split, outdir)
     if rc == SKIP:

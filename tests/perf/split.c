@@ -42,6 +42,12 @@ __attribute__((noinline)) void busy_thirty(double ms) {
   sink = x;
 }
 
+/* Other names at the same addresses and sizes, which samples must not
+ * take (libdwfl's rule, which loom's symbol index follows): a global
+ * symbol over a weak one, a global over a local. */
+void busy_seventy_weak(double ms) __attribute__((weak, alias("busy_seventy")));
+static void busy_thirty_local(double ms) __attribute__((alias("busy_thirty"), used));
+
 /* Not a tail call: each level keeps its frame. */
 __attribute__((noinline)) double deep(int n, double ms) {
   if (n == 0) {
