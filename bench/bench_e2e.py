@@ -6,6 +6,7 @@ the same run.  A benchmark, run by hand, never a test:
 
   /usr/bin/python3 bench/bench_e2e.py [--seconds S] [--rounds R]
         [--only torch|opencl] [--loom-bin PATH] [--batch B] [--batches N]
+        [--floor SO]
 
 Programs:
   torch   bench/e2e_train.py: a small Conv2d/Linear network trained with SGD
@@ -29,6 +30,12 @@ another), every run a fresh process:
   torch.profiler      (torch only) the program profiling itself with
                       torch.profiler, record_shapes off, and
   torch.profiler, shapes  the same with record_shapes=True.
+  floor               (torch only) the floor under any observer of ops: the
+                      program with an empty global RecordFunction callback
+                      asking for the ops' inputs (bench_rf_floor.so beside
+                      loom's build, bench/; --floor SO), what PyTorch itself
+                      costs once anything observes its ops; skipped, with a
+                      line saying so, when the library is not built.
 Every configuration that records writes its trace, and that is part of its
 time: loom record writes T.json after the program, the profiled program
 calls export_chrome_trace before it exits.  Printed per configuration: min
@@ -151,6 +158,12 @@ def torch_configs(a, loom, tmp, perf_ok):
     steps = calibrate(runner, a.seconds, a.batch)
     prog = [PY, TRAIN, str(steps), "--batch", str(a.batch)]
     ways, runner, trace = configs(prog, loom, tmp, "cpu,perf", perf_ok)
+    floor = a.floor or os.path.join(os.path.dirname(loom), "bench", "bench_rf_floor.so")
+    if os.path.exists(floor):
+        ways.append(("floor", lambda: runner(prog + ["--floor", floor])))
+    else:
+        print("floor: skipped: no %s (cmake --build BUILD --target bench_rf_floor, or --floor SO)"
+              % floor)
 
     def profiler(mode):
         def f():
@@ -215,6 +228,7 @@ def main():
     ap.add_argument("--batch", type=int, default=8, help="torch: images per batch")
     ap.add_argument("--batches", type=int, default=24, help="opencl: the pipeline's batches")
     ap.add_argument("--pipeline", help="default: examples/loom-opencl-pipeline beside loom")
+    ap.add_argument("--floor", help="torch: default bench/bench_rf_floor.so beside loom")
     a = ap.parse_args()
     loom = os.path.abspath(a.loom_bin)
     if not os.access(loom, os.X_OK):
@@ -242,6 +256,10 @@ def main():
         if perf_ok:
             goals.append(("e2e_torch_perf", t["loom + perf"], "1.05", 1.05))
         vs = (t["loom"], t["torch.profiler"], t["torch.profiler, shapes"])
+        if "floor" in t:
+            print("floor (an empty RecordFunction callback with inputs) %.4f of plain: loom %.4f, "
+                  "--ring 64m %.4f of the floor" % (t["floor"], t["loom"] / t["floor"],
+                                                     t["loom --ring 64m"] / t["floor"]))
     if a.only in (None, "opencl"):
         pipe = a.pipeline or os.path.join(os.path.dirname(loom), "examples",
                                           "loom-opencl-pipeline")

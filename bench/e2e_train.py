@@ -5,7 +5,7 @@ Linear layer) trained with SGD on synthetic 32x32 RGB batches, on one
 thread, knowing nothing of loom.
 
   e2e_train.py STEPS [--batch B] [--profile off|on|shapes] [--trace FILE]
-               [--malloc-default]
+               [--malloc-default] [--floor SO]
 
 STEPS optimizer steps (each: zero_grad, forward, cross-entropy, backward,
 step, inside a record_function("train_step") region) after 5 warm-up steps,
@@ -21,7 +21,10 @@ activation buffers go back to the kernel and are faulted in again every step
 (~340 page faults a step, the loop 2-3x slower), and how often depends on
 the heap's layout, which any profiler's own allocations change (with
 torch.profiler the loop ran twice as fast as plain).  --malloc-default keeps
-glibc's defaults.  Prints "loop_s S steps N" (the steps' own wall time, warm-up
+glibc's defaults.  --floor SO: the floor of observing ops, an empty global
+RecordFunction callback asking for the ops' inputs (bench_rf_floor.so, as
+loom's adapter asks for them to record shapes), registered before the
+warm-up.  Prints "loop_s S steps N" (the steps' own wall time, warm-up
 and export excluded) and, profiling, "profiler_events E".
 """
 import argparse
@@ -61,6 +64,7 @@ def main():
     ap.add_argument("--profile", default="off", choices=("off", "on", "shapes"))
     ap.add_argument("--trace")
     ap.add_argument("--malloc-default", action="store_true")
+    ap.add_argument("--floor")
     a = ap.parse_args()
     if not a.malloc_default:
         libc = ctypes.CDLL("libc.so.6")
@@ -69,6 +73,11 @@ def main():
     if a.profile != "off" and not a.trace:
         ap.error("--profile needs --trace FILE")
     model, opt, data = build(a.batch)
+    floor = None
+    if a.floor:
+        floor = ctypes.CDLL(a.floor, mode=ctypes.RTLD_GLOBAL)  # after torch: its libtorch
+        floor.bench_rf_floor_starts.restype = ctypes.c_uint64
+        floor.bench_rf_floor_add(1)
     if a.profile == "off":
         train(model, opt, data, 0, 5)
         t0 = time.perf_counter()
@@ -83,6 +92,8 @@ def main():
             dt = time.perf_counter() - t0
         p.export_chrome_trace(a.trace)
         print("profiler_events %d" % len(p.events()))
+    if floor is not None and floor.bench_rf_floor_starts() < a.steps:
+        raise SystemExit("the floor's callback did not observe the ops")
     print("loop_s %.6f steps %d" % (dt, a.steps))
 
 

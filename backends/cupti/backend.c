@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cupti_loom.h"
+#include "libfind.h"
 
 static atomic_int replay_mode;  /* this session replays (cupti.replay=1) */
 static atomic_int recording;    /* CUPTI activities are enabled */
@@ -180,11 +181,7 @@ static void cupti_pop(loom_backend *b) {
  * (CUDA_INJECTION64_PATH, unless the user named another); it is also a
  * plug-in.  Recorded by default where a CUDA driver is installed (asking for
  * cuda elsewhere would only warn that there is none). */
-static int cupti_default_check(void) {
-  void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-  if (drv) dlclose(drv);
-  return drv != NULL;
-}
+static int cupti_default_check(void) { return loom_lib_installed("libcuda.so.1"); }
 static const loom_env_setting cupti_env[] = {
     {"CUDA_INJECTION64_PATH", "$SELF", LOOM_ENV_SET_IF_UNSET},
 };

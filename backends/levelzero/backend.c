@@ -30,6 +30,7 @@
  * what they share.
  */
 #include "backend.h"
+#include "libfind.h"
 
 ze_table ze;
 const loom_host *ze_host;
@@ -256,9 +257,7 @@ static loom_status ze_flush(loom_backend *b) {
 static int ze_default_check(void) {
   const char *alt = getenv("ZE_ENABLE_ALT_DRIVERS");
   if (alt && *alt) return 1;
-  void *d = dlopen("libze_intel_gpu.so.1", RTLD_LAZY | RTLD_LOCAL);
-  if (d) dlclose(d);
-  return d != NULL;
+  return loom_lib_installed("libze_intel_gpu.so.1");
 }
 static const loom_env_setting ze_env[] = {
     {"ZE_ENABLE_TRACING_LAYER", "1", LOOM_ENV_SET_IF_UNSET},

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "libfind.h"
 #include "mpil.h"
 
 const loom_host *mpil_host;
@@ -397,12 +398,7 @@ static void b_destroy(loom_backend *b) {
 }
 
 /* loom record's default: record "mpi" where an MPI library is installed. */
-static int have_mpi(void) {
-  void *h = dlopen("libmpi.so.40", RTLD_LAZY | RTLD_LOCAL);
-  if (!h) return 0;
-  dlclose(h);
-  return 1;
-}
+static int have_mpi(void) { return loom_lib_installed("libmpi.so.40"); }
 static const loom_backend_enable enable = {
     .struct_size = sizeof(loom_backend_enable),
     .flags = LOOM_ENABLE_F_DEFAULT | LOOM_ENABLE_F_PRELOAD_SELF,
