@@ -91,6 +91,14 @@ long pf_unwind_sample(pf_unwinder *u, const pf_sample *s, const uint8_t *data, c
  * unwinding. */
 void pf_unwinder_stats(const pf_unwinder *u, uint64_t *distinct, uint64_t *sym_ns,
                        uint64_t *unwind_ns, uint64_t *reached_dwarf, uint64_t *used_fp);
+/* The kernel's text symbols (kallsyms.c), from /proc/kallsyms: none where
+ * it hides their addresses (NULL only out of memory). */
+typedef struct pf_ksyms pf_ksyms;
+pf_ksyms *pf_ksyms_read(void);
+/* The symbol at or below pc, NULL when none. */
+const char *pf_ksyms_name(const pf_ksyms *k, uint64_t pc);
+void pf_ksyms_free(pf_ksyms *k);
+
 /* How the distinct frames with a module were named: from the module's
  * symbol index, or by libdwfl's own search; *mismatched: index answers
  * that differ from libdwfl's, -1 unless LOOM_PERF_CHECK_NAMES=1 checked. */

@@ -10,7 +10,8 @@
  * (unless a global sizeless symbol sits exactly at the address); among
  * symbols of the same start and size the best binding, then the first in
  * the table; a sizeless symbol only when no sized one contains the address
- * and it starts at or above every sized symbol's end below the address.
+ * and it starts at or above every sized symbol's end below the address
+ * (an absolute one, such as a version name, only at the address itself).
  * Here: exactly one group of same start and size contains the address in
  * the pass that decides -> that group's symbol; no sized symbol contains it
  * and no sizeless one lies between the last sized end and it -> no name;
@@ -39,8 +40,8 @@ typedef struct pass {
 
 struct pf_symidx {
   pass global, local; /* sized symbols of each search pass, by address */
-  uint64_t *sizeless, *sizeless_global;
-  size_t nsizeless, nsizeless_global;
+  uint64_t *sizeless, *sizeless_global, *sizeless_abs;
+  size_t nsizeless, nsizeless_global, nsizeless_abs;
 };
 
 static int bind_value(const GElf_Sym *s) {
@@ -79,6 +80,7 @@ void pf_symidx_free(pf_symidx *x) {
   free(x->local.v);
   free(x->sizeless);
   free(x->sizeless_global);
+  free(x->sizeless_abs);
   free(x);
 }
 
@@ -96,8 +98,9 @@ static int add(pf_symidx *x, Dwfl_Module *m, int i, int first_global) {
   if (type == STT_SECTION || type == STT_FILE || type == STT_TLS) return 0;
   if (shndx < SHN_LORESERVE && value != s.st_value + bias) return -1;
   int global = first_global <= 1 || i >= first_global;
-  if (!s.st_size) {
-    x->sizeless[x->nsizeless++] = value;
+  if (!s.st_size) { /* an absolute one (a version name) only ever names its own value */
+    if (shndx >= SHN_LORESERVE) x->sizeless_abs[x->nsizeless_abs++] = value;
+    else x->sizeless[x->nsizeless++] = value;
     if (global) x->sizeless_global[x->nsizeless_global++] = value;
     return 0;
   }
@@ -115,7 +118,8 @@ pf_symidx *pf_symidx_build(Dwfl_Module *m) {
   x->local.v = malloc((size_t)n * sizeof(sym));
   x->sizeless = malloc((size_t)n * sizeof(uint64_t));
   x->sizeless_global = malloc((size_t)n * sizeof(uint64_t));
-  int ok = x->global.v && x->local.v && x->sizeless && x->sizeless_global;
+  x->sizeless_abs = malloc((size_t)n * sizeof(uint64_t));
+  int ok = x->global.v && x->local.v && x->sizeless && x->sizeless_global && x->sizeless_abs;
   for (int i = 1; ok && i < n; i++) ok = add(x, m, i, first_global) == 0;
   if (!ok) {
     pf_symidx_free(x);
@@ -125,6 +129,7 @@ pf_symidx *pf_symidx_build(Dwfl_Module *m) {
   pass_sort(&x->local);
   qsort(x->sizeless, x->nsizeless, sizeof *x->sizeless, u64_cmp);
   qsort(x->sizeless_global, x->nsizeless_global, sizeof *x->sizeless_global, u64_cmp);
+  qsort(x->sizeless_abs, x->nsizeless_abs, sizeof *x->sizeless_abs, u64_cmp);
   return x;
 }
 
@@ -184,6 +189,8 @@ int pf_symidx_lookup(const pf_symidx *x, uint64_t pc, const char **name, uint64_
       uint64_t floor = gend > lend ? gend : lend;
       k = upto_u64(x->sizeless, x->nsizeless, pc);
       if (k && x->sizeless[k - 1] >= floor) return -1;
+      k = upto_u64(x->sizeless_abs, x->nsizeless_abs, pc);
+      if (k && x->sizeless_abs[k - 1] == pc) return -1;
       *name = NULL;
       return 0;
     }

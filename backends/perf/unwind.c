@@ -53,54 +53,17 @@ struct pf_unwinder {
   uint64_t sym_ns, unwind_ns, dwarf_ok, used_fp;
   uint64_t names_indexed, names_dwfl, names_mismatched;
   int check_names; /* LOOM_PERF_CHECK_NAMES=1: every indexed name checked against libdwfl */
-  /* kernel symbols (/proc/kallsyms), read at the first kernel address */
-  struct ksym { uint64_t addr; char *name; } *ksyms;
-  size_t nksyms;
+  /* kernel symbols (kallsyms.c), read at the first kernel address */
+  pf_ksyms *ksyms;
   int ksyms_read;
 };
 
-static int ksym_cmp(const void *a, const void *b) {
-  uint64_t x = ((const struct ksym *)a)->addr, y = ((const struct ksym *)b)->addr;
-  return x < y ? -1 : x > y;
-}
-
-/* Text symbols of the kernel; none when kallsyms hides the addresses
- * (kernel.kptr_restrict, or no privilege): such frames keep their address. */
-static void read_kallsyms(pf_unwinder *u) {
-  u->ksyms_read = 1;
-  FILE *f = fopen("/proc/kallsyms", "r");
-  if (!f) return;
-  char line[512];
-  size_t cap = 0;
-  while (fgets(line, sizeof line, f)) {
-    unsigned long long a;
-    char type, name[256];
-    if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3 || !a) continue;
-    if (type != 't' && type != 'T') continue;
-    if (u->nksyms == cap) {
-      size_t c = cap ? cap * 2 : 4096;
-      struct ksym *p = realloc(u->ksyms, c * sizeof *p);
-      if (!p) break;
-      u->ksyms = p;
-      cap = c;
-    }
-    char *n = strdup(name);
-    if (!n) break;
-    u->ksyms[u->nksyms++] = (struct ksym){a, n};
-  }
-  fclose(f);
-  if (u->nksyms) qsort(u->ksyms, u->nksyms, sizeof *u->ksyms, ksym_cmp);
-}
-
 static const char *kernel_name(pf_unwinder *u, uint64_t pc) {
-  if (!u->ksyms_read) read_kallsyms(u);
-  size_t lo = 0, hi = u->nksyms;
-  while (lo < hi) { /* the last symbol at or below pc */
-    size_t mid = lo + (hi - lo) / 2;
-    if (u->ksyms[mid].addr <= pc) lo = mid + 1;
-    else hi = mid;
+  if (!u->ksyms_read) {
+    u->ksyms_read = 1;
+    u->ksyms = pf_ksyms_read();
   }
-  return lo ? u->ksyms[lo - 1].name : NULL;
+  return pf_ksyms_name(u->ksyms, pc);
 }
 
 static uint64_t now_ns(void) {
@@ -262,8 +225,7 @@ void pf_unwinder_free(pf_unwinder *u) {
     dwfl_end(u->dwfl);
   }
   for (size_t i = 0; i < u->cap_tab; i++) free(u->tab[i].line);
-  for (size_t i = 0; i < u->nksyms; i++) free(u->ksyms[i].name);
-  free(u->ksyms);
+  pf_ksyms_free(u->ksyms);
   free(u->tab);
   free(u);
 }
