@@ -1,16 +1,18 @@
 /*
  * backend.c - the loom side of libloom-perf.so (device type "perf"): CPU
  * samples with call stacks and OS counters per thread, from Linux
- * perf_event_open.  While recording, the kernel samples and the reader
- * thread (events.c) only copies; at flush, after the program's work is
- * recorded, the samples are unwound and named (unwind.c) and emitted as
+ * perf_event_open.  While recording, the kernel samples, the reader
+ * thread (events.c) copies and unwinds and names what it copied as it goes
+ * (live.c, unwind.c); at flush, after the program's work is recorded, the
+ * samples it did not reach are unwound too, and all are emitted as
  * LOOM_KIND_SAMPLE records on their threads, in CLOCK_MONOTONIC (the
  * events' use_clockid), and the counters as counter records.
  *
  * Options (session options or LOOM_PERF_*): perf.frequency (Hz, default
  * 1000), perf.stack (bytes of user stack copied per sample for DWARF
  * unwinding, default 16384, 0 = frame-pointer chains only), perf.counters
- * (default 1), perf.memory (bytes of samples kept, default 512m).
+ * (default 1), perf.memory (bytes of samples kept, default 512m), perf.live
+ * (default 1: the reader thread unwinds as it goes, live.c).
  */
 #define _GNU_SOURCE
 #define LOOM_PLUGIN_WANT_ATTACH
@@ -33,7 +35,9 @@ typedef struct pf_state {
   pf_config cfg;
   loom_clock clk;
   pf_events *ev;
+  pf_live *live; /* perf.live: the reader unwinds while recording (live.c) */
   int user_only, paranoid;
+  uint64_t kept_live; /* samples emitted that were unwound while recording */
 } pf_state;
 
 static pf_state *st(loom_backend *b) { return pf_host->state(b); }
@@ -55,7 +59,7 @@ static int parse_u64(const char *s, uint64_t *out, uint64_t unit_k) {
 
 static loom_status read_options(loom_backend *b, pf_config *c) {
   *c = (pf_config){.period_ns = 1000000, .stack_bytes = 16384, .counters = 1,
-                   .memory_cap = 512ull << 20};
+                   .memory_cap = 512ull << 20, .live = 1};
   const char *v;
   uint64_t x;
   if ((v = pf_host->config_get(b, "perf.frequency"))) {
@@ -80,6 +84,13 @@ static loom_status read_options(loom_backend *b, pf_config *c) {
       return LOOM_EINVAL;
     }
     c->counters = *v == '1';
+  }
+  if ((v = pf_host->config_get(b, "perf.live"))) {
+    if (strcmp(v, "0") && strcmp(v, "1")) {
+      pf_host->report(b, LOOM_SEV_ERROR, "perf.live=%s: expected 0 or 1", v);
+      return LOOM_EINVAL;
+    }
+    c->live = *v == '1';
   }
   if ((v = pf_host->config_get(b, "perf.memory"))) {
     if (parse_u64(v, &x, 1) || x < 4096) {
@@ -137,6 +148,10 @@ static loom_status pf_configure(loom_backend *b, uint32_t kinds) {
 static loom_status pf_start(loom_backend *b) {
   pf_state *s = st(b);
   char why[512];
+  pf_live_free(s->live);
+  s->live = s->cfg.live ? pf_live_new() : NULL;
+  s->cfg.unwind = s->live ? pf_live_unwind : NULL;
+  s->cfg.unwind_ud = s->live;
   if (pf_events_start(&s->ev, &s->cfg, &s->user_only, &s->paranoid, why, sizeof why)) {
     pf_host->report(b, LOOM_SEV_WARNING, "perf: no CPU samples: %s", why);
     return LOOM_EUNSUPPORTED;
@@ -172,33 +187,34 @@ static loom_string_id leaf_name(loom_backend *b, const char *stack) {
   return pf_host->intern(b, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : SIZE_MAX);
 }
 
-/* Unwinds and emits every sample but the reader thread's; returns how many
- * it emitted and counts the rest lost when memory runs out. */
+/* Emits every sample but the backend's own threads', unwinding those the
+ * worker did not reach; returns how many it emitted and counts the rest
+ * lost when memory runs out. */
 static uint64_t emit_stacks(loom_backend *b, pf_state *s, pf_unwinder *u) {
-  size_t n;
-  const pf_sample *smp = pf_events_samples(s->ev, &n);
-  const uint8_t *data = pf_events_data(s->ev);
-  pid_t reader = pf_events_reader_tid(s->ev);
+  size_t n = pf_events_nsamples(s->ev);
   char *buf = NULL;
   size_t cap = 0, len = 0;
   uint64_t kept = 0;
-  loom_string_id k_stack = pf_host->intern(b, "stack", SIZE_MAX);
-  (void)k_stack;
   size_t i = 0;
+  s->kept_live = 0;
   for (; i < n; i++) {
-    if ((pid_t)smp[i].tid == reader) continue;
-    if (pf_unwind_sample(u, &smp[i], data, &buf, &cap, &len) < 0) break;
+    const pf_sample *smp = pf_events_sample(s->ev, i);
+    if (pf_events_own(s->ev, smp->tid)) continue;
+    const uint64_t *pcs = smp->pcs;
+    size_t npcs = smp->unwound ? smp->npcs : pf_unwind_pcs(u, smp, &pcs);
+    if (pf_stack_text(u, pcs, npcs, &buf, &cap, &len) < 0) break;
     if (!len) continue;
     loom_arg arg = {.key = "stack", .type = LOOM_ARG_STRING, .v.s = buf};
     loom_record r = {.struct_size = sizeof r, .kind = LOOM_KIND_SAMPLE, .clock = s->clk,
-                     .device = LOOM_DEVICE_HOST, .tid = smp[i].tid, .start = smp[i].time,
-                     .end = smp[i].time, .name = leaf_name(b, buf), .nargs = 1, .args = &arg};
+                     .device = LOOM_DEVICE_HOST, .tid = smp->tid, .start = smp->time,
+                     .end = smp->time, .name = leaf_name(b, buf), .nargs = 1, .args = &arg};
     if (pf_host->emit(b, &r) == LOOM_ENOMEM) break;
     kept++;
+    s->kept_live += smp->unwound != 0;
   }
   free(buf);
-  size_t rest = 0; /* not emitted: out of memory unwinding or recording */
-  for (; i < n; i++) rest += (pid_t)smp[i].tid != reader;
+  size_t rest = 0; /* not emitted: out of memory unwinding or recording them */
+  for (; i < n; i++) rest += !pf_events_own(s->ev, pf_events_sample(s->ev, i)->tid);
   if (rest) pf_host->count_lost(b, rest, "CPU samples: out of memory unwinding or recording them");
   return kept;
 }
@@ -228,6 +244,8 @@ static void sample_meta(loom_backend *b, pf_state *s, pf_unwinder *u, uint64_t k
   META("perf.symbolize_ns", sym_ns);
   META("perf.unwind_ns", unw_ns);
   META("perf.threads_at_start", pf_events_threads(s->ev));
+  META("perf.live", s->cfg.live);
+  META("perf.unwound_while_recording", s->kept_live);
   uint64_t indexed, by_dwfl;
   int64_t mismatched;
   pf_unwinder_names(u, &indexed, &by_dwfl, &mismatched);
@@ -240,19 +258,21 @@ static void sample_meta(loom_backend *b, pf_state *s, pf_unwinder *u, uint64_t k
 }
 
 static int emit_samples(loom_backend *b, pf_state *s) {
-  size_t nmaps;
-  const pf_map *maps = pf_events_maps(s->ev, &nmaps);
   char why[256] = "";
-  pf_unwinder *u = pf_unwinder_new(maps, nmaps, why, sizeof why);
+  pf_live *l = s->live ? s->live : pf_live_new(); /* perf.live=0: an unwinder made now */
+  s->live = NULL;
+  pf_unwinder *u = l ? pf_live_unwinder(l, s->ev, why, sizeof why) : NULL;
+  if (!l) snprintf(why, sizeof why, "out of memory");
+  int rc = 0;
   if (!u) {
     pf_host->report(b, LOOM_SEV_WARNING, "perf: samples not unwound: %s", why);
-    return -1;
+    rc = -1;
+  } else {
+    if (*why) pf_host->report(b, LOOM_SEV_WARNING, "perf: %s (frame-pointer chains used)", why);
+    sample_meta(b, s, u, emit_stacks(b, s, u));
   }
-  if (*why) pf_host->report(b, LOOM_SEV_WARNING, "perf: %s (frame-pointer chains used)", why);
-  uint64_t kept = emit_stacks(b, s, u);
-  sample_meta(b, s, u, kept);
-  pf_unwinder_free(u);
-  return 0;
+  pf_live_free(l); /* its unwinder with it */
+  return rc;
 }
 
 /* One counter record per thread whenever one of its counts moved, at most
@@ -280,12 +300,11 @@ static void emit_counter(loom_backend *b, pf_state *s, const thr_ctr *c, uint64_
 static void emit_counters(loom_backend *b, pf_state *s) {
   size_t n;
   const pf_tick *t = pf_events_ticks(s->ev, &n);
-  pid_t reader = pf_events_reader_tid(s->ev);
   thr_ctr *thr = NULL;
   size_t nthr = 0;
   uint64_t last = 0;
   for (size_t i = 0; i < n; i++) {
-    if ((pid_t)t[i].tid == reader) continue;
+    if (pf_events_own(s->ev, t[i].tid)) continue;
     size_t j = 0;
     while (j < nthr && thr[j].tid != t[i].tid) j++;
     if (j == nthr) {
@@ -326,8 +345,10 @@ static loom_status pf_flush(loom_backend *b) {
 
 static void pf_destroy(loom_backend *b) {
   pf_state *s = st(b);
-  pf_events_free(s->ev);
+  pf_events_free(s->ev); /* the reader first: it may be using the unwinder */
   s->ev = NULL;
+  pf_live_free(s->live);
+  s->live = NULL;
 }
 
 static const loom_option_desc perf_options[] = {
@@ -336,6 +357,8 @@ static const loom_option_desc perf_options[] = {
                    "(default 16384)"},
     {"perf.counters", "0: no OS counters (context switches, page faults, migrations) (default 1)"},
     {"perf.memory", "bytes of samples kept while recording, with k/m/g (default 512m)"},
+    {"perf.live", "0: unwind and name the samples only after recording, none while the "
+                  "program runs (default 1: the reader does it as it goes)"},
     {NULL, NULL}};
 static const loom_backend_ops pf_ops = {
     .struct_size = sizeof(loom_backend_ops),

@@ -4,9 +4,12 @@
  * create later are followed and write into the same ring), three software
  * events per thread sampled at period 1 for the OS counters (context
  * switches, page faults, CPU migrations) redirected into that ring, and a
- * reader thread that copies records out of the rings into memory.  Nothing
- * is unwound or named here: the program pays only for the kernel's sample
- * (and the copy of its user stack) and for the reader's memcpy.
+ * reader thread that copies records out of the rings into memory: the
+ * samples into samples.c's store, whose worker unwinds them (perf.live).
+ * Nothing is unwound or named in this file, and the reader does nothing
+ * else: the program pays for the kernel's sample (and the copy of its user
+ * stack) and for the reader's memcpy, and the worker only for CPU time no
+ * other thread wants.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -58,13 +61,13 @@ struct pf_events {
   atomic_int stop;
   pid_t pid, reader_tid;
   atomic_int reader_ready;
-  /* Stored records: written by the reader while recording, read after. */
-  uint8_t *data;
-  size_t ndata, cap_data;
-  pf_sample *samples;
-  size_t nsamples, cap_samples;
+  /* Stored records: written by the reader while recording, read after
+   * (the samples' store, samples.c, has its worker too; the maps are read
+   * while recording under maps_mu). */
+  pf_store *store;
   pf_tick *ticks;
   size_t nticks, cap_ticks;
+  pthread_mutex_t maps_mu;
   pf_map *maps;
   size_t nmaps, cap_maps;
   uint64_t lost, capped;
@@ -266,23 +269,11 @@ static void keep_sample(pf_events *ev, const uint8_t *p, const uint8_t *end) {
       slen = dyn < size ? dyn : size;
     }
   }
-  size_t bytes = (size_t)(nr * 8 + nregs * 8 + slen);
-  if ((uint64_t)ev->ndata + bytes + (ev->nsamples + 1) * sizeof(pf_sample) > ev->cfg.memory_cap) {
-    ev->capped++;
-    return;
-  }
-  if (grow((void **)&ev->data, &ev->cap_data, ev->ndata + bytes, 1) ||
-      grow((void **)&ev->samples, &ev->cap_samples, ev->nsamples + 1, sizeof(pf_sample))) {
-    ev->oom++;
-    return;
-  }
-  pf_sample *s = &ev->samples[ev->nsamples++];
-  *s = (pf_sample){time, tid, (uint32_t)nr, (uint32_t)nregs, (uint32_t)slen, ev->ndata};
-  uint8_t *d = ev->data + ev->ndata;
-  memcpy(d, chain, nr * 8);
-  if (nregs) memcpy(d + nr * 8, regs, nregs * 8);
-  if (slen) memcpy(d + nr * 8 + nregs * 8, stack, slen);
-  ev->ndata += bytes;
+  pf_sample h = {.time = time, .tid = tid, .nchain = (uint32_t)nr, .nregs = (uint32_t)nregs,
+                 .stack_len = (uint32_t)slen};
+  int rc = pf_store_add(ev->store, &h, chain, regs, stack);
+  if (rc > 0) ev->capped++;
+  else if (rc < 0) ev->oom++;
 }
 
 static void keep_tick(pf_events *ev, int which, const uint8_t *p, const uint8_t *end) {
@@ -302,16 +293,15 @@ static void keep_tick(pf_events *ev, int which, const uint8_t *p, const uint8_t 
 
 static void keep_map(pf_events *ev, uint64_t start, uint64_t len, uint64_t pgoff, const char *path,
                      size_t n) {
-  if (grow((void **)&ev->maps, &ev->cap_maps, ev->nmaps + 1, sizeof(pf_map))) {
-    ev->oom++;
-    return;
-  }
   char *s = strndup(path, n);
-  if (!s) {
+  pthread_mutex_lock(&ev->maps_mu);
+  if (!s || grow((void **)&ev->maps, &ev->cap_maps, ev->nmaps + 1, sizeof(pf_map))) {
     ev->oom++;
-    return;
+    free(s);
+  } else {
+    ev->maps[ev->nmaps++] = (pf_map){start, start + len, pgoff, s};
   }
-  ev->maps[ev->nmaps++] = (pf_map){start, start + len, pgoff, s};
+  pthread_mutex_unlock(&ev->maps_mu);
 }
 
 static void one_record(pf_events *ev, const uint8_t *rec, size_t size) {
@@ -472,6 +462,17 @@ int pf_events_start(pf_events **out, const pf_config *cfg, int *user_only, int *
   ev->nrings = (size_t)ncpu;
   for (size_t c = 0; c < ev->nrings; c++) ev->rings[c] = (pf_ring){.cpu = (int)c, .fd = -1};
   ev->cfg = *cfg;
+  pthread_mutex_init(&ev->maps_mu, NULL);
+  /* the worker before the events: a thread alive at start is sampled
+   * (its samples are left out by its thread id, as the reader's) */
+  ev->store = pf_store_new(ev, cfg->memory_cap, cfg->unwind, cfg->unwind_ud);
+  if (!ev->store) {
+    pthread_mutex_destroy(&ev->maps_mu);
+    free(ev->rings);
+    free(ev);
+    snprintf(why, why_len, "out of memory");
+    return -1;
+  }
   ev->pid = getpid();
   *paranoid = read_paranoid();
   *user_only = 0;
@@ -522,6 +523,7 @@ void pf_events_stop(pf_events *ev) {
    * moved between CPUs are out of time order; counted in that order, the
    * cumulative counts would go backwards on the timeline. */
   if (ev->nticks > 1) qsort(ev->ticks, ev->nticks, sizeof *ev->ticks, tick_cmp);
+  pf_store_stop(ev->store); /* its worker, after the last samples were handed to it */
 }
 
 void pf_events_free(pf_events *ev) {
@@ -535,30 +537,44 @@ void pf_events_free(pf_events *ev) {
   for (size_t i = 0; i < ev->nmaps; i++) free(ev->maps[i].path);
   free(ev->rings);
   free(ev->maps);
-  free(ev->data);
-  free(ev->samples);
+  pf_store_free(ev->store);
+  pthread_mutex_destroy(&ev->maps_mu);
   free(ev->ticks);
   free(ev->tmp);
   free(ev);
 }
 
-const pf_sample *pf_events_samples(const pf_events *ev, size_t *n) {
-  *n = ev->nsamples;
-  return ev->samples;
+size_t pf_events_nsamples(const pf_events *ev) { return pf_store_n(ev->store); }
+const pf_sample *pf_events_sample(const pf_events *ev, size_t i) {
+  return pf_store_at(ev->store, i);
 }
-const uint8_t *pf_events_data(const pf_events *ev) { return ev->data; }
+int pf_events_own(const pf_events *ev, uint32_t tid) {
+  return (pid_t)tid == ev->reader_tid || (pid_t)tid == pf_store_worker_tid(ev->store);
+}
+
+int pf_events_maps_copy(pf_events *ev, pf_map **maps, size_t *n) {
+  pthread_mutex_lock(&ev->maps_mu);
+  *n = ev->nmaps;
+  *maps = malloc((*n ? *n : 1) * sizeof **maps);
+  if (*maps && *n) memcpy(*maps, ev->maps, *n * sizeof **maps);
+  pthread_mutex_unlock(&ev->maps_mu);
+  return *maps ? 0 : -1;
+}
+
+size_t pf_events_nmaps(pf_events *ev) {
+  pthread_mutex_lock(&ev->maps_mu);
+  size_t n = ev->nmaps;
+  pthread_mutex_unlock(&ev->maps_mu);
+  return n;
+}
+
 const pf_tick *pf_events_ticks(const pf_events *ev, size_t *n) {
   *n = ev->nticks;
   return ev->ticks;
-}
-const pf_map *pf_events_maps(const pf_events *ev, size_t *n) {
-  *n = ev->nmaps;
-  return ev->maps;
 }
 uint64_t pf_events_oom(const pf_events *ev) { return ev->oom; }
 uint64_t pf_events_lost(const pf_events *ev, uint64_t *capped) {
   *capped = ev->capped;
   return ev->lost;
 }
-pid_t pf_events_reader_tid(const pf_events *ev) { return ev->reader_tid; }
 size_t pf_events_threads(const pf_events *ev) { return ev->nthreads; }

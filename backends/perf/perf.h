@@ -19,15 +19,26 @@
 /* Counters kept per thread from software events sampled at period 1. */
 enum { PF_CTR_CSWITCH, PF_CTR_FAULTS, PF_CTR_MIGRATIONS, PF_NCTR };
 
-/* One stored sample (raw, as the kernel gave it). */
+/* One stored sample: raw, as the kernel gave it, until it is unwound (by
+ * the worker while recording, live.c; else at flush); then only its frames
+ * are kept. */
 typedef struct pf_sample {
   uint64_t time;      /* CLOCK_MONOTONIC ns */
   uint32_t tid;
   uint32_t nchain;    /* kernel+user call chain entries (PERF_CONTEXT_* marks included) */
   uint32_t nregs;     /* user registers (0: the sample was in the kernel with no user state) */
   uint32_t stack_len; /* bytes of user stack copied from regs' sp upward */
-  size_t off;         /* chain, regs, then stack in pf_events.data */
+  uint8_t *raw;       /* chain, regs, then stack (NULL once unwound) */
+  uint64_t *pcs;      /* unwound: its frames, innermost first */
+  uint32_t npcs;
+  int unwound;
 } pf_sample;
+
+typedef struct pf_events pf_events;
+/* The worker's unwinding of raw sample s (live.c): its frames into *pcs,
+ * valid until the next call; returns how many. */
+typedef size_t (*pf_unwind_fn)(pf_events *ev, void *ud, const pf_sample *s,
+                               const uint64_t **pcs);
 
 /* A counter event: one occurrence on a thread. */
 typedef struct pf_tick {
@@ -48,9 +59,10 @@ typedef struct pf_config {
   uint32_t stack_bytes; /* user stack copied per sample, 0 = frame pointers only */
   int counters;         /* open the OS counter events */
   uint64_t memory_cap;  /* bytes of stored samples */
+  int live;             /* unwind while recording (perf.live) */
+  pf_unwind_fn unwind;  /* set by pf_start when live: the worker thread's work */
+  void *unwind_ud;
 } pf_config;
-
-typedef struct pf_events pf_events;
 
 /* Opens the events for every thread of the process (following threads they
  * create) and starts the reader.  On failure returns -1 and writes the
@@ -62,18 +74,39 @@ int pf_events_start(pf_events **out, const pf_config *cfg, int *user_only, int *
 void pf_events_stop(pf_events *ev);
 void pf_events_free(pf_events *ev);
 
-/* What was stored (valid until pf_events_free). */
-const pf_sample *pf_events_samples(const pf_events *ev, size_t *n);
-const uint8_t *pf_events_data(const pf_events *ev);
+/* What was stored (after pf_events_stop, valid until pf_events_free). */
+size_t pf_events_nsamples(const pf_events *ev);
+const pf_sample *pf_events_sample(const pf_events *ev, size_t i);
+/* A thread of the backend's own (the reader, the worker): its samples are
+ * left out. */
+int pf_events_own(const pf_events *ev, uint32_t tid);
+/* The mappings seen so far, copied (free the array, not the paths: those
+ * live until pf_events_free); safe while recording.  0, or -1 out of
+ * memory. */
+int pf_events_maps_copy(pf_events *ev, pf_map **maps, size_t *n);
+size_t pf_events_nmaps(pf_events *ev);
 const pf_tick *pf_events_ticks(const pf_events *ev, size_t *n);
 const pf_map *pf_events_maps(const pf_events *ev, size_t *n);
 /* Records the kernel lost (ring full) and samples not kept (memory cap). */
 uint64_t pf_events_lost(const pf_events *ev, uint64_t *capped);
 /* Records (samples, counter ticks, mappings) not kept for want of memory. */
 uint64_t pf_events_oom(const pf_events *ev);
-pid_t pf_events_reader_tid(const pf_events *ev);
 /* Threads the events were opened on at start. */
 size_t pf_events_threads(const pf_events *ev);
+
+/* ---- samples.c: the samples' store and the worker (events.c's) ---- */
+typedef struct pf_store pf_store;
+/* A store of at most cap bytes; with unwind, its worker thread starts. */
+pf_store *pf_store_new(pf_events *ev, uint64_t cap, pf_unwind_fn unwind, void *ud);
+/* The reader keeps sample h (its counts and time) with its raw parts:
+ * 0, 1 over the cap (not kept), -1 out of memory. */
+int pf_store_add(pf_store *st, const pf_sample *h, const uint8_t *chain, const uint8_t *regs,
+                 const uint8_t *stack);
+void pf_store_stop(pf_store *st); /* the worker ends; what it did not reach stays raw */
+void pf_store_free(pf_store *st);
+size_t pf_store_n(const pf_store *st);
+const pf_sample *pf_store_at(const pf_store *st, size_t i);
+pid_t pf_store_worker_tid(const pf_store *st);
 
 /* ---- unwind.c ---- */
 typedef struct pf_unwinder pf_unwinder;
@@ -81,12 +114,34 @@ typedef struct pf_unwinder pf_unwinder;
  * fails (why says which). */
 pf_unwinder *pf_unwinder_new(const pf_map *maps, size_t nmaps, char *why, size_t why_len);
 void pf_unwinder_free(pf_unwinder *u);
-/* Writes the call stack of s as loom's "stack" text (LOOM_KIND_SAMPLE) into
- * *buf (grown as needed): DWARF unwinding over the copied stack when it has
- * one, else the kernel's frame-pointer chain.  Returns the number of frames
- * (0 none), or -1 when out of memory. */
-long pf_unwind_sample(pf_unwinder *u, const pf_sample *s, const uint8_t *data, char **buf,
-                      size_t *cap, size_t *len);
+/* Adds the mappings maps has beyond those u knows (its first ones must be
+ * u's, copied or not): 0, or -1 when one of them lies over an address u
+ * has another file at (then only a new unwinder over all of them will do;
+ * u is unchanged). */
+int pf_unwinder_maps(pf_unwinder *u, const pf_map *maps, size_t nmaps);
+/* The frames of raw sample s, innermost first, into *pcs (the unwinder's,
+ * valid until its next call): DWARF unwinding over the copied stack when it
+ * has one, else the kernel's frame-pointer chain.  Returns how many. */
+size_t pf_unwind_pcs(pf_unwinder *u, const pf_sample *s, const uint64_t **pcs);
+/* Writes frames pcs as loom's "stack" text (LOOM_KIND_SAMPLE) into *buf
+ * (grown as needed), naming each (once per address).  0, or -1 when out of
+ * memory. */
+int pf_stack_text(pf_unwinder *u, const uint64_t *pcs, size_t n, char **buf, size_t *cap,
+                  size_t *len);
+/* Names frames pcs ahead of pf_stack_text (the names are kept). */
+void pf_unwinder_name(pf_unwinder *u, const uint64_t *pcs, size_t n);
+
+/* ---- live.c: unwinding while recording ---- */
+typedef struct pf_live pf_live;
+pf_live *pf_live_new(void);
+/* The worker's unwinding (a pf_unwind_fn, ud a pf_live): names the frames
+ * too, so that the flush only writes them. */
+size_t pf_live_unwind(pf_events *ev, void *live, const pf_sample *s, const uint64_t **pcs);
+/* After recording (the worker stopped): the unwinder, over the final maps,
+ * with the names found so far (NULL with why set when none can be had; why
+ * may also say a lesser problem). */
+pf_unwinder *pf_live_unwinder(pf_live *l, pf_events *ev, char *why, size_t why_len);
+void pf_live_free(pf_live *l);
 /* Statistics: distinct addresses symbolized, and ns spent symbolizing and
  * unwinding. */
 void pf_unwinder_stats(const pf_unwinder *u, uint64_t *distinct, uint64_t *sym_ns,
