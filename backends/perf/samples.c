@@ -7,10 +7,11 @@
  * default).  The reader appends it to its list and hands it to the worker
  * through a single-producer, single-consumer queue of pointers; the worker
  * unwinds it (live.c), keeps its frames and frees the raw bytes, so that
- * perf.memory holds some forty times more samples.  The worker uses at
- * most a quarter of one CPU (its own CPU time against the time since it
- * started, beyond a first burst of 200 ms; it naps when ahead), so the work the flush would do after the
- * program is done while it runs, on a CPU it leaves idle when it has one;
+ * perf.memory holds many times more samples.  The worker uses at most a
+ * quarter of one CPU (its own CPU time against the time since it started,
+ * beyond a first burst of 200 ms; it naps when ahead), so the work the
+ * flush would do after the program is done while it runs, on a CPU it
+ * leaves idle when it has one;
  * the reader is never held up by it (a full queue leaves samples raw), and
  * a sample the worker did not reach is unwound at flush.  (Not SCHED_IDLE:
  * on a machine kept busy by others, such as the ranks of a job

@@ -10,8 +10,14 @@ usage: check.py MODE LOOM SPLIT OUTDIR
   sleep     `split sleep` (200 sleeps of 1 ms): context switches counted
   fallback  as root with perf_event_paranoid 2: rerun as nobody; user-space
             samples only, and a warning naming perf_event_paranoid
+  deep      recursion past 256 frames: stacks cut, counted and warned
+  memory    perf.memory=2m: unwound while recording (perf.live=1), a
+            second's samples all kept; unwound after it (perf.live=0), most
+            of them lost past perf.memory
   python    /usr/bin/python3 in a numpy matmul loop: native BLAS and numpy
             frames under the interpreter's own frames
+split and python also check each frame's name against libdwfl's own
+search (LOOM_PERF_CHECK_NAMES=1: perf.names_mismatched must be 0).
 Exit 77 (skipped) where the mode cannot run here.
 """
 import json
