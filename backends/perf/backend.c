@@ -35,7 +35,9 @@ typedef struct pf_state {
   pf_config cfg;
   loom_clock clk;
   pf_events *ev;
-  pf_live *live; /* perf.live: the reader unwinds while recording (live.c) */
+  pf_live *live; /* perf.live: unwinding while recording (live.c, samples.c) */
+  pid_t owner;    /* whose ev and live: a forked child drops the parent's, never frees
+                     them (their threads are not in the child) */
   int user_only, paranoid;
   uint64_t kept_live; /* samples emitted that were unwound while recording */
 } pf_state;
@@ -148,8 +150,13 @@ static loom_status pf_configure(loom_backend *b, uint32_t kinds) {
 static loom_status pf_start(loom_backend *b) {
   pf_state *s = st(b);
   char why[512];
-  pf_live_free(s->live);
+  if (s->owner == getpid()) { /* a session before this one: stopped and flushed */
+    pf_events_free(s->ev);
+    pf_live_free(s->live);
+  }
+  s->ev = NULL;
   s->live = s->cfg.live ? pf_live_new() : NULL;
+  s->owner = getpid();
   s->cfg.unwind = s->live ? pf_live_unwind : NULL;
   s->cfg.unwind_ud = s->live;
   if (pf_events_start(&s->ev, &s->cfg, &s->user_only, &s->paranoid, why, sizeof why)) {
@@ -345,9 +352,11 @@ static loom_status pf_flush(loom_backend *b) {
 
 static void pf_destroy(loom_backend *b) {
   pf_state *s = st(b);
-  pf_events_free(s->ev); /* the reader first: it may be using the unwinder */
+  if (s->owner == getpid()) {
+    pf_events_free(s->ev); /* its threads first: the worker may be using the unwinder */
+    pf_live_free(s->live);
+  }
   s->ev = NULL;
-  pf_live_free(s->live);
   s->live = NULL;
 }
 

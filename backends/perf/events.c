@@ -529,6 +529,7 @@ void pf_events_stop(pf_events *ev) {
 void pf_events_free(pf_events *ev) {
   if (!ev) return;
   if (ev->have_reader) pf_events_stop(ev);
+  pf_store_stop(ev->store); /* before the maps it reads go */
   for (size_t i = 0; i < ev->nrings; i++)
     if (ev->rings[i].base) munmap(ev->rings[i].base, ev->rings[i].len);
   for (size_t i = 0; i < ev->nfds; i++) close(ev->fds[i]);
