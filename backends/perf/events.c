@@ -61,6 +61,7 @@ struct pf_events {
   atomic_int stop;
   pid_t pid, reader_tid;
   atomic_int reader_ready;
+  atomic_int kernel;      /* -1 until the events are open, then 1 when kernel frames are sampled */
   /* Stored records: written by the reader while recording, read after
    * (the samples' store, samples.c, has its worker too; the maps are read
    * while recording under maps_mu). */
@@ -462,6 +463,7 @@ int pf_events_start(pf_events **out, const pf_config *cfg, int *user_only, int *
   ev->nrings = (size_t)ncpu;
   for (size_t c = 0; c < ev->nrings; c++) ev->rings[c] = (pf_ring){.cpu = (int)c, .fd = -1};
   ev->cfg = *cfg;
+  atomic_init(&ev->kernel, -1);
   pthread_mutex_init(&ev->maps_mu, NULL);
   /* the worker before the events: a thread alive at start is sampled
    * (its samples are left out by its thread id, as the reader's) */
@@ -501,6 +503,7 @@ int pf_events_start(pf_events **out, const pf_config *cfg, int *user_only, int *
    * own samples and counts are left out by its thread id. */
   if (pthread_create(&ev->reader, NULL, reader_main, ev) == 0) ev->have_reader = 1;
   while (ev->have_reader && !atomic_load(&ev->reader_ready)) sched_yield();
+  atomic_store(&ev->kernel, !*user_only);
   enable_all(ev, PERF_EVENT_IOC_ENABLE);
   *out = ev;
   return 0;
@@ -561,6 +564,8 @@ int pf_events_maps_copy(pf_events *ev, pf_map **maps, size_t *n) {
   pthread_mutex_unlock(&ev->maps_mu);
   return *maps ? 0 : -1;
 }
+
+int pf_events_kernel(pf_events *ev) { return atomic_load(&ev->kernel); }
 
 size_t pf_events_nmaps(pf_events *ev) {
   pthread_mutex_lock(&ev->maps_mu);

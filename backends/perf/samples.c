@@ -89,9 +89,13 @@ static void *worker_main(void *arg) {
   atomic_store(&st->ready, 1);
   while (!atomic_load_explicit(&st->stop, memory_order_relaxed)) {
     size_t h = atomic_load_explicit(&st->head, memory_order_relaxed);
-    if (h == atomic_load_explicit(&st->tail, memory_order_acquire) ||
-        clock_ns(CLOCK_THREAD_CPUTIME_ID) * 4 > clock_ns(CLOCK_MONOTONIC) - t0 + BURST_NS * 4) {
-      nap_ms(5); /* nothing to do, or a quarter of a CPU used (beyond the first burst) */
+    if (h == atomic_load_explicit(&st->tail, memory_order_acquire)) {
+      st->unwind(st->ev, st->ud, NULL, NULL); /* idle: get ready */
+      nap_ms(5);
+      continue;
+    }
+    if (clock_ns(CLOCK_THREAD_CPUTIME_ID) * 4 > clock_ns(CLOCK_MONOTONIC) - t0 + BURST_NS * 4) {
+      nap_ms(5); /* a quarter of a CPU used (beyond the first burst) */
       continue;
     }
     unwind_one(st, st->q[h & (QCAP - 1)]);

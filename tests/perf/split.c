@@ -9,6 +9,7 @@
  * unwinding has to use DWARF through libc's start code.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -62,6 +63,10 @@ __attribute__((noinline)) double deep(int n, double ms) {
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "deep")) {
     deep(300, 300);
+    return 0;
+  }
+  if (argc > 2 && !strcmp(argv[1], "busy")) { /* busy_seventy for MS ms of CPU */
+    busy_seventy(atof(argv[2]));
     return 0;
   }
   if (argc > 1 && !strcmp(argv[1], "sleep")) {
