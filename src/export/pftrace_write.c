@@ -389,11 +389,10 @@ enum { E_END = 0, E_BEGIN = 1, E_POINT = 2 };
  * among begins and ends as it nests those, on a thread's own track only (on
  * a track of overlapping slices it leaves it out): lane 0; and it nests a
  * slice that starts when one of no duration does in that one: a slice of
- * no duration keeps its end.  Not a slice open in the file: its end is
- * written at its start, marked. */
-static int whole_us(const loom_trace *t, const lane *L, const loom__ev *e) {
-  if (L->num || !L->uuid || e->ph != LOOM__PH_COMPLETE || e->dur <= 0 || e->dur % 1000) return 0;
-  return !loom__ev_open_in_file(t, e, e->nargs ? t->args + e->args_off : NULL);
+ * no duration keeps its end (so does a slice open in the file, which has
+ * none: loom__ev_open_in_file). */
+static int whole_us(const lane *L, const loom__ev *e) {
+  return !L->num && L->uuid && e->ph == LOOM__PH_COMPLETE && e->dur > 0 && e->dur % 1000 == 0;
 }
 
 /* TrackEvent.legacy_event: phase 'X' and the duration in microseconds. */
@@ -412,7 +411,7 @@ static void write_event(writer *w, lane *L, uint32_t ev, int what, uint64_t trac
   pb_buf *te = &w->te;
   te->n = 0;
   w->interned.n = 0;
-  int x = what == E_BEGIN && !track && whole_us(t, L, e);
+  int x = what == E_BEGIN && !track && whole_us(L, e);
   if (x) legacy_complete(te, e->dur);
   else pb_uint(te, PF_TE_TYPE, what == E_POINT ? PF_TYPE_INSTANT : PF_TYPE_SLICE_BEGIN);
   if (track) pb_uint(te, PF_TE_TRACK_UUID, track);
@@ -455,7 +454,7 @@ static void write_end(writer *w, lane *L, int64_t ts, uint64_t track) {
 static void lane_pop(writer *w, lane *L, int64_t ts) {
   while (L->depth && L->send[L->depth - 1] <= ts) {
     L->depth--;
-    if (!whole_us(w->t, L, &w->t->ev[L->sev[L->depth]])) write_end(w, L, L->send[L->depth], 0);
+    if (!whole_us(L, &w->t->ev[L->sev[L->depth]])) write_end(w, L, L->send[L->depth], 0);
   }
 }
 
