@@ -69,6 +69,17 @@ static void pairs(long n) {
 }
 
 /* Runs fn in a child; its exit status (a signal fails the test). */
+/* The ranges pairs() recorded that trace t holds. */
+static size_t ranges_a(const loom_trace *t) {
+  size_t n = 0;
+  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    loom_trace_event(t, i, &v);
+    n += v.name && !strcmp(v.name, "a");
+  }
+  return n;
+}
+
 static int in_child(int (*fn)(const char *, const char *), const char *arena, const char *out) {
   fflush(NULL);
   pid_t c = fork();
@@ -127,12 +138,7 @@ static int fill_up(const char *arena, const char *out) {
   pairs(PAIRS); /* 6.4 MB of records */
   loom_trace *t = NULL;
   if (loom_session_stop(s, &t) != LOOM_OK) return 5;
-  size_t n = 0;
-  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
-    loom_event_view v = {.struct_size = sizeof v};
-    loom_trace_event(t, i, &v);
-    n += v.name && !strcmp(v.name, "a");
-  }
+  size_t n = ranges_a(t);
   printf("full filesystem: %zu of %d ranges in the live trace\n", n, PAIRS);
   fflush(stdout);
   struct stat st;
@@ -175,12 +181,7 @@ static int paged(const char *arena, const char *out) {
   pairs(PAIRS); /* the main thread too, with the others gone */
   loom_trace *t = NULL;
   if (loom_session_stop(s, &t) != LOOM_OK) return 6;
-  size_t n = 0;
-  for (size_t i = 0; i < loom_trace_event_count(t); i++) {
-    loom_event_view v = {.struct_size = sizeof v};
-    loom_trace_event(t, i, &v);
-    n += v.name && !strcmp(v.name, "a");
-  }
+  size_t n = ranges_a(t);
   printf("pager: %zu of %d ranges, loom-pager seen: %d\n", n, 2 * PAIRS, seen);
   fflush(stdout);
   loom_trace_free(t);
