@@ -2,8 +2,8 @@
  * backend.c - the loom side of libloom-perf.so (device type "perf"): CPU
  * samples with call stacks and OS counters per thread, from Linux
  * perf_event_open.  While recording, the kernel samples, the reader
- * thread (events.c) copies and unwinds and names what it copied as it goes
- * (live.c, unwind.c); at flush, after the program's work is recorded, the
+ * thread (events.c) copies, and a worker (samples.c, live.c) unwinds and
+ * names what was copied as it goes (unwind.c); at flush, after the program's work is recorded, the
  * samples it did not reach are unwound too, and all are emitted as
  * LOOM_KIND_SAMPLE records on their threads, in CLOCK_MONOTONIC (the
  * events' use_clockid), and the counters as counter records.
@@ -12,7 +12,7 @@
  * 1000), perf.stack (bytes of user stack copied per sample for DWARF
  * unwinding, default 16384, 0 = frame-pointer chains only), perf.counters
  * (default 1), perf.memory (bytes of samples kept, default 512m), perf.live
- * (default 1: the reader thread unwinds as it goes, live.c).
+ * (default 1: the worker unwinds as it goes).
  */
 #define _GNU_SOURCE
 #define LOOM_PLUGIN_WANT_ATTACH
@@ -39,7 +39,6 @@ typedef struct pf_state {
   pid_t owner;    /* whose ev and live: a forked child drops the parent's, never frees
                      them (their threads are not in the child) */
   int user_only, paranoid;
-  uint64_t kept_live; /* samples emitted that were unwound while recording */
 } pf_state;
 
 static pf_state *st(loom_backend *b) { return pf_host->state(b); }
@@ -195,15 +194,15 @@ static loom_string_id leaf_name(loom_backend *b, const char *stack) {
 }
 
 /* Emits every sample but the backend's own threads', unwinding those the
- * worker did not reach; returns how many it emitted and counts the rest
- * lost when memory runs out. */
-static uint64_t emit_stacks(loom_backend *b, pf_state *s, pf_unwinder *u) {
+ * worker did not reach; returns how many it emitted (*live: of those the
+ * worker had unwound) and counts the rest lost when memory runs out. */
+static uint64_t emit_stacks(loom_backend *b, pf_state *s, pf_unwinder *u, uint64_t *live) {
   size_t n = pf_events_nsamples(s->ev);
   char *buf = NULL;
   size_t cap = 0, len = 0;
   uint64_t kept = 0;
   size_t i = 0;
-  s->kept_live = 0;
+  *live = 0;
   for (; i < n; i++) {
     const pf_sample *smp = pf_events_sample(s->ev, i);
     if (pf_events_own(s->ev, smp->tid)) continue;
@@ -217,7 +216,7 @@ static uint64_t emit_stacks(loom_backend *b, pf_state *s, pf_unwinder *u) {
                      .end = smp->time, .name = leaf_name(b, buf), .nargs = 1, .args = &arg};
     if (pf_host->emit(b, &r) == LOOM_ENOMEM) break;
     kept++;
-    s->kept_live += smp->unwound != 0;
+    *live += smp->unwound != 0;
   }
   free(buf);
   size_t rest = 0; /* not emitted: out of memory unwinding or recording them */
@@ -228,7 +227,8 @@ static uint64_t emit_stacks(loom_backend *b, pf_state *s, pf_unwinder *u) {
 
 /* The sampling's figures as trace metadata (perf.*), and a warning when
  * stacks were cut. */
-static void sample_meta(loom_backend *b, pf_state *s, pf_unwinder *u, uint64_t kept) {
+static void sample_meta(loom_backend *b, pf_state *s, pf_unwinder *u, uint64_t kept,
+                        uint64_t live) {
   unsigned max_frames;
   uint64_t cut = pf_unwinder_cut(u, &max_frames);
   if (cut)
@@ -252,7 +252,7 @@ static void sample_meta(loom_backend *b, pf_state *s, pf_unwinder *u, uint64_t k
   META("perf.unwind_ns", unw_ns);
   META("perf.threads_at_start", pf_events_threads(s->ev));
   META("perf.live", s->cfg.live);
-  META("perf.unwound_while_recording", s->kept_live);
+  META("perf.unwound_while_recording", live);
   uint64_t indexed, by_dwfl;
   int64_t mismatched;
   pf_unwinder_names(u, &indexed, &by_dwfl, &mismatched);
@@ -276,7 +276,8 @@ static int emit_samples(loom_backend *b, pf_state *s) {
     rc = -1;
   } else {
     if (*why) pf_host->report(b, LOOM_SEV_WARNING, "perf: %s (frame-pointer chains used)", why);
-    sample_meta(b, s, u, emit_stacks(b, s, u));
+    uint64_t live, kept = emit_stacks(b, s, u, &live);
+    sample_meta(b, s, u, kept, live);
   }
   pf_live_free(l); /* its unwinder with it */
   return rc;
@@ -367,7 +368,7 @@ static const loom_option_desc perf_options[] = {
     {"perf.counters", "0: no OS counters (context switches, page faults, migrations) (default 1)"},
     {"perf.memory", "bytes of samples kept while recording, with k/m/g (default 512m)"},
     {"perf.live", "0: unwind and name the samples only after recording, none while the "
-                  "program runs (default 1: the reader does it as it goes)"},
+                  "program runs (default 1: a worker does it as it goes)"},
     {NULL, NULL}};
 static const loom_backend_ops pf_ops = {
     .struct_size = sizeof(loom_backend_ops),

@@ -8,8 +8,8 @@
  * samples into samples.c's store, whose worker unwinds them (perf.live).
  * Nothing is unwound or named in this file, and the reader does nothing
  * else: the program pays for the kernel's sample (and the copy of its user
- * stack) and for the reader's memcpy, and the worker only for CPU time no
- * other thread wants.
+ * stack), the reader's memcpy and the worker's unwinding (at most a quarter
+ * of a CPU).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -61,7 +61,6 @@ struct pf_events {
   atomic_int stop;
   pid_t pid, reader_tid;
   atomic_int reader_ready;
-  atomic_int kernel;      /* -1 until the events are open, then 1 when kernel frames are sampled */
   /* Stored records: written by the reader while recording, read after
    * (the samples' store, samples.c, has its worker too; the maps are read
    * while recording under maps_mu). */
@@ -82,7 +81,7 @@ uint64_t pf_regs_mask(void) {
   return 0x1ffull | (0xffull << 16);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+int pf_grow(void **p, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return 0;
   size_t c = *cap ? *cap : 64;
   while (c < need) c *= 2;
@@ -139,8 +138,8 @@ static const uint64_t ctr_config[PF_NCTR] = {PERF_COUNT_SW_CONTEXT_SWITCHES,
 
 static int add_fd(pf_events *ev, int fd, int which) {
   uint64_t id = 0;
-  if (grow((void **)&ev->fds, &ev->cap_fds, ev->nfds + 1, sizeof(int)) ||
-      grow((void **)&ev->ids, &ev->cap_ids, ev->nids + 1, sizeof(pf_id)))
+  if (pf_grow((void **)&ev->fds, &ev->cap_fds, ev->nfds + 1, sizeof(int)) ||
+      pf_grow((void **)&ev->ids, &ev->cap_ids, ev->nids + 1, sizeof(pf_id)))
     return -1;
   ev->fds[ev->nfds++] = fd;
   if (ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0) ev->ids[ev->nids++] = (pf_id){id, which};
@@ -285,7 +284,7 @@ static void keep_tick(pf_events *ev, int which, const uint8_t *p, const uint8_t 
   memcpy(&tid, p + 12, 4);
   memcpy(&time, p + 16, 8);
   if ((pid_t)pid != ev->pid) return;
-  if (grow((void **)&ev->ticks, &ev->cap_ticks, ev->nticks + 1, sizeof(pf_tick))) {
+  if (pf_grow((void **)&ev->ticks, &ev->cap_ticks, ev->nticks + 1, sizeof(pf_tick))) {
     ev->oom++;
     return;
   }
@@ -296,7 +295,7 @@ static void keep_map(pf_events *ev, uint64_t start, uint64_t len, uint64_t pgoff
                      size_t n) {
   char *s = strndup(path, n);
   pthread_mutex_lock(&ev->maps_mu);
-  if (!s || grow((void **)&ev->maps, &ev->cap_maps, ev->nmaps + 1, sizeof(pf_map))) {
+  if (!s || pf_grow((void **)&ev->maps, &ev->cap_maps, ev->nmaps + 1, sizeof(pf_map))) {
     ev->oom++;
     free(s);
   } else {
@@ -354,7 +353,7 @@ static void drain(pf_events *ev, pf_ring *r) {
     if (h.size < sizeof h || tail + h.size > head) break;
     const uint8_t *rec = data + at;
     if (room < h.size) { /* wraps the end of the ring */
-      if (grow((void **)&ev->tmp, &ev->cap_tmp, h.size, 1)) {
+      if (pf_grow((void **)&ev->tmp, &ev->cap_tmp, h.size, 1)) {
         ev->oom++;
         tail += h.size;
         continue;
@@ -423,7 +422,7 @@ static int list_threads(pid_t **out, size_t *n) {
   struct dirent *de;
   while ((de = readdir(d))) {
     if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
-    if (grow((void **)out, &cap, *n + 1, sizeof(pid_t))) break;
+    if (pf_grow((void **)out, &cap, *n + 1, sizeof(pid_t))) break;
     (*out)[(*n)++] = (pid_t)atoi(de->d_name);
   }
   closedir(d);
@@ -463,7 +462,6 @@ int pf_events_start(pf_events **out, const pf_config *cfg, int *user_only, int *
   ev->nrings = (size_t)ncpu;
   for (size_t c = 0; c < ev->nrings; c++) ev->rings[c] = (pf_ring){.cpu = (int)c, .fd = -1};
   ev->cfg = *cfg;
-  atomic_init(&ev->kernel, -1);
   pthread_mutex_init(&ev->maps_mu, NULL);
   /* the worker before the events: a thread alive at start is sampled
    * (its samples are left out by its thread id, as the reader's) */
@@ -503,7 +501,6 @@ int pf_events_start(pf_events **out, const pf_config *cfg, int *user_only, int *
    * own samples and counts are left out by its thread id. */
   if (pthread_create(&ev->reader, NULL, reader_main, ev) == 0) ev->have_reader = 1;
   while (ev->have_reader && !atomic_load(&ev->reader_ready)) sched_yield();
-  atomic_store(&ev->kernel, !*user_only);
   enable_all(ev, PERF_EVENT_IOC_ENABLE);
   *out = ev;
   return 0;
@@ -564,8 +561,6 @@ int pf_events_maps_copy(pf_events *ev, pf_map **maps, size_t *n) {
   pthread_mutex_unlock(&ev->maps_mu);
   return *maps ? 0 : -1;
 }
-
-int pf_events_kernel(pf_events *ev) { return atomic_load(&ev->kernel); }
 
 size_t pf_events_nmaps(pf_events *ev) {
   pthread_mutex_lock(&ev->maps_mu);

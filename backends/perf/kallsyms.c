@@ -31,17 +31,6 @@ static int ksym_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t unit) {
-  if (need <= *cap) return 0;
-  size_t c = *cap ? *cap * 2 : 4096;
-  while (c < need) c *= 2;
-  void *q = realloc(*p, c * unit);
-  if (!q) return -1;
-  *p = q;
-  *cap = c;
-  return 0;
-}
-
 /* One line "ADDR TYPE NAME[\t[module]]": a text symbol (t or T) with an
  * address is kept.  0, or -1 out of memory. */
 static int line(pf_ksyms *k, const char *s, const char *end) {
@@ -56,8 +45,8 @@ static int line(pf_ksyms *k, const char *s, const char *end) {
   const char *name = p + 3, *ne = name;
   while (ne < end && *ne != ' ' && *ne != '\t') ne++;
   size_t nl = (size_t)(ne - name);
-  if (!nl || grow((void **)&k->v, &k->cap, k->n + 1, sizeof *k->v) ||
-      grow((void **)&k->names, &k->names_cap, k->len + nl + 1, 1))
+  if (!nl || pf_grow((void **)&k->v, &k->cap, k->n + 1, sizeof *k->v) ||
+      pf_grow((void **)&k->names, &k->names_cap, k->len + nl + 1, 1))
     return nl ? -1 : 0;
   k->v[k->n++] = (ksym){a, k->len};
   memcpy(k->names + k->len, name, nl);

@@ -53,7 +53,7 @@ static pf_unwinder *unwinder(pf_live *l, pf_events *ev, char *why, size_t why_le
  * ones pile up raw.  (Not the kernel's symbols: ~48 ms, 150 under a
  * sanitizer, that a program sampled only in user code never needs.) */
 static void get_ready(pf_live *l, pf_events *ev) {
-  if (l->ready || l->failed || pf_events_kernel(ev) < 0) return; /* events not all open */
+  if (l->ready || l->failed || !pf_events_nmaps(ev)) return; /* /proc/self/maps not read yet */
   l->ready = 1;
   (void)unwinder(l, ev, l->why, sizeof l->why);
 }

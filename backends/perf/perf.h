@@ -35,6 +35,11 @@ typedef struct pf_sample {
 } pf_sample;
 
 typedef struct pf_events pf_events;
+
+/* Grows array *p of *cap elements of elem bytes to hold need (doubling):
+ * 0, or -1 out of memory (*p unchanged). */
+int pf_grow(void **p, size_t *cap, size_t need, size_t elem);
+
 /* The worker's unwinding of raw sample s (live.c): its frames into *pcs,
  * valid until the next call; returns how many (SIZE_MAX: s left raw).
  * Called with s NULL while the worker has nothing to do: a chance to read
@@ -87,9 +92,6 @@ int pf_events_own(const pf_events *ev, uint32_t tid);
  * memory. */
 int pf_events_maps_copy(pf_events *ev, pf_map **maps, size_t *n);
 size_t pf_events_nmaps(pf_events *ev);
-/* -1 while the events are being opened, then 1 when kernel frames are
- * sampled, 0 when only user space is (safe while recording). */
-int pf_events_kernel(pf_events *ev);
 const pf_tick *pf_events_ticks(const pf_events *ev, size_t *n);
 const pf_map *pf_events_maps(const pf_events *ev, size_t *n);
 /* Records the kernel lost (ring full) and samples not kept (memory cap). */

@@ -57,6 +57,11 @@ static void nap_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
+/* The raw bytes of sample s: call chain, registers, stack copy. */
+static size_t raw_bytes(const pf_sample *s) {
+  return (size_t)(s->nchain + s->nregs) * 8 + s->stack_len;
+}
+
 /* The worker's unwinding of s: frames kept, raw bytes given back; a sample
  * the unwinder leaves (SIZE_MAX) or memory refuses stays raw. */
 static void unwind_one(pf_store *st, pf_sample *s) {
@@ -66,7 +71,7 @@ static void unwind_one(pf_store *st, pf_sample *s) {
   uint64_t *copy = k ? malloc(k * sizeof *copy) : NULL;
   if (k && !copy) return;
   if (k) memcpy(copy, pcs, k * sizeof *copy);
-  uint64_t raw = (uint64_t)(s->nchain + s->nregs) * 8 + s->stack_len;
+  size_t raw = raw_bytes(s);
   free(s->raw);
   s->raw = NULL;
   s->pcs = copy;
@@ -121,15 +126,9 @@ pf_store *pf_store_new(pf_events *ev, uint64_t cap, pf_unwind_fn unwind, void *u
 
 int pf_store_add(pf_store *st, const pf_sample *h, const uint8_t *chain, const uint8_t *regs,
                  const uint8_t *stack) {
-  size_t raw = (size_t)(h->nchain + h->nregs) * 8 + h->stack_len;
+  size_t raw = raw_bytes(h);
   if (atomic_load(&st->bytes) + raw + sizeof(pf_sample) > st->cap) return 1;
-  if (st->n == st->cap_v) {
-    size_t c = st->cap_v ? st->cap_v * 2 : 1024;
-    pf_sample **v = realloc(st->v, c * sizeof *v);
-    if (!v) return -1;
-    st->v = v;
-    st->cap_v = c;
-  }
+  if (pf_grow((void **)&st->v, &st->cap_v, st->n + 1, sizeof *st->v)) return -1;
   pf_sample *s = malloc(sizeof *s);
   uint8_t *d = malloc(raw ? raw : 1);
   if (!s || !d) {

@@ -174,7 +174,7 @@ static int contain(const pass *p, uint64_t pc, const sym **best, uint64_t *end_m
   return ONE;
 }
 
-int pf_symidx_lookup(const pf_symidx *x, uint64_t pc, const char **name, uint64_t *start) {
+int pf_symidx_lookup(const pf_symidx *x, uint64_t pc, const char **name) {
   if (x == PF_SYMIDX_NONE) return -1;
   const sym *s = NULL;
   uint64_t gend, lend;
@@ -196,6 +196,5 @@ int pf_symidx_lookup(const pf_symidx *x, uint64_t pc, const char **name, uint64_
     }
   }
   *name = s->name;
-  *start = s->start;
   return 1;
 }

@@ -19,8 +19,8 @@ extern const char pf_symidx_none_;
 pf_symidx *pf_symidx_build(Dwfl_Module *m);
 void pf_symidx_free(pf_symidx *x);
 
-/* The symbol dwfl_module_addrinfo(m, pc) names: 1 with *name and *start
- * set, 0 when it names none, -1 when only libdwfl's own search can tell. */
-int pf_symidx_lookup(const pf_symidx *x, uint64_t pc, const char **name, uint64_t *start);
+/* The symbol dwfl_module_addrinfo(m, pc) names: 1 with *name set, 0 when it
+ * names none, -1 when only libdwfl's own search can tell. */
+int pf_symidx_lookup(const pf_symidx *x, uint64_t pc, const char **name);
 
 #endif

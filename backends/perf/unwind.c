@@ -106,15 +106,19 @@ static int overlaps(const pf_map *a, const pf_map *b) {
   return a->start < b->end && b->start < a->end;
 }
 
-/* A module not reported again (its mapping replaced): its symbol index goes.
- * (libdwfl passes the module's user data slot, as dwfl_getmodules does.) */
+/* A module's symbol index goes with it (dwfl_getmodules' callback). */
+static int free_index(Dwfl_Module *m, void **slot, const char *name, Dwarf_Addr start, void *arg) {
+  (void)m, (void)name, (void)start, (void)arg;
+  pf_symidx_free(*slot);
+  *slot = NULL;
+  return DWARF_CB_OK;
+}
+
+/* A module not reported again (its mapping replaced): dwfl_report_end's
+ * callback, which is passed the module's user data slot too. */
 static int module_gone(Dwfl_Module *m, void *slot, const char *name, Dwarf_Addr start,
                        void *arg) {
-  (void)m, (void)name, (void)start, (void)arg;
-  void **p = slot;
-  pf_symidx_free(*p);
-  *p = NULL;
-  return DWARF_CB_OK;
+  return free_index(m, slot, name, start, arg);
 }
 
 /* Later mappings win over earlier ones they overlap (an address reused
@@ -246,20 +250,12 @@ pf_unwinder *pf_unwinder_new(const pf_map *maps, size_t nmaps, char *why, size_t
   }
   report_maps(u);
   /* The architecture from a file of our own: given none, libdwfl borrows
-   * the first module's, which a later report may free (live.c reports the
-   * mappings again as the program loads more). */
+   * the first module's, which goes if a report drops that module. */
   u->self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
   u->self_elf = u->self_fd >= 0 ? elf_begin(u->self_fd, ELF_C_READ_MMAP, NULL) : NULL;
   u->attached = dwfl_attach_state(u->dwfl, u->self_elf, getpid(), &thread_cbs, u);
   if (!u->attached) snprintf(why, why_len, "libdw cannot unwind here: %s", dwfl_errmsg(-1));
   return u;
-}
-
-static int free_index(Dwfl_Module *m, void **slot, const char *name, Dwarf_Addr start, void *arg) {
-  (void)m, (void)name, (void)start, (void)arg;
-  pf_symidx_free(*slot);
-  *slot = NULL;
-  return DWARF_CB_OK;
 }
 
 void pf_unwinder_free(pf_unwinder *u) {
@@ -325,10 +321,9 @@ static const char *symbol_name(pf_unwinder *u, Dwfl_Module *m, uint64_t pc) {
   dwfl_module_info(m, &slot, NULL, NULL, NULL, NULL, NULL, NULL);
   if (!*slot) *slot = pf_symidx_build(m);
   const char *fn = NULL;
-  uint64_t start;
   GElf_Sym sym;
   GElf_Off soff;
-  if (pf_symidx_lookup(*slot, pc, &fn, &start) >= 0) {
+  if (pf_symidx_lookup(*slot, pc, &fn) >= 0) {
     u->names_indexed++;
     if (u->check_names) {
       const char *want = dwfl_module_addrinfo(m, pc, &soff, &sym, NULL, NULL, NULL);
