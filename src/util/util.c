@@ -2,11 +2,13 @@
  * util.c - implementation of the containers in util.h, and the small string
  * helpers every layer shares (copies, formatting, percent-decoding).
  */
+#define _GNU_SOURCE /* mremap */
 #include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 int loom__grow(void **base, size_t *cap, size_t need, size_t esz) {
   if (need <= *cap) return 0;
@@ -20,6 +22,34 @@ int loom__grow(void **base, size_t *cap, size_t need, size_t esz) {
   *base = p;
   *cap = ncap;
   return 0;
+}
+
+/* Large blocks filled once, as the report's sort buffers: mapped on their
+ * own and grown with mremap (a realloc below glibc's mmap threshold copies
+ * into fresh pages, a fault per 4 KiB page again), in huge pages where the
+ * system gives them on request (transparent_hugepage "madvise"): on a
+ * virtual machine with shadow page tables each fault costs microseconds. */
+static void huge_hint(void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
+  /* the whole mapping: advice on a part splits it, and mremap fails on a
+   * range over several mappings */
+  (void)madvise(p, n, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
+void *loom__big_resize(void *p, size_t old, size_t n) {
+  void *q = p ? mremap(p, old, n, MREMAP_MAYMOVE)
+              : mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (q == MAP_FAILED) return NULL;
+  huge_hint(q, n);
+  return q;
+}
+
+void loom__big_free(void *p, size_t n) {
+  if (p) munmap(p, n);
 }
 
 char *loom__strndup(const char *s, size_t n) {

@@ -78,7 +78,7 @@ void loom__xsort_order(const loom__xsort *s, xbuf *b, const void *ctx) {
   size_t n = b->n;
   if (n < 2) return;
   tl = (cmp_with){b->p, s->ops->cmp, ctx};
-  xkey *tmp = malloc(n * sizeof *tmp);
+  xkey *tmp = loom__big_resize(NULL, 0, n * sizeof *tmp);
   if (!tmp) {
     qsort(b->keys, n, sizeof *b->keys, cmp_key);
     return;
@@ -86,10 +86,15 @@ void loom__xsort_order(const loom__xsort *s, xbuf *b, const void *ctx) {
   xkey *key = radix(b->keys, tmp, n);
   ties(key, n);
   if (key != b->keys) memcpy(b->keys, key, n * sizeof *key);
-  free(tmp);
+  loom__big_free(tmp, n * sizeof *tmp);
 }
 
 /* ---- the buffers and the worker ------------------------------------------ */
+
+static void xbuf_free(xbuf *b) {
+  loom__big_free(b->p, b->cap);
+  loom__big_free(b->keys, b->cap_keys * sizeof *b->keys);
+}
 
 loom__xsort *loom__xsort_new(const loom__xsort_ops *ops, const void *ctx, size_t budget) {
   loom__xsort *s = calloc(1, sizeof *s);
@@ -198,8 +203,7 @@ int loom__xsort_wait_worker(loom__xsort *s) {
   if (s->running) pthread_join(s->th, NULL);
   s->running = 0;
   if (s->w.p || s->w.keys) { /* its buffer becomes the spare */
-    free(s->spare.p);
-    free(s->spare.keys);
+    xbuf_free(&s->spare);
     s->spare = s->w;
     s->spare.len = s->spare.n = 0;
     memset(&s->w, 0, sizeof s->w);
@@ -227,7 +231,7 @@ static int make_room(loom__xsort *s, xbuf *b, size_t sz) {
     size_t c = b->cap ? b->cap * 2 : BLOCK * s->ops->rec_size;
     if (c > s->limit_bytes) c = s->limit_bytes;
     if (c < b->len + sz) c = b->len + sz;
-    unsigned char *p = realloc(b->p, c);
+    unsigned char *p = loom__big_resize(b->p, b->cap, c);
     if (!p) return no_memory(s);
     b->p = p;
     b->cap = c;
@@ -235,7 +239,7 @@ static int make_room(loom__xsort *s, xbuf *b, size_t sz) {
   if (b->n == b->cap_keys) { /* grow up to the budget: small inputs stay small */
     size_t c = b->cap_keys ? b->cap_keys * 2 : BLOCK;
     if (c > s->limit) c = s->limit;
-    xkey *k = realloc(b->keys, c * sizeof *k);
+    xkey *k = loom__big_resize(b->keys, b->cap_keys * sizeof *k, c * sizeof *k);
     if (!k) return no_memory(s);
     b->keys = k;
     b->cap_keys = c;
@@ -264,8 +268,7 @@ void loom__xsort_merge_by(loom__xsort *s, xsort_cmp cmp, const void *ctx) {
 
 int loom__xsort_finish(loom__xsort *s) {
   if (loom__xsort_wait_worker(s) != 0) return -1;
-  free(s->spare.p);
-  free(s->spare.keys);
+  xbuf_free(&s->spare);
   memset(&s->spare, 0, sizeof s->spare);
   if (s->ops->snap && !(s->fsnap = s->ops->snap(s->ctx))) return no_memory(s);
   if (!s->mcmp) {
@@ -282,13 +285,11 @@ void loom__xsort_free(loom__xsort *s) {
   loom__xsort_wait_worker(s);
   for (int i = 0; i < OUT_BLOCKS; i++) free(s->ob[i]);
   release_snap(s, &s->fsnap);
-  free(s->spare.p);
-  free(s->spare.keys);
+  xbuf_free(&s->spare);
   for (size_t i = 0; i < s->nruns; i++) free(s->runs[i].blk);
   free(s->runs);
   free(s->heap);
-  free(s->in.p);
-  free(s->in.keys);
+  xbuf_free(&s->in);
   if (s->spill) fclose(s->spill);
   free(s);
 }
