@@ -201,9 +201,23 @@ uint32_t loom__strtab_intern(loom__strtab *t, const char *s, size_t len) {
 }
 
 /* ---- u64 map -------------------------------------------------------------- */
+/* A map's arrays from this many slots (1 MiB each) are mappings of their
+ * own (loom__big_resize, zero-filled): a resize fills them once. */
+enum { MAP_BIG = 1 << 17 };
+
+static uint64_t *map_array(size_t cap) {
+  return cap >= MAP_BIG ? loom__big_resize(NULL, 0, cap * sizeof(uint64_t))
+                        : calloc(cap, sizeof(uint64_t));
+}
+
+static void map_array_free(uint64_t *a, size_t cap) {
+  if (cap >= MAP_BIG) loom__big_free(a, cap * sizeof *a);
+  else free(a);
+}
+
 void loom__map_free(loom__map *m) {
-  free(m->keys);
-  free(m->vals);
+  map_array_free(m->keys, m->cap);
+  map_array_free(m->vals, m->cap);
   memset(m, 0, sizeof *m);
 }
 
@@ -212,10 +226,10 @@ static inline size_t map_home(const loom__map *m, uint64_t key, size_t mask) {
 }
 
 static int map_resize(loom__map *m, size_t ncap) {
-  uint64_t *k = calloc(ncap, sizeof *k), *v = calloc(ncap, sizeof *v);
+  uint64_t *k = map_array(ncap), *v = map_array(ncap);
   if (!k || !v) {
-    free(k);
-    free(v);
+    map_array_free(k, ncap);
+    map_array_free(v, ncap);
     return -1;
   }
   for (size_t i = 0; i < m->cap; i++) {
@@ -225,8 +239,8 @@ static int map_resize(loom__map *m, size_t ncap) {
     k[j] = m->keys[i];
     v[j] = m->vals[i];
   }
-  free(m->keys);
-  free(m->vals);
+  map_array_free(m->keys, m->cap);
+  map_array_free(m->vals, m->cap);
   m->keys = k;
   m->vals = v;
   m->cap = ncap;
