@@ -126,8 +126,8 @@ static void test_two_ranks(void **state) {
   const char *q[] = {"select count(*) from slice where dur > 0",
                      "select count(*) from process where name like 'rank _: ./app%'",
                      "select count(*) from flow",
-                     "select count(distinct upid) from thread join thread_track using(utid) "
-                     "join slice on slice.track_id = thread_track.id"};
+                     ("select count(distinct upid) from thread join thread_track using(utid) "
+                      "join slice on slice.track_id = thread_track.id")};
   long long v[4];
   tp_ints(out, q, v, 4);
   assert_int_equal(v[0], 5);

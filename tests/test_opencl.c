@@ -553,8 +553,8 @@ static void test_memory(void **state) {
       "select count(*) from slice s join args c on c.arg_set_id = s.arg_set_id and c.key = "
       "'args.loom_call' where s.name = '[memory]' and c.string_value in "
       "('clReleaseMemObject', 'clSVMFree', 'clEnqueueSVMFree')",
-      "select sum(b.int_value) from slice s join args b on b.arg_set_id = s.arg_set_id and "
-      "b.key = 'args.Bytes' where s.name = '[memory]' and b.int_value > 0",
+      ("select sum(b.int_value) from slice s join args b on b.arg_set_id = s.arg_set_id and "
+       "b.key = 'args.Bytes' where s.name = '[memory]' and b.int_value > 0"),
       "select count(*) from stats where value > 0 and severity in ('error','data_loss')"};
   long long r[4];
   tp_ints(trace, q, r, 4);

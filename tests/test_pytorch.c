@@ -133,8 +133,8 @@ static const char *const itt_sql[] = {
     DNNL_STEPS "select count(*) from k",
     DNNL_STEPS "select min(n) from k",
     DNNL_STEPS "select max(n) from k",
-    "select count(*) from slice d left join slice p on p.id = d.parent_id "
-    "where d.category like 'dnnl%' and (p.category is null or p.category != 'cpu_op')",
+    ("select count(*) from slice d left join slice p on p.id = d.parent_id "
+     "where d.category like 'dnnl%' and (p.category is null or p.category != 'cpu_op')"),
     "select count(*) from slice where category like 'dnnl%' and name = 'convolution'",
 };
 

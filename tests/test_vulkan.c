@@ -283,8 +283,8 @@ static void check_memory(const char *trace, const char *out) {
       "select count(*) from slice s join args c on c.arg_set_id = s.arg_set_id and c.key = "
       "'args.loom_call' and c.string_value = 'vkFreeMemory' join args h on h.arg_set_id = "
       "s.arg_set_id and h.key = 'args.heap' where s.name = '[memory]'",
-      "select sum(b.int_value) from slice s join args b on b.arg_set_id = s.arg_set_id and "
-      "b.key = 'args.Bytes' where s.name = '[memory]' and b.int_value > 0"};
+      ("select sum(b.int_value) from slice s join args b on b.arg_set_id = s.arg_set_id and "
+       "b.key = 'args.Bytes' where s.name = '[memory]' and b.int_value > 0")};
   long long r[3];
   tp_ints(trace, q, r, 3);
   assert_int_equal(r[0], 5);
