@@ -26,6 +26,12 @@ int loom__grow(void **base, size_t *cap, size_t need, size_t esz);
        ? ((p)[(n)++] = (val), 0)                                         \
        : -1)
 
+/* A large block of n bytes, mapped on its own (p NULL) or p's of old bytes
+ * grown or shrunk, its contents kept; NULL without memory (p stays valid).
+ * Freed with loom__big_free and the size it has (util.c). */
+void *loom__big_resize(void *p, size_t old, size_t n);
+void loom__big_free(void *p, size_t n);
+
 /* A descriptor loom keeps open in a recorded program (fd.c): at a high
  * number, close-on-exec, and checked to be the same file before each use. */
 typedef struct loom__fd {
@@ -48,11 +54,6 @@ int loom__thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 void loom__percent_decode(char *s);
 
 char *loom__strdup(const char *s);
-/* A large block of n bytes, mapped on its own (p NULL) or p's of old bytes
- * grown or shrunk, its contents kept; NULL without memory (p stays valid).
- * Freed with loom__big_free and the size it has (util.c). */
-void *loom__big_resize(void *p, size_t old, size_t n);
-void loom__big_free(void *p, size_t n);
 char *loom__strndup(const char *s, size_t n);
 /* Formats into a new heap string; NULL on failure. */
 char *loom__vasprintf(const char *fmt, va_list ap);
