@@ -100,6 +100,8 @@ typedef struct host_ctx {
   loom__targ *raw_args;      /* the entries' formatted arguments */
   size_t nraw_args, cap_raw_args;
   char *fmt_buf;             /* LOOM_RAW_FORMAT_BUF bytes for format() */
+  loom__hrec *bounce;        /* hr_cursor's copies of cold chunks */
+  size_t bounce_cap;
   loom__rec_image *img;
   uint64_t raw_bad;          /* raw records cut short (cannot happen) */
   /* ring mode: ends whose begin was overwritten, records overwritten, and
@@ -144,19 +146,37 @@ typedef struct hr_cursor {
   loom__chunk *c;
   loom__hrec *r, *end, *stop;
   uint32_t skip;
+  int last;             /* c is the one stop is in */
+  int cold;
+  /* a staged thread's chunks before its tail were written by the kernel
+   * (hostrec.c): read through a copy the kernel makes too, into bounce
+   * (cap records), not page by page */
+  loom__hrec *bounce;
+  size_t cap;
 } hr_cursor;
+
+/* Points the cursor at the records of k->c it walks (a copy for a cold
+ * chunk when one can be had). */
+static void hr_enter(hr_cursor *k) {
+  loom__chunk *c = k->c;
+  k->r = c->recs + (k->skip < c->cap ? k->skip : c->cap);
+  k->skip = 0;
+  k->end = c->recs + c->cap;
+  k->last = k->stop >= c->recs && k->stop <= k->end;
+  if (k->last) k->end = k->stop;
+  size_t n = (size_t)(k->end - k->r);
+  if (!k->cold || !c->next || n < 256) return;
+  if (n > k->cap && loom__grow((void **)&k->bounce, &k->cap, n, sizeof *k->bounce)) return;
+  loom__copy_from_cold(k->bounce, k->r, n * sizeof *k->r);
+  k->r = k->bounce;
+  k->end = k->bounce + n;
+}
 
 static loom__hrec *hr_next(hr_cursor *k) {
   while (k->c) {
-    if (!k->r) {
-      k->r = k->c->recs + (k->skip < k->c->cap ? k->skip : k->c->cap);
-      k->skip = 0;
-      k->end = k->c->recs + k->c->cap;
-      if (k->stop >= k->c->recs && k->stop <= k->end) k->end = k->stop;
-    }
+    if (!k->r) hr_enter(k);
     if (k->r < k->end) return k->r++;
-    int last = k->stop >= k->c->recs && k->stop <= k->c->recs + k->c->cap;
-    k->c = last ? NULL : k->c->next;
+    k->c = k->last ? NULL : k->c->next;
     k->r = NULL;
   }
   return NULL;
@@ -192,7 +212,8 @@ static int raw_format(host_ctx *h, loom_raw_format_fn fmt, const unsigned char *
 
 /* A RAW record (r) and the records carrying the rest of its bytes: the
  * formatted arguments go to the innermost open op (none: dropped). */
-static int raw_record(host_ctx *h, hr_cursor *k, const loom__hrec *r, open_range *op) {
+static int raw_record(host_ctx *h, hr_cursor *k, const loom__hrec *rec, open_range *op) {
+  const loom__hrec r[1] = {*rec}; /* hr_next may reuse the memory it is in */
   uint32_t n = r->spare;
   unsigned char b[LOOM_RAW_MAX + sizeof(loom__hrec)];
   if (n > LOOM_RAW_MAX) n = 0; /* never written so */
@@ -593,6 +614,11 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
   hr_cursor k = {.c = tb->head, .stop = atomic_load_explicit(&tb->pos, memory_order_acquire),
                  .skip = w.over && tb->head ? tb->head->skip : 0};
   if (!k.stop) k.c = NULL; /* a chunk may be linked with nothing published in it */
+  if (tb->staged && !h->img->dead) { /* the dead one's were read once already */
+    k.cold = 1;
+    k.bounce = h->bounce;
+    k.cap = h->bounce_cap;
+  }
   int first = 1;
   loom__hrec memx = {0};
   h->ring_over += w.over;
@@ -616,6 +642,10 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
     else if (r->type == LOOM__HR_BCALL) rc = call_record(h, &w, r, ts);
     else rc = is_nesting(r->type) ? nesting_record(h, &w, r, ts) : point_record(h, &w, r, ts);
     memx.type = 0;
+  }
+  if (k.cold) {
+    h->bounce = k.bounce;
+    h->bounce_cap = k.cap;
   }
   if (rc == 0) rc = close_open(h, &w);
   if (rc == 0) rc = dropped_marker(h, tb, w.track);
@@ -710,6 +740,7 @@ int loom__collect_host(loom_session *s, loom_trace *t, loom__rec_image *img, loo
   free(h.raw_bytes);
   free(h.raw_args);
   free(h.fmt_buf);
+  free(h.bounce);
   loom__map_free(&h.raw_by_hash);
   if (h.raw_bad)
     loom__collect_warn(s, "%llu raw op arguments were cut short and dropped",

@@ -148,7 +148,7 @@ static void prefault(void *p, uint64_t size) {
 #endif
 }
 
-void *loom__arena_alloc(uint32_t kind, size_t bytes) {
+static void *alloc_obj(uint32_t kind, size_t bytes, int fault_in) {
   if (!loom__arena_on()) return NULL;
   uint64_t size = round16(sizeof(loom__aobj) + bytes);
   pthread_mutex_lock(&mu);
@@ -176,9 +176,15 @@ void *loom__arena_alloc(uint32_t kind, size_t bytes) {
   if (kind != LOOM__AO_STR && kind != LOOM__AO_MAPS)
     atomic_store_explicit(&o->state, LOOM__AS_LIVE, memory_order_release);
   pthread_mutex_unlock(&mu);
-  if (kind == LOOM__AO_CHUNK) prefault(o, o->size);
+  if (fault_in) prefault(o, o->size);
   return o + 1;
 }
+
+void *loom__arena_alloc(uint32_t kind, size_t bytes) {
+  return alloc_obj(kind, bytes, kind == LOOM__AO_CHUNK);
+}
+
+void *loom__arena_alloc_cold(uint32_t kind, size_t bytes) { return alloc_obj(kind, bytes, 0); }
 
 static void publish(void *p) {
   loom__aobj *o = (loom__aobj *)p - 1;

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define LOOM__ARENA_MAGIC 0x314e4552414d4f4full /* "OOMAREN1" little-endian */
-#define LOOM__ARENA_VERSION 1u
+#define LOOM__ARENA_VERSION 2u /* 2: loom__tbuf.staged */
 #define LOOM__ARENA_MAXSEG 64
 #define LOOM__ARENA_HDR 65536u /* bytes the header takes in segment 0 */
 #define LOOM__ARENA_MAXBK 16
@@ -188,6 +188,9 @@ int loom__arena_fd_lost(void);
 /* Memory from the arena, zeroed, of one kind (NULL: none can be had; the
  * caller falls back to malloc for the calls that allow it). */
 void *loom__arena_alloc(uint32_t kind, size_t bytes);
+/* The same, its pages left as they are: for a block filled by
+ * loom__copy_to_cold (a staged thread's chunks, hostrec.c). */
+void *loom__arena_alloc_cold(uint32_t kind, size_t bytes);
 /* Memory for an array that grows: as loom__arena_alloc, with room bytes of
  * address space (and of the file, a hole) behind it so that
  * loom__arena_grow can grow it in place; a block of loom__arena_alloc

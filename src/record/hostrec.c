@@ -144,6 +144,14 @@ loom__chunk *loom__chunk_alloc(size_t bytes) {
   return malloc(bytes);
 }
 
+loom__chunk *loom__chunk_alloc_cold(size_t bytes) {
+  if (loom__arena_on()) {
+    loom__chunk *c = loom__arena_alloc_cold(LOOM__AO_CHUNK, bytes);
+    if (c) return c;
+  }
+  return malloc(bytes);
+}
+
 void loom__chunk_free(loom__chunk *c) {
   if (loom__arena_owns(c)) loom__arena_free(c);
   else free(c);
@@ -182,7 +190,7 @@ static void free_chunks(loom__tbuf *t) {
     atomic_fetch_sub(&bytes_used, sizeof *c + c->cap * sizeof(loom__hrec));
     loom__chunk_free(c);
   }
-  t->head = t->tail = t->pending = NULL;
+  t->head = t->tail = t->pending = t->before = NULL;
   atomic_store_explicit(&t->pos, NULL, memory_order_relaxed);
   t->end = NULL;
   t->capped = 0;
@@ -212,6 +220,9 @@ static loom__tbuf *acquire(void) {
   }
   t->epoch = atomic_load_explicit(&loom__hr_epoch, memory_order_relaxed);
   t->nchunks = 0;
+  /* staged where no pager makes chunks present for it (a single-threaded
+   * process, or no arena), so that the thread pays no fault per page */
+  t->staged = !atomic_load(&ring_on) && !loom__pager_would_run();
   atomic_store_explicit(&t->dropped, 0, memory_order_relaxed);
   atomic_store_explicit(&t->overwritten, 0, memory_order_relaxed);
   pthread_mutex_unlock(&t->mu);
@@ -230,12 +241,13 @@ static size_t chunk_recs(void) {
  * (NULL: over the cap or out of memory): one the pager made ready (pager.c)
  * when there is one; while the pager is behind, a quarter of a chunk
  * (bridge), whose new pages the thread pays, until its next one is ready.
- * Ring mode takes no bridge (its budget counts whole chunks). */
-static loom__chunk *alloc_chunk(int force, int bridge) {
+ * Ring mode takes no bridge (its budget counts whole chunks).  A staged
+ * thread's (cold) is whole and left untouched: the kernel fills it. */
+static loom__chunk *alloc_chunk(int force, int bridge, int cold) {
   size_t n = chunk_recs();
   size_t bytes = sizeof(loom__chunk) + n * sizeof(loom__hrec);
   int behind = 0;
-  loom__chunk *c = loom__arena_on() ? loom__pager_take(bytes, &behind) : NULL;
+  loom__chunk *c = !cold && loom__arena_on() ? loom__pager_take(bytes, &behind) : NULL;
   if (!c && behind && bridge && n >= 64) {
     n /= 4;
     bytes = sizeof(loom__chunk) + n * sizeof(loom__hrec);
@@ -243,7 +255,7 @@ static loom__chunk *alloc_chunk(int force, int bridge) {
   uint64_t used = atomic_fetch_add(&bytes_used, bytes) + bytes;
   uint64_t cap = atomic_load_explicit(&cap_bytes, memory_order_relaxed);
   if (force || !cap || used <= cap) {
-    if (!c) c = loom__chunk_alloc(bytes);
+    if (!c) c = cold ? loom__chunk_alloc_cold(bytes) : loom__chunk_alloc(bytes);
   } else if (c) {
     loom__chunk_free(c);
     c = NULL;
@@ -272,8 +284,8 @@ static loom__chunk *ring_take(loom__tbuf *t) {
   uint64_t share = cap / bytes / (live ? live : 1);
   if (share < 2) share = 2;
   loom__chunk *c = NULL;
-  if (t->nchunks < 2 || atomic_load(&loom__hr_dump_active)) return alloc_chunk(1, 0);
-  if (t->nchunks < share && (c = alloc_chunk(0, 0))) return c;
+  if (t->nchunks < 2 || atomic_load(&loom__hr_dump_active)) return alloc_chunk(1, 0, 0);
+  if (t->nchunks < share && (c = alloc_chunk(0, 0, 0))) return c;
   for (;;) {
     c = t->head;
     t->head = c->next;
@@ -289,7 +301,8 @@ static loom__chunk *ring_take(loom__tbuf *t) {
 }
 
 static loom__chunk *new_chunk(loom__tbuf *t) {
-  if (!atomic_load_explicit(&ring_on, memory_order_relaxed)) return alloc_chunk(0, 1);
+  if (!atomic_load_explicit(&ring_on, memory_order_relaxed))
+    return alloc_chunk(0, !t->staged, t->staged);
   pthread_mutex_lock(&t->mu);
   loom__chunk *c = ring_take(t);
   pthread_mutex_unlock(&t->mu);
@@ -310,14 +323,38 @@ static loom__hrec *link_chunk(loom__tbuf *t, loom__chunk *c) {
   return c->recs;
 }
 
-/* Slow path: the current chunk is full (or there is none). */
+/* A staged thread's full tail s: its records go to the fresh chunk f (a
+ * copy the kernel writes: no fault per page in this thread), linked before
+ * s, and s is written again from its first slot.  The published position
+ * moves to f first: a reader (the salvager after a kill) never sees s's
+ * records twice, and one that comes between the two stores finds the
+ * position in no chunk and takes them all whole (salvage.c). */
+static loom__hrec *stage_flip(loom__tbuf *t, loom__chunk *f) {
+  loom__chunk *s = t->tail;
+  f->next = s;
+  f->skip = 0;
+  loom__copy_to_cold(f->recs, s->recs, (size_t)s->cap * sizeof(loom__hrec));
+  loom__hrec *pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
+  if (pos > s->recs && pos <= s->recs + s->cap)
+    atomic_store_explicit(&t->pos, f->recs + (pos - s->recs), memory_order_release);
+  __atomic_store_n(t->before ? &t->before->next : &t->head, f, __ATOMIC_RELEASE);
+  t->before = f;
+  t->nchunks++;
+  return s->recs;
+}
+
+/* Slow path: the current chunk is full (or there is none).  A staged
+ * thread whose session stopped takes no record more (a reader may be
+ * copying its tail): the call came after the stop. */
 static loom__hrec *grow(loom__tbuf *t) {
+  int flip = t->staged && t->tail;
+  if (flip && !atomic_load_explicit(&rec_on, memory_order_relaxed)) return NULL;
   loom__chunk *c = t->capped ? NULL : new_chunk(t);
   if (!c) {
     atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
     return NULL;
   }
-  return link_chunk(t, c);
+  return flip ? stage_flip(t, c) : link_chunk(t, c);
 }
 
 static inline loom__hrec *reserve(loom__tbuf **tp) {
@@ -712,6 +749,11 @@ static inline loom__hrec *wnext(wcur *w) {
     loom__chunk *c = w->t->pending; /* reserve_span made sure there is one */
     w->t->pending = c->next;
     c->next = NULL;
+    if (w->t->staged && w->t->tail) { /* the op goes on in the tail */
+      w->p = stage_flip(w->t, c);
+      w->started = 1;
+      return w->p++;
+    }
     /* all of it the op's until it ends (then set exactly); not the chunk
      * the op begins in */
     c->skip = w->started ? c->cap : 0;

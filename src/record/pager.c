@@ -17,7 +17,8 @@
  * thread cannot change what the program does: in a process that already
  * runs threads of its own besides the calling one (a device runtime's, a
  * framework's pool; /proc/self/stat's count), never in a single-threaded
- * program (one that calls unshare(CLONE_NEWUSER) needs to stay so).  It
+ * program (one that calls unshare(CLONE_NEWUSER) needs to stay so): there
+ * the threads are staged instead (hostrec.c, stage_flip).  It
  * stops after a second in which no chunk was taken, and a forked child has
  * none.  Its chunks are arena objects not linked to any thread: the salvager
  * (which walks the threads' lists) never reads them.  They are handed over
@@ -137,6 +138,13 @@ void *loom__pager_take(size_t bytes, int *behind) {
   pthread_mutex_unlock(&mu);
   for (int i = 0; i < ndrop; i++) loom__arena_free(drop[i]);
   return c;
+}
+
+int loom__pager_would_run(void) {
+  pthread_mutex_lock(&mu);
+  int r = running;
+  pthread_mutex_unlock(&mu);
+  return r || (loom__arena_on() && threads_now() > 1);
 }
 
 /* A forked child has no pager, and the ready chunks are the parent's. */

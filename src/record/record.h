@@ -120,6 +120,12 @@ loom__chunk *loom__chunk_alloc(size_t bytes);
  * asks for the next ones. */
 void *loom__pager_take(size_t bytes, int *behind);
 void loom__pager_forked(void);
+/* Whether the pager runs or would start at the next take (the arena is on
+ * and the process has threads besides the caller). */
+int loom__pager_would_run(void);
+/* Chunk memory as loom__chunk_alloc, its pages not made present: for
+ * chunks filled by loom__copy_to_cold (a staged thread's, hostrec.c). */
+loom__chunk *loom__chunk_alloc_cold(size_t bytes);
 void loom__chunk_free(loom__chunk *c);
 
 typedef struct loom__tbuf {
@@ -140,6 +146,13 @@ typedef struct loom__tbuf {
   uint32_t nchunks;              /* chunks linked (ring mode) */
   _Atomic uint64_t overwritten;  /* records recycled away (ring mode) */
   struct loom__tbuf *next;   /* process-wide list */
+  /* Staged (hostrec.c, where no pager runs, never in ring mode): the
+   * owner writes only into its tail chunk; a full tail's records are
+   * copied by the kernel into a fresh chunk linked before it, and the
+   * tail is written again from its start.  before: the chunk linked
+   * before the tail (the owner's). */
+  uint32_t staged;
+  loom__chunk *before;
 } loom__tbuf;
 
 /* Which clock host records use. */

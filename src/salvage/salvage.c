@@ -72,7 +72,7 @@ static int add_thread(salv *v, loom__tbuf *t) {
 static int fix_thread(salv *v, loom__tbuf *t) {
   uint64_t pos = (uint64_t)(uintptr_t)atomic_load_explicit(&t->pos, memory_order_relaxed);
   uint64_t c = (uint64_t)(uintptr_t)t->head;
-  t->head = t->tail = t->pending = NULL;
+  t->head = t->tail = t->pending = t->before = NULL;
   t->icache = NULL;
   t->next = NULL;
   t->name[sizeof t->name - 1] = 0;
@@ -106,7 +106,10 @@ static int fix_thread(salv *v, loom__tbuf *t) {
     }
     c = next;
   }
-  if (!prev || !cut) return -1; /* the position is in none of its chunks: damaged */
+  /* the position is in none of its chunks: damaged, unless the thread was
+   * staged and died between moving it and linking the chunk it moved to
+   * (hostrec.c, stage_flip: the tail still holds those records) */
+  if (!prev || (!cut && !t->staged)) return -1;
   /* the position lies beyond the chunks found: keep them whole */
   atomic_store(&t->pos, (loom__hrec *)(prev->recs + prev->cap));
   t->tail = prev;

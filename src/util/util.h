@@ -32,6 +32,13 @@ int loom__grow(void **base, size_t *cap, size_t need, size_t esz);
 void *loom__big_resize(void *p, size_t old, size_t n);
 void loom__big_free(void *p, size_t n);
 
+/* memcpy for memory the thread has not touched: dst not yet written
+ * (to_cold) or src not yet read (from_cold) by this process.  The kernel
+ * copies (util.c), so the thread takes no page fault per page.  For blocks
+ * of many pages; a small copy costs a system call more than memcpy. */
+void loom__copy_to_cold(void *dst, const void *src, size_t n);
+void loom__copy_from_cold(void *dst, const void *src, size_t n);
+
 /* A descriptor loom keeps open in a recorded program (fd.c): at a high
  * number, close-on-exec, and checked to be the same file before each use. */
 typedef struct loom__fd {

@@ -44,6 +44,16 @@ grep -q "the process was killed by SIGKILL.* before it could write its trace" "$
   fail "kill: the trace does not say how the process died"
 ok "SIGKILL: all 2001 ranges kept"
 
+# 1b. the same in chunks of 32 records: the single-threaded program writes
+# staged (hostrec.c: its full tail copied by the kernel into a fresh chunk,
+# ~125 times here); nothing lost or doubled across the copies
+(trap - EXIT; "$LOOM" record --option buffer_size=1k -o "$W/kill1k.json" -- "$DIE" kill 1000 2>"$W/kill1k.err")
+[ $? -eq 137 ] || fail "kill, 1 KiB chunks: status not 137"
+got=$(q "$W/kill1k.json"); case "$got" in *"$WANT") ;; *) fail "kill, 1 KiB chunks: trace '$got', want '... $WANT'" ;; esac
+grep -q "loom rebuilt its trace from shared memory: 2001 ranges and 0 ops kept" "$W/kill1k.err" ||
+  fail "kill, 1 KiB chunks: summary: $(cat "$W/kill1k.err")"
+ok "SIGKILL in 1 KiB chunks (staged): all 2001 ranges kept"
+
 # 2. out of memory (RLIMIT_AS): the program aborts when malloc fails, and
 # loom's own save in it fails too; the trace is rebuilt
 (trap - EXIT; "$LOOM" record -o "$W/oom.json" -- "$DIE" oom 1000 2>"$W/oom.err")
