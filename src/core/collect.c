@@ -374,7 +374,7 @@ static int add_devices(loom_session *s, loom_trace *t) {
       loom__targ x = d->props[k];
       x.key = loom__trace_str(t, loom__intern_get(x.key));
       if (x.type == LOOM_ARG_STRING) x.v.s = loom__trace_str(t, loom__intern_get(x.v.s));
-      if (LOOM__PUSH(t->args, t->nargs, t->cap_args, x)) return -1;
+      if (LOOM__PUSH_BIG(t->args, t->nargs, t->cap_args, x)) return -1;
       dv.nargs++;
     }
     if (LOOM__PUSH(t->devs, t->ndevs, t->cap_devs, dv)) return -1;

@@ -283,7 +283,7 @@ static void device_field(reader *r, const loom__targ *a, int64_t i) {
   else if (!strcmp(k, "type") && str) r->dev.type = a->v.s;
   else if (!strcmp(k, "deviceType") && str) r->dev.device_type = a->v.s;
   else if (!strcmp(k, "backend") && str) r->dev.backend = a->v.s;
-  else if (LOOM__PUSH(r->t->args, r->t->nargs, r->t->cap_args, *a)) r->oom = 1;
+  else if (LOOM__PUSH_BIG(r->t->args, r->t->nargs, r->t->cap_args, *a)) r->oom = 1;
   else r->dev.nargs++;
 }
 

@@ -223,10 +223,10 @@ static void end_args(reader *r, loom__ev *b) {
     loom__targ a = t->args[b->args_off + i]; /* by value: the push may move the array */
     for (size_t k = 0; k < r->ev.nargs; k++)
       if (r->ev_args[k].key == a.key) a = r->ev_args[k], r->ev_args[k].key = 0;
-    if (LOOM__PUSH(t->args, t->nargs, t->cap_args, a)) { r->oom = 1; return; }
+    if (LOOM__PUSH_BIG(t->args, t->nargs, t->cap_args, a)) { r->oom = 1; return; }
   }
   for (size_t k = 0; k < r->ev.nargs; k++)
-    if (r->ev_args[k].key && LOOM__PUSH(t->args, t->nargs, t->cap_args, r->ev_args[k])) {
+    if (r->ev_args[k].key && LOOM__PUSH_BIG(t->args, t->nargs, t->cap_args, r->ev_args[k])) {
       r->oom = 1;
       return;
     }

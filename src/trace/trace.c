@@ -19,8 +19,8 @@ loom_trace *loom__trace_new(void) {
 void loom_trace_free(loom_trace *t) {
   if (!t) return;
   loom__strtab_free(&t->strs);
-  free(t->ev);
-  free(t->args);
+  loom__array_free(t->ev, t->cap_ev, sizeof *t->ev);
+  loom__array_free(t->args, t->cap_args, sizeof *t->args);
   free(t->flows);
   free(t->procs);
   free(t->tracks);
@@ -89,16 +89,16 @@ int loom__trace_track(loom_trace *t, int64_t pid, int64_t tid,
 
 int loom__trace_permute(loom_trace *t, const uint32_t *order) {
   uint32_t *inv = malloc((t->nev + 1) * sizeof *inv);
-  loom__ev *ev = malloc((t->nev + 1) * sizeof *ev);
+  loom__ev *ev = loom__array_alloc(t->nev + 1, sizeof *ev);
   if (!inv || !ev) {
     free(inv);
-    free(ev);
+    if (ev) loom__array_free(ev, t->nev + 1, sizeof *ev);
     return -1;
   }
   for (size_t i = 0; i < t->nev; i++) ev[i] = t->ev[order[i]], inv[order[i]] = (uint32_t)i;
   for (size_t i = 0; i < t->nflows; i++)
     t->flows[i].from = inv[t->flows[i].from], t->flows[i].to = inv[t->flows[i].to];
-  free(t->ev);
+  loom__array_free(t->ev, t->cap_ev, sizeof *t->ev);
   t->ev = ev;
   t->cap_ev = t->nev + 1;
   free(inv);
@@ -109,7 +109,7 @@ int loom__trace_add_ev(loom_trace *t, const loom__ev *ev) {
   loom__ev e = *ev;
   e.args_off = (uint32_t)t->nargs;
   e.nargs = 0;
-  return LOOM__PUSH(t->ev, t->nev, t->cap_ev, e);
+  return LOOM__PUSH_BIG(t->ev, t->nev, t->cap_ev, e);
 }
 
 void loom__trace_arg_past_limit(loom_trace *t, uint32_t key, uint32_t name) {
@@ -124,7 +124,7 @@ int loom__trace_add_arg(loom_trace *t, const loom__targ *a) {
     loom__trace_arg_past_limit(t, a->key, t->ev[t->nev - 1].name);
     return 0;
   }
-  if (LOOM__PUSH(t->args, t->nargs, t->cap_args, *a) != 0) return -1;
+  if (LOOM__PUSH_BIG(t->args, t->nargs, t->cap_args, *a) != 0) return -1;
   t->ev[t->nev - 1].nargs++;
   return 0;
 }

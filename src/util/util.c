@@ -89,6 +89,50 @@ static void kcopy(void *dst, const void *src, size_t n, int to_dst) {
 void loom__copy_to_cold(void *dst, const void *src, size_t n) { kcopy(dst, src, n, 1); }
 void loom__copy_from_cold(void *dst, const void *src, size_t n) { kcopy(dst, src, n, 0); }
 
+/* Arrays that may grow large: below BIG_ARRAY bytes on the heap, from there
+ * on in a mapping of their own (loom__big_resize: grown by mremap, in huge
+ * pages where the system gives them).  A trace's events and arguments
+ * (1.9M events of a 12-second PyTorch run: ~170 MB) filled the heap's
+ * fresh pages one fault each, and every doubling copied into fresh pages
+ * again; programs that raise glibc's mmap threshold (training jobs do)
+ * keep such blocks in the heap.  Which way a block went follows from its
+ * capacity alone, so loom__array_free needs nothing more. */
+enum { BIG_ARRAY = 1u << 20 };
+
+void *loom__array_alloc(size_t cap, size_t esz) {
+  if (esz && cap > SIZE_MAX / esz) return NULL;
+  size_t n = cap * esz;
+  return n >= BIG_ARRAY ? loom__big_resize(NULL, 0, n) : malloc(n ? n : 1);
+}
+
+void loom__array_free(void *p, size_t cap, size_t esz) {
+  if (cap * esz >= BIG_ARRAY) loom__big_free(p, cap * esz);
+  else free(p);
+}
+
+int loom__grow_big(void **base, size_t *cap, size_t need, size_t esz) {
+  if (need <= *cap) return 0;
+  size_t ncap = *cap ? *cap : 16;
+  while (ncap < need) {
+    if (ncap > SIZE_MAX / 2 / esz) return -1;
+    ncap *= 2;
+  }
+  size_t old = *cap * esz, n = ncap * esz;
+  void *p;
+  if (n < BIG_ARRAY) {
+    p = realloc(*base, n);
+  } else if (old >= BIG_ARRAY) {
+    p = loom__big_resize(*base, old, n);
+  } else if ((p = loom__big_resize(NULL, 0, n))) { /* from the heap into a mapping */
+    if (old) memcpy(p, *base, old);
+    free(*base);
+  }
+  if (!p) return -1;
+  *base = p;
+  *cap = ncap;
+  return 0;
+}
+
 char *loom__strndup(const char *s, size_t n) {
   char *d = malloc(n + 1);
   if (!d) return NULL;

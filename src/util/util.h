@@ -26,6 +26,19 @@ int loom__grow(void **base, size_t *cap, size_t need, size_t esz);
        ? ((p)[(n)++] = (val), 0)                                         \
        : -1)
 
+/* loom__grow for arrays that may grow large (util.c: from 1 MiB on in a
+ * mapping of their own).  Allocate with loom__array_alloc (or start from
+ * NULL with a capacity of 0) and free with loom__array_free, both given
+ * the capacity the array has. */
+int loom__grow_big(void **base, size_t *cap, size_t need, size_t esz);
+void *loom__array_alloc(size_t cap, size_t esz);
+void loom__array_free(void *p, size_t cap, size_t esz);
+#define LOOM__PUSH_BIG(p, n, cap, val)                                     \
+  (((n) < (cap) || loom__grow_big((void **)&(p), &(cap), (n) + 1,        \
+                                  sizeof(*(p))) == 0)                    \
+       ? ((p)[(n)++] = (val), 0)                                         \
+       : -1)
+
 /* A large block of n bytes, mapped on its own (p NULL) or p's of old bytes
  * grown or shrunk, its contents kept; NULL without memory (p stays valid).
  * Freed with loom__big_free and the size it has (util.c). */
