@@ -350,7 +350,8 @@ static int copy_procs(merger *m, loom__minput *in, int32_t sort) {
       loom__targ x = t->args[t->devs[i].args_off + a];
       x.key = xs(out, t, x.key);
       if (x.type == LOOM_ARG_STRING) x.v.s = xs(out, t, x.v.s);
-      if (LOOM__PUSH_BIG(out->args, out->nargs, out->cap_args, x)) return -1; /* no event owns them */
+      /* no event owns them */
+      if (LOOM__PUSH_BIG(out->args, out->nargs, out->cap_args, x)) return -1;
     }
     if (LOOM__PUSH(out->devs, out->ndevs, out->cap_devs, d)) return -1;
   }

@@ -13,13 +13,21 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-int loom__grow(void **base, size_t *cap, size_t need, size_t esz) {
-  if (need <= *cap) return 0;
-  size_t ncap = *cap ? *cap : 16;
+/* The capacity an array of cap grows to for need elements (doubling from
+ * 16); 0 when it would not fit in memory. */
+static size_t grown_cap(size_t cap, size_t need, size_t esz) {
+  size_t ncap = cap ? cap : 16;
   while (ncap < need) {
-    if (ncap > SIZE_MAX / 2 / esz) return -1;
+    if (ncap > SIZE_MAX / 2 / esz) return 0;
     ncap *= 2;
   }
+  return ncap;
+}
+
+int loom__grow(void **base, size_t *cap, size_t need, size_t esz) {
+  if (need <= *cap) return 0;
+  size_t ncap = grown_cap(*cap, need, esz);
+  if (!ncap) return -1;
   void *p = realloc(*base, ncap * esz);
   if (!p) return -1;
   *base = p;
@@ -112,11 +120,8 @@ void loom__array_free(void *p, size_t cap, size_t esz) {
 
 int loom__grow_big(void **base, size_t *cap, size_t need, size_t esz) {
   if (need <= *cap) return 0;
-  size_t ncap = *cap ? *cap : 16;
-  while (ncap < need) {
-    if (ncap > SIZE_MAX / 2 / esz) return -1;
-    ncap *= 2;
-  }
+  size_t ncap = grown_cap(*cap, need, esz);
+  if (!ncap) return -1;
   size_t old = *cap * esz, n = ncap * esz;
   void *p;
   if (n < BIG_ARRAY) {
