@@ -147,12 +147,10 @@ typedef struct hr_cursor {
   loom__hrec *r, *end, *stop;
   uint32_t skip;
   int last;             /* c is the one stop is in */
-  int cold;
   /* a staged thread's chunks before its tail were written by the kernel
-   * (hostrec.c): read through a copy the kernel makes too, into bounce
-   * (cap records), not page by page */
-  loom__hrec *bounce;
-  size_t cap;
+   * (hostrec.c): read through a copy the kernel makes too, into the
+   * context's buffer (NULL: read in place) */
+  struct host_ctx *h;
 } hr_cursor;
 
 /* Points the cursor at the records of k->c it walks (a copy for a cold
@@ -165,11 +163,14 @@ static void hr_enter(hr_cursor *k) {
   k->last = k->stop >= c->recs && k->stop <= k->end;
   if (k->last) k->end = k->stop;
   size_t n = (size_t)(k->end - k->r);
-  if (!k->cold || !c->next || n < 256) return;
-  if (n > k->cap && loom__grow((void **)&k->bounce, &k->cap, n, sizeof *k->bounce)) return;
-  loom__copy_from_cold(k->bounce, k->r, n * sizeof *k->r);
-  k->r = k->bounce;
-  k->end = k->bounce + n;
+  /* the tail was written by its owner; a few records cost less than a call */
+  host_ctx *h = k->h;
+  if (!h || !c->next || n < 256 ||
+      loom__grow((void **)&h->bounce, &h->bounce_cap, n, sizeof *h->bounce))
+    return;
+  loom__copy_from_cold(h->bounce, k->r, n * sizeof *k->r);
+  k->r = h->bounce;
+  k->end = h->bounce + n;
 }
 
 static loom__hrec *hr_next(hr_cursor *k) {
@@ -614,11 +615,7 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
   hr_cursor k = {.c = tb->head, .stop = atomic_load_explicit(&tb->pos, memory_order_acquire),
                  .skip = w.over && tb->head ? tb->head->skip : 0};
   if (!k.stop) k.c = NULL; /* a chunk may be linked with nothing published in it */
-  if (tb->staged && !h->img->dead) { /* the dead one's were read once already */
-    k.cold = 1;
-    k.bounce = h->bounce;
-    k.cap = h->bounce_cap;
-  }
+  if (tb->staged && !h->img->dead) k.h = h; /* the dead one's were read once already */
   int first = 1;
   loom__hrec memx = {0};
   h->ring_over += w.over;
@@ -642,10 +639,6 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
     else if (r->type == LOOM__HR_BCALL) rc = call_record(h, &w, r, ts);
     else rc = is_nesting(r->type) ? nesting_record(h, &w, r, ts) : point_record(h, &w, r, ts);
     memx.type = 0;
-  }
-  if (k.cold) {
-    h->bounce = k.bounce;
-    h->bounce_cap = k.cap;
   }
   if (rc == 0) rc = close_open(h, &w);
   if (rc == 0) rc = dropped_marker(h, tb, w.track);
