@@ -148,14 +148,17 @@ static void prefault(void *p, uint64_t size) {
 #endif
 }
 
-static void *alloc_obj(uint32_t kind, size_t bytes, int fault_in) {
+/* cold: neither zeroed nor made present (loom__arena_alloc_cold) */
+static void *alloc_obj(uint32_t kind, size_t bytes, int cold) {
   if (!loom__arena_on()) return NULL;
   uint64_t size = round16(sizeof(loom__aobj) + bytes);
   pthread_mutex_lock(&mu);
   loom__aobj *o = from_free_list(kind, size);
   if (o) {
     atomic_store_explicit(&o->state, LOOM__AS_NEW, memory_order_relaxed);
-    memset(o + 1, 0, o->size - sizeof *o);
+    /* a cold block's pages may never have been touched here (the kernel
+     * wrote them): zeroing would fault each one in */
+    if (!cold) memset(o + 1, 0, o->size - sizeof *o);
   } else {
     /* the rest of the segment stays zero (a hole reads as zeros): the
      * reader stops there */
@@ -176,15 +179,15 @@ static void *alloc_obj(uint32_t kind, size_t bytes, int fault_in) {
   if (kind != LOOM__AO_STR && kind != LOOM__AO_MAPS)
     atomic_store_explicit(&o->state, LOOM__AS_LIVE, memory_order_release);
   pthread_mutex_unlock(&mu);
-  if (fault_in) prefault(o, o->size);
+  if (!cold && kind == LOOM__AO_CHUNK) prefault(o, o->size);
   return o + 1;
 }
 
 void *loom__arena_alloc(uint32_t kind, size_t bytes) {
-  return alloc_obj(kind, bytes, kind == LOOM__AO_CHUNK);
+  return alloc_obj(kind, bytes, 0);
 }
 
-void *loom__arena_alloc_cold(uint32_t kind, size_t bytes) { return alloc_obj(kind, bytes, 0); }
+void *loom__arena_alloc_cold(uint32_t kind, size_t bytes) { return alloc_obj(kind, bytes, 1); }
 
 static void publish(void *p) {
   loom__aobj *o = (loom__aobj *)p - 1;

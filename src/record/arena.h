@@ -188,8 +188,10 @@ int loom__arena_fd_lost(void);
 /* Memory from the arena, zeroed, of one kind (NULL: none can be had; the
  * caller falls back to malloc for the calls that allow it). */
 void *loom__arena_alloc(uint32_t kind, size_t bytes);
-/* The same, its pages left as they are: for a block filled by
- * loom__copy_to_cold (a staged thread's chunks, hostrec.c). */
+/* The same, its pages left as they are and its contents undefined (a
+ * reused block is not zeroed): for a block the caller fills whole with
+ * loom__copy_to_cold before anyone reads it (a staged thread's chunks,
+ * hostrec.c). */
 void *loom__arena_alloc_cold(uint32_t kind, size_t bytes);
 /* Memory for an array that grows: as loom__arena_alloc, with room bytes of
  * address space (and of the file, a hole) behind it so that

@@ -123,8 +123,9 @@ void loom__pager_forked(void);
 /* Whether the pager runs or would start at the next take (the arena is on
  * and the process has threads besides the caller). */
 int loom__pager_would_run(void);
-/* Chunk memory as loom__chunk_alloc, its pages not made present: for
- * chunks filled by loom__copy_to_cold (a staged thread's, hostrec.c). */
+/* Chunk memory as loom__chunk_alloc, its pages not made present and its
+ * contents undefined: for chunks filled whole by loom__copy_to_cold before
+ * they are linked (a staged thread's, hostrec.c). */
 loom__chunk *loom__chunk_alloc_cold(size_t bytes);
 void loom__chunk_free(loom__chunk *c);
 
