@@ -31,10 +31,6 @@ int loom__ev_cmp_track_time(const loom__ev *a, const loom__ev *b) {
   return 0;
 }
 
-static int cmp_track_time(const void *pa, const void *pb) {
-  return loom__ev_cmp_track_time(pa, pb);
-}
-
 static int is_host_call(const loom_trace *t, const loom__ev *e) {
   return (e->kind == LOOM_KIND_RUNTIME || e->kind == LOOM_KIND_DRIVER) &&
          t->tracks[e->track].device == LOOM_DEVICE_HOST;
@@ -91,20 +87,8 @@ static int sweep_track(loom_trace *t, size_t lo, size_t hi, uint32_t *encl,
   return 0;
 }
 
-/* Indices of events in step 1's order (ties: the lower index first); and
- * t's events sorted so again after lanes moved some, flows renumbered. */
-static _Thread_local const loom__ev *sort_ev;
-static int cmp_index(const void *pa, const void *pb) {
-  uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
-  int c = loom__ev_cmp_track_time(&sort_ev[a], &sort_ev[b]);
-  return c ? c : a < b ? -1 : a > b;
-}
-
-void loom__ev_sort_indices(const loom_trace *t, uint32_t *idx, size_t n) {
-  sort_ev = t->ev;
-  qsort(idx, n, sizeof *idx, cmp_index);
-}
-
+/* t's events sorted in step 1's order again after lanes moved some (the
+ * indices' sort: evsort.c), flows renumbered. */
 static int resort(loom_trace *t) {
   uint32_t *order = malloc((t->nev + 1) * sizeof *order);
   if (!order) return -1;
@@ -168,7 +152,7 @@ static int link_producer(loom_trace *t, uint16_t src, const uint32_t *encl,
 
 int loom__trace_process(loom_trace *t) {
   if (t->nev > UINT32_MAX - 1) return -1;
-  if (t->nev) qsort(t->ev, t->nev, sizeof *t->ev, cmp_track_time);
+  if (t->nev > 1 && resort(t) != 0) return -1;
   size_t nev = t->nev;
   uint32_t *encl = malloc((nev + 1) * sizeof *encl);
   uint32_t *parent = malloc((nev + 1) * sizeof *parent);

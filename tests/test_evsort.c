@@ -1,0 +1,123 @@
+/*
+ * test_evsort.c - the order of a trace's events (src/trace/evsort.c), which
+ * every saved trace is put in: indices sorted by the radix sort come back in
+ * exactly the order a plain sort with step 1's comparator gives (track,
+ * start, longer first, ranges before ops before calls, insertion order,
+ * then the lower index).  Random events on a few tracks with many equal
+ * starts (runs of ties short and long), negative starts, a subset of the
+ * indices in any order, and the ways around the radix sort: a trace whose
+ * times span 2^62 ns (track and time do not fit one key) and a small one.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "loom/loom.h"
+#include "trace/trace.h"
+
+static uint64_t rnd(uint64_t *s) {
+  *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+  return *s;
+}
+
+static const loom__ev *plain_ev;
+static int plain_cmp(const void *pa, const void *pb) {
+  uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+  int c = loom__ev_cmp_track_time(&plain_ev[a], &plain_ev[b]);
+  return c ? c : a < b ? -1 : a > b;
+}
+
+static const uint8_t kinds[] = {LOOM_KIND_USER_RANGE, LOOM_KIND_CPU_OP, LOOM_KIND_RUNTIME,
+                                LOOM_KIND_KERNEL};
+
+/* n events; starts drawn from `spread` values (few: many ties) from base,
+ * or anywhere in +-2^62 when wide. */
+static loom_trace *random_trace(size_t n, uint32_t tracks, uint64_t spread, int64_t base,
+                                int wide, uint64_t *seed) {
+  loom_trace *t = loom__trace_new();
+  assert_non_null(t);
+  t->ev = loom__array_alloc(n, sizeof *t->ev);
+  assert_non_null(t->ev);
+  t->cap_ev = n, t->nev = n;
+  for (size_t i = 0; i < n; i++) {
+    loom__ev *e = &t->ev[i];
+    memset(e, 0, sizeof *e);
+    e->track = (uint32_t)(rnd(seed) % tracks);
+    e->ts = wide ? (int64_t)(rnd(seed) >> 1) - ((int64_t)1 << 62) : base + (int64_t)(rnd(seed) % spread);
+    e->dur = (int64_t)(rnd(seed) % 4);
+    e->kind = kinds[rnd(seed) % 4];
+    e->args_off = (uint32_t)(rnd(seed) % 3); /* ties on it too */
+  }
+  return t;
+}
+
+static void check(const loom_trace *t, uint32_t *idx, size_t n) {
+  uint32_t *want = malloc((n + 1) * sizeof *want);
+  assert_non_null(want);
+  memcpy(want, idx, n * sizeof *idx);
+  plain_ev = t->ev;
+  qsort(want, n, sizeof *want, plain_cmp);
+  loom__ev_sort_indices(t, idx, n);
+  for (size_t i = 0; i < n; i++)
+    if (idx[i] != want[i]) fail_msg("position %zu of %zu: index %u, expected %u", i, n, idx[i], want[i]);
+  free(want);
+}
+
+static void sort_all(size_t n, uint32_t tracks, uint64_t spread, int64_t base, int wide) {
+  uint64_t seed = 0x9e3779b97f4a7c15ull ^ n ^ spread;
+  loom_trace *t = random_trace(n, tracks, spread, base, wide, &seed);
+  uint32_t *idx = malloc((n + 1) * sizeof *idx);
+  assert_non_null(idx);
+  for (size_t i = 0; i < n; i++) idx[i] = (uint32_t)i;
+  check(t, idx, n);
+  free(idx);
+  loom_trace_free(t);
+}
+
+static void test_many_ties(void **st) {
+  (void)st;
+  sort_all(200000, 5, 50, 1700000000000000000, 0);  /* runs of ~800 equal starts */
+  sort_all(200000, 3, 300000, 1700000000000000000, 0); /* short runs */
+}
+
+static void test_spread(void **st) {
+  (void)st;
+  sort_all(100000, 700, (uint64_t)1 << 40, -5000000000, 0); /* several digits, negative starts */
+  sort_all(100000, 1, 1, 42, 0);                             /* one start: every key equal */
+}
+
+static void test_fallbacks(void **st) {
+  (void)st;
+  sort_all(50000, 4, 0, 0, 1); /* 2^62 ns apart with 4 tracks: no single key */
+  sort_all(40, 3, 10, 7, 0);   /* small: no keys */
+}
+
+/* A subset of the indices, in any order (lanes and the memory walk sort
+ * some of a trace's events). */
+static void test_subset(void **st) {
+  (void)st;
+  uint64_t seed = 77;
+  size_t n = 60000, k = 0;
+  loom_trace *t = random_trace(n, 6, 5000, 1000, 0, &seed);
+  uint32_t *idx = malloc(n * sizeof *idx);
+  assert_non_null(idx);
+  for (size_t i = n; i-- > 0;)
+    if (rnd(&seed) % 3 == 0) idx[k++] = (uint32_t)i;
+  check(t, idx, k);
+  free(idx);
+  loom_trace_free(t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_many_ties),
+      cmocka_unit_test(test_spread),
+      cmocka_unit_test(test_fallbacks),
+      cmocka_unit_test(test_subset),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
