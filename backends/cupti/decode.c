@@ -24,6 +24,7 @@
  * a generic name.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +32,21 @@
 
 #include "cupti_loom.h"
 
-/* libstdc++'s demangler (the plug-in links libstdc++ for it). */
-char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+/* libstdc++'s demangler, found at the first kernel name: the plug-in does
+ * not link libstdc++, whose loading (~1 ms) every process that loads the
+ * plug-in would pay, loom record's own included.  libcupti, which decoding
+ * needs, is C++ and brings it; else it is opened here.  NULL: names stay
+ * mangled. */
+typedef char *(*demangle_fn)(const char *mangled, char *out, size_t *len, int *status);
+static demangle_fn demangler;
+static pthread_once_t demangler_once = PTHREAD_ONCE_INIT;
+
+static void find_demangler(void) {
+  void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  if (!h) h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+  void *f = h ? dlsym(h, "__cxa_demangle") : NULL;
+  memcpy(&demangler, &f, sizeof f); /* kept open: the names demangled later use it */
+}
 
 const loom_host *cupti_host;
 loom_backend *cupti_self;
@@ -205,8 +219,9 @@ static loom_string_id intern(const char *s) {
 static loom_string_id kernel_name(const char *mangled) {
   if (!mangled) return intern("kernel");
   int status = -1;
-  char *d = mangled[0] == '_' && mangled[1] == 'Z' ? __cxa_demangle(mangled, NULL, NULL, &status)
-                                                   : NULL;
+  if (mangled[0] == '_' && mangled[1] == 'Z') pthread_once(&demangler_once, find_demangler);
+  char *d = mangled[0] == '_' && mangled[1] == 'Z' && demangler
+                ? demangler(mangled, NULL, NULL, &status) : NULL;
   loom_string_id id = intern(status == 0 && d ? d : mangled);
   free(d);
   return id;

@@ -53,27 +53,33 @@ static char *real_or_copy(const char *p) {
   return r ? r : strdup(p);
 }
 
-static int set_has(const plugin_set *ps, const char *real) {
-  for (size_t i = 0; i < ps->n; i++)
-    if (!strcmp(ps->paths[i], real)) return 1;
-  return 0;
+static size_t set_find(const plugin_set *ps, const char *real) {
+  size_t i = 0;
+  while (i < ps->n && strcmp(ps->paths[i], real)) i++;
+  return i;
 }
 
-static void set_add(plugin_set *ps, const char *path) {
+/* named: the user named it (LOOM_PLUGINS, LOOM_PLUGIN_PATH, --plugin). */
+static void set_add(plugin_set *ps, const char *path, int named) {
   char *real = real_or_copy(path);
-  if (!real || set_has(ps, real)) {
+  size_t at = real ? set_find(ps, real) : ps->n;
+  if (!real || at < ps->n) {
+    if (real && named) ps->named[at] = 1;
     free(real);
     return;
   }
   if (ps->n == ps->cap) {
     size_t cap = ps->cap ? 2 * ps->cap : 16;
     char **v = realloc(ps->paths, cap * sizeof *v);
-    if (!v) {
+    if (v) ps->paths = v;
+    unsigned char *u = v ? realloc(ps->named, cap) : NULL;
+    if (!u) {
       free(real);
       return;
     }
-    ps->paths = v, ps->cap = cap;
+    ps->named = u, ps->cap = cap;
   }
+  ps->named[ps->n] = (unsigned char)named;
   ps->paths[ps->n++] = real;
 }
 
@@ -115,7 +121,7 @@ static void add_folder(plugin_set *ps, const char *dir, int user) {
   closedir(d);
   if (n) qsort(names, n, sizeof *names, cmp_str);
   for (size_t i = 0; i < n; i++) {
-    set_add(ps, names[i]);
+    set_add(ps, names[i], user);
     free(names[i]);
   }
   free(names);
@@ -124,7 +130,7 @@ static void add_folder(plugin_set *ps, const char *dir, int user) {
 static void add_list(plugin_set *ps, const char *list, int folders) {
   char *copy = list ? strdup(list) : NULL, *save = NULL;
   for (char *p = copy ? strtok_r(copy, ":", &save) : NULL; p; p = strtok_r(NULL, ":", &save))
-    if (*p) folders ? add_folder(ps, p, 1) : set_add(ps, p);
+    if (*p) folders ? add_folder(ps, p, 1) : set_add(ps, p, 1);
   free(copy);
 }
 
@@ -149,7 +155,7 @@ int plugins_discover(plugin_set *ps, const char *libdir, char *const *extra,
       rc = -1;
       continue;
     }
-    set_add(ps, extra[i]);
+    set_add(ps, extra[i], 1);
     if (loom_plugin_load(extra[i]) != LOOM_OK) {
       fprintf(stderr, "%s: --plugin %s: %s\n", who, extra[i], loom_last_error());
       rc = -1;
@@ -164,6 +170,7 @@ int plugins_discover(plugin_set *ps, const char *libdir, char *const *extra,
 void plugins_free(plugin_set *ps) {
   for (size_t i = 0; i < ps->n; i++) free(ps->paths[i]);
   free(ps->paths);
+  free(ps->named);
   free(ps->bad_folders);
   memset(ps, 0, sizeof *ps);
 }
@@ -244,6 +251,7 @@ typedef struct enable_ctx {
   const char *also;  /* types recorded beside them (loom record --memory host) */
   const plugin_set *ps;
   char **skip;  /* per plug-in: 1 = not through LOOM_PLUGINS */
+  char *used;   /* per plug-in: HAS_BACKEND, RECORDED (mark_recorded) */
   strlist preload;
   char *devices;
   size_t ndevices;
@@ -326,20 +334,42 @@ static void apply_one(const loom_backend_info *b, void *user) {
     if (**p) apply_preload(c, b, *p);
 }
 
+/* Marks the plug-ins with a backend of a device type the program records
+ * (RECORDED) and those with a backend at all (HAS_BACKEND). */
+enum { HAS_BACKEND = 1, RECORDED = 2 };
+static void mark_recorded(const loom_backend_info *b, void *user) {
+  enable_ctx *c = user;
+  size_t k = plugin_index(c->ps, b->origin);
+  if (k >= c->ps->n) return;
+  c->used[k] |= HAS_BACKEND;
+  if (devices_has(c->asked ? c->asked : c->devices, b->device_type) ||
+      devices_has(c->also, b->device_type))
+    c->used[k] |= RECORDED;
+}
+
 int plugins_enable(const plugin_set *ps, const char *preload_first, const char *asked,
                    const char *also, char *devices, size_t n) {
-  char *skip = calloc(ps->n + 1, 1);
-  if (!skip) return -1;
+  char *skip = calloc(ps->n + 1, 1), *used = calloc(ps->n + 1, 1);
+  if (!skip || !used) {
+    free(skip);
+    free(used);
+    return -1;
+  }
   snprintf(devices, n, "cpu");
-  enable_ctx c = {.asked = asked, .also = also, .ps = ps, .skip = &skip, .devices = devices,
-                  .ndevices = n};
+  enable_ctx c = {.asked = asked, .also = also, .ps = ps, .skip = &skip, .used = used,
+                  .devices = devices, .ndevices = n};
   loom_backends_list(apply_one, &c);
-  /* Every plug-in found goes to the program by name; folders are resolved
+  loom_backends_list(mark_recorded, &c);
+  /* The plug-ins go to the program by name: every one the user named, and
+   * of loom's own those of the device types recorded (another would only
+   * cost the program its loading, ~0.1-1 ms each) or that registered nothing
+   * here (for the program's session to say why).  Folders are resolved
    * here, so a file that asks not to be loaded is not found there again
    * (only folders that cannot be opened stay, for the program to report). */
   strlist plugins = {0};
   for (size_t i = 0; i < ps->n; i++)
-    if (!skip[i]) list_add(&plugins, ps->paths[i]);
+    if (!skip[i] && (ps->named[i] || used[i] & RECORDED || !(used[i] & HAS_BACKEND)))
+      list_add(&plugins, ps->paths[i]);
   if (plugins.s) setenv("LOOM_PLUGINS", plugins.s, 1);
   else unsetenv("LOOM_PLUGINS");
   if (ps->bad_folders) setenv("LOOM_PLUGIN_PATH", ps->bad_folders, 1);
@@ -349,6 +379,7 @@ int plugins_enable(const plugin_set *ps, const char *preload_first, const char *
   free(plugins.s);
   free(c.preload.s);
   free(skip);
+  free(used);
   return c.rc;
 }
 

@@ -16,6 +16,7 @@
 typedef struct plugin_set {
   char **paths;
   size_t n, cap;
+  unsigned char *named; /* per path: 1 when the user named it (not only libdir) */
   char *bad_folders; /* LOOM_PLUGIN_PATH folders that cannot be opened, or NULL */
 } plugin_set;
 
@@ -33,8 +34,10 @@ int plugins_discover(plugin_set *ps, const char *libdir, char *const *extra,
                      size_t nextra, const char *who);
 void plugins_free(plugin_set *ps);
 
-/* Sets this process's environment for the program: LOOM_PLUGINS (every
- * plug-in found but those that ask not to be), each backend's settings, and
+/* Sets this process's environment for the program: LOOM_PLUGINS (those the
+ * user named, and of libdir's those with a backend of a device type
+ * recorded or with none; not those that ask not to be), each backend's
+ * settings, and
  * LD_PRELOAD (the backends' preloads, then preload_first).  Writes the
  * default device list ("cpu" and every LOOM_ENABLE_F_DEFAULT type whose
  * check passes) into devices.  asked: the device list the user named
