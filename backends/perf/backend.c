@@ -253,6 +253,7 @@ static void sample_meta(loom_backend *b, pf_state *s, pf_unwinder *u, uint64_t k
   META("perf.threads_at_start", pf_events_threads(s->ev));
   META("perf.live", s->cfg.live);
   META("perf.unwound_while_recording", live);
+  pf_host->meta_set(b, "perf.kernel_symbols", pf_unwinder_ksyms(u));
   uint64_t indexed, by_dwfl;
   int64_t mismatched;
   pf_unwinder_names(u, &indexed, &by_dwfl, &mismatched);

@@ -14,20 +14,8 @@
 
 #include "perf.h"
 
-typedef struct ksym {
-  uint64_t addr;
-  size_t name; /* offset in names */
-} ksym;
-
-struct pf_ksyms {
-  ksym *v;
-  size_t n, cap;
-  char *names;
-  size_t len, names_cap;
-};
-
 static int ksym_cmp(const void *a, const void *b) {
-  uint64_t x = ((const ksym *)a)->addr, y = ((const ksym *)b)->addr;
+  uint64_t x = ((const pf_ksym *)a)->addr, y = ((const pf_ksym *)b)->addr;
   return x < y ? -1 : x > y;
 }
 
@@ -48,7 +36,7 @@ static int line(pf_ksyms *k, const char *s, const char *end) {
   if (!nl || pf_grow((void **)&k->v, &k->cap, k->n + 1, sizeof *k->v) ||
       pf_grow((void **)&k->names, &k->names_cap, k->len + nl + 1, 1))
     return nl ? -1 : 0;
-  k->v[k->n++] = (ksym){a, k->len};
+  k->v[k->n++] = (pf_ksym){a, k->len};
   memcpy(k->names + k->len, name, nl);
   k->names[k->len + nl] = 0;
   k->len += nl + 1;
@@ -80,6 +68,27 @@ done:
   while (i < k->n && k->v[i - 1].addr <= k->v[i].addr) i++;
   if (i < k->n) qsort(k->v, k->n, sizeof *k->v, ksym_cmp); /* the kernel's own are in order */
   return k;
+}
+
+pf_ksyms *pf_ksyms_alloc(size_t n, size_t len) {
+  pf_ksyms *k = calloc(1, sizeof *k);
+  if (!k) return NULL;
+  k->v = malloc((n ? n : 1) * sizeof *k->v);
+  k->names = malloc(len ? len : 1);
+  if (!k->v || !k->names) {
+    pf_ksyms_free(k);
+    return NULL;
+  }
+  k->n = k->cap = n;
+  k->len = k->names_cap = len;
+  return k;
+}
+
+int pf_ksyms_sane(const pf_ksyms *k, size_t n, size_t len) {
+  if (!len || k->names[len - 1]) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (k->v[i].name >= len || (i && k->v[i - 1].addr > k->v[i].addr)) return 0;
+  return 1;
 }
 
 const char *pf_ksyms_name(const pf_ksyms *k, uint64_t pc) {

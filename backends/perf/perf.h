@@ -153,10 +153,33 @@ void pf_live_free(pf_live *l);
  * unwinding. */
 void pf_unwinder_stats(const pf_unwinder *u, uint64_t *distinct, uint64_t *sym_ns,
                        uint64_t *unwind_ns, uint64_t *reached_dwarf, uint64_t *used_fp);
-/* The kernel's text symbols (kallsyms.c), from /proc/kallsyms: none where
- * it hides their addresses (NULL only out of memory). */
-typedef struct pf_ksyms pf_ksyms;
+/* The kernel's text symbols (kallsyms.c), in address order: names[] holds
+ * each one's NUL-terminated name at its offset. */
+typedef struct pf_ksym {
+  uint64_t addr;
+  size_t name; /* offset in names */
+} pf_ksym;
+typedef struct pf_ksyms {
+  pf_ksym *v;
+  size_t n, cap;
+  char *names;
+  size_t len, names_cap;
+  int from_cache; /* kcache.c: kept from an earlier read */
+} pf_ksyms;
+/* From the cache of an earlier read while its key holds, else from
+ * /proc/kallsyms, then kept (kcache.c).  None where the kernel hides their
+ * addresses (NULL only out of memory). */
+pf_ksyms *pf_ksyms_get(void);
+/* From /proc/kallsyms. */
 pf_ksyms *pf_ksyms_read(void);
+/* Room for n symbols with len bytes of names; NULL out of memory. */
+pf_ksyms *pf_ksyms_alloc(size_t n, size_t len);
+/* 1 when n symbols with len bytes of names are in order with their names
+ * in bounds (a cache file's). */
+int pf_ksyms_sane(const pf_ksyms *k, size_t n, size_t len);
+/* Where u's kernel symbols came from: "unread" (no kernel frame named),
+ * "none" (hidden), "cache" or "kallsyms". */
+const char *pf_unwinder_ksyms(const pf_unwinder *u);
 /* The symbol at or below pc, NULL when none. */
 const char *pf_ksyms_name(const pf_ksyms *k, uint64_t pc);
 void pf_ksyms_free(pf_ksyms *k);

@@ -63,7 +63,7 @@ struct pf_unwinder {
 static const char *kernel_name(pf_unwinder *u, uint64_t pc) {
   if (!u->ksyms_read) {
     u->ksyms_read = 1;
-    u->ksyms = pf_ksyms_read();
+    u->ksyms = pf_ksyms_get();
   }
   return pf_ksyms_name(u->ksyms, pc);
 }
@@ -286,6 +286,11 @@ void pf_unwinder_names(const pf_unwinder *u, uint64_t *indexed, uint64_t *dwfl,
   *indexed = u->names_indexed;
   *dwfl = u->names_dwfl;
   *mismatched = u->check_names ? (int64_t)u->names_mismatched : -1;
+}
+
+const char *pf_unwinder_ksyms(const pf_unwinder *u) {
+  return !u->ksyms_read ? "unread" : !u->ksyms || !u->ksyms->n ? "none"
+                                   : u->ksyms->from_cache ? "cache" : "kallsyms";
 }
 
 uint64_t pf_unwinder_cut(const pf_unwinder *u, unsigned *max_frames) {

@@ -14,6 +14,8 @@ usage: check.py MODE LOOM SPLIT OUTDIR
   memory    `split busy 2500`, perf.memory=2m: unwound while recording
             (perf.live=1), nearly all samples kept; unwound after it
             (perf.live=0), most of them lost past perf.memory
+  kcache    the kernel's symbols kept between recordings: read, kept, used
+            again, read again when the kept file is cut, old or foreign
   python    /usr/bin/python3 in a numpy matmul loop: native BLAS and numpy
             frames under the interpreter's own frames
 split and python also check each frame's name against libdwfl's own
@@ -186,6 +188,60 @@ def mode_sleep(loom, split, outdir):
     check(cs < 2000, "%d context switches for 200 sleeps: counted more than once?" % cs)
 
 
+def mode_kcache(loom, split, outdir):
+    """The kernel's symbols kept between recordings (backends/perf/kcache.c):
+    read from /proc/kallsyms and kept at the first, used again at the
+    second with the same names, and read again when the kept file is cut
+    short, from an older boot, or not this user's."""
+    cache = os.path.join(outdir, "cache")
+    subprocess.run(["rm", "-rf", cache], check=True)
+    env = dict(os.environ, XDG_CACHE_HOME=cache)
+    path = os.path.join(cache, "loom", "kallsyms-%d" % os.geteuid())
+    out = os.path.join(outdir, "kcache.json")
+
+    def run(what):
+        trace, _ = record(loom, [split, "sleep"], out, env=env)
+        src = trace.get("perf.kernel_symbols")
+        names = {f["name"] for f in frames_of(trace).values() if f.get("category") == "[kernel]"}
+        return src, names
+
+    src, names = run("first")
+    if src in ("unread", "none"):
+        print("no kernel frame named here (perf.kernel_symbols=%s): nothing to keep" % src)
+        return SKIP
+    check(src == "kallsyms", "first recording: perf.kernel_symbols=%r, expected 'kallsyms'" % src)
+    if not check(os.path.exists(path), "no cache file %s after the first recording" % path):
+        return
+    st = os.stat(path)
+    check(st.st_mode & 0o777 == 0o600, "cache file mode %o, expected 600" % (st.st_mode & 0o777))
+    check(os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700, "cache folder not 0700")
+    size = st.st_size
+    src, names = run("second")
+    check(src == "cache", "second recording: perf.kernel_symbols=%r, expected 'cache'" % src)
+    with open("/proc/kallsyms") as f:
+        text = {ln.split()[2] for ln in f if len(ln.split()) >= 3 and ln.split()[1] in "tT"}
+    unknown = [n for n in names if n not in text and not n.startswith("0x")]
+    check(names and not unknown, "%d kernel frames from the cache, %d not kernel text symbols: %s" %
+          (len(names), len(unknown), unknown[:3]))
+    print("second recording: %d kernel frame names from the cache, all in /proc/kallsyms" % len(names))
+    with open(path, "r+b") as f:  # cut short
+        f.truncate(size - 1)
+    src, _ = run("cut")
+    check(src == "kallsyms" and os.path.getsize(path) == size,
+          "cache cut short: %r, size %d (expected 'kallsyms', rewritten to %d)" %
+          (src, os.path.getsize(path), size))
+    with open(path, "r+b") as f:  # another boot's
+        f.seek(8)
+        f.write(b"00000000")
+    src, _ = run("boot")
+    check(src == "kallsyms", "cache of another boot used: %r" % src)
+    os.chown(path, 65534, 65534)  # not this user's
+    src, _ = run("owner")
+    check(src == "kallsyms" and os.stat(path).st_uid == os.geteuid(),
+          "cache of another user: %r, owner %d" % (src, os.stat(path).st_uid))
+    print("cut short, another boot's, another user's: each read again from /proc/kallsyms")
+
+
 def mode_memory(loom, split, outdir):
     """perf.memory bounds what is kept while recording.  Unwound as they come
     (perf.live=1, the default), samples keep only their frames and give back
@@ -345,6 +401,7 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     os.environ["LOOM_PERF_CHECK_NAMES"] = "1"
     rc = {"split": mode_split, "sleep": mode_sleep, "fallback": mode_fallback, "deep": mode_deep, "memory": mode_memory,
+          "kcache": mode_kcache,
           "python": mode_python}[mode](loom, split, outdir)
     if rc == SKIP:
         sys.exit(SKIP)
