@@ -56,15 +56,15 @@ static int make_keys(const loom__ev *ev, const uint32_t *idx, size_t n, uint64_t
  * room; the result in key and idx. */
 static void radix(uint64_t *key, uint32_t *idx, uint64_t *key2, uint32_t *idx2, size_t n) {
   static _Thread_local uint32_t count[MAXPASS][BUCKETS];
-  memset(count, 0, sizeof count);
   uint64_t any = 0;
-  for (size_t i = 0; i < n; i++) {
-    any |= key[i];
-    for (int p = 0; p < MAXPASS; p++) count[p][(key[i] >> (p * DIGIT)) & (BUCKETS - 1)]++;
-  }
+  for (size_t i = 0; i < n; i++) any |= key[i];
+  int passes = (bits_of(any) + DIGIT - 1) / DIGIT;
+  memset(count, 0, (size_t)passes * sizeof count[0]);
+  for (size_t i = 0; i < n; i++)
+    for (int p = 0; p < passes; p++) count[p][(key[i] >> (p * DIGIT)) & (BUCKETS - 1)]++;
   uint64_t *k = key, *k2 = key2;
   uint32_t *x = idx, *x2 = idx2;
-  for (int p = 0, passes = (bits_of(any) + DIGIT - 1) / DIGIT; p < passes; p++) {
+  for (int p = 0; p < passes; p++) {
     uint32_t *c = count[p], sum = 0;
     if (c[(k[0] >> (p * DIGIT)) & (BUCKETS - 1)] == n) continue; /* one digit for all */
     for (int b = 0; b < BUCKETS; b++) {

@@ -127,15 +127,42 @@ static void summary(const char *out, loom_status st, const loom_trace *t, unsign
 }
 
 /* <dir>/<pid>.mem: the summary's lines about the trace's memory (tools.h
- * memory_lines), when it has memory events; loom record prints them. */
-static void memory_note(const loom_trace *t) {
-  char lines[8192], path[4096];
-  if (tools->memory_lines(t, lines, sizeof lines) != 0 || !lines[0]) return;
-  if (loom__rec_file(path, sizeof path, ".mem") != 0) return;
-  FILE *f = fopen(path, "w");
-  if (!f) return;
-  fputs(lines, f);
-  fclose(f);
+ * memory_lines), when it has memory events; loom record prints them.  They
+ * are worked out on a thread of their own while the trace is written (both
+ * only read it: ~50 ms of 530 after a PyTorch loop of 674k events), or
+ * after it where no thread starts. */
+typedef struct mem_note {
+  const loom_trace *t;
+  pthread_t th;
+  int started, rc;
+  char lines[8192];
+} mem_note;
+
+static void *mem_note_run(void *p) {
+  mem_note *m = p;
+  m->rc = tools->memory_lines(m->t, m->lines, sizeof m->lines);
+  return NULL;
+}
+
+static mem_note *mem_note_start(const loom_trace *t) {
+  mem_note *m = calloc(1, sizeof *m);
+  if (m) m->t = t, m->started = loom__thread_start(&m->th, mem_note_run, m) == 0;
+  return m;
+}
+
+/* Writes the lines (the trace was written) and frees m. */
+static void mem_note_end(mem_note *m, int written) {
+  char path[4096];
+  if (!m) return;
+  if (m->started) pthread_join(m->th, NULL);
+  else if (written) mem_note_run(m);
+  FILE *f = written && m->rc == 0 && m->lines[0] && loom__rec_file(path, sizeof path, ".mem") == 0
+                ? fopen(path, "w") : NULL;
+  if (f) {
+    fputs(m->lines, f);
+    fclose(f);
+  }
+  free(m);
 }
 
 static atomic_uint windows_written, windows_failed;
@@ -200,14 +227,16 @@ static void save(void) {
     pthread_mutex_unlock(&save_mu);
     return;
   }
+  mem_note *mem = NULL;
   if (st == LOOM_OK) {
     loom_trace_summary sum = {.struct_size = sizeof sum};
     loom_trace_summarize(t, &sum);
     if (sum.events > 1000000)
       fprintf(stderr, "loom: writing %s (%llu events)...\n", out, (unsigned long long)sum.events);
+    mem = mem_note_start(t);
     st = loom_trace_save(t, out);
   }
-  if (st == LOOM_OK) memory_note(t);
+  mem_note_end(mem, st == LOOM_OK);
   summary(out, st, t, 0);
   /* written: nothing for loom record to rebuild, and its shared memory is
    * freed now.  Else the session is not destroyed (that would free the
