@@ -84,7 +84,6 @@ void loom__timeline_begin(loom__timeline *tl) {
   memset(tl, 0, sizeof *tl);
   tl->shift_ns = shift;
   tl->shift_ppm = ppm;
-  tl->tsc_ns_per_tick = tsc_rate();
   for (int d = 0; d < 4; d++) tl->start[d] = take_pair((loom_clock_domain)d);
 }
 
@@ -120,10 +119,13 @@ static int64_t to_real(const loom__timeline *tl, loom_clock_domain d, uint64_t t
   if (d == LOOM_CLOCK_REALTIME) return (int64_t)ts;
   if ((unsigned)d > LOOM_CLOCK_TSC) return (int64_t)ts;
   const loom__clock_pair *a = &tl->start[d], *b = &tl->stop[d];
-  double slope = d == LOOM_CLOCK_TSC ? tl->tsc_ns_per_tick : 1.0;
-  /* Pairs closer than 1 ms would make a noisy slope: keep the nominal one. */
+  double slope = 1.0;
+  /* Pairs closer than 1 ms would make a noisy slope: keep the nominal one
+   * (the TSC's measured only then: a session that stops pays no nap). */
   if (tl->have_stop && b->real - a->real > 1000000 && b->dom > a->dom)
     slope = (double)(b->real - a->real) / (double)(b->dom - a->dom);
+  else if (d == LOOM_CLOCK_TSC)
+    slope = tsc_rate();
   double delta = (double)(int64_t)(ts - a->dom);
   return a->real + (int64_t)(delta * slope + (delta >= 0 ? 0.5 : -0.5));
 }

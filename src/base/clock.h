@@ -21,11 +21,12 @@ typedef struct loom__clock_pair {
 
 /* Map from every standard domain to epoch ns, from pairs taken at session
  * start and stop; before stop the slope of the domain's nominal rate is
- * used. */
+ * used (the TSC's measured once per process, over a 2 ms nap, when first
+ * needed: a ring dump or window while recording, or a session shorter than
+ * 1 ms). */
 typedef struct loom__timeline {
   loom__clock_pair start[4], stop[4];
   int have_stop;
-  double tsc_ns_per_tick; /* nominal rate measured at init */
   /* Test-only option test_clock_shift=OFFSET_NS:PPM: the whole timeline
    * reads real + shift_ns + shift_ppm * 1e-6 * (real - start), as if the
    * process ran on another host (kept across loom__timeline_begin). */
