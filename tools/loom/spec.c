@@ -268,7 +268,8 @@ const cli_cmd cli_commands[] = {
      "the loom-COMMAND(1) pages; README.md and docs/ in loom's source"},
     {"record", "run a program with loom injected and write its trace", record_syn,
      "Runs an unmodified program with loom injected (loom-preload.so through LD_PRELOAD) and "
-     "every plug-in found enabled, and writes its trace when it ends.  Every process the "
+     "the plug-ins of the devices it records enabled, and writes its trace when it ends.  "
+     "Every process the "
      "program starts records too (--follow), and a summary is printed.\n"
      "SIGINT, SIGTERM and SIGHUP are passed on to the program.  The output is checked "
      "before the program starts.",
