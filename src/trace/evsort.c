@@ -54,13 +54,13 @@ static int make_keys(const loom__ev *ev, const uint32_t *idx, size_t n, uint64_t
 }
 
 /* Stable LSD radix sort of the (key, idx) pairs, with key2 and idx2 as
- * room; the result in key and idx. */
-static void radix(uint64_t *key, uint32_t *idx, uint64_t *key2, uint32_t *idx2, size_t n) {
-  static _Thread_local uint32_t count[MAXPASS][BUCKETS];
+ * room and count for the digits' counts; the result in key and idx. */
+static void radix(uint64_t *key, uint32_t *idx, uint64_t *key2, uint32_t *idx2,
+                  uint32_t (*count)[BUCKETS], size_t n) {
   uint64_t any = 0;
   for (size_t i = 0; i < n; i++) any |= key[i];
   int passes = (bits_of(any) + DIGIT - 1) / DIGIT;
-  memset(count, 0, (size_t)passes * sizeof count[0]);
+  memset(count, 0, (size_t)passes * sizeof *count);
   for (size_t i = 0; i < n; i++)
     for (int p = 0; p < passes; p++) count[p][(key[i] >> (p * DIGIT)) & (BUCKETS - 1)]++;
   uint64_t *k = key, *k2 = key2;
@@ -107,12 +107,14 @@ void loom__ev_sort_indices(const loom_trace *t, uint32_t *idx, size_t n) {
   if (n < 2) return;
   uint64_t *key = n >= SMALL ? loom__array_alloc(2 * n, sizeof *key) : NULL;
   uint32_t *idx2 = key ? loom__array_alloc(n, sizeof *idx2) : NULL;
-  if (!idx2 || !make_keys(t->ev, idx, n, key)) {
+  uint32_t(*count)[BUCKETS] = idx2 ? malloc(MAXPASS * sizeof *count) : NULL; /* 48 KiB */
+  if (!count || !make_keys(t->ev, idx, n, key)) {
     qsort(idx, n, sizeof *idx, cmp_index);
   } else {
-    radix(key, idx, key + n, idx2, n);
+    radix(key, idx, key + n, idx2, count, n);
     ties(idx, key, n);
   }
+  free(count);
   if (idx2) loom__array_free(idx2, n, sizeof *idx2);
   if (key) loom__array_free(key, 2 * n, sizeof *key);
 }
