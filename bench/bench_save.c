@@ -45,8 +45,9 @@ static void record(long ops) {
   for (long i = 0; i < ops; i++) {
     char dims[64];
     snprintf(dims, sizeof dims, "[[8, %ld, 32, 32], [%ld]]", 1 + i % 61, 1 + i % 7);
+    static const char *const types = "[\"float\", \"float\"]";
     loom_arg outer[] = {{.key = "Input Dims", .type = LOOM_ARG_STRING, .v.s = dims},
-                        {.key = "Input type", .type = LOOM_ARG_STRING, .v.s = "[\"float\", \"float\"]"}};
+                        {.key = "Input type", .type = LOOM_ARG_STRING, .v.s = types}};
     loom_op_begin_args(names[i % 8], (uint64_t)(2 * i + 1), outer, 2);
     loom_op_begin_args("aten::empty", (uint64_t)(2 * i + 2), outer, 2);
     uint64_t addr = 0x10000000ull + (uint64_t)(i % 64) * 65536;

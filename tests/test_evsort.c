@@ -47,7 +47,8 @@ static loom_trace *random_trace(size_t n, uint32_t tracks, uint64_t spread, int6
     loom__ev *e = &t->ev[i];
     memset(e, 0, sizeof *e);
     e->track = (uint32_t)(rnd(seed) % tracks);
-    e->ts = wide ? (int64_t)(rnd(seed) >> 1) - ((int64_t)1 << 62) : base + (int64_t)(rnd(seed) % spread);
+    e->ts = wide ? (int64_t)(rnd(seed) >> 1) - ((int64_t)1 << 62)
+                 : base + (int64_t)(rnd(seed) % spread);
     e->dur = (int64_t)(rnd(seed) % 4);
     e->kind = kinds[rnd(seed) % 4];
     e->args_off = (uint32_t)(rnd(seed) % 3); /* ties on it too */
@@ -63,7 +64,8 @@ static void check(const loom_trace *t, uint32_t *idx, size_t n) {
   qsort(want, n, sizeof *want, plain_cmp);
   loom__ev_sort_indices(t, idx, n);
   for (size_t i = 0; i < n; i++)
-    if (idx[i] != want[i]) fail_msg("position %zu of %zu: index %u, expected %u", i, n, idx[i], want[i]);
+    if (idx[i] != want[i])
+      fail_msg("position %zu of %zu: index %u, expected %u", i, n, idx[i], want[i]);
   free(want);
 }
 
