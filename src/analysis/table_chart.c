@@ -197,6 +197,13 @@ static const char *bytes_text(double b, char *buf, size_t n) {
   return buf;
 }
 
+/* v's height in pixels on a scale of mx to H: 0 to H, whatever v is (a
+ * hostile trace's accounting may go below zero). */
+static int level_px(int64_t v, double mx, int H) {
+  double f = (double)v / mx;
+  return f > 0 ? (int)((f < 1 ? f : 1) * H + 0.5) : 0;
+}
+
 /* One series of levels: in use as bars, reserved (when any) as a line. */
 static void levels(loom__out *o, const loom__cell *use, const loom__cell *res, double width) {
   const int W = 1100, H = 120;
@@ -211,7 +218,7 @@ static void levels(loom__out *o, const loom__cell *use, const loom__cell *res, d
      "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f0f2f8\"/>",
      W, H + 18, H + 18, W, H);
   for (size_t b = 0; b < n; b++) {
-    int h = (int)((double)use->v[b] / mx * H + 0.5);
+    int h = level_px(use->v[b], mx, H);
     if (h > 0)
       hf(o,
          "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#2f5bc4\"><title>%.3f ms: "
@@ -222,8 +229,8 @@ static void levels(loom__out *o, const loom__cell *use, const loom__cell *res, d
   if (res->nv == n && n) {
     hf(o, "<polyline fill=\"none\" stroke=\"#c4552f\" stroke-width=\"2\" points=\"");
     for (size_t b = 0; b < n; b++)
-      hf(o, "%d,%d %d,%d ", (int)b * bw, H - (int)((double)res->v[b] / mx * H + 0.5),
-         (int)(b + 1) * bw, H - (int)((double)res->v[b] / mx * H + 0.5));
+      hf(o, "%d,%d %d,%d ", (int)b * bw, H - level_px(res->v[b], mx, H), (int)(b + 1) * bw,
+         H - level_px(res->v[b], mx, H));
     hf(o, "\"/>");
   }
   hf(o,
