@@ -199,8 +199,8 @@ def mode_kcache(loom, split, outdir):
     path = os.path.join(cache, "loom", "kallsyms-%d" % os.geteuid())
     out = os.path.join(outdir, "kcache.json")
 
-    def run(what):
-        trace, _ = record(loom, [split, "sleep"], out, env=env)
+    def run(what):  # 100 ms of CPU in the kernel: kernel frames at 1 kHz
+        trace, _ = record(loom, [split, "kernel"], out, env=env)
         src = trace.get("perf.kernel_symbols")
         names = {f["name"] for f in frames_of(trace).values() if f.get("category") == "[kernel]"}
         return src, names

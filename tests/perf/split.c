@@ -5,13 +5,16 @@
  * time of the thread, so the shares do not depend on the machine's load.
  * With "sleep" as argument it instead sleeps 1 ms 200 times (context
  * switches); with "deep", it works 300 ms at the bottom of a recursion 300
- * calls deep (stacks past the frames a sample keeps).  Built with -fno-omit-frame-pointer off: the default, so
+ * calls deep (stacks past the frames a sample keeps); with "kernel", it spends
+ * 100 ms of CPU in the kernel (reads of /dev/zero), so samples land there.  Built with -fno-omit-frame-pointer off: the default, so
  * unwinding has to use DWARF through libc's start code.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <loom/loom.h>
 
@@ -68,6 +71,13 @@ int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[1], "busy")) { /* busy_seventy for MS ms of CPU */
     busy_seventy(atof(argv[2]));
     return 0;
+  }
+  if (argc > 1 && !strcmp(argv[1], "kernel")) { /* 100 ms of CPU copying from /dev/zero */
+    static char buf[1 << 16];
+    int fd = open("/dev/zero", O_RDONLY);
+    for (double t0 = cpu_ms(); fd >= 0 && cpu_ms() - t0 < 100;)
+      if (read(fd, buf, sizeof buf) < 0) break;
+    return fd >= 0 ? 0 : 1;
   }
   if (argc > 1 && !strcmp(argv[1], "sleep")) {
     for (int i = 0; i < 200; i++) {
