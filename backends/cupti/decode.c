@@ -218,10 +218,9 @@ static loom_string_id intern(const char *s) {
 
 static loom_string_id kernel_name(const char *mangled) {
   if (!mangled) return intern("kernel");
-  int status = -1;
-  if (mangled[0] == '_' && mangled[1] == 'Z') pthread_once(&demangler_once, find_demangler);
-  char *d = mangled[0] == '_' && mangled[1] == 'Z' && demangler
-                ? demangler(mangled, NULL, NULL, &status) : NULL;
+  int status = -1, cxx = mangled[0] == '_' && mangled[1] == 'Z';
+  if (cxx) pthread_once(&demangler_once, find_demangler);
+  char *d = cxx && demangler ? demangler(mangled, NULL, NULL, &status) : NULL;
   loom_string_id id = intern(status == 0 && d ? d : mangled);
   free(d);
   return id;

@@ -84,10 +84,10 @@ pf_ksyms *pf_ksyms_alloc(size_t n, size_t len) {
   return k;
 }
 
-int pf_ksyms_sane(const pf_ksyms *k, size_t n, size_t len) {
-  if (!len || k->names[len - 1]) return 0;
-  for (size_t i = 0; i < n; i++)
-    if (k->v[i].name >= len || (i && k->v[i - 1].addr > k->v[i].addr)) return 0;
+int pf_ksyms_sane(const pf_ksyms *k) {
+  if (!k->len || k->names[k->len - 1]) return 0;
+  for (size_t i = 0; i < k->n; i++)
+    if (k->v[i].name >= k->len || (i && k->v[i - 1].addr > k->v[i].addr)) return 0;
   return 1;
 }
 

@@ -98,7 +98,7 @@ static pf_ksyms *cache_load(const char *path, const kc_head *want) {
     goto out;
   k = pf_ksyms_alloc((size_t)h.n, (size_t)h.len);
   if (!k || read_all(fd, k->v, (size_t)h.n * sizeof *k->v) != 0 ||
-      read_all(fd, k->names, (size_t)h.len) != 0 || !pf_ksyms_sane(k, (size_t)h.n, (size_t)h.len)) {
+      read_all(fd, k->names, (size_t)h.len) != 0 || !pf_ksyms_sane(k)) {
     pf_ksyms_free(k);
     k = NULL;
   }

@@ -174,9 +174,9 @@ pf_ksyms *pf_ksyms_get(void);
 pf_ksyms *pf_ksyms_read(void);
 /* Room for n symbols with len bytes of names; NULL out of memory. */
 pf_ksyms *pf_ksyms_alloc(size_t n, size_t len);
-/* 1 when n symbols with len bytes of names are in order with their names
- * in bounds (a cache file's). */
-int pf_ksyms_sane(const pf_ksyms *k, size_t n, size_t len);
+/* 1 when k's symbols are in order with their names in bounds (a cache
+ * file's). */
+int pf_ksyms_sane(const pf_ksyms *k);
 /* Where u's kernel symbols came from: "unread" (no kernel frame named),
  * "none" (hidden), "cache" or "kallsyms". */
 const char *pf_unwinder_ksyms(const pf_unwinder *u);

@@ -272,8 +272,7 @@ static const loom_backend_enable *enable_of(const loom_backend_info *b, loom_bac
 
 static size_t plugin_index(const plugin_set *ps, const char *origin) {
   char *real = real_or_copy(origin);
-  size_t i = 0;
-  while (real && i < ps->n && strcmp(ps->paths[i], real)) i++;
+  size_t i = real ? set_find(ps, real) : ps->n;
   free(real);
   return i;
 }

@@ -129,8 +129,8 @@ static void summary(const char *out, loom_status st, const loom_trace *t, unsign
 /* <dir>/<pid>.mem: the summary's lines about the trace's memory (tools.h
  * memory_lines), when it has memory events; loom record prints them.  They
  * are worked out on a thread of their own while the trace is written (both
- * only read it: ~50 ms of 530 after a PyTorch loop of 674k events), or
- * after it where no thread starts. */
+ * only read it; 50-60 ms after a PyTorch loop of 500k events), or after it
+ * where no thread starts. */
 typedef struct mem_note {
   const loom_trace *t;
   pthread_t th;
