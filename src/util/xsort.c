@@ -74,19 +74,33 @@ static void ties(xkey *key, size_t n) {
   }
 }
 
-void loom__xsort_order(const loom__xsort *s, xbuf *b, const void *ctx) {
+/* The radix passes' scratch is kept from one sort to the next (the worker's
+ * and the finish's never overlap): fresh pages cost a fault each, and on a
+ * virtual machine each first touch of a page costs far more than the sort's
+ * pass over it.  When the passes end in the scratch, it and the buffer's
+ * keys trade places instead of being copied back. */
+void loom__xsort_order(loom__xsort *s, xbuf *b, const void *ctx) {
   size_t n = b->n;
   if (n < 2) return;
   tl = (cmp_with){b->p, s->ops->cmp, ctx};
-  xkey *tmp = loom__big_resize(NULL, 0, n * sizeof *tmp);
-  if (!tmp) {
-    qsort(b->keys, n, sizeof *b->keys, cmp_key);
-    return;
+  if (s->cap_tmp < n) {
+    xkey *t = loom__big_resize(s->tmp, s->cap_tmp * sizeof *t, n * sizeof *t);
+    if (!t) {
+      qsort(b->keys, n, sizeof *b->keys, cmp_key);
+      return;
+    }
+    s->tmp = t;
+    s->cap_tmp = n;
   }
-  xkey *key = radix(b->keys, tmp, n);
+  xkey *key = radix(b->keys, s->tmp, n);
   ties(key, n);
-  if (key != b->keys) memcpy(b->keys, key, n * sizeof *key);
-  loom__big_free(tmp, n * sizeof *tmp);
+  if (key != b->keys) {
+    s->tmp = b->keys;
+    b->keys = key;
+    size_t c = s->cap_tmp;
+    s->cap_tmp = b->cap_keys;
+    b->cap_keys = c;
+  }
 }
 
 /* ---- the buffers and the worker ------------------------------------------ */
@@ -276,6 +290,9 @@ int loom__xsort_finish(loom__xsort *s) {
     s->mctx = s->fsnap ? s->fsnap : s->ctx;
   }
   loom__xsort_order(s, &s->in, s->fsnap ? s->fsnap : s->ctx);
+  loom__big_free(s->tmp, s->cap_tmp * sizeof *s->tmp); /* the last sort: not needed again */
+  s->tmp = NULL;
+  s->cap_tmp = 0;
   return loom__xsort_start_merge(s);
 }
 
@@ -290,6 +307,7 @@ void loom__xsort_free(loom__xsort *s) {
   free(s->runs);
   free(s->heap);
   xbuf_free(&s->in);
+  loom__big_free(s->tmp, s->cap_tmp * sizeof *s->tmp);
   if (s->spill) fclose(s->spill);
   free(s);
 }

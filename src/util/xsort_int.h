@@ -48,6 +48,8 @@ struct loom__xsort {
   xbuf in;                           /* being filled; at the finish the last run */
   /* the run being sorted and written by the worker */
   xbuf w, spare;
+  xkey *tmp;                         /* the radix passes' scratch (xsort.c) */
+  size_t cap_tmp;
   void *wsnap;
   pthread_t th;
   int running, werr, oom;
@@ -78,7 +80,7 @@ static inline size_t loom__xsort_size(const loom__xsort *s, const void *r) {
 }
 
 /* xsort.c: sorts b's keys into the order. */
-void loom__xsort_order(const loom__xsort *s, xbuf *b, const void *ctx);
+void loom__xsort_order(loom__xsort *s, xbuf *b, const void *ctx);
 /* xsort.c: waits for the spilling worker; 0 or -1 (its error). */
 int loom__xsort_wait_worker(loom__xsort *s);
 /* xsort_merge.c: stops the merging thread, if any. */
