@@ -6,7 +6,9 @@
  * keys drawn so that runs of consecutive ids, ids that differ in the high
  * bits only, and key 0 all occur; after every step the map must say exactly
  * what the array says, so a deletion that broke a probe chain (the backward
- * shift) is caught at the next lookup of a key behind it.
+ * shift) is caught at the next lookup of a key behind it.  Every so often
+ * the map is emptied for reuse (loom__map_clear, as each step's graph of the
+ * critical path does) and must then hold nothing and take keys again.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -88,6 +90,12 @@ static void against_array(int runs) {
       break;
     }
     if (step % 4000 == 0) check_all(&m, val, have);
+    if (step % 50000 == 49999) {
+      loom__map_clear(&m);
+      memset(have, 0, sizeof have);
+      assert_int_equal(m.runs, runs);
+      check_all(&m, val, have);
+    }
   }
   check_all(&m, val, have);
   /* filled with every key, then emptied in key order */
@@ -115,10 +123,36 @@ static void test_runs(void **state) {
   against_array(1);
 }
 
+/* A map emptied keeps its slots while it was well filled, and gives its
+ * memory back when it held far fewer keys than its room; either way it is
+ * empty, keeps its placement, and takes keys again. */
+static void test_clear(void **state) {
+  (void)state;
+  loom__map m = {0};
+  m.runs = 1;
+  for (uint64_t k = 0; k < 1000; k++) assert_int_equal(loom__map_put(&m, k, k + 7), 0);
+  size_t cap = m.cap;
+  loom__map_clear(&m);
+  assert_int_equal(m.cap, cap); /* kept: 999 keys in it */
+  assert_int_equal(m.n, 0);
+  assert_int_equal(m.runs, 1);
+  for (uint64_t k = 0; k < 1000; k++) assert_null(loom__map_get(&m, k));
+  assert_int_equal(loom__map_put(&m, 5, 1), 0);
+  assert_int_equal(*loom__map_get(&m, 5), 1);
+  loom__map_clear(&m); /* 1 key in room for over a thousand: freed */
+  assert_int_equal(m.cap, 0);
+  assert_int_equal(m.runs, 1);
+  assert_null(loom__map_get(&m, 5));
+  assert_int_equal(loom__map_put(&m, 5, 2), 0);
+  assert_int_equal(*loom__map_get(&m, 5), 2);
+  loom__map_free(&m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hashed),
       cmocka_unit_test(test_runs),
+      cmocka_unit_test(test_clear),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

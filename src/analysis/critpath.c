@@ -290,8 +290,7 @@ static void open_graph(loom__cp *c, int64_t t0, int64_t tend) {
   c->busy = c->kernel_ns = 0;
   c->kernels = 0;
   c->cut = 0;
-  loom__map_free(&c->corr);
-  memset(&c->corr, 0, sizeof c->corr);
+  loom__map_clear(&c->corr); /* its slots kept: steps are alike */
   c->corr.runs = 1;
 }
 

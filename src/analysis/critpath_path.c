@@ -258,8 +258,7 @@ static void one_path(loom__cp *c, int32_t k) {
   s.t1 = cp_time(c, sink);
   c->nseg = 0;
   c->walkgen++;
-  loom__map_free(&c->segmap);
-  memset(&c->segmap, 0, sizeof c->segmap);
+  loom__map_clear(&c->segmap);
   walk(c, &s, sink);
   path_names(c, &s);
   s.bound = loom__cp_bound(&s);

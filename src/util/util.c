@@ -307,6 +307,18 @@ void loom__map_free(loom__map *m) {
   memset(m, 0, sizeof *m);
 }
 
+void loom__map_clear(loom__map *m) {
+  if (m->cap > 64 && m->n * 8 < m->cap) { /* a large map once, a small one now */
+    int runs = m->runs;
+    loom__map_free(m);
+    m->runs = runs;
+    return;
+  }
+  if (m->cap) memset(m->keys, 0, m->cap * sizeof *m->keys);
+  m->n = 0;
+  m->has_zero = 0;
+}
+
 static inline size_t map_home(const loom__map *m, uint64_t key, size_t mask) {
   return (m->runs ? loom__hash_u64(key >> 3) << 3 | (key & 7) : loom__hash_u64(key)) & mask;
 }

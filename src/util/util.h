@@ -153,6 +153,9 @@ typedef struct loom__map {
 } loom__map;
 
 void loom__map_free(loom__map *m);
+/* Empties m for reuse, keeping its slots (and runs) unless it holds far
+ * fewer keys than it has room for (then its memory is freed). */
+void loom__map_clear(loom__map *m);
 /* Sets key -> val.  Returns 0, -1 on allocation failure. */
 int loom__map_put(loom__map *m, uint64_t key, uint64_t val);
 /* Returns a pointer to the value of key or NULL. */
