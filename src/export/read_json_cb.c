@@ -62,28 +62,29 @@ static int parse_milli(const char *s, size_t n, int64_t *out) {
   return 0;
 }
 
-/* A decimal integer text ("-"? digits) into *out; returns 0 when it fits
- * an int64, 1 when it fits only a uint64 (*u), -1 when it is past 64
- * bits. */
-static int parse_int(const char *s, size_t n, int64_t *out, uint64_t *u) {
-  int neg = n && s[0] == '-';
+/* A decimal integer text ("-"? digits, "-" alone reading as 0) into *out,
+ * in one pass: returns 0 when it fits an int64, 1 when it fits only a
+ * uint64 (*u), -1 when it is past 64 bits, -2 when it is no such text (a
+ * fraction, an exponent, anything else).  The first 18 digits cannot
+ * overflow, so only later ones are checked. */
+static int int_text(const char *s, size_t n, int64_t *out, uint64_t *u) {
+  size_t neg = n && s[0] == '-';
   uint64_t v = 0;
-  for (size_t i = (size_t)neg; i < n; i++) {
-    unsigned d = (unsigned)(s[i] - '0');
-    if (v > (UINT64_MAX - d) / 10) return -1;
-    v = v * 10 + d;
+  int over = 0;
+  if (!n) return -2;
+  for (size_t i = neg; i < n; i++) {
+    unsigned d = (unsigned)(unsigned char)s[i] - '0';
+    if (d > 9) return -2;
+    if (i - neg < 18) v = v * 10 + d;
+    else if (over || v > (UINT64_MAX - d) / 10) over = 1;
+    else v = v * 10 + d;
   }
+  if (over) return -1;
   *u = v;
   if (!neg && v > (uint64_t)INT64_MAX) return 1;
   if (neg && v > (uint64_t)INT64_MAX + 1) return -1;
   *out = !neg ? (int64_t)v : v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
   return 0;
-}
-
-static int is_int_text(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (i == 0 && s[i] == '-'))) return 0;
-  return n > 0;
 }
 
 static void time_value(reader *r, const char *what, const char *s, size_t n, int64_t *out) {
@@ -96,9 +97,9 @@ static void base_value(reader *r, const char *s, size_t n) {
   int64_t v = 0;
   uint64_t u;
   int kind = 0;
-  if (is_int_text(s, n)) {
-    if (parse_int(s, n, &v, &u) || v > LOOM__TIME_LIMIT || v < -LOOM__TIME_LIMIT)
-      kind = LOOM__BAD_TIME_RANGE;
+  int fits = int_text(s, n, &v, &u);
+  if (fits != -2) {
+    if (fits || v > LOOM__TIME_LIMIT || v < -LOOM__TIME_LIMIT) kind = LOOM__BAD_TIME_RANGE;
   } else { /* a fraction or an exponent */
     char buf[64];
     size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
@@ -398,14 +399,12 @@ static int cb_number(void *ctx, const char *s, size_t n) {
   if (loom__rj_capturing(r)) { loom__rj_cap_sep(r); loom__rj_cap_raw(r, s, n); return 1; }
   if (r->where == AT_EVENT && (r->kcode == K_TS || r->kcode == K_DUR)) /* parsed from the text */
     return on_value(r, LOOM_ARG_INT, 0, 0, 0, s, n);
-  if (is_int_text(s, n)) {
-    int64_t v = 0;
-    uint64_t u = 0;
-    int fits = parse_int(s, n, &v, &u);
-    if (fits < 0) return number_as_text(r, LOOM__BAD_INT64, s, n);
-    if (fits > 0) return on_value(r, LOOM_ARG_UINT, (int64_t)u, 0, 0, s, n);
-    return on_value(r, LOOM_ARG_INT, v, 0, 0, s, n);
-  }
+  int64_t v = 0;
+  uint64_t u = 0;
+  int fits = int_text(s, n, &v, &u);
+  if (fits == -1) return number_as_text(r, LOOM__BAD_INT64, s, n);
+  if (fits == 1) return on_value(r, LOOM_ARG_UINT, (int64_t)u, 0, 0, s, n);
+  if (fits == 0) return on_value(r, LOOM_ARG_INT, v, 0, 0, s, n);
   char buf[64];
   size_t k = n < sizeof buf - 1 ? n : sizeof buf - 1;
   memcpy(buf, s, k);
@@ -422,7 +421,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   if (r->where == AT_EVENT && (r->kcode == K_PID || r->kcode == K_TID)) {
     int64_t id = 0;
     uint64_t u;
-    if (!is_int_text((const char *)s, n) || parse_int((const char *)s, n, &id, &u))
+    if (int_text((const char *)s, n, &id, &u))
       id = (int64_t)loom__rj_str_pid(
           r, s, n, r->kcode == K_TID); /* a name, or digits past int64: a named process */
     return on_value(r, LOOM_ARG_INT, id, 0, 0, NULL, 0);
