@@ -4,7 +4,9 @@
  * count and marker), ranges open at stop, fork, steps, explicit-id ranges,
  * names that need escaping loaded by trace_processor, and ops with raw
  * arguments (loom_op_begin_raw): formatted at collect, once per distinct
- * bytes, on the right op, across chunk boundaries, dropped whole by the cap.
+ * bytes, on the right op, across chunk boundaries, dropped whole by the cap;
+ * an op's first argument kept in its own record (LOOM__HR_F_ARG0) only when
+ * it is an int of 0..2^32-1, every argument exact either way.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -193,6 +195,65 @@ static void test_op_arguments(void **state) {
   assert_true(ts_saved_contains(t, "\"External id\":70,\"Sequence number\":7,\"Input Dims\":\"[[2, 3], [3]]\"}"));
   assert_true(ts_saved_contains(t, "\"External id\":71,\"Input type\":\"float\"}"));
   assert_true(ts_saved_contains(t, "\"args\":{\"External id\":72}"));
+  loom_trace_free(t);
+}
+
+/* The first argument goes inline in the op's record when it is an int of
+ * 0..UINT32_MAX; every other first argument is a record of its own.  Either
+ * way each op has exactly its arguments, keys, types and values, through
+ * both calls that take arguments. */
+static void test_op_arg0_inline(void **state) {
+  (void)state;
+  static const loom_arg firsts[] = {
+      {.key = "Sequence number", .type = LOOM_ARG_INT, .v.i = 0},
+      {.key = "Sequence number", .type = LOOM_ARG_INT, .v.i = (int64_t)UINT32_MAX},
+      {.key = "Sequence number", .type = LOOM_ARG_INT, .v.i = (int64_t)UINT32_MAX + 1},
+      {.key = "Sequence number", .type = LOOM_ARG_INT, .v.i = -1},
+      {.key = "Sequence number", .type = LOOM_ARG_INT, .v.i = INT64_MIN},
+      {.key = "u", .type = LOOM_ARG_UINT, .v.u = 5},
+      {.key = "d", .type = LOOM_ARG_DOUBLE, .v.d = 1.5},
+      {.key = "s", .type = LOOM_ARG_STRING, .v.s = "text"}};
+  enum { NF = sizeof firsts / sizeof firsts[0] };
+  loom_session *s = ts_start("cpu", NULL);
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < NF; i++) {
+      loom_arg a[2] = {firsts[i], {.key = "b", .type = LOOM_ARG_INT, .v.i = 9}};
+      char name[32];
+      snprintf(name, sizeof name, "op%d", i);
+      if (k) loom_op_begin_raw(name, 500 + (uint64_t)i, a, 2, NULL, 0, NULL);
+      else loom_op_begin_args(name, 400 + (uint64_t)i, a, 2);
+      loom_op_end();
+    }
+  loom_op_begin_args("op_one", 600, firsts, 1); /* the inline argument alone */
+  loom_op_end();
+  loom_trace *t = ts_finish(s);
+  size_t seen = 0;
+  for (size_t e = 0; e < loom_trace_event_count(t); e++) {
+    loom_event_view v = {.struct_size = sizeof v};
+    assert_int_equal(loom_trace_event(t, e, &v), LOOM_OK);
+    if (strncmp(v.name, "op", 2)) continue;
+    loom_arg got[4];
+    size_t n = loom_trace_event_args(t, e, got, 4);
+    seen++;
+    if (!strcmp(v.name, "op_one")) {
+      assert_int_equal(n, 1);
+      assert_string_equal(got[0].key, "Sequence number");
+      assert_int_equal(got[0].type, LOOM_ARG_INT);
+      assert_int_equal(got[0].v.i, 0);
+      continue;
+    }
+    int i = atoi(v.name + 2);
+    assert_int_equal(v.external_id % 100, (uint64_t)i);
+    assert_int_equal(n, 2);
+    assert_string_equal(got[0].key, firsts[i].key);
+    assert_int_equal(got[0].type, firsts[i].type);
+    if (firsts[i].type == LOOM_ARG_STRING) assert_string_equal(got[0].v.s, "text");
+    else assert_memory_equal(&got[0].v, &firsts[i].v, sizeof got[0].v.i);
+    assert_string_equal(got[1].key, "b");
+    assert_int_equal(got[1].type, LOOM_ARG_INT);
+    assert_int_equal(got[1].v.i, 9);
+  }
+  assert_int_equal(seen, 2 * NF + 1);
   loom_trace_free(t);
 }
 
@@ -391,10 +452,10 @@ static void test_op_raw_chunks(void **state) {
   loom_trace_free(t);
 }
 
-/* One chunk of 32 records; each op takes 5 (op, argument, raw, 2 more for
- * its 49 bytes) and its end 1: 5 ops fit, the 6th does not fit the 2 records
- * left and is dropped whole, and so is everything after it (its end too, so
- * nothing closes a wrong op). */
+/* One chunk of 32 records; each op takes 4 (op with its argument inline,
+ * raw, 2 more for its 49 bytes) and its end 1: 6 ops fit, the 7th does not
+ * fit the 2 records left and is dropped whole, and so is everything after it
+ * (its end too, so nothing closes a wrong op). */
 static void test_op_raw_memory_cap(void **state) {
   (void)state;
   loom_session *s = ts_start("cpu", "buffer_size=1k,memory_cap=1100");
@@ -406,13 +467,13 @@ static void test_op_raw_memory_cap(void **state) {
   loom_trace *t = ts_finish(s);
   loom_trace_summary sum = {.struct_size = sizeof sum};
   loom_trace_summarize(t, &sum);
-  assert_int_equal(count_cat(t, "cpu_op", -1), 5);
+  assert_int_equal(count_cat(t, "cpu_op", -1), 6);
   assert_int_equal(count_cat(t, "cpu_op", 1), 0);
   assert_int_equal(count_cat(t, "cpu_instant_event", -1), 0);
-  assert_int_equal(sum.dropped, 5 * 6 + 1);
+  assert_int_equal(sum.dropped, 4 * 5 + 1);
   assert_int_equal(loom_trace_warning_count(t), 1); /* the cap; no unmatched end */
   char *js = saved_json(t), want[256];
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < 6; i++) {
     raw_expect(want, sizeof want, 500 + (uint64_t)i, i, 49, 3);
     assert_non_null(strstr(js, want));
   }
@@ -428,6 +489,7 @@ int main(void) {
       cmocka_unit_test(test_open_ranges_and_steps),
       cmocka_unit_test(test_kind_filter),
       cmocka_unit_test(test_op_arguments),
+      cmocka_unit_test(test_op_arg0_inline),
       cmocka_unit_test(test_fork_child_records_nothing),
       cmocka_unit_test(test_escaping),
       cmocka_unit_test(test_op_raw),

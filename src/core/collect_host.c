@@ -329,6 +329,20 @@ static int is_nesting(uint16_t type) {
          type == LOOM__HR_ARG || type == LOOM__HR_OP_END;
 }
 
+/* An op opened, with its inline first argument (LOOM__HR_F_ARG0). */
+static int op_begin(host_ctx *h, thread_walk *w, const loom__hrec *r, open_range *o) {
+  int inl = (r->flags & (LOOM__HR_F_ID | LOOM__HR_F_ARG0)) == (LOOM__HR_F_ID | LOOM__HR_F_ARG0);
+  o->name = name_of(&h->nm, inl ? (uint32_t)r->name : r->name, r->flags);
+  o->ext = r->a;
+  o->args_off = (uint32_t)h->npargs;
+  if (!inl) return LOOM__PUSH(w->ops, w->no, w->co, *o);
+  loom__targ a = {.key = name_of(&h->nm, r->name >> 32, LOOM__HR_F_ID), .type = LOOM_ARG_INT};
+  a.v.i = (int64_t)r->spare;
+  o->nargs = 1;
+  if (LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, a)) return -1;
+  return LOOM__PUSH(w->ops, w->no, w->co, *o);
+}
+
 /* One of those: 0, or -1 out of memory. */
 static int nesting_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int64_t ts) {
   open_range o = {.ts = ts};
@@ -340,10 +354,7 @@ static int nesting_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int6
     return pop_into(h, w->ranges, &w->nr, w->track, LOOM_KIND_USER_RANGE, h->c_user, ts,
                     w->over != 0);
   case LOOM__HR_OP_BEGIN:
-    o.name = name_of(&h->nm, r->name, r->flags);
-    o.ext = r->a;
-    o.args_off = (uint32_t)h->npargs;
-    return LOOM__PUSH(w->ops, w->no, w->co, o);
+    return op_begin(h, w, r, &o);
   case LOOM__HR_ARG: { /* belongs to the op that began just before */
     if (!w->no) return 0;
     /* keys and string values are interned ids: resolved once per trace */

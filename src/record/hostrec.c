@@ -692,15 +692,30 @@ void loom_op_begin_id(loom_string_id name, uint64_t ext) {
   op_begin(LOOM__HR_F_ID, name, ext);
 }
 
+/* 1 when the first argument goes inline in the op's record
+ * (LOOM__HR_F_ARG0); then *name carries its key's id beside the op's. */
+static inline int arg0_inline(loom__tbuf *t, const loom_arg *args, uint32_t n, uint64_t *name,
+                              uint32_t *v) {
+  if (!n || !args || args[0].type != LOOM_ARG_INT || args[0].v.i < 0 ||
+      args[0].v.i > (int64_t)UINT32_MAX)
+    return 0;
+  *name |= (uint64_t)intern_cached(t, args[0].key ? args[0].key : "?") << 32;
+  *v = (uint32_t)args[0].v.i;
+  return 1;
+}
+
 /* The arguments are records after the op's, with its timestamp (one clock
- * read per op). */
+ * read per op); the first one inline when it can be. */
 void loom_op_begin_args(const char *name, uint64_t ext, const loom_arg *args, uint32_t n) {
   if (IDLE()) return;
   loom__tbuf *t = cur_buf();
   if (!t) return;
-  uint64_t ts = now();
-  op_begin_at(ts, LOOM__HR_F_ID, intern_cached(t, name ? name : ""), ext);
-  for (uint32_t i = 0; i < n && args; i++) {
+  uint64_t ts = now(), nm = intern_cached(t, name ? name : "");
+  uint32_t v0 = 0;
+  int inl = arg0_inline(t, args, n, &nm, &v0);
+  put_at(ts, LOOM__HR_OP_BEGIN, LOOM__HR_F_ID | (inl ? LOOM__HR_F_ARG0 : 0), nm, ext, v0);
+  op_push(ext);
+  for (uint32_t i = (uint32_t)inl; i < n && args; i++) {
     uint64_t v = 0;
     if (!arg_value(t, &args[i], &v)) continue;
     put_at(ts, LOOM__HR_ARG, LOOM__HR_F_ID, intern_cached(t, args[i].key ? args[i].key : "?"),
@@ -783,12 +798,14 @@ void loom_op_begin_raw(const char *name, uint64_t ext, const loom_arg *args, uin
   if (!format || (nraw && !raw) || nraw > LOOM_RAW_MAX) format = NULL, nraw = 0;
   size_t need = 1 + (format ? 1 + loom__raw_slots(nraw) : 0);
   if (!args) n = 0;
-  for (uint32_t i = 0; i < n; i++) need += arg_ok(&args[i]);
-  uint32_t nid = intern_cached(t, name ? name : "");
+  uint64_t nm = intern_cached(t, name ? name : "");
+  uint32_t v0 = 0;
+  int inl = arg0_inline(t, args, n, &nm, &v0);
+  for (uint32_t i = (uint32_t)inl; i < n; i++) need += arg_ok(&args[i]);
   if (reserve_span(t, need) == 0) {
     wcur w = {t, atomic_load_explicit(&t->pos, memory_order_relaxed), 0, 0};
-    wput(&w, ts, LOOM__HR_OP_BEGIN, LOOM__HR_F_ID, nid, ext, 0);
-    for (uint32_t i = 0; i < n; i++) {
+    wput(&w, ts, LOOM__HR_OP_BEGIN, LOOM__HR_F_ID | (inl ? LOOM__HR_F_ARG0 : 0), nm, ext, v0);
+    for (uint32_t i = (uint32_t)inl; i < n; i++) {
       uint64_t v = 0;
       if (!arg_value(t, &args[i], &v)) continue;
       wput(&w, ts, LOOM__HR_ARG, LOOM__HR_F_ID, intern_cached(t, args[i].key ? args[i].key : "?"),

@@ -33,7 +33,8 @@ enum {
   LOOM__HR_END = 4,      /* a: range id */
   LOOM__HR_INSTANT = 5,  /* name */
   LOOM__HR_COUNTER = 6,  /* name; a: double bits */
-  LOOM__HR_OP_BEGIN = 7, /* name; a: external id */
+  LOOM__HR_OP_BEGIN = 7, /* name; a: external id; with LOOM__HR_F_ARG0 its
+                            first argument inline (below) */
   LOOM__HR_OP_END = 8,
   LOOM__HR_STEP = 9,     /* a: step number */
   LOOM__HR_ARG = 10,     /* name: key id (interned); a: value; spare: type;
@@ -81,6 +82,12 @@ enum {
 #define LOOM__RAW_HEAD 16u
 #define LOOM__HR_F_ID 1u /* name holds an interned id, not a pointer */
 #define LOOM__HR_F_STEP_END 2u /* on a STEP: closes the step, opens none */
+/* On an OP_BEGIN with LOOM__HR_F_ID: its first argument, a LOOM_ARG_INT of
+ * 0..UINT32_MAX (PyTorch's sequence number), is in the record itself: its
+ * key's interned id in name's upper 32 bits (the op's name id in the lower),
+ * its value in spare.  One record an op fewer: its 32 bytes are most of what
+ * a fresh page of records costs per op. */
+#define LOOM__HR_F_ARG0 8u
 
 typedef struct loom__hrec {
   uint64_t ts;   /* host clock ticks (loom__hostrec_domain) */
