@@ -353,8 +353,7 @@ static int nesting_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int6
   case LOOM__HR_POP:
     return pop_into(h, w->ranges, &w->nr, w->track, LOOM_KIND_USER_RANGE, h->c_user, ts,
                     w->over != 0);
-  case LOOM__HR_OP_BEGIN:
-    return op_begin(h, w, r, &o);
+  case LOOM__HR_OP_BEGIN: return op_begin(h, w, r, &o);
   case LOOM__HR_ARG: { /* belongs to the op that began just before */
     if (!w->no) return 0;
     /* keys and string values are interned ids: resolved once per trace */
