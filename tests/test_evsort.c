@@ -7,6 +7,8 @@
  * starts (runs of ties short and long), negative starts, a subset of the
  * indices in any order, and the ways around the radix sort: a trace whose
  * times span 2^62 ns (track and time do not fit one key) and a small one.
+ * And the permutation that puts them there (loom__trace_permute, in place):
+ * every event where the order says, flows following their events.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -114,8 +116,53 @@ static void test_subset(void **st) {
   loom_trace_free(t);
 }
 
+/* loom__trace_permute, in place: new event i is old event order[i] for a
+ * random permutation with fixed points, long cycles and swaps, and flows
+ * follow their events. */
+static void test_permute(void **st) {
+  (void)st;
+  uint64_t seed = 91;
+  for (size_t n = 0; n < 3000; n = n * 3 + 1) {
+    loom_trace *t = random_trace(n, 4, 100000, 0, 0, &seed);
+    for (size_t i = 0; i < n; i++) t->ev[i].correlation = i + 1; /* who it was */
+    uint32_t *order = malloc((n + 1) * sizeof *order);
+    loom__ev *old = malloc((n + 1) * sizeof *old);
+    assert_non_null(order);
+    assert_non_null(old);
+    if (n) memcpy(old, t->ev, n * sizeof *old);
+    for (size_t i = 0; i < n; i++) order[i] = (uint32_t)i;
+    for (size_t i = n; i > 1; i--) { /* Fisher-Yates, leaving some alone */
+      size_t j = rnd(&seed) % i;
+      if (rnd(&seed) % 4 == 0) continue;
+      uint32_t x = order[i - 1];
+      order[i - 1] = order[j];
+      order[j] = x;
+    }
+    t->nflows = n / 2;
+    t->flows = calloc(t->nflows + 1, sizeof *t->flows);
+    assert_non_null(t->flows);
+    for (size_t f = 0; f < t->nflows; f++)
+      t->flows[f] = (loom__flow){(uint32_t)(rnd(&seed) % n), (uint32_t)(rnd(&seed) % n), f + 1};
+    loom__flow *oldf = malloc((t->nflows + 1) * sizeof *oldf);
+    assert_non_null(oldf);
+    if (t->nflows) memcpy(oldf, t->flows, t->nflows * sizeof *oldf);
+    assert_int_equal(loom__trace_permute(t, order), 0);
+    for (size_t i = 0; i < n; i++)
+      assert_memory_equal(&t->ev[i], &old[order[i]], sizeof *old);
+    for (size_t f = 0; f < t->nflows; f++) {
+      assert_int_equal(t->ev[t->flows[f].from].correlation, oldf[f].from + 1);
+      assert_int_equal(t->ev[t->flows[f].to].correlation, oldf[f].to + 1);
+    }
+    free(oldf);
+    free(old);
+    free(order);
+    loom_trace_free(t);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_permute),
       cmocka_unit_test(test_many_ties),
       cmocka_unit_test(test_spread),
       cmocka_unit_test(test_fallbacks),

@@ -87,21 +87,37 @@ int loom__trace_track(loom_trace *t, int64_t pid, int64_t tid,
   return 0;
 }
 
+/* In place, cycle by cycle (a bit per event says it is done): a second
+ * array of events would be fresh memory, a page fault per page, the
+ * largest allocation of a session's stop. */
 int loom__trace_permute(loom_trace *t, const uint32_t *order) {
-  uint32_t *inv = malloc((t->nev + 1) * sizeof *inv);
-  loom__ev *ev = loom__array_alloc(t->nev + 1, sizeof *ev);
-  if (!inv || !ev) {
+  size_t n = t->nev;
+  uint64_t *done = calloc(n / 64 + 1, sizeof *done);
+  uint32_t *inv = t->nflows ? malloc((n + 1) * sizeof *inv) : NULL;
+  if (!done || (t->nflows && !inv)) {
+    free(done);
     free(inv);
-    if (ev) loom__array_free(ev, t->nev + 1, sizeof *ev);
     return -1;
   }
-  for (size_t i = 0; i < t->nev; i++) ev[i] = t->ev[order[i]], inv[order[i]] = (uint32_t)i;
+  for (size_t i = 0; inv && i < n; i++) inv[order[i]] = (uint32_t)i;
+  for (size_t i = 0; i < n; i++) {
+    if (order[i] == i || (done[i / 64] >> (i % 64) & 1)) continue;
+    loom__ev first = t->ev[i];
+    for (size_t j = i;;) { /* new event j is old event order[j] */
+      size_t k = order[j];
+      done[j / 64] |= 1ull << (j % 64);
+      if (k == i) {
+        t->ev[j] = first;
+        break;
+      }
+      t->ev[j] = t->ev[k];
+      j = k;
+    }
+  }
   for (size_t i = 0; i < t->nflows; i++)
     t->flows[i].from = inv[t->flows[i].from], t->flows[i].to = inv[t->flows[i].to];
-  loom__array_free(t->ev, t->cap_ev, sizeof *t->ev);
-  t->ev = ev;
-  t->cap_ev = t->nev + 1;
   free(inv);
+  free(done);
   return 0;
 }
 
