@@ -335,11 +335,12 @@ static int op_begin(host_ctx *h, thread_walk *w, const loom__hrec *r, open_range
   o->name = name_of(&h->nm, inl ? (uint32_t)r->name : r->name, r->flags);
   o->ext = r->a;
   o->args_off = (uint32_t)h->npargs;
-  if (!inl) return LOOM__PUSH(w->ops, w->no, w->co, *o);
-  loom__targ a = {.key = name_of(&h->nm, r->name >> 32, LOOM__HR_F_ID), .type = LOOM_ARG_INT};
-  a.v.i = (int64_t)r->spare;
-  o->nargs = 1;
-  if (LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, a)) return -1;
+  if (inl) {
+    loom__targ a = {.key = name_of(&h->nm, r->name >> 32, LOOM__HR_F_ID), .type = LOOM_ARG_INT};
+    a.v.i = (int64_t)r->spare;
+    if (LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, a)) return -1;
+    o->nargs = 1;
+  }
   return LOOM__PUSH(w->ops, w->no, w->co, *o);
 }
 

@@ -661,8 +661,9 @@ static inline void op_push(uint64_t ext) {
   }
 }
 
-static inline void op_begin_at(uint64_t ts, uint16_t flags, uint64_t name, uint64_t ext) {
-  put_at(ts, LOOM__HR_OP_BEGIN, flags, name, ext, 0);
+static inline void op_begin_at(uint64_t ts, uint16_t flags, uint64_t name, uint64_t ext,
+                               uint32_t spare) {
+  put_at(ts, LOOM__HR_OP_BEGIN, flags, name, ext, spare);
   op_push(ext);
 }
 
@@ -679,7 +680,7 @@ static inline int arg_value(loom__tbuf *t, const loom_arg *a, uint64_t *v) {
 }
 
 static inline void op_begin(uint16_t flags, uint64_t name, uint64_t ext) {
-  op_begin_at(now(), flags, name, ext);
+  op_begin_at(now(), flags, name, ext, 0);
 }
 
 void loom_op_begin(const char *name, uint64_t ext) {
@@ -713,8 +714,7 @@ void loom_op_begin_args(const char *name, uint64_t ext, const loom_arg *args, ui
   uint64_t ts = now(), nm = intern_cached(t, name ? name : "");
   uint32_t v0 = 0;
   int inl = arg0_inline(t, args, n, &nm, &v0);
-  put_at(ts, LOOM__HR_OP_BEGIN, LOOM__HR_F_ID | (inl ? LOOM__HR_F_ARG0 : 0), nm, ext, v0);
-  op_push(ext);
+  op_begin_at(ts, LOOM__HR_F_ID | (inl ? LOOM__HR_F_ARG0 : 0), nm, ext, v0);
   for (uint32_t i = (uint32_t)inl; i < n && args; i++) {
     uint64_t v = 0;
     if (!arg_value(t, &args[i], &v)) continue;
