@@ -347,6 +347,14 @@ static loom_status pf_flush(loom_backend *b) {
   if (oom)
     pf_host->count_lost(b, oom,
                         "perf records (samples, counter ticks, mappings) not kept: out of memory");
+  size_t opened, gone = pf_events_gone(s->ev, &opened);
+  if (gone)
+    pf_host->report(b, LOOM_SEV_WARNING,
+                    "perf: the program closed %zu of the %zu perf_event descriptors loom opened "
+                    "in it (as a program closing the descriptors it inherited does): those events "
+                    "ended then, so samples and OS counts after that may be missing (an event "
+                    "whose ring stayed mapped went on); loom left the numbers alone",
+                    gone, opened);
   emit_samples(b, s);
   if (s->cfg.counters) emit_counters(b, s);
   return LOOM_OK;

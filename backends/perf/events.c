@@ -36,6 +36,7 @@
 typedef struct pf_ring {
   int cpu;
   int fd;                 /* the event that owns the buffer */
+  uint64_t id;            /* its id (fds.c: is fd still it) */
   void *base;
   size_t len, mask;       /* mapping length, data size - 1 */
 } pf_ring;
@@ -47,12 +48,20 @@ typedef struct pf_id {
   int which;              /* -1 the cpu-clock sampler, else PF_CTR_* */
 } pf_id;
 
+/* An event's descriptor and the id the kernel gave it. */
+typedef struct pf_evfd {
+  int fd;
+  uint64_t id;
+} pf_evfd;
+
 struct pf_events {
   pf_config cfg;
   pf_ring *rings;
   size_t nrings;
-  int *fds;               /* every event opened */
-  size_t nfds, cap_fds;
+  pf_evfd *fds;           /* every event opened */
+  size_t nfds, cap_fds, gone;
+  uint64_t ev_dev, ev_ino; /* the inode every perf_event file shares */
+  pf_wake wake;           /* stop wakes the reader through it */
   pf_id *ids;             /* sorted by id once open */
   size_t nids, cap_ids;
   size_t nthreads;
@@ -136,24 +145,28 @@ static const uint64_t ctr_config[PF_NCTR] = {PERF_COUNT_SW_CONTEXT_SWITCHES,
                                              PERF_COUNT_SW_PAGE_FAULTS,
                                              PERF_COUNT_SW_CPU_MIGRATIONS};
 
-static int add_fd(pf_events *ev, int fd, int which) {
-  uint64_t id = 0;
-  if (pf_grow((void **)&ev->fds, &ev->cap_fds, ev->nfds + 1, sizeof(int)) ||
+/* Keeps event fd: 0, or -errno (an event without an id could neither be
+ * told apart in the ring nor known again later). */
+static int add_fd(pf_events *ev, int fd, int which, uint64_t *id) {
+  if (ioctl(fd, PERF_EVENT_IOC_ID, id) != 0) return -errno;
+  if (!ev->nfds && pf_fd_inode(fd, &ev->ev_dev, &ev->ev_ino)) return -errno;
+  if (pf_grow((void **)&ev->fds, &ev->cap_fds, ev->nfds + 1, sizeof(pf_evfd)) ||
       pf_grow((void **)&ev->ids, &ev->cap_ids, ev->nids + 1, sizeof(pf_id)))
-    return -1;
-  ev->fds[ev->nfds++] = fd;
-  if (ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0) ev->ids[ev->nids++] = (pf_id){id, which};
+    return -ENOMEM;
+  ev->fds[ev->nfds++] = (pf_evfd){fd, *id};
+  ev->ids[ev->nids++] = (pf_id){*id, which};
   return 0;
 }
 
 /* Maps the ring of cpu's first event: 256 data pages, halved while the
  * locked-memory limit (perf_event_mlock_kb) refuses it. */
-static int map_ring(pf_ring *r) {
+static int map_ring(pf_ring *r, int fd) {
   long page = sysconf(_SC_PAGESIZE);
   for (size_t pages = 256; pages >= 4; pages /= 2) {
     size_t len = (pages + 1) * (size_t)page;
-    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m != MAP_FAILED) {
+      r->fd = fd;
       r->base = m;
       r->len = len;
       r->mask = pages * (size_t)page - 1;
@@ -168,23 +181,19 @@ static int map_ring(pf_ring *r) {
 static int open_one(pf_events *ev, pf_ring *r, struct perf_event_attr *a, pid_t tid, int which) {
   long fd = syscall(SYS_perf_event_open, a, tid, r->cpu, -1, PERF_FLAG_FD_CLOEXEC);
   if (fd < 0) return -errno;
-  if (r->fd < 0) {
-    r->fd = (int)fd;
-    int rc = map_ring(r);
-    if (rc) {
-      close((int)fd);
-      r->fd = -1;
-      return rc;
+  uint64_t id = 0;
+  int rc = r->fd < 0 ? map_ring(r, (int)fd)
+           : ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) != 0 ? -errno : 0;
+  if (!rc) rc = add_fd(ev, (int)fd, which, &id);
+  if (rc) {
+    if (r->fd == (int)fd) {
+      munmap(r->base, r->len);
+      *r = (pf_ring){.cpu = r->cpu, .fd = -1};
     }
-  } else if (ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) != 0) {
-    int e = errno;
     close((int)fd);
-    return -e;
+    return rc;
   }
-  if (add_fd(ev, (int)fd, which)) {
-    if ((int)fd != r->fd) close((int)fd);
-    return -ENOMEM;
-  }
+  if (r->fd == (int)fd) r->id = id;
   return 0;
 }
 
@@ -335,10 +344,11 @@ static void one_record(pf_events *ev, const uint8_t *rec, size_t size) {
   }
 }
 
-static void drain(pf_events *ev, pf_ring *r) {
+/* Copies ring r's new records out: 1 when there were any. */
+static int drain(pf_events *ev, pf_ring *r) {
   struct perf_event_mmap_page *mp = r->base;
   uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = mp->data_tail;
+  uint64_t tail = mp->data_tail, tail0 = tail;
   const uint8_t *data = (const uint8_t *)r->base + mp->data_offset;
   if (!mp->data_offset) data = (const uint8_t *)r->base + sysconf(_SC_PAGESIZE);
   while (tail + sizeof(struct perf_event_header) <= head) {
@@ -366,29 +376,53 @@ static void drain(pf_events *ev, pf_ring *r) {
     tail += h.size;
   }
   __atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+  return tail != tail0;
+}
+
+/* The reader's poll set: each ring's event, then the wake pipe. */
+static struct pollfd *poll_set(pf_events *ev) {
+  struct pollfd *pf = calloc(ev->nrings + 1, sizeof *pf);
+  for (size_t i = 0; pf && i < ev->nrings; i++)
+    pf[i] = (struct pollfd){ev->rings[i].base ? ev->rings[i].fd : -1, POLLIN, 0};
+  if (pf) pf[ev->nrings] = (struct pollfd){ev->wake.rd, POLLIN, 0};
+  return pf;
+}
+
+/* Descriptors poll would keep waking on for nothing are no longer polled:
+ * one the program closed (POLLNVAL) or took for a file of its own (readable
+ * with no record, and not the event any more), an event whose thread ended
+ * (POLLHUP).  The ring stays mapped and is still read at each wake. */
+static void prune(pf_events *ev, struct pollfd *pf, const int *got) {
+  for (size_t i = 0; i < ev->nrings; i++)
+    if (pf[i].fd >= 0 && pf[i].revents &&
+        ((pf[i].revents & (POLLNVAL | POLLHUP | POLLERR)) ||
+         (!got[i] && !pf_fd_is_event(pf[i].fd, ev->ev_dev, ev->ev_ino, ev->rings[i].id))))
+      pf[i].fd = -1;
+  struct pollfd *w = &pf[ev->nrings];
+  if (w->fd >= 0 && w->revents && ((w->revents & POLLNVAL) || !pf_wake_ours(&ev->wake, w->fd)))
+    w->fd = -1;
 }
 
 static void *reader_main(void *arg) {
   pf_events *ev = arg;
   ev->reader_tid = (pid_t)syscall(SYS_gettid);
   atomic_store(&ev->reader_ready, 1);
-  struct pollfd *pf = NULL;
-  size_t npf = 0;
+  struct pollfd *pf = poll_set(ev);
+  int *got = calloc(ev->nrings + 1, sizeof *got);
   while (!atomic_load(&ev->stop)) {
-    if (!pf) {
-      npf = ev->nrings;
-      pf = calloc(npf ? npf : 1, sizeof *pf);
-      for (size_t i = 0; pf && i < npf; i++)
-        pf[i] = (struct pollfd){ev->rings[i].base ? ev->rings[i].fd : -1, POLLIN, 0};
-    }
-    if (pf && npf) poll(pf, npf, 20);
+    if (pf && got) poll(pf, ev->nrings + 1, 20);
     else {
       struct timespec ts = {0, 20000000};
       nanosleep(&ts, NULL);
     }
-    for (size_t i = 0; i < npf; i++)
-      if (ev->rings[i].base) drain(ev, &ev->rings[i]);
+    for (size_t i = 0; i < ev->nrings; i++)
+      if (ev->rings[i].base) {
+        int g = drain(ev, &ev->rings[i]);
+        if (got) got[i] = g;
+      }
+    if (pf && got) prune(ev, pf, got);
   }
+  free(got);
   free(pf);
   return NULL;
 }
@@ -444,8 +478,21 @@ static void why_open(char *why, size_t n, int err, int paranoid) {
     snprintf(why, n, "perf_event_open(cpu-clock) failed: %s", strerror(err));
 }
 
-static void enable_all(pf_events *ev, unsigned long req) {
-  for (size_t i = 0; i < ev->nfds; i++) ioctl(ev->fds[i], req, 0);
+static int fd_ours(const pf_events *ev, const pf_evfd *f) {
+  return f->fd >= 0 && pf_fd_is_event(f->fd, ev->ev_dev, ev->ev_ino, f->id);
+}
+
+/* Each event still the backend's is disabled; the others are counted
+ * gone (the program closed them) and left alone. */
+static void disable_all(pf_events *ev) {
+  for (size_t i = 0; i < ev->nfds; i++) {
+    if (fd_ours(ev, &ev->fds[i])) {
+      ioctl(ev->fds[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+    } else {
+      ev->fds[i].fd = -1;
+      ev->gone++;
+    }
+  }
 }
 
 int pf_events_start(pf_events **out, const pf_config *cfg, int *user_only, int *paranoid,
@@ -460,6 +507,7 @@ int pf_events_start(pf_events **out, const pf_config *cfg, int *user_only, int *
     return -1;
   }
   ev->nrings = (size_t)ncpu;
+  ev->wake = (pf_wake){.rd = -1, .wr = -1};
   for (size_t c = 0; c < ev->nrings; c++) ev->rings[c] = (pf_ring){.cpu = (int)c, .fd = -1};
   ev->cfg = *cfg;
   pthread_mutex_init(&ev->maps_mu, NULL);
@@ -497,11 +545,12 @@ int pf_events_start(pf_events **out, const pf_config *cfg, int *user_only, int *
     return -1;
   }
   qsort(ev->ids, ev->nids, sizeof *ev->ids, id_cmp);
+  (void)pf_wake_open(&ev->wake); /* without it, stop waits for the reader's next poll */
   /* The reader starts after the events are open: it inherits them, and its
    * own samples and counts are left out by its thread id. */
   if (pthread_create(&ev->reader, NULL, reader_main, ev) == 0) ev->have_reader = 1;
   while (ev->have_reader && !atomic_load(&ev->reader_ready)) sched_yield();
-  enable_all(ev, PERF_EVENT_IOC_ENABLE);
+  for (size_t i = 0; i < ev->nfds; i++) ioctl(ev->fds[i].fd, PERF_EVENT_IOC_ENABLE, 0);
   *out = ev;
   return 0;
 }
@@ -513,8 +562,9 @@ static int tick_cmp(const void *a, const void *b) {
 
 void pf_events_stop(pf_events *ev) {
   if (!ev) return;
-  enable_all(ev, PERF_EVENT_IOC_DISABLE);
+  disable_all(ev);
   atomic_store(&ev->stop, 1);
+  pf_wake_ring(&ev->wake);
   if (ev->have_reader) pthread_join(ev->reader, NULL);
   ev->have_reader = 0;
   for (size_t i = 0; i < ev->nrings; i++)
@@ -532,7 +582,9 @@ void pf_events_free(pf_events *ev) {
   pf_store_stop(ev->store); /* before the maps it reads go */
   for (size_t i = 0; i < ev->nrings; i++)
     if (ev->rings[i].base) munmap(ev->rings[i].base, ev->rings[i].len);
-  for (size_t i = 0; i < ev->nfds; i++) close(ev->fds[i]);
+  for (size_t i = 0; i < ev->nfds; i++)
+    if (fd_ours(ev, &ev->fds[i])) close(ev->fds[i].fd);
+  pf_wake_close(&ev->wake);
   free(ev->fds);
   free(ev->ids);
   for (size_t i = 0; i < ev->nmaps; i++) free(ev->maps[i].path);
@@ -579,3 +631,7 @@ uint64_t pf_events_lost(const pf_events *ev, uint64_t *capped) {
   return ev->lost;
 }
 size_t pf_events_threads(const pf_events *ev) { return ev->nthreads; }
+size_t pf_events_gone(const pf_events *ev, size_t *opened) {
+  *opened = ev->nfds;
+  return ev->gone;
+}

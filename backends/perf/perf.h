@@ -100,6 +100,36 @@ uint64_t pf_events_lost(const pf_events *ev, uint64_t *capped);
 uint64_t pf_events_oom(const pf_events *ev);
 /* Threads the events were opened on at start. */
 size_t pf_events_threads(const pf_events *ev);
+/* Event descriptors found no longer the backend's at stop (the program
+ * closed them), of how many opened. */
+size_t pf_events_gone(const pf_events *ev, size_t *opened);
+
+/* ---- fds.c: descriptors kept inside the program, used only while they
+ * are still the backend's (the program may close them and reuse the
+ * numbers) ---- */
+/* fd's device and inode: 0, or -1. */
+int pf_fd_inode(int fd, uint64_t *dev, uint64_t *ino);
+/* 1 when fd is open on that device and inode. */
+int pf_fd_same(int fd, uint64_t dev, uint64_t ino);
+/* 1 when fd still is the perf event of that id (dev, ino: perf's inode). */
+int pf_fd_is_event(int fd, uint64_t dev, uint64_t ino, uint64_t id);
+/* A pipe that wakes a thread polling rd. */
+typedef struct pf_wake {
+  int rd, wr;
+  uint64_t dev, ino;
+} pf_wake;
+int pf_wake_open(pf_wake *w);               /* 0, or -1 (rd, wr -1) */
+int pf_wake_ours(const pf_wake *w, int fd); /* 1 when fd is one of its ends */
+void pf_wake_ring(const pf_wake *w);        /* a byte written, if wr is still its own */
+void pf_wake_close(pf_wake *w);
+/* Descriptors handed to libdw (closed by dwfl_end), one libdw state at a
+ * time: noted (and made close-on-exec), forgotten when libdw did not take
+ * one, checked before dwfl_end (1: each is still the file it was), then
+ * released (closed here, if close_ours, where still the same file). */
+void pf_held_add(int fd);
+void pf_held_forget(int fd);
+int pf_held_intact(void);
+void pf_held_release(int close_ours);
 
 /* ---- samples.c: the samples' store and the worker (events.c's) ---- */
 typedef struct pf_store pf_store;

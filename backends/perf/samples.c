@@ -50,11 +50,22 @@ struct pf_store {
   int have_worker;
   atomic_int stop, ready;
   pid_t worker_tid;
+  pthread_mutex_t nap_mu;      /* stop ends the worker's nap at once */
+  pthread_cond_t nap_cv;
 };
 
-static void nap_ms(long ms) {
-  struct timespec ts = {0, ms * 1000000};
-  nanosleep(&ts, NULL);
+/* The worker's nap of ms, or until stop. */
+static void nap_ms(pf_store *st, long ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_nsec += ms * 1000000;
+  if (ts.tv_nsec >= 1000000000) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000;
+  }
+  pthread_mutex_lock(&st->nap_mu);
+  if (!atomic_load(&st->stop)) pthread_cond_timedwait(&st->nap_cv, &st->nap_mu, &ts);
+  pthread_mutex_unlock(&st->nap_mu);
 }
 
 /* The raw bytes of sample s: call chain, registers, stack copy. */
@@ -96,11 +107,11 @@ static void *worker_main(void *arg) {
     size_t h = atomic_load_explicit(&st->head, memory_order_relaxed);
     if (h == atomic_load_explicit(&st->tail, memory_order_acquire)) {
       st->unwind(st->ev, st->ud, NULL, NULL); /* idle: get ready */
-      nap_ms(5);
+      nap_ms(st, 5);
       continue;
     }
     if (clock_ns(CLOCK_THREAD_CPUTIME_ID) * 4 > clock_ns(CLOCK_MONOTONIC) - t0 + BURST_NS * 4) {
-      nap_ms(5); /* a quarter of a CPU used (beyond the first burst) */
+      nap_ms(st, 5); /* a quarter of a CPU used (beyond the first burst) */
       continue;
     }
     unwind_one(st, st->q[h & (QCAP - 1)]);
@@ -116,6 +127,12 @@ pf_store *pf_store_new(pf_events *ev, uint64_t cap, pf_unwind_fn unwind, void *u
   st->cap = cap;
   st->unwind = unwind;
   st->ud = ud;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&st->nap_cv, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&st->nap_mu, NULL);
   if (unwind && (st->q = malloc(QCAP * sizeof *st->q)) &&
       pthread_create(&st->worker, NULL, worker_main, st) == 0) {
     st->have_worker = 1;
@@ -153,7 +170,10 @@ int pf_store_add(pf_store *st, const pf_sample *h, const uint8_t *chain, const u
 
 void pf_store_stop(pf_store *st) {
   if (!st || !st->have_worker) return;
+  pthread_mutex_lock(&st->nap_mu);
   atomic_store(&st->stop, 1);
+  pthread_cond_signal(&st->nap_cv);
+  pthread_mutex_unlock(&st->nap_mu);
   pthread_join(st->worker, NULL);
   st->have_worker = 0;
 }
@@ -168,6 +188,8 @@ void pf_store_free(pf_store *st) {
   }
   free(st->v);
   free(st->q);
+  pthread_cond_destroy(&st->nap_cv);
+  pthread_mutex_destroy(&st->nap_mu);
   free(st);
 }
 

@@ -39,6 +39,7 @@ struct pf_unwinder {
   Dwfl *dwfl;
   int attached;
   int self_fd;    /* /proc/self/exe, whose ELF header names the architecture */
+  uint64_t self_dev, self_ino;
   Elf *self_elf;
   const pf_map *maps;
   size_t nmaps;
@@ -121,6 +122,18 @@ static int module_gone(Dwfl_Module *m, void *slot, const char *name, Dwarf_Addr 
   return free_index(m, slot, name, start, arg);
 }
 
+/* File path at bias, reported to libdwfl on a descriptor of the backend's
+ * (fds.c: known again before dwfl_end closes it). */
+static void report_one(pf_unwinder *u, const char *path, uint64_t bias) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  pf_held_add(fd);
+  if (!dwfl_report_elf(u->dwfl, path, path, fd, bias, true)) { /* not taken */
+    pf_held_forget(fd);
+    close(fd);
+  }
+}
+
 /* Later mappings win over earlier ones they overlap (an address reused
  * after an unload); each remaining file is reported once per bias. */
 static void report_maps(pf_unwinder *u) {
@@ -142,7 +155,7 @@ static void report_maps(pf_unwinder *u) {
       dup = keep[j] && !strcmp(u->maps[j].path, u->maps[i].path) &&
             !load_bias(u->maps[j].path, u->maps[j].start, u->maps[j].pgoff, &b2) && b2 == bias;
     }
-    if (!dup) dwfl_report_elf(u->dwfl, u->maps[i].path, u->maps[i].path, -1, bias, true);
+    if (!dup) report_one(u, u->maps[i].path, bias);
   }
   dwfl_report_end(u->dwfl, module_gone, NULL);
   free(keep);
@@ -167,7 +180,7 @@ int pf_unwinder_maps(pf_unwinder *u, const pf_map *maps, size_t nmaps) {
     if (maps[i].path[0] != '/' ||
         load_bias(maps[i].path, maps[i].start, maps[i].pgoff, &bias))
       continue;
-    dwfl_report_elf(u->dwfl, maps[i].path, maps[i].path, -1, bias, true);
+    report_one(u, maps[i].path, bias);
   }
   dwfl_report_end(u->dwfl, module_gone, NULL);
   return 0;
@@ -224,11 +237,20 @@ static int frame_cb(Dwfl_Frame *state, void *arg) {
   return u->npcs < MAX_FRAMES ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
+/* libdwfl's search for a separate debug file, whose descriptor libdwfl
+ * then keeps: noted (fds.c). */
+static int find_debuginfo(Dwfl_Module *m, void **ud, const char *name, Dwarf_Addr base,
+                          const char *file, const char *link, GElf_Word crc, char **path) {
+  int fd = dwfl_standard_find_debuginfo(m, ud, name, base, file, link, crc, path);
+  if (fd >= 0) pf_held_add(fd);
+  return fd;
+}
+
 pf_unwinder *pf_unwinder_new(const pf_map *maps, size_t nmaps, char *why, size_t why_len) {
   static char *debuginfo_path = NULL;
   static const Dwfl_Callbacks cbs = {
       .find_elf = dwfl_build_id_find_elf,
-      .find_debuginfo = dwfl_standard_find_debuginfo,
+      .find_debuginfo = find_debuginfo,
       .debuginfo_path = &debuginfo_path,
   };
   elf_version(EV_CURRENT);
@@ -252,20 +274,30 @@ pf_unwinder *pf_unwinder_new(const pf_map *maps, size_t nmaps, char *why, size_t
   /* The architecture from a file of our own: given none, libdwfl borrows
    * the first module's, which goes if a report drops that module. */
   u->self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  if (u->self_fd >= 0 && pf_fd_inode(u->self_fd, &u->self_dev, &u->self_ino)) {
+    close(u->self_fd);
+    u->self_fd = -1;
+  }
   u->self_elf = u->self_fd >= 0 ? elf_begin(u->self_fd, ELF_C_READ_MMAP, NULL) : NULL;
   u->attached = dwfl_attach_state(u->dwfl, u->self_elf, getpid(), &thread_cbs, u);
   if (!u->attached) snprintf(why, why_len, "libdw cannot unwind here: %s", dwfl_errmsg(-1));
   return u;
 }
 
+/* libdwfl's state ends with it closing the descriptors it holds: only while
+ * each is still the file it opened.  Where the program closed one (and may
+ * have a file of its own at that number now), the state is left as it is,
+ * a leak, and only the descriptors still the backend's are closed. */
 void pf_unwinder_free(pf_unwinder *u) {
   if (!u) return;
-  if (u->dwfl) {
+  int intact = pf_held_intact();
+  if (u->dwfl && intact) {
     dwfl_getmodules(u->dwfl, free_index, NULL, 0);
     dwfl_end(u->dwfl);
   }
+  pf_held_release(!intact);
   if (u->self_elf) elf_end(u->self_elf);
-  if (u->self_fd >= 0) close(u->self_fd);
+  if (pf_fd_same(u->self_fd, u->self_dev, u->self_ino)) close(u->self_fd);
   for (size_t i = 0; i < u->cap_tab; i++) free(u->tab[i].line);
   pf_ksyms_free(u->ksyms);
   free(u->tab);

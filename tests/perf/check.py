@@ -18,6 +18,11 @@ usage: check.py MODE LOOM SPLIT OUTDIR
             again, read again when the kept file is cut, old or foreign
   python    /usr/bin/python3 in a numpy matmul loop: native BLAS and numpy
             frames under the interpreter's own frames
+  closefds  `split closefds FILE` (a session of its own): the program closes
+            every descriptor it did not open, loom's perf events and libdw's
+            files among them, and takes their numbers for pipes and FILE;
+            loom stays idle while it sleeps, says what it lost, and neither
+            closes nor writes into any of the program's descriptors
 split and python also check each frame's name against libdwfl's own
 search (LOOM_PERF_CHECK_NAMES=1: perf.names_mismatched must be 0).
 Exit 77 (skipped) where the mode cannot run here.
@@ -354,6 +359,36 @@ def mode_python(loom, split, outdir):
           "only %d of %d samples show BLAS <- numpy <- python3 frames" % (native, len(smp)))
 
 
+def mode_closefds(loom, split, outdir):
+    path = os.path.join(outdir, "program-file.txt")
+    env = dict(os.environ, LOOM_PLUGIN_PATH=os.path.join(os.path.dirname(loom), "plugins"))
+    p = subprocess.run([split, "closefds", path], capture_output=True, text=True, timeout=120, env=env)
+    print(p.stdout.strip())
+    if "perf: no CPU samples" in p.stderr:
+        print("skipped: perf sampling unavailable here")
+        return SKIP
+    if not check(p.returncode == 0, "split closefds exited %d: %s" % (p.returncode, p.stderr)):
+        return
+    # 300 ms asleep, loom's numbers closed, then the program's: loom's reader
+    # and worker wake now and then; a reader polling descriptors that are
+    # closed (or regular files) would spin through all of it.
+    for what in ("closed", "reused"):
+        idle = re.search(r"idle cpu ms %s ([0-9.]+)" % what, p.stdout)
+        check(idle and float(idle.group(1)) < 100,
+              "the program used %s ms of CPU while asleep 300 ms, loom's descriptors %s "
+              "(loom spinning?)" % (idle.group(1) if idle else "?", what))
+    check(re.search(r"warning: .*perf: the program closed \d+ of the \d+ perf_event descriptors",
+                    p.stdout), "no warning that the program closed loom's perf descriptors")
+    check("still open 40 of 40," in p.stdout,
+          "loom closed some of the program's descriptors: " + p.stdout)
+    check("pipes with nothing written 10 of 10" in p.stdout,
+          "loom wrote into the program's pipes: " + p.stdout)
+    with open(path) as f:
+        text = f.read()
+    want = "".join("program line %d\n" % i for i in range(20))
+    check(text == want, "the program's file is not exactly its own 20 lines: %r" % text[:200])
+
+
 TP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tp", "tp.mjs")
 
 
@@ -401,7 +436,7 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     os.environ["LOOM_PERF_CHECK_NAMES"] = "1"
     rc = {"split": mode_split, "sleep": mode_sleep, "fallback": mode_fallback, "deep": mode_deep, "memory": mode_memory,
-          "kcache": mode_kcache,
+          "kcache": mode_kcache, "closefds": mode_closefds,
           "python": mode_python}[mode](loom, split, outdir)
     if rc == SKIP:
         sys.exit(SKIP)
