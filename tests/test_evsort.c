@@ -160,9 +160,64 @@ static void test_permute(void **st) {
   }
 }
 
+/* loom__trace_sort of a trace whose first `lead` events are in order and
+ * the rest random: the events and flows of a sort of them all (qsort of
+ * the indices with the comparator, ties by index). */
+static void sort_with_lead(size_t n, size_t lead, uint32_t tracks, uint64_t spread,
+                           uint64_t *seed) {
+  loom_trace *t = random_trace(n, tracks, spread, 0, 0, seed);
+  uint32_t *order = malloc((n + 1) * sizeof *order);
+  loom__ev *old = malloc((n + 1) * sizeof *old);
+  assert_non_null(order);
+  assert_non_null(old);
+  for (size_t i = 0; i < n; i++) order[i] = (uint32_t)i;
+  plain_ev = t->ev;
+  qsort(order, lead, sizeof *order, plain_cmp); /* the lead in order */
+  for (size_t i = 0; i < lead; i++) old[i] = t->ev[order[i]];
+  if (lead) memcpy(t->ev, old, lead * sizeof *old);
+  for (size_t i = 0; i < n; i++) t->ev[i].correlation = i + 1; /* who it was */
+  if (n) memcpy(old, t->ev, n * sizeof *old);
+  qsort(order, n, sizeof *order, plain_cmp); /* what a sort of all gives */
+  t->nflows = n / 3;
+  t->flows = calloc(t->nflows + 1, sizeof *t->flows);
+  assert_non_null(t->flows);
+  for (size_t f = 0; f < t->nflows; f++)
+    t->flows[f] = (loom__flow){(uint32_t)(rnd(seed) % n), (uint32_t)(rnd(seed) % n), f + 1};
+  loom__flow *oldf = malloc((t->nflows + 1) * sizeof *oldf);
+  assert_non_null(oldf);
+  if (t->nflows) memcpy(oldf, t->flows, t->nflows * sizeof *oldf);
+  assert_int_equal(loom__trace_sort(t), 0);
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(&t->ev[i], &old[order[i]], sizeof *old))
+      fail_msg("n %zu lead %zu: position %zu holds event %llu, expected %u", n, lead, i,
+               (unsigned long long)t->ev[i].correlation - 1, order[i]);
+  for (size_t f = 0; f < t->nflows; f++) {
+    assert_int_equal(t->ev[t->flows[f].from].correlation, oldf[f].from + 1);
+    assert_int_equal(t->ev[t->flows[f].to].correlation, oldf[f].to + 1);
+  }
+  free(oldf);
+  free(old);
+  free(order);
+  loom_trace_free(t);
+}
+
+/* In order already, a short or long tail after it (merged in), less than
+ * half in order (sorted whole); few and many ties, one and many tracks. */
+static void test_trace_sort(void **st) {
+  (void)st;
+  uint64_t seed = 7;
+  static const double leads[] = {0, 0.2, 0.49, 0.5, 0.8, 0.97, 1};
+  for (size_t n = 1; n < 5000; n = n * 4 + 3)
+    for (size_t k = 0; k < sizeof leads / sizeof *leads; k++) {
+      sort_with_lead(n, (size_t)(leads[k] * (double)n), 1, 50, &seed);
+      sort_with_lead(n, (size_t)(leads[k] * (double)n), 5, 100000, &seed);
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_permute),
+      cmocka_unit_test(test_trace_sort),
       cmocka_unit_test(test_many_ties),
       cmocka_unit_test(test_spread),
       cmocka_unit_test(test_fallbacks),

@@ -14,6 +14,14 @@
  * so the result is qsort's with that comparator exactly.  Where track and
  * time do not fit one key together (a trace spanning ~days with thousands of
  * tracks, or a hostile one), or memory for the keys is short, it is qsort.
+ *
+ * A whole trace is sorted by loom__trace_sort, which finds most of it in
+ * order already: a session collects each thread's events in the order of
+ * their starts (collect_host.c), and what comes after them (backends' and
+ * adapters' events, window copies) is a small tail.  The events in order up
+ * front stay; the tail is sorted on its own and merged in from the back,
+ * each event moving once in address order.  Only a trace less than half in
+ * order is sorted whole and permuted (trace.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -105,7 +113,9 @@ static void ties(uint32_t *idx, const uint64_t *key, size_t n) {
 
 void loom__ev_sort_indices(const loom_trace *t, uint32_t *idx, size_t n) {
   sort_ev = t->ev;
-  if (n < 2) return;
+  size_t in_order = 1; /* most come in order (events in order, indices rising) */
+  while (in_order < n && cmp_index(&idx[in_order - 1], &idx[in_order]) < 0) in_order++;
+  if (in_order >= n) return;
   uint64_t *key = n >= SMALL ? loom__array_alloc(2 * n, sizeof *key) : NULL;
   uint32_t *idx2 = key ? loom__array_alloc(n, sizeof *idx2) : NULL;
   uint32_t(*count)[BUCKETS] = idx2 ? malloc(MAXPASS * sizeof *count) : NULL; /* 48 KiB */
@@ -118,4 +128,58 @@ void loom__ev_sort_indices(const loom_trace *t, uint32_t *idx, size_t n) {
   free(count);
   if (idx2) loom__array_free(idx2, n, sizeof *idx2);
   if (key) loom__array_free(key, 2 * n, sizeof *key);
+}
+
+/* How many events lead in order. */
+static size_t sorted_prefix(const loom_trace *t) {
+  size_t i = 1;
+  while (i < t->nev && loom__ev_cmp_track_time(&t->ev[i - 1], &t->ev[i]) <= 0) i++;
+  return t->nev ? i : 0;
+}
+
+/* The events past the first p, sorted, merged into those from the back;
+ * flows renumbered.  The same order as sorting all: on a tie the event in
+ * the prefix (the lower index) stays first. */
+static int merge_tail(loom_trace *t, size_t p) {
+  size_t n = t->nev, m = n - p, i = p, j = m, w = n;
+  uint32_t *order = malloc(m * sizeof *order), *to = NULL;
+  loom__ev *tail = malloc(m * sizeof *tail);
+  if (order && tail && t->nflows) to = malloc(n * sizeof *to);
+  if (!order || !tail || (t->nflows && !to)) {
+    free(order);
+    free(tail);
+    return -1;
+  }
+  for (size_t k = 0; k < m; k++) order[k] = (uint32_t)(p + k);
+  loom__ev_sort_indices(t, order, m);
+  for (size_t k = 0; k < m; k++) tail[k] = t->ev[order[k]];
+  while (j > 0) { /* w == i + j: everything at w and past it is placed */
+    if (i > 0 && loom__ev_cmp_track_time(&t->ev[i - 1], &tail[j - 1]) > 0) {
+      t->ev[--w] = t->ev[--i];
+      if (to) to[i] = (uint32_t)w;
+    } else {
+      t->ev[--w] = tail[--j];
+      if (to) to[order[j]] = (uint32_t)w;
+    }
+  }
+  for (size_t k = 0; to && k < i; k++) to[k] = (uint32_t)k;
+  for (size_t k = 0; k < t->nflows; k++)
+    t->flows[k].from = to[t->flows[k].from], t->flows[k].to = to[t->flows[k].to];
+  free(to);
+  free(tail);
+  free(order);
+  return 0;
+}
+
+int loom__trace_sort(loom_trace *t) {
+  size_t p = sorted_prefix(t);
+  if (p >= t->nev) return 0;
+  if (p >= t->nev / 2) return merge_tail(t, p);
+  uint32_t *order = malloc((t->nev + 1) * sizeof *order);
+  if (!order) return -1;
+  for (size_t i = 0; i < t->nev; i++) order[i] = (uint32_t)i;
+  loom__ev_sort_indices(t, order, t->nev);
+  int rc = loom__trace_permute(t, order);
+  free(order);
+  return rc;
 }

@@ -87,17 +87,6 @@ static int sweep_track(loom_trace *t, size_t lo, size_t hi, uint32_t *encl,
   return 0;
 }
 
-/* t's events sorted in step 1's order again after lanes moved some (the
- * indices' sort: evsort.c), flows renumbered. */
-static int resort(loom_trace *t) {
-  uint32_t *order = malloc((t->nev + 1) * sizeof *order);
-  if (!order) return -1;
-  for (size_t i = 0; i < t->nev; i++) order[i] = (uint32_t)i;
-  loom__ev_sort_indices(t, order, t->nev);
-  int rc = loom__trace_permute(t, order);
-  free(order);
-  return rc;
-}
 
 typedef struct proj {
   uint32_t range, track;
@@ -152,7 +141,7 @@ static int link_producer(loom_trace *t, uint16_t src, const uint32_t *encl,
 
 int loom__trace_process(loom_trace *t) {
   if (t->nev > UINT32_MAX - 1) return -1;
-  if (t->nev > 1 && resort(t) != 0) return -1;
+  if (t->nev > 1 && loom__trace_sort(t) != 0) return -1;
   size_t nev = t->nev;
   uint32_t *encl = malloc((nev + 1) * sizeof *encl);
   uint32_t *parent = malloc((nev + 1) * sizeof *parent);
@@ -194,7 +183,7 @@ int loom__trace_process(loom_trace *t) {
     rc = loom__trace_add_ev(t, &e);
   }
   if (rc == 0) rc = loom__lanes_ranges(t, nev, &made);
-  if (rc == 0 && made.moved) rc = resort(t); /* in track order again */
+  if (rc == 0 && made.moved) rc = loom__trace_sort(t); /* in track order again */
   loom__lanes_free(&made);
   free(projs);
   loom__map_free(&pindex);

@@ -400,6 +400,9 @@ int loom__trace_permute(loom_trace *t, const uint32_t *order);
 int loom__ev_cmp_track_time(const loom__ev *a, const loom__ev *b);
 /* Sorts n indices of t's events in that order (ties: the lower index). */
 void loom__ev_sort_indices(const loom_trace *t, uint32_t *idx, size_t n);
+/* Puts t's events in that order, flows renumbered (evsort.c): 0, or -1 out
+ * of memory (nothing changed). */
+int loom__trace_sort(loom_trace *t);
 
 
 #endif

@@ -125,16 +125,6 @@ static int live_at_since(loom_trace *t, int64_t since, size_t *added) {
   return rc;
 }
 
-/* Back in track and time order after copies were appended. */
-static int resort(loom_trace *t) {
-  uint32_t *order = malloc((t->nev + 1) * sizeof *order);
-  if (!order) return -1;
-  for (size_t i = 0; i < t->nev; i++) order[i] = (uint32_t)i;
-  loom__ev_sort_indices(t, order, t->nev);
-  int rc = loom__trace_permute(t, order);
-  free(order);
-  return rc;
-}
 
 int loom__trace_keep(loom_trace *t, uint32_t kinds, int64_t since_ns, uint64_t *removed) {
   *removed = 0;
@@ -169,7 +159,7 @@ int loom__trace_keep(loom_trace *t, uint32_t kinds, int64_t since_ns, uint64_t *
   if (since_ns != INT64_MIN && since_ns > t->start_ns) t->start_ns = since_ns;
   free(keep);
   free(at);
-  return added ? resort(t) : 0;
+  return added ? loom__trace_sort(t) : 0;
 }
 
 /* The kinds a request kept (ACTIVITY_TYPES): said in the trace, with what
