@@ -60,12 +60,30 @@ void loom__live_thread_name(pid_t tid, char *buf, size_t n) {
   fclose(f);
 }
 
+/* A range, op or step open on a thread.  Its event is added when it begins
+ * (an op's once its arguments are read), so each thread's events come in
+ * the order of their starts, the order the stop's sort puts them in; its
+ * duration is set when it ends. */
 typedef struct open_range {
   int64_t ts;
   uint32_t name;
   uint64_t ext;
-  uint32_t args_off, nargs; /* ops: their arguments in host_ctx.pargs */
+  uint32_t args_off, nargs; /* an op's arguments in host_ctx.pargs until its event is added */
+  uint32_t ev;              /* its event, NO_EV: none (a kind not asked for) or not yet */
 } open_range;
+
+#define NO_EV UINT32_MAX
+
+/* One thread's walk: its track, the ranges and ops open on it, its step. */
+typedef struct thread_walk {
+  uint32_t track;
+  open_range *ranges, *ops;
+  size_t nr, cr, no, co;
+  open_range step;
+  int step_open;
+  int op_pending; /* the innermost op's event waits for its arguments */
+  uint64_t over; /* records its ring overwrote */
+} thread_walk;
 
 typedef struct async_mark {
   int64_t ts;
@@ -211,9 +229,11 @@ static int raw_format(host_ctx *h, loom_raw_format_fn fmt, const unsigned char *
   return added;
 }
 
+static int op_arg(host_ctx *h, thread_walk *w, const loom__targ *a);
+
 /* A RAW record (r) and the records carrying the rest of its bytes: the
  * formatted arguments go to the innermost open op (none: dropped). */
-static int raw_record(host_ctx *h, hr_cursor *k, const loom__hrec *rec, open_range *op) {
+static int raw_record(host_ctx *h, hr_cursor *k, const loom__hrec *rec, thread_walk *w) {
   const loom__hrec r[1] = {*rec}; /* hr_next may reuse the memory it is in */
   uint32_t n = r->spare;
   unsigned char b[LOOM_RAW_MAX + sizeof(loom__hrec)];
@@ -229,7 +249,7 @@ static int raw_record(host_ctx *h, hr_cursor *k, const loom__hrec *rec, open_ran
     }
     memcpy(b + off, p, sizeof *p);
   }
-  if (!op) return 0;
+  if (!w->no) return 0;
   if (h->img->dead) { /* its format function was in the dead process */
     h->img->raw_unformatted++;
     return 0;
@@ -258,28 +278,40 @@ static int raw_record(host_ctx *h, hr_cursor *k, const loom__hrec *rec, open_ran
       mark = h->nraw_args;
     }
   }
-  for (uint32_t i = 0; i < count; i++) {
-    if (LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, h->raw_args[from + i])) return -1;
-    op->nargs++;
-  }
+  int rc = 0;
+  for (uint32_t i = 0; i < count && rc == 0; i++) rc = op_arg(h, w, &h->raw_args[from + i]);
   h->nraw_args = mark; /* a collision's arguments are not kept */
+  return rc;
+}
+
+/* Range r begins: its event, with the arguments it has on h->pargs (taken
+ * off), its duration set by close_event.  Kinds the session did not ask for
+ * are skipped (open_event returns 0, add_point 1, so that callers attach
+ * arguments only to added events). */
+static int open_event(host_ctx *h, uint32_t track, uint8_t kind, uint32_t cat, open_range *r) {
+  r->ev = NO_EV;
+  if (h->s->kinds & LOOM_KIND_BIT(kind)) {
+    loom__ev e = {.ts = r->ts, .external_id = r->ext, .name = r->name, .cat = cat,
+                  .track = track, .kind = kind, .ph = LOOM__PH_COMPLETE};
+    if (loom__trace_add_ev(h->t, &e)) return -1;
+    r->ev = (uint32_t)(h->t->nev - 1);
+    for (uint32_t i = 0; i < r->nargs; i++)
+      if (loom__trace_add_arg(h->t, &h->pargs[r->args_off + i])) return -1;
+  }
+  if (r->nargs) h->npargs = r->args_off;
+  r->nargs = 0;
   return 0;
 }
 
-/* Kinds the session did not ask for are skipped (add_range returns 0,
- * add_point 1, so that callers attach arguments only to added events). */
-static int add_range(host_ctx *h, uint32_t track, uint8_t kind, uint32_t cat,
-                     const open_range *r, int64_t end, int unclosed) {
-  if (!(h->s->kinds & LOOM_KIND_BIT(kind))) return 0;
-  loom__ev e = {.ts = r->ts, .dur = end - r->ts, .external_id = r->ext,
-                .name = r->name, .cat = cat, .track = track, .kind = kind,
-                .ph = LOOM__PH_COMPLETE,
-                .flags = unclosed ? LOOM__EV_UNCLOSED : 0};
-  if (e.dur < 0) e.dur = 0;
-  if (loom__trace_add_ev(h->t, &e)) return -1;
-  for (uint32_t i = 0; i < r->nargs; i++)
-    if (loom__trace_add_arg(h->t, &h->pargs[r->args_off + i])) return -1;
-  return unclosed ? loom__trace_add_arg_int(h->t, "unclosed", 1) : 0;
+/* Range r ends at end; unclosed: open at stop, flagged and marked. */
+static int close_event(host_ctx *h, const open_range *r, int64_t end, int unclosed) {
+  if (r->ev == NO_EV) return 0;
+  loom__ev *e = &h->t->ev[r->ev];
+  e->dur = end > r->ts ? end - r->ts : 0;
+  if (!unclosed) return 0;
+  e->flags |= LOOM__EV_UNCLOSED;
+  loom__targ a = {.key = loom__trace_str(h->t, "unclosed"), .type = LOOM_ARG_INT, .v.i = 1};
+  return loom__trace_add_arg_to(h->t, r->ev, &a);
 }
 
 static int add_point(host_ctx *h, uint32_t track, uint8_t kind, uint8_t ph,
@@ -290,28 +322,16 @@ static int add_point(host_ctx *h, uint32_t track, uint8_t kind, uint8_t ph,
   return loom__trace_add_ev(h->t, &e);
 }
 
-static int pop_into(host_ctx *h, open_range *stk, size_t *n, uint32_t track,
-                    uint8_t kind, uint32_t cat, int64_t end, int cut) {
+static int pop_into(host_ctx *h, open_range *stk, size_t *n, int64_t end, int cut) {
   if (!*n) {
     if (cut) h->ring_cut++; /* its begin was overwritten */
     else h->unmatched++;
     return 0;
   }
   --*n;
-  int rc = add_range(h, track, kind, cat, &stk[*n], end, 0);
-  if (stk[*n].nargs) h->npargs = stk[*n].args_off; /* its arguments are done */
-  return rc;
+  return close_event(h, &stk[*n], end, 0);
 }
 
-/* One thread's walk: its track, the ranges and ops open on it, its step. */
-typedef struct thread_walk {
-  uint32_t track;
-  open_range *ranges, *ops;
-  size_t nr, cr, no, co;
-  open_range step;
-  int step_open;
-  uint64_t over; /* records its ring overwrote */
-} thread_walk;
 
 /* Names the thread (its name at exit, a dead process's, or a live one's
  * now) and adds its track. */
@@ -329,6 +349,25 @@ static int is_nesting(uint16_t type) {
          type == LOOM__HR_ARG || type == LOOM__HR_OP_END;
 }
 
+/* The innermost op's event, once the records of its arguments are read
+ * (any other record, or none left). */
+static int op_event(host_ctx *h, thread_walk *w) {
+  if (!w->op_pending) return 0;
+  w->op_pending = 0;
+  return open_event(h, w->track, LOOM_KIND_CPU_OP, h->c_op, &w->ops[w->no - 1]);
+}
+
+/* An argument of the innermost op: kept for its event, or added to it when
+ * it has one already (an argument after another record: never written so). */
+static int op_arg(host_ctx *h, thread_walk *w, const loom__targ *a) {
+  if (!w->no) return 0;
+  open_range *o = &w->ops[w->no - 1];
+  if (!w->op_pending) return o->ev == NO_EV ? 0 : loom__trace_add_arg_to(h->t, o->ev, a);
+  if (LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, *a)) return -1;
+  o->nargs++;
+  return 0;
+}
+
 /* An op opened, with its inline first argument (LOOM__HR_F_ARG0). */
 static int op_begin(host_ctx *h, thread_walk *w, const loom__hrec *r, open_range *o) {
   int inl = (r->flags & (LOOM__HR_F_ID | LOOM__HR_F_ARG0)) == (LOOM__HR_F_ID | LOOM__HR_F_ARG0);
@@ -341,7 +380,9 @@ static int op_begin(host_ctx *h, thread_walk *w, const loom__hrec *r, open_range
     if (LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, a)) return -1;
     o->nargs = 1;
   }
-  return LOOM__PUSH(w->ops, w->no, w->co, *o);
+  if (LOOM__PUSH(w->ops, w->no, w->co, *o)) return -1;
+  w->op_pending = 1;
+  return 0;
 }
 
 /* One of those: 0, or -1 out of memory. */
@@ -350,10 +391,9 @@ static int nesting_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int6
   switch (r->type) {
   case LOOM__HR_PUSH:
     o.name = name_of(&h->nm, r->name, r->flags);
+    if (open_event(h, w->track, LOOM_KIND_USER_RANGE, h->c_user, &o)) return -1;
     return LOOM__PUSH(w->ranges, w->nr, w->cr, o);
-  case LOOM__HR_POP:
-    return pop_into(h, w->ranges, &w->nr, w->track, LOOM_KIND_USER_RANGE, h->c_user, ts,
-                    w->over != 0);
+  case LOOM__HR_POP: return pop_into(h, w->ranges, &w->nr, ts, w->over != 0);
   case LOOM__HR_OP_BEGIN: return op_begin(h, w, r, &o);
   case LOOM__HR_ARG: { /* belongs to the op that began just before */
     if (!w->no) return 0;
@@ -361,12 +401,9 @@ static int nesting_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int6
     loom__targ a = {.key = name_of(&h->nm, r->name, LOOM__HR_F_ID), .type = (uint8_t)r->spare};
     if (a.type == LOOM_ARG_STRING) a.v.s = name_of(&h->nm, r->a, LOOM__HR_F_ID);
     else memcpy(&a.v, &r->a, sizeof r->a);
-    int rc = LOOM__PUSH(h->pargs, h->npargs, h->cap_pargs, a);
-    if (rc == 0) w->ops[w->no - 1].nargs++;
-    return rc;
+    return op_arg(h, w, &a);
   }
-  case LOOM__HR_OP_END:
-    return pop_into(h, w->ops, &w->no, w->track, LOOM_KIND_CPU_OP, h->c_op, ts, w->over != 0);
+  case LOOM__HR_OP_END: return pop_into(h, w->ops, &w->no, ts, w->over != 0);
   default:
     return 0;
   }
@@ -390,15 +427,14 @@ static int point_record(host_ctx *h, thread_walk *w, const loom__hrec *r, int64_
     return rc < 0 ? rc : 0;
   }
   case LOOM__HR_STEP: {
-    if (w->step_open)
-      rc = add_range(h, w->track, LOOM_KIND_USER_RANGE, h->c_user, &w->step, ts, 0);
+    if (w->step_open) rc = close_event(h, &w->step, ts, 0);
     w->step_open = 0;
-    if (r->flags & LOOM__HR_F_STEP_END) return rc;
+    if (rc || (r->flags & LOOM__HR_F_STEP_END)) return rc;
     char sn[48];
     snprintf(sn, sizeof sn, "ProfilerStep#%llu", (unsigned long long)r->a);
     w->step = (open_range){.ts = ts, .name = loom__trace_str(h->t, sn)};
     w->step_open = 1;
-    return rc;
+    return open_event(h, w->track, LOOM_KIND_USER_RANGE, h->c_user, &w->step);
   }
   case LOOM__HR_BEGIN:
   case LOOM__HR_END: {
@@ -584,16 +620,16 @@ static int live_at_start(host_ctx *h) {
   return rc;
 }
 
-/* Ranges, ops and the step still open at stop end there, flagged. */
+/* The step, ranges and ops still open at stop end there, flagged (the
+ * outer ones marked first). */
 static int close_open(host_ctx *h, thread_walk *w) {
   int64_t end = h->t->end_ns;
-  int rc = 0;
-  while (rc == 0 && w->nr)
-    rc = add_range(h, w->track, LOOM_KIND_USER_RANGE, h->c_user, &w->ranges[--w->nr], end, 1);
-  while (rc == 0 && w->no)
-    rc = add_range(h, w->track, LOOM_KIND_CPU_OP, h->c_op, &w->ops[--w->no], end, 1);
-  if (rc == 0 && w->step_open)
-    rc = add_range(h, w->track, LOOM_KIND_USER_RANGE, h->c_user, &w->step, end, 1);
+  int rc = op_event(h, w);
+  if (rc == 0 && w->step_open) rc = close_event(h, &w->step, end, 1);
+  for (size_t i = 0; rc == 0 && i < w->nr; i++) rc = close_event(h, &w->ranges[i], end, 1);
+  for (size_t i = 0; rc == 0 && i < w->no; i++) rc = close_event(h, &w->ops[i], end, 1);
+  w->step_open = 0;
+  w->nr = w->no = 0;
   return rc;
 }
 
@@ -637,9 +673,10 @@ static int host_thread(host_ctx *h, loom__tbuf *tb) {
     }
     first = 0;
     if (r->type == LOOM__HR_RAW) { /* its ts holds raw bytes */
-      rc = raw_record(h, &k, r, w.no ? &w.ops[w.no - 1] : NULL);
+      rc = raw_record(h, &k, r, &w);
       continue;
     }
+    if (r->type != LOOM__HR_ARG && (rc = op_event(h, &w)) != 0) break;
     if (r->type == LOOM__HR_MEMX) { /* for the MEM record after it */
       memx = *r;
       continue;

@@ -145,6 +145,24 @@ int loom__trace_add_arg(loom_trace *t, const loom__targ *a) {
   return 0;
 }
 
+int loom__trace_add_arg_to(loom_trace *t, size_t ev, const loom__targ *a) {
+  if (ev + 1 == t->nev) return loom__trace_add_arg(t, a);
+  loom__ev *e = &t->ev[ev];
+  if (e->nargs == UINT16_MAX) {
+    loom__trace_arg_past_limit(t, a->key, e->name);
+    return 0;
+  }
+  size_t off = t->nargs, n = e->nargs;
+  for (size_t i = 0; i < n; i++) {
+    loom__targ x = t->args[t->ev[ev].args_off + i]; /* by value: the push may move the array */
+    if (LOOM__PUSH_BIG(t->args, t->nargs, t->cap_args, x) != 0) return -1;
+  }
+  if (LOOM__PUSH_BIG(t->args, t->nargs, t->cap_args, *a) != 0) return -1;
+  t->ev[ev].args_off = (uint32_t)off;
+  t->ev[ev].nargs = (uint16_t)(n + 1);
+  return 0;
+}
+
 int loom__trace_add_arg_int(loom_trace *t, const char *key, int64_t v) {
   loom__targ a = {.key = loom__trace_str(t, key), .type = LOOM_ARG_INT};
   a.v.i = v;

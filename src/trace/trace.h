@@ -221,6 +221,9 @@ int loom__trace_add_arg(loom_trace *t, const loom__targ *a);
  * yet) as one past the limit. */
 void loom__trace_arg_past_limit(loom_trace *t, uint32_t key, uint32_t name);
 int loom__trace_add_arg_int(loom_trace *t, const char *key, int64_t v);
+/* Adds an argument to event ev, not the last: its arguments move to the end
+ * of the trace's (a later insertion for the sort's last tie-break). */
+int loom__trace_add_arg_to(loom_trace *t, size_t ev, const loom__targ *a);
 int loom__trace_add_arg_str(loom_trace *t, const char *key, const char *v);
 int loom__trace_add_meta(loom_trace *t, const char *key, const char *value);
 int loom__trace_add_warning(loom_trace *t, const char *msg);
