@@ -46,4 +46,4 @@ sh "$here/scripts/fuzz.sh" "$here/build-clang-asan" "${FUZZ_SECONDS:-45}" 2
 # The concurrent tests (not heap: ThreadSanitizer owns malloc, so the heap
 # backend's malloc interposer cannot run in a TSan program).
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-  run tsan -DCMAKE_BUILD_TYPE=Debug -DLOOM_SANITIZE=thread -DLOOM_BUILD_BENCH=OFF -- -R "^session_|^hostrec$|^memory$|^ring$|plugins_late|^report$|^windows$|windows_ondemand_lib|read_tape|read_pipe|^esort$|^arena$"
+  run tsan -DCMAKE_BUILD_TYPE=Debug -DLOOM_SANITIZE=thread -DLOOM_BUILD_BENCH=OFF -- -R "^session_|^hostrec$|^memory$|^ring$|plugins_late|^report$|^windows$|windows_ondemand_lib|read_tape|read_pipe|^esort$|^arena$|^json_par$"

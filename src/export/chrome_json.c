@@ -10,6 +10,7 @@
  */
 #include <math.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -581,6 +582,111 @@ static loom_status jw_open(jw *w, loom__out *o, const loom_trace *t, const char 
   return LOOM_OK;
 }
 
+/* ---- the events, formatted on two threads ------------------------------ */
+/* Events are formatted in chunks: the even ones by the writing thread,
+ * straight into the file's buffer, the odd ones ahead of it by a helper
+ * into two memory buffers in turn, which the writing thread copies out in
+ * order.  The text is the same as one thread's; memory: two chunks' text. */
+enum { CHUNK = 8192 };
+
+int loom__json_one_thread;
+
+typedef struct jpar {
+  jw w;               /* the helper's: the writer's tables, its own output and cache */
+  loom__out buf[2];   /* odd chunk c in buf[c / 2 % 2] */
+  int full[2];
+  size_t nchunks;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+} jpar;
+
+static void write_events(jw *w, size_t lo, size_t hi) {
+  const loom_trace *t = w->t;
+  for (size_t i = lo; i < hi; i++) { /* no arguments: no offset into a NULL array */
+    const loom__targ *args = t->ev[i].nargs ? t->args + t->ev[i].args_off : NULL;
+    if (t->ev[i].kind == LOOM_KIND_MEMORY) memory(w, &t->ev[i], args, (uint32_t)i);
+    else if (t->ev[i].kind != LOOM_KIND_SAMPLE) event(w, &t->ev[i], args); /* samples: trailer */
+  }
+}
+
+static size_t chunk_end(const jw *w, size_t c) {
+  size_t end = (c + 1) * CHUNK;
+  return end < w->t->nev ? end : w->t->nev;
+}
+
+static void *helper_main(void *arg) {
+  jpar *p = arg;
+  for (size_t c = 1; c < p->nchunks; c += 2) {
+    int slot = (int)(c / 2 % 2);
+    pthread_mutex_lock(&p->mu);
+    while (p->full[slot]) pthread_cond_wait(&p->cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    p->buf[slot].len = 0;
+    p->w.o = &p->buf[slot];
+    write_events(&p->w, c * CHUNK, chunk_end(&p->w, c));
+    pthread_mutex_lock(&p->mu);
+    p->full[slot] = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+  return NULL;
+}
+
+/* Odd chunk c: the helper's text copied out (its last bytes through the
+ * buffer, so that the trailer can take back the last ",\n"); formatted here
+ * when the helper ran out of memory. */
+static void put_chunk(jw *w, jpar *p, size_t c) {
+  int slot = (int)(c / 2 % 2);
+  pthread_mutex_lock(&p->mu);
+  while (!p->full[slot]) pthread_cond_wait(&p->cv, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+  loom__out *b = &p->buf[slot];
+  if (b->failed) {
+    write_events(w, c * CHUNK, chunk_end(w, c));
+  } else {
+    size_t tail = b->len < 1024 ? b->len : 1024;
+    loom__out_mem(w->o, b->buf, b->len - tail);
+    memcpy(loom__out_reserve(w->o, tail), b->buf + b->len - tail, tail);
+    w->o->len += tail;
+  }
+  pthread_mutex_lock(&p->mu);
+  p->full[slot] = 0;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* The events in file order: on two threads past two chunks, else (or
+ * without a thread) on this one. */
+static void all_events(jw *w) {
+  jpar p = {.w = *w, .nchunks = (w->t->nev + CHUNK - 1) / CHUNK};
+  p.w.cats = (loom__cat_bytes){0};
+  pthread_t th;
+  int two = p.nchunks > 2 && !loom__json_one_thread && !loom__out_mem_init(&p.buf[0]) && !loom__out_mem_init(&p.buf[1]);
+  if (two) {
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv, NULL);
+    two = loom__thread_start(&th, helper_main, &p) == 0;
+    if (!two) {
+      pthread_cond_destroy(&p.cv);
+      pthread_mutex_destroy(&p.mu);
+    }
+  }
+  if (!two) {
+    write_events(w, 0, w->t->nev);
+  } else {
+    for (size_t c = 0; c < p.nchunks; c++) {
+      if (c % 2) put_chunk(w, &p, c);
+      else write_events(w, c * CHUNK, chunk_end(w, c));
+    }
+    pthread_join(th, NULL);
+    pthread_cond_destroy(&p.cv);
+    pthread_mutex_destroy(&p.mu);
+  }
+  free(p.buf[0].buf);
+  free(p.buf[1].buf);
+  free(p.w.cats.b);
+}
+
 loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int gzip) {
   loom__out o;
   jw w = {0};
@@ -591,11 +697,7 @@ loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int g
     loom__out_abort(&o);
     return loom__fail(LOOM_ENOMEM, "out of memory writing %s", path);
   }
-  for (size_t i = 0; i < t->nev; i++) { /* no arguments: no offset into a NULL array */
-    const loom__targ *args = t->ev[i].nargs ? t->args + t->ev[i].args_off : NULL;
-    if (t->ev[i].kind == LOOM_KIND_MEMORY) memory(&w, &t->ev[i], args, (uint32_t)i);
-    else if (t->ev[i].kind != LOOM_KIND_SAMPLE) event(&w, &t->ev[i], args); /* samples: trailer */
-  }
+  all_events(&w);
   for (size_t i = 0; i < t->nflows; i++) flow(&w, &t->flows[i]);
   trailer(&w);
   jw_release(&w);

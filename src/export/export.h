@@ -56,6 +56,9 @@ void loom__jsamples_free(loom__jsamples *c);
 /* Writes Chrome trace JSON (Kineto conventions) to path, atomically;
  * gzip >= 0 compresses at that zlib level. */
 loom_status loom__write_chrome_json(const loom_trace *t, const char *path, int gzip);
+/* 1: loom__write_chrome_json formats every event on the calling thread
+ * (tests compare it with the two threads' text). */
+extern int loom__json_one_thread;
 /* The JSON writer's top-level keys of t (deviceProperties, metadata, other
  * top-level values, loom_dropped, loom_warnings, displayTimeUnit, traceName)
  * as one JSON object into mem (a memory loom__out; src/export/outfile.h):
