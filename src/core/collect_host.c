@@ -332,7 +332,6 @@ static int pop_into(host_ctx *h, open_range *stk, size_t *n, int64_t end, int cu
   return close_event(h, &stk[*n], end, 0);
 }
 
-
 /* Names the thread (its name at exit, a dead process's, or a live one's
  * now) and adds its track. */
 static int thread_track(host_ctx *h, loom__tbuf *tb, uint32_t *track) {
