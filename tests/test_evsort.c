@@ -8,7 +8,9 @@
  * indices in any order, and the ways around the radix sort: a trace whose
  * times span 2^62 ns (track and time do not fit one key) and a small one.
  * And the permutation that puts them there (loom__trace_permute, in place):
- * every event where the order says, flows following their events.
+ * every event where the order says, flows following their events; and
+ * loom__trace_sort, which merges a tail into events already in order: the
+ * order of a sort of all, flows following.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -119,6 +121,28 @@ static void test_subset(void **st) {
 /* loom__trace_permute, in place: new event i is old event order[i] for a
  * random permutation with fixed points, long cycles and swaps, and flows
  * follow their events. */
+/* count random flows between t's n events; returns a copy of them. */
+static loom__flow *random_flows(loom_trace *t, size_t n, size_t count, uint64_t *seed) {
+  t->nflows = count;
+  t->flows = calloc(count + 1, sizeof *t->flows);
+  loom__flow *copy = malloc((count + 1) * sizeof *copy);
+  assert_non_null(t->flows);
+  assert_non_null(copy);
+  for (size_t f = 0; f < count; f++)
+    t->flows[f] = (loom__flow){(uint32_t)(rnd(seed) % n), (uint32_t)(rnd(seed) % n), f + 1};
+  if (count) memcpy(copy, t->flows, count * sizeof *copy);
+  return copy;
+}
+
+/* Each flow joins the events it joined before (correlation: old index + 1). */
+static void flows_follow(const loom_trace *t, loom__flow *before) {
+  for (size_t f = 0; f < t->nflows; f++) {
+    assert_int_equal(t->ev[t->flows[f].from].correlation, before[f].from + 1);
+    assert_int_equal(t->ev[t->flows[f].to].correlation, before[f].to + 1);
+  }
+  free(before);
+}
+
 static void test_permute(void **st) {
   (void)st;
   uint64_t seed = 91;
@@ -138,22 +162,11 @@ static void test_permute(void **st) {
       order[i - 1] = order[j];
       order[j] = x;
     }
-    t->nflows = n / 2;
-    t->flows = calloc(t->nflows + 1, sizeof *t->flows);
-    assert_non_null(t->flows);
-    for (size_t f = 0; f < t->nflows; f++)
-      t->flows[f] = (loom__flow){(uint32_t)(rnd(&seed) % n), (uint32_t)(rnd(&seed) % n), f + 1};
-    loom__flow *oldf = malloc((t->nflows + 1) * sizeof *oldf);
-    assert_non_null(oldf);
-    if (t->nflows) memcpy(oldf, t->flows, t->nflows * sizeof *oldf);
+    loom__flow *oldf = random_flows(t, n, n / 2, &seed);
     assert_int_equal(loom__trace_permute(t, order), 0);
     for (size_t i = 0; i < n; i++)
       assert_memory_equal(&t->ev[i], &old[order[i]], sizeof *old);
-    for (size_t f = 0; f < t->nflows; f++) {
-      assert_int_equal(t->ev[t->flows[f].from].correlation, oldf[f].from + 1);
-      assert_int_equal(t->ev[t->flows[f].to].correlation, oldf[f].to + 1);
-    }
-    free(oldf);
+    flows_follow(t, oldf);
     free(old);
     free(order);
     loom_trace_free(t);
@@ -178,24 +191,13 @@ static void sort_with_lead(size_t n, size_t lead, uint32_t tracks, uint64_t spre
   for (size_t i = 0; i < n; i++) t->ev[i].correlation = i + 1; /* who it was */
   if (n) memcpy(old, t->ev, n * sizeof *old);
   qsort(order, n, sizeof *order, plain_cmp); /* what a sort of all gives */
-  t->nflows = n / 3;
-  t->flows = calloc(t->nflows + 1, sizeof *t->flows);
-  assert_non_null(t->flows);
-  for (size_t f = 0; f < t->nflows; f++)
-    t->flows[f] = (loom__flow){(uint32_t)(rnd(seed) % n), (uint32_t)(rnd(seed) % n), f + 1};
-  loom__flow *oldf = malloc((t->nflows + 1) * sizeof *oldf);
-  assert_non_null(oldf);
-  if (t->nflows) memcpy(oldf, t->flows, t->nflows * sizeof *oldf);
+  loom__flow *oldf = random_flows(t, n, n / 3, seed);
   assert_int_equal(loom__trace_sort(t), 0);
   for (size_t i = 0; i < n; i++)
     if (memcmp(&t->ev[i], &old[order[i]], sizeof *old))
       fail_msg("n %zu lead %zu: position %zu holds event %llu, expected %u", n, lead, i,
                (unsigned long long)t->ev[i].correlation - 1, order[i]);
-  for (size_t f = 0; f < t->nflows; f++) {
-    assert_int_equal(t->ev[t->flows[f].from].correlation, oldf[f].from + 1);
-    assert_int_equal(t->ev[t->flows[f].to].correlation, oldf[f].to + 1);
-  }
-  free(oldf);
+  flows_follow(t, oldf);
   free(old);
   free(order);
   loom_trace_free(t);
