@@ -661,7 +661,8 @@ static void all_events(jw *w) {
   jpar p = {.w = *w, .nchunks = (w->t->nev + CHUNK - 1) / CHUNK};
   p.w.cats = (loom__cat_bytes){0};
   pthread_t th;
-  int two = p.nchunks > 2 && !loom__json_one_thread && !loom__out_mem_init(&p.buf[0]) && !loom__out_mem_init(&p.buf[1]);
+  int two = p.nchunks > 2 && !loom__json_one_thread && !loom__out_mem_init(&p.buf[0]) &&
+            !loom__out_mem_init(&p.buf[1]);
   if (two) {
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.cv, NULL);
