@@ -8,6 +8,13 @@
  * Device clocks are described by sync points (device ts, host ts in a
  * standard domain) that backends provide; between points the map is
  * piecewise linear, outside it extends the nearest segment.
+ *
+ * The TSC and MONOTONIC_RAW tick at one rate; real time runs at whatever
+ * rate a time daemon sets, and may change it during a session.  The knots
+ * the recording threads found (base/clocklog.c) bend the line through the
+ * start and stop pairs where it did: a time u on that line is corrected by
+ * D(u), the knots' distance from the line, interpolated between them (0 at
+ * start and stop).
  */
 #include <errno.h>
 #include <math.h>
@@ -16,11 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
+#include <unistd.h>
 
 #include "base/clock.h"
+#include "base/clocklog.h"
 #include "util/util.h"
 
 static uint64_t ts_of(clockid_t id) {
@@ -30,11 +36,9 @@ static uint64_t ts_of(clockid_t id) {
 }
 
 static uint64_t read_tsc(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  return __rdtsc();
-#else
-  return ts_of(CLOCK_MONOTONIC_RAW);
-#endif
+  uint64_t t = loom__clk_ticks();
+  loom__clk_tick(t);
+  return t;
 }
 
 uint64_t loom__clock_now(loom_clock_domain d) {
@@ -49,12 +53,12 @@ uint64_t loom__clock_now(loom_clock_domain d) {
 
 /* Real time read on both sides of the domain read; the tightest of a few
  * tries wins, and the midpoint is taken as the matching real time. */
-static loom__clock_pair take_pair(loom_clock_domain d) {
+static loom__clock_pair take_pair(loom_clock_domain d, uint64_t *gap) {
   loom__clock_pair best = {0, 0};
   uint64_t best_gap = UINT64_MAX;
   for (int i = 0; i < 5; i++) {
     uint64_t r0 = ts_of(CLOCK_REALTIME);
-    uint64_t x = loom__clock_now(d);
+    uint64_t x = d == LOOM_CLOCK_TSC ? loom__clk_ticks() : loom__clock_now(d);
     uint64_t r1 = ts_of(CLOCK_REALTIME);
     if (r1 - r0 < best_gap) {
       best_gap = r1 - r0;
@@ -62,7 +66,17 @@ static loom__clock_pair take_pair(loom_clock_domain d) {
       best.real = (int64_t)(r0 + (r1 - r0) / 2);
     }
   }
+  *gap = best_gap;
   return best;
+}
+
+/* Every domain's pair into at; the TSC's kept as a knot. */
+static void take_pairs(loom__clock_pair *at) {
+  uint64_t gap = 0;
+  for (int d = 0; d < 4; d++) {
+    at[d] = take_pair((loom_clock_domain)d, &gap);
+    if (d == LOOM_CLOCK_TSC) loom__clk_anchor(at[d].dom, at[d].real, (int64_t)(gap / 2));
+  }
 }
 
 static double tsc_rate(void) {
@@ -84,12 +98,39 @@ void loom__timeline_begin(loom__timeline *tl) {
   memset(tl, 0, sizeof *tl);
   tl->shift_ns = shift;
   tl->shift_ppm = ppm;
-  for (int d = 0; d < 4; d++) tl->start[d] = take_pair((loom_clock_domain)d);
+  tl->knot_from = loom__clk_count();
+  tl->knot_pid = (int)getpid();
+  take_pairs(tl->start);
 }
 
 void loom__timeline_end(loom__timeline *tl) {
-  for (int d = 0; d < 4; d++) tl->stop[d] = take_pair((loom_clock_domain)d);
+  take_pairs(tl->stop);
   tl->have_stop = 1;
+  /* A timeline begun in another process (salvage) has none of its knots. */
+  uint64_t to = tl->knot_pid == (int)getpid() ? loom__clk_count() : tl->knot_from;
+  loom__timeline_knots(tl, tl->knot_from, to);
+}
+
+void loom__timeline_knots(loom__timeline *tl, uint64_t from, uint64_t to) {
+  const loom__clock_pair *a = &tl->start[LOOM_CLOCK_TSC], *b = &tl->stop[LOOM_CLOCK_TSC];
+  loom__clk_knot k;
+  tl->knot_from = from;
+  tl->knot_lo = tl->knot_hi = from;
+  tl->knots_lost = 0;
+  for (uint64_t i = from; i < to; i++) {
+    if (!loom__clk_knot_at(i, &k)) {
+      tl->knots_lost = 1;
+      tl->knot_lo = tl->knot_hi = i + 1;
+      continue;
+    }
+    if (k.ticks <= a->dom) tl->knot_lo = i + 1;
+    if (k.ticks < b->dom) tl->knot_hi = i + 1;
+  }
+  if (tl->knot_hi < tl->knot_lo) tl->knot_hi = tl->knot_lo;
+}
+
+uint64_t loom__timeline_nknots(const loom__timeline *tl) {
+  return tl->knot_hi - tl->knot_lo;
 }
 
 int loom__timeline_set_shift(loom__timeline *tl, const char *spec) {
@@ -115,19 +156,83 @@ static int64_t shifted(const loom__timeline *tl, int64_t real) {
   return real + tl->shift_ns + (int64_t)(tl->shift_ppm * 1e-6 * since);
 }
 
-static int64_t to_real(const loom__timeline *tl, loom_clock_domain d, uint64_t ts) {
-  if (d == LOOM_CLOCK_REALTIME) return (int64_t)ts;
-  if ((unsigned)d > LOOM_CLOCK_TSC) return (int64_t)ts;
+/* The line through tl's start and stop pairs of domain d at ts, in ns from
+ * d's start (epoch ns as a double would keep only ~256 ns). */
+static double on_line(const loom__timeline *tl, loom_clock_domain d, uint64_t ts) {
   const loom__clock_pair *a = &tl->start[d], *b = &tl->stop[d];
   double slope = 1.0;
-  /* Pairs closer than 1 ms would make a noisy slope: keep the nominal one
-   * (the TSC's measured only then: a session that stops pays no nap). */
-  if (tl->have_stop && b->real - a->real > 1000000 && b->dom > a->dom)
+  /* Between the pairs a line through them is off by no more than they are
+   * (~20 ns), where the nominal rate is off by the daemon's slew (up to
+   * 500 ppm: 250 ns in a 0.5 ms session); past them the error grows with
+   * the distance over the span, so pairs closer than 100 us keep the
+   * nominal rate (the TSC's measured only then: a session that stops pays
+   * no nap). */
+  if (tl->have_stop && b->real - a->real > 100000 && b->dom > a->dom)
     slope = (double)(b->real - a->real) / (double)(b->dom - a->dom);
   else if (d == LOOM_CLOCK_TSC)
     slope = tsc_rate();
-  double delta = (double)(int64_t)(ts - a->dom);
-  return a->real + (int64_t)(delta * slope + (delta >= 0 ? 0.5 : -0.5));
+  return (double)(int64_t)(ts - a->dom) * slope;
+}
+
+/* Knot i as (its time on the TSC's line, its distance from it), in ns from
+ * the TSC's start. */
+static int knot_uv(const loom__timeline *tl, uint64_t i, double *u, double *v) {
+  loom__clk_knot k;
+  if (!loom__clk_knot_at(i, &k)) return 0;
+  *u = on_line(tl, LOOM_CLOCK_TSC, k.ticks);
+  *v = (double)(k.real - tl->start[LOOM_CLOCK_TSC].real) - *u;
+  return 1;
+}
+
+/* The segment a thread used last (events come in time order, so the next
+ * is most often in it): its timeline and its ends as (u, v). */
+static _Thread_local struct {
+  const loom__timeline *tl;
+  uint64_t lo, hi, dom;
+  double u0, v0, u1, v1;
+} seg;
+
+/* Finds the segment holding u: between knots lo-1 and lo (start or stop
+ * where there is none); 0 when a knot was overwritten meanwhile. */
+static int find_segment(const loom__timeline *tl, double u) {
+  uint64_t lo = tl->knot_lo, hi = tl->knot_hi;
+  double x, y;
+  while (lo < hi) { /* the first knot past u */
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (!knot_uv(tl, mid, &x, &y)) return 0;
+    if (x <= u) lo = mid + 1;
+    else hi = mid;
+  }
+  seg.u0 = 0, seg.v0 = 0, seg.v1 = 0;
+  seg.u1 = (double)(tl->stop[LOOM_CLOCK_TSC].real - tl->start[LOOM_CLOCK_TSC].real);
+  if (lo > tl->knot_lo && !knot_uv(tl, lo - 1, &seg.u0, &seg.v0)) return 0;
+  if (lo < tl->knot_hi && !knot_uv(tl, lo, &seg.u1, &seg.v1)) return 0;
+  seg.tl = tl, seg.lo = tl->knot_lo, seg.hi = tl->knot_hi, seg.dom = tl->start[LOOM_CLOCK_TSC].dom;
+  return 1;
+}
+
+/* D(u): the knots' distance from the line, interpolated at u. */
+static double bend(const loom__timeline *tl, double u) {
+  double end = (double)(tl->stop[LOOM_CLOCK_TSC].real - tl->start[LOOM_CLOCK_TSC].real);
+  if (u <= 0 || u >= end) return 0;
+  int same = seg.tl == tl && seg.lo == tl->knot_lo && seg.hi == tl->knot_hi &&
+             seg.dom == tl->start[LOOM_CLOCK_TSC].dom && u >= seg.u0 && u < seg.u1;
+  if (!same && !find_segment(tl, u)) {
+    seg.tl = NULL;
+    return 0;
+  }
+  return seg.u1 > seg.u0 ? seg.v0 + (seg.v1 - seg.v0) * (u - seg.u0) / (seg.u1 - seg.u0) : seg.v0;
+}
+
+static int64_t to_real(const loom__timeline *tl, loom_clock_domain d, uint64_t ts) {
+  if (d == LOOM_CLOCK_REALTIME) return (int64_t)ts;
+  if ((unsigned)d > LOOM_CLOCK_TSC) return (int64_t)ts;
+  int64_t at = tl->start[d].real;
+  double u = on_line(tl, d, ts);
+  if (tl->have_stop && tl->knot_hi > tl->knot_lo &&
+      (d == LOOM_CLOCK_TSC || d == LOOM_CLOCK_MONOTONIC_RAW))
+    u += bend(tl, (double)(at - tl->start[LOOM_CLOCK_TSC].real) + u);
+  return at + (int64_t)(u >= 0 ? u + 0.5 : u - 0.5);
 }
 
 int64_t loom__timeline_convert(const loom__timeline *tl, loom_clock_domain d,

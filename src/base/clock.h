@@ -23,10 +23,17 @@ typedef struct loom__clock_pair {
  * start and stop; before stop the slope of the domain's nominal rate is
  * used (the TSC's measured once per process, over a 2 ms nap, when first
  * needed: a ring dump or window while recording, or a session shorter than
- * 1 ms). */
+ * 100 us).  After stop, the TSC and MONOTONIC_RAW, which no time daemon
+ * adjusts, also follow the knots where real time changed its rate. */
 typedef struct loom__timeline {
   loom__clock_pair start[4], stop[4];
   int have_stop;
+  /* Knots of real time against the tick counter (base/clocklog.h) kept
+   * while the session ran: [knot_lo, knot_hi) lie strictly between the TSC
+   * pairs, used for TSC and MONOTONIC_RAW after stop.  knots_lost: the log
+   * overwrote some before the stop (the line through start and stop there). */
+  uint64_t knot_from, knot_lo, knot_hi;
+  int knot_pid, knots_lost;
   /* Test-only option test_clock_shift=OFFSET_NS:PPM: the whole timeline
    * reads real + shift_ns + shift_ppm * 1e-6 * (real - start), as if the
    * process ran on another host (kept across loom__timeline_begin). */
@@ -40,6 +47,10 @@ void loom__timeline_end(loom__timeline *tl);
 int loom__timeline_set_shift(loom__timeline *tl, const char *spec);
 int64_t loom__timeline_convert(const loom__timeline *tl, loom_clock_domain d,
                                uint64_t ts);
+/* Takes knots [from, to) of the log for tl (set by begin and end; tests). */
+void loom__timeline_knots(loom__timeline *tl, uint64_t from, uint64_t to);
+/* How many knots tl uses. */
+uint64_t loom__timeline_nknots(const loom__timeline *tl);
 
 /* A backend's declared clock. */
 typedef struct loom__sync {

@@ -513,6 +513,22 @@ static int trace_records(loom_session *s, loom_trace *t, loom__rec_image *img,
   return rc;
 }
 
+/* Where real time changed its rate during the session (base/clock.h): how
+ * many knots bend the host clock's map, and a warning where the log lost
+ * some (their stretch mapped by the line through its ends). */
+static int clock_labels(loom_session *s, loom_trace *t) {
+  char v[32];
+  uint64_t n = loom__timeline_nknots(&s->tl);
+  snprintf(v, sizeof v, "%llu", (unsigned long long)n);
+  int rc = n ? loom__trace_add_meta(t, "clock_knots", v) : 0;
+  if (rc == 0 && s->tl.knots_lost)
+    rc = loom__trace_add_warning(t, "clock: real time changed its rate more often than the "
+                                    "log of its changes holds; before the changes kept, host "
+                                    "times are mapped to real time by a straight line and may "
+                                    "be off by up to the daemon's slew over that stretch");
+  return rc;
+}
+
 /* Metadata (loom's, the session's options, meta_set's, the program's own
  * last) and the warnings: the session's, then the collection's own. */
 static int trace_labels(loom_session *s, loom_trace *t, const loom__rec_image *img,
@@ -520,7 +536,7 @@ static int trace_labels(loom_session *s, loom_trace *t, const loom__rec_image *i
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   int rc = loom__trace_add_meta(t, "loom_version", loom_version_string()) ||
-           loom__trace_add_meta(t, "host_name", host);
+           loom__trace_add_meta(t, "host_name", host) || clock_labels(s, t);
   if (rc == 0) rc = loom__session_meta(&s->opts, t); /* session_meta.c */
   if (rc == 0 && s->ring) rc = ring_report(s, t, ri, img->dump);
   pthread_mutex_lock(&s->mu);

@@ -22,6 +22,7 @@
 #endif
 
 #include "arena.h"
+#include "base/clocklog.h"
 #include "hostrec_int.h"
 #include "record.h"
 #include "util/util.h"
@@ -120,7 +121,11 @@ loom_clock_domain loom__hostrec_domain(void) {
 
 static inline uint64_t now(void) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (LOOM__LIKELY(use_tsc > 0)) return __rdtsc();
+  if (LOOM__LIKELY(use_tsc > 0)) {
+    uint64_t t = __rdtsc();
+    loom__clk_tick(t); /* real time's rate watched (clocklog.h) */
+    return t;
+  }
 #endif
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
