@@ -74,6 +74,20 @@ static loom_status merge(const char *const *in, uint32_t n, const char *out, uin
   return loom_merge(&c, r);
 }
 
+/* Closes the two ranks' files (first, second: their names) and merges them
+ * in that order into out (the name nout in the test's folder). */
+static void merge_pair(FILE *first, const char *n1, FILE *second, const char *n2,
+                       const char *nout, char out[512], loom_merge_result *r) {
+  char p1[512], p2[512];
+  close_rank(first);
+  close_rank(second);
+  path_of(p1, sizeof p1, n1);
+  path_of(p2, sizeof p2, n2);
+  path_of(out, 512, nout);
+  const char *in[] = {p1, p2};
+  assert_int_equal(merge(in, 2, out, 0, r), LOOM_OK);
+}
+
 #define T0 1700000000000000000LL
 
 /* Rank 1 (listed first, same pid as rank 0) sends to rank 0, which
@@ -135,6 +149,27 @@ static void test_two_ranks(void **state) {
   assert_int_equal(v[2], 1);
   assert_int_equal(v[3], 2);
   assert_int_equal(tp_errors(out), 0);
+}
+
+/* Ranks whose clocks disagree: rank 0's receive ends 49 us before rank 1's
+ * send began.  The flow is written as it is and the merge says so (a
+ * viewer drops it without a word); a receive that waited for its send is
+ * not counted. */
+static void test_received_before_sent(void **state) {
+  (void)state;
+  FILE *a = open_rank("b1.json", 1, "hostA", 11), *b = open_rank("b0.json", 0, "hostA", 10);
+  ev(a, 11, "MPI_Send", "mpi", T0 + 100000, 2000, "\"comm\":0,\"dst\":0,\"tag\":7,\"bytes\":64");
+  ev(a, 11, "MPI_Send", "mpi", T0 + 200000, 2000, "\"comm\":0,\"dst\":0,\"tag\":8,\"bytes\":64");
+  ev(b, 10, "MPI_Recv", "mpi", T0 + 50000, 1000, "\"comm\":0,\"src\":1,\"recv_tag\":7");
+  ev(b, 10, "MPI_Recv", "mpi", T0 + 150000, 51000, "\"comm\":0,\"src\":1,\"recv_tag\":8");
+  char out[512];
+  loom_merge_result r;
+  merge_pair(a, "b1.json", b, "b0.json", "back.json", out, &r);
+  assert_int_equal(r.flows, 2);
+  loom_trace *t = ts_load(out);
+  assert_true(ts_warned(t, "1 of 2 point-to-point messages end their receive before their send "
+                           "began, by up to 49.000 us", NULL));
+  loom_trace_free(t);
 }
 
 /* Two real Kineto traces (ranks 0 and 1 in their distributedInfo). */
@@ -441,15 +476,10 @@ static void test_no_clock_relation(void **state) {
   FILE *a = open_rank("h1.json", 1, "hostB", 7), *b = open_rank("h0.json", 0, "hostA", 8);
   ev(a, 7, "step", "user_annotation", T0 + 77, 1000, NULL);
   ev(b, 8, "step", "user_annotation", T0, 1000, NULL);
-  close_rank(a);
-  close_rank(b);
-  char p1[512], p0[512], out[512];
-  path_of(p1, sizeof p1, "h1.json");
-  path_of(p0, sizeof p0, "h0.json");
-  path_of(out, sizeof out, "hosts.json");
-  const char *in[] = {p0, p1};
+  char p1[512], out[512];
   loom_merge_result r;
-  assert_int_equal(merge(in, 2, out, 0, &r), LOOM_OK);
+  merge_pair(b, "h0.json", a, "h1.json", "hosts.json", out, &r);
+  path_of(p1, sizeof p1, "h1.json");
   assert_int_equal(r.warnings, 1);
   loom_trace *t = ts_load(out);
   assert_true(ts_warned(t, p1, "no clock relation to rank 0"));
@@ -574,7 +604,8 @@ int main(void) {
   snprintf(dir, sizeof dir, "%s/loom-merge-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_two_ranks),         cmocka_unit_test(test_kineto),            cmocka_unit_test(test_arguments_kept),
+      cmocka_unit_test(test_two_ranks),         cmocka_unit_test(test_received_before_sent),
+      cmocka_unit_test(test_kineto),            cmocka_unit_test(test_arguments_kept),
       cmocka_unit_test(test_clock_alignment),   cmocka_unit_test(test_bad_input), cmocka_unit_test(test_long_metadata_keys),
       cmocka_unit_test(test_no_clock_relation), cmocka_unit_test(test_spill), cmocka_unit_test(test_device_memory),
   };

@@ -535,6 +535,33 @@ static loom_status pass(loom__xsort *s, const loom__minput *in, loom__jstream *w
   return LOOM_OK;
 }
 
+static loom_status warn(loom_trace *out, const char *msg) {
+  loom__log(LOOM_SEV_WARNING, "%s", msg);
+  return loom__trace_add_warning(out, msg) ? loom__fail(LOOM_ENOMEM, "out of memory") : LOOM_OK;
+}
+
+/* Ends left unmatched; messages received, on the merged timeline, before
+ * they were sent (their flows kept as they are: trace_processor drops them
+ * without an error, so this is where the user learns of them). */
+static loom_status message_warnings(loom_trace *out, const counts *n, uint64_t back,
+                                    int64_t worst) {
+  char msg[400];
+  loom_status st = LOOM_OK;
+  if (n->unmatched) {
+    snprintf(msg, sizeof msg, "%llu point-to-point message ends without a matching partner "
+             "(a rank missing or the trace cut)", (unsigned long long)n->unmatched);
+    st = warn(out, msg);
+  }
+  if (st == LOOM_OK && back) {
+    snprintf(msg, sizeof msg, "%llu of %llu point-to-point messages end their receive before "
+             "their send began, by up to %.3f us: the ranks' clocks disagree by at least that "
+             "much there (trace_processor drops these flows)", (unsigned long long)back,
+             (unsigned long long)n->matched, (double)worst / 1000.0);
+    st = warn(out, msg);
+  }
+  return st;
+}
+
 static loom_status stream_out(loom__xsort *s, merger *m, loom__minput *in, size_t ninputs,
                               const char *path, int gzip, counts *n) {
   loom_trace *out = m->out;
@@ -548,16 +575,13 @@ static loom_status stream_out(loom__xsort *s, merger *m, loom__minput *in, size_
                        : loom__jstream_open(&w, out, path, gzip);
   uint32_t k_device = loom__strtab_find(&out->strs, "device", 6);
   if (st == LOOM_OK) st = pass(s, in, w, mt, path, n, k_device);
+  uint64_t back = 0;
+  int64_t worst = 0;
+  loom__match_backwards(mt, &back, &worst);
   loom__match_free(mt, &n->matched, &n->unmatched);
   free(ranks);
   n->flows += n->matched;
-  if (st == LOOM_OK && n->unmatched) {
-    char msg[256];
-    snprintf(msg, sizeof msg, "%llu point-to-point message ends without a matching partner "
-             "(a rank missing or the trace cut)", (unsigned long long)n->unmatched);
-    loom__log(LOOM_SEV_WARNING, "%s", msg);
-    if (loom__trace_add_warning(out, msg)) st = loom__fail(LOOM_ENOMEM, "out of memory");
-  }
+  if (st == LOOM_OK) st = message_warnings(out, n, back, worst);
   if (st == LOOM_OK) st = loom__jstream_close(w);
   else loom__jstream_abort(w);
   return st;

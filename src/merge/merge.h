@@ -72,5 +72,8 @@ loom__match *loom__match_new(const loom_trace *out, const int64_t *rank_of_track
                            int *err);
 int loom__match_event(loom__match *m, const loom__ev *e, const loom__targ *args, loom__jstream *w);
 void loom__match_free(loom__match *m, uint64_t *matched, uint64_t *unmatched);
+/* How many matched messages ended their receive before their send began
+ * (the ranks' clocks disagree by at least worst ns there). */
+void loom__match_backwards(const loom__match *m, uint64_t *n, int64_t *worst);
 
 #endif

@@ -49,6 +49,8 @@ struct loom__match {
   key_ *keys;
   size_t nkeys, cap_keys;
   uint64_t next_id, matched;
+  uint64_t backwards; /* receives that ended before their send began */
+  int64_t worst;      /* by how much, at most */
 };
 
 loom__match *loom__match_new(const loom_trace *out, const int64_t *rank_of_track, uint64_t first_id,
@@ -107,6 +109,10 @@ static int arrive(loom__match *m, key_ *k, int recv, end_ x, loom__jstream *w) {
     const end_ *s = recv ? &o : &x, *r = recv ? &x : &o;
     loom__jstream_message(w, m->next_id++, s->cat, s->track, s->ts, r->track, r->ts, r->dur);
     m->matched++;
+    if (r->ts + r->dur < s->ts) { /* only clocks that disagree can put it there */
+      m->backwards++;
+      if (s->ts - (r->ts + r->dur) > m->worst) m->worst = s->ts - (r->ts + r->dur);
+    }
     return 0;
   }
   if (k->head == k->n) k->head = k->n = 0;
@@ -149,6 +155,11 @@ int loom__match_event(loom__match *m, const loom__ev *e, const loom__targ *args,
     if (!k || arrive(m, k, 1, x, w)) return -1;
   }
   return 0;
+}
+
+void loom__match_backwards(const loom__match *m, uint64_t *n, int64_t *worst) {
+  *n = m ? m->backwards : 0;
+  *worst = m ? m->worst : 0;
 }
 
 void loom__match_free(loom__match *m, uint64_t *matched, uint64_t *unmatched) {
