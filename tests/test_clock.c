@@ -30,6 +30,7 @@
 
 #include "base/clock.h"
 #include "loom/loom.h"
+#include "record/record.h"
 #include "base/clocklog.h"
 
 enum { FLIP_NS = 20000000, SPAN_NS = 300000000, BURST_NS = 1000000, EVERY_NS = 30000000 };
@@ -198,7 +199,9 @@ static void test_session(void **st) {
          "clock_knots %s\n", flips, n, (long long)worst, changes);
   assert_int_equal(n, RANGES);
   assert_true(flips >= 5);
-  assert_true(atoi(changes) >= flips);
+  /* Without an invariant TSC the recorder reads CLOCK_MONOTONIC, which the
+   * kernel slews as it slews real time: nothing to bend, no knot. */
+  if (loom__hostrec_domain() == LOOM_CLOCK_TSC) assert_true(atoi(changes) >= flips);
   assert_true(worst <= 150);
   loom_trace_free(t);
 }
