@@ -24,6 +24,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #include "base/clock.h"
 #include "base/clocklog.h"
@@ -35,8 +38,19 @@ static uint64_t ts_of(clockid_t id) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The tick counter as it is (what pairs are taken with). */
+static uint64_t tsc_raw(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  return ts_of(CLOCK_MONOTONIC_RAW);
+#endif
+}
+
+/* A read of the TSC domain: a sample of real time's rate when one is due
+ * (clocklog.h). */
 static uint64_t read_tsc(void) {
-  uint64_t t = loom__clk_ticks();
+  uint64_t t = tsc_raw();
   loom__clk_tick(t);
   return t;
 }
@@ -53,12 +67,12 @@ uint64_t loom__clock_now(loom_clock_domain d) {
 
 /* Real time read on both sides of the domain read; the tightest of a few
  * tries wins, and the midpoint is taken as the matching real time. */
-static loom__clock_pair take_pair(loom_clock_domain d, uint64_t *gap) {
+loom__clock_pair loom__clock_take_pair(loom_clock_domain d, uint64_t *gap) {
   loom__clock_pair best = {0, 0};
   uint64_t best_gap = UINT64_MAX;
   for (int i = 0; i < 5; i++) {
     uint64_t r0 = ts_of(CLOCK_REALTIME);
-    uint64_t x = d == LOOM_CLOCK_TSC ? loom__clk_ticks() : loom__clock_now(d);
+    uint64_t x = d == LOOM_CLOCK_TSC ? tsc_raw() : loom__clock_now(d);
     uint64_t r1 = ts_of(CLOCK_REALTIME);
     if (r1 - r0 < best_gap) {
       best_gap = r1 - r0;
@@ -74,7 +88,7 @@ static loom__clock_pair take_pair(loom_clock_domain d, uint64_t *gap) {
 static void take_pairs(loom__clock_pair *at) {
   uint64_t gap = 0;
   for (int d = 0; d < 4; d++) {
-    at[d] = take_pair((loom_clock_domain)d, &gap);
+    at[d] = loom__clock_take_pair((loom_clock_domain)d, &gap);
     if (d == LOOM_CLOCK_TSC) loom__clk_anchor(at[d].dom, at[d].real, (int64_t)(gap / 2));
   }
 }

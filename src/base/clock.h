@@ -19,6 +19,11 @@ typedef struct loom__clock_pair {
   int64_t real;
 } loom__clock_pair;
 
+/* Real time read on both sides of a read of domain d (the TSC's without a
+ * sample, clocklog.h), the tightest of five tries: the pair, with the two
+ * real-time reads' gap in *gap. */
+loom__clock_pair loom__clock_take_pair(loom_clock_domain d, uint64_t *gap);
+
 /* Map from every standard domain to epoch ns, from pairs taken at session
  * start and stop; before stop the slope of the domain's nominal rate is
  * used (the TSC's measured once per process, over a 2 ms nap, when first

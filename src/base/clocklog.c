@@ -3,8 +3,8 @@
  *
  * A sample is due every LOOM__CLK_PERIOD ticks: the recording thread that
  * first sees a tick count past loom__clk_due takes it (one compare-and-swap
- * elects it; three readings, ~150 ns, every ~0.4 ms of recording; nothing
- * while no one records).  Which pairs become knots is a swing door: the
+ * elects it; the pair is loom__clock_take_pair's, ~0.2 us, every ~0.4 ms of
+ * recording; nothing while no one records).  Which pairs become knots is a swing door: the
  * slopes a line from the last knot may take and still pass within TOL (plus
  * each pair's uncertainty) of every pair since narrow with each pair; when
  * none is left, the pair before the one that closed them is a knot and the
@@ -13,11 +13,8 @@
  * by a count that readers load before and after reading an entry.
  */
 #include <math.h>
-#include <time.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
 
+#include "base/clock.h"
 #include "clocklog.h"
 
 atomic_uint_fast64_t loom__clk_due;
@@ -33,22 +30,6 @@ static struct {
   loom__clk_knot k, p;
   double lo, hi;
 } door;
-
-static int64_t real_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-uint64_t loom__clk_ticks(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  return __rdtsc();
-#else
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-#endif
-}
 
 static void push(loom__clk_knot k) {
   uint64_t n = atomic_load_explicit(&nknots, memory_order_relaxed);
@@ -126,15 +107,9 @@ void loom__clk_sample(uint64_t ticks) {
                                                               memory_order_relaxed,
                                                               memory_order_relaxed))
     return;
-  uint64_t t = 0, best = UINT64_MAX;
-  int64_t r = 0;
-  for (int i = 0; i < 3; i++) { /* the tightest of three readings */
-    int64_t r0 = real_ns();
-    uint64_t x = loom__clk_ticks();
-    int64_t r1 = real_ns();
-    if ((uint64_t)(r1 - r0) < best) best = (uint64_t)(r1 - r0), t = x, r = r0 + (r1 - r0) / 2;
-  }
-  if (best < 5000) loom__clk_feed(t, r, (int64_t)best / 2); /* else: preempted */
+  uint64_t gap = 0;
+  loom__clock_pair p = loom__clock_take_pair(LOOM_CLOCK_TSC, &gap);
+  if (gap < 5000) loom__clk_feed(p.dom, p.real, (int64_t)gap / 2); /* else: preempted */
 }
 
 uint64_t loom__clk_count(void) { return atomic_load_explicit(&nknots, memory_order_acquire); }

@@ -33,9 +33,6 @@ typedef struct loom__clk_knot {
   int64_t real;
 } loom__clk_knot;
 
-/* The tick counter: the TSC on x86, CLOCK_MONOTONIC_RAW elsewhere. */
-uint64_t loom__clk_ticks(void);
-
 extern atomic_uint_fast64_t loom__clk_due;
 void loom__clk_sample(uint64_t ticks);
 /* A recording thread read ticks: a sample when one is due. */
